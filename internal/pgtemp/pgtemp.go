@@ -1,0 +1,158 @@
+// Package pgtemp starts a throwaway PostgreSQL cluster with the machine's
+// own initdb and pg_ctl, for tests and the demo on a machine with no server.
+package pgtemp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNoBinaries means initdb and pg_ctl were not found. Its message says
+// what to install.
+var ErrNoBinaries = errors.New("PostgreSQL server binaries (initdb, pg_ctl) not found: " +
+	"install them (Debian/Ubuntu: apt-get install postgresql; macOS: brew install postgresql) " +
+	"or point SWEEPER_DATABASE_URL / SWEEPER_TEST_DATABASE_URL at a running server")
+
+// Cluster is a running throwaway cluster. Stop removes it.
+type Cluster struct {
+	// URL connects to the cluster's postgres database as its superuser.
+	URL string
+
+	dir    string
+	binDir string
+	runAs  string // set when running as root: initdb refuses root
+}
+
+// FindBinaries returns the directory holding initdb and pg_ctl: from PATH,
+// else the newest /usr/lib/postgresql/*/bin (Debian keeps them off PATH).
+func FindBinaries() (string, error) {
+	if initdb, err := exec.LookPath("initdb"); err == nil {
+		dir := filepath.Dir(initdb)
+		if _, err := exec.LookPath(filepath.Join(dir, "pg_ctl")); err == nil {
+			return dir, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
+	for _, dir := range dirs {
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+			return dir, nil
+		}
+	}
+	return "", ErrNoBinaries
+}
+
+func versionOf(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+// Start initialises a cluster in a new temporary directory and starts it on
+// a free loopback port, with durability off (it is thrown away). When the
+// process runs as root, the server runs as the unprivileged user "postgres"
+// (or "nobody"), since PostgreSQL refuses to run as root.
+func Start(ctx context.Context) (*Cluster, error) {
+	binDir, err := FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "sweeper-pg-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{dir: dir, binDir: binDir}
+	if os.Geteuid() == 0 {
+		if err := c.dropRoot(); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := c.run(ctx, "initdb", "-D", data, "-U", "postgres", "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off "+
+		"-c synchronous_commit=off -c full_page_writes=off -c max_connections=300", port, dir)
+	if out, err := c.run(ctx, "pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"),
+		"-w", "-t", "60", "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, log)
+	}
+	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	return c, nil
+}
+
+// Stop stops the server immediately and removes its directory.
+func (c *Cluster) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := c.run(ctx, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop")
+	rmErr := os.RemoveAll(c.dir)
+	if err != nil {
+		return fmt.Errorf("pg_ctl stop: %w\n%s", err, out)
+	}
+	return rmErr
+}
+
+// dropRoot picks the unprivileged user the server runs as and gives it the
+// cluster's directory.
+func (c *Cluster) dropRoot() error {
+	if _, err := exec.LookPath("runuser"); err != nil {
+		return errors.New("running as root, and runuser is missing: PostgreSQL cannot run as root")
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(c.dir, uid, gid); err != nil {
+			return err
+		}
+		c.runAs = name
+		return nil
+	}
+	return errors.New("running as root and no unprivileged user (postgres, nobody) to run PostgreSQL as")
+}
+
+func (c *Cluster) run(ctx context.Context, tool string, args ...string) ([]byte, error) {
+	path := filepath.Join(c.binDir, tool)
+	var cmd *exec.Cmd
+	if c.runAs != "" {
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", c.runAs, "--", path}, args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, path, args...)
+	}
+	cmd.Dir = c.dir
+	out, err := cmd.CombinedOutput()
+	return []byte(strings.TrimSpace(string(out))), err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,104 @@
+// Package ledger is the operations ledger: the table workflows write before
+// and after calling an outside provider, its states and their legal moves,
+// the payload hash both sides compute, and a store over ledger.operations.
+//
+// The table's shape is a public contract (see README "The ledger contract");
+// this package imports no other package of sweeper.
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Status is an operation's state in the ledger.
+type Status string
+
+const (
+	// StatusPending: the workflow claimed the effect and has not confirmed it.
+	StatusPending Status = "pending"
+	// StatusDone: confirmed; ProviderRecordID names the provider's record.
+	StatusDone Status = "done"
+	// StatusReview: sweeper could not prove what happened; a ticket is open.
+	StatusReview Status = "review"
+	// StatusFailed: confirmed not committed. Only then may the workflow try
+	// again, under a new key.
+	StatusFailed Status = "failed"
+)
+
+// Valid reports whether s is one of the four statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusDone, StatusReview, StatusFailed:
+		return true
+	}
+	return false
+}
+
+// Final reports whether no transition leaves s.
+func (s Status) Final() bool { return s == StatusDone || s == StatusFailed }
+
+// CanTransition reports whether the ledger allows from → to (invariant I2):
+// pending→done|review|failed and review→done|failed. The database trigger
+// ledger.operations_guard enforces the same table for every writer.
+func CanTransition(from, to Status) bool {
+	switch from {
+	case StatusPending:
+		return to == StatusDone || to == StatusReview || to == StatusFailed
+	case StatusReview:
+		return to == StatusDone || to == StatusFailed
+	}
+	return false
+}
+
+// MaxOpKeyLength is the longest op_key the ledger accepts, in characters.
+const MaxOpKeyLength = 255
+
+// Operation is one row of ledger.operations.
+type Operation struct {
+	ID               int64           `json:"id"`
+	OpKey            string          `json:"op_key"`
+	Workflow         string          `json:"workflow"`
+	Provider         string          `json:"provider"`
+	Action           string          `json:"action"`
+	SourceID         string          `json:"source_id,omitempty"`
+	Recipient        string          `json:"recipient,omitempty"`
+	PayloadHash      string          `json:"payload_hash,omitempty"`
+	Payload          json.RawMessage `json:"payload,omitempty"`
+	Status           Status          `json:"status"`
+	Attempts         int             `json:"attempts"`
+	FirstAttemptAt   time.Time       `json:"first_attempt_at"`
+	LastAttemptAt    time.Time       `json:"last_attempt_at,omitzero"`
+	ProviderRecordID string          `json:"provider_record_id,omitempty"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+}
+
+var (
+	// ErrNotFound: no operation has the given key.
+	ErrNotFound = errors.New("ledger: operation not found")
+	// ErrConflict: the key is already claimed for a different effect.
+	ErrConflict = errors.New("ledger: op_key already claimed with different content")
+	// ErrIllegalTransition: the database rejected a status change (I2).
+	ErrIllegalTransition = errors.New("ledger: illegal status transition")
+	// ErrNotPending: a compare-and-set found the row no longer in the
+	// expected state. Use errors.As with *StateError for the state found.
+	ErrNotPending = errors.New("ledger: operation is not in the expected state")
+)
+
+// StateError reports a compare-and-set that found the operation in another
+// state than the one it required. It matches [ErrNotPending].
+type StateError struct {
+	OpKey string
+	Want  Status
+	Got   Status
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("ledger: operation %s is %s, not %s", e.OpKey, e.Got, e.Want)
+}
+
+// Is makes errors.Is(err, ErrNotPending) hold.
+func (e *StateError) Is(target error) bool { return target == ErrNotPending }

@@ -1,0 +1,337 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DB is what the store needs of a connection: a *pgxpool.Pool, a *pgx.Conn
+// or a pgx.Tx, so that store calls compose inside a caller's transaction.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Store reads and writes ledger.operations. Every write is a compare-and-set
+// on status; the table's trigger rejects whatever slips past it.
+type Store struct {
+	db DB
+}
+
+// NewStore returns a Store over db.
+func NewStore(db DB) *Store { return &Store{db: db} }
+
+// Attempt is what a workflow records before it calls a provider.
+type Attempt struct {
+	// OpKey is the reconciliation key: unique, 1–255 characters, and
+	// carried to the provider (metadata, reference field) wherever it can be.
+	OpKey string
+	// Workflow, Provider and Action name who does what where; all required.
+	// Provider must match a [providers.NAME] block of sweeper's config.
+	Workflow string
+	Provider string
+	Action   string
+	// SourceID optionally names the record in the workflow's own system.
+	SourceID string
+	// Recipient is the address, phone number or customer the effect is for.
+	Recipient string
+	// Payload optionally holds the normalized fields as a JSON object.
+	Payload json.RawMessage
+	// PayloadHash is computed from Payload when empty; when both are given
+	// they must agree.
+	PayloadHash string
+}
+
+// Claim is the answer to [Store.Claim].
+type Claim struct {
+	// Owned is true when this call created the row: the caller owns the
+	// attempt and may call the provider. When false, the key was already
+	// claimed for the same effect and Operation says where it stands —
+	// pending means "uncertain, leave it to sweeper", never "retry".
+	Owned     bool
+	Operation Operation
+}
+
+// ConflictError reports a Claim on a key already claimed for a different
+// effect. It matches [ErrConflict].
+type ConflictError struct {
+	OpKey  string
+	Fields []string // the columns that differ
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("ledger: op_key %s already claimed with a different %s", e.OpKey, strings.Join(e.Fields, ", "))
+}
+
+// Is makes errors.Is(err, ErrConflict) hold.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Validate checks an attempt before it reaches the database and fills
+// PayloadHash from Payload. Its errors name the column.
+func (a *Attempt) Validate() error {
+	var errs []error
+	switch {
+	case a.OpKey == "":
+		errs = append(errs, errors.New("op_key: required"))
+	case utf8.RuneCountInString(a.OpKey) > MaxOpKeyLength:
+		errs = append(errs, fmt.Errorf("op_key: longer than %d characters", MaxOpKeyLength))
+	}
+	for _, f := range []struct{ name, value string }{
+		{"workflow", a.Workflow}, {"provider", a.Provider}, {"action", a.Action},
+	} {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("%s: required", f.name))
+		}
+	}
+	if len(a.Payload) > 0 {
+		hash, err := PayloadHash(a.Payload)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("payload: %w", err))
+		case a.PayloadHash == "":
+			a.PayloadHash = hash
+		case a.PayloadHash != hash:
+			errs = append(errs, fmt.Errorf("payload_hash: %s is not the hash of payload (%s)", a.PayloadHash, hash))
+		}
+	}
+	if a.PayloadHash == "" {
+		errs = append(errs, errors.New("payload_hash: required (or give payload)"))
+	} else if !isHexSHA256(a.PayloadHash) {
+		errs = append(errs, errors.New("payload_hash: must be 64 lowercase hex characters"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("ledger: invalid attempt: %w", err)
+	}
+	return nil
+}
+
+func isHexSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Claim records an attempt as pending, atomically: of any number of
+// concurrent claims on one key exactly one gets Owned. A claim on a key
+// already held for the same workflow, provider, action, recipient and payload
+// hash returns the existing row with Owned false; any difference is a
+// *ConflictError — a key is never silently reused for another effect.
+func (s *Store) Claim(ctx context.Context, a Attempt) (Claim, error) {
+	if err := a.Validate(); err != nil {
+		return Claim{}, err
+	}
+	var payload any // a nil json.RawMessage must reach the database as NULL
+	if len(a.Payload) > 0 {
+		payload = string(a.Payload)
+	}
+	rows, err := s.db.Query(ctx, `
+		INSERT INTO ledger.operations
+			(op_key, workflow, provider, action, source_id, recipient, payload_hash, payload,
+			 attempts, first_attempt_at, last_attempt_at)
+		VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8::jsonb, 1, now(), now())
+		ON CONFLICT (op_key) DO NOTHING
+		RETURNING `+operationColumns,
+		a.OpKey, a.Workflow, a.Provider, a.Action, a.SourceID, a.Recipient, a.PayloadHash, payload)
+	if err != nil {
+		return Claim{}, fmt.Errorf("ledger: claim %s: %w", a.OpKey, mapError(err))
+	}
+	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
+	switch {
+	case err == nil:
+		return Claim{Owned: true, Operation: op}, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return Claim{}, fmt.Errorf("ledger: claim %s: %w", a.OpKey, mapError(err))
+	}
+
+	// The key exists. Another claim may have inserted it between our INSERT
+	// and this read, but rows are never deleted by sweeper, so it is there.
+	existing, err := s.Get(ctx, a.OpKey)
+	if err != nil {
+		return Claim{}, err
+	}
+	var differ []string
+	for _, f := range []struct{ name, have, want string }{
+		{"workflow", existing.Workflow, a.Workflow},
+		{"provider", existing.Provider, a.Provider},
+		{"action", existing.Action, a.Action},
+		{"recipient", existing.Recipient, a.Recipient},
+		{"payload_hash", existing.PayloadHash, a.PayloadHash},
+	} {
+		if f.have != f.want {
+			differ = append(differ, f.name)
+		}
+	}
+	if len(differ) > 0 {
+		return Claim{}, &ConflictError{OpKey: a.OpKey, Fields: differ}
+	}
+	return Claim{Owned: false, Operation: existing}, nil
+}
+
+// Confirm moves a pending operation to done with the provider's record id.
+// Confirming a done operation again with the same record id succeeds and
+// changes nothing; any other state gives a *StateError.
+func (s *Store) Confirm(ctx context.Context, opKey, providerRecordID string) (Operation, error) {
+	if providerRecordID == "" {
+		return Operation{}, fmt.Errorf("ledger: confirm %s: provider record id required", opKey)
+	}
+	op, err := s.transition(ctx, opKey, StatusPending, StatusDone, providerRecordID)
+	var stateErr *StateError
+	if errors.As(err, &stateErr) && stateErr.Got == StatusDone {
+		current, getErr := s.Get(ctx, opKey)
+		if getErr == nil && current.ProviderRecordID == providerRecordID {
+			return current, nil
+		}
+	}
+	return op, err
+}
+
+// Reject moves a pending operation to failed: the workflow saw a definitive
+// rejection from the provider. Rejecting a failed operation again succeeds;
+// any other state gives a *StateError.
+func (s *Store) Reject(ctx context.Context, opKey string) (Operation, error) {
+	op, err := s.transition(ctx, opKey, StatusPending, StatusFailed, "")
+	var stateErr *StateError
+	if errors.As(err, &stateErr) && stateErr.Got == StatusFailed {
+		return s.Get(ctx, opKey)
+	}
+	return op, err
+}
+
+// transition is the compare-and-set every status change goes through.
+func (s *Store) transition(ctx context.Context, opKey string, from, to Status, providerRecordID string) (Operation, error) {
+	rows, err := s.db.Query(ctx, `
+		UPDATE ledger.operations
+		SET status = $3, provider_record_id = coalesce(nullif($4, ''), provider_record_id)
+		WHERE op_key = $1 AND status = $2
+		RETURNING `+operationColumns,
+		opKey, from, to, providerRecordID)
+	if err != nil {
+		return Operation{}, fmt.Errorf("ledger: %s %s: %w", to, opKey, mapError(err))
+	}
+	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
+	if err == nil {
+		return op, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return Operation{}, fmt.Errorf("ledger: %s %s: %w", to, opKey, mapError(err))
+	}
+	current, err := s.Get(ctx, opKey)
+	if err != nil {
+		return Operation{}, err
+	}
+	return Operation{}, &StateError{OpKey: opKey, Want: from, Got: current.Status}
+}
+
+// StaleCursor is a keyset position in the stale scan: the last row seen.
+// The zero value starts from the beginning.
+type StaleCursor struct {
+	FirstAttemptAt time.Time
+	ID             int64
+}
+
+// StalePending returns up to limit pending operations of provider whose
+// first attempt is older than cutoff, after cursor in (first_attempt_at, id)
+// order. The partial index operations_pending_stale_idx serves it, so its
+// cost follows the pending rows, not the ledger's size. Pass the last row's
+// position as the next cursor; fewer than limit rows means the end.
+func (s *Store) StalePending(ctx context.Context, provider string, cutoff time.Time, after StaleCursor, limit int) ([]Operation, error) {
+	rows, err := s.db.Query(ctx, StalePendingQuery, provider, cutoff, after.FirstAttemptAt, after.ID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: stale scan %s: %w", provider, err)
+	}
+	ops, err := pgx.CollectRows(rows, scanOperation)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: stale scan %s: %w", provider, err)
+	}
+	return ops, nil
+}
+
+// StalePendingQuery is the stale scan's SQL, exported so that a test can
+// EXPLAIN it: $1 provider, $2 cutoff, $3/$4 the cursor, $5 the limit.
+const StalePendingQuery = `SELECT ` + operationColumns + `
+	FROM ledger.operations
+	WHERE status = 'pending' AND provider = $1 AND first_attempt_at < $2
+	  AND (first_attempt_at, id) > ($3, $4)
+	ORDER BY first_attempt_at, id
+	LIMIT $5`
+
+// Get returns the operation with the given key, or [ErrNotFound].
+func (s *Store) Get(ctx context.Context, opKey string) (Operation, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+` FROM ledger.operations WHERE op_key = $1`, opKey)
+	if err != nil {
+		return Operation{}, fmt.Errorf("ledger: get %s: %w", opKey, err)
+	}
+	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Operation{}, fmt.Errorf("%w: %s", ErrNotFound, opKey)
+	}
+	if err != nil {
+		return Operation{}, fmt.Errorf("ledger: get %s: %w", opKey, err)
+	}
+	return op, nil
+}
+
+const operationColumns = `id, op_key, workflow, provider, action, source_id, recipient, payload_hash,
+	payload, status, attempts, first_attempt_at, last_attempt_at, provider_record_id, created_at, updated_at`
+
+func scanOperation(row pgx.CollectableRow) (Operation, error) {
+	var (
+		op                                                 Operation
+		sourceID, recipient, payloadHash, providerRecordID *string
+		lastAttemptAt                                      *time.Time
+		payload                                            []byte
+	)
+	err := row.Scan(&op.ID, &op.OpKey, &op.Workflow, &op.Provider, &op.Action, &sourceID, &recipient,
+		&payloadHash, &payload, &op.Status, &op.Attempts, &op.FirstAttemptAt, &lastAttemptAt,
+		&providerRecordID, &op.CreatedAt, &op.UpdatedAt)
+	if err != nil {
+		return Operation{}, err
+	}
+	op.SourceID = deref(sourceID)
+	op.Recipient = deref(recipient)
+	op.PayloadHash = deref(payloadHash)
+	op.ProviderRecordID = deref(providerRecordID)
+	if lastAttemptAt != nil {
+		op.LastAttemptAt = *lastAttemptAt
+	}
+	if payload != nil {
+		op.Payload = json.RawMessage(payload)
+	}
+	return op, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// mapError turns the ledger trigger's rejections into [ErrIllegalTransition],
+// keeping the database's message (it names the op_key and both states).
+func mapError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.ConstraintName {
+		case "operations_status_transition", "operations_provider_record_id_final", "operations_op_key_final":
+			return fmt.Errorf("%w: %s", ErrIllegalTransition, pgErr.Message)
+		}
+	}
+	return err
+}
