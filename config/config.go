@@ -1,0 +1,519 @@
+// Package config loads sweeper's TOML configuration: strict decoding (an
+// unknown key is an error), defaults, environment overrides, and validation
+// whose messages name the key ("providers.stripe.stale_after: must be at
+// least 1m"), all problems at once.
+//
+// Secrets never live in the file: credentials are named by environment
+// variable (*_env keys, SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET), and a
+// database URL in the file may not carry a password.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/robfig/cron/v3"
+
+	"github.com/sweeper/sweeper/providers"
+)
+
+// Environment variables sweeper reads.
+const (
+	EnvConfig        = "SWEEPER_CONFIG"
+	EnvDatabaseURL   = "SWEEPER_DATABASE_URL"
+	EnvSlackToken    = "SLACK_BOT_TOKEN"
+	EnvSlackSigning  = "SLACK_SIGNING_SECRET"
+	DefaultPath      = "sweeper.toml"
+	defaultListen    = "127.0.0.1:8080"
+	defaultPriority  = "normal"
+	defaultMaxConns  = 20
+	defaultBatchSize = 500
+	maxBatchSize     = 10000
+)
+
+// Config is the whole configuration. The zero value is not usable: use
+// [Load] or [Parse], which apply defaults and validate.
+type Config struct {
+	// Database is where the ledger, sweeper's tables and River's live.
+	Database Database `toml:"database"`
+	// Schedules are the periodic jobs' cron expressions.
+	Schedules Schedules `toml:"schedules"`
+	// Sweep tunes the stale scan.
+	Sweep Sweep `toml:"sweep"`
+	// River tunes the job queue.
+	River River `toml:"river"`
+	// Providers are the lookup adapters by ledger provider name: a ledger
+	// row whose provider column is NAME is looked up with [providers.NAME].
+	Providers map[string]*Provider `toml:"-"`
+	// Review sets who owns tickets, for how long, and how they escalate.
+	Review Review `toml:"review"`
+	// Slack is where review alerts go.
+	Slack Slack `toml:"slack"`
+	// HTTP is the daemon's own endpoint (health, metrics, Slack actions).
+	HTTP HTTP `toml:"http"`
+}
+
+// Database configures the connection.
+type Database struct {
+	// URL is a postgres:// URL. SWEEPER_DATABASE_URL overrides it, and is the
+	// only place a password may appear (or PGPASSWORD, or ~/.pgpass).
+	URL string `toml:"url"`
+	// MaxConns caps the connection pool. Default 20.
+	MaxConns int32 `toml:"max_conns"`
+}
+
+// Schedules holds cron expressions in the standard five-field syntax
+// (cron.ParseStandard), descriptors such as "@every 30s" included; an
+// optional CRON_TZ= prefix sets the time zone (UTC otherwise).
+type Schedules struct {
+	// Sweep finds stale pending operations. Default "*/5 * * * *".
+	Sweep string `toml:"sweep"`
+	// Escalate looks at tickets past their deadline. Default "* * * * *".
+	Escalate string `toml:"escalate"`
+}
+
+// Sweep tunes the stale scan.
+type Sweep struct {
+	// BatchSize is how many rows one keyset page of the scan reads.
+	// Default 500, at most 10000.
+	BatchSize int `toml:"batch_size"`
+	// QueryTimeout bounds each page's query. Default 30s.
+	QueryTimeout Duration `toml:"query_timeout"`
+}
+
+// River tunes the job queue.
+type River struct {
+	// MaxWorkers is how many lookups one process runs at once. Default 100.
+	MaxWorkers int `toml:"max_workers"`
+}
+
+// Provider is one [providers.NAME] block: the keys every kind shares, and
+// the kind's own settings.
+type Provider struct {
+	// Kind selects the adapter: one of the kinds sweeper was built with.
+	Kind string `toml:"kind"`
+	// StaleAfter is how long a pending row waits before it is looked up.
+	// Default 15m, at least 1m.
+	StaleAfter Duration `toml:"stale_after"`
+	// LookupTimeout bounds one call to the provider. Default 10s.
+	LookupTimeout Duration `toml:"lookup_timeout"`
+	// LookupBudget bounds all attempts for one operation, retries included;
+	// past it the operation gets a lookup_failed ticket. Default 10m.
+	LookupBudget Duration `toml:"lookup_budget"`
+	// RateLimit is the most requests per second this process sends the
+	// provider. Default 10.
+	RateLimit float64 `toml:"rate_limit"`
+	// Concurrency is the most requests in flight to the provider from this
+	// process. Default 4.
+	Concurrency int `toml:"concurrency"`
+
+	// Settings holds the kind's own keys (url, token_env, rules, …).
+	Settings providers.Settings `toml:"-"`
+}
+
+// Review configures tickets.
+type Review struct {
+	// DefaultOwner owns a ticket when no workflow or provider owner matches.
+	// Required. A Slack user id (U…) when Slack is on.
+	DefaultOwner string `toml:"default_owner"`
+	// Owners maps a workflow or provider name to the ticket's owner; a
+	// workflow owner wins over a provider owner.
+	Owners Owners `toml:"owners"`
+	// Window is how long the first owner has before the ticket escalates.
+	// Default 24h.
+	Window Duration `toml:"window"`
+	// Priority is a new ticket's priority. Default "normal".
+	Priority string `toml:"priority"`
+	// Escalation lists the levels an expired ticket moves through, in order.
+	Escalation []EscalationLevel `toml:"escalation"`
+	// RepeatEvery is how often the last level re-alerts once its window has
+	// passed. Default: the last level's window.
+	RepeatEvery Duration `toml:"repeat_every,omitempty"`
+	// MaxRepeats caps those re-alerts. Default 3.
+	MaxRepeats int `toml:"max_repeats"`
+}
+
+// Owners maps names to owners.
+type Owners struct {
+	Workflows map[string]string `toml:"workflows"`
+	Providers map[string]string `toml:"providers"`
+}
+
+// EscalationLevel is one step of the escalation policy.
+type EscalationLevel struct {
+	// Owner takes the ticket at this level. Required.
+	Owner string `toml:"owner"`
+	// Priority at this level: low, normal, high or urgent. Required.
+	Priority string `toml:"priority"`
+	// Window is how long this level's owner has before the next step.
+	// Required, at least 1m.
+	Window Duration `toml:"window"`
+}
+
+// Slack configures review alerts.
+type Slack struct {
+	// Channel receives alerts; empty turns Slack off. Needs SLACK_BOT_TOKEN.
+	Channel string `toml:"channel"`
+	// Channels overrides Channel per workflow or provider (workflow wins).
+	Channels Owners `toml:"channels"`
+	// APIURL overrides Slack's Web API base URL (tests, proxies). Default
+	// https://slack.com/api/.
+	APIURL string `toml:"api_url"`
+}
+
+// HTTP configures the daemon's endpoint.
+type HTTP struct {
+	// Listen is host:port. Default 127.0.0.1:8080 (loopback only).
+	Listen string `toml:"listen"`
+}
+
+// Priorities are the ticket priorities, lowest first.
+var Priorities = []string{"low", "normal", "high", "urgent"}
+
+// Getenv looks up an environment variable; os.Getenv in production, a map
+// in tests.
+type Getenv func(string) string
+
+// Load reads the file at path and returns the validated configuration. The
+// error lists every problem found, one per line.
+func Load(path string, kinds []providers.Kind, getenv Getenv) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(string(b), kinds, getenv)
+}
+
+// Parse decodes TOML text, applies defaults and the environment, and
+// validates. Decoding stops at a syntax or type error (reported with its
+// line); otherwise every unknown key and every invalid value is reported.
+func Parse(text string, kinds []providers.Kind, getenv Getenv) (*Config, error) {
+	// Decoding over the defaults keeps an explicit zero ("batch_size = 0")
+	// apart from an absent key: the first is validated, the second defaulted.
+	var raw struct {
+		Config
+		Providers map[string]toml.Primitive `toml:"providers"`
+	}
+	raw.Config = Default()
+	md, err := toml.Decode(text, &raw)
+	if err != nil {
+		return nil, err
+	}
+	cfg := raw.Config
+	var problems []error
+	cfg.Providers = map[string]*Provider{}
+	skip := map[string]bool{} // blocks whose kind is unknown: their keys are not "unknown keys"
+	for _, name := range sortedKeys(raw.Providers) {
+		p := defaultProvider()
+		if err := md.PrimitiveDecode(raw.Providers[name], p); err != nil {
+			return nil, fmt.Errorf("providers.%s: %w", name, err)
+		}
+		cfg.Providers[name] = p
+		i := slices.IndexFunc(kinds, func(k providers.Kind) bool { return k.Name == p.Kind })
+		if i < 0 {
+			skip[name] = true
+			continue
+		}
+		p.Settings = kinds[i].NewSettings()
+		if err := md.PrimitiveDecode(raw.Providers[name], p.Settings); err != nil {
+			return nil, fmt.Errorf("providers.%s: %w", name, err)
+		}
+	}
+	for _, key := range md.Undecoded() {
+		if len(key) >= 2 && key[0] == "providers" && skip[key[1]] {
+			continue
+		}
+		problems = append(problems, fmt.Errorf("%s: unknown key", key))
+	}
+	if u := getenv(EnvDatabaseURL); u != "" {
+		cfg.Database.URL = u
+	} else if hasPassword(cfg.Database.URL) {
+		problems = append(problems, errors.New("database.url: must not contain a password; "+
+			"put the URL in SWEEPER_DATABASE_URL, or the password in PGPASSWORD or ~/.pgpass"))
+	}
+	problems = append(problems, cfg.validate(kinds, getenv)...)
+	if len(problems) > 0 {
+		return nil, &Error{Problems: problems}
+	}
+	if n := len(cfg.Review.Escalation); n > 0 && !cfg.Review.RepeatEvery.set {
+		cfg.Review.RepeatEvery = cfg.Review.Escalation[n-1].Window
+	}
+	return &cfg, nil
+}
+
+// Error lists every problem found in a configuration.
+type Error struct {
+	Problems []error
+}
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap exposes the problems to errors.Is and errors.As.
+func (e *Error) Unwrap() []error { return e.Problems }
+
+// Default returns the configuration an empty file gives: every default
+// applied, no providers, no owner (which Validate requires).
+func Default() Config {
+	return Config{
+		Database:  Database{MaxConns: defaultMaxConns},
+		Schedules: Schedules{Sweep: "*/5 * * * *", Escalate: "* * * * *"},
+		Sweep:     Sweep{BatchSize: defaultBatchSize, QueryTimeout: NewDuration(30 * time.Second)},
+		River:     River{MaxWorkers: 100},
+		Review: Review{
+			Window:     NewDuration(24 * time.Hour),
+			Priority:   defaultPriority,
+			MaxRepeats: 3,
+		},
+		HTTP: HTTP{Listen: defaultListen},
+	}
+}
+
+func defaultProvider() *Provider {
+	return &Provider{
+		StaleAfter:    NewDuration(15 * time.Minute),
+		LookupTimeout: NewDuration(10 * time.Second),
+		LookupBudget:  NewDuration(10 * time.Minute),
+		RateLimit:     10,
+		Concurrency:   4,
+	}
+}
+
+var (
+	providerNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	envNameRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	slackUserRE    = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
+)
+
+func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
+	var v validator
+
+	if c.Database.URL == "" {
+		v.add("database.url", "required (or set %s)", EnvDatabaseURL)
+	} else if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		v.add("database.url", "must be a postgres:// URL")
+	}
+	if c.Database.MaxConns < 2 {
+		v.add("database.max_conns", "must be at least 2")
+	}
+
+	for key, expr := range map[string]string{"schedules.sweep": c.Schedules.Sweep, "schedules.escalate": c.Schedules.Escalate} {
+		if _, err := cron.ParseStandard(expr); err != nil {
+			v.add(key, "invalid cron expression %q: %v", expr, err)
+		}
+	}
+
+	if c.Sweep.BatchSize < 1 || c.Sweep.BatchSize > maxBatchSize {
+		v.add("sweep.batch_size", "must be between 1 and %d", maxBatchSize)
+	}
+	v.duration("sweep.query_timeout", c.Sweep.QueryTimeout, time.Second)
+	if c.River.MaxWorkers < 1 || c.River.MaxWorkers > 10000 {
+		v.add("river.max_workers", "must be between 1 and 10000")
+	}
+
+	kindNames := make([]string, len(kinds))
+	for i, k := range kinds {
+		kindNames[i] = k.Name
+	}
+	for _, name := range sortedKeys(c.Providers) {
+		p, prefix := c.Providers[name], "providers."+name+"."
+		if !providerNameRE.MatchString(name) {
+			v.add("providers."+name, "name must be 1-64 letters, digits, '.', '_' or '-', as in the ledger's provider column")
+		}
+		switch {
+		case p.Kind == "":
+			v.add(prefix+"kind", "required: one of %s", strings.Join(kindNames, ", "))
+		case p.Settings == nil:
+			v.add(prefix+"kind", "unknown kind %q: one of %s", p.Kind, strings.Join(kindNames, ", "))
+		}
+		v.duration(prefix+"stale_after", p.StaleAfter, time.Minute)
+		v.duration(prefix+"lookup_timeout", p.LookupTimeout, 100*time.Millisecond)
+		if p.LookupTimeout.Duration > 5*time.Minute {
+			v.add(prefix+"lookup_timeout", "must be at most 5m")
+		}
+		v.duration(prefix+"lookup_budget", p.LookupBudget, time.Second)
+		if p.LookupBudget.err == nil && p.LookupTimeout.err == nil && p.LookupBudget.Duration < p.LookupTimeout.Duration {
+			v.add(prefix+"lookup_budget", "must be at least lookup_timeout (%s)", p.LookupTimeout)
+		}
+		if p.RateLimit <= 0 {
+			v.add(prefix+"rate_limit", "must be greater than 0 (requests per second)")
+		}
+		if p.Concurrency < 1 || p.Concurrency > 1000 {
+			v.add(prefix+"concurrency", "must be between 1 and 1000")
+		}
+		if p.Settings == nil {
+			continue
+		}
+		for _, err := range p.Settings.Validate() {
+			v.errs = append(v.errs, fmt.Errorf("%s%w", prefix, err))
+		}
+		if holder, ok := p.Settings.(providers.SecretHolder); ok {
+			for _, s := range holder.SecretEnvs() {
+				v.secretEnv(prefix+s.Key, s.Name, s.Required, getenv)
+			}
+		}
+	}
+
+	slackOn := c.Slack.Channel != ""
+	v.owner("review.default_owner", c.Review.DefaultOwner, slackOn)
+	for _, group := range []struct {
+		kind   string
+		owners map[string]string
+	}{{"workflows", c.Review.Owners.Workflows}, {"providers", c.Review.Owners.Providers}} {
+		for _, name := range sortedKeys(group.owners) {
+			v.owner("review.owners."+group.kind+"."+name, group.owners[name], slackOn)
+			if group.kind == "providers" && c.Providers[name] == nil {
+				v.add("review.owners.providers."+name, "no [providers.%s] block", name)
+			}
+		}
+	}
+	v.duration("review.window", c.Review.Window, time.Minute)
+	v.priority("review.priority", c.Review.Priority)
+	for i, level := range c.Review.Escalation {
+		prefix := fmt.Sprintf("review.escalation[%d].", i)
+		v.owner(prefix+"owner", level.Owner, slackOn)
+		v.priority(prefix+"priority", level.Priority)
+		v.duration(prefix+"window", level.Window, time.Minute)
+	}
+	if c.Review.RepeatEvery.set {
+		v.duration("review.repeat_every", c.Review.RepeatEvery, time.Minute)
+	}
+	if c.Review.MaxRepeats < 0 || c.Review.MaxRepeats > 100 {
+		v.add("review.max_repeats", "must be between 0 and 100")
+	}
+
+	if slackOn {
+		v.secretEnv("slack.channel", EnvSlackToken, true, getenv)
+	}
+	for _, group := range []struct {
+		kind     string
+		channels map[string]string
+	}{{"workflows", c.Slack.Channels.Workflows}, {"providers", c.Slack.Channels.Providers}} {
+		for _, name := range sortedKeys(group.channels) {
+			if group.channels[name] == "" {
+				v.add("slack.channels."+group.kind+"."+name, "must not be empty")
+			} else if !slackOn {
+				v.add("slack.channels."+group.kind+"."+name, "set slack.channel too: overrides need Slack on")
+			}
+		}
+	}
+	if c.Slack.APIURL != "" {
+		if u, err := url.Parse(c.Slack.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.add("slack.api_url", "must be an http(s) URL")
+		}
+	}
+
+	if _, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil || port == "" {
+		v.add("http.listen", "must be host:port, e.g. 127.0.0.1:8080")
+	}
+	return v.errs
+}
+
+// validator gathers problems, each prefixed with its key.
+type validator struct {
+	errs []error
+}
+
+func (v *validator) add(key, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+}
+
+func (v *validator) duration(key string, d Duration, least time.Duration) {
+	switch {
+	case d.err != nil:
+		v.add(key, "%v", d.err)
+	case d.Duration < least:
+		v.add(key, "must be at least %s", formatDuration(least))
+	}
+}
+
+func (v *validator) priority(key, p string) {
+	if !slices.Contains(Priorities, p) {
+		v.add(key, "must be one of %s", strings.Join(Priorities, ", "))
+	}
+}
+
+func (v *validator) owner(key, owner string, slackOn bool) {
+	switch {
+	case owner == "":
+		v.add(key, "required: one person who owns the ticket")
+	case strings.ContainsAny(owner, " \t\n,"):
+		v.add(key, "must name one person, got %q", owner)
+	case slackOn && !slackUserRE.MatchString(owner):
+		v.add(key, "must be a Slack user id (U… or W…) when Slack is on, got %q", owner)
+	}
+}
+
+func (v *validator) secretEnv(key, name string, required bool, getenv Getenv) {
+	switch {
+	case name == "":
+		if required {
+			v.add(key, "required: the name of an environment variable")
+		}
+	case !envNameRE.MatchString(name):
+		v.add(key, "%q is not an environment variable name", name)
+	case required && !SecretSet(getenv, name):
+		v.add(key, "environment variable %s is not set (nor %s_FILE)", name, name)
+	}
+}
+
+// Secret returns the value of the secret named by environment variable name:
+// the variable itself, else the contents of the file named by name_FILE
+// (trailing newline removed), the convention of Docker and Kubernetes
+// secrets. The error never carries the value.
+func Secret(getenv Getenv, name string) (string, error) {
+	if v := getenv(name); v != "" {
+		return v, nil
+	}
+	file := getenv(name + "_FILE")
+	if file == "" {
+		return "", fmt.Errorf("environment variable %s is not set (nor %s_FILE)", name, name)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s_FILE: %w", name, err)
+	}
+	v := strings.TrimRight(string(b), "\r\n")
+	if v == "" {
+		return "", fmt.Errorf("%s_FILE: %s is empty", name, file)
+	}
+	return v, nil
+}
+
+// SecretSet reports whether [Secret] would find a value for name.
+func SecretSet(getenv Getenv, name string) bool {
+	_, err := Secret(getenv, name)
+	return err == nil
+}
+
+func hasPassword(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return strings.Contains(raw, "password=")
+	}
+	_, set := u.User.Password()
+	return set || u.Query().Get("password") != ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

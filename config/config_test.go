@@ -1,0 +1,193 @@
+package config_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/httplookup"
+	"github.com/sweeper/sweeper/providers/sim"
+)
+
+var update = flag.Bool("update", false, "rewrite the .err golden files under testdata/bad")
+
+var kinds = []providers.Kind{sim.Kind, httplookup.Kind}
+
+func env(vars map[string]string) config.Getenv {
+	return func(k string) string { return vars[k] }
+}
+
+// TestBadConfigs loads one broken config per rule and checks the exact
+// message, kept beside it in a .err file (rewrite with -update, then read
+// the diff).
+func TestBadConfigs(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("testdata/bad/*.toml")
+	if err != nil || len(files) < 30 {
+		t.Fatalf("found %d bad configs (%v)", len(files), err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".toml")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.Load(file, kinds, env(nil))
+			if err == nil {
+				t.Fatal("loaded without error")
+			}
+			golden := strings.TrimSuffix(file, ".toml") + ".err"
+			if *update {
+				if err := os.WriteFile(golden, []byte(err.Error()+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, readErr := os.ReadFile(golden)
+			if readErr != nil {
+				t.Fatalf("%v (run go test ./config -update)", readErr)
+			}
+			if diff := cmp.Diff(strings.TrimSuffix(string(want), "\n"), err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+const minimal = `
+[database]
+url = "postgres://127.0.0.1:5432/sweeper"
+
+[review]
+default_owner = "U0OWNER1"
+`
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse(minimal+"\n[providers.sim]\nkind = \"sim\"\n", kinds, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Providers["sim"]
+	for _, c := range []struct {
+		desc      string
+		got, want any
+	}{
+		{"schedules.sweep", cfg.Schedules.Sweep, "*/5 * * * *"},
+		{"schedules.escalate", cfg.Schedules.Escalate, "* * * * *"},
+		{"sweep.batch_size", cfg.Sweep.BatchSize, 500},
+		{"sweep.query_timeout", cfg.Sweep.QueryTimeout.Duration, 30 * time.Second},
+		{"river.max_workers", cfg.River.MaxWorkers, 100},
+		{"database.max_conns", cfg.Database.MaxConns, int32(20)},
+		{"stale_after", p.StaleAfter.Duration, 15 * time.Minute},
+		{"lookup_timeout", p.LookupTimeout.Duration, 10 * time.Second},
+		{"lookup_budget", p.LookupBudget.Duration, 10 * time.Minute},
+		{"rate_limit", p.RateLimit, 10.0},
+		{"concurrency", p.Concurrency, 4},
+		{"review.window", cfg.Review.Window.Duration, 24 * time.Hour},
+		{"review.priority", cfg.Review.Priority, "normal"},
+		{"review.max_repeats", cfg.Review.MaxRepeats, 3},
+		{"http.listen", cfg.HTTP.Listen, "127.0.0.1:8080"},
+		{"slack.channel", cfg.Slack.Channel, ""},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
+		}
+	}
+	if _, ok := p.Settings.(*sim.Config); !ok {
+		t.Errorf("settings are %T, want *sim.Config", p.Settings)
+	}
+}
+
+func TestEnvironmentOverridesDatabaseURL(t *testing.T) {
+	t.Parallel()
+	const fromEnv = "postgres://sweeper:s3cret@db.internal:5432/ledger"
+	cfg, err := config.Parse(minimal, kinds, env(map[string]string{config.EnvDatabaseURL: fromEnv}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Database.URL != fromEnv {
+		t.Errorf("database.url = %q, want the environment's", cfg.Database.URL)
+	}
+}
+
+func TestSecretFromFile(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("tok-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	getenv := env(map[string]string{"ORDERS_TOKEN_FILE": file})
+	got, err := config.Secret(getenv, "ORDERS_TOKEN")
+	if err != nil || got != "tok-from-file" {
+		t.Fatalf("Secret = %q, %v", got, err)
+	}
+	_, err = config.Secret(env(map[string]string{"ORDERS_TOKEN_FILE": file + ".missing"}), "ORDERS_TOKEN")
+	if err == nil || strings.Contains(err.Error(), "tok-from-file") {
+		t.Errorf("missing file: %v", err)
+	}
+	text := minimal + "\n[providers.orders]\nkind = \"http\"\nurl = \"https://orders.example.com/lookup\"\ntoken_env = \"ORDERS_TOKEN\"\n"
+	if _, err := config.Parse(text, kinds, getenv); err != nil {
+		t.Errorf("token in a _FILE not accepted: %v", err)
+	}
+}
+
+// TestWriteTOMLHidesSecretsAndRoundTrips: the effective config printed by
+// check-config carries no secret and parses back to the same config.
+func TestWriteTOMLHidesSecretsAndRoundTrips(t *testing.T) {
+	t.Parallel()
+	getenv := env(map[string]string{
+		config.EnvDatabaseURL: "postgres://sweeper:db-pa55word@db.internal:5432/ledger?password=other-pa55",
+		config.EnvSlackToken:  "xoxb-slack-t0ken",
+		"ORDERS_TOKEN":        "orders-t0ken",
+	})
+	text := minimal + `
+[slack]
+channel = "#ops-review"
+
+[providers.orders]
+kind = "http"
+url = "https://orders.example.com/lookup"
+token_env = "ORDERS_TOKEN"
+
+[providers.sim]
+kind = "sim"
+latency = "5ms"
+[[providers.sim.rules]]
+match = "found-*"
+outcome = "found"
+`
+	cfg, err := config.Parse(text, kinds, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := cfg.WriteTOML(&out, getenv); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"db-pa55word", "other-pa55", "xoxb-slack-t0ken", "orders-t0ken"} {
+		if strings.Contains(out.String(), secret) {
+			t.Errorf("output contains secret %q:\n%s", secret, out.String())
+		}
+	}
+	for _, want := range []string{"# SLACK_BOT_TOKEN = set", "# ORDERS_TOKEN = set (providers.orders.token_env)", `url = "postgres://sweeper:xxxxx@db.internal:5432/ledger?password=xxxxx"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// The printed file parses back (with the real URL from the environment).
+	again, err := config.Parse(out.String(), kinds, getenv)
+	if err != nil {
+		t.Fatalf("printed config does not parse: %v\n%s", err, out.String())
+	}
+	opts := cmp.Comparer(func(a, b config.Duration) bool { return a.Duration == b.Duration })
+	if diff := cmp.Diff(cfg, again, opts); diff != "" {
+		t.Errorf("round trip (-first +second):\n%s", diff)
+	}
+}

@@ -1,0 +1,105 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/sweeper/sweeper/providers"
+)
+
+// WriteTOML writes the effective configuration — defaults applied, the
+// environment's overrides in — as TOML that Parse accepts. No secret is
+// written: the database password is masked, and each credential is shown
+// by the name of its variable and whether it is set.
+func (c *Config) WriteTOML(w io.Writer, getenv Getenv) error {
+	view := *c
+	view.Database.URL = RedactURL(c.Database.URL)
+	var buf bytes.Buffer
+	enc := toml.NewEncoder(&buf)
+	enc.Indent = ""
+	if err := enc.Encode(view); err != nil {
+		return err
+	}
+	if len(c.Providers) > 0 {
+		blocks := map[string]map[string]any{}
+		for name, p := range c.Providers {
+			block, err := toMap(p)
+			if err != nil {
+				return err
+			}
+			if p.Settings != nil {
+				settings, err := toMap(p.Settings)
+				if err != nil {
+					return err
+				}
+				for k, v := range settings {
+					block[k] = v
+				}
+			}
+			blocks[name] = block
+		}
+		buf.WriteString("\n")
+		if err := enc.Encode(map[string]any{"providers": blocks}); err != nil {
+			return err
+		}
+	}
+	buf.WriteString("\n# Secrets (values are never shown)\n")
+	for _, s := range c.secrets() {
+		state := "not set"
+		if SecretSet(getenv, s.Name) {
+			state = "set"
+		}
+		fmt.Fprintf(&buf, "# %s = %s (%s)\n", s.Name, state, s.Key)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// secrets lists every environment variable the configuration reads a
+// credential from.
+func (c *Config) secrets() []providers.SecretEnv {
+	out := []providers.SecretEnv{
+		{Key: "overrides database.url; may hold the password", Name: EnvDatabaseURL},
+		{Key: "needed by slack.channel", Name: EnvSlackToken, Required: c.Slack.Channel != ""},
+		{Key: "verifies Slack button clicks", Name: EnvSlackSigning},
+	}
+	for _, name := range sortedKeys(c.Providers) {
+		if holder, ok := c.Providers[name].Settings.(providers.SecretHolder); ok {
+			for _, s := range holder.SecretEnvs() {
+				if s.Name != "" {
+					s.Key = "providers." + name + "." + s.Key
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// toMap turns a struct into its TOML keys and values.
+func toMap(v any) (map[string]any, error) {
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(v); err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	_, err := toml.Decode(buf.String(), &m)
+	return m, err
+}
+
+// RedactURL masks the password of a database URL for display.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}

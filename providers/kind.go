@@ -1,0 +1,38 @@
+// Package providers is sweeper's extension point: the kinds of lookup
+// adapter a [providers.NAME] config block can name, and (with the sweep) the
+// lookup interface they implement. Each adapter lives in a sub-package and
+// is wired in by an explicit list in cmd/sweeper; nothing registers itself.
+//
+// Adapters look things up and nothing else: sweeper never performs a
+// provider's side effect (DESIGN.md, I1).
+package providers
+
+// Settings is the kind-specific part of a [providers.NAME] block, decoded
+// from the same TOML table as the common keys (kind, stale_after, …).
+type Settings interface {
+	// Validate returns one error per problem. Each message starts with the
+	// key it concerns, relative to the block: "url: required".
+	Validate() []error
+}
+
+// SecretEnv names an environment variable a provider block reads a
+// credential from. The value never appears in config text, output or logs.
+type SecretEnv struct {
+	Key      string // the config key that names the variable, e.g. "token_env"
+	Name     string // the variable, e.g. "ORDERS_LOOKUP_TOKEN"
+	Required bool   // a missing value is a configuration error
+}
+
+// SecretHolder is implemented by settings that read credentials.
+type SecretHolder interface {
+	SecretEnvs() []SecretEnv
+}
+
+// Kind is one kind of adapter, as named by a block's kind key.
+type Kind struct {
+	// Name is the value of the kind key, e.g. "http".
+	Name string
+	// NewSettings returns settings holding the kind's defaults; the block is
+	// decoded over them. Must return a pointer.
+	NewSettings func() Settings
+}
