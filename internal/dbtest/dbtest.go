@@ -53,11 +53,14 @@ var (
 	sharedErr  error
 )
 
-// Main runs a package's tests, then stops a throwaway cluster if one was
-// started, closes the shared pool and checks for leaked goroutines. Call it
-// from TestMain: func TestMain(m *testing.M) { dbtest.Main(m) }.
-func Main(m *testing.M) {
+// Main runs a package's tests, then runs cleanups, stops a throwaway
+// cluster if one was started, closes the shared pool and checks for leaked
+// goroutines. Call it from TestMain: func TestMain(m *testing.M) { dbtest.Main(m) }.
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
 	if sharedPool != nil {
 		sharedPool.Close()
 		dropShared()

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/httplookup"
+	"github.com/sweeper/sweeper/providers/sim"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // a runtime failure: the database, a provider, Slack
+	exitUsage   = 2 // bad flags or a bad configuration
+)
+
+// providerKinds is the explicit list of adapters this build knows.
+func providerKinds() []providers.Kind {
+	return []providers.Kind{
+		sim.Kind,
+		httplookup.Kind,
+	}
+}
+
+// env is what a command sees of the process: its output streams and
+// environment, so tests can run commands in-process.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         config.Getenv
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	// run parses args itself (each command owns its flags) and returns the
+	// exit code.
+	run func(ctx context.Context, e *env, args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"migrate", "apply River's and sweeper's database migrations (--status lists them)", runMigrate},
+		{"check-config", "validate the configuration and print it with secrets masked", runCheckConfig},
+		{"version", "print the version", runVersion},
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv config.Getenv) int {
+	e := &env{stdout: stdout, stderr: stderr, getenv: getenv}
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, e, args[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "sweeper: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, "sweeper settles uncertain side effects recorded in an operations ledger.\n\n")
+	fmt.Fprint(w, "Usage: sweeper <command> [flags]\n\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nRun 'sweeper <command> --help' for a command's flags.\n")
+	fmt.Fprint(w, "Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.\n")
+}
+
+// newFlagSet returns a flag set for a command, printing its usage to the
+// right stream: stdout for --help, stderr for a mistake.
+func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: sweeper %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args and maps the outcome to an exit code: -1 to go on,
+// exitOK after --help, exitUsage after a mistake.
+func parseFlags(e *env, fs *flag.FlagSet, args []string) int {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(e.stdout)
+		fs.Usage()
+		return exitOK
+	case err != nil:
+		return exitUsage // flag has printed the error and the usage
+	case fs.NArg() > 0:
+		fmt.Fprintf(e.stderr, "sweeper %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		fs.Usage()
+		return exitUsage
+	}
+	return -1
+}
+
+// configFlag adds --config to fs.
+func configFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", "", "configuration file (default: $"+config.EnvConfig+", else ./"+config.DefaultPath+")")
+}
+
+// loadConfig resolves the configuration file — --config, else
+// $SWEEPER_CONFIG, else ./sweeper.toml — and loads it. Problems are printed,
+// one per line, and reported as exitUsage.
+func loadConfig(e *env, flagPath string) (*config.Config, string, int) {
+	path := flagPath
+	if path == "" {
+		path = e.getenv(config.EnvConfig)
+	}
+	if path == "" {
+		path = config.DefaultPath
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(e.stderr, "sweeper: no configuration: ./%s does not exist; pass --config FILE or set %s "+
+				"(config.example.toml documents every key)\n", config.DefaultPath, config.EnvConfig)
+			return nil, path, exitUsage
+		}
+	}
+	cfg, err := config.Load(path, providerKinds(), e.getenv)
+	if err != nil {
+		var cfgErr *config.Error
+		if errors.As(err, &cfgErr) {
+			fmt.Fprintf(e.stderr, "sweeper: %s: %d problem(s):\n", path, len(cfgErr.Problems))
+			for _, p := range cfgErr.Problems {
+				fmt.Fprintf(e.stderr, "  %s\n", p)
+			}
+		} else {
+			fmt.Fprintf(e.stderr, "sweeper: %s: %s\n", path, strings.TrimPrefix(err.Error(), "open "+path+": "))
+		}
+		return nil, path, exitUsage
+	}
+	return cfg, path, -1
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}

@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/migrations"
+)
+
+const exampleConfig = "../../config.example.toml"
+
+func TestExampleConfigLoads(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(exampleConfig, providerKinds(), func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("config.example.toml: %v", err)
+	}
+	if len(cfg.Providers) == 0 || len(cfg.Review.Escalation) == 0 {
+		t.Errorf("example config shows no providers or no escalation levels")
+	}
+	// Turning Slack and a token on, as its comments say, keeps it valid.
+	b, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), `channel = ""`, `channel = "#ops-review"`, 1)
+	text = strings.Replace(text, `token_env = ""`, `token_env = "ORDERS_LOOKUP_TOKEN"`, 1)
+	environ := map[string]string{config.EnvSlackToken: "xoxb-test", "ORDERS_LOOKUP_TOKEN": "t"}
+	if _, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] }); err != nil {
+		t.Errorf("example with Slack on: %v", err)
+	}
+}
+
+// TestExampleConfigDocumentsEveryKey: every key the configuration accepts
+// appears in config.example.toml, set or in a comment.
+func TestExampleConfigDocumentsEveryKey(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	keys := tomlKeys(reflect.TypeFor[config.Config](), "")
+	keys = append(keys, tomlKeys(reflect.TypeFor[config.Provider](), "providers.NAME.")...)
+	for _, kind := range providerKinds() {
+		keys = append(keys, tomlKeys(reflect.TypeOf(kind.NewSettings()).Elem(), "providers.NAME.")...)
+	}
+	if len(keys) < 25 {
+		t.Fatalf("found only %d keys: %v", len(keys), keys)
+	}
+	for _, key := range keys {
+		leaf := key[strings.LastIndex(key, ".")+1:]
+		asKey := regexp.MustCompile(`(?m)^[#\s]*` + regexp.QuoteMeta(leaf) + `\s*=`)
+		asTable := regexp.MustCompile(`(?m)^[#\s]*\[` + regexp.QuoteMeta(strings.TrimPrefix(key, "providers.NAME.")) + `\]`)
+		if !asKey.MatchString(text) && !asTable.MatchString(text) {
+			t.Errorf("config.example.toml does not document %s", key)
+		}
+	}
+	// And it decodes as TOML with every section where the comments say.
+	var raw map[string]any
+	if _, err := toml.Decode(text, &raw); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tomlKeys lists the leaf keys of a config struct by their toml tags.
+func tomlKeys(typ reflect.Type, prefix string) []string {
+	var keys []string
+	for f := range typ.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Slice || ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[config.Duration]() {
+			keys = append(keys, tomlKeys(ft, prefix+name+".")...)
+			continue
+		}
+		keys = append(keys, prefix+name)
+	}
+	return keys
+}
+
+func TestUsageAndExitCodes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc     string
+		args     []string
+		wantCode int
+		wantOut  string // in stdout
+		wantErr  string // in stderr
+	}{
+		{desc: "no command", args: nil, wantCode: exitUsage, wantErr: "Usage: sweeper <command>"},
+		{desc: "help", args: []string{"--help"}, wantCode: exitOK, wantOut: "check-config"},
+		{desc: "unknown command", args: []string{"resend"}, wantCode: exitUsage, wantErr: `unknown command "resend"`},
+		{desc: "migrate --help", args: []string{"migrate", "--help"}, wantCode: exitOK, wantOut: "-status"},
+		{desc: "check-config -h", args: []string{"check-config", "-h"}, wantCode: exitOK, wantOut: "-config"},
+		{desc: "version --help", args: []string{"version", "--help"}, wantCode: exitOK, wantOut: "Usage: sweeper version"},
+		{desc: "unknown flag", args: []string{"migrate", "--force"}, wantCode: exitUsage, wantErr: "flag provided but not defined: -force"},
+		{desc: "stray argument", args: []string{"check-config", "extra"}, wantCode: exitUsage, wantErr: `unexpected argument "extra"`},
+		{desc: "version", args: []string{"version"}, wantCode: exitOK, wantOut: "sweeper "},
+		{desc: "no config file", args: []string{"check-config"}, wantCode: exitUsage, wantErr: "no configuration: ./sweeper.toml does not exist"},
+		{desc: "missing config file", args: []string{"check-config", "--config", "nope.toml"}, wantCode: exitUsage, wantErr: "nope.toml: no such file or directory"},
+		{desc: "broken config", args: []string{"check-config", "--config", "../../config/testdata/bad/many_problems.toml"}, wantCode: exitUsage,
+			wantErr: "5 problem(s):\n  providers.sim.colour: unknown key\n  sweep.batch_size: must be between 1 and 10000\n"},
+		{desc: "migrate with broken config", args: []string{"migrate", "--config", "../../config/testdata/bad/unknown_kind.toml"}, wantCode: exitUsage,
+			wantErr: `providers.mail.kind: unknown kind "smtp": one of sim, http`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			r := runCLI(t, nil, tc.args...)
+			if r.code != tc.wantCode {
+				t.Errorf("exit code %d, want %d\nstdout: %s\nstderr: %s", r.code, tc.wantCode, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, tc.wantOut) {
+				t.Errorf("stdout lacks %q:\n%s", tc.wantOut, r.stdout)
+			}
+			if !strings.Contains(r.stderr, tc.wantErr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.wantErr, r.stderr)
+			}
+		})
+	}
+}
+
+func TestConfigPathFromEnvironment(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, map[string]string{config.EnvConfig: exampleConfig}, "check-config")
+	if r.code != exitOK || !strings.Contains(r.stdout, "config.example.toml is valid") {
+		t.Fatalf("code %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	// --config wins over the environment.
+	r = runCLI(t, map[string]string{config.EnvConfig: "nope.toml"}, "check-config", "--config", exampleConfig)
+	if r.code != exitOK {
+		t.Fatalf("--config did not win: %s", r.stderr)
+	}
+}
+
+func TestCheckConfigMasksSecrets(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), `channel = ""`, `channel = "#ops-review"`, 1)
+	text = strings.Replace(text, `token_env = ""`, `token_env = "ORDERS_LOOKUP_TOKEN"`, 1)
+	file := filepath.Join(t.TempDir(), "sweeper.toml")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	environ := map[string]string{
+		config.EnvDatabaseURL:  "postgres://sweeper:Pa55-db-secret@db.internal/ledger",
+		config.EnvSlackToken:   "xoxb-Pa55-slack-secret",
+		config.EnvSlackSigning: "Pa55-signing-secret",
+		"ORDERS_LOOKUP_TOKEN":  "Pa55-orders-secret",
+	}
+	r := runCLI(t, environ, "check-config", "--config", file)
+	if r.code != exitOK {
+		t.Fatalf("code %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "Pa55") {
+		t.Errorf("a secret was printed:\n%s%s", r.stdout, r.stderr)
+	}
+	for _, want := range []string{"sweeper:xxxxx@db.internal", "# SLACK_BOT_TOKEN = set", "# ORDERS_LOOKUP_TOKEN = set (providers.orders_api.token_env)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// Unset, the same file lists every missing secret and exits 2.
+	r = runCLI(t, map[string]string{config.EnvDatabaseURL: environ[config.EnvDatabaseURL]}, "check-config", "--config", file)
+	if r.code != exitUsage {
+		t.Fatalf("code %d, want %d", r.code, exitUsage)
+	}
+	for _, want := range []string{
+		"providers.orders_api.token_env: environment variable ORDERS_LOOKUP_TOKEN is not set",
+		"slack.channel: environment variable SLACK_BOT_TOKEN is not set",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}
+
+// TestMigrateProcesses runs the real binary: two replicas migrating one empty
+// database at once both succeed, a third run changes nothing, and --status
+// lists every version as applied.
+func TestMigrateProcesses(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	dbURL := dbtest.NewEmptyDatabase(t)
+	environ := append(os.Environ(), config.EnvDatabaseURL+"="+dbURL, config.EnvConfig+"="+exampleConfig)
+	sweeper := func(args ...string) (string, string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = environ
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+
+	var wg sync.WaitGroup
+	outs := make([]string, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			var stderr string
+			outs[i], stderr, errs[i] = sweeper("migrate")
+			if errs[i] != nil {
+				errs[i] = &buildError{errs[i], []byte(stderr)}
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("replica %d: %v", i, err)
+		}
+	}
+	// The advisory lock makes one replica apply everything while the other
+	// waits, then finds nothing to do.
+	current := strings.Count(outs[0]+outs[1], "database is current")
+	appliedRuns := strings.Count(outs[0]+outs[1], "migration(s) applied")
+	if current != 1 || appliedRuns != 1 {
+		t.Errorf("want one replica to apply and one to find the database current:\n%s\n%s", outs[0], outs[1])
+	}
+
+	stdout, stderr, err := sweeper("migrate")
+	if err != nil || !strings.Contains(stdout, "database is current: nothing to apply") {
+		t.Fatalf("third run: %v\n%s%s", err, stdout, stderr)
+	}
+
+	stdout, stderr, err = sweeper("migrate", "--status", "--json")
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, stderr)
+	}
+	var versions []migrations.Version
+	if err := json.Unmarshal([]byte(stdout), &versions); err != nil {
+		t.Fatalf("status JSON: %v\n%s", err, stdout)
+	}
+	for _, v := range versions {
+		if !v.Applied {
+			t.Errorf("%s %d pending after migrate", v.Component, v.Version)
+		}
+	}
+	stdout, _, err = sweeper("migrate", "--status")
+	if err != nil || !strings.Contains(stdout, "0 pending") || !strings.Contains(stdout, "20261129000001_ledger.sql") {
+		t.Errorf("status table: %v\n%s", err, stdout)
+	}
+}
+
+func TestMigrateStatusOnFreshDatabase(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewEmptyDatabase(t)
+	r := runCLI(t, map[string]string{config.EnvDatabaseURL: dbURL, config.EnvConfig: exampleConfig}, "migrate", "--status")
+	if r.code != exitOK || !strings.Contains(r.stdout, "0 applied") || strings.Contains(r.stdout, " applied  ") {
+		t.Fatalf("code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestMigrateUnreachableDatabase(t *testing.T) {
+	t.Parallel()
+	environ := map[string]string{
+		// Port 1 on loopback: nothing listens there.
+		config.EnvDatabaseURL: "postgres://sweeper:Pa55-db-secret@127.0.0.1:1/ledger?connect_timeout=2",
+		config.EnvConfig:      exampleConfig,
+	}
+	r := runCLI(t, environ, "migrate")
+	if r.code != exitFailure {
+		t.Fatalf("code %d, want %d\n%s", r.code, exitFailure, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "sweeper:xxxxx@127.0.0.1:1") || !strings.Contains(r.stderr, "is not reachable") {
+		t.Errorf("stderr does not name the masked URL:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr, "Pa55") {
+		t.Errorf("stderr carries the password:\n%s", r.stderr)
+	}
+}
+
+// TestStaticBuild is the Dockerfile's build step: a static, cgo-free binary
+// that runs.
+func TestStaticBuild(t *testing.T) {
+	t.Parallel()
+	out, err := exec.CommandContext(context.Background(), binary(t), "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "sweeper ") {
+		t.Fatalf("static binary: %v\n%s", err, out)
+	}
+}

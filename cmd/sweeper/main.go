@@ -1,0 +1,26 @@
+// Command sweeper settles uncertain side effects: it finds ledger operations
+// left pending, asks each provider whether the effect exists, and turns what
+// it cannot prove into review tickets. It never performs an effect itself.
+//
+// Usage:
+//
+//	sweeper <command> [flags]
+//
+// Commands: migrate, check-config, version. Run "sweeper <command> --help"
+// for a command's flags. Exit codes: 0 success, 1 runtime failure, 2 usage or
+// configuration error.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/sweeper/sweeper/internal/dbtest"
+)
+
+var (
+	binDir    string
+	buildOnce sync.Once
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	dbtest.Main(m, func() {
+		if binDir != "" {
+			os.RemoveAll(binDir)
+		}
+	})
+}
+
+// binary builds sweeper the way the Dockerfile does (static, no cgo) once
+// per test run and returns its path, for tests that need real processes.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "sweeper-bin-")
+		if buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(binDir, "sweeper"), ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = &buildError{err, out}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build sweeper: %v", buildErr)
+	}
+	return filepath.Join(binDir, "sweeper")
+}
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
+
+// result is what one in-process run of the CLI produced.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runCLI runs the CLI in-process with the given environment only.
+func runCLI(t *testing.T, environ map[string]string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr, func(k string) string { return environ[k] })
+	return result{code, stdout.String(), stderr.String()}
+}
