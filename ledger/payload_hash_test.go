@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/sweeper/sweeper/ledger"
@@ -110,4 +111,21 @@ func FuzzCanonicalize(f *testing.F) {
 			t.Fatalf("canonical form %q is not valid JSON", canonical)
 		}
 	})
+}
+
+// TestReadmeSnippetIsTheTestedFile: the JavaScript users copy from the
+// README is byte for byte the file node checks against the vectors.
+func TestReadmeSnippetIsTheTestedFile(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := os.ReadFile("payloadhash.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "```js\n"+string(js)+"```") {
+		t.Error("README's JavaScript block differs from ledger/payloadhash.js; copy the file into the README")
+	}
 }

@@ -36,8 +36,6 @@ import (
 // EnvURL names the variable that points the tests at a server.
 const EnvURL = "SWEEPER_TEST_DATABASE_URL"
 
-const defaultURL = "postgres://127.0.0.1:5432/postgres?sslmode=disable"
-
 // templateLockID serialises template creation across concurrently running
 // test binaries.
 const templateLockID int64 = 0x5d0f3c6b9a2e4472
@@ -91,36 +89,15 @@ func ServerURL(t testing.TB) string {
 }
 
 func findServer() (string, error) {
-	if u := os.Getenv(EnvURL); u != "" {
-		if err := ping(u); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", EnvURL, redact(u), err)
-		}
-		return u, nil
-	}
-	localErr := ping(defaultURL)
-	if localErr == nil {
-		return defaultURL, nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := pgtemp.Start(ctx)
+	u, c, err := pgtemp.Find(ctx, EnvURL)
 	if err != nil {
-		return "", fmt.Errorf("%s is not reachable (%v), and no throwaway cluster could be started: %w\n"+
-			"Set %s to a server's URL, start PostgreSQL on 127.0.0.1:5432, or install the server binaries",
-			defaultURL, localErr, err, EnvURL)
+		return "", fmt.Errorf("%w\nSet %s to a server's URL, start PostgreSQL on 127.0.0.1:5432, "+
+			"or install the server binaries (Debian: apt-get install postgresql)", err, EnvURL)
 	}
 	cluster = c
-	return c.URL, nil
-}
-
-func ping(u string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		return err
-	}
-	return conn.Close(ctx)
+	return u, nil
 }
 
 // withDatabase returns u pointing at database name.
@@ -131,13 +108,6 @@ func withDatabase(u, name string) string {
 	}
 	parsed.Path = "/" + name
 	return parsed.String()
-}
-
-func redact(u string) string {
-	if parsed, err := url.Parse(u); err == nil {
-		return parsed.Redacted()
-	}
-	return "(unparsable URL)"
 }
 
 // TemplateName returns the migrated template database, creating it on first

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -15,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // ErrNoBinaries means initdb and pg_ctl were not found. Its message says
@@ -99,6 +102,51 @@ func Start(ctx context.Context) (*Cluster, error) {
 	}
 	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return c, nil
+}
+
+// LocalURL is where a developer machine's PostgreSQL usually listens.
+const LocalURL = "postgres://127.0.0.1:5432/postgres?sslmode=disable"
+
+// Find returns a server to use: the URL in the environment variable envURL
+// when set (it must answer), else [LocalURL] when it answers, else a
+// throwaway cluster started here (returned, for the caller to Stop). Its
+// error says what was tried and what to do.
+func Find(ctx context.Context, envURL string) (string, *Cluster, error) {
+	if u := os.Getenv(envURL); u != "" {
+		if err := Ping(ctx, u); err != nil {
+			return "", nil, fmt.Errorf("%s=%s: %w", envURL, Redact(u), err)
+		}
+		return u, nil, nil
+	}
+	localErr := Ping(ctx, LocalURL)
+	if localErr == nil {
+		return LocalURL, nil, nil
+	}
+	c, err := Start(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("no PostgreSQL: %s is not set, %s does not answer (%v), "+
+			"and no throwaway cluster could be started: %w", envURL, LocalURL, localErr, err)
+	}
+	return c.URL, c, nil
+}
+
+// Ping connects to u and disconnects, within three seconds.
+func Ping(ctx context.Context, u string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+// Redact masks the password in a URL for messages.
+func Redact(u string) string {
+	if parsed, err := url.Parse(u); err == nil {
+		return parsed.Redacted()
+	}
+	return "(unparsable URL)"
 }
 
 // Stop stops the server immediately and removes its directory.

@@ -1,0 +1,23 @@
+# syntax=docker/dockerfile:1
+# Build: a static, cgo-free binary (the same command `make build` and the
+# tests run).
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=""
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/sweeper ./cmd/sweeper
+
+# Run: no shell, no package manager, a non-root user. Configuration and
+# secrets come from the environment or mounted files:
+#   SWEEPER_CONFIG=/etc/sweeper/sweeper.toml  (mount it)
+#   SWEEPER_DATABASE_URL, SLACK_BOT_TOKEN, … or their *_FILE variants
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/sweeper /usr/local/bin/sweeper
+COPY config.example.toml /etc/sweeper/config.example.toml
+USER nonroot:nonroot
+ENV SWEEPER_CONFIG=/etc/sweeper/sweeper.toml
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/sweeper"]
+CMD ["--help"]
