@@ -270,6 +270,61 @@ const StalePendingQuery = `SELECT ` + operationColumns + `
 	ORDER BY first_attempt_at, id
 	LIMIT $5`
 
+// CompareAndSet moves operation id from one status to another, setting
+// provider_record_id when recordID is not empty, if and only if it is still
+// in from. It reports whether it moved the row: false means someone else
+// moved it first, which callers treat as "nothing left to do". It is how
+// sweeper writes the ledger, always inside the transaction that writes the
+// rest of the outcome.
+func (s *Store) CompareAndSet(ctx context.Context, id int64, from, to Status, recordID string) (bool, error) {
+	if !CanTransition(from, to) {
+		return false, fmt.Errorf("%w: %s -> %s", ErrIllegalTransition, from, to)
+	}
+	tag, err := s.db.Exec(ctx, `
+		UPDATE ledger.operations
+		SET status = $3, provider_record_id = coalesce(nullif($4, ''), provider_record_id)
+		WHERE id = $1 AND status = $2`, id, from, to, recordID)
+	if err != nil {
+		return false, fmt.Errorf("ledger: %s operation %d: %w", to, id, mapError(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// GetByID returns the operation with the given id, or [ErrNotFound].
+func (s *Store) GetByID(ctx context.Context, id int64) (Operation, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+` FROM ledger.operations WHERE id = $1`, id)
+	if err != nil {
+		return Operation{}, fmt.Errorf("ledger: get operation %d: %w", id, err)
+	}
+	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Operation{}, fmt.Errorf("%w: id %d", ErrNotFound, id)
+	}
+	if err != nil {
+		return Operation{}, fmt.Errorf("ledger: get operation %d: %w", id, err)
+	}
+	return op, nil
+}
+
+// StaleOtherProviders is the stale scan for rows whose provider is none of
+// known: they cannot be looked up, and must not wait forever unseen.
+func (s *Store) StaleOtherProviders(ctx context.Context, known []string, cutoff time.Time, after StaleCursor, limit int) ([]Operation, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+`
+		FROM ledger.operations
+		WHERE status = 'pending' AND provider <> ALL($1::text[]) AND first_attempt_at < $2
+		  AND (first_attempt_at, id) > ($3, $4)
+		ORDER BY first_attempt_at, id
+		LIMIT $5`, known, cutoff, after.FirstAttemptAt, after.ID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: stale scan of unconfigured providers: %w", err)
+	}
+	ops, err := pgx.CollectRows(rows, scanOperation)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: stale scan of unconfigured providers: %w", err)
+	}
+	return ops, nil
+}
+
 // Get returns the operation with the given key, or [ErrNotFound].
 func (s *Store) Get(ctx context.Context, opKey string) (Operation, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+` FROM ledger.operations WHERE op_key = $1`, opKey)

@@ -7,6 +7,8 @@
 // provider's side effect (DESIGN.md, I1).
 package providers
 
+import "log/slog"
+
 // Settings is the kind-specific part of a [providers.NAME] block, decoded
 // from the same TOML table as the common keys (kind, stale_after, …).
 type Settings interface {
@@ -35,4 +37,15 @@ type Kind struct {
 	// NewSettings returns settings holding the kind's defaults; the block is
 	// decoded over them. Must return a pointer.
 	NewSettings func() Settings
+	// New builds the adapter for the block named name from its validated
+	// settings.
+	New func(name string, s Settings, env Env) (Lookup, error)
+}
+
+// Env is what an adapter may take from the process.
+type Env struct {
+	// Getenv reads the environment (credentials named by *_env keys).
+	Getenv func(string) string
+	// Logger is already scoped to the provider.
+	Logger *slog.Logger
 }

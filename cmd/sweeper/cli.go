@@ -51,6 +51,9 @@ func commands() []command {
 	return []command{
 		{"migrate", "apply River's and sweeper's database migrations (--status lists them)", runMigrate},
 		{"check-config", "validate the configuration and print it with secrets masked", runCheckConfig},
+		{"run", "run the daemon: scheduled sweeps and lookups, until SIGINT or SIGTERM", runDaemon},
+		{"sweep", "sweep --once: one full pass of scan, lookups and decisions, then exit", runSweep},
+		{"tickets", "tickets list | tickets show ID: the review tickets", runTickets},
 		{"version", "print the version", runVersion},
 	}
 }

@@ -2,24 +2,51 @@
 // answers one GET with the records it holds for an operation can be a
 // provider, an n8n webhook workflow included.
 //
-//	GET {url}?op_key=…&recipient=…&action=…&since=…&until=…
-//	Authorization: Bearer <token from token_env>   (when token_env is set)
+//	GET {url}?op_key=…&recipient=…&action=…&since=…&until=…   (RFC 3339 times)
+//	Authorization: Bearer <token from token_env>                (when token_env is set)
 //	→ 200 {"matches":[{"id":"…","created_at":"…","recipient":"…","payload_hash":"…"}]}
 //
-// {"matches":[]} means "searched, found none"; any other status, a
-// malformed body or a missing matches field is a failed lookup.
+// {"matches":[]} means "searched, found none". Any other status, a
+// malformed body or a missing matches field is a failed lookup, never "none":
+// 429 waits for Retry-After, 5xx and network errors are retried, 401, 403
+// and other 4xx are permanent.
 package httplookup
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/sweeper/sweeper/providers"
 )
 
 // Kind is the http adapter's kind, for the explicit list in cmd/sweeper.
-var Kind = providers.Kind{Name: "http", NewSettings: func() providers.Settings { return &Config{} }}
+var Kind = providers.Kind{
+	Name:        "http",
+	NewSettings: func() providers.Settings { return &Config{} },
+	New: func(name string, s providers.Settings, env providers.Env) (providers.Lookup, error) {
+		cfg, ok := s.(*Config)
+		if !ok {
+			return nil, fmt.Errorf("http: settings are %T", s)
+		}
+		token := ""
+		if cfg.TokenEnv != "" {
+			token = env.Getenv(cfg.TokenEnv)
+			if token == "" {
+				return nil, fmt.Errorf("token_env: environment variable %s is not set", cfg.TokenEnv)
+			}
+		}
+		return New(name, cfg, token, nil), nil
+	},
+}
 
 // Config is the kind-specific part of an http provider block.
 type Config struct {
@@ -37,7 +64,7 @@ func (c *Config) Validate() []error {
 	case c.URL == "":
 		errs = append(errs, errors.New("url: required"))
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		errs = append(errs, fmt.Errorf("url: must be an absolute http or https URL"))
+		errs = append(errs, errors.New("url: must be an absolute http or https URL"))
 	case u.User != nil:
 		errs = append(errs, errors.New("url: must not carry credentials; use token_env"))
 	}
@@ -47,4 +74,146 @@ func (c *Config) Validate() []error {
 // SecretEnvs implements providers.SecretHolder.
 func (c *Config) SecretEnvs() []providers.SecretEnv {
 	return []providers.SecretEnv{{Key: "token_env", Name: c.TokenEnv, Required: c.TokenEnv != ""}}
+}
+
+// maxBody bounds what is read of a response; a longer body is an error.
+const maxBody = 1 << 20
+
+// Adapter looks operations up over the protocol.
+type Adapter struct {
+	name   string
+	url    *url.URL
+	token  string
+	client *http.Client
+}
+
+var _ providers.Lookup = (*Adapter)(nil)
+
+// New returns an adapter for cfg (validated). transport carries requests
+// (http.DefaultTransport when nil); it is wrapped so only GETs leave.
+func New(name string, cfg *Config, token string, transport http.RoundTripper) *Adapter {
+	u, _ := url.Parse(cfg.URL)
+	return &Adapter{
+		name:  name,
+		url:   u,
+		token: token,
+		client: &http.Client{
+			Transport: providers.ReadOnlyTransport{Base: transport},
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return errors.New("redirects are not followed")
+			},
+		},
+	}
+}
+
+type response struct {
+	Matches *[]match `json:"matches"`
+}
+
+type match struct {
+	ID          string `json:"id"`
+	CreatedAt   string `json:"created_at"`
+	Recipient   string `json:"recipient"`
+	PayloadHash string `json:"payload_hash"`
+}
+
+// Lookup implements providers.Lookup.
+func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	u := *a.url
+	params := u.Query()
+	params.Set("op_key", q.OpKey)
+	params.Set("recipient", q.Recipient)
+	params.Set("action", q.Action)
+	params.Set("since", q.Since.UTC().Format(time.RFC3339))
+	params.Set("until", q.Until.UTC().Format(time.RFC3339))
+	u.RawQuery = params.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, providers.Permanent(fmt.Errorf("%s: build request: %w", a.name, err))
+	}
+	req.Header.Set("Accept", "application/json")
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		// The error names the URL with the query — op_key and recipient —
+		// so only its cause is kept.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
+		if class, _ := providers.Classify(err); class == providers.ClassPermanent {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", a.name, a.url.Host, err))
+	}
+	defer resp.Body.Close()
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return nil, providers.RateLimited(retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s: HTTP 429", a.name))
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout:
+		return nil, providers.Transient(fmt.Errorf("%s: HTTP %d", a.name, resp.StatusCode))
+	case resp.StatusCode != http.StatusOK:
+		return nil, providers.Permanent(fmt.Errorf("%s: HTTP %d", a.name, resp.StatusCode))
+	case readErr != nil:
+		return nil, providers.Transient(fmt.Errorf("%s: read body: %w", a.name, readErr))
+	case len(body) > maxBody:
+		return nil, providers.Transient(fmt.Errorf("%s: response body larger than %d bytes", a.name, maxBody))
+	}
+	return a.parse(body)
+}
+
+// parse reads a 200 body strictly: a missing matches field, or a match
+// without an id or with a bad time, fails the lookup.
+func (a *Adapter) parse(body []byte) ([]providers.Record, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var r response
+	if err := dec.Decode(&r); err != nil {
+		return nil, providers.Transient(fmt.Errorf("%s: malformed response: %w", a.name, err))
+	}
+	if r.Matches == nil {
+		return nil, providers.Transient(fmt.Errorf("%s: response has no matches field", a.name))
+	}
+	records := make([]providers.Record, 0, len(*r.Matches))
+	for i, m := range *r.Matches {
+		if strings.TrimSpace(m.ID) == "" {
+			return nil, providers.Transient(fmt.Errorf("%s: match %d has no id", a.name, i))
+		}
+		rec := providers.Record{ID: m.ID, Recipient: m.Recipient, PayloadHash: m.PayloadHash}
+		if m.CreatedAt != "" {
+			t, err := time.Parse(time.RFC3339, m.CreatedAt)
+			if err != nil {
+				return nil, providers.Transient(fmt.Errorf("%s: match %d: created_at is not RFC 3339", a.name, i))
+			}
+			rec.CreatedAt = t
+		}
+		rec.Excerpt = fmt.Sprintf("%s id=%s", a.name, truncate(m.ID, 64))
+		records = append(records, rec)
+	}
+	return records, nil
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date); absent
+// or unreadable, it is one second.
+func retryAfter(h string) time.Duration {
+	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs >= 0 {
+		return min(time.Duration(secs)*time.Second, time.Hour)
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return min(max(time.Until(t), 0), time.Hour)
+	}
+	return time.Second
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

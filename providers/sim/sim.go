@@ -11,11 +11,16 @@
 package sim
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
@@ -36,7 +41,11 @@ const (
 var Outcomes = []string{OutcomeFound, OutcomeNotFound, OutcomeMany, OutcomeMismatch, OutcomeError, OutcomeSlow, OutcomeUnsupported}
 
 // Kind is the sim adapter's kind, for the explicit list in cmd/sweeper.
-var Kind = providers.Kind{Name: "sim", NewSettings: func() providers.Settings { return &Config{} }}
+var Kind = providers.Kind{
+	Name:        "sim",
+	NewSettings: func() providers.Settings { return &Config{} },
+	New:         newFromSettings,
+}
 
 // Config is the kind-specific part of a sim provider block.
 type Config struct {
@@ -84,4 +93,85 @@ func (c *Config) OutcomeFor(opKey string) string {
 		}
 	}
 	return OutcomeNotFound
+}
+
+// Sim is the simulated adapter.
+type Sim struct {
+	name string
+	cfg  *Config
+
+	mu      sync.Mutex
+	lookups int
+}
+
+var _ providers.Lookup = (*Sim)(nil)
+
+// New returns a Sim for the block named name.
+func New(name string, cfg *Config) *Sim { return &Sim{name: name, cfg: cfg} }
+
+func newFromSettings(name string, s providers.Settings, _ providers.Env) (providers.Lookup, error) {
+	cfg, ok := s.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("sim: settings are %T", s)
+	}
+	return New(name, cfg), nil
+}
+
+// Lookups reports how many lookups the adapter has answered or refused.
+func (s *Sim) Lookups() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookups
+}
+
+// Lookup implements providers.Lookup by the first matching rule.
+func (s *Sim) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	s.mu.Lock()
+	s.lookups++
+	s.mu.Unlock()
+	if d := s.cfg.Latency.Duration; d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	created := q.Since.Add(time.Second)
+	switch s.cfg.OutcomeFor(q.OpKey) {
+	case OutcomeFound:
+		return []providers.Record{s.record(q, "1", q.PayloadHash, created)}, nil
+	case OutcomeMany:
+		return []providers.Record{
+			s.record(q, "1", q.PayloadHash, created),
+			s.record(q, "2", q.PayloadHash, created.Add(time.Second)),
+		}, nil
+	case OutcomeMismatch:
+		return []providers.Record{s.record(q, "1", otherHash(q.PayloadHash), created)}, nil
+	case OutcomeError:
+		return nil, providers.Transient(errors.New("sim: simulated provider error (HTTP 503)"))
+	case OutcomeSlow:
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case OutcomeUnsupported:
+		return nil, providers.ErrUnsupported
+	}
+	return nil, nil
+}
+
+// record builds a record whose id is derived from the op_key, so that the
+// same operation always finds the same ids.
+func (s *Sim) record(q providers.Query, n, payloadHash string, created time.Time) providers.Record {
+	sum := sha256.Sum256([]byte(s.name + "\x00" + q.OpKey))
+	return providers.Record{
+		ID:          "sim_" + hex.EncodeToString(sum[:6]) + "_" + n,
+		CreatedAt:   created.UTC(),
+		Recipient:   q.Recipient,
+		PayloadHash: payloadHash,
+		Excerpt:     "simulated " + q.Action,
+	}
+}
+
+func otherHash(h string) string {
+	sum := sha256.Sum256([]byte("mismatch:" + h))
+	return hex.EncodeToString(sum[:])
 }

@@ -1,0 +1,178 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/robfig/cron/v3"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/review"
+)
+
+// Sweeper is sweeper's work, wired: the configuration, the database, the
+// providers, and the pieces the jobs and the CLI share.
+type Sweeper struct {
+	Config    *config.Config
+	Pool      *pgxpool.Pool
+	Providers map[string]*providers.Provider
+	Logger    *slog.Logger
+	// Now is the clock; time.Now unless a test sets it.
+	Now func() time.Time
+}
+
+// BuildProviders builds every configured provider's adapter, behind its
+// rate limit and concurrency cap, from the explicit list of kinds. Errors
+// name the block and are gathered, not stopped at.
+func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(string) string, logger *slog.Logger) (map[string]*providers.Provider, error) {
+	out := map[string]*providers.Provider{}
+	var errs []error
+	names := make([]string, 0, len(cfg.Providers))
+	for name := range cfg.Providers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		block := cfg.Providers[name]
+		var kind *providers.Kind
+		for i := range kinds {
+			if kinds[i].Name == block.Kind {
+				kind = &kinds[i]
+			}
+		}
+		if kind == nil {
+			errs = append(errs, fmt.Errorf("providers.%s.kind: unknown kind %q", name, block.Kind))
+			continue
+		}
+		adapter, err := kind.New(name, block.Settings, providers.Env{
+			Getenv: getenv,
+			Logger: logger.With("provider", name),
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("providers.%s: %w", name, err))
+			continue
+		}
+		out[name] = providers.NewProvider(name, block.Kind, adapter, providers.Limits{
+			StaleAfter:    block.StaleAfter.Duration,
+			LookupTimeout: block.LookupTimeout.Duration,
+			LookupBudget:  block.LookupBudget.Duration,
+			RateLimit:     block.RateLimit,
+			Concurrency:   block.Concurrency,
+		})
+	}
+	return out, errors.Join(errs...)
+}
+
+// Policy is the review policy the configuration describes.
+func Policy(cfg *config.Config) review.Policy {
+	return review.Policy{
+		DefaultOwner:   cfg.Review.DefaultOwner,
+		WorkflowOwners: cfg.Review.Owners.Workflows,
+		ProviderOwners: cfg.Review.Owners.Providers,
+		Window:         cfg.Review.Window.Duration,
+		Priority:       cfg.Review.Priority,
+	}
+}
+
+func (s *Sweeper) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Settler returns the settler the lookup worker and `sweep --once` use.
+func (s *Sweeper) Settler() *Settler {
+	return &Settler{
+		Providers: s.Providers,
+		Reviews:   review.NewStore(s.Pool, Policy(s.Config)),
+		Logger:    s.Logger,
+		Now:       s.now,
+	}
+}
+
+// Scanner returns the stale scan.
+func (s *Sweeper) Scanner() *Scanner {
+	return &Scanner{
+		DB:           s.Pool,
+		Providers:    s.Providers,
+		BatchSize:    s.Config.Sweep.BatchSize,
+		QueryTimeout: s.Config.Sweep.QueryTimeout.Duration,
+		Now:          s.now,
+	}
+}
+
+// ClientOptions tune a River client beyond the configuration, for tests
+// and the demo.
+type ClientOptions struct {
+	// FetchPollInterval overrides River's poll interval (default 1s).
+	FetchPollInterval time.Duration
+	// NoPeriodic leaves the periodic sweep out (tests insert sweeps).
+	NoPeriodic bool
+}
+
+// NewClient returns a River client running sweeper's workers and periodic
+// jobs in schema sweeper. Every replica registers the same periodic jobs;
+// River's leader alone enqueues them, and each sweep is unique per period of
+// its schedule, so a restart or a leader change does not double it.
+func (s *Sweeper) NewClient(opts ClientOptions) (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	lookup := NewLookupWorker(s.Settler(), s.Pool)
+	river.AddWorker(workers, lookup)
+	river.AddWorker(workers, NewSweepWorker(s.Scanner(), s.Logger))
+
+	var periodic []*river.PeriodicJob
+	if !opts.NoPeriodic {
+		schedule, err := cron.ParseStandard(s.Config.Schedules.Sweep)
+		if err != nil {
+			return nil, fmt.Errorf("schedules.sweep: %w", err)
+		}
+		period := schedulePeriod(schedule, s.now())
+		periodic = append(periodic, river.NewPeriodicJob(schedule, func() (river.JobArgs, *river.InsertOpts) {
+			return SweepArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: period}}
+		}, &river.PeriodicJobOpts{ID: "sweep", RunOnStart: true}))
+	}
+
+	// A job that outlives its timeout is cancelled; River rescues a job
+	// stuck in running only well after every timeout, so a slow lookup is
+	// never run twice at once.
+	longest := max(sweepTimeout, lookup.maxLookupTimeout()+lookupOverhead)
+	return river.NewClient(riverpgxv5.New(s.Pool), &river.Config{
+		Schema: migrations.Schema,
+		Queues: map[string]river.QueueConfig{
+			river.QueueDefault: {MaxWorkers: 4},
+			QueueLookup:        {MaxWorkers: s.Config.River.MaxWorkers},
+		},
+		Workers:              workers,
+		PeriodicJobs:         periodic,
+		JobTimeout:           time.Minute,
+		RescueStuckJobsAfter: longest + 5*time.Minute,
+		FetchPollInterval:    opts.FetchPollInterval,
+		Logger:               s.Logger,
+	})
+}
+
+// schedulePeriod is the shortest gap between a schedule's runs around now,
+// the uniqueness window of its periodic job.
+func schedulePeriod(s cron.Schedule, now time.Time) time.Duration {
+	first := s.Next(now)
+	period := time.Duration(0)
+	prev := first
+	for range 4 {
+		next := s.Next(prev)
+		if gap := next.Sub(prev); period == 0 || gap < period {
+			period = gap
+		}
+		prev = next
+	}
+	return max(period, time.Second)
+}

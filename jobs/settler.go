@@ -1,0 +1,134 @@
+// Package jobs runs sweeper's work on River: the periodic sweep that finds
+// stale pending operations, and the lookup that settles each one. It is
+// where configuration, providers, the ledger and review are wired together.
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/review"
+)
+
+// searchSlack widens the search window before the first attempt, for clocks
+// that disagree between the workflow, the database and the provider.
+const searchSlack = 15 * time.Minute
+
+// Settler looks up one operation and applies what the lookup proves. The
+// River lookup worker and `sweeper sweep --once` share it.
+type Settler struct {
+	Providers map[string]*providers.Provider
+	Reviews   *review.Store
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// Step is what one lookup attempt leads to: a final outcome to decide on,
+// or an error to retry (Final false).
+type Step struct {
+	Final      bool
+	Outcome    review.Outcome
+	Query      *providers.Query
+	Adapter    string
+	Err        error
+	Class      providers.Class
+	RetryAfter time.Duration
+}
+
+// Attempt makes one lookup for op. An operation whose provider is not
+// configured, or that lacks the fields a lookup needs, is final at once
+// (invalid_operation); so are an unsupported provider and a permanent
+// error. A cancelled ctx gives a non-final step carrying ctx's error.
+func (s *Settler) Attempt(ctx context.Context, op ledger.Operation) Step {
+	p := s.Providers[op.Provider]
+	if p == nil {
+		return Step{Final: true, Outcome: review.Invalid(fmt.Sprintf("provider %q is not configured: no [providers.%s] block", op.Provider, op.Provider))}
+	}
+	if problem := review.Lookable(op); problem != "" {
+		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(problem)}
+	}
+	q := providers.Query{
+		OpKey:       op.OpKey,
+		Recipient:   op.Recipient,
+		Action:      op.Action,
+		PayloadHash: op.PayloadHash,
+		Since:       op.FirstAttemptAt.Add(-searchSlack),
+		Until:       s.Now(),
+	}
+	records, err := p.Lookup(ctx, q)
+	step := Step{Query: &q, Adapter: p.Kind}
+	if err == nil {
+		step.Final, step.Outcome = true, review.Answered(records)
+		return step
+	}
+	if ctx.Err() != nil {
+		step.Err = ctx.Err()
+		return step
+	}
+	step.Err = err
+	step.Class, step.RetryAfter = providers.Classify(err)
+	switch step.Class {
+	case providers.ClassUnsupported:
+		step.Final, step.Outcome = true, review.Unsupported(err.Error())
+	case providers.ClassPermanent:
+		step.Final, step.Outcome = true, review.Failed("permanent error: "+err.Error())
+	}
+	return step
+}
+
+// Settled says what happened to one operation.
+type Settled struct {
+	Decision review.Decision
+	Applied  review.Applied
+}
+
+// Finish decides on a final step and, unless dryRun, applies the decision
+// in one transaction. history lists the failed attempts before this one.
+func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, history []review.AttemptError, dryRun bool) (Settled, error) {
+	d := review.Decide(op, step.Outcome)
+	if dryRun {
+		return Settled{Decision: d}, nil
+	}
+	now := s.Now()
+	ev := review.NewEvidence(op, review.Lookup{
+		Adapter: step.Adapter, Query: step.Query, Outcome: step.Outcome, Errors: history, At: now,
+	}, d)
+	applied, err := s.Reviews.Apply(ctx, op, d, ev, now)
+	if err != nil {
+		return Settled{}, err
+	}
+	logger := s.Logger.With("op_key", op.OpKey, "provider", op.Provider)
+	switch {
+	case !applied.Settled:
+		logger.Info("operation no longer pending; nothing to do")
+	case d.Done:
+		logger.Info("operation done", "provider_record_id", d.ProviderRecordID)
+	default:
+		logger.Info("review ticket opened", "ticket_id", applied.TicketID, "reason", d.Reason)
+	}
+	return Settled{Decision: d, Applied: applied}, nil
+}
+
+// Exhausted returns the final outcome for a lookup whose budget ran out on
+// step's error after attempts tries.
+func Exhausted(step Step, attempts int, budget time.Duration) Step {
+	step.Final = true
+	step.Outcome = review.Failed(fmt.Sprintf("%d attempt(s) failed within lookup_budget %s; last: %v", attempts, budget, step.Err))
+	return step
+}
+
+// backoff is the wait before retry number attempt (1-based): 1s, 2s, 4s, …
+// up to a minute, with ±20% jitter so replicas do not retry in step.
+func backoff(attempt int) time.Duration {
+	d := time.Minute
+	if attempt < 7 {
+		d = time.Second << (attempt - 1)
+	}
+	jitter := 0.8 + 0.4*rand.Float64()
+	return time.Duration(float64(d) * jitter)
+}

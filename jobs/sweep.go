@@ -1,0 +1,144 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// UnconfiguredStaleAfter is how old a pending row of a provider with no
+// [providers.NAME] block must be before the sweep turns it into an
+// invalid_operation ticket: the default stale_after, so a provider added to
+// the config a little late still gets its rows looked up.
+const UnconfiguredStaleAfter = 15 * time.Minute
+
+// SweepArgs asks for one pass of the stale scan.
+type SweepArgs struct{}
+
+// Kind implements river.JobArgs.
+func (SweepArgs) Kind() string { return "sweep" }
+
+// Scanner walks the stale pending operations, provider by provider, in
+// keyset pages. Memory is one page, whatever the backlog.
+type Scanner struct {
+	DB           ledger.DB
+	Providers    map[string]*providers.Provider
+	BatchSize    int
+	QueryTimeout time.Duration
+	Now          func() time.Time
+}
+
+// Scan calls page for each page of stale operations and returns how many
+// it saw. An error from page or a query stops the scan.
+func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.Operation) error) (int, error) {
+	store := ledger.NewStore(s.DB)
+	now := s.Now()
+	names := make([]string, 0, len(s.Providers))
+	for name := range s.Providers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+
+	scanned := 0
+	walk := func(what string, next func(context.Context, ledger.StaleCursor) ([]ledger.Operation, error)) error {
+		var cursor ledger.StaleCursor
+		for {
+			queryCtx, cancel := context.WithTimeout(ctx, s.QueryTimeout)
+			ops, err := next(queryCtx, cursor)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("sweep %s: %w", what, err)
+			}
+			if len(ops) == 0 {
+				return nil
+			}
+			scanned += len(ops)
+			if err := page(ctx, ops); err != nil {
+				return err
+			}
+			if len(ops) < s.BatchSize {
+				return nil
+			}
+			last := ops[len(ops)-1]
+			cursor = ledger.StaleCursor{FirstAttemptAt: last.FirstAttemptAt, ID: last.ID}
+		}
+	}
+	for _, name := range names {
+		cutoff := now.Add(-s.Providers[name].StaleAfter)
+		err := walk("provider "+name, func(ctx context.Context, c ledger.StaleCursor) ([]ledger.Operation, error) {
+			return store.StalePending(ctx, name, cutoff, c, s.BatchSize)
+		})
+		if err != nil {
+			return scanned, err
+		}
+	}
+	cutoff := now.Add(-UnconfiguredStaleAfter)
+	err := walk("unconfigured providers", func(ctx context.Context, c ledger.StaleCursor) ([]ledger.Operation, error) {
+		return store.StaleOtherProviders(ctx, names, cutoff, c, s.BatchSize)
+	})
+	return scanned, err
+}
+
+// SweepWorker runs the scan and enqueues one lookup per stale operation.
+type SweepWorker struct {
+	river.WorkerDefaults[SweepArgs]
+	scanner *Scanner
+	logger  *slog.Logger
+}
+
+// NewSweepWorker returns the worker.
+func NewSweepWorker(scanner *Scanner, logger *slog.Logger) *SweepWorker {
+	return &SweepWorker{scanner: scanner, logger: logger}
+}
+
+// SweepOutput is recorded on each sweep job (visible in River UI).
+type SweepOutput struct {
+	Scanned    int `json:"scanned"`
+	Enqueued   int `json:"enqueued"`
+	Duplicates int `json:"duplicates"`
+}
+
+// Timeout bounds a whole scan.
+func (w *SweepWorker) Timeout(*river.Job[SweepArgs]) time.Duration { return sweepTimeout }
+
+const sweepTimeout = 10 * time.Minute
+
+// Work implements river.Worker.
+func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error {
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return river.JobCancel(err)
+	}
+	var out SweepOutput
+	out.Scanned, err = w.scanner.Scan(ctx, func(ctx context.Context, ops []ledger.Operation) error {
+		params := make([]river.InsertManyParams, len(ops))
+		for i, op := range ops {
+			params[i] = river.InsertManyParams{Args: LookupArgs{OperationID: op.ID}}
+		}
+		results, err := client.InsertMany(ctx, params)
+		if err != nil {
+			return fmt.Errorf("sweep: enqueue lookups: %w", err)
+		}
+		for _, r := range results {
+			if r.UniqueSkippedAsDuplicate {
+				out.Duplicates++
+			} else {
+				out.Enqueued++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	w.logger.Info("sweep done", "scanned", out.Scanned, "enqueued", out.Enqueued, "already_queued", out.Duplicates)
+	return river.RecordOutput(ctx, out)
+}

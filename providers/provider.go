@@ -1,0 +1,101 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Provider is a configured provider: its adapter behind a rate limit and a
+// concurrency cap shared by every lookup of the provider in this process,
+// and the timings its block sets.
+type Provider struct {
+	// Name is the block's name, as in the ledger's provider column.
+	Name string
+	// Kind is the adapter's kind.
+	Kind string
+	// StaleAfter, LookupTimeout and LookupBudget as configured.
+	StaleAfter    time.Duration
+	LookupTimeout time.Duration
+	LookupBudget  time.Duration
+
+	adapter Lookup
+	limiter *rate.Limiter
+	slots   chan struct{}
+}
+
+// Limits are a provider's timings and its share of the provider's capacity.
+type Limits struct {
+	StaleAfter    time.Duration
+	LookupTimeout time.Duration
+	LookupBudget  time.Duration
+	RateLimit     float64 // requests per second
+	Concurrency   int     // requests in flight
+}
+
+// NewProvider wraps adapter with limits.
+func NewProvider(name, kind string, adapter Lookup, limits Limits) *Provider {
+	burst := max(1, int(limits.RateLimit))
+	return &Provider{
+		Name:          name,
+		Kind:          kind,
+		StaleAfter:    limits.StaleAfter,
+		LookupTimeout: limits.LookupTimeout,
+		LookupBudget:  limits.LookupBudget,
+		adapter:       adapter,
+		limiter:       rate.NewLimiter(rate.Limit(limits.RateLimit), burst),
+		slots:         make(chan struct{}, max(1, limits.Concurrency)),
+	}
+}
+
+// Lookup waits for a free slot and the rate limiter (bounded by ctx, not by
+// the lookup timeout), then calls the adapter under LookupTimeout. It
+// returns the adapter's records, or an error [Classify] understands: a
+// lookup that does not answer in time is transient, never "not found". A
+// panicking adapter, or one that returns a record without an id, is a
+// transient error too.
+func (p *Provider) Lookup(ctx context.Context, q Query) (records []Record, err error) {
+	select {
+	case p.slots <- struct{}{}:
+		defer func() { <-p.slots }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if err := p.limiter.Wait(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// The wait would outlast ctx's deadline.
+		return nil, Transient(fmt.Errorf("%s: rate limit: %w", p.Name, err))
+	}
+
+	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			records, err = nil, Transient(fmt.Errorf("%s: adapter panicked: %v", p.Name, r))
+		}
+	}()
+	records, err = p.adapter.Lookup(lookupCtx, q)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err() // the caller gave up (shutdown): not the provider's answer
+	case err != nil && lookupCtx.Err() != nil && !errors.Is(err, ErrUnsupported):
+		return nil, Transient(fmt.Errorf("%s: no answer within lookup_timeout %s: %w", p.Name, p.LookupTimeout, err))
+	case err != nil:
+		return nil, err
+	case len(records) == 0 && lookupCtx.Err() != nil:
+		// An adapter that swallowed its deadline: an empty answer given after
+		// the time ran out is not a search that found nothing (I3).
+		return nil, Transient(fmt.Errorf("%s: no answer within lookup_timeout %s", p.Name, p.LookupTimeout))
+	}
+	for i, r := range records {
+		if r.ID == "" {
+			return nil, Transient(fmt.Errorf("%s: adapter returned record %d without an id", p.Name, i))
+		}
+	}
+	return records, nil
+}

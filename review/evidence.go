@@ -1,0 +1,232 @@
+package review
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// Evidence is a ticket's immutable snapshot of what sweeper saw when it
+// opened the ticket. It holds no raw recipient: recipients are masked for
+// people and hashed for matching (I7), here and in every record.
+type Evidence struct {
+	OpKey           string    `json:"op_key"`
+	Workflow        string    `json:"workflow"`
+	Provider        string    `json:"provider"`
+	Action          string    `json:"action"`
+	RecipientMasked string    `json:"recipient_masked,omitempty"`
+	RecipientHash   string    `json:"recipient_sha256,omitempty"`
+	PayloadHash     string    `json:"payload_hash,omitempty"`
+	Attempts        int       `json:"attempts"`
+	FirstAttemptAt  time.Time `json:"first_attempt_at"`
+	LastAttemptAt   time.Time `json:"last_attempt_at,omitzero"`
+
+	// Adapter is the provider block's kind ("sim", "http", …); empty when
+	// the provider is not configured.
+	Adapter string `json:"adapter,omitempty"`
+	// Query is what the adapter was asked, recipient masked.
+	Query *EvidenceQuery `json:"query,omitempty"`
+	// Records are what the provider returned.
+	Records []EvidenceRecord `json:"records"`
+	// Errors lists every failed attempt, oldest first.
+	Errors []AttemptError `json:"errors"`
+	// LookedUpAt is when the deciding lookup ran.
+	LookedUpAt time.Time `json:"looked_up_at"`
+
+	// Decision is what the lookup proved.
+	Reason          Reason   `json:"reason"`
+	Detail          string   `json:"detail"`
+	DifferingFields []string `json:"differing_fields,omitempty"`
+}
+
+// EvidenceQuery is a [providers.Query] as evidence shows it.
+type EvidenceQuery struct {
+	OpKey           string    `json:"op_key"`
+	RecipientMasked string    `json:"recipient_masked,omitempty"`
+	Action          string    `json:"action"`
+	PayloadHash     string    `json:"payload_hash,omitempty"`
+	Since           time.Time `json:"since"`
+	Until           time.Time `json:"until"`
+}
+
+// EvidenceRecord is a [providers.Record] as evidence shows it.
+type EvidenceRecord struct {
+	ID              string         `json:"id"`
+	CreatedAt       time.Time      `json:"created_at,omitzero"`
+	RecipientMasked string         `json:"recipient_masked,omitempty"`
+	Fields          map[string]any `json:"fields,omitempty"`
+	PayloadHash     string         `json:"payload_hash,omitempty"`
+	Excerpt         string         `json:"excerpt,omitempty"`
+}
+
+// AttemptError is one failed lookup attempt.
+type AttemptError struct {
+	At      time.Time `json:"at"`
+	Attempt int       `json:"attempt"`
+	Class   string    `json:"class,omitempty"`
+	Error   string    `json:"error"`
+}
+
+// Lookup is everything known about the lookup behind a decision, for the
+// evidence.
+type Lookup struct {
+	Adapter string
+	Query   *providers.Query
+	Outcome Outcome
+	Errors  []AttemptError
+	At      time.Time
+}
+
+// NewEvidence assembles the snapshot for op, decided as d after lookup.
+func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
+	ev := Evidence{
+		OpKey:           op.OpKey,
+		Workflow:        op.Workflow,
+		Provider:        op.Provider,
+		Action:          op.Action,
+		RecipientMasked: MaskRecipient(op.Recipient),
+		RecipientHash:   HashRecipient(op.Recipient),
+		PayloadHash:     op.PayloadHash,
+		Attempts:        op.Attempts,
+		FirstAttemptAt:  op.FirstAttemptAt,
+		LastAttemptAt:   op.LastAttemptAt,
+		Adapter:         lookup.Adapter,
+		Records:         []EvidenceRecord{},
+		Errors:          lookup.Errors,
+		LookedUpAt:      lookup.At,
+		Reason:          d.Reason,
+		Detail:          d.Detail,
+		DifferingFields: d.DifferingFields,
+	}
+	if ev.Errors == nil {
+		ev.Errors = []AttemptError{}
+	}
+	if q := lookup.Query; q != nil {
+		ev.Query = &EvidenceQuery{
+			OpKey:           q.OpKey,
+			RecipientMasked: MaskRecipient(q.Recipient),
+			Action:          q.Action,
+			PayloadHash:     q.PayloadHash,
+			Since:           q.Since,
+			Until:           q.Until,
+		}
+	}
+	for _, r := range lookup.Outcome.Records() {
+		ev.Records = append(ev.Records, EvidenceRecord{
+			ID:              r.ID,
+			CreatedAt:       r.CreatedAt,
+			RecipientMasked: MaskRecipient(r.Recipient),
+			Fields:          maskFields(r.Fields),
+			PayloadHash:     r.PayloadHash,
+			Excerpt:         truncate(r.Excerpt, 200),
+		})
+	}
+	return ev
+}
+
+// MaskRecipient keeps enough of an address for a person to recognise it
+// and too little to use it: "a***@e***.com", "+1*******0100".
+func MaskRecipient(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if local, domain, ok := strings.Cut(s, "@"); ok {
+		name, tld, _ := strings.Cut(domain, ".")
+		masked := keepFirst(local, 1) + "@" + keepFirst(name, 1)
+		if tld != "" {
+			masked += "." + tld
+		}
+		return masked
+	}
+	runes := []rune(s)
+	if len(runes) <= 4 {
+		return strings.Repeat("*", len(runes))
+	}
+	keepHead := 2
+	if len(runes) < 10 {
+		keepHead = 1
+	}
+	return string(runes[:keepHead]) + strings.Repeat("*", len(runes)-keepHead-4) + string(runes[len(runes)-4:])
+}
+
+func keepFirst(s string, n int) string {
+	runes := []rune(s)
+	if len(runes) <= n {
+		return strings.Repeat("*", max(len(runes), 1))
+	}
+	return string(runes[:n]) + "***"
+}
+
+// HashRecipient is the SHA-256 (hex) of the recipient, lowercased and
+// trimmed, so evidence can be matched against an address without holding it.
+func HashRecipient(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// maskFields copies a record's normalized fields, masking every string that
+// looks like an address or a phone number.
+func maskFields(fields map[string]any) map[string]any {
+	if fields == nil {
+		return nil
+	}
+	out := make(map[string]any, len(fields))
+	for k, v := range fields {
+		out[k] = maskValue(v)
+	}
+	return out
+}
+
+func maskValue(v any) any {
+	switch t := v.(type) {
+	case string:
+		if looksPersonal(t) {
+			return MaskRecipient(t)
+		}
+		return t
+	case map[string]any:
+		return maskFields(t)
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = maskValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// looksPersonal spots email addresses and phone numbers.
+func looksPersonal(s string) bool {
+	if strings.Contains(s, "@") {
+		return true
+	}
+	digits := 0
+	for _, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case strings.ContainsRune("+-() .", r):
+		default:
+			return false
+		}
+	}
+	return digits >= 7
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
