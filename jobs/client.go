@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -90,15 +92,17 @@ func (s *Sweeper) now() time.Time {
 	return time.Now()
 }
 
-// Settler returns the settler the lookup worker and `sweep --once` use.
-func (s *Sweeper) Settler() *Settler {
-	return &Settler{
-		Providers: s.Providers,
-		Reviews:   review.NewStore(s.Pool, Policy(s.Config)),
-		Logger:    s.Logger,
-		Now:       s.now,
+// Settler returns the settler the lookup worker and `sweep --once` use,
+// writing through applier (nil: a transaction per decision).
+func (s *Sweeper) Settler(applier Applier) *Settler {
+	if applier == nil {
+		applier = s.Reviews()
 	}
+	return &Settler{Providers: s.Providers, Reviews: applier, Logger: s.Logger, Now: s.now}
 }
+
+// Reviews returns the ticket store under the configured policy.
+func (s *Sweeper) Reviews() *review.Store { return review.NewStore(s.Pool, Policy(s.Config)) }
 
 // Scanner returns the stale scan.
 func (s *Sweeper) Scanner() *Scanner {
@@ -118,15 +122,71 @@ type ClientOptions struct {
 	FetchPollInterval time.Duration
 	// NoPeriodic leaves the periodic sweep out (tests insert sweeps).
 	NoPeriodic bool
+	// CommitBatch caps how many lookup outcomes share one commit; 1 gives
+	// each its own transaction. Default 100.
+	CommitBatch int
 }
 
-// NewClient returns a River client running sweeper's workers and periodic
+// Daemon is a River client running sweeper's jobs, and the batcher its
+// lookups write through.
+type Daemon struct {
+	// Client is the River client, for inserting jobs.
+	Client  *river.Client[pgx.Tx]
+	batcher *review.Batcher
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// Start starts the batcher and the client. ctx bounds neither: stop them
+// with Stop or StopAndCancel.
+func (d *Daemon) Start(ctx context.Context) error {
+	batchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.cancel, d.done = cancel, make(chan struct{})
+	go func() {
+		defer close(d.done)
+		d.batcher.Run(batchCtx)
+	}()
+	if err := d.Client.Start(context.WithoutCancel(ctx)); err != nil {
+		d.stopBatcher()
+		return err
+	}
+	return nil
+}
+
+// Stop stops fetching jobs and waits, within ctx, for running jobs to
+// finish and their outcomes to commit.
+func (d *Daemon) Stop(ctx context.Context) error {
+	err := d.Client.Stop(ctx)
+	if err == nil {
+		d.stopBatcher()
+	}
+	return err
+}
+
+// StopAndCancel cancels running jobs (they are retried by the next process)
+// and waits for them to return.
+func (d *Daemon) StopAndCancel(ctx context.Context) error {
+	err := d.Client.StopAndCancel(ctx)
+	d.stopBatcher()
+	return err
+}
+
+func (d *Daemon) stopBatcher() {
+	if d.cancel != nil {
+		d.cancel()
+		<-d.done
+		d.cancel = nil
+	}
+}
+
+// NewDaemon returns a River client running sweeper's workers and periodic
 // jobs in schema sweeper. Every replica registers the same periodic jobs;
 // River's leader alone enqueues them, and each sweep is unique per period of
 // its schedule, so a restart or a leader change does not double it.
-func (s *Sweeper) NewClient(opts ClientOptions) (*river.Client[pgx.Tx], error) {
+func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
+	batcher := review.NewBatcher(s.Reviews(), cmp.Or(opts.CommitBatch, 100))
 	workers := river.NewWorkers()
-	lookup := NewLookupWorker(s.Settler(), s.Pool)
+	lookup := NewLookupWorker(s.Settler(batcher), s.Pool)
 	river.AddWorker(workers, lookup)
 	river.AddWorker(workers, NewSweepWorker(s.Scanner(), s.Logger))
 
@@ -146,7 +206,7 @@ func (s *Sweeper) NewClient(opts ClientOptions) (*river.Client[pgx.Tx], error) {
 	// stuck in running only well after every timeout, so a slow lookup is
 	// never run twice at once.
 	longest := max(sweepTimeout, lookup.maxLookupTimeout()+lookupOverhead)
-	return river.NewClient(riverpgxv5.New(s.Pool), &river.Config{
+	client, err := river.NewClient(riverpgxv5.New(s.Pool), &river.Config{
 		Schema: migrations.Schema,
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: 4},
@@ -159,6 +219,10 @@ func (s *Sweeper) NewClient(opts ClientOptions) (*river.Client[pgx.Tx], error) {
 		FetchPollInterval:    opts.FetchPollInterval,
 		Logger:               s.Logger,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &Daemon{Client: client, batcher: batcher}, nil
 }
 
 // schedulePeriod is the shortest gap between a schedule's runs around now,

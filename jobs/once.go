@@ -50,7 +50,7 @@ type OnceOptions struct {
 // daemon: whichever settles an operation first wins, the other finds
 // nothing to do.
 func (s *Sweeper) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) {
-	settler := s.Settler()
+	settler := s.Settler(nil)
 	concurrency := opts.Concurrency
 	if concurrency <= 0 {
 		concurrency = s.Config.River.MaxWorkers

@@ -23,9 +23,15 @@ const searchSlack = 15 * time.Minute
 // River lookup worker and `sweeper sweep --once` share it.
 type Settler struct {
 	Providers map[string]*providers.Provider
-	Reviews   *review.Store
+	Reviews   Applier
 	Logger    *slog.Logger
 	Now       func() time.Time
+}
+
+// Applier writes a decision: a *review.Store, or a *review.Batcher that
+// shares commits between concurrent lookups.
+type Applier interface {
+	Apply(ctx context.Context, op ledger.Operation, d review.Decision, ev review.Evidence, now time.Time) (review.Applied, error)
 }
 
 // Step is what one lookup attempt leads to: a final outcome to decide on,

@@ -1,8 +1,10 @@
 package review
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -152,7 +154,10 @@ func MaskRecipient(s string) string {
 	if len(runes) < 10 {
 		keepHead = 1
 	}
-	return string(runes[:keepHead]) + strings.Repeat("*", len(runes)-keepHead-4) + string(runes[len(runes)-4:])
+	// Never show more than half: with a fixed tail of four, a five-character
+	// value came back whole.
+	keepTail := min(4, len(runes)/2-keepHead)
+	return string(runes[:keepHead]) + strings.Repeat("*", len(runes)-keepHead-keepTail) + string(runes[len(runes)-keepTail:])
 }
 
 func keepFirst(s string, n int) string {
@@ -202,8 +207,24 @@ func maskValue(v any) any {
 			out[i] = maskValue(e)
 		}
 		return out
+	case nil, bool, json.Number, float64, float32, int, int8, int16, int32, int64,
+		uint, uint8, uint16, uint32, uint64:
+		return v
 	}
-	return v
+	// A typed value ([]string, map[string]string, a struct, a named string
+	// type) would carry its strings past the cases above unmasked: mask its
+	// JSON form, which is what the evidence holds anyway.
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil
+	}
+	return maskValue(generic)
 }
 
 // looksPersonal spots email addresses and phone numbers.

@@ -109,69 +109,132 @@ type Applied struct {
 // admits one writer, the ticket is unique per operation, the event per
 // ticket — so a lookup re-run after a crash finds nothing left to do.
 func (s *Store) Apply(ctx context.Context, op ledger.Operation, d Decision, ev Evidence, now time.Time) (Applied, error) {
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return Applied{}, fmt.Errorf("review: apply %s: %w", op.OpKey, err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	applied, err := s.apply(ctx, tx, op, d, ev, now)
+	results, err := s.ApplyBatch(ctx, []Item{{Op: op, Decision: d, Evidence: ev, Now: now}})
 	if err != nil {
 		return Applied{}, err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return Applied{}, fmt.Errorf("review: apply %s: commit: %w", op.OpKey, err)
-	}
-	return applied, nil
+	return results[0].Applied, results[0].Err
 }
 
-func (s *Store) apply(ctx context.Context, tx pgx.Tx, op ledger.Operation, d Decision, ev Evidence, now time.Time) (Applied, error) {
-	ledgerStore := ledger.NewStore(tx)
-	if d.Done {
-		moved, err := ledgerStore.CompareAndSet(ctx, op.ID, ledger.StatusPending, ledger.StatusDone, d.ProviderRecordID)
+// Item is one decision to write.
+type Item struct {
+	Op       ledger.Operation
+	Decision Decision
+	Evidence Evidence
+	Now      time.Time
+}
+
+// ItemResult is what writing one Item did.
+type ItemResult struct {
+	Applied Applied
+	Err     error
+}
+
+// ApplyBatch writes several decisions in one transaction and one round
+// trip: each is a single statement, so a commit — the main cost per
+// operation — is shared by the batch. Should the batch fail (one bad item
+// aborts the transaction), each item is retried in a transaction of its
+// own, so one item's error is its own. The error return is for failures
+// that concern every item (the connection).
+func (s *Store) ApplyBatch(ctx context.Context, items []Item) ([]ItemResult, error) {
+	results, err := s.applyBatchTx(ctx, items)
+	if err == nil || len(items) == 1 {
 		if err != nil {
-			return Applied{}, err
+			return []ItemResult{{Err: err}}, nil
 		}
-		return Applied{Settled: moved}, nil
+		return results, nil
 	}
-	moved, err := ledgerStore.CompareAndSet(ctx, op.ID, ledger.StatusPending, ledger.StatusReview, "")
-	if err != nil || !moved {
-		return Applied{}, err
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
-	evidence, err := json.Marshal(ev)
-	if err != nil {
-		return Applied{}, fmt.Errorf("review: evidence for %s: %w", op.OpKey, err)
+	results = make([]ItemResult, len(items))
+	for i, item := range items {
+		r, err := s.applyBatchTx(ctx, []Item{item})
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		results[i] = r[0]
 	}
-	var ticketID int64
-	err = tx.QueryRow(ctx, `
+	return results, nil
+}
+
+// applyReviewSQL moves a pending row to review and opens its ticket and
+// the ticket's first event, in one statement: $1 operation id, $2 op_key,
+// $3 reason, $4 owner, $5 priority, $6 deadline, $7 evidence, $8 event
+// details. It returns whether the row moved and the ticket opened.
+const applyReviewSQL = `
+	WITH moved AS (
+		UPDATE ledger.operations SET status = 'review'
+		WHERE id = $1 AND status = 'pending'
+		RETURNING id
+	), ticket AS (
 		INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		SELECT id, $2, $3, $4, $5, $6, $7 FROM moved
 		ON CONFLICT (operation_id) DO NOTHING
-		RETURNING id`,
-		op.ID, op.OpKey, d.Reason, s.policy.OwnerFor(op), s.policy.Priority, now.Add(s.policy.Window), evidence,
-	).Scan(&ticketID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// A ticket exists although the row was pending: someone moved the
-		// row back by hand (the trigger forbids that) or a previous ticket
-		// outlived its row. Keep the existing ticket; open no second one.
-		err := tx.QueryRow(ctx, `SELECT id FROM sweeper.tickets WHERE operation_id = $1`, op.ID).Scan(&ticketID)
-		return Applied{Settled: true, TicketID: ticketID}, err
-	}
-	if err != nil {
-		return Applied{}, fmt.Errorf("review: open ticket for %s: %w", op.OpKey, err)
-	}
-	details, _ := json.Marshal(map[string]any{
-		"reason": d.Reason, "owner": s.policy.OwnerFor(op), "priority": s.policy.Priority,
-		"deadline": now.Add(s.policy.Window), "detail": d.Detail,
-	})
-	_, err = tx.Exec(ctx, `
+		RETURNING id
+	), event AS (
 		INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (dedupe_key) DO NOTHING`,
-		ticketID, EventOpened, ActorSweeper, details, fmt.Sprintf("ticket:%d:%s", ticketID, EventOpened))
-	if err != nil {
-		return Applied{}, fmt.Errorf("review: audit event for ticket %d: %w", ticketID, err)
+		SELECT id, 'opened', 'sweeper', $8, 'ticket:' || id || ':opened' FROM ticket
+		ON CONFLICT (dedupe_key) DO NOTHING
+		RETURNING ticket_id
+	)
+	SELECT (SELECT count(*) FROM moved) = 1,
+	       coalesce((SELECT id FROM ticket), (SELECT t.id FROM sweeper.tickets t, moved WHERE t.operation_id = moved.id), 0)`
+
+// applyDoneSQL moves a pending row to done: $1 id, $2 provider record id.
+const applyDoneSQL = `
+	UPDATE ledger.operations SET status = 'done', provider_record_id = $2
+	WHERE id = $1 AND status = 'pending'
+	RETURNING true, 0::bigint`
+
+func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, error) {
+	batch := &pgx.Batch{}
+	for _, item := range items {
+		op, d := item.Op, item.Decision
+		if d.Done {
+			batch.Queue(applyDoneSQL, op.ID, d.ProviderRecordID)
+			continue
+		}
+		evidence, err := json.Marshal(item.Evidence)
+		if err != nil {
+			return nil, fmt.Errorf("review: evidence for %s: %w", op.OpKey, err)
+		}
+		owner, deadline := s.policy.OwnerFor(op), item.Now.Add(s.policy.Window)
+		details, err := json.Marshal(map[string]any{
+			"reason": d.Reason, "owner": owner, "priority": s.policy.Priority, "deadline": deadline, "detail": d.Detail,
+		})
+		if err != nil {
+			return nil, err
+		}
+		batch.Queue(applyReviewSQL, op.ID, op.OpKey, d.Reason, owner, s.policy.Priority, deadline, evidence, details)
 	}
-	return Applied{Settled: true, TicketID: ticketID}, nil
+
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("review: apply: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	br := tx.SendBatch(ctx, batch)
+	results := make([]ItemResult, len(items))
+	for i, item := range items {
+		var settled bool
+		err := br.QueryRow().Scan(&settled, &results[i].Applied.TicketID)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows): // done: the row was no longer pending
+		case err != nil:
+			br.Close()
+			return nil, fmt.Errorf("review: apply %s: %w", item.Op.OpKey, err)
+		}
+		results[i].Applied.Settled = settled
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("review: apply: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("review: apply: commit: %w", err)
+	}
+	return results, nil
 }
 
 const ticketColumns = `id, operation_id, op_key, reason, owner, priority, escalation_level, state, deadline,

@@ -24,14 +24,14 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	defer closeDB()
-	client, err := s.NewClient(jobs.ClientOptions{})
+	daemon, err := s.NewDaemon(jobs.ClientOptions{})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
 		return exitUsage
 	}
-	// River's own context must outlive ctx: the signal ends ctx, and the
+	// The daemon's own context outlives ctx: the signal ends ctx, and the
 	// stop below is what lets running jobs finish.
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+	if err := daemon.Start(ctx); err != nil {
 		fmt.Fprintf(e.stderr, "sweeper run: start: %v\n", err)
 		return exitFailure
 	}
@@ -41,11 +41,11 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 	logger.Info("stopping: waiting for running jobs", "grace", shutdownGrace)
 	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := client.Stop(stopCtx); err != nil {
+	if err := daemon.Stop(stopCtx); err != nil {
 		logger.Warn("jobs still running after the grace period; cancelling them", "error", err)
 		cancelCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := client.StopAndCancel(cancelCtx); err != nil {
+		if err := daemon.StopAndCancel(cancelCtx); err != nil {
 			fmt.Fprintf(e.stderr, "sweeper run: stop: %v\n", err)
 			return exitFailure
 		}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/ledger"
+)
+
+const daemonConfig = `
+[database]
+url = "postgres://unused"
+
+[schedules]
+sweep = "@every 1s"
+
+[review]
+default_owner = "U0DEFAULT1"
+
+[providers.sim]
+kind = "sim"
+stale_after = "1m"
+lookup_timeout = "200ms"
+lookup_budget = "1s"
+[[providers.sim.rules]]
+match = "found-*"
+outcome = "found"
+[[providers.sim.rules]]
+match = "many-*"
+outcome = "many"
+`
+
+// seed claims operations and ages them past stale_after.
+func seed(t *testing.T, dbURL string, keys ...string) {
+	t.Helper()
+	ctx := context.Background()
+	pool := dbtest.Pool(t, dbURL)
+	store := ledger.NewStore(pool)
+	for _, k := range keys {
+		if _, err := store.Claim(ctx, ledger.Attempt{OpKey: k, Workflow: "billing", Provider: "sim", Action: "send_email",
+			Recipient: "jane.doe@example.com", Payload: json.RawMessage(`{"n":1}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `UPDATE ledger.operations SET first_attempt_at = now() - interval '2 hours'`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "sweeper.toml")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestDaemonSettlesAndStopsOnSIGTERM starts `sweeper run` as a real process
+// with a one-second schedule, waits until inserted stale operations settle,
+// sends SIGTERM, and checks a clean exit with no job left running.
+func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	dbURL := dbtest.NewDatabase(t)
+	cfgFile := writeConfig(t, daemonConfig)
+	pool := dbtest.Pool(t, dbURL)
+
+	cmd := exec.Command(bin, "run", "--config", cfgFile)
+	cmd.Env = append(os.Environ(), config.EnvDatabaseURL+"="+dbURL)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	// Operations arrive while the daemon runs: the schedule, not a start-up
+	// pass, must find them.
+	time.Sleep(500 * time.Millisecond)
+	keys := []string{"found-d1", "found-d2", "many-d3", "nf-d4"}
+	seed(t, dbURL, keys...)
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var pending int
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger.operations WHERE status = 'pending'`).Scan(&pending); err != nil {
+			t.Fatal(err)
+		}
+		if pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d operations still pending\n%s", pending, stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatalf("no exit within 40s of SIGTERM\n%s", stderr.String())
+	}
+	var running int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM sweeper.river_job WHERE state = 'running'`).Scan(&running); err != nil {
+		t.Fatal(err)
+	}
+	if running != 0 {
+		t.Errorf("%d jobs left running", running)
+	}
+	var done, tickets int
+	if err := pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM ledger.operations WHERE status = 'done'),
+		(SELECT count(*) FROM sweeper.tickets)`).Scan(&done, &tickets); err != nil {
+		t.Fatal(err)
+	}
+	if done != 2 || tickets != 2 {
+		t.Errorf("%d done and %d tickets, want 2 and 2", done, tickets)
+	}
+	if strings.Contains(stderr.String(), "jane.doe@example.com") {
+		t.Errorf("the daemon logged a raw recipient:\n%s", stderr.String())
+	}
+}
+
+func TestSweepOnceAndTicketsCommands(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	cfgFile := writeConfig(t, daemonConfig)
+	seed(t, dbURL, "found-c1", "many-c2", "nf-c3")
+	environ := map[string]string{config.EnvDatabaseURL: dbURL}
+
+	r := runCLI(t, environ, "sweep", "--once", "--dry-run", "--config", cfgFile)
+	if r.code != exitOK || !strings.Contains(r.stdout, "dry run: nothing was written") ||
+		!strings.Contains(r.stdout, "many-c2 (sim): review, multiple_matches") {
+		t.Fatalf("dry run: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, environ, "sweep", "--once", "--json", "--config", cfgFile)
+	if r.code != exitOK {
+		t.Fatalf("sweep --once: code %d\n%s", r.code, r.stderr)
+	}
+	var sum struct {
+		Scanned, Done int
+		Tickets       map[string]int
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+		t.Fatalf("summary JSON: %v\n%s", err, r.stdout)
+	}
+	if sum.Scanned != 3 || sum.Done != 1 || sum.Tickets["multiple_matches"] != 1 || sum.Tickets["not_found"] != 1 {
+		t.Errorf("summary = %+v", sum)
+	}
+	if r := runCLI(t, environ, "sweep", "--config", cfgFile); r.code != exitUsage {
+		t.Errorf("sweep without --once: code %d", r.code)
+	}
+
+	r = runCLI(t, environ, "tickets", "list", "--json", "--config", cfgFile)
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 2 {
+		t.Fatalf("tickets list --json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	for _, field := range []string{"id", "op_key", "reason", "owner", "deadline", "priority", "escalation_level", "state", "evidence"} {
+		if _, ok := list[0][field]; !ok {
+			t.Errorf("ticket JSON lacks %q: %v", field, list[0])
+		}
+	}
+	id := fmt.Sprint(list[0]["id"])
+	r = runCLI(t, environ, "tickets", "show", id, "--json", "--config", cfgFile)
+	if r.code != exitOK || !strings.Contains(r.stdout, `"events"`) || !strings.Contains(r.stdout, `"opened"`) {
+		t.Errorf("tickets show: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, environ, "tickets", "show", id, "--config", cfgFile)
+	if r.code != exitOK || !strings.Contains(r.stdout, "owner:     U0DEFAULT1") {
+		t.Errorf("tickets show (text): code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "jane.doe@example.com") {
+		t.Errorf("tickets show prints a raw recipient:\n%s", r.stdout)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"tickets", "show", "999999", "--config", cfgFile}, exitFailure},
+		{[]string{"tickets", "show", "abc", "--config", cfgFile}, exitUsage},
+		{[]string{"tickets", "list", "--state", "closed", "--config", cfgFile}, exitUsage},
+		{[]string{"tickets"}, exitUsage},
+	} {
+		if r := runCLI(t, environ, tc.args...); r.code != tc.code {
+			t.Errorf("%v: code %d, want %d\n%s", tc.args, r.code, tc.code, r.stderr)
+		}
+	}
+	r = runCLI(t, environ, "tickets", "list", "--state", "resolved", "--config", cfgFile)
+	if r.code != exitOK || !strings.Contains(r.stdout, "0 ticket(s)") {
+		t.Errorf("resolved list: %s", r.stdout)
+	}
+}
+
+func TestCommandsRefuseAnUnmigratedDatabase(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewEmptyDatabase(t)
+	cfgFile := writeConfig(t, daemonConfig)
+	r := runCLI(t, map[string]string{config.EnvDatabaseURL: dbURL}, "sweep", "--once", "--config", cfgFile)
+	if r.code != exitFailure || !strings.Contains(r.stderr, "run 'sweeper migrate' first") {
+		t.Errorf("code %d\n%s", r.code, r.stderr)
+	}
+}

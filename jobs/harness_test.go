@@ -1,0 +1,268 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/httplookup"
+	"github.com/sweeper/sweeper/providers/sim"
+	"github.com/sweeper/sweeper/review"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+var kinds = []providers.Kind{sim.Kind, httplookup.Kind}
+
+// baseConfig has a sim provider whose rules give every outcome by op_key
+// prefix, with short timings so budgets run out within a test.
+const baseConfig = `
+[database]
+url = "postgres://unused"
+
+[sweep]
+batch_size = 50
+
+[river]
+max_workers = 50
+
+[review]
+default_owner = "U0DEFAULT1"
+window = "1h"
+[review.owners.workflows]
+billing = "U0BILLING1"
+
+[providers.sim]
+kind = "sim"
+stale_after = "10m"
+lookup_timeout = "200ms"
+lookup_budget = "2s"
+rate_limit = 10000.0
+concurrency = 100
+[[providers.sim.rules]]
+match = "found-*"
+outcome = "found"
+[[providers.sim.rules]]
+match = "many-*"
+outcome = "many"
+[[providers.sim.rules]]
+match = "mismatch-*"
+outcome = "mismatch"
+[[providers.sim.rules]]
+match = "error-*"
+outcome = "error"
+[[providers.sim.rules]]
+match = "slow-*"
+outcome = "slow"
+[[providers.sim.rules]]
+match = "unsupported-*"
+outcome = "unsupported"
+`
+
+// bundle is one test's database and wiring.
+type bundle struct {
+	url     string
+	pool    *pgxpool.Pool
+	sweeper *jobs.Sweeper
+	ledger  *ledger.Store
+}
+
+// setup clones a migrated database and wires sweeper on it from cfgText.
+// fakes replace configured providers (or add ones) by name.
+func setup(t testing.TB, cfgText string, fakes map[string]*providers.Provider) *bundle {
+	t.Helper()
+	url := dbtest.NewDatabase(t)
+	return wire(t, url, cfgText, fakes)
+}
+
+func wire(t testing.TB, url, cfgText string, fakes map[string]*providers.Provider) *bundle {
+	t.Helper()
+	cfg, err := config.Parse(cfgText, kinds, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	provs, err := jobs.BuildProviders(cfg, kinds, func(string) string { return "" }, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range fakes {
+		provs[name] = p
+	}
+	pool := dbtest.Pool(t, url)
+	return &bundle{
+		url:     url,
+		pool:    pool,
+		sweeper: &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger},
+		ledger:  ledger.NewStore(pool),
+	}
+}
+
+// testWriter sends log lines to t.Log, so they show only for failed tests.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// claim records a pending operation the way a workflow does, first
+// attempted age ago.
+func (b *bundle) claim(t testing.TB, key, provider string, age time.Duration) ledger.Operation {
+	t.Helper()
+	ctx := context.Background()
+	_, err := b.ledger.Claim(ctx, ledger.Attempt{
+		OpKey:     key,
+		Workflow:  "billing",
+		Provider:  provider,
+		Action:    "send_email",
+		Recipient: "jane.doe@example.com",
+		Payload:   json.RawMessage(fmt.Sprintf(`{"template":"receipt","order":%q}`, key)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `UPDATE ledger.operations SET first_attempt_at = now() - $2::interval WHERE op_key = $1`,
+		key, age.String()); err != nil {
+		t.Fatal(err)
+	}
+	op, err := b.ledger.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// startClient starts a River client on b's pool with fast polling, stopped
+// (softly) when the test ends.
+func (b *bundle) startClient(t testing.TB, opts ...jobs.ClientOptions) *river.Client[pgx.Tx] {
+	t.Helper()
+	o := jobs.ClientOptions{FetchPollInterval: 200 * time.Millisecond, NoPeriodic: true}
+	if len(opts) > 0 {
+		o.CommitBatch = opts[0].CommitBatch
+	}
+	daemon, err := b.sweeper.NewDaemon(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := daemon.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := daemon.Stop(ctx); err != nil {
+			t.Errorf("stop river client: %v", err)
+		}
+	})
+	return daemon.Client
+}
+
+func (b *bundle) sweep(t testing.TB, client *river.Client[pgx.Tx]) {
+	t.Helper()
+	if _, err := client.Insert(context.Background(), jobs.SweepArgs{}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitSettled waits until none of keys is pending and no River job is left
+// unfinished.
+func (b *bundle) waitSettled(t testing.TB, keys []string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var pending, unfinished int
+		err := b.pool.QueryRow(context.Background(), `
+			SELECT (SELECT count(*) FROM ledger.operations WHERE status = 'pending' AND op_key = ANY($1)),
+			       (SELECT count(*) FROM sweeper.river_job WHERE state NOT IN ('completed', 'cancelled', 'discarded'))`,
+			keys).Scan(&pending, &unfinished)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pending == 0 && unfinished == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %d operations still pending, %d jobs unfinished", within, pending, unfinished)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (b *bundle) status(t testing.TB, key string) ledger.Operation {
+	t.Helper()
+	op, err := b.ledger.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// ticketOf returns the ticket of key's operation, with its evidence decoded,
+// or fails.
+func (b *bundle) ticketOf(t testing.TB, key string) (review.Ticket, review.Evidence) {
+	t.Helper()
+	var id int64
+	if err := b.pool.QueryRow(context.Background(), `SELECT id FROM sweeper.tickets WHERE op_key = $1`, key).Scan(&id); err != nil {
+		t.Fatalf("ticket of %s: %v", key, err)
+	}
+	tk, err := review.NewStore(b.pool, review.Policy{}).Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev review.Evidence
+	if err := json.Unmarshal(tk.Evidence, &ev); err != nil {
+		t.Fatal(err)
+	}
+	return tk, ev
+}
+
+func (b *bundle) count(t testing.TB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// fakeLookup is a hand-written provider at the edge, for the cases sim has
+// no rule for: each call answers with the next function, the last repeating.
+type fakeLookup struct {
+	answers []func(context.Context, providers.Query) ([]providers.Record, error)
+	calls   chan providers.Query
+
+	mu sync.Mutex
+	n  int
+}
+
+func (f *fakeLookup) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	f.mu.Lock()
+	i := min(f.n, len(f.answers)-1)
+	f.n++
+	f.mu.Unlock()
+	if f.calls != nil {
+		f.calls <- q
+	}
+	return f.answers[i](ctx, q)
+}
+
+func fakeProvider(name string, f providers.Lookup, budget time.Duration) *providers.Provider {
+	return providers.NewProvider(name, "fake", f, providers.Limits{
+		StaleAfter: 10 * time.Minute, LookupTimeout: 2 * time.Second, LookupBudget: budget,
+		RateLimit: 1000, Concurrency: 10,
+	})
+}

@@ -1,0 +1,120 @@
+package review_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
+)
+
+var batchPolicy = review.Policy{DefaultOwner: "U0OWNER01", Window: time.Hour, Priority: "normal"}
+
+func claimN(t *testing.T, store *ledger.Store, prefix string, n int) []ledger.Operation {
+	t.Helper()
+	ops := make([]ledger.Operation, n)
+	for i := range n {
+		c, err := store.Claim(context.Background(), ledger.Attempt{
+			OpKey: fmt.Sprintf("%s-%d", prefix, i), Workflow: "wf", Provider: "p", Action: "send",
+			Payload: json.RawMessage(`{"i":` + fmt.Sprint(i) + `}`),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops[i] = c.Operation
+	}
+	return ops
+}
+
+// TestBatcherCommitsEveryDecision: concurrent decisions through the
+// batcher are all written, each exactly once, and the same operation
+// decided twice at once is settled once.
+func TestBatcherCommitsEveryDecision(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	ops := claimN(t, ledger.NewStore(pool), "batch", 60)
+	batcher := review.NewBatcher(review.NewStore(pool, batchPolicy), 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); batcher.Run(ctx) }()
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	settled := map[string]int{}
+	for i, op := range ops {
+		for range 2 { // every decision twice, concurrently
+			wg.Go(func() {
+				d := review.Decision{Reason: review.ReasonNotFound, Detail: "none"}
+				if i%2 == 0 {
+					d = review.Decision{Done: true, ProviderRecordID: fmt.Sprintf("rec_%d", i)}
+				}
+				applied, err := batcher.Apply(context.Background(), op, d, review.Evidence{OpKey: op.OpKey, Reason: d.Reason}, time.Now())
+				if err != nil {
+					t.Errorf("%s: %v", op.OpKey, err)
+					return
+				}
+				if applied.Settled {
+					mu.Lock()
+					settled[op.OpKey]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	cancel()
+	<-done
+
+	for _, op := range ops {
+		if settled[op.OpKey] != 1 {
+			t.Errorf("%s settled %d times, want once", op.OpKey, settled[op.OpKey])
+		}
+	}
+	var done2, tickets, events int
+	err := pool.QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM ledger.operations WHERE status = 'done'),
+		(SELECT count(*) FROM sweeper.tickets),
+		(SELECT count(*) FROM sweeper.ticket_events)`).Scan(&done2, &tickets, &events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done2 != 30 || tickets != 30 || events != 30 {
+		t.Errorf("%d done, %d tickets, %d events; want 30 each", done2, tickets, events)
+	}
+	if _, err := batcher.Apply(context.Background(), ops[0], review.Decision{Reason: review.ReasonNotFound}, review.Evidence{}, time.Now()); !errors.Is(err, review.ErrBatcherStopped) {
+		t.Errorf("Apply after Run ended: %v, want ErrBatcherStopped", err)
+	}
+}
+
+// TestApplyBatchIsolatesAFailingItem: an item the database rejects fails
+// alone; the rest of its batch is written.
+func TestApplyBatchIsolatesAFailingItem(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	ops := claimN(t, ledger.NewStore(pool), "iso", 3)
+	items := []review.Item{
+		{Op: ops[0], Decision: review.Decision{Done: true, ProviderRecordID: "rec_0"}, Now: time.Now()},
+		{Op: ops[1], Decision: review.Decision{Reason: "no_such_reason"}, Now: time.Now()}, // violates tickets_reason_check
+		{Op: ops[2], Decision: review.Decision{Reason: review.ReasonNotFound}, Evidence: review.Evidence{OpKey: ops[2].OpKey}, Now: time.Now()},
+	}
+	results, err := review.NewStore(pool, batchPolicy).ApplyBatch(context.Background(), items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if results[0].Err != nil || !results[0].Applied.Settled || results[2].Err != nil || results[2].Applied.TicketID == 0 {
+		t.Errorf("good items: %+v, %+v", results[0], results[2])
+	}
+	if results[1].Err == nil {
+		t.Error("the bad item reported no error")
+	}
+	var status string
+	if err := pool.QueryRow(context.Background(), `SELECT status FROM ledger.operations WHERE id = $1`, ops[1].ID).Scan(&status); err != nil || status != "pending" {
+		t.Errorf("the bad item's row is %s (%v); its failed write must leave it pending", status, err)
+	}
+}
