@@ -20,7 +20,7 @@ import (
 // generic lookup protocol from what was sent.
 type fakeMessagingProvider struct {
 	sends, lookups, other atomic.Int64
-	hashes               map[string]string // op_key -> payload hash of the sent message
+	hashes                map[string]string // op_key -> payload hash of the sent message
 }
 
 func (f *fakeMessagingProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
