@@ -1,0 +1,387 @@
+package review_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/review"
+)
+
+// hashOf is the ledger's payload hash of a JSON document.
+func hashOf(t *testing.T, doc string) string {
+	t.Helper()
+	h, err := ledger.PayloadHash([]byte(doc))
+	if err != nil {
+		t.Fatalf("PayloadHash(%s): %v", doc, err)
+	}
+	return h
+}
+
+// decisionOp is an operation as a workflow would have claimed it, with
+// payload (a JSON object) and its hash.
+func decisionOp(t *testing.T, recipient, payload string) ledger.Operation {
+	t.Helper()
+	return ledger.Operation{
+		ID:          7,
+		OpKey:       "invoice-42",
+		Workflow:    "billing",
+		Provider:    "payments",
+		Action:      "charge",
+		Recipient:   recipient,
+		PayloadHash: hashOf(t, payload),
+		Payload:     json.RawMessage(payload),
+		Status:      ledger.StatusPending,
+		Attempts:    1,
+	}
+}
+
+func TestDecide(t *testing.T) {
+	t.Parallel()
+
+	const (
+		recipient = "jane.doe@example.com"
+		payload   = `{"amount":1299,"currency":"usd","memo":"March"}`
+	)
+	op := decisionOp(t, recipient, payload)
+	agreeing := func(id string) providers.Record {
+		return providers.Record{ID: id, Recipient: recipient, PayloadHash: op.PayloadHash,
+			Fields: map[string]any{"amount": 1299, "currency": "usd", "memo": "March"}}
+	}
+	// withFields is a record carrying fields and the hash computed from them,
+	// as an adapter that normalizes the provider's record would build it.
+	withFields := func(id string, fields map[string]any) providers.Record {
+		h, err := ledger.PayloadHashOf(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return providers.Record{ID: id, Recipient: recipient, PayloadHash: h, Fields: fields}
+	}
+	otherHash := hashOf(t, `{"something":"else"}`)
+
+	noHash := op
+	noHash.PayloadHash = ""
+	noHash.Payload = nil
+	noRecipient := op
+	noRecipient.Recipient = ""
+	// The same amount written 1.0 in the ledger and 1 by the provider.
+	decimalOp := decisionOp(t, recipient, `{"amount":1.0,"currency":"usd"}`)
+	// Equal fields, but the record's hash was computed from something else
+	// (a provider-side field sweeper does not see): no payload key differs,
+	// so the hash itself is named.
+	sameFieldsOp := decisionOp(t, recipient, `{"amount":12.50,"note":"café"}`)
+	// {"coupon":null} and {} are different payloads, with different hashes.
+	nullOp := decisionOp(t, recipient, `{"amount":1299,"coupon":null}`)
+
+	tests := []struct {
+		desc string
+		op   ledger.Operation
+		out  review.Outcome
+		want review.Decision
+		// detailHas are substrings Detail must contain.
+		detailHas []string
+	}{
+		{
+			desc: "exactly one agreeing record is done with its id",
+			op:   op,
+			out:  review.Answered([]providers.Record{agreeing("ch_1")}),
+			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+		},
+		{
+			desc: "one agreeing record without fields is done",
+			op:   op,
+			out:  review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient, PayloadHash: op.PayloadHash}}),
+			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+		},
+		{
+			desc: "recipient differing only by case and surrounding space agrees",
+			op:   op,
+			out: review.Answered([]providers.Record{{ID: "ch_1", Recipient: "  Jane.DOE@Example.COM\t",
+				PayloadHash: op.PayloadHash}}),
+			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+		},
+		{
+			desc: "recipient empty on the record is not compared",
+			op:   op,
+			out:  review.Answered([]providers.Record{{ID: "ch_1", PayloadHash: op.PayloadHash}}),
+			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+		},
+		{
+			desc: "recipient empty on the operation is not compared",
+			op:   noRecipient,
+			out:  review.Answered([]providers.Record{{ID: "ch_1", Recipient: "someone.else@example.com", PayloadHash: op.PayloadHash}}),
+			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+		},
+		{
+			desc:      "zero records is not_found",
+			op:        op,
+			out:       review.Answered(nil),
+			want:      review.Decision{Reason: review.ReasonNotFound, RecordIDs: []string{}},
+			detailHas: []string{"no record"},
+		},
+		{
+			desc: "an empty non-nil answer is not_found",
+			op:   op,
+			out:  review.Answered([]providers.Record{}),
+			want: review.Decision{Reason: review.ReasonNotFound, RecordIDs: []string{}},
+		},
+		{
+			desc:      "two agreeing records are multiple_matches",
+			op:        op,
+			out:       review.Answered([]providers.Record{agreeing("ch_1"), agreeing("ch_2")}),
+			want:      review.Decision{Reason: review.ReasonMultipleMatches, RecordIDs: []string{"ch_1", "ch_2"}},
+			detailHas: []string{"ch_1", "ch_2"},
+		},
+		{
+			desc: "several records, agreeing or not, are multiple_matches with every id",
+			op:   op,
+			out: review.Answered([]providers.Record{agreeing("ch_a"), {ID: "ch_b", PayloadHash: otherHash},
+				{ID: "ch_c"}, agreeing("ch_d")}),
+			want: review.Decision{Reason: review.ReasonMultipleMatches,
+				RecordIDs: []string{"ch_a", "ch_b", "ch_c", "ch_d"}},
+			detailHas: []string{"4 records", "ch_a", "ch_b", "ch_c", "ch_d"},
+		},
+		{
+			desc: "another payload hash without fields names the hash",
+			op:   op,
+			out:  review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient, PayloadHash: otherHash}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload_hash"}},
+			detailHas: []string{"ch_1", "payload_hash"},
+		},
+		{
+			desc: "a differing amount is named",
+			op:   op,
+			out: review.Answered([]providers.Record{withFields("ch_1",
+				map[string]any{"amount": 1399, "currency": "usd", "memo": "March"})}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload.amount"}},
+			detailHas: []string{"ch_1", "payload.amount"},
+		},
+		{
+			desc: "a key missing from the record is named",
+			op:   op,
+			out: review.Answered([]providers.Record{withFields("ch_1",
+				map[string]any{"amount": 1299, "memo": "March"})}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload.currency"}},
+		},
+		{
+			desc: "a key present as null on the record is not a missing key, and still differs",
+			op:   op,
+			out: review.Answered([]providers.Record{withFields("ch_1",
+				map[string]any{"amount": 1299, "currency": nil, "memo": "March"})}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload.currency"}},
+		},
+		{
+			desc: "a null in the payload is not a key the record lacks",
+			op:   nullOp,
+			out: review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient, PayloadHash: otherHash,
+				Fields: map[string]any{"amount": 1299}}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload.coupon"}},
+		},
+		{
+			desc: "a key only the record has is named",
+			op:   op,
+			out: review.Answered([]providers.Record{withFields("ch_1",
+				map[string]any{"amount": 1299, "currency": "usd", "memo": "March", "tip": 100})}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload.tip"}},
+		},
+		{
+			desc: "several differing keys are named, sorted",
+			op:   op,
+			out: review.Answered([]providers.Record{withFields("ch_1",
+				map[string]any{"memo": "April", "amount": 1, "currency": "usd"})}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload.amount", "payload.memo"}},
+		},
+		{
+			desc: "1.0 and 1 are the same value: only the currency differs",
+			op:   decimalOp,
+			out: review.Answered([]providers.Record{withFields("ch_1",
+				map[string]any{"amount": 1, "currency": "eur"})}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload.currency"}},
+		},
+		{
+			desc: "equal values written differently differ in no key, so the hash is named",
+			op:   sameFieldsOp,
+			out: review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient, PayloadHash: otherHash,
+				Fields: map[string]any{"amount": 12.5, "note": "cafe\u0301"}}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload_hash"}},
+		},
+		{
+			desc: "a record with no payload hash is a mismatch, never agreement",
+			op:   op,
+			out:  review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload_hash (the record carries none)"}},
+		},
+		{
+			desc: "a record with no payload hash but equal fields is still a mismatch",
+			op:   op,
+			out: review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient,
+				Fields: map[string]any{"amount": 1299, "currency": "usd", "memo": "March"}}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload_hash (the record carries none)"}},
+		},
+		{
+			desc: "a differing recipient is named",
+			op:   op,
+			out:  review.Answered([]providers.Record{{ID: "ch_1", Recipient: "john.doe@example.com", PayloadHash: op.PayloadHash}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"recipient"}},
+			detailHas: []string{"ch_1", "recipient"},
+		},
+		{
+			desc: "payload and recipient both differing are both named",
+			op:   op,
+			out: review.Answered([]providers.Record{{ID: "ch_1", Recipient: "+15550100777", PayloadHash: otherHash,
+				Fields: map[string]any{"amount": 1299, "currency": "gbp", "memo": "March"}}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"payload.currency", "recipient"}},
+		},
+		{
+			desc:      "a failed lookup is lookup_failed",
+			op:        op,
+			out:       review.Failed("3 attempt(s) failed; last: HTTP 503"),
+			want:      review.Decision{Reason: review.ReasonLookupFailed},
+			detailHas: []string{"HTTP 503"},
+		},
+		{
+			desc:      "an unsupported lookup is lookup_unsupported",
+			op:        op,
+			out:       review.Unsupported("no search endpoint"),
+			want:      review.Decision{Reason: review.ReasonLookupUnsupported},
+			detailHas: []string{"no search endpoint"},
+		},
+		{
+			desc:      "an invalid operation is invalid_operation",
+			op:        op,
+			out:       review.Invalid("unknown provider payments"),
+			want:      review.Decision{Reason: review.ReasonInvalidOperation},
+			detailHas: []string{"unknown provider"},
+		},
+		{
+			desc:      "a lookup that never ran is lookup_failed, not not_found",
+			op:        op,
+			out:       review.Outcome{},
+			want:      review.Decision{Reason: review.ReasonLookupFailed},
+			detailHas: []string{"did not run"},
+		},
+		{
+			desc:      "an answer for an operation without payload_hash is invalid_operation",
+			op:        noHash,
+			out:       review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient}}),
+			want:      review.Decision{Reason: review.ReasonInvalidOperation},
+			detailHas: []string{"payload_hash"},
+		},
+		{
+			desc:      "an empty answer for an operation without payload_hash is invalid_operation, not not_found",
+			op:        noHash,
+			out:       review.Answered(nil),
+			want:      review.Decision{Reason: review.ReasonInvalidOperation},
+			detailHas: []string{"payload_hash"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			got := review.Decide(tt.op, tt.out)
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(review.Decision{}, "Detail"),
+				cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Decide mismatch (-want +got):\n%s", diff)
+			}
+			if got.Detail == "" {
+				t.Error("Detail is empty; a person needs to read why")
+			}
+			for _, s := range tt.detailHas {
+				if !strings.Contains(got.Detail, s) {
+					t.Errorf("Detail %q does not mention %q", got.Detail, s)
+				}
+			}
+		})
+	}
+}
+
+// TestDecideNeverDoneWithoutProof runs every outcome that proves nothing
+// against operations of every shape: none may be done, and none that did not
+// search may claim the provider holds nothing (I3).
+func TestDecideNeverDoneWithoutProof(t *testing.T) {
+	t.Parallel()
+	op := decisionOp(t, "+15550100777", `{"body":"hi"}`)
+	noHash := op
+	noHash.PayloadHash = ""
+	noAction := op
+	noAction.Action = ""
+	ops := map[string]ledger.Operation{"complete": op, "no payload hash": noHash, "no action": noAction,
+		"zero": {}}
+	unsearched := map[string]review.Outcome{
+		"zero outcome": {},
+		"failed":       review.Failed(""),
+		"unsupported":  review.Unsupported(""),
+		"invalid":      review.Invalid(""),
+	}
+	for opDesc, op := range ops {
+		for outDesc, out := range unsearched {
+			d := review.Decide(op, out)
+			if d.Done || d.ProviderRecordID != "" {
+				t.Errorf("%s op, %s: Decide = done (%+v)", opDesc, outDesc, d)
+			}
+			if d.Reason == review.ReasonNotFound || d.Reason == "" {
+				t.Errorf("%s op, %s: Reason = %q", opDesc, outDesc, d.Reason)
+			}
+		}
+	}
+}
+
+func TestLookable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		desc        string
+		payloadHash string
+		action      string
+		want        string
+	}{
+		{desc: "complete", payloadHash: strings.Repeat("a", 64), action: "charge", want: ""},
+		{desc: "no payload hash", action: "charge", want: "missing payload_hash"},
+		{desc: "no action", payloadHash: strings.Repeat("a", 64), want: "missing action"},
+		{desc: "neither", want: "missing payload_hash, action"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			got := review.Lookable(ledger.Operation{OpKey: "k", PayloadHash: tt.payloadHash, Action: tt.action})
+			if got != tt.want {
+				t.Errorf("Lookable = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReasonDescribe(t *testing.T) {
+	t.Parallel()
+	seen := map[string]review.Reason{}
+	for _, r := range review.Reasons {
+		d := r.Describe()
+		if d == "" || d == string(r) {
+			t.Errorf("%s: Describe = %q, want words for people", r, d)
+		}
+		if other, ok := seen[d]; ok {
+			t.Errorf("%s and %s share the description %q", r, other, d)
+		}
+		seen[d] = r
+	}
+	if len(review.Reasons) != 6 {
+		t.Errorf("Reasons has %d entries, want the 6 of DESIGN.md", len(review.Reasons))
+	}
+}

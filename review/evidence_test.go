@@ -1,0 +1,285 @@
+package review_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/review"
+)
+
+func TestMaskRecipient(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		desc string
+		in   string
+		want string
+	}{
+		{desc: "email", in: "jane.doe@example.com", want: "j***@e***.com"},
+		{desc: "email with surrounding space and capitals", in: "  Jane.Doe@Example.COM\n", want: "J***@E***.COM"},
+		{desc: "email with a one-letter local part", in: "a@example.com", want: "*@e***.com"},
+		{desc: "email without a dot in the domain", in: "jane@localhost", want: "j***@l***"},
+		{desc: "email on a subdomain", in: "jane@mail.example.co.uk", want: "j***@m***.example.co.uk"},
+		{desc: "email with an empty domain name", in: "jane@.com", want: "j***@*.com"},
+		{desc: "unicode email", in: "jürgen.müller@bücher.de", want: "j***@b***.de"},
+		{desc: "unicode email starting with a multibyte letter", in: "Ülkü@Örnek.com.tr", want: "Ü***@Ö***.com.tr"},
+		{desc: "unicode email of single letters", in: "ü@ö.de", want: "*@*.de"},
+		{desc: "E.164 phone", in: "+15550100777", want: "+1******0777"},
+		{desc: "long phone", in: "+441632960961", want: "+4*******0961"},
+		{desc: "phone with spaces", in: "+1 555 0100", want: "+1******100"},
+		{desc: "seven-digit phone", in: "5550100", want: "5****00"},
+		{desc: "customer id", in: "cus_4QFJOjw2Xy", want: "cu********w2Xy"},
+		{desc: "five characters", in: "12345", want: "1***5"},
+		{desc: "six characters", in: "ABC123", want: "A***23"},
+		{desc: "four characters", in: "1234", want: "****"},
+		{desc: "one character", in: "x", want: "*"},
+		{desc: "empty", in: "", want: ""},
+		{desc: "only space", in: " \t ", want: ""},
+		{desc: "unicode name", in: "日本語の名前です", want: "日****前です"},
+		{desc: "short unicode", in: "東京", want: "**"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			if got := review.MaskRecipient(tt.in); got != tt.want {
+				t.Errorf("MaskRecipient(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestMaskRecipientHides checks the property behind the table on many
+// generated addresses: the masked form never holds the whole local part of
+// an email, nor the whole of a number, and never more than half of a
+// number's characters.
+func TestMaskRecipientHides(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(20261129, 1))
+	pick := func(alphabet []rune, n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteRune(alphabet[rng.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	localRunes := []rune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-üßéø日本")
+	domainRunes := []rune("abcdefghijklmnopqrstuvwxyz0123456789-ü")
+	digits := []rune("0123456789")
+	otherRunes := []rune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-äöü日本語")
+
+	for range 2000 {
+		local := pick(localRunes, 2+rng.IntN(20))
+		domain := pick(domainRunes, 1+rng.IntN(12)) + "." + pick([]rune("abcdefghijklmnopqrstuvwxyz"), 2+rng.IntN(4))
+		email := local + "@" + domain
+		masked := review.MaskRecipient(email)
+		maskedLocal, _, ok := strings.Cut(masked, "@")
+		if !ok {
+			t.Fatalf("MaskRecipient(%q) = %q: the @ is gone, a person cannot tell it is an email", email, masked)
+		}
+		if strings.Contains(maskedLocal, local) || strings.Contains(masked, email) {
+			t.Fatalf("MaskRecipient(%q) = %q holds the local part %q", email, masked, local)
+		}
+
+		number := pick(digits, 5+rng.IntN(11))
+		if rng.IntN(2) == 0 {
+			number = "+" + number
+		}
+		checkNumberMasked(t, number)
+		checkNumberMasked(t, pick(otherRunes, 5+rng.IntN(20)))
+	}
+}
+
+func checkNumberMasked(t *testing.T, s string) {
+	t.Helper()
+	masked := review.MaskRecipient(s)
+	if strings.Contains(masked, s) {
+		t.Fatalf("MaskRecipient(%q) = %q holds the whole value", s, masked)
+	}
+	n := utf8.RuneCountInString(s)
+	if got := utf8.RuneCountInString(masked); got != n {
+		t.Fatalf("MaskRecipient(%q) = %q: %d characters, want %d", s, masked, got, n)
+	}
+	if shown := n - strings.Count(masked, "*"); shown > n/2 {
+		t.Fatalf("MaskRecipient(%q) = %q shows %d of %d characters, more than half", s, masked, shown, n)
+	}
+}
+
+func TestHashRecipient(t *testing.T) {
+	t.Parallel()
+	sum := sha256.Sum256([]byte("jane.doe@example.com"))
+	want := hex.EncodeToString(sum[:])
+	for _, in := range []string{"jane.doe@example.com", "Jane.Doe@Example.COM", "  jane.doe@example.com\t\n", " JANE.DOE@EXAMPLE.COM "} {
+		if got := review.HashRecipient(in); got != want {
+			t.Errorf("HashRecipient(%q) = %s, want %s", in, got, want)
+		}
+	}
+	for _, in := range []string{"john.doe@example.com", "jane.doe@example.co", "+15550100777", "jane.doe+x@example.com"} {
+		got := review.HashRecipient(in)
+		if got == want {
+			t.Errorf("HashRecipient(%q) = HashRecipient(jane.doe@example.com)", in)
+		}
+		if len(got) != 64 || strings.Trim(got, "0123456789abcdef") != "" {
+			t.Errorf("HashRecipient(%q) = %q, want 64 lowercase hex characters", in, got)
+		}
+	}
+	if got := review.HashRecipient("  "); got != "" {
+		t.Errorf("HashRecipient of a blank recipient = %q, want empty (nothing to match)", got)
+	}
+}
+
+// email, phone and the phone as a person writes it: none of them may appear
+// in evidence, in any case.
+var rawRecipients = []string{"jane.doe@example.com", "+15550100777", "5550100777", "+1 (555) 010-0777"}
+
+// personalFields are a record's normalized fields holding the recipient
+// everywhere a provider could put it.
+func personalFields() map[string]any {
+	return map[string]any{
+		"to":       "jane.doe@example.com",
+		"template": "welcome",
+		"amount":   1299,
+		"sms": map[string]any{
+			"number": "+15550100777",
+			"cc":     []any{"Jane.Doe@Example.com", map[string]any{"phone": "+1 (555) 010-0777"}, 42.5},
+		},
+		// Typed containers, as an adapter building Fields in Go (not from
+		// decoded JSON) would write them.
+		"bcc":      []string{"jane.doe@example.com"},
+		"headers":  map[string]string{"Reply-To": "jane.doe@example.com", "X-Campaign": "spring"},
+		"contacts": []map[string]any{{"phone": "+15550100777"}},
+		"notify":   struct{ Phone string }{Phone: "+15550100777"},
+	}
+}
+
+func TestNewEvidence(t *testing.T) {
+	t.Parallel()
+	first := time.Date(2026, 11, 29, 10, 0, 0, 123456000, time.UTC)
+	lookedUp := first.Add(20 * time.Minute)
+	op := ledger.Operation{
+		ID: 5, OpKey: "welcome:u-981", Workflow: "onboarding", Provider: "mailer", Action: "send_email",
+		Recipient: "jane.doe@example.com", PayloadHash: strings.Repeat("a", 64),
+		Payload: json.RawMessage(`{"to":"jane.doe@example.com","template":"welcome"}`), Status: ledger.StatusPending,
+		Attempts: 2, FirstAttemptAt: first, LastAttemptAt: first.Add(time.Minute),
+	}
+	records := []providers.Record{
+		{ID: "msg_1", CreatedAt: first.Add(time.Second), Recipient: "+15550100777", PayloadHash: strings.Repeat("b", 64),
+			Fields: personalFields(), Excerpt: "mailer id=msg_1"},
+		{ID: "msg_2", Recipient: "JANE.DOE@example.com", PayloadHash: strings.Repeat("c", 64),
+			Excerpt: strings.Repeat("é", 250)},
+	}
+	lookup := review.Lookup{
+		Adapter: "http",
+		Query: &providers.Query{OpKey: op.OpKey, Recipient: "Jane.Doe@Example.com", Action: op.Action,
+			PayloadHash: op.PayloadHash, Since: first.Add(-time.Hour), Until: lookedUp},
+		Outcome: review.Answered(records),
+		Errors: []review.AttemptError{
+			{At: first.Add(5 * time.Minute), Attempt: 1, Class: "transient", Error: "mailer: HTTP 503"},
+			{At: first.Add(10 * time.Minute), Attempt: 2, Class: "rate_limited", Error: "mailer: HTTP 429"},
+		},
+		At: lookedUp,
+	}
+	d := review.Decide(op, lookup.Outcome)
+	ev := review.NewEvidence(op, lookup, d)
+
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lower := strings.ToLower(string(raw))
+	for _, r := range rawRecipients {
+		if strings.Contains(lower, strings.ToLower(r)) {
+			t.Errorf("evidence JSON holds the raw recipient %q:\n%s", r, raw)
+		}
+	}
+	for _, s := range []string{`"welcome:u-981"`, `"msg_1"`, `"msg_2"`, strings.Repeat("a", 64), strings.Repeat("b", 64),
+		strings.Repeat("c", 64), "mailer: HTTP 503", "mailer: HTTP 429", `"2026-11-29T09:00:00.123456Z"`,
+		`"2026-11-29T10:20:00.123456Z"`, review.HashRecipient("jane.doe@example.com"), `"multiple_matches"`} {
+		if !strings.Contains(string(raw), s) {
+			t.Errorf("evidence JSON lacks %s:\n%s", s, raw)
+		}
+	}
+
+	var got review.Evidence
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := review.Evidence{
+		OpKey: "welcome:u-981", Workflow: "onboarding", Provider: "mailer", Action: "send_email",
+		RecipientMasked: "j***@e***.com", RecipientHash: review.HashRecipient("jane.doe@example.com"),
+		PayloadHash: strings.Repeat("a", 64), Attempts: 2, FirstAttemptAt: first, LastAttemptAt: first.Add(time.Minute),
+		Adapter: "http",
+		Query: &review.EvidenceQuery{OpKey: "welcome:u-981", RecipientMasked: "J***@E***.com", Action: "send_email",
+			PayloadHash: strings.Repeat("a", 64), Since: first.Add(-time.Hour), Until: lookedUp},
+		Records: []review.EvidenceRecord{
+			{ID: "msg_1", CreatedAt: first.Add(time.Second), RecipientMasked: "+1******0777",
+				PayloadHash: strings.Repeat("b", 64), Excerpt: "mailer id=msg_1",
+				Fields: map[string]any{
+					"to":       "j***@e***.com",
+					"template": "welcome",
+					"amount":   1299.0,
+					"sms": map[string]any{
+						"number": "+1******0777",
+						"cc":     []any{"J***@E***.com", map[string]any{"phone": "+1***********0777"}, 42.5},
+					},
+					"bcc":      []any{"j***@e***.com"},
+					"headers":  map[string]any{"Reply-To": "j***@e***.com", "X-Campaign": "spring"},
+					"contacts": []any{map[string]any{"phone": "+1******0777"}},
+					"notify":   map[string]any{"Phone": "+1******0777"},
+				}},
+			{ID: "msg_2", RecipientMasked: "J***@e***.com", PayloadHash: strings.Repeat("c", 64),
+				Excerpt: strings.Repeat("é", 200) + "…"},
+		},
+		Errors:     lookup.Errors,
+		LookedUpAt: lookedUp,
+		Reason:     review.ReasonMultipleMatches,
+		Detail:     d.Detail,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("evidence mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestNewEvidenceWithoutLookup is the evidence of a lookup that never
+// answered: no query, no records, but empty lists rather than nulls so that
+// a reader can tell "none" from "not recorded".
+func TestNewEvidenceWithoutLookup(t *testing.T) {
+	t.Parallel()
+	op := ledger.Operation{OpKey: "k", Workflow: "wf", Provider: "sms", Action: "send_sms", Recipient: "+15550100777",
+		PayloadHash: strings.Repeat("d", 64), Attempts: 1}
+	out := review.Failed("sms: HTTP 503 until the lookup budget ran out")
+	ev := review.NewEvidence(op, review.Lookup{Outcome: out}, review.Decide(op, out))
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"records": `[]`, "errors": `[]`, "reason": `"lookup_failed"`,
+		"detail":           `"sms: HTTP 503 until the lookup budget ran out"`,
+		"recipient_masked": `"+1******0777"`,
+	} {
+		if got := string(fields[key]); got != want {
+			t.Errorf("%s = %s, want %s", key, got, want)
+		}
+	}
+	for _, key := range []string{"query", "last_attempt_at", "adapter", "differing_fields"} {
+		if v, ok := fields[key]; ok {
+			t.Errorf("%s = %s, want it left out", key, v)
+		}
+	}
+	if strings.Contains(string(raw), "15550100777") {
+		t.Errorf("evidence JSON holds the raw recipient:\n%s", raw)
+	}
+}
