@@ -59,12 +59,13 @@ func (s *Settler) Attempt(ctx context.Context, op ledger.Operation) Step {
 		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(problem)}
 	}
 	q := providers.Query{
-		OpKey:       op.OpKey,
-		Recipient:   op.Recipient,
-		Action:      op.Action,
-		PayloadHash: op.PayloadHash,
-		Since:       op.FirstAttemptAt.Add(-searchSlack),
-		Until:       s.Now(),
+		OpKey:          op.OpKey,
+		Recipient:      op.Recipient,
+		Action:         op.Action,
+		PayloadHash:    op.PayloadHash,
+		FirstAttemptAt: op.FirstAttemptAt,
+		Since:          op.FirstAttemptAt.Add(-searchSlack),
+		Until:          s.Now(),
 	}
 	records, err := p.Lookup(ctx, q)
 	step := Step{Query: &q, Adapter: p.Kind}

@@ -19,7 +19,10 @@ type Query struct {
 	// PayloadHash is the ledger's payload hash, for adapters that can filter
 	// on it; the decision compares it again regardless.
 	PayloadHash string
-	// Since and Until bound the search around the first attempt.
+	// FirstAttemptAt is when the workflow first attempted the effect.
+	FirstAttemptAt time.Time
+	// Since and Until bound the search: from a little before the first
+	// attempt (clocks disagree) until now.
 	Since, Until time.Time
 }
 

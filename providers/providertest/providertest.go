@@ -1,0 +1,353 @@
+// Package providertest is the conformance kit every HTTP lookup adapter
+// runs. It points the adapter at a fake of its provider and checks what no
+// adapter may get wrong:
+//
+//   - a search that found nothing is zero records, and nothing else is:
+//     malformed, truncated, oversized or hostile bodies are errors, never
+//     "zero records", and never a panic;
+//   - cancellation is honoured promptly, and a timeout is transient;
+//   - 429 with Retry-After is rate-limited with that delay, 5xx is
+//     transient, 401 and 403 are permanent;
+//   - no credential and no recipient appears in an error, a log line or a
+//     record's excerpt;
+//   - no request other than a GET or HEAD ever reaches the provider (I1).
+//
+// Use it from the adapter's tests:
+//
+//	func TestConformance(t *testing.T) {
+//		providertest.Run(t, providertest.Harness{
+//			New: func(t *testing.T, baseURL, secret string, env providers.Env) providers.Lookup { … },
+//			Empty: []byte(`{"matches":[]}`),
+//		})
+//	}
+package providertest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sweeper/sweeper/providers"
+)
+
+// Secret is the credential the kit gives the adapter; it must never show.
+const Secret = "sk_test_KIT-SECRET-51Hx9"
+
+// Recipient is the recipient of the kit's query; it must never show either.
+const Recipient = "kit.recipient+secret@example.com"
+
+// Harness describes the adapter under test.
+type Harness struct {
+	// New returns the adapter configured against the fake provider at
+	// baseURL, with secret as its credential (every credential it needs),
+	// logging to env.Logger.
+	New func(t *testing.T, baseURL, secret string, env providers.Env) providers.Lookup
+	// Empty is the 200 body with which the provider says "searched, found
+	// nothing" for any query. The kit checks it gives zero records and no
+	// error: the control that makes the failure checks meaningful.
+	Empty []byte
+	// Found, if set, is a 200 body holding exactly one record with id
+	// FoundID for the kit's query.
+	Found   []byte
+	FoundID string
+	// ErrorBody, if set, returns the provider's error body for a status
+	// (Stripe and Twilio send JSON errors); default a short text.
+	ErrorBody func(status int) []byte
+	// ContentType of the bodies; default application/json.
+	ContentType string
+}
+
+// Query is the query the kit sends.
+func Query() providers.Query {
+	now := time.Now().UTC().Truncate(time.Second)
+	return providers.Query{
+		OpKey:          "kit-op-0001",
+		Recipient:      Recipient,
+		Action:         "send",
+		PayloadHash:    strings.Repeat("ab", 32),
+		FirstAttemptAt: now.Add(-2 * time.Hour),
+		Since:          now.Add(-2*time.Hour - 15*time.Minute),
+		Until:          now,
+	}
+}
+
+// fake is the provider: each test sets how it answers, and it counts what
+// it is asked.
+type fake struct {
+	t       *testing.T
+	harness Harness
+	respond func(w http.ResponseWriter, r *http.Request)
+	gets    atomic.Int64
+	writes  atomic.Int64 // anything but GET/HEAD: a create or a send
+	methods sync.Map
+}
+
+func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		f.writes.Add(1)
+		f.methods.Store(r.Method+" "+r.URL.Path, true)
+		http.Error(w, "sweeper must never create or send", http.StatusMethodNotAllowed)
+		return
+	}
+	f.gets.Add(1)
+	f.respond(w, r)
+}
+
+func (f *fake) body(w http.ResponseWriter, status int, body []byte) {
+	ct := f.harness.ContentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(status)
+	w.Write(body) //nolint:errcheck // the client may be gone
+}
+
+func (f *fake) errorBody(status int) []byte {
+	if f.harness.ErrorBody != nil {
+		return f.harness.ErrorBody(status)
+	}
+	return []byte(http.StatusText(status))
+}
+
+// setup starts a fake and an adapter against it. The logs buffer collects
+// the adapter's log lines.
+func setup(t *testing.T, h Harness, respond func(*fake, http.ResponseWriter, *http.Request)) (*fake, providers.Lookup, *syncBuffer) {
+	t.Helper()
+	f := &fake{t: t, harness: h}
+	f.respond = func(w http.ResponseWriter, r *http.Request) { respond(f, w, r) }
+	server := httptest.NewServer(f)
+	t.Cleanup(server.Close)
+	logs := &syncBuffer{}
+	env := providers.Env{
+		Getenv: func(string) string { return "" },
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	adapter := h.New(t, server.URL, Secret, env)
+	t.Cleanup(func() {
+		if n := f.writes.Load(); n != 0 {
+			var methods []string
+			f.methods.Range(func(k, _ any) bool { methods = append(methods, k.(string)); return true })
+			t.Errorf("I1: the adapter sent %d request(s) that could create or send: %v", n, methods)
+		}
+		checkLeaks(t, "a log line", logs.String())
+	})
+	return f, adapter, logs
+}
+
+// checkLeaks fails when text holds the secret or the recipient.
+func checkLeaks(t *testing.T, what, text string) {
+	t.Helper()
+	if strings.Contains(text, Secret) {
+		t.Errorf("the credential appears in %s: %q", what, text)
+	}
+	if strings.Contains(strings.ToLower(text), strings.ToLower(Recipient)) {
+		t.Errorf("the recipient appears in %s: %q", what, text)
+	}
+}
+
+// lookup runs one query with a bound on time.
+func lookup(t *testing.T, adapter providers.Lookup, timeout time.Duration) ([]providers.Record, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("the adapter panicked: %v", r)
+		}
+	}()
+	records, err := adapter.Lookup(ctx, Query())
+	if err != nil {
+		checkLeaks(t, "an error", err.Error())
+	}
+	for _, r := range records {
+		checkLeaks(t, "a record's excerpt", r.Excerpt)
+	}
+	return records, err
+}
+
+// Run runs the conformance checks as subtests of t.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.New == nil || h.Empty == nil {
+		t.Fatal("providertest: Harness needs New and Empty")
+	}
+
+	t.Run("searched and found nothing is zero records", func(t *testing.T) {
+		t.Parallel()
+		f, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) { f.body(w, 200, h.Empty) })
+		records, err := lookup(t, adapter, 10*time.Second)
+		if err != nil || len(records) != 0 {
+			t.Fatalf("Lookup = %v, %v; want no records and no error", records, err)
+		}
+		if f.gets.Load() == 0 {
+			t.Error("the adapter answered without asking the provider")
+		}
+	})
+
+	if h.Found != nil {
+		t.Run("one record", func(t *testing.T) {
+			t.Parallel()
+			_, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) { f.body(w, 200, h.Found) })
+			records, err := lookup(t, adapter, 10*time.Second)
+			if err != nil || len(records) != 1 || records[0].ID != h.FoundID {
+				t.Fatalf("Lookup = %+v, %v; want one record %s", records, err, h.FoundID)
+			}
+		})
+	}
+
+	t.Run("cancellation is honoured promptly", func(t *testing.T) {
+		t.Parallel()
+		_, adapter, _ := setup(t, h, func(_ *fake, _ http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(30 * time.Second):
+			}
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(100*time.Millisecond, cancel)
+		start := time.Now()
+		records, err := adapter.Lookup(ctx, Query())
+		if err == nil {
+			t.Fatalf("Lookup after cancellation = %v, nil; want an error", records)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("Lookup returned %s after cancellation", d)
+		}
+	})
+
+	t.Run("a timeout is transient", func(t *testing.T) {
+		t.Parallel()
+		_, adapter, _ := setup(t, h, func(_ *fake, _ http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(30 * time.Second):
+			}
+		})
+		start := time.Now()
+		records, err := lookup(t, adapter, 200*time.Millisecond)
+		if err == nil {
+			t.Fatalf("Lookup past its deadline = %v, nil; want an error", records)
+		}
+		if class, _ := providers.Classify(err); class != providers.ClassTransient {
+			t.Errorf("timeout classified %s, want transient: %v", class, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("Lookup returned %s after a 200ms deadline", d)
+		}
+	})
+
+	t.Run("429 with Retry-After is rate-limited with that delay", func(t *testing.T) {
+		t.Parallel()
+		_, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", "7")
+			f.body(w, http.StatusTooManyRequests, f.errorBody(http.StatusTooManyRequests))
+		})
+		_, err := lookup(t, adapter, 10*time.Second)
+		class, delay := providers.Classify(err)
+		if err == nil || class != providers.ClassRateLimited || delay != 7*time.Second {
+			t.Errorf("429: class %s delay %s (%v); want rate_limited 7s", class, delay, err)
+		}
+	})
+
+	for _, tc := range []struct {
+		status int
+		want   providers.Class
+	}{
+		{500, providers.ClassTransient}, {502, providers.ClassTransient}, {503, providers.ClassTransient},
+		{504, providers.ClassTransient}, {401, providers.ClassPermanent}, {403, providers.ClassPermanent},
+	} {
+		t.Run(fmt.Sprintf("HTTP %d is %s", tc.status, tc.want), func(t *testing.T) {
+			t.Parallel()
+			_, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) {
+				f.body(w, tc.status, f.errorBody(tc.status))
+			})
+			records, err := lookup(t, adapter, 10*time.Second)
+			if err == nil {
+				t.Fatalf("HTTP %d: Lookup = %v, nil; want an error", tc.status, records)
+			}
+			if class, _ := providers.Classify(err); class != tc.want {
+				t.Errorf("HTTP %d classified %s, want %s: %v", tc.status, class, tc.want, err)
+			}
+		})
+	}
+
+	for _, tc := range hostileBodies(h.Empty) {
+		t.Run("hostile 200 body: "+tc.desc, func(t *testing.T) {
+			t.Parallel()
+			_, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) { f.body(w, 200, tc.body) })
+			records, err := lookup(t, adapter, 20*time.Second)
+			if err == nil {
+				t.Fatalf("Lookup = %d records, nil error; a body that is not the provider's answer must be an error, never zero records", len(records))
+			}
+			if class, _ := providers.Classify(err); class == providers.ClassUnsupported {
+				t.Errorf("a bad body classified unsupported: %v", err)
+			}
+		})
+	}
+
+	t.Run("a dropped connection is transient", func(t *testing.T) {
+		t.Parallel()
+		_, adapter, _ := setup(t, h, func(_ *fake, w http.ResponseWriter, _ *http.Request) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		})
+		records, err := lookup(t, adapter, 10*time.Second)
+		if err == nil {
+			t.Fatalf("Lookup = %v, nil; want an error", records)
+		}
+		if class, _ := providers.Classify(err); class != providers.ClassTransient {
+			t.Errorf("dropped connection classified %s, want transient: %v", class, err)
+		}
+	})
+}
+
+type hostileBody struct {
+	desc string
+	body []byte
+}
+
+func hostileBodies(empty []byte) []hostileBody {
+	huge := bytes.Repeat([]byte(" "), 8<<20)
+	return []hostileBody{
+		{"empty", []byte{}},
+		{"an empty object", []byte(`{}`)},
+		{"null", []byte(`null`)},
+		{"an array", []byte(`[]`)},
+		{"truncated", empty[:len(empty)/2]},
+		{"malformed", []byte(`{"matches": [}`)},
+		{"HTML error page", []byte(`<html><body><h1>502 Bad Gateway</h1></body></html>`)},
+		{"invalid UTF-8", []byte("{\"\xff\xfe\": 1}")},
+		{"deeply nested", append(bytes.Repeat([]byte("["), 100000), bytes.Repeat([]byte("]"), 100000)...)},
+		{"8 MiB of whitespace before the answer", append(huge, empty...)},
+		{"the answer twice", append(append([]byte{}, empty...), empty...)},
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the adapter's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
