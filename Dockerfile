@@ -18,6 +18,8 @@ COPY --from=build /out/sweeper /usr/local/bin/sweeper
 COPY config.example.toml /etc/sweeper/config.example.toml
 USER nonroot:nonroot
 ENV SWEEPER_CONFIG=/etc/sweeper/sweeper.toml
+# Run `sweeper migrate` once per release (a job or an init container); every
+# replica then runs `sweeper run`.
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/sweeper"]
-CMD ["--help"]
+CMD ["run"]
