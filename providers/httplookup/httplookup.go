@@ -13,7 +13,6 @@
 package httplookup
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,10 +105,6 @@ func New(name string, cfg *Config, token string, transport http.RoundTripper) *A
 	}
 }
 
-type response struct {
-	Matches *[]match `json:"matches"`
-}
-
 type match struct {
 	ID          string `json:"id"`
 	CreatedAt   string `json:"created_at"`
@@ -170,18 +165,26 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 }
 
 // parse reads a 200 body strictly: a missing matches field, or a match
-// without an id or with a bad time, fails the lookup.
+// without an id or with a bad time, fails the lookup. The body must be one
+// JSON value (json.Unmarshal, unlike a Decoder, rejects data after it), and
+// matches is looked up as an exact key: struct decoding would also take
+// "Matches" or "MATCHES" as the answer.
 func (a *Adapter) parse(body []byte) ([]providers.Record, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var r response
-	if err := dec.Decode(&r); err != nil {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed response: %w", a.name, err))
 	}
-	if r.Matches == nil {
+	var matches []match // stays nil for a missing field or null; [] is not nil
+	if raw, ok := top["matches"]; ok {
+		if err := json.Unmarshal(raw, &matches); err != nil {
+			return nil, providers.Transient(fmt.Errorf("%s: malformed response: %w", a.name, err))
+		}
+	}
+	if matches == nil {
 		return nil, providers.Transient(fmt.Errorf("%s: response has no matches field", a.name))
 	}
-	records := make([]providers.Record, 0, len(*r.Matches))
-	for i, m := range *r.Matches {
+	records := make([]providers.Record, 0, len(matches))
+	for i, m := range matches {
 		if strings.TrimSpace(m.ID) == "" {
 			return nil, providers.Transient(fmt.Errorf("%s: match %d has no id", a.name, i))
 		}
@@ -203,7 +206,8 @@ func (a *Adapter) parse(body []byte) ([]providers.Record, error) {
 // or unreadable, it is one second.
 func retryAfter(h string) time.Duration {
 	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs >= 0 {
-		return min(time.Duration(secs)*time.Second, time.Hour)
+		// Capped before multiplying: a large value would overflow.
+		return time.Duration(min(secs, int(time.Hour/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(h); err == nil {
 		return min(max(time.Until(t), 0), time.Hour)

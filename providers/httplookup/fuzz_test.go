@@ -1,0 +1,95 @@
+package httplookup_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sweeper/sweeper/providers/httplookup"
+)
+
+// bodyTransport answers every request with 200 and body, counting
+// requests that are not GETs.
+type bodyTransport struct {
+	body   []byte
+	nonGET *atomic.Int64
+}
+
+func (b bodyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet {
+		b.nonGET.Add(1)
+	}
+	return &http.Response{
+		Status:        "200 OK",
+		StatusCode:    http.StatusOK,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(b.body)),
+		ContentLength: int64(len(b.body)),
+		Request:       req,
+	}, nil
+}
+
+// FuzzParseResponse: whatever a provider answers with 200, the adapter does
+// not panic, and succeeds only on valid JSON holding a "matches" array —
+// anything else is a failed lookup, never "found none".
+func FuzzParseResponse(f *testing.F) {
+	for _, seed := range []string{
+		`{"matches":[]}`,
+		`{"matches":[{"id":"msg_1","created_at":"2024-05-01T10:00:05Z","recipient":"jane.doe@example.com","payload_hash":"abc"}]}`,
+		`{"matches":[{"id":"a"},{"id":"b","created_at":"2024-05-01T10:00:05+02:00"}]}`,
+		`{"matches":null}`,
+		`{}`,
+		`{"Matches":[]}`,
+		`{"matches":[]} {"matches":[{"id":"x"}]}`,
+		`{"matches":[{"id":""}]}`,
+		`{"matches":[{"id":"a","created_at":"yesterday"}]}`,
+		`<html><body>502 Bad Gateway</body></html>`,
+		`{"matches":[{"id":"a"`,
+		``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var nonGET atomic.Int64
+		a := httplookup.New("orders", &httplookup.Config{URL: "https://lookup.example.com/lookup"}, token, bodyTransport{body: body, nonGET: &nonGET})
+
+		records, err := a.Lookup(t.Context(), query)
+
+		if n := nonGET.Load(); n != 0 {
+			t.Fatalf("%d non-GET requests, want 0", n)
+		}
+		if err != nil {
+			if records != nil {
+				t.Errorf("records %v alongside error %v", records, err)
+			}
+			checkNoSecrets(t, err)
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("body %q is not valid JSON, yet Lookup = %v, nil", body, records)
+		}
+		var top map[string]any
+		if err := json.Unmarshal(body, &top); err != nil {
+			t.Fatalf("body %q is not a JSON object (%v), yet Lookup = %v, nil", body, err, records)
+		}
+		matches, ok := top["matches"].([]any)
+		if !ok {
+			t.Fatalf("body %q has no \"matches\" array, yet Lookup = %v, nil", body, records)
+		}
+		if len(records) != len(matches) {
+			t.Errorf("%d records from %d matches", len(records), len(matches))
+		}
+		for i, r := range records {
+			if strings.TrimSpace(r.ID) == "" {
+				t.Errorf("record %d has no id: %+v", i, r)
+			}
+		}
+	})
+}

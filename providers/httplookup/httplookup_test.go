@@ -1,0 +1,655 @@
+package httplookup_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"go.uber.org/goleak"
+
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/httplookup"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The token and recipient must never appear in an error message (I7).
+const (
+	token     = "tok-SECRET-123"
+	recipient = "jane.doe@example.com"
+)
+
+var query = providers.Query{
+	OpKey:       "ord-42",
+	Recipient:   recipient,
+	Action:      "send_email",
+	PayloadHash: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+	Since:       time.Date(2024, 5, 1, 12, 0, 0, 0, time.FixedZone("CEST", 2*60*60)),
+	Until:       time.Date(2024, 5, 1, 11, 30, 0, 0, time.UTC),
+}
+
+// seenRequest is what the fake provider was asked.
+type seenRequest struct {
+	Method        string
+	Path          string
+	Query         url.Values
+	Authorization string
+	Accept        string
+}
+
+// fakeProvider is an httptest server shaped like the lookup protocol. It
+// counts requests that are not GETs — sweeper must never send one (I1) —
+// and fails the test at cleanup if there were any.
+type fakeProvider struct {
+	srv     *httptest.Server
+	stop    chan struct{} // closed at cleanup, so hanging handlers return
+	nonGET  atomic.Int64
+	mu      sync.Mutex
+	seen    []seenRequest
+	respond http.HandlerFunc
+}
+
+func newFake(t *testing.T, respond http.HandlerFunc) *fakeProvider {
+	t.Helper()
+	f := &fakeProvider{stop: make(chan struct{}), respond: respond}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serveHTTP))
+	t.Cleanup(func() {
+		close(f.stop)
+		f.srv.Close()
+		if n := f.nonGET.Load(); n != 0 {
+			t.Errorf("provider received %d non-GET requests, want 0", n)
+		}
+	})
+	return f
+}
+
+func (f *fakeProvider) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		f.nonGET.Add(1)
+		w.WriteHeader(http.StatusCreated)
+		return
+	}
+	f.mu.Lock()
+	f.seen = append(f.seen, seenRequest{
+		Method:        r.Method,
+		Path:          r.URL.Path,
+		Query:         r.URL.Query(),
+		Authorization: r.Header.Get("Authorization"),
+		Accept:        r.Header.Get("Accept"),
+	})
+	f.mu.Unlock()
+	f.respond(w, r)
+}
+
+func (f *fakeProvider) requests() []seenRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]seenRequest(nil), f.seen...)
+}
+
+// adapter returns an adapter for the fake's /lookup endpoint, whose URL
+// carries a query parameter of its own.
+func (f *fakeProvider) adapter(token string) *httplookup.Adapter {
+	cfg := &httplookup.Config{URL: f.srv.URL + "/lookup?tenant=acme"}
+	return httplookup.New("orders", cfg, token, f.srv.Client().Transport)
+}
+
+// reply answers every request with status and body.
+func reply(status int, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprint(w, body)
+	}
+}
+
+// checkNoSecrets fails the test when err's message carries the token or
+// the recipient, in any form a URL would hold them.
+func checkNoSecrets(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	msg := err.Error()
+	for _, secret := range []string{token, recipient, url.QueryEscape(recipient), "jane.doe"} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("error %q carries %q", msg, secret)
+		}
+	}
+}
+
+func TestLookupRequest(t *testing.T) {
+	t.Parallel()
+
+	wantQuery := url.Values{
+		"tenant":    {"acme"},
+		"op_key":    {"ord-42"},
+		"recipient": {recipient},
+		"action":    {"send_email"},
+		"since":     {"2024-05-01T10:00:00Z"},
+		"until":     {"2024-05-01T11:30:00Z"},
+	}
+	tests := []struct {
+		desc     string
+		token    string
+		wantAuth string
+	}{
+		{desc: "with a token, a bearer header", token: token, wantAuth: "Bearer " + token},
+		{desc: "without a token, no Authorization header", token: "", wantAuth: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, reply(http.StatusOK, `{"matches":[]}`))
+
+			if _, err := f.adapter(tt.token).Lookup(t.Context(), query); err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+
+			want := []seenRequest{{
+				Method:        http.MethodGet,
+				Path:          "/lookup",
+				Query:         wantQuery,
+				Authorization: tt.wantAuth,
+				Accept:        "application/json",
+			}}
+			if diff := cmp.Diff(want, f.requests()); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLookupRecords(t *testing.T) {
+	t.Parallel()
+
+	// exactlyMaxBody is a valid answer of exactly 1 MiB, the most read.
+	exactlyMaxBody := `{"matches":[],"pad":"` + strings.Repeat("x", 1<<20-len(`{"matches":[],"pad":""}`)) + `"}`
+	tests := []struct {
+		desc string
+		body string
+		want []providers.Record
+	}{
+		{
+			desc: "one match, every field",
+			body: `{"matches":[{"id":"msg_1","created_at":"2024-05-01T10:00:05+02:00","recipient":"jane.doe@example.com","payload_hash":"abc"}]}`,
+			want: []providers.Record{{
+				ID:          "msg_1",
+				CreatedAt:   time.Date(2024, 5, 1, 8, 0, 5, 0, time.UTC),
+				Recipient:   recipient,
+				PayloadHash: "abc",
+				Excerpt:     "orders id=msg_1",
+			}},
+		},
+		{
+			desc: "two matches, the second with only an id",
+			body: `{"matches":[{"id":"msg_1","created_at":"2024-05-01T10:00:05Z","payload_hash":"abc"},{"id":"msg_2"}]}`,
+			want: []providers.Record{
+				{ID: "msg_1", CreatedAt: time.Date(2024, 5, 1, 10, 0, 5, 0, time.UTC), PayloadHash: "abc", Excerpt: "orders id=msg_1"},
+				{ID: "msg_2", Excerpt: "orders id=msg_2"},
+			},
+		},
+		{
+			desc: "long id truncated in the excerpt only",
+			body: `{"matches":[{"id":"` + strings.Repeat("a", 70) + `"}]}`,
+			want: []providers.Record{{ID: strings.Repeat("a", 70), Excerpt: "orders id=" + strings.Repeat("a", 64) + "…"}},
+		},
+		{
+			desc: "unknown fields ignored",
+			body: `{"matches":[{"id":"msg_1","status":"delivered"}],"next_cursor":null}`,
+			want: []providers.Record{{ID: "msg_1", Excerpt: "orders id=msg_1"}},
+		},
+		{desc: "empty matches: searched, found none", body: `{"matches":[]}`, want: nil},
+		{desc: "whitespace around the answer", body: "\n  {\"matches\": [ ]}\n", want: nil},
+		{desc: "body of exactly 1 MiB", body: exactlyMaxBody, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, reply(http.StatusOK, tt.body))
+
+			got, err := f.adapter(token).Lookup(t.Context(), query)
+
+			if err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// anyClass is for failures whose class the protocol leaves open.
+const anyClass providers.Class = -1
+
+func TestLookupFailures(t *testing.T) {
+	t.Parallel()
+
+	hugeBody := `{"matches":[],"pad":"` + strings.Repeat("x", 1<<20) + `"}`
+	htmlPage := `<!DOCTYPE html><html><body><h1>Internal error</h1><p>No account for jane.doe@example.com (Bearer tok-SECRET-123)</p></body></html>`
+	retryAt := func(d time.Duration) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", time.Now().Add(d).UTC().Format(http.TimeFormat))
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}
+	tooMany := func(retryAfter string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			if retryAfter != "" {
+				w.Header().Set("Retry-After", retryAfter)
+			}
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}
+
+	// redirect sends /lookup elsewhere, where an empty answer waits.
+	redirect := func(status int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/lookup" {
+				reply(200, `{"matches":[]}`)(w, r)
+				return
+			}
+			http.Redirect(w, r, "/elsewhere?"+r.URL.RawQuery, status)
+		}
+	}
+
+	type failure struct {
+		desc      string
+		respond   http.HandlerFunc
+		wantClass providers.Class
+		// The delay Classify reports lies in [minDelay, maxDelay].
+		minDelay, maxDelay time.Duration
+		wantMsg            string // a substring of the message, when set
+	}
+	tests := []failure{
+		// 200 bodies that are no answer.
+		{desc: "no matches field", respond: reply(200, `{}`)},
+		{desc: "null matches", respond: reply(200, `{"matches":null}`)},
+		{desc: "null matches with spaces", respond: reply(200, `{ "matches" :  null  }`)},
+		{desc: "matches under another case", respond: reply(200, `{"Matches":[]}`)},
+		{desc: "matches not an array", respond: reply(200, `{"matches":"jane.doe@example.com"}`)},
+		{desc: "matches an object", respond: reply(200, `{"matches":{"id":"msg_1"}}`)},
+		{desc: "null body", respond: reply(200, `null`)},
+		{desc: "array body", respond: reply(200, `[]`)},
+		{desc: "empty body", respond: reply(200, ``)},
+		{desc: "malformed JSON", respond: reply(200, `{"matches":[}`)},
+		{desc: "truncated JSON", respond: reply(200, `{"matches":[{"id":"msg_1"`)},
+		{desc: "trailing data after the answer", respond: reply(200, `{"matches":[]} {"matches":[{"id":"msg_1"}]}`)},
+		{desc: "trailing garbage after the answer", respond: reply(200, `{"matches":[]}tok-SECRET-123`)},
+		{desc: "body over 1 MiB", respond: reply(200, hugeBody), wantMsg: "larger than 1048576 bytes"},
+		{desc: "match without id", respond: reply(200, `{"matches":[{"recipient":"jane.doe@example.com","payload_hash":"abc"}]}`)},
+		{desc: "match with a blank id", respond: reply(200, `{"matches":[{"id":"msg_1"},{"id":"  "}]}`)},
+		{desc: "null match", respond: reply(200, `{"matches":[null]}`)},
+		{desc: "match not an object", respond: reply(200, `{"matches":["jane.doe@example.com"]}`)},
+		{desc: "bad created_at", respond: reply(200, `{"matches":[{"id":"msg_1","created_at":"jane.doe@example.com tok-SECRET-123"}]}`)},
+		{desc: "created_at not RFC 3339", respond: reply(200, `{"matches":[{"id":"msg_1","created_at":"01/05/2024"}]}`)},
+		{desc: "HTML error page with 200", respond: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, htmlPage)
+		}},
+		{desc: "complete answer cut short of its Content-Length", respond: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Length", "100")
+			fmt.Fprint(w, `{"matches":[]}`)
+		}, wantMsg: "read body"},
+		// Statuses other than 200, even with a well-formed answer.
+		{desc: "204 is no answer", respond: reply(204, ``), wantClass: providers.ClassPermanent},
+		{desc: "201 is no answer", respond: reply(201, `{"matches":[]}`), wantClass: providers.ClassPermanent},
+		{desc: "400", respond: reply(400, `{"error":"bad recipient jane.doe@example.com"}`), wantClass: providers.ClassPermanent},
+		{desc: "401", respond: reply(401, `{"error":"token tok-SECRET-123 rejected"}`), wantClass: providers.ClassPermanent},
+		{desc: "403", respond: reply(403, ``), wantClass: providers.ClassPermanent},
+		{desc: "404", respond: reply(404, `{"matches":[]}`), wantClass: providers.ClassPermanent},
+		{desc: "410", respond: reply(410, ``), wantClass: providers.ClassPermanent},
+		{desc: "408", respond: reply(408, ``), wantClass: providers.ClassTransient},
+		{desc: "500", respond: reply(500, `{"matches":[]}`), wantClass: providers.ClassTransient},
+		{desc: "502 HTML page", respond: reply(502, htmlPage), wantClass: providers.ClassTransient},
+		{desc: "503", respond: reply(503, ``), wantClass: providers.ClassTransient},
+		{desc: "504", respond: reply(504, ``), wantClass: providers.ClassTransient},
+		{desc: "429 Retry-After seconds", respond: tooMany("7"), wantClass: providers.ClassRateLimited, minDelay: 7 * time.Second, maxDelay: 7 * time.Second},
+		{desc: "429 Retry-After HTTP date", respond: retryAt(30 * time.Second), wantClass: providers.ClassRateLimited, minDelay: 28 * time.Second, maxDelay: 30 * time.Second},
+		{desc: "429 Retry-After date past", respond: retryAt(-time.Minute), wantClass: providers.ClassRateLimited},
+		{desc: "429 without Retry-After", respond: tooMany(""), wantClass: providers.ClassRateLimited, minDelay: time.Second, maxDelay: time.Second},
+		{desc: "429 unreadable Retry-After", respond: tooMany("soon"), wantClass: providers.ClassRateLimited, minDelay: time.Second, maxDelay: time.Second},
+		{desc: "429 negative Retry-After", respond: tooMany("-5"), wantClass: providers.ClassRateLimited, minDelay: time.Second, maxDelay: time.Second},
+		{desc: "429 Retry-After capped at an hour", respond: tooMany("7200"), wantClass: providers.ClassRateLimited, minDelay: time.Hour, maxDelay: time.Hour},
+		{desc: "429 Retry-After past int64 nanoseconds", respond: tooMany("99999999999"), wantClass: providers.ClassRateLimited, minDelay: time.Hour, maxDelay: time.Hour},
+		{desc: "429 Retry-After wrapping to a negative delay", respond: tooMany("9223372037"), wantClass: providers.ClassRateLimited, minDelay: time.Hour, maxDelay: time.Hour},
+		{desc: "429 Retry-After wrapping to a short delay", respond: tooMany("18446744074"), wantClass: providers.ClassRateLimited, minDelay: time.Hour, maxDelay: time.Hour},
+		// A redirect is not followed: the fake's cleanup and the request
+		// count below show the target was never asked.
+		{desc: "302 redirect", respond: redirect(http.StatusFound), wantClass: anyClass},
+		{desc: "307 redirect", respond: redirect(http.StatusTemporaryRedirect), wantClass: anyClass},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, tt.respond)
+
+			got, err := f.adapter(token).Lookup(t.Context(), query)
+
+			if err == nil {
+				t.Fatalf("Lookup = %v, nil; want an error, never an empty success", got)
+			}
+			if got != nil {
+				t.Errorf("records = %v alongside error %v, want none", got, err)
+			}
+			class, delay := providers.Classify(err)
+			if tt.wantClass != anyClass && class != tt.wantClass {
+				t.Errorf("Classify(%v) = %s, want %s", err, class, tt.wantClass)
+			}
+			if delay < tt.minDelay || delay > tt.maxDelay {
+				t.Errorf("Classify(%v) delay = %s, want between %s and %s", err, delay, tt.minDelay, tt.maxDelay)
+			}
+			if !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("err = %q, want it to mention %q", err, tt.wantMsg)
+			}
+			checkNoSecrets(t, err)
+			if n := len(f.requests()); n != 1 {
+				t.Errorf("provider asked %d times, want once (no retry, no redirect)", n)
+			}
+		})
+	}
+}
+
+func TestLookupConnectionErrors(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		desc string
+		// start returns an adapter whose provider fails the connection.
+		start func(t *testing.T) *httplookup.Adapter
+	}{
+		{
+			desc: "connection refused",
+			start: func(t *testing.T) *httplookup.Adapter {
+				f := newFake(t, reply(200, `{"matches":[]}`))
+				a := f.adapter(token)
+				f.srv.Close()
+				return a
+			},
+		},
+		{
+			desc: "connection dropped before the response",
+			start: func(t *testing.T) *httplookup.Adapter {
+				return newFake(t, func(w http.ResponseWriter, _ *http.Request) {
+					conn, _, err := http.NewResponseController(w).Hijack()
+					if err != nil {
+						t.Errorf("hijack: %v", err)
+						return
+					}
+					conn.Close()
+				}).adapter(token)
+			},
+		},
+		{
+			desc: "not an HTTP server",
+			start: func(t *testing.T) *httplookup.Adapter {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan struct{})
+				t.Cleanup(func() { ln.Close(); <-done })
+				go func() {
+					defer close(done)
+					for {
+						conn, err := ln.Accept()
+						if err != nil {
+							return
+						}
+						fmt.Fprint(conn, "SSH-2.0-OpenSSH_9.6\r\n")
+						conn.Close()
+					}
+				}()
+				tr := &http.Transport{}
+				t.Cleanup(tr.CloseIdleConnections)
+				return httplookup.New("orders", &httplookup.Config{URL: "http://" + ln.Addr().String() + "/lookup"}, token, tr)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			a := tt.start(t)
+
+			got, err := a.Lookup(t.Context(), query)
+
+			if err == nil || got != nil {
+				t.Fatalf("Lookup = %v, %v; want no records and an error", got, err)
+			}
+			if class, _ := providers.Classify(err); class != providers.ClassTransient {
+				t.Errorf("Classify(%v) = %s, want transient", err, class)
+			}
+			checkNoSecrets(t, err)
+		})
+	}
+}
+
+func TestLookupContext(t *testing.T) {
+	t.Parallel()
+
+	hang := func(f **fakeProvider) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-(*f).stop:
+			}
+		}
+	}
+	hangMidBody := func(f **fakeProvider) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"matches":[`)
+			http.NewResponseController(w).Flush() //nolint:errcheck // best effort
+			select {
+			case <-r.Context().Done():
+			case <-(*f).stop:
+			}
+		}
+	}
+	tests := []struct {
+		desc    string
+		respond func(f **fakeProvider) http.HandlerFunc
+		// ctx returns the lookup's context.
+		ctx          func(t *testing.T) context.Context
+		wantErr      error // errors.Is, when set
+		wantRequests int
+	}{
+		{
+			desc:    "cancelled before the call",
+			respond: hang,
+			ctx: func(t *testing.T) context.Context {
+				ctx, cancel := context.WithCancel(t.Context())
+				cancel()
+				return ctx
+			},
+			wantErr: context.Canceled,
+		},
+		{
+			desc:    "cancelled while the provider hangs",
+			respond: hang,
+			ctx: func(t *testing.T) context.Context {
+				ctx, cancel := context.WithCancel(t.Context())
+				time.AfterFunc(50*time.Millisecond, cancel)
+				return ctx
+			},
+			wantErr:      context.Canceled,
+			wantRequests: 1,
+		},
+		{
+			desc:    "deadline passes while the provider hangs",
+			respond: hang,
+			ctx: func(t *testing.T) context.Context {
+				ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+				t.Cleanup(cancel)
+				return ctx
+			},
+			wantErr:      context.DeadlineExceeded,
+			wantRequests: 1,
+		},
+		{
+			desc:    "deadline passes while the body is read",
+			respond: hangMidBody,
+			ctx: func(t *testing.T) context.Context {
+				ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+				t.Cleanup(cancel)
+				return ctx
+			},
+			wantRequests: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			var f *fakeProvider
+			f = newFake(t, tt.respond(&f))
+
+			start := time.Now()
+			got, err := f.adapter(token).Lookup(tt.ctx(t), query)
+			elapsed := time.Since(start)
+
+			if err == nil || got != nil {
+				t.Fatalf("Lookup = %v, %v; want no records and an error", got, err)
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("err = %v, want %v", err, tt.wantErr)
+			}
+			if elapsed > 5*time.Second {
+				t.Errorf("Lookup returned after %s, want soon after ctx is done", elapsed)
+			}
+			checkNoSecrets(t, err)
+			if n := len(f.requests()); n != tt.wantRequests {
+				t.Errorf("provider asked %d times, want %d", n, tt.wantRequests)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+
+	const absolute = "url: must be an absolute http or https URL"
+	tests := []struct {
+		desc string
+		url  string
+		want []string
+	}{
+		{desc: "https", url: "https://lookup.example.com/v1/lookup"},
+		{desc: "http with port and query", url: "http://127.0.0.1:5678/webhook/lookup?tenant=acme"},
+		{desc: "missing", url: "", want: []string{"url: required"}},
+		{desc: "relative", url: "/lookup", want: []string{absolute}},
+		{desc: "no host", url: "http:///lookup", want: []string{absolute}},
+		{desc: "another scheme", url: "ftp://lookup.example.com/", want: []string{absolute}},
+		{desc: "unparsable", url: "http://[::1", want: []string{absolute}},
+		{desc: "credentials in the URL", url: "https://bot:tok-SECRET-123@lookup.example.com/", want: []string{"url: must not carry credentials; use token_env"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, err := range (&httplookup.Config{URL: tt.url}).Validate() {
+				got = append(got, err.Error())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Validate() (-want +got):\n%s", diff)
+			}
+			for _, msg := range got {
+				if strings.Contains(msg, token) {
+					t.Errorf("message %q carries the token", msg)
+				}
+			}
+		})
+	}
+}
+
+func TestSecretEnvs(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		desc     string
+		tokenEnv string
+		want     []providers.SecretEnv
+	}{
+		{desc: "token_env set: required", tokenEnv: "ORDERS_LOOKUP_TOKEN", want: []providers.SecretEnv{{Key: "token_env", Name: "ORDERS_LOOKUP_TOKEN", Required: true}}},
+		{desc: "no token_env: nothing required", tokenEnv: "", want: []providers.SecretEnv{{Key: "token_env", Name: "", Required: false}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			var holder providers.SecretHolder = &httplookup.Config{URL: "https://x.example.com", TokenEnv: tt.tokenEnv}
+			if diff := cmp.Diff(tt.want, holder.SecretEnvs()); diff != "" {
+				t.Errorf("SecretEnvs() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+type otherSettings struct{}
+
+func (otherSettings) Validate() []error { return nil }
+
+func TestKind(t *testing.T) {
+	t.Parallel()
+
+	env := func(vars map[string]string) providers.Env {
+		return providers.Env{Getenv: func(k string) string { return vars[k] }}
+	}
+	tests := []struct {
+		desc     string
+		settings providers.Settings
+		env      providers.Env
+		wantErr  string // empty: no error
+		wantAuth string
+	}{
+		{desc: "token from the environment", settings: &httplookup.Config{TokenEnv: "ORDERS_TOKEN"}, env: env(map[string]string{"ORDERS_TOKEN": token}), wantAuth: "Bearer " + token},
+		{desc: "no token_env, no token", settings: &httplookup.Config{}, env: env(map[string]string{"ORDERS_TOKEN": token})},
+		{desc: "token_env unset", settings: &httplookup.Config{TokenEnv: "ORDERS_TOKEN"}, env: env(nil), wantErr: "token_env: environment variable ORDERS_TOKEN is not set"},
+		{desc: "foreign settings", settings: otherSettings{}, env: env(nil), wantErr: "http: settings are httplookup_test.otherSettings"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			if httplookup.Kind.Name != "http" {
+				t.Errorf("Kind.Name = %q, want http", httplookup.Kind.Name)
+			}
+			if _, ok := httplookup.Kind.NewSettings().(*httplookup.Config); !ok {
+				t.Errorf("NewSettings() = %T, want *httplookup.Config", httplookup.Kind.NewSettings())
+			}
+			f := newFake(t, reply(200, `{"matches":[]}`))
+			if cfg, ok := tt.settings.(*httplookup.Config); ok {
+				cfg.URL = f.srv.URL + "/lookup"
+			}
+			// Kind.New uses http.DefaultTransport.
+			t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
+
+			lookup, err := httplookup.Kind.New("orders", tt.settings, tt.env)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Errorf("Kind.New err = %v, want %q", err, tt.wantErr)
+				}
+				checkNoSecrets(t, err)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Kind.New: %v", err)
+			}
+			if _, err := lookup.Lookup(t.Context(), query); err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			if reqs := f.requests(); len(reqs) != 1 || reqs[0].Authorization != tt.wantAuth {
+				t.Errorf("requests = %+v, want one with Authorization %q", reqs, tt.wantAuth)
+			}
+		})
+	}
+}

@@ -1,0 +1,395 @@
+package providers_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sweeper/sweeper/providers"
+)
+
+// lookupFunc is a hand-written adapter: each test says how it answers.
+type lookupFunc func(ctx context.Context, q providers.Query) ([]providers.Record, error)
+
+func (f lookupFunc) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	return f(ctx, q)
+}
+
+// limits are generous enough that only the timeout under test matters.
+func limits(timeout time.Duration) providers.Limits {
+	return providers.Limits{
+		StaleAfter:    time.Minute,
+		LookupTimeout: timeout,
+		LookupBudget:  time.Hour,
+		RateLimit:     1000,
+		Concurrency:   4,
+	}
+}
+
+var query = providers.Query{
+	OpKey:       "op-1",
+	Recipient:   "jane.doe@example.com",
+	Action:      "send_email",
+	PayloadHash: "abc",
+	Since:       time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC),
+	Until:       time.Date(2024, 5, 1, 11, 0, 0, 0, time.UTC),
+}
+
+func TestNewProvider(t *testing.T) {
+	t.Parallel()
+
+	p := providers.NewProvider("orders", "http", lookupFunc(nil), providers.Limits{
+		StaleAfter: time.Minute, LookupTimeout: 2 * time.Second, LookupBudget: time.Hour, RateLimit: 5, Concurrency: 3,
+	})
+	got := []any{p.Name, p.Kind, p.StaleAfter, p.LookupTimeout, p.LookupBudget}
+	want := []any{"orders", "http", time.Minute, 2 * time.Second, time.Hour}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("NewProvider fields (-want +got):\n%s", diff)
+	}
+}
+
+func TestProviderLookup(t *testing.T) {
+	t.Parallel()
+
+	const timeout = 50 * time.Millisecond
+	records := []providers.Record{{ID: "r1", PayloadHash: "abc"}, {ID: "r2"}}
+	// blockPastTimeout sleeps past the timeout whatever ctx says, as an
+	// adapter that ignores its context does.
+	blockPastTimeout := func() { time.Sleep(3 * timeout) }
+
+	tests := []struct {
+		desc        string
+		adapter     lookupFunc
+		wantRecords []providers.Record
+		wantErr     bool
+		wantClass   providers.Class
+		wantDelay   time.Duration
+		wantMsg     string // a substring of the error message
+	}{
+		{
+			desc:        "records in time pass through",
+			adapter:     func(context.Context, providers.Query) ([]providers.Record, error) { return records, nil },
+			wantRecords: records,
+		},
+		{
+			desc:    "empty answer in time is not found",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) { return nil, nil },
+		},
+		{
+			desc: "blocks until its deadline is transient",
+			adapter: func(ctx context.Context, _ providers.Query) ([]providers.Record, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
+		},
+		{
+			desc: "permanent error after the deadline is transient",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				blockPastTimeout()
+				return nil, providers.Permanent(errors.New("HTTP 400"))
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
+		},
+		{
+			desc: "swallowed deadline with nil records is not an empty success",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				blockPastTimeout()
+				return nil, nil
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
+		},
+		{
+			desc: "swallowed deadline with an empty slice is not an empty success",
+			adapter: func(ctx context.Context, _ providers.Query) ([]providers.Record, error) {
+				<-ctx.Done()
+				return []providers.Record{}, nil
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
+		},
+		{
+			desc: "panicking adapter is transient",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				panic("nil map")
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "panicked",
+		},
+		{
+			desc: "adapter panicking with a classified error is still transient",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				panic(providers.Permanent(errors.New("HTTP 401")))
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "panicked",
+		},
+		{
+			desc: "record without an id is transient",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: "r1"}, {PayloadHash: "abc"}}, nil
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "record 1 without an id",
+		},
+		{
+			desc: "unsupported passes through",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return nil, providers.ErrUnsupported
+			},
+			wantErr: true, wantClass: providers.ClassUnsupported,
+		},
+		{
+			desc: "unsupported after the deadline passes through",
+			adapter: func(ctx context.Context, _ providers.Query) ([]providers.Record, error) {
+				<-ctx.Done()
+				return nil, providers.ErrUnsupported
+			},
+			wantErr: true, wantClass: providers.ClassUnsupported,
+		},
+		{
+			desc: "rate limited keeps its delay",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return nil, providers.RateLimited(7*time.Second, errors.New("HTTP 429"))
+			},
+			wantErr: true, wantClass: providers.ClassRateLimited, wantDelay: 7 * time.Second,
+		},
+		{
+			desc: "permanent in time stays permanent, records dropped",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return records, providers.Permanent(errors.New("HTTP 401"))
+			},
+			wantErr: true, wantClass: providers.ClassPermanent,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			p := providers.NewProvider("orders", "test", tt.adapter, limits(timeout))
+
+			got, err := p.Lookup(t.Context(), query)
+
+			if diff := cmp.Diff(tt.wantRecords, got); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
+			}
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %t", err, tt.wantErr)
+			}
+			if err == nil {
+				return
+			}
+			if class, delay := providers.Classify(err); class != tt.wantClass || delay != tt.wantDelay {
+				t.Errorf("Classify(%v) = %s, %s; want %s, %s", err, class, delay, tt.wantClass, tt.wantDelay)
+			}
+			if !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("err = %q, want it to mention %q", err, tt.wantMsg)
+			}
+		})
+	}
+}
+
+// TestProviderLookupCallerCancelled: the caller giving up is not the
+// provider's answer, so its ctx error comes back unclassified.
+func TestProviderLookupCallerCancelled(t *testing.T) {
+	t.Parallel()
+
+	blockOnCtx := func(started chan<- struct{}) lookupFunc {
+		return func(ctx context.Context, _ providers.Query) ([]providers.Record, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+	}
+	tests := []struct {
+		desc string
+		// run calls Lookup and returns its error; it may cancel ctx itself.
+		run     func(t *testing.T) error
+		wantErr error
+	}{
+		{
+			desc: "cancelled before the call",
+			run: func(t *testing.T) error {
+				var calls atomic.Int64
+				p := providers.NewProvider("orders", "test", lookupFunc(func(context.Context, providers.Query) ([]providers.Record, error) {
+					calls.Add(1)
+					return nil, nil
+				}), limits(time.Hour))
+				ctx, cancel := context.WithCancel(t.Context())
+				cancel()
+				_, err := p.Lookup(ctx, query)
+				if n := calls.Load(); n != 0 {
+					t.Errorf("adapter called %d times after the caller gave up, want 0", n)
+				}
+				return err
+			},
+			wantErr: context.Canceled,
+		},
+		{
+			desc: "cancelled while the adapter runs",
+			run: func(t *testing.T) error {
+				started := make(chan struct{}, 1)
+				p := providers.NewProvider("orders", "test", blockOnCtx(started), limits(time.Hour))
+				ctx, cancel := context.WithCancel(t.Context())
+				go func() { <-started; cancel() }()
+				_, err := p.Lookup(ctx, query)
+				return err
+			},
+			wantErr: context.Canceled,
+		},
+		{
+			desc: "caller deadline shorter than lookup_timeout",
+			run: func(t *testing.T) error {
+				started := make(chan struct{}, 1)
+				p := providers.NewProvider("orders", "test", blockOnCtx(started), limits(time.Hour))
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+				defer cancel()
+				_, err := p.Lookup(ctx, query)
+				return err
+			},
+			wantErr: context.DeadlineExceeded,
+		},
+		{
+			desc: "cancelled while waiting for a slot",
+			run: func(t *testing.T) error {
+				started := make(chan struct{}, 1)
+				lim := limits(time.Hour)
+				lim.Concurrency = 1
+				p := providers.NewProvider("orders", "test", blockOnCtx(started), lim)
+
+				holderCtx, stopHolder := context.WithCancel(t.Context())
+				holderDone := make(chan struct{})
+				go func() {
+					defer close(holderDone)
+					p.Lookup(holderCtx, query) //nolint:errcheck // only holds the slot
+				}()
+				<-started // the one slot is taken
+
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+				defer cancel()
+				_, err := p.Lookup(ctx, query)
+				stopHolder()
+				<-holderDone
+				return err
+			},
+			wantErr: context.DeadlineExceeded,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			err := tt.run(t)
+			if err != tt.wantErr { //nolint:errorlint // the bare ctx error, unwrapped and unclassified
+				t.Errorf("err = %#v, want exactly %v", err, tt.wantErr)
+			}
+			var classified *providers.Error
+			if errors.As(err, &classified) {
+				t.Errorf("err = %v is a classified provider error; the caller's cancellation is not the provider's answer", err)
+			}
+		})
+	}
+}
+
+func TestProviderConcurrencyCap(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		desc        string
+		concurrency int
+		wantMax     int64
+	}{
+		{desc: "two slots", concurrency: 2, wantMax: 2},
+		{desc: "zero means one", concurrency: 0, wantMax: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			var inside, most atomic.Int64
+			adapter := lookupFunc(func(context.Context, providers.Query) ([]providers.Record, error) {
+				n := inside.Add(1)
+				defer inside.Add(-1)
+				for {
+					m := most.Load()
+					if n <= m || most.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				time.Sleep(30 * time.Millisecond)
+				return nil, nil
+			})
+			lim := limits(time.Minute)
+			lim.Concurrency = tt.concurrency
+			p := providers.NewProvider("orders", "test", adapter, lim)
+
+			var wg sync.WaitGroup
+			for range 10 {
+				wg.Go(func() {
+					if _, err := p.Lookup(t.Context(), query); err != nil {
+						t.Errorf("Lookup: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			if got := most.Load(); got != tt.wantMax {
+				t.Errorf("at most %d lookups inside the adapter at once, want %d", got, tt.wantMax)
+			}
+		})
+	}
+}
+
+func TestProviderRateLimit(t *testing.T) {
+	t.Parallel()
+
+	lim := limits(time.Minute)
+	lim.RateLimit = 20 // burst 20, then one every 50ms
+	p := providers.NewProvider("orders", "test", lookupFunc(func(context.Context, providers.Query) ([]providers.Record, error) {
+		return nil, nil
+	}), lim)
+
+	start := time.Now()
+	for i := range 30 {
+		if _, err := p.Lookup(t.Context(), query); err != nil {
+			t.Fatalf("Lookup %d: %v", i, err)
+		}
+	}
+	// 10 calls past the burst at 20/s take 0.5s; allow for timer slack.
+	if elapsed, least := time.Since(start), 450*time.Millisecond; elapsed < least {
+		t.Errorf("30 lookups at 20/s took %s, want at least %s", elapsed, least)
+	}
+}
+
+// TestProviderRateLimitPastDeadline: a wait that would outlast the caller's
+// deadline fails at once, as a transient error rather than a hang.
+func TestProviderRateLimitPastDeadline(t *testing.T) {
+	t.Parallel()
+
+	var calls atomic.Int64
+	lim := limits(time.Minute)
+	lim.RateLimit = 0.1 // one token, the next in 10s
+	p := providers.NewProvider("orders", "test", lookupFunc(func(context.Context, providers.Query) ([]providers.Record, error) {
+		calls.Add(1)
+		return nil, nil
+	}), lim)
+	if _, err := p.Lookup(t.Context(), query); err != nil {
+		t.Fatalf("first Lookup: %v", err)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := p.Lookup(ctx, query)
+	if class, _ := providers.Classify(err); err == nil || class != providers.ClassTransient {
+		t.Errorf("err = %v (%s), want a transient error", err, class)
+	}
+	var classified *providers.Error
+	if !errors.As(err, &classified) {
+		t.Errorf("err = %v, want a classified rate limit error, not the caller's ctx error", err)
+	}
+	if elapsed := time.Since(start); elapsed > 500*time.Millisecond {
+		t.Errorf("second Lookup took %s, want it to fail at once", elapsed)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("adapter called %d times, want 1", n)
+	}
+}

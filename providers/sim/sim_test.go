@@ -1,0 +1,367 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/sim"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const payloadHash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+func queryFor(opKey string) providers.Query {
+	return providers.Query{
+		OpKey:       opKey,
+		Recipient:   "jane.doe@example.com",
+		Action:      "send_email",
+		PayloadHash: payloadHash,
+		Since:       time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC),
+		Until:       time.Date(2024, 5, 1, 11, 0, 0, 0, time.UTC),
+	}
+}
+
+// everyOutcome has one rule per outcome, matched by the outcome's name.
+func everyOutcome() *sim.Config {
+	cfg := &sim.Config{}
+	for _, o := range sim.Outcomes {
+		cfg.Rules = append(cfg.Rules, sim.Rule{Match: o + "-*", Outcome: o})
+	}
+	return cfg
+}
+
+func TestLookupOutcomes(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		desc  string
+		opKey string
+		check func(t *testing.T, q providers.Query, records []providers.Record, err error)
+	}{
+		{
+			desc: "found: one record with the query's payload hash", opKey: "found-1",
+			check: func(t *testing.T, q providers.Query, records []providers.Record, err error) {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				if len(records) != 1 {
+					t.Fatalf("got %d records, want 1", len(records))
+				}
+				r := records[0]
+				if r.ID == "" || r.PayloadHash != q.PayloadHash || r.Recipient != q.Recipient {
+					t.Errorf("record = %+v, want an id, payload hash %s and recipient %s", r, q.PayloadHash, q.Recipient)
+				}
+				if !r.CreatedAt.After(q.Since) || r.CreatedAt.After(q.Until) {
+					t.Errorf("created_at = %s, want within (%s, %s]", r.CreatedAt, q.Since, q.Until)
+				}
+			},
+		},
+		{
+			desc: "not_found: empty and no error", opKey: "not_found-1",
+			check: func(t *testing.T, _ providers.Query, records []providers.Record, err error) {
+				if err != nil || len(records) != 0 {
+					t.Errorf("got %v, %v; want no records and no error", records, err)
+				}
+			},
+		},
+		{
+			desc: "many: two records with distinct ids", opKey: "many-1",
+			check: func(t *testing.T, q providers.Query, records []providers.Record, err error) {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				if len(records) != 2 {
+					t.Fatalf("got %d records, want 2", len(records))
+				}
+				if records[0].ID == "" || records[0].ID == records[1].ID {
+					t.Errorf("ids %q and %q, want two distinct ids", records[0].ID, records[1].ID)
+				}
+				for _, r := range records {
+					if r.PayloadHash != q.PayloadHash {
+						t.Errorf("record %s has payload hash %s, want %s", r.ID, r.PayloadHash, q.PayloadHash)
+					}
+				}
+			},
+		},
+		{
+			desc: "mismatch: one record with another payload hash", opKey: "mismatch-1",
+			check: func(t *testing.T, q providers.Query, records []providers.Record, err error) {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				if len(records) != 1 {
+					t.Fatalf("got %d records, want 1", len(records))
+				}
+				if h := records[0].PayloadHash; h == "" || h == q.PayloadHash {
+					t.Errorf("payload hash %q, want a hash other than %q", h, q.PayloadHash)
+				}
+				if records[0].ID == "" {
+					t.Errorf("record without an id")
+				}
+			},
+		},
+		{
+			desc: "error: transient", opKey: "error-1",
+			check: func(t *testing.T, _ providers.Query, records []providers.Record, err error) {
+				if class, _ := providers.Classify(err); err == nil || class != providers.ClassTransient {
+					t.Errorf("err = %v (%s), want a transient error", err, class)
+				}
+				if records != nil {
+					t.Errorf("records = %v, want none with an error", records)
+				}
+			},
+		},
+		{
+			desc: "unsupported: ErrUnsupported", opKey: "unsupported-1",
+			check: func(t *testing.T, _ providers.Query, records []providers.Record, err error) {
+				if !errors.Is(err, providers.ErrUnsupported) {
+					t.Errorf("err = %v, want ErrUnsupported", err)
+				}
+				if records != nil {
+					t.Errorf("records = %v, want none with an error", records)
+				}
+			},
+		},
+		{
+			desc: "no rule matches: not found", opKey: "other-1",
+			check: func(t *testing.T, _ providers.Query, records []providers.Record, err error) {
+				if err != nil || len(records) != 0 {
+					t.Errorf("got %v, %v; want no records and no error", records, err)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			s := sim.New("sim", everyOutcome())
+			q := queryFor(tt.opKey)
+			records, err := s.Lookup(t.Context(), q)
+			tt.check(t, q, records, err)
+			if n := s.Lookups(); n != 1 {
+				t.Errorf("Lookups() = %d, want 1", n)
+			}
+		})
+	}
+}
+
+func TestLookupSlowBlocksUntilCtxDone(t *testing.T) {
+	t.Parallel()
+
+	s := sim.New("sim", everyOutcome())
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	records, err := s.Lookup(ctx, queryFor("slow-1"))
+	if elapsed := time.Since(start); elapsed < 50*time.Millisecond {
+		t.Errorf("slow lookup returned after %s, want it to wait for ctx", elapsed)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || records != nil {
+		t.Errorf("got %v, %v; want no records and the ctx error", records, err)
+	}
+}
+
+func TestOutcomeFor(t *testing.T) {
+	t.Parallel()
+
+	cfg := &sim.Config{Rules: []sim.Rule{
+		{Match: "pay-vip-*", Outcome: sim.OutcomeMany},
+		{Match: "pay-*", Outcome: sim.OutcomeFound},
+		{Match: "*", Outcome: sim.OutcomeError},
+	}}
+	tests := []struct {
+		desc  string
+		cfg   *sim.Config
+		opKey string
+		want  string
+	}{
+		{desc: "first matching rule wins over a later one", cfg: cfg, opKey: "pay-vip-7", want: sim.OutcomeMany},
+		{desc: "second rule when the first does not match", cfg: cfg, opKey: "pay-7", want: sim.OutcomeFound},
+		{desc: "catch-all last", cfg: cfg, opKey: "mail-7", want: sim.OutcomeError},
+		{desc: "no rules: not found", cfg: &sim.Config{}, opKey: "pay-7", want: sim.OutcomeNotFound},
+		{desc: "no rule matches: not found", cfg: &sim.Config{Rules: []sim.Rule{{Match: "pay-*", Outcome: sim.OutcomeFound}}}, opKey: "mail-7", want: sim.OutcomeNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			if got := tt.cfg.OutcomeFor(tt.opKey); got != tt.want {
+				t.Errorf("OutcomeFor(%q) = %q, want %q", tt.opKey, got, tt.want)
+			}
+			// Lookup follows the same rule.
+			records, err := sim.New("sim", tt.cfg).Lookup(t.Context(), queryFor(tt.opKey))
+			gotLookup := sim.OutcomeNotFound
+			switch {
+			case err != nil:
+				gotLookup = sim.OutcomeError
+			case len(records) == 2:
+				gotLookup = sim.OutcomeMany
+			case len(records) == 1:
+				gotLookup = sim.OutcomeFound
+			}
+			if gotLookup != tt.want {
+				t.Errorf("Lookup(%q) behaved as %q, want %q", tt.opKey, gotLookup, tt.want)
+			}
+		})
+	}
+}
+
+func TestLookupStableIDs(t *testing.T) {
+	t.Parallel()
+
+	ids := func(t *testing.T, s *sim.Sim, opKey string) []string {
+		t.Helper()
+		records, err := s.Lookup(t.Context(), queryFor(opKey))
+		if err != nil {
+			t.Fatalf("Lookup(%q): %v", opKey, err)
+		}
+		var out []string
+		for _, r := range records {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	s := sim.New("sim", everyOutcome())
+
+	first := ids(t, s, "many-1")
+	if diff := cmp.Diff(first, ids(t, s, "many-1")); diff != "" {
+		t.Errorf("same op_key looked up twice, ids differ (-first +second):\n%s", diff)
+	}
+	if diff := cmp.Diff(first, ids(t, sim.New("sim", everyOutcome()), "many-1")); diff != "" {
+		t.Errorf("same op_key on a new adapter of the same name, ids differ (-first +second):\n%s", diff)
+	}
+	if other := ids(t, s, "many-2"); cmp.Equal(first, other) {
+		t.Errorf("op_keys many-1 and many-2 both got ids %v, want different ids", first)
+	}
+	if other := ids(t, sim.New("sim-b", everyOutcome()), "many-1"); cmp.Equal(first, other) {
+		t.Errorf("providers sim and sim-b both got ids %v, want different ids", first)
+	}
+	if n := s.Lookups(); n != 3 {
+		t.Errorf("Lookups() = %d, want 3", n)
+	}
+}
+
+func TestLookupLatency(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		desc      string
+		latency   time.Duration
+		ctxAfter  time.Duration
+		wantErr   error
+		wantLeast time.Duration
+		wantMost  time.Duration
+	}{
+		{desc: "latency honoured", latency: 80 * time.Millisecond, ctxAfter: time.Minute, wantLeast: 80 * time.Millisecond, wantMost: 10 * time.Second},
+		{desc: "latency cut short by ctx", latency: 20 * time.Second, ctxAfter: 30 * time.Millisecond, wantErr: context.DeadlineExceeded, wantLeast: 30 * time.Millisecond, wantMost: 10 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			cfg := everyOutcome()
+			cfg.Latency = config.NewDuration(tt.latency)
+			s := sim.New("sim", cfg)
+			ctx, cancel := context.WithTimeout(t.Context(), tt.ctxAfter)
+			defer cancel()
+
+			start := time.Now()
+			records, err := s.Lookup(ctx, queryFor("found-1"))
+			elapsed := time.Since(start)
+
+			if !errors.Is(err, tt.wantErr) {
+				t.Errorf("err = %v, want %v", err, tt.wantErr)
+			}
+			if tt.wantErr == nil && len(records) != 1 {
+				t.Errorf("got %d records, want the found record after the latency", len(records))
+			}
+			if tt.wantErr != nil && records != nil {
+				t.Errorf("records = %v, want none when cancelled", records)
+			}
+			if elapsed < tt.wantLeast || elapsed > tt.wantMost {
+				t.Errorf("Lookup took %s, want between %s and %s", elapsed, tt.wantLeast, tt.wantMost)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+
+	var badLatency config.Duration
+	if err := badLatency.UnmarshalText([]byte("soon")); err != nil {
+		t.Fatal(err)
+	}
+	every := "must be one of " + strings.Join(sim.Outcomes, ", ")
+	tests := []struct {
+		desc string
+		cfg  sim.Config
+		want []string
+	}{
+		{desc: "empty config is valid", cfg: sim.Config{}},
+		{desc: "every outcome is valid", cfg: *everyOutcome()},
+		{desc: "bad glob", cfg: sim.Config{Rules: []sim.Rule{{Match: "found-[", Outcome: sim.OutcomeFound}}}, want: []string{
+			`rules[0].match: invalid glob "found-["`,
+		}},
+		{desc: "bad outcome", cfg: sim.Config{Rules: []sim.Rule{{Match: "*", Outcome: sim.OutcomeFound}, {Match: "x-*", Outcome: "maybe"}}}, want: []string{
+			"rules[1].outcome: " + every,
+		}},
+		{desc: "missing match and outcome", cfg: sim.Config{Rules: []sim.Rule{{}}}, want: []string{
+			"rules[0].match: required",
+			"rules[0].outcome: " + every,
+		}},
+		{desc: "negative latency", cfg: sim.Config{Latency: config.NewDuration(-time.Second)}, want: []string{
+			"latency: must not be negative",
+		}},
+		{desc: "malformed latency", cfg: sim.Config{Latency: badLatency}, want: []string{
+			`latency: invalid duration "soon": use a number and a unit, e.g. 90s, 15m, 24h`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, err := range tt.cfg.Validate() {
+				got = append(got, err.Error())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Validate() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+type otherSettings struct{}
+
+func (otherSettings) Validate() []error { return nil }
+
+func TestKind(t *testing.T) {
+	t.Parallel()
+
+	if sim.Kind.Name != "sim" {
+		t.Errorf("Kind.Name = %q, want sim", sim.Kind.Name)
+	}
+	settings := sim.Kind.NewSettings()
+	cfg, ok := settings.(*sim.Config)
+	if !ok {
+		t.Fatalf("NewSettings() = %T, want *sim.Config", settings)
+	}
+	cfg.Rules = []sim.Rule{{Match: "*", Outcome: sim.OutcomeFound}}
+	lookup, err := sim.Kind.New("sim", cfg, providers.Env{})
+	if err != nil {
+		t.Fatalf("Kind.New: %v", err)
+	}
+	if records, err := lookup.Lookup(t.Context(), queryFor("x")); err != nil || len(records) != 1 {
+		t.Errorf("Lookup through Kind.New = %v, %v; want the rules of the settings given", records, err)
+	}
+	if _, err := sim.Kind.New("sim", otherSettings{}, providers.Env{}); err == nil {
+		t.Errorf("Kind.New with foreign settings: no error")
+	}
+}
