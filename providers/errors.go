@@ -3,6 +3,7 @@ package providers
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -80,3 +81,34 @@ func Classify(err error) (Class, time.Duration) {
 	}
 	return ClassTransient, 0
 }
+
+// Redact returns err with every occurrence of values — a credential, a
+// recipient — in its message replaced by "[redacted]", keeping its class
+// and its chain for errors.Is. Values shorter than four characters are left
+// alone (they would blank out ordinary words). When no value occurs, err is
+// returned as it is.
+func Redact(err error, values ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	changed := false
+	for _, v := range values {
+		if len(v) >= 4 && strings.Contains(msg, v) {
+			msg = strings.ReplaceAll(msg, v, "[redacted]")
+			changed = true
+		}
+	}
+	if !changed {
+		return err
+	}
+	return &redacted{msg: msg, err: err}
+}
+
+type redacted struct {
+	msg string
+	err error
+}
+
+func (r *redacted) Error() string { return r.msg }
+func (r *redacted) Unwrap() error { return r.err }

@@ -87,3 +87,21 @@ func TestErrorMessage(t *testing.T) {
 		})
 	}
 }
+
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	base := providers.RateLimited(3*time.Second, fmt.Errorf("GET /x?to=jane.doe@example.com: %w", context.DeadlineExceeded))
+	err := providers.Redact(base, "jane.doe@example.com", "", "ab")
+	if strings.Contains(err.Error(), "jane.doe") || !strings.Contains(err.Error(), "[redacted]") {
+		t.Errorf("Redact = %q", err)
+	}
+	if class, delay := providers.Classify(err); class != providers.ClassRateLimited || delay != 3*time.Second {
+		t.Errorf("class %s delay %s lost by redaction", class, delay)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Error("the chain is lost")
+	}
+	if providers.Redact(base, "absent") != base || providers.Redact(nil, "x") != nil {
+		t.Error("Redact changed an error with nothing to redact")
+	}
+}

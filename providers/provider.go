@@ -56,8 +56,14 @@ func NewProvider(name, kind string, adapter Lookup, limits Limits) *Provider {
 // returns the adapter's records, or an error [Classify] understands: a
 // lookup that does not answer in time is transient, never "not found". A
 // panicking adapter, or one that returns a record without an id, is a
-// transient error too.
-func (p *Provider) Lookup(ctx context.Context, q Query) (records []Record, err error) {
+// transient error too. Whatever the adapter let through, the recipient is
+// redacted from the error's message: it ends up in logs and evidence.
+func (p *Provider) Lookup(ctx context.Context, q Query) ([]Record, error) {
+	records, err := p.lookup(ctx, q)
+	return records, Redact(err, q.Recipient)
+}
+
+func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err error) {
 	select {
 	case p.slots <- struct{}{}:
 		defer func() { <-p.slots }()

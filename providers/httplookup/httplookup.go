@@ -112,8 +112,14 @@ type match struct {
 	PayloadHash string `json:"payload_hash"`
 }
 
-// Lookup implements providers.Lookup.
+// Lookup implements providers.Lookup. No error it returns carries the
+// token or the recipient, whatever the server or the network said.
 func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	records, err := a.lookup(ctx, q)
+	return records, providers.Redact(err, a.token, q.Recipient, url.QueryEscape(q.Recipient))
+}
+
+func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
 	u := *a.url
 	params := u.Query()
 	params.Set("op_key", q.OpKey)
