@@ -88,6 +88,10 @@ type Sweep struct {
 	BatchSize int `toml:"batch_size"`
 	// QueryTimeout bounds each page's query. Default 30s.
 	QueryTimeout Duration `toml:"query_timeout"`
+	// Timeout bounds a whole sweep. River rescues jobs left running by a
+	// crashed process only after the longest job timeout, so this also
+	// bounds how long a crash can delay settling. Default 2m.
+	Timeout Duration `toml:"timeout"`
 }
 
 // River tunes the job queue.
@@ -272,7 +276,7 @@ func Default() Config {
 	return Config{
 		Database:  Database{MaxConns: defaultMaxConns},
 		Schedules: Schedules{Sweep: "*/5 * * * *", Escalate: "* * * * *"},
-		Sweep:     Sweep{BatchSize: defaultBatchSize, QueryTimeout: NewDuration(30 * time.Second)},
+		Sweep:     Sweep{BatchSize: defaultBatchSize, QueryTimeout: NewDuration(30 * time.Second), Timeout: NewDuration(2 * time.Minute)},
 		River:     River{MaxWorkers: 100},
 		Review: Review{
 			Window:     NewDuration(24 * time.Hour),
@@ -321,6 +325,10 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 		v.add("sweep.batch_size", "must be between 1 and %d", maxBatchSize)
 	}
 	v.duration("sweep.query_timeout", c.Sweep.QueryTimeout, time.Second)
+	v.duration("sweep.timeout", c.Sweep.Timeout, time.Second)
+	if c.Sweep.Timeout.err == nil && c.Sweep.QueryTimeout.err == nil && c.Sweep.Timeout.Duration < c.Sweep.QueryTimeout.Duration {
+		v.add("sweep.timeout", "must be at least sweep.query_timeout (%s)", c.Sweep.QueryTimeout)
+	}
 	if c.River.MaxWorkers < 1 || c.River.MaxWorkers > 10000 {
 		v.add("river.max_workers", "must be between 1 and 10000")
 	}

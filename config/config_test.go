@@ -14,12 +14,15 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/httplookup"
+	"github.com/sweeper/sweeper/providers/pgquery"
 	"github.com/sweeper/sweeper/providers/sim"
+	"github.com/sweeper/sweeper/providers/stripe"
+	"github.com/sweeper/sweeper/providers/twilio"
 )
 
 var update = flag.Bool("update", false, "rewrite the .err golden files under testdata/bad")
 
-var kinds = []providers.Kind{sim.Kind, httplookup.Kind}
+var kinds = []providers.Kind{sim.Kind, httplookup.Kind, stripe.Kind, twilio.Kind, pgquery.Kind}
 
 func env(vars map[string]string) config.Getenv {
 	return func(k string) string { return vars[k] }

@@ -188,7 +188,8 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	workers := river.NewWorkers()
 	lookup := NewLookupWorker(s.Settler(batcher), s.Pool)
 	river.AddWorker(workers, lookup)
-	river.AddWorker(workers, NewSweepWorker(s.Scanner(), s.Logger))
+	sweepTimeout := s.Config.Sweep.Timeout.Duration
+	river.AddWorker(workers, NewSweepWorker(s.Scanner(), sweepTimeout, s.Logger))
 
 	var periodic []*river.PeriodicJob
 	if !opts.NoPeriodic {
@@ -202,9 +203,11 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		}, &river.PeriodicJobOpts{ID: "sweep", RunOnStart: true}))
 	}
 
-	// A job that outlives its timeout is cancelled; River rescues a job
-	// stuck in running only well after every timeout, so a slow lookup is
-	// never run twice at once.
+	// A job that outlives its timeout is cancelled, so a job still marked
+	// running past the longest timeout belongs to a process that died (kill
+	// -9, a lost machine): River rescues it then, and it runs again. Were a
+	// live job rescued after all, running it twice is harmless — lookups
+	// only read, and every write is a compare-and-set.
 	longest := max(sweepTimeout, lookup.maxLookupTimeout()+lookupOverhead)
 	client, err := river.NewClient(riverpgxv5.New(s.Pool), &river.Config{
 		Schema: migrations.Schema,
@@ -214,8 +217,8 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		},
 		Workers:              workers,
 		PeriodicJobs:         periodic,
-		JobTimeout:           time.Minute,
-		RescueStuckJobsAfter: longest + 5*time.Minute,
+		JobTimeout:           longest,
+		RescueStuckJobsAfter: longest + 30*time.Second,
 		FetchPollInterval:    opts.FetchPollInterval,
 		Logger:               s.Logger,
 	})

@@ -73,7 +73,7 @@ func (w *LookupWorker) Timeout(*river.Job[LookupArgs]) time.Duration {
 }
 
 // lookupOverhead is a run's time beyond the provider call.
-const lookupOverhead = 30 * time.Second
+const lookupOverhead = 10 * time.Second
 
 func (w *LookupWorker) maxLookupTimeout() time.Duration {
 	var longest time.Duration

@@ -91,12 +91,13 @@ func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.
 type SweepWorker struct {
 	river.WorkerDefaults[SweepArgs]
 	scanner *Scanner
+	timeout time.Duration
 	logger  *slog.Logger
 }
 
-// NewSweepWorker returns the worker.
-func NewSweepWorker(scanner *Scanner, logger *slog.Logger) *SweepWorker {
-	return &SweepWorker{scanner: scanner, logger: logger}
+// NewSweepWorker returns the worker; timeout bounds a whole scan.
+func NewSweepWorker(scanner *Scanner, timeout time.Duration, logger *slog.Logger) *SweepWorker {
+	return &SweepWorker{scanner: scanner, timeout: timeout, logger: logger}
 }
 
 // SweepOutput is recorded on each sweep job (visible in River UI).
@@ -106,10 +107,9 @@ type SweepOutput struct {
 	Duplicates int `json:"duplicates"`
 }
 
-// Timeout bounds a whole scan.
-func (w *SweepWorker) Timeout(*river.Job[SweepArgs]) time.Duration { return sweepTimeout }
-
-const sweepTimeout = 10 * time.Minute
+// Timeout bounds a whole scan (sweep.timeout). A sweep cut short is
+// harmless: the next one starts over, and lookups already enqueued stay.
+func (w *SweepWorker) Timeout(*river.Job[SweepArgs]) time.Duration { return w.timeout }
 
 // Work implements river.Worker.
 func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error {

@@ -13,7 +13,10 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/httplookup"
+	"github.com/sweeper/sweeper/providers/pgquery"
 	"github.com/sweeper/sweeper/providers/sim"
+	"github.com/sweeper/sweeper/providers/stripe"
+	"github.com/sweeper/sweeper/providers/twilio"
 )
 
 // Exit codes.
@@ -28,6 +31,9 @@ func providerKinds() []providers.Kind {
 	return []providers.Kind{
 		sim.Kind,
 		httplookup.Kind,
+		stripe.Kind,
+		twilio.Kind,
+		pgquery.Kind,
 	}
 }
 

@@ -44,6 +44,30 @@ func TestExampleConfigLoads(t *testing.T) {
 	}
 }
 
+// TestExampleConfigOptionalBlocks enables the example's "#! " blocks —
+// the adapters that need credentials — and validates the result.
+func TestExampleConfigOptionalBlocks(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "\n#! ", "\n")
+	environ := map[string]string{
+		"STRIPE_RESTRICTED_KEY": "rk_test_x", "TWILIO_ACCOUNT_SID": "AC123", "TWILIO_AUTH_TOKEN": "t",
+		"MAILER_DB_DSN": "postgres://127.0.0.1/mailer",
+	}
+	cfg, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] })
+	if err != nil {
+		t.Fatalf("example with every block enabled: %v", err)
+	}
+	for _, name := range []string{"stripe", "twilio", "mailer_db", "orders_api", "sim"} {
+		if cfg.Providers[name] == nil || cfg.Providers[name].Settings == nil {
+			t.Errorf("providers.%s not enabled by uncommenting", name)
+		}
+	}
+}
+
 // TestExampleConfigDocumentsEveryKey: every key the configuration accepts
 // appears in config.example.toml, set or in a comment.
 func TestExampleConfigDocumentsEveryKey(t *testing.T) {
@@ -63,7 +87,7 @@ func TestExampleConfigDocumentsEveryKey(t *testing.T) {
 	}
 	for _, key := range keys {
 		leaf := key[strings.LastIndex(key, ".")+1:]
-		asKey := regexp.MustCompile(`(?m)^[#\s]*` + regexp.QuoteMeta(leaf) + `\s*=`)
+		asKey := regexp.MustCompile(`(?m)^[#!\s]*` + regexp.QuoteMeta(leaf) + `\s*=`)
 		asTable := regexp.MustCompile(`(?m)^[#\s]*\[` + regexp.QuoteMeta(strings.TrimPrefix(key, "providers.NAME.")) + `\]`)
 		if !asKey.MatchString(text) && !asTable.MatchString(text) {
 			t.Errorf("config.example.toml does not document %s", key)
@@ -120,7 +144,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{desc: "broken config", args: []string{"check-config", "--config", "../../config/testdata/bad/many_problems.toml"}, wantCode: exitUsage,
 			wantErr: "5 problem(s):\n  providers.sim.colour: unknown key\n  sweep.batch_size: must be between 1 and 10000\n"},
 		{desc: "migrate with broken config", args: []string{"migrate", "--config", "../../config/testdata/bad/unknown_kind.toml"}, wantCode: exitUsage,
-			wantErr: `providers.mail.kind: unknown kind "smtp": one of sim, http`},
+			wantErr: `providers.mail.kind: unknown kind "smtp": one of sim, http, stripe, twilio, postgres`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()

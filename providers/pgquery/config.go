@@ -1,0 +1,244 @@
+package pgquery
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sweeper/sweeper/providers"
+)
+
+// DefaultMaxConns is max_conns when the block does not set it: the default
+// concurrency of a provider block, so no lookup waits for a connection.
+const DefaultMaxConns = 4
+
+// Parameters are the named parameters a query may use, bound by
+// pgx.NamedArgs from the operation being looked up.
+var Parameters = []string{"op_key", "recipient", "action", "payload_hash", "since", "until"}
+
+// Config is the kind-specific part of a postgres provider block.
+type Config struct {
+	// DSNEnv names the environment variable holding the connection string
+	// (postgres://… or key=value), or NAME_FILE holding a file with it. The
+	// string never appears in config text. Required.
+	DSNEnv string `toml:"dsn_env"`
+	// Query is one SQL SELECT (WITH … SELECT too) that returns the records
+	// the provider database holds for an operation. It uses @op_key or
+	// @recipient, and may use @action, @payload_hash, @since and @until; they
+	// are bound as parameters, never spliced into the text. It runs in a
+	// READ ONLY transaction. Its result has the columns id, created_at and
+	// payload_hash, and may have recipient and fields (see the package doc).
+	// Required.
+	Query string `toml:"query"`
+	// MaxConns is the most connections the adapter holds open to the
+	// provider database, 1 to 100. Default 4.
+	MaxConns int `toml:"max_conns"`
+}
+
+// NewConfig returns a Config holding the defaults.
+func NewConfig() *Config { return &Config{MaxConns: DefaultMaxConns} }
+
+// Validate implements providers.Settings. It reads the query the way
+// pgx.NamedArgs does, so what it accepts is what will be bound; the
+// database, not this check, is what keeps the query from writing.
+func (c *Config) Validate() []error {
+	var errs []error
+	// dsn_env is checked by the configuration (through SecretEnvs):
+	// required, a valid name, set in the environment.
+	errs = append(errs, validateQuery(c.Query)...)
+	if c.MaxConns < 1 || c.MaxConns > 100 {
+		errs = append(errs, errors.New("max_conns: must be between 1 and 100"))
+	}
+	return errs
+}
+
+func validateQuery(query string) []error {
+	if strings.TrimSpace(query) == "" {
+		return []error{errors.New("query: required")}
+	}
+	if !utf8.ValidString(query) {
+		return []error{errors.New("query: must be valid UTF-8")}
+	}
+	text := scanSQL(query)
+	var errs []error
+	if text.afterSemicolon {
+		errs = append(errs, errors.New("query: must be one statement: found more SQL after ';'"))
+	}
+	if !strings.EqualFold(text.firstWord, "select") && !strings.EqualFold(text.firstWord, "with") {
+		errs = append(errs, errors.New("query: must be a SELECT (or WITH … SELECT)"))
+	}
+	if text.positional != "" {
+		errs = append(errs, fmt.Errorf("query: positional parameter %s: use the named parameters @%s", text.positional, strings.Join(Parameters, ", @")))
+	}
+	if !slices.Contains(text.params, "op_key") && !slices.Contains(text.params, "recipient") {
+		errs = append(errs, errors.New("query: must use @op_key or @recipient, or every operation would match the same records"))
+	}
+	for _, p := range text.params {
+		if !slices.Contains(Parameters, p) {
+			errs = append(errs, fmt.Errorf("query: unknown parameter @%s: the parameters are @%s", p, strings.Join(Parameters, ", @")))
+		}
+	}
+	return errs
+}
+
+// SecretEnvs implements providers.SecretHolder.
+func (c *Config) SecretEnvs() []providers.SecretEnv {
+	return []providers.SecretEnv{{Key: "dsn_env", Name: c.DSNEnv, Required: true}}
+}
+
+// sqlText is what validation needs to know of a query's text.
+type sqlText struct {
+	params         []string // distinct @names, in order of first use
+	positional     string   // the first $n placeholder, if any
+	firstWord      string   // the first keyword, after comments and '('
+	afterSemicolon bool     // something other than space or comments follows a ';'
+}
+
+// scanSQL reads query as pgx.NamedArgs does (named_args.go in pgx v5):
+// string constants ('…', E'…' with backslash escapes, $tag$…$tag$), quoted
+// identifiers and comments (--, nested /* */) are skipped, and @ followed by
+// an ASCII letter or '_' starts a name of ASCII letters, digits and '_'. So
+// "a @> b" and "x @@ y" are operators, but "x @@to_tsquery(…)" names a
+// parameter, as it does for pgx.
+func scanSQL(query string) sqlText {
+	var t sqlText
+	ended := false // a ';' was seen outside literals and comments
+	n := len(query)
+	for i := 0; i < n; {
+		c := query[i]
+		switch {
+		case (c == 'e' || c == 'E') && i+1 < n && query[i+1] == '\'':
+			i = skipQuoted(query, i+2, '\'', true)
+		case c == '\'':
+			i = skipQuoted(query, i+1, '\'', false)
+		case c == '"':
+			i = skipQuoted(query, i+1, '"', false)
+		case c == '-' && i+1 < n && query[i+1] == '-':
+			end := strings.IndexAny(query[i:], "\r\n")
+			if end < 0 {
+				return t
+			}
+			i += end + 1
+			continue
+		case c == '/' && i+1 < n && query[i+1] == '*':
+			i = skipBlockComment(query, i+2)
+			continue
+		case c == '$':
+			if tagLen, ok := dollarTag(query[i+1:]); ok {
+				tag := query[i : i+tagLen+2]
+				end := strings.Index(query[i+len(tag):], tag)
+				if end < 0 {
+					i = n
+				} else {
+					i += len(tag) + end + len(tag)
+				}
+			} else {
+				j := i + 1
+				for j < n && isDigit(query[j]) {
+					j++
+				}
+				if j > i+1 && t.positional == "" {
+					t.positional = query[i:j]
+				}
+				i = max(j, i+1)
+			}
+		case c == '@' && i+1 < n && (isASCIILetter(query[i+1]) || query[i+1] == '_'):
+			j := i + 1
+			for j < n && (isASCIILetter(query[j]) || isDigit(query[j]) || query[j] == '_') {
+				j++
+			}
+			if name := query[i+1 : j]; !slices.Contains(t.params, name) {
+				t.params = append(t.params, name)
+			}
+			i = j
+		case isIdentStart(c):
+			j := i + 1
+			for j < n && (isIdentStart(query[j]) || isDigit(query[j]) || query[j] == '$') {
+				j++
+			}
+			if t.firstWord == "" && !ended {
+				t.firstWord = query[i:j]
+			}
+			i = j
+		case c == ';':
+			ended = true
+			i++
+			continue
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			i++
+			continue
+		default:
+			i++
+		}
+		// Anything read by the cases that fall through here is SQL.
+		if ended {
+			t.afterSemicolon = true
+		}
+	}
+	return t
+}
+
+// skipQuoted returns the index after the closing quote of a literal or
+// quoted identifier opened just before i; a doubled quote stands for one.
+func skipQuoted(s string, i int, quote byte, backslashEscapes bool) int {
+	for i < len(s) {
+		switch c := s[i]; {
+		case backslashEscapes && c == '\\':
+			i += 2
+		case c == quote && i+1 < len(s) && s[i+1] == quote:
+			i += 2
+		case c == quote:
+			return i + 1
+		default:
+			i++
+		}
+	}
+	return len(s)
+}
+
+// skipBlockComment returns the index after the */ that closes a comment
+// opened just before i; comments nest, as in PostgreSQL.
+func skipBlockComment(s string, i int) int {
+	depth := 0
+	for i < len(s) {
+		switch {
+		case strings.HasPrefix(s[i:], "/*"):
+			depth++
+			i += 2
+		case strings.HasPrefix(s[i:], "*/"):
+			i += 2
+			if depth == 0 {
+				return i
+			}
+			depth--
+		default:
+			i++
+		}
+	}
+	return len(s)
+}
+
+// dollarTag reports the length of the tag of a dollar quote whose opening
+// '$' was just before s, and whether s starts one: an optional identifier
+// without '$', then '$'.
+func dollarTag(s string) (int, bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '$' {
+			return i, true
+		}
+		if !isIdentStart(c) && (i == 0 || !isDigit(c)) {
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isDigit(c byte) bool       { return c >= '0' && c <= '9' }
+
+// isIdentStart is true for a byte that can start an unquoted identifier;
+// every byte of a multi-byte UTF-8 character counts as a letter.
+func isIdentStart(c byte) bool { return isASCIILetter(c) || c == '_' || c >= 0x80 }

@@ -1,0 +1,336 @@
+// Package pgquery is the postgres adapter: a provider whose records are in
+// a PostgreSQL database you control (a service's own outbox, a sent-mail
+// log, a replica of a billing table). Its block holds one SELECT, run for
+// each operation with the operation's key bound as named parameters:
+//
+//	[providers.mailer_db]
+//	kind = "postgres"
+//	dsn_env = "MAILER_DB_DSN"
+//	query = '''
+//	SELECT id, created_at, body_hash AS payload_hash, recipient
+//	FROM sent_emails
+//	WHERE op_key = @op_key AND created_at BETWEEN @since AND @until
+//	'''
+//
+// Parameters: @op_key, @recipient, @action, @payload_hash (text), @since and
+// @until (timestamptz). They are bound by pgx.NamedArgs, never written into
+// the SQL text.
+//
+// Result columns, matched by name (others are ignored):
+//
+//	id            required; text or any type PostgreSQL can give as text
+//	              (integers, uuid, numeric). A NULL or empty id fails the
+//	              lookup: a row is never silently dropped.
+//	created_at    required; timestamptz (or timestamp, date). NULL: unknown.
+//	payload_hash  required; text, the ledger's payload hash of the record.
+//	              NULL or '': computed from fields when there are fields,
+//	              else the record cannot prove its payload.
+//	recipient     optional; text.
+//	fields        optional; a JSON object (jsonb, json or text): the
+//	              record's normalized fields, as the ledger's payload would
+//	              hold them.
+//
+// A result without id, created_at or payload_hash is a permanent error, as
+// is one of more than [MaxRows] rows: the query is too broad to decide on.
+//
+// The query runs in a READ ONLY transaction that is always rolled back, so
+// the database itself refuses a query that tries to write — a data-modifying
+// CTE, SELECT … FOR UPDATE, nextval(), a function that writes (I1). Read-only
+// mode does not stop everything a superuser could reach (dblink, temporary
+// tables); give the adapter a role that can only SELECT what it needs, e.g.
+//
+//	CREATE ROLE sweeper_lookup LOGIN PASSWORD '…';
+//	GRANT SELECT ON sent_emails TO sweeper_lookup;
+//	ALTER ROLE sweeper_lookup SET default_transaction_read_only = on;
+//
+// Errors: connection failures, timeouts, serialization failures and a
+// deadline are transient; syntax errors, undefined tables or columns,
+// permission denied, bad credentials and a refused write are permanent. No
+// error carries the DSN's password or the recipient.
+package pgquery
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// Kind is the postgres adapter's kind, for the explicit list in cmd/sweeper.
+var Kind = providers.Kind{
+	Name:        "postgres",
+	NewSettings: func() providers.Settings { return NewConfig() },
+	New: func(name string, s providers.Settings, env providers.Env) (providers.Lookup, error) {
+		cfg, ok := s.(*Config)
+		if !ok {
+			return nil, fmt.Errorf("postgres: settings are %T", s)
+		}
+		if env.Getenv == nil {
+			return nil, errors.New("dsn_env: no environment to read it from")
+		}
+		// The variable, or NAME_FILE, as configuration validation checks.
+		// The error names the variable, never its value.
+		dsn, err := config.Secret(env.Getenv, cfg.DSNEnv)
+		if err != nil {
+			return nil, fmt.Errorf("dsn_env: %w", err)
+		}
+		a, err := New(name, cfg, dsn)
+		if err != nil {
+			return nil, err // not a nil *Adapter in a non-nil Lookup
+		}
+		return a, nil
+	},
+}
+
+// MaxRows is the most rows a query may return for one operation.
+const MaxRows = 100
+
+// cancelGrace is how long a statement whose context ended may take to stop
+// after the cancel request before its connection is closed.
+const cancelGrace = 500 * time.Millisecond
+
+// Adapter looks operations up with a query on a provider's database.
+type Adapter struct {
+	name     string
+	query    string
+	password string // only to redact it from errors
+	pool     *pgxpool.Pool
+}
+
+var _ providers.Lookup = (*Adapter)(nil)
+
+// New returns an adapter running cfg's query (validated) on the database
+// at dsn. The pool is made here and connects on the first lookup, so New
+// does not fail on an unreachable database. It lives as long as the
+// adapter: providers.Lookup has no Close, so in the daemon that is the
+// process; whoever holds the *Adapter (tests, a one-shot command) calls
+// [Adapter.Close].
+//
+// A DSN asking for pgx's simple protocol (default_query_exec_mode=
+// simple_protocol) is run with the extended protocol anyway, so that the
+// parameters are bound by the server and a second statement is refused.
+//
+// max_conns replaces a pool_max_conns the DSN may set. The error, for a dsn
+// that cannot be parsed, does not quote the dsn.
+func New(name string, cfg *Config, dsn string) (*Adapter, error) {
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors quote the DSN, redacted on a best-effort basis
+		// only: none of their text is kept.
+		return nil, errors.New("dsn_env: the variable does not hold a valid PostgreSQL connection string")
+	}
+	pcfg.MaxConns = int32(min(max(cmp.Or(cfg.MaxConns, DefaultMaxConns), 1), 100))
+	cc := pcfg.ConnConfig
+	if cc.DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol {
+		cc.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
+	if _, set := cc.RuntimeParams["application_name"]; !set {
+		cc.RuntimeParams["application_name"] = "sweeper"
+	}
+	// On a context's end, ask the server to cancel the statement (so a slow
+	// query does not keep running on the provider's database), and close
+	// the connection if that has not ended it within cancelGrace.
+	cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("dsn_env: connection pool: %s", redactPassword(err.Error(), cc.Password))
+	}
+	return &Adapter{name: name, query: cfg.Query, password: cc.Password, pool: pool}, nil
+}
+
+// Close closes the adapter's connections; Lookup must not be called after.
+func (a *Adapter) Close() { a.pool.Close() }
+
+// Lookup implements providers.Lookup. It runs the query in a READ ONLY
+// transaction and rolls it back. Errors are classified (see the package
+// doc); a cancelled ctx returns ctx.Err() promptly.
+func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	tx, err := a.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, a.failure(ctx, "begin read-only transaction", err, q)
+	}
+	// Nothing is ever committed. With ctx ended, the rollback closes the
+	// connection at once instead of waiting for the server.
+	defer tx.Rollback(ctx) //nolint:errcheck // a failed rollback closes the connection, which ends the transaction
+	return a.records(ctx, tx, q)
+}
+
+// columns holds the index of each column of the contract in a result, -1
+// when it has none.
+type columns struct {
+	id, createdAt, payloadHash, recipient, fields int
+}
+
+func columnsOf(fields []pgconn.FieldDescription) (columns, error) {
+	c := columns{-1, -1, -1, -1, -1}
+	for i, f := range fields {
+		var idx *int
+		switch f.Name {
+		case "id":
+			idx = &c.id
+		case "created_at":
+			idx = &c.createdAt
+		case "payload_hash":
+			idx = &c.payloadHash
+		case "recipient":
+			idx = &c.recipient
+		case "fields":
+			idx = &c.fields
+		default:
+			continue
+		}
+		if *idx >= 0 {
+			return c, fmt.Errorf("the result has two columns named %s", f.Name)
+		}
+		*idx = i
+	}
+	for _, required := range []struct {
+		name string
+		idx  int
+	}{{"id", c.id}, {"created_at", c.createdAt}, {"payload_hash", c.payloadHash}} {
+		if required.idx < 0 {
+			return c, fmt.Errorf("the result has no %s column (required: id, created_at, payload_hash)", required.name)
+		}
+	}
+	return c, nil
+}
+
+func (a *Adapter) records(ctx context.Context, tx pgx.Tx, q providers.Query) ([]providers.Record, error) {
+	// Stopping early (too many rows) cancels the statement rather than read
+	// the rest of its result.
+	queryCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	rows, err := tx.Query(queryCtx, a.query, pgx.NamedArgs{
+		"op_key":       q.OpKey,
+		"recipient":    q.Recipient,
+		"action":       q.Action,
+		"payload_hash": q.PayloadHash,
+		"since":        q.Since,
+		"until":        q.Until,
+	})
+	if err != nil {
+		return nil, a.failure(ctx, "query", err, q)
+	}
+	defer rows.Close()
+	// Most errors of the statement (a refused write, permission denied)
+	// come with its first result, and a failed statement has no columns:
+	// they are looked at before the columns are.
+	more := rows.Next()
+	if err := rows.Err(); !more && err != nil {
+		return nil, a.failure(ctx, "query", err, q)
+	}
+	cols, err := columnsOf(rows.FieldDescriptions())
+	if err != nil {
+		return nil, providers.Permanent(fmt.Errorf("%s: query: %w", a.name, err))
+	}
+
+	records := []providers.Record{}
+	dest := make([]any, len(rows.FieldDescriptions())) // nil: column skipped
+	for ; more; more = rows.Next() {
+		if len(records) == MaxRows {
+			stop()
+			return nil, providers.Permanent(fmt.Errorf("%s: query: more than %d rows for one operation: narrow the query", a.name, MaxRows))
+		}
+		var (
+			id                     pgtype.Text
+			createdAt              *time.Time
+			payloadHash, recipient *string
+			fields                 []byte
+		)
+		dest[cols.id], dest[cols.createdAt], dest[cols.payloadHash] = &id, &createdAt, &payloadHash
+		if cols.recipient >= 0 {
+			dest[cols.recipient] = &recipient
+		}
+		if cols.fields >= 0 {
+			dest[cols.fields] = &fields
+		}
+		if err := rows.Scan(dest...); err != nil {
+			if ctx.Err() != nil {
+				return nil, a.failure(ctx, "read rows", err, q)
+			}
+			// A column of a type the contract does not allow.
+			return nil, providers.Permanent(fmt.Errorf("%s: row %d: %s", a.name, len(records), a.redact(err.Error(), q)))
+		}
+		rec, err := a.record(len(records), id, createdAt, payloadHash, recipient, fields)
+		if err != nil {
+			return nil, err
+		}
+		records = append(records, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, a.failure(ctx, "query", err, q)
+	}
+	return records, nil
+}
+
+func (a *Adapter) record(i int, id pgtype.Text, createdAt *time.Time, payloadHash, recipient *string, fields []byte) (providers.Record, error) {
+	if !id.Valid || strings.TrimSpace(id.String) == "" {
+		// Transient, as a provider's record without an id is: the row may
+		// be half-written, and it must not read as "not found".
+		return providers.Record{}, providers.Transient(fmt.Errorf("%s: row %d has a NULL or empty id", a.name, i))
+	}
+	rec := providers.Record{ID: id.String}
+	if createdAt != nil {
+		rec.CreatedAt = *createdAt
+	}
+	if recipient != nil {
+		rec.Recipient = *recipient
+	}
+	if payloadHash != nil {
+		rec.PayloadHash = *payloadHash
+	}
+	if fields != nil && !bytes.Equal(bytes.TrimSpace(fields), []byte("null")) {
+		dec := json.NewDecoder(bytes.NewReader(fields))
+		dec.UseNumber() // numbers as written, not rounded through float64
+		if err := dec.Decode(&rec.Fields); err != nil || rec.Fields == nil {
+			return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): fields is not a JSON object", a.name, i, truncate(rec.ID, 64)))
+		}
+		if rec.PayloadHash == "" {
+			h, err := ledger.PayloadHashOf(rec.Fields)
+			if err != nil {
+				return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): payload hash of fields: %w", a.name, i, truncate(rec.ID, 64), err))
+			}
+			rec.PayloadHash = h
+		}
+	}
+	rec.Excerpt = fmt.Sprintf("%s row id=%s", a.name, truncate(rec.ID, 64))
+	if !rec.CreatedAt.IsZero() {
+		rec.Excerpt += " created_at=" + rec.CreatedAt.UTC().Format(time.RFC3339)
+	}
+	return rec, nil
+}
+
+func redactPassword(text, password string) string {
+	if password == "" {
+		return text
+	}
+	return strings.ReplaceAll(text, password, "xxxxx")
+}
+
+// truncate keeps the first n bytes of s, cut at a character boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,732 @@
+package pgquery_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/pgquery"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+const (
+	dsnEnv = "MAILER_DB_DSN"
+	// recipient and password must never appear in an error or excerpt (I7).
+	recipient = "Jane.Doe@example.com"
+	password  = "Sup3r-Secret-pw"
+)
+
+// t0 is when the fixture's messages were sent.
+var t0 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+
+// query is the operation most tests look up: its window holds t0.
+func query(opKey string) providers.Query {
+	return providers.Query{
+		OpKey:          opKey,
+		Recipient:      recipient,
+		Action:         "send_email",
+		PayloadHash:    strings.Repeat("ab", 32),
+		FirstAttemptAt: t0,
+		Since:          t0.Add(-2 * time.Hour),
+		Until:          t0.Add(30 * time.Minute),
+	}
+}
+
+// byOpKey is the query of a typical block.
+const byOpKey = `
+SELECT id, created_at, body_hash AS payload_hash, recipient, fields
+FROM sent_emails
+WHERE op_key = @op_key AND created_at BETWEEN @since AND @until
+ORDER BY id`
+
+// fieldsJSON are the normalized fields of the message msg-f.
+const fieldsJSON = `{"to": "jane", "amount": 1299, "subject": "Hi é"}`
+
+// testBundle is a provider database holding sent_emails, and a pool on it
+// for the test's own checks.
+type testBundle struct {
+	dsn  string
+	pool *pgxpool.Pool
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	dsn := dbtest.NewEmptyDatabase(t)
+	pool := dbtest.Pool(t, dsn)
+	_, err := pool.Exec(context.Background(), `
+CREATE TABLE sent_emails (
+	id text, op_key text, recipient text, created_at timestamptz, body_hash text, fields jsonb
+);
+CREATE SEQUENCE receipts;
+CREATE FUNCTION forget_emails() RETURNS void LANGUAGE sql AS 'DELETE FROM sent_emails';
+CREATE FUNCTION raise_serialization_failure() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'conflict' USING ERRCODE = 'serialization_failure'; END $$;
+INSERT INTO sent_emails VALUES
+	('msg-1',   'op-1',      'Jane.Doe@example.com', '2026-03-02T10:00:00Z', 'hash-1', NULL),
+	('msg-2a',  'op-dup',    'jane.doe@example.com', '2026-03-02T09:00:00Z', 'hash-2', NULL),
+	('msg-2b',  'op-dup',    'jane.doe@example.com', '2026-03-02T10:05:00Z', 'hash-2', NULL),
+	('early',   'op-window', 'jane.doe@example.com', '2026-03-02T07:00:00Z', 'hash-w', NULL),
+	('inside',  'op-window', 'jane.doe@example.com', '2026-03-02T09:30:00Z', 'hash-w', NULL),
+	('late',    'op-window', 'jane.doe@example.com', '2026-03-02T11:00:00Z', 'hash-w', NULL),
+	('msg-f',   'op-fields', 'jane.doe@example.com', '2026-03-02T10:00:00Z', NULL, '`+fieldsJSON+`'),
+	('msg-fh',  'op-fields-hashed', 'jane.doe@example.com', '2026-03-02T10:00:00Z', 'stored-hash', '`+fieldsJSON+`'),
+	(NULL,      'op-null-id',  'jane.doe@example.com', '2026-03-02T10:00:00Z', 'hash-n', NULL),
+	('  ',      'op-empty-id', 'jane.doe@example.com', '2026-03-02T10:00:00Z', 'hash-e', NULL),
+	('msg-nf',  'op-bad-fields', 'jane.doe@example.com', '2026-03-02T10:00:00Z', NULL, '[1, 2]'),
+	('msg-nt',  'op-no-time', NULL, NULL, 'hash-t', NULL)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testBundle{dsn: dsn, pool: pool}
+}
+
+// count returns the rows of sent_emails, read outside the adapter.
+func (b *testBundle) count(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), "SELECT count(*) FROM sent_emails").Scan(&n); err != nil {
+		t.Fatalf("sent_emails: %v", err)
+	}
+	return n
+}
+
+// newAdapter builds the adapter as cmd/sweeper does: a validated config,
+// the DSN read from the environment.
+func newAdapter(t *testing.T, dsn, sql string) *pgquery.Adapter {
+	t.Helper()
+	cfg := pgquery.NewConfig()
+	cfg.DSNEnv, cfg.Query = dsnEnv, sql
+	if errs := cfg.Validate(); len(errs) > 0 {
+		t.Fatalf("Validate: %v", errs)
+	}
+	lookup, err := pgquery.Kind.New("mailer_db", cfg, providers.Env{
+		Getenv: func(k string) string {
+			if k == dsnEnv {
+				return dsn
+			}
+			return ""
+		},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := lookup.(*pgquery.Adapter)
+	t.Cleanup(a.Close)
+	return a
+}
+
+// newUnvalidated builds the adapter from a query Validate would refuse, to
+// show what the database itself does with it.
+func newUnvalidated(t *testing.T, dsn, sql string) *pgquery.Adapter {
+	t.Helper()
+	a, err := pgquery.New("mailer_db", &pgquery.Config{DSNEnv: dsnEnv, Query: sql, MaxConns: 2}, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
+}
+
+// lookup runs q with a bound on time and checks that nothing it returns
+// shows the recipient or the password.
+func lookup(t *testing.T, a *pgquery.Adapter, q providers.Query) ([]providers.Record, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	records, err := a.Lookup(ctx, q)
+	if err != nil {
+		checkLeaks(t, "the error", err.Error())
+	}
+	for _, r := range records {
+		checkLeaks(t, "an excerpt", r.Excerpt)
+	}
+	return records, err
+}
+
+func checkLeaks(t *testing.T, what, text string) {
+	t.Helper()
+	if strings.Contains(strings.ToLower(text), strings.ToLower(recipient)) {
+		t.Errorf("the recipient appears in %s: %q", what, text)
+	}
+	if strings.Contains(text, password) {
+		t.Errorf("the DSN's password appears in %s: %q", what, text)
+	}
+}
+
+func wantClass(t *testing.T, err error, want providers.Class) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("err = nil, want a %s error", want)
+	}
+	t.Logf("error: %v", err)
+	if class, _ := providers.Classify(err); class != want {
+		t.Errorf("classified %s, want %s: %v", class, want, err)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fieldsHash, err := ledger.PayloadHashOf(map[string]any{"to": "jane", "amount": 1299, "subject": "Hi é"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]any{"to": "jane", "amount": json.Number("1299"), "subject": "Hi é"}
+
+	for _, tc := range []struct {
+		desc  string
+		sql   string
+		query providers.Query
+		want  []providers.Record
+	}{
+		{
+			desc:  "one match",
+			query: query("op-1"),
+			want: []providers.Record{{
+				ID: "msg-1", CreatedAt: t0, Recipient: "Jane.Doe@example.com", PayloadHash: "hash-1",
+				Excerpt: "mailer_db row id=msg-1 created_at=2026-03-02T10:00:00Z",
+			}},
+		},
+		{
+			desc:  "several matches",
+			query: query("op-dup"),
+			want: []providers.Record{
+				{ID: "msg-2a", CreatedAt: t0.Add(-time.Hour), Recipient: "jane.doe@example.com", PayloadHash: "hash-2"},
+				{ID: "msg-2b", CreatedAt: t0.Add(5 * time.Minute), Recipient: "jane.doe@example.com", PayloadHash: "hash-2"},
+			},
+		},
+		{
+			desc:  "no match is no records and no error",
+			query: query("op-unknown"),
+			want:  []providers.Record{},
+		},
+		{
+			desc:  "@since and @until bound the window",
+			query: query("op-window"),
+			want: []providers.Record{
+				{ID: "inside", CreatedAt: t0.Add(-30 * time.Minute), Recipient: "jane.doe@example.com", PayloadHash: "hash-w"},
+			},
+		},
+		{
+			desc: "by recipient, case-insensitively, within the window",
+			sql: `SELECT id, created_at, body_hash AS payload_hash FROM sent_emails
+				WHERE lower(recipient) = lower(@recipient) AND created_at BETWEEN @since AND @until AND op_key LIKE 'op-dup%'
+				ORDER BY created_at`,
+			query: query("ignored"),
+			want: []providers.Record{
+				{ID: "msg-2a", CreatedAt: t0.Add(-time.Hour), PayloadHash: "hash-2"},
+				{ID: "msg-2b", CreatedAt: t0.Add(5 * time.Minute), PayloadHash: "hash-2"},
+			},
+		},
+		{
+			desc:  "fields give the payload hash when payload_hash is NULL",
+			query: query("op-fields"),
+			want: []providers.Record{
+				{ID: "msg-f", CreatedAt: t0, Recipient: "jane.doe@example.com", Fields: fields, PayloadHash: fieldsHash},
+			},
+		},
+		{
+			desc:  "a stored payload_hash is kept beside fields",
+			query: query("op-fields-hashed"),
+			want: []providers.Record{
+				{ID: "msg-fh", CreatedAt: t0, Recipient: "jane.doe@example.com", Fields: fields, PayloadHash: "stored-hash"},
+			},
+		},
+		{
+			desc: "NULL created_at, recipient and payload_hash are unknown",
+			sql: `SELECT id, created_at, body_hash AS payload_hash, recipient FROM sent_emails
+				WHERE op_key = @op_key`,
+			query: query("op-no-time"),
+			want:  []providers.Record{{ID: "msg-nt", PayloadHash: "hash-t", Excerpt: "mailer_db row id=msg-nt"}},
+		},
+		{
+			desc: "other columns are ignored, and @action and @payload_hash can be used",
+			sql: `SELECT id, created_at, body_hash AS payload_hash, op_key, 'x' AS note FROM sent_emails
+				WHERE op_key = @op_key AND @action = 'send_email' AND length(@payload_hash) = 64`,
+			query: query("op-1"),
+			want:  []providers.Record{{ID: "msg-1", CreatedAt: t0, PayloadHash: "hash-1"}},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			a := newAdapter(t, b.dsn, cmpOr(tc.sql, byOpKey))
+			got, err := lookup(t, a, tc.query)
+			if err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			ignoreExcerpt := cmpopts.IgnoreFields(providers.Record{}, "Excerpt")
+			if len(tc.want) > 0 && tc.want[0].Excerpt != "" {
+				ignoreExcerpt = nil
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), ignoreExcerpt); diff != "" {
+				t.Errorf("Lookup (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func TestIDOfAnyTypeIsText(t *testing.T) {
+	t.Parallel()
+	dsn := dbtest.NewEmptyDatabase(t)
+	for _, tc := range []struct {
+		desc, expr, want string
+	}{
+		{"integer", "42::bigint", "42"},
+		{"smallint", "7::smallint", "7"},
+		{"uuid", "'6f1c2a3e-8b4d-4e5f-9a0b-1c2d3e4f5a6b'::uuid", "6f1c2a3e-8b4d-4e5f-9a0b-1c2d3e4f5a6b"},
+		{"numeric", "12.50::numeric", "12.50"},
+		{"varchar", "'re_1'::varchar(10)", "re_1"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			a := newAdapter(t, dsn, `SELECT `+tc.expr+` AS id, now() AS created_at, NULL::text AS payload_hash
+				WHERE @op_key::text <> ''`)
+			got, err := lookup(t, a, query("op-1"))
+			if err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			if len(got) != 1 || got[0].ID != tc.want {
+				t.Errorf("Lookup = %+v, want one record with id %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCreatedAtTypes(t *testing.T) {
+	t.Parallel()
+	dsn := dbtest.NewEmptyDatabase(t)
+	for _, tc := range []struct {
+		desc, expr string
+		want       time.Time
+	}{
+		{"timestamptz", "'2026-03-02T10:00:00+02:00'::timestamptz", t0.Add(-2 * time.Hour)},
+		{"timestamp", "'2026-03-02T10:00:00'::timestamp", t0},
+		{"date", "'2026-03-02'::date", time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			a := newAdapter(t, dsn, `SELECT 'r1' AS id, `+tc.expr+` AS created_at, NULL::text AS payload_hash
+				WHERE @op_key::text <> ''`)
+			got, err := lookup(t, a, query("op-1"))
+			if err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			if len(got) != 1 || !got[0].CreatedAt.Equal(tc.want) {
+				t.Errorf("Lookup = %+v, want one record created at %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPasswordNeverInErrors puts the DSN's password where the database
+// quotes it back: the adapter's errors must not carry it even then. (The
+// test server trusts local connections, so the password is not checked.)
+func TestPasswordNeverInErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var user string
+	if err := b.pool.QueryRow(context.Background(), "SELECT current_user").Scan(&user); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(b.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(user, password)
+	a := newAdapter(t, u.String(), `SELECT id, created_at, body_hash AS payload_hash FROM sent_emails
+		WHERE op_key = @op_key AND length(id) = '`+password+`'::int`)
+	_, err = lookup(t, a, query("op-1")) // checks the error for the password
+	wantClass(t, err, providers.ClassPermanent)
+}
+
+func TestParametersAreBoundNotInterpolated(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	before := b.count(t)
+	a := newAdapter(t, b.dsn, byOpKey)
+	for _, opKey := range []string{
+		`'; DROP TABLE sent_emails; --`,
+		`op-1' OR '1'='1`,
+		`op-1'); DELETE FROM sent_emails; --`,
+	} {
+		got, err := lookup(t, a, query(opKey))
+		if err != nil || len(got) != 0 {
+			t.Errorf("Lookup(%q) = %v, %v; want no records and no error", opKey, got, err)
+		}
+	}
+	if n := b.count(t); n != before {
+		t.Errorf("sent_emails has %d rows after the lookups, want %d", n, before)
+	}
+}
+
+func TestQueryThatWritesIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	before := b.count(t)
+	const cols = "id, created_at, body_hash AS payload_hash"
+	for _, tc := range []struct {
+		desc string
+		sql  string
+		// dsnQuery is added to the DSN.
+		dsnQuery string
+	}{
+		{desc: "DELETE in a CTE", sql: `WITH d AS (DELETE FROM sent_emails RETURNING *) SELECT ` + cols + ` FROM d WHERE op_key = @op_key`},
+		{desc: "INSERT in a CTE", sql: `WITH i AS (INSERT INTO sent_emails (id, op_key) VALUES ('forged', @op_key) RETURNING *) SELECT ` + cols + ` FROM i`},
+		{desc: "UPDATE in a CTE", sql: `WITH u AS (UPDATE sent_emails SET body_hash = 'forged' WHERE op_key = @op_key RETURNING *) SELECT ` + cols + ` FROM u`},
+		{desc: "SELECT FOR UPDATE", sql: `SELECT ` + cols + ` FROM sent_emails WHERE op_key = @op_key FOR UPDATE`},
+		{desc: "SELECT INTO a new table", sql: `SELECT * INTO stolen FROM sent_emails WHERE op_key = @op_key`},
+		{desc: "nextval", sql: `SELECT nextval('receipts')::text AS id, now() AS created_at, NULL::text AS payload_hash WHERE @op_key::text <> ''`},
+		{desc: "a function that deletes", sql: `SELECT ` + cols + ` FROM sent_emails, forget_emails() WHERE op_key = @op_key`},
+		{desc: "leaving read-only mode", sql: `SELECT set_config('transaction_read_only', 'off', true) AS id, now() AS created_at, NULL::text AS payload_hash FROM sent_emails WHERE op_key = @op_key`},
+		{desc: "a second statement (refused by Validate too)", sql: `SELECT ` + cols + ` FROM sent_emails WHERE op_key = @op_key; DELETE FROM sent_emails`},
+		{desc: "a second statement over a simple-protocol DSN", sql: `SELECT ` + cols + ` FROM sent_emails WHERE op_key = @op_key; DELETE FROM sent_emails`, dsnQuery: "default_query_exec_mode=simple_protocol"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			dsn := b.dsn
+			if tc.dsnQuery != "" {
+				u, err := url.Parse(dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				u.RawQuery = strings.TrimPrefix(u.RawQuery+"&"+tc.dsnQuery, "&")
+				dsn = u.String()
+			}
+			a := newUnvalidated(t, dsn, tc.sql)
+			got, err := lookup(t, a, query("op-1"))
+			if err == nil {
+				t.Fatalf("Lookup = %v, nil; want the database to refuse the query", got)
+			}
+			wantClass(t, err, providers.ClassPermanent)
+		})
+	}
+	t.Cleanup(func() {
+		// After every subtest: nothing changed.
+		if n := b.count(t); n != before {
+			t.Errorf("sent_emails has %d rows, want %d", n, before)
+		}
+		var changed, stolen bool
+		ctx := context.Background()
+		if err := b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sent_emails WHERE id = 'forged' OR body_hash = 'forged')`).Scan(&changed); err != nil || changed {
+			t.Errorf("sent_emails was changed (%v)", err)
+		}
+		if err := b.pool.QueryRow(ctx, `SELECT to_regclass('stolen') IS NOT NULL`).Scan(&stolen); err != nil || stolen {
+			t.Errorf("SELECT INTO created a table (%v)", err)
+		}
+		var called bool
+		if err := b.pool.QueryRow(ctx, `SELECT is_called FROM receipts`).Scan(&called); err != nil || called {
+			t.Errorf("the sequence advanced (%v)", err)
+		}
+	})
+}
+
+func TestResultContract(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct {
+		desc     string
+		sql      string
+		opKey    string
+		want     providers.Class
+		wantText string
+	}{
+		{desc: "no id column", sql: `SELECT op_key, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "no id column"},
+		{desc: "no created_at column", sql: `SELECT id, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "no created_at column"},
+		{desc: "no payload_hash column", sql: `SELECT id, created_at FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "no payload_hash column"},
+		{desc: "a missing column fails even with no rows", sql: `SELECT op_key, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-unknown", want: providers.ClassPermanent, wantText: "no id column"},
+		{desc: "two id columns", sql: `SELECT id, op_key AS id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "two columns named id"},
+		{desc: "NULL id", sql: byOpKey, opKey: "op-null-id", want: providers.ClassTransient, wantText: "NULL or empty id"},
+		{desc: "blank id", sql: byOpKey, opKey: "op-empty-id", want: providers.ClassTransient, wantText: "NULL or empty id"},
+		{desc: "fields not an object", sql: byOpKey, opKey: "op-bad-fields", want: providers.ClassPermanent, wantText: "fields is not a JSON object"},
+		{desc: "created_at of the wrong type", sql: `SELECT id, 'yesterday'::text AS created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "created_at"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			a := newAdapter(t, b.dsn, tc.sql)
+			got, err := lookup(t, a, query(tc.opKey))
+			if err == nil {
+				t.Fatalf("Lookup = %+v, nil; want an error", got)
+			}
+			wantClass(t, err, tc.want)
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("error %q does not say %q", err, tc.wantText)
+			}
+		})
+	}
+}
+
+func TestQueryErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct {
+		desc     string
+		sql      string
+		want     providers.Class
+		wantCode string
+	}{
+		{desc: "syntax error", sql: `SELECT id, FROM sent_emails WHERE op_key = @op_key`, want: providers.ClassPermanent, wantCode: "42601"},
+		{desc: "undefined column", sql: `SELECT id, created_at, payload_hash FROM sent_emails WHERE op_key = @op_key`, want: providers.ClassPermanent, wantCode: "42703"},
+		{desc: "undefined table", sql: `SELECT id, created_at, body_hash AS payload_hash FROM sent_mail WHERE op_key = @op_key`, want: providers.ClassPermanent, wantCode: "42P01"},
+		{desc: "a cast of the recipient that fails does not show it",
+			sql:  `SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key AND length(id) = (@recipient::text)::int`,
+			want: providers.ClassPermanent, wantCode: "22P02"},
+		{desc: "a parameter of the wrong type does not show the recipient",
+			sql:  `SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key AND length(id) = @recipient::int`,
+			want: providers.ClassPermanent, wantCode: "22P02"},
+		{desc: "a serialization failure is transient",
+			sql: `SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key
+				AND CASE WHEN id = 'msg-1' THEN raise_serialization_failure() ELSE true END`,
+			want: providers.ClassTransient, wantCode: "40001"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			a := newAdapter(t, b.dsn, tc.sql)
+			got, err := lookup(t, a, query("op-1"))
+			if err == nil {
+				t.Fatalf("Lookup = %+v, nil; want an error", got)
+			}
+			wantClass(t, err, tc.want)
+			if !strings.Contains(err.Error(), "SQLSTATE "+tc.wantCode) {
+				t.Errorf("error %q does not carry SQLSTATE %s", err, tc.wantCode)
+			}
+		})
+	}
+}
+
+func TestPermissionDeniedIsPermanent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	role := "sweeper_noaccess_" + strings.ToLower(rand.Text()[:12])
+	ctx := context.Background()
+	if _, err := b.pool.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); err != nil {
+		t.Fatalf("create role: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := b.pool.Exec(context.Background(), "DROP ROLE IF EXISTS "+role); err != nil {
+			t.Errorf("drop role: %v", err)
+		}
+	})
+	u, err := url.Parse(b.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	a := newAdapter(t, u.String(), byOpKey)
+	_, err = lookup(t, a, query("op-1"))
+	wantClass(t, err, providers.ClassPermanent)
+	if err != nil && !strings.Contains(err.Error(), "SQLSTATE 42501") {
+		t.Errorf("error %q is not permission denied", err)
+	}
+}
+
+func TestUnreachableDatabaseIsTransient(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ desc, dsn string }{
+		{"URL", "postgres://sweeper:" + password + "@127.0.0.1:1/provider?connect_timeout=5&sslmode=disable"},
+		{"key=value", "host=127.0.0.1 port=1 user=sweeper password=" + password + " dbname=provider connect_timeout=5 sslmode=disable"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			a := newAdapter(t, tc.dsn, byOpKey)
+			start := time.Now()
+			got, err := lookup(t, a, query("op-1"))
+			if err == nil {
+				t.Fatalf("Lookup = %v, nil; want an error", got)
+			}
+			wantClass(t, err, providers.ClassTransient)
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("Lookup took %s", d)
+			}
+		})
+	}
+}
+
+func TestMissingDatabaseIsPermanent(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(dbtest.ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/sweeper_no_such_database"
+	a := newAdapter(t, u.String(), byOpKey)
+	_, err = lookup(t, a, query("op-1"))
+	wantClass(t, err, providers.ClassPermanent)
+}
+
+func TestDeadlineIsTransientAndStopsTheQuery(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := newAdapter(t, b.dsn, `SELECT id, created_at, body_hash AS payload_hash
+		FROM sent_emails, pg_sleep(30) WHERE op_key = @op_key`)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	got, err := a.Lookup(ctx, query("op-1"))
+	if err == nil {
+		t.Fatalf("Lookup past its deadline = %v, nil; want an error", got)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Lookup returned %s after start, with a 300ms deadline", d)
+	}
+	wantClass(t, err, providers.ClassTransient)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
+	}
+	checkLeaks(t, "the error", err.Error())
+
+	// The statement was cancelled on the server, not left running.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var running int
+		err := b.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND state = 'active' AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()`).Scan(&running)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if running == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the query still runs on the server 5s after the deadline")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestCancellationReturnsPromptly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := newAdapter(t, b.dsn, `SELECT id, created_at, body_hash AS payload_hash
+		FROM sent_emails, pg_sleep(30) WHERE op_key = @op_key`)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	got, err := a.Lookup(ctx, query("op-1"))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lookup after cancellation = %v, %v; want context.Canceled", got, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Lookup returned %s after start, cancelled at 200ms", d)
+	}
+	// The adapter still works: the pool dropped or reused the connection.
+	if _, err := lookup(t, newAdapter(t, b.dsn, byOpKey), query("op-1")); err != nil {
+		t.Errorf("Lookup after a cancelled one: %v", err)
+	}
+}
+
+func TestRowCap(t *testing.T) {
+	t.Parallel()
+	dsn := dbtest.NewEmptyDatabase(t)
+	rows := func(n string) string {
+		// generate_series in the select list streams its rows; in FROM it
+		// would build them all before the first.
+		return `SELECT g::text AS id, now() AS created_at, NULL::text AS payload_hash
+			FROM (SELECT generate_series(1, ` + n + `) AS g) s WHERE @op_key::text <> ''`
+	}
+	t.Run("at the cap", func(t *testing.T) {
+		t.Parallel()
+		got, err := lookup(t, newAdapter(t, dsn, rows("100")), query("op-1"))
+		if err != nil || len(got) != pgquery.MaxRows {
+			t.Errorf("Lookup = %d records, %v; want %d and no error", len(got), err, pgquery.MaxRows)
+		}
+	})
+	t.Run("past the cap", func(t *testing.T) {
+		t.Parallel()
+		_, err := lookup(t, newAdapter(t, dsn, rows("101")), query("op-1"))
+		wantClass(t, err, providers.ClassPermanent)
+	})
+	t.Run("far past the cap stops the query", func(t *testing.T) {
+		t.Parallel()
+		a := newAdapter(t, dsn, rows("1000000000"))
+		start := time.Now()
+		_, err := lookup(t, a, query("op-1"))
+		wantClass(t, err, providers.ClassPermanent)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("Lookup took %s: the rest of the result was read", d)
+		}
+	})
+}
+
+func TestDSNFromFile(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	file := filepath.Join(t.TempDir(), "dsn")
+	if err := os.WriteFile(file, []byte(b.dsn+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := pgquery.NewConfig()
+	cfg.DSNEnv, cfg.Query = dsnEnv, byOpKey
+	l, err := pgquery.Kind.New("mailer_db", cfg, providers.Env{Getenv: func(k string) string {
+		if k == dsnEnv+"_FILE" {
+			return file
+		}
+		return ""
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.(*pgquery.Adapter)
+	t.Cleanup(a.Close)
+	if got, err := lookup(t, a, query("op-1")); err != nil || len(got) != 1 {
+		t.Errorf("Lookup = %v, %v; want one record", got, err)
+	}
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	cfg := pgquery.NewConfig()
+	cfg.DSNEnv, cfg.Query = dsnEnv, byOpKey
+	for _, tc := range []struct {
+		desc     string
+		env      map[string]string
+		wantText string
+	}{
+		{"variable not set", map[string]string{}, "dsn_env: environment variable " + dsnEnv + " is not set"},
+		{"file not found", map[string]string{dsnEnv + "_FILE": "/nonexistent/dsn"}, "dsn_env: " + dsnEnv + "_FILE: open /nonexistent/dsn"},
+		{"not a connection string", map[string]string{dsnEnv: "postgres://sweeper:" + password + "@127.0.0.1:notaport/db"}, "dsn_env: the variable does not hold a valid PostgreSQL connection string"},
+		{"not a connection string (key=value)", map[string]string{dsnEnv: "host=127.0.0.1 password='" + password + " port=x"}, "dsn_env: the variable does not hold a valid PostgreSQL connection string"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			l, err := pgquery.Kind.New("mailer_db", cfg, providers.Env{Getenv: func(k string) string { return tc.env[k] }})
+			if err == nil {
+				l.(*pgquery.Adapter).Close()
+				t.Fatal("Kind.New succeeded; want an error")
+			}
+			checkLeaks(t, "the error", err.Error())
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("error %q does not say %q", err, tc.wantText)
+			}
+		})
+	}
+}

@@ -1,0 +1,116 @@
+package stripe
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	stripego "github.com/stripe/stripe-go/v82"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// Object types the adapter can search, as named by the objects key. Each is
+// one Stripe Search endpoint: /v1/{name}/search.
+const (
+	ObjectPaymentIntents = "payment_intents"
+	ObjectCharges        = "charges"
+)
+
+// Defaults applied by [Kind]'s NewSettings.
+const (
+	DefaultMetadataKey  = "op_key"
+	DefaultSettleWindow = 10 * time.Minute
+)
+
+// Config is the kind-specific part of a stripe provider block.
+type Config struct {
+	// SecretKeyEnv names the environment variable holding the Stripe secret
+	// key (NAME_FILE, a file holding it, works too). A restricted key with
+	// read access to PaymentIntents and Charges is enough, and is all this
+	// adapter should be given. Required; no default. Its presence is checked
+	// through SecretEnvs, with the other credentials.
+	SecretKeyEnv string `toml:"secret_key_env"`
+	// APIBase is the address of Stripe's API, overridden for tests against a
+	// fake or stripe-mock: an absolute http or https URL. Default
+	// https://api.stripe.com.
+	APIBase string `toml:"api_base"`
+	// MetadataKey is the metadata key under which workflows store the
+	// ledger's op_key on the PaymentIntent or Charge: 1-40 letters, digits,
+	// '_', '-' or '.'. Default "op_key".
+	MetadataKey string `toml:"metadata_key"`
+	// Objects are the Stripe object types searched for an operation,
+	// "payment_intents" and/or "charges". Default ["payment_intents"].
+	Objects []string `toml:"objects"`
+	// SettleWindow is how long after an operation's first attempt an empty
+	// search still proves nothing: Stripe's search index lags (under a
+	// minute normally, up to an hour during incidents), so until then zero
+	// matches is a transient error. At least 0. Default "10m".
+	SettleWindow config.Duration `toml:"settle_window"`
+}
+
+// newConfig returns a Config holding the defaults.
+func newConfig() *Config {
+	return &Config{
+		APIBase:      stripego.APIURL,
+		MetadataKey:  DefaultMetadataKey,
+		Objects:      []string{ObjectPaymentIntents},
+		SettleWindow: config.NewDuration(DefaultSettleWindow),
+	}
+}
+
+var _ providers.Settings = (*Config)(nil)
+var _ providers.SecretHolder = (*Config)(nil)
+
+// metadataKeyRE keeps metadata_key free of the quotes and brackets that
+// would need escaping inside metadata['…'] in a search query; Stripe allows
+// keys up to 40 characters.
+var metadataKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
+
+// Validate implements providers.Settings. Each message starts with the key
+// it concerns. secret_key_env is checked by the caller, through SecretEnvs.
+func (c *Config) Validate() []error {
+	var errs []error
+	if c.APIBase != "" {
+		switch u, err := url.Parse(c.APIBase); {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			errs = append(errs, errors.New("api_base: must be an absolute http or https URL"))
+		case u.User != nil:
+			errs = append(errs, errors.New("api_base: must not carry credentials; use secret_key_env"))
+		case u.RawQuery != "" || u.Fragment != "":
+			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
+		}
+	}
+	if !metadataKeyRE.MatchString(c.MetadataKey) {
+		errs = append(errs, errors.New("metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"))
+	}
+	allowed := []string{ObjectPaymentIntents, ObjectCharges}
+	if len(c.Objects) == 0 {
+		errs = append(errs, fmt.Errorf("objects: at least one of %s", strings.Join(allowed, ", ")))
+	}
+	for i, o := range c.Objects {
+		switch {
+		case !slices.Contains(allowed, o):
+			errs = append(errs, fmt.Errorf("objects: unknown object type %q: one of %s", o, strings.Join(allowed, ", ")))
+		case slices.Contains(c.Objects[:i], o):
+			errs = append(errs, fmt.Errorf("objects: %q is listed twice", o))
+		}
+	}
+	switch {
+	case c.SettleWindow.Err() != nil:
+		errs = append(errs, fmt.Errorf("settle_window: %w", c.SettleWindow.Err()))
+	case c.SettleWindow.Duration < 0:
+		errs = append(errs, errors.New("settle_window: must be at least 0s"))
+	}
+	return errs
+}
+
+// SecretEnvs implements providers.SecretHolder: secret_key_env is required.
+func (c *Config) SecretEnvs() []providers.SecretEnv {
+	return []providers.SecretEnv{{Key: "secret_key_env", Name: c.SecretKeyEnv, Required: true}}
+}

@@ -1,0 +1,511 @@
+// Package stripe looks up Stripe payments with Stripe's Search API, through
+// the official SDK (github.com/stripe/stripe-go), and never creates
+// anything: its HTTP client refuses every request but GET
+// ([providers.ReadOnlyTransport]), and the SDK's own retries are off
+// (sweeper retries, within the lookup budget).
+//
+// # What a workflow must do
+//
+// When it creates a PaymentIntent (or a Charge), the workflow stores the
+// ledger's op_key in the object's metadata under metadata_key (default
+// "op_key"): metadata[op_key]=<op_key>. The adapter searches
+//
+//	GET /v1/payment_intents/search?query=metadata['op_key']:'<op_key>'
+//	GET /v1/charges/search?query=metadata['op_key']:'<op_key>'
+//
+// for each type listed in objects (quotes and backslashes in the op_key are
+// escaped with a backslash, as Stripe's search query language wants).
+//
+// The ledger's payload for a Stripe operation is exactly these normalized
+// fields, and its payload_hash is the hash of exactly them (see
+// ledger.PayloadHash), nothing more:
+//
+//	{"amount": 1299, "currency": "usd"}
+//
+// amount is the integer Stripe was given, in the currency's smallest unit
+// (1299 for 12.99 USD, 500 for ¥500), the object's amount field — not
+// amount_received or amount_captured; currency is the ISO code in lowercase,
+// as Stripe returns it. Any other field in the workflow's hash (a
+// description, a customer) makes every record disagree.
+//
+// The ledger's recipient, if set, must be what [providers.Record.Recipient]
+// holds: the Stripe customer id (cus_…) when the object has a customer, else
+// its receipt_email. An object with neither has no recipient, and only the
+// payload is compared.
+//
+// # Records
+//
+// Each object found is one record: its id, created time, recipient,
+// fields and payload hash as above, and a short excerpt for people
+// ("payment_intent pi_3Nx… succeeded 1299 usd"), which never holds an email.
+// A charge made by a PaymentIntent that was also found is the same payment
+// and is not returned again. An object whose metadata holds another op_key
+// (Stripe's matching is looser than equality) is another operation's and is
+// left out; one without the key at all (stripe-mock's fixtures) is kept.
+//
+// Only an object whose status shows Stripe accepted the payment carries a
+// payload hash: a PaymentIntent that succeeded, is processing or awaits
+// capture, a Charge that succeeded or is pending. A declined, canceled or
+// unfinished one is evidence of an attempt, not of the effect: it is
+// returned with its fields but no hash, so the operation goes to review
+// rather than to done.
+//
+// # Search lag
+//
+// Stripe's search index lags behind writes, so zero matches before
+// settle_window has passed since the operation's first attempt is a
+// transient error ("stripe search may lag"), not an empty result; after it,
+// zero matches is an empty result. Records found are returned at any time.
+//
+// # Errors
+//
+// 429 is rate-limited for the Retry-After header's seconds (1s without
+// one); 5xx, 408, 409, network errors and timeouts are transient; 401, 403,
+// 400, 404 and other 4xx are permanent. A 200 whose body is not a search
+// result — `{}`, `null`, no data array, another object, data after the
+// JSON, more than 4 MiB — is a transient error, never zero records. More
+// than 10 pages of matches is a permanent error. Error texts carry neither
+// the secret key nor an email nor a URL with its query.
+package stripe
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	stripego "github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/form"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// Kind is the stripe adapter's kind, for the explicit list in cmd/sweeper.
+var Kind = providers.Kind{
+	Name:        "stripe",
+	NewSettings: func() providers.Settings { return newConfig() },
+	New: func(name string, s providers.Settings, env providers.Env) (providers.Lookup, error) {
+		cfg, ok := s.(*Config)
+		if !ok {
+			return nil, fmt.Errorf("stripe: settings are %T", s)
+		}
+		if cfg.SecretKeyEnv == "" {
+			return nil, errors.New("secret_key_env: required: the name of an environment variable")
+		}
+		if env.Getenv == nil {
+			return nil, errors.New("secret_key_env: no environment to read it from")
+		}
+		key, err := config.Secret(env.Getenv, cfg.SecretKeyEnv)
+		if err != nil {
+			return nil, fmt.Errorf("secret_key_env: %w", err)
+		}
+		return New(name, cfg, key, nil), nil
+	},
+}
+
+const (
+	// pageSize is the most Stripe's search returns per page.
+	pageSize = 100
+	// maxPages bounds the pages read per object type: one op_key matching
+	// more than maxPages×pageSize objects is not an answer to act on.
+	maxPages = 10
+)
+
+// Adapter looks operations up with Stripe's Search API.
+type Adapter struct {
+	name         string
+	key          string
+	host         string
+	metadataKey  string
+	objects      []string
+	settleWindow time.Duration
+	backend      stripego.Backend
+}
+
+var _ providers.Lookup = (*Adapter)(nil)
+
+// New returns an adapter for cfg (validated) with the secret key key.
+// transport carries requests (http.DefaultTransport when nil); it is wrapped
+// so that only GETs leave and only search results reach the SDK.
+func New(name string, cfg *Config, key string, transport http.RoundTripper) *Adapter {
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	base := cmp.Or(cfg.APIBase, stripego.APIURL)
+	host := base
+	if u, err := url.Parse(base); err == nil {
+		host = u.Host
+	}
+	objects := cfg.Objects
+	if len(objects) == 0 {
+		objects = []string{ObjectPaymentIntents}
+	}
+	client := &http.Client{
+		Transport: providers.ReadOnlyTransport{Base: responseCheck{base: transport}},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return errors.New("redirects are not followed")
+		},
+	}
+	backend := stripego.GetBackendWithConfig(stripego.APIBackend, &stripego.BackendConfig{
+		HTTPClient: client,
+		// The SDK logs response bodies at debug level and error bodies at
+		// error level: customers' emails. Errors are returned instead.
+		LeveledLogger:     &stripego.LeveledLogger{Level: stripego.LevelNull},
+		MaxNetworkRetries: stripego.Int64(0),
+		EnableTelemetry:   stripego.Bool(false),
+		URL:               stripego.String(base),
+	})
+	return &Adapter{
+		name:         name,
+		key:          key,
+		host:         host,
+		metadataKey:  cmp.Or(cfg.MetadataKey, DefaultMetadataKey),
+		objects:      objects,
+		settleWindow: cfg.SettleWindow.Duration,
+		backend:      backend,
+	}
+}
+
+// found is one Stripe object a search returned, in the fields the adapter
+// uses, whatever its type.
+type found struct {
+	object        string // "payment_intent", "charge"
+	id            string
+	created       int64
+	amount        int64
+	currency      string
+	status        string
+	customer      string
+	receiptEmail  string
+	paymentIntent string // a charge's PaymentIntent
+	opKey         string // metadata[metadata_key], if the object carried it
+	hasOpKey      bool
+	// accepted: the status shows Stripe took the payment.
+	accepted bool
+}
+
+// Lookup implements providers.Lookup.
+func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	if q.OpKey == "" {
+		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no op_key to search for", a.name))
+	}
+	query := searchQuery(a.metadataKey, q.OpKey)
+	var all []found
+	for _, object := range a.objects {
+		objs, err := a.search(ctx, object, query)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, objs...)
+	}
+
+	// Another operation's object: Stripe's matching is looser than
+	// equality (letter case, for one).
+	other := func(f found) bool { return f.hasOpKey && f.opKey != q.OpKey }
+	paymentIntents := map[string]bool{}
+	for _, f := range all {
+		if f.object == "payment_intent" && !other(f) {
+			paymentIntents[f.id] = true
+		}
+	}
+	seen := map[string]bool{}
+	var records []providers.Record
+	for _, f := range all {
+		if other(f) || seen[f.id] || (f.object == "charge" && paymentIntents[f.paymentIntent]) {
+			continue
+		}
+		seen[f.id] = true
+		rec, err := record(f)
+		if err != nil {
+			return nil, providers.Transient(fmt.Errorf("%s: %s %s: %w", a.name, f.object, word(f.id, 64), err))
+		}
+		records = append(records, rec)
+	}
+
+	if len(records) == 0 {
+		if q.FirstAttemptAt.IsZero() {
+			return nil, providers.Transient(fmt.Errorf("%s: stripe search may lag, and the first attempt's time is unknown: zero matches proves nothing", a.name))
+		}
+		if settled := q.FirstAttemptAt.Add(a.settleWindow); time.Now().Before(settled) {
+			return nil, providers.Transient(fmt.Errorf("%s: stripe search may lag; zero matches proves nothing until %s (settle_window %s after the first attempt)",
+				a.name, settled.UTC().Format(time.RFC3339), config.NewDuration(a.settleWindow)))
+		}
+	}
+	return records, nil
+}
+
+// search reads every page of one object type's search.
+func (a *Adapter) search(ctx context.Context, object, query string) ([]found, error) {
+	var all []found
+	var next *string
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, providers.Permanent(fmt.Errorf("%s: search %s: more than %d pages of matches for one op_key", a.name, object, maxPages))
+		}
+		objs, meta, err := a.searchPage(ctx, object, query, next)
+		if err != nil {
+			return nil, a.lookupError(ctx, object, err)
+		}
+		all = append(all, objs...)
+		if !meta.HasMore {
+			return all, nil
+		}
+		if meta.NextPage == nil || *meta.NextPage == "" || (next != nil && *meta.NextPage == *next) {
+			return nil, providers.Transient(fmt.Errorf("%s: search %s: has_more without a new next_page", a.name, object))
+		}
+		next = meta.NextPage
+	}
+}
+
+// searchPage reads one page, with the SDK's types for the object.
+func (a *Adapter) searchPage(ctx context.Context, object, query string, page *string) ([]found, stripego.SearchMeta, error) {
+	search := stripego.SearchParams{Context: ctx, Query: query, Limit: stripego.Int64(pageSize)}
+	switch object {
+	case ObjectPaymentIntents:
+		var res stripego.PaymentIntentSearchResult
+		params := &stripego.PaymentIntentSearchParams{SearchParams: search, Page: page}
+		if err := a.get("/v1/payment_intents/search", params, &res); err != nil {
+			return nil, stripego.SearchMeta{}, err
+		}
+		objs := make([]found, 0, len(res.Data))
+		for i, pi := range res.Data {
+			if pi == nil || pi.Object != "payment_intent" || pi.ID == "" {
+				return nil, stripego.SearchMeta{}, &badResponse{reason: fmt.Sprintf("data[%d] is not a payment_intent with an id", i)}
+			}
+			f := found{
+				object: pi.Object, id: pi.ID, created: pi.Created, amount: pi.Amount,
+				currency: string(pi.Currency), status: string(pi.Status), receiptEmail: pi.ReceiptEmail,
+			}
+			f.opKey, f.hasOpKey = pi.Metadata[a.metadataKey]
+			if pi.Customer != nil {
+				f.customer = pi.Customer.ID
+			}
+			switch pi.Status {
+			case stripego.PaymentIntentStatusSucceeded, stripego.PaymentIntentStatusProcessing, stripego.PaymentIntentStatusRequiresCapture:
+				f.accepted = true
+			}
+			objs = append(objs, f)
+		}
+		return objs, res.SearchMeta, nil
+	case ObjectCharges:
+		var res stripego.ChargeSearchResult
+		params := &stripego.ChargeSearchParams{SearchParams: search, Page: page}
+		if err := a.get("/v1/charges/search", params, &res); err != nil {
+			return nil, stripego.SearchMeta{}, err
+		}
+		objs := make([]found, 0, len(res.Data))
+		for i, ch := range res.Data {
+			if ch == nil || ch.Object != "charge" || ch.ID == "" {
+				return nil, stripego.SearchMeta{}, &badResponse{reason: fmt.Sprintf("data[%d] is not a charge with an id", i)}
+			}
+			f := found{
+				object: ch.Object, id: ch.ID, created: ch.Created, amount: ch.Amount,
+				currency: string(ch.Currency), status: string(ch.Status), receiptEmail: ch.ReceiptEmail,
+			}
+			f.opKey, f.hasOpKey = ch.Metadata[a.metadataKey]
+			if ch.Customer != nil {
+				f.customer = ch.Customer.ID
+			}
+			if ch.PaymentIntent != nil {
+				f.paymentIntent = ch.PaymentIntent.ID
+			}
+			switch ch.Status {
+			case stripego.ChargeStatusSucceeded, stripego.ChargeStatusPending:
+				f.accepted = true
+			}
+			objs = append(objs, f)
+		}
+		return objs, res.SearchMeta, nil
+	}
+	return nil, stripego.SearchMeta{}, providers.Permanent(fmt.Errorf("unknown object type %q", object))
+}
+
+// searchParams are the SDK's search parameters for one object type.
+type searchParams interface {
+	GetParams() *stripego.Params
+}
+
+// get sends one search, as the SDK's own search iterators do: the
+// parameters form-encoded into the query string (Backend.Call does not take
+// search parameters).
+func (a *Adapter) get(path string, params searchParams, res stripego.LastResponseSetter) error {
+	values := &form.Values{}
+	form.AppendTo(values, params)
+	return a.backend.CallRaw(http.MethodGet, path, a.key, []byte(values.Encode()), params.GetParams(), res)
+}
+
+// record turns a found object into a record: the normalized fields, and
+// their hash when the object's status shows Stripe accepted the payment.
+func record(f found) (providers.Record, error) {
+	rec := providers.Record{
+		ID:        f.id,
+		Recipient: cmp.Or(f.customer, f.receiptEmail),
+		Excerpt: fmt.Sprintf("%s %s %s %d %s", f.object, word(f.id, 64),
+			cmp.Or(word(f.status, 32), "-"), f.amount, cmp.Or(word(f.currency, 8), "-")),
+	}
+	if f.created > 0 {
+		rec.CreatedAt = time.Unix(f.created, 0).UTC()
+	}
+	if f.currency == "" {
+		return rec, nil // nothing to compare: never agreement
+	}
+	rec.Fields = map[string]any{"amount": f.amount, "currency": strings.ToLower(f.currency)}
+	if !f.accepted {
+		return rec, nil
+	}
+	hash, err := ledger.PayloadHashOf(rec.Fields)
+	if err != nil {
+		return providers.Record{}, err
+	}
+	rec.PayloadHash = hash
+	return rec, nil
+}
+
+// searchQuery is the Stripe search query for objects whose metadata key
+// holds opKey. Inside a quoted value, Stripe's query language takes a
+// backslash before a quote or a backslash as that character.
+func searchQuery(key, opKey string) string {
+	escaped := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(opKey)
+	return "metadata['" + key + "']:'" + escaped + "'"
+}
+
+// lookupError classifies an error from the SDK for one object type's search.
+// The SDK's own texts are not kept: they quote request URLs (with the
+// query) and response bodies.
+func (a *Adapter) lookupError(ctx context.Context, object string, err error) error {
+	prefix := fmt.Sprintf("%s: search %s", a.name, object)
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", prefix, ctx.Err())
+	}
+	var (
+		stripeErr *stripego.Error
+		status    *statusError
+		bad       *badResponse
+		urlErr    *url.Error
+	)
+	switch {
+	case errors.As(err, &stripeErr):
+		var header http.Header
+		if stripeErr.LastResponse != nil {
+			header = stripeErr.LastResponse.Header
+		}
+		detail := string(stripeErr.Type)
+		if stripeErr.Code != "" {
+			detail += " (" + string(stripeErr.Code) + ")"
+		}
+		if msg := a.redact(stripeErr.Msg); msg != "" {
+			detail += ": " + msg
+		}
+		return classify(stripeErr.HTTPStatusCode, header, fmt.Errorf("%s: HTTP %d %s", prefix, stripeErr.HTTPStatusCode, detail))
+	case errors.As(err, &status):
+		return classify(status.status, status.header, fmt.Errorf("%s: %w", prefix, status))
+	case errors.As(err, &bad):
+		return providers.Transient(fmt.Errorf("%s: %w", prefix, bad))
+	case errors.As(err, &urlErr):
+		// url.Error names the URL, query included; only its cause is kept.
+		cause := urlErr.Err
+		if class, _ := providers.Classify(cause); class == providers.ClassPermanent {
+			return fmt.Errorf("%s: %w", prefix, cause) // refused by ReadOnlyTransport
+		}
+		return providers.Transient(fmt.Errorf("%s: GET %s: %w", prefix, a.host, redacted{msg: a.redact(cause.Error()), err: cause}))
+	}
+	// What is left is the SDK failing to decode a body that passed
+	// responseCheck; its message quotes the body.
+	return providers.Transient(fmt.Errorf("%s: could not decode Stripe's search result", prefix))
+}
+
+// classify maps an HTTP status to a lookup error class.
+func classify(status int, header http.Header, err error) error {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return providers.RateLimited(retryAfter(header.Get("Retry-After")), err)
+	case status >= 500, status == http.StatusRequestTimeout, status == http.StatusConflict:
+		return providers.Transient(err)
+	case status >= 300:
+		// 400 and 404 (a rejected query, a wrong api_base), 401 and 403
+		// (bad or under-privileged key), redirects: trying again won't help.
+		return providers.Permanent(err)
+	}
+	return providers.Transient(err)
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date); absent
+// or unreadable, it is one second.
+func retryAfter(h string) time.Duration {
+	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs >= 0 {
+		// Capped before multiplying: a large value would overflow.
+		return time.Duration(min(secs, int(time.Hour/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return min(max(time.Until(t), 0), time.Hour)
+	}
+	return time.Second
+}
+
+var (
+	emailRE     = regexp.MustCompile(`[^\s'"<>(),;:@]+@[^\s'"<>(),;:@]+`)
+	stripeKeyRE = regexp.MustCompile(`\b(sk|rk|pk)_(test|live)_[A-Za-z0-9_-]*`)
+	urlQueryRE  = regexp.MustCompile(`[a-z][a-z0-9+.-]*://[^\s'"]*\?[^\s'"]*`)
+)
+
+// redact makes a text from Stripe or the network fit for an error: no
+// secret key (Stripe echoes a malformed Authorization header), no key of
+// any kind, no email, no URL with a query, no control characters, and
+// short.
+func (a *Adapter) redact(s string) string {
+	if a.key != "" {
+		s = strings.ReplaceAll(s, a.key, "[secret]")
+	}
+	s = stripeKeyRE.ReplaceAllString(s, "[key]")
+	s = emailRE.ReplaceAllString(s, "[email]")
+	s = urlQueryRE.ReplaceAllString(s, "[url]")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	return truncate(strings.TrimSpace(s), 200)
+}
+
+// redacted is an error whose text was redacted, still unwrapping to the
+// original for errors.Is and errors.As.
+type redacted struct {
+	msg string
+	err error
+}
+
+func (e redacted) Error() string { return e.msg }
+func (e redacted) Unwrap() error { return e.err }
+
+// word keeps an id or an enum value from Stripe (a status, a currency) only
+// if it looks like one, so that an excerpt cannot carry arbitrary text.
+func word(s string, n int) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return "?"
+		}
+	}
+	return truncate(s, n)
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

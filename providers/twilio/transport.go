@@ -1,0 +1,148 @@
+package twilio
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sweeper/sweeper/providers"
+)
+
+// maxBody bounds what is read of one response; a longer body is an error.
+const maxBody = 4 << 20
+
+// apiTransport carries twilio-go's requests for one lookup. twilio-go takes
+// no context, no base URL and decodes `{}` as an empty list, so this is
+// where the lookup's context, api_base, the credentials and the strict
+// reading of answers come in. Statuses other than 200 come back as
+// classified errors (with Retry-After), never as responses: twilio-go
+// drops response headers from its errors, and never retries what it does
+// not see.
+type apiTransport struct {
+	ctx     context.Context
+	name    string
+	apiBase *url.URL
+	sid     string
+	token   string
+	next    http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close() // a GET carries none; twilio-go sets an empty one
+	}
+	if req.URL.Scheme != "https" || req.URL.Host != strings.TrimPrefix(sdkBase, "https://") {
+		// Only twilio-go's API host is rewritten and given credentials.
+		return nil, providers.Permanent(fmt.Errorf("%s: refused a request to an unexpected host", t.name))
+	}
+	u := *req.URL
+	u.Scheme, u.Host = t.apiBase.Scheme, t.apiBase.Host
+	if prefix := strings.TrimRight(t.apiBase.Path, "/"); prefix != "" {
+		u.Path = prefix + u.Path
+		if u.RawPath != "" {
+			u.RawPath = strings.TrimRight(t.apiBase.EscapedPath(), "/") + u.RawPath
+		}
+	}
+	out := req.Clone(t.ctx)
+	out.URL, out.Host, out.Body, out.ContentLength = &u, "", nil, 0
+	out.Header.Del("Content-Type") // twilio-go sets a form type even on GETs
+	out.Header.Set("Accept", "application/json")
+	out.SetBasicAuth(t.sid, t.token)
+
+	resp, err := t.next.RoundTrip(out)
+	if err != nil {
+		if t.ctx.Err() != nil {
+			return nil, providers.Transient(fmt.Errorf("%s: %w", t.name, t.ctx.Err()))
+		}
+		return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", t.name, t.apiBase.Host, err))
+	}
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	resp.Body.Close()
+
+	switch status := resp.StatusCode; {
+	case status == http.StatusTooManyRequests:
+		return nil, providers.RateLimited(retryAfter(resp.Header.Get("Retry-After")),
+			fmt.Errorf("%s: HTTP 429%s", t.name, twilioCode(body)))
+	case status >= 500 || status == http.StatusRequestTimeout:
+		return nil, providers.Transient(fmt.Errorf("%s: HTTP %d%s", t.name, status, twilioCode(body)))
+	case status != http.StatusOK:
+		return nil, providers.Permanent(fmt.Errorf("%s: HTTP %d%s", t.name, status, twilioCode(body)))
+	case readErr != nil:
+		if t.ctx.Err() != nil {
+			return nil, providers.Transient(fmt.Errorf("%s: %w", t.name, t.ctx.Err()))
+		}
+		return nil, providers.Transient(fmt.Errorf("%s: read body: %w", t.name, readErr))
+	case len(body) > maxBody:
+		return nil, providers.Transient(fmt.Errorf("%s: response body larger than %d bytes", t.name, maxBody))
+	}
+	if err := checkMessageList(body); err != nil {
+		return nil, providers.Transient(fmt.Errorf("%s: not a message list: %w", t.name, err))
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return resp, nil
+}
+
+// checkMessageList accepts exactly one JSON object with a "messages" array:
+// what twilio-go would decode from {}, null or a misspelt key is an empty
+// list, which would read as "searched, found nothing" (I3). json.Unmarshal
+// rejects data after the value; keys are compared exactly, since the SDK's
+// struct decoding would also take "Messages".
+func checkMessageList(body []byte) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return fmt.Errorf("malformed: %w", err)
+	}
+	if top == nil {
+		return errors.New("null")
+	}
+	for k := range top {
+		for _, want := range []string{"messages", "next_page_uri"} {
+			if k != want && strings.EqualFold(k, want) {
+				return fmt.Errorf("ambiguous key %q", want)
+			}
+		}
+	}
+	raw, ok := top["messages"]
+	if !ok {
+		return errors.New(`no "messages" field`)
+	}
+	if raw = bytes.TrimLeft(raw, " \t\r\n"); len(raw) == 0 || raw[0] != '[' {
+		return errors.New(`"messages" is not an array`)
+	}
+	return nil
+}
+
+// twilioCode names Twilio's error code from an error body, and nothing
+// else of it: its message can quote the request's URL, with the Account SID.
+func twilioCode(body []byte) string {
+	var e struct {
+		Code int `json:"code"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Code == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (Twilio error %d)", e.Code)
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date); absent
+// or unreadable, it is one second.
+func retryAfter(h string) time.Duration {
+	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs >= 0 {
+		// Capped before multiplying: a large value would overflow.
+		return time.Duration(min(secs, int(time.Hour/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return min(max(time.Until(t), 0), time.Hour)
+	}
+	return time.Second
+}

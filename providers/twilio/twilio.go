@@ -1,0 +1,418 @@
+// Package twilio looks SMS and other Twilio messages up by recipient and
+// time, through the official SDK (github.com/twilio/twilio-go), and never
+// sends one.
+//
+// # What is searched
+//
+// One lookup lists the account's Messages
+//
+//	GET {api_base}/2010-04-01/Accounts/{AccountSid}/Messages.json
+//	    ?To=<the ledger's recipient>&From=<from, when set>
+//	    &DateSent>=<midnight UTC starting Since's day>
+//	    &DateSent<=<midnight UTC ending Until's day>&PageSize=1000
+//
+// and follows next_page_uri for at most 20 pages; more is an error, never a
+// partial answer. Twilio's DateSent bounds are coarse (documented by the
+// day), so the adapter then keeps, precisely, the messages whose
+// date_created — when Twilio accepted the request — lies in [Since, Until].
+// A message Twilio accepted but has not sent yet (queued, scheduled) has no
+// date_sent and may not be listed: "not found" is never proof (I3).
+//
+// An operation without a recipient cannot be searched: that is a permanent
+// error. The recipient is used exactly as the ledger holds it (Twilio
+// stores E.164 numbers, +15550100, or channel addresses, whatsapp:+15550100).
+// twilio-go deletes any "." followed by digits from query strings, so a
+// recipient or from holding one cannot be searched either (permanent).
+//
+// # What a workflow must hash
+//
+// Each message is a record with the normalized fields
+//
+//	{"body": "<the message text>"}
+//
+// so the workflow must store as payload_hash the ledger payload hash of
+// exactly {"body": "<the text it sent>"} — one key, the text as given to
+// Twilio's Body parameter. Twilio may alter a body it sends (smart
+// encoding of Unicode, link shortening, a Messaging Service's opt-out
+// footer), and then the hashes differ: that is payload_mismatch, a review
+// ticket, never a resend. A message without a body (media only) has no
+// payload hash and never agrees.
+//
+// # Which records are returned
+//
+// Every message to the recipient in the window is a candidate. When some
+// candidates' body hash equals the query's payload hash, only those are
+// returned (one → done, several → multiple_matches); otherwise all
+// candidates are returned (none → not_found, others → payload_mismatch),
+// so the decision, not the adapter, judges them. More than 20 records to
+// return is a permanent error ("too many candidates"): a person looks.
+//
+// # Errors
+//
+// 429 is rate-limited for its Retry-After (seconds or an HTTP date; 1s when
+// absent); 5xx, 408, network errors and timeouts are transient; 400, 401,
+// 403, 404 and other statuses are permanent. A 200 body that is not one
+// JSON object with a "messages" array — {}, null, HTML, a truncated body,
+// data after the object, more than 4 MiB — is a transient error, never
+// zero messages. Errors name neither the auth token, the Account SID, nor
+// the recipient: URLs are stripped from them, Twilio's error messages are
+// reduced to their code, and a message that still names one is withheld.
+//
+// # How the SDK is held
+//
+// Every request goes through [providers.ReadOnlyTransport] first, so no
+// POST can leave, then through this package's transport, which binds the
+// request to the lookup's context (twilio-go takes none), sends it to
+// api_base instead of https://api.twilio.com (twilio-go has no base URL
+// option; TWILIO_EDGE and TWILIO_REGION are ignored), adds the basic
+// auth, reads and checks the body, and turns any status but 200 into a
+// classified error — so twilio-go never sees an error response and never
+// retries one.
+package twilio
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	twclient "github.com/twilio/twilio-go/client"
+	openapi "github.com/twilio/twilio-go/rest/api/v2010"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// Kind is the twilio adapter's kind, for the explicit list in cmd/sweeper.
+var Kind = providers.Kind{
+	Name:        "twilio",
+	NewSettings: func() providers.Settings { return &Config{APIBase: DefaultAPIBase} },
+	New: func(name string, s providers.Settings, env providers.Env) (providers.Lookup, error) {
+		cfg, ok := s.(*Config)
+		if !ok {
+			return nil, fmt.Errorf("twilio: settings are %T", s)
+		}
+		sid := env.Getenv(cfg.AccountSIDEnv)
+		if sid == "" {
+			return nil, fmt.Errorf("account_sid_env: environment variable %s is not set", cfg.AccountSIDEnv)
+		}
+		token := env.Getenv(cfg.AuthTokenEnv)
+		if token == "" {
+			return nil, fmt.Errorf("auth_token_env: environment variable %s is not set", cfg.AuthTokenEnv)
+		}
+		return New(name, cfg, sid, token, nil, env.Logger)
+	},
+}
+
+const (
+	// sdkBase is where twilio-go sends the Messages API; the transport
+	// sends it to api_base instead.
+	sdkBase = "https://api.twilio.com"
+	// pageSize is Twilio's largest page.
+	pageSize = 1000
+	// maxPages bounds one lookup: past it, the answer would be partial.
+	maxPages = 20
+	// maxRecords bounds what one lookup returns; past it a person decides.
+	maxRecords = 20
+)
+
+// Adapter looks operations up in one Twilio account's Messages.
+type Adapter struct {
+	name      string
+	sid       string
+	token     string
+	from      string
+	apiBase   *url.URL
+	transport http.RoundTripper // shared by every lookup, so connections are reused
+	logger    *slog.Logger
+}
+
+var _ providers.Lookup = (*Adapter)(nil)
+
+// New returns an adapter for cfg (validated) with the account's SID and
+// auth token. transport carries requests (http.DefaultTransport when nil);
+// only GETs reach it. It fails only when api_base is not a URL.
+func New(name string, cfg *Config, sid, token string, transport http.RoundTripper, logger *slog.Logger) (*Adapter, error) {
+	base, err := url.Parse(cmp.Or(cfg.APIBase, DefaultAPIBase))
+	if err != nil || base.Host == "" {
+		return nil, errors.New("api_base: must be an absolute http or https URL")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Adapter{
+		name:      name,
+		sid:       sid,
+		token:     token,
+		from:      cfg.From,
+		apiBase:   base,
+		transport: cmp.Or[http.RoundTripper](transport, http.DefaultTransport),
+		logger:    logger,
+	}, nil
+}
+
+// Lookup implements providers.Lookup. It returns the messages to
+// q.Recipient created in [q.Since, q.Until] (see the package doc for which),
+// or an error classified for the pipeline.
+func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	records, err := a.lookup(ctx, q)
+	if err != nil {
+		return nil, a.withhold(err, q.Recipient)
+	}
+	return records, nil
+}
+
+func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	switch {
+	case q.Recipient == "":
+		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no recipient; Twilio messages cannot be searched without one", a.name))
+	case !searchable(q.Recipient):
+		return nil, providers.Permanent(fmt.Errorf(`%s: the recipient contains "." followed by a digit, which twilio-go drops from queries`, a.name))
+	case q.Since.IsZero():
+		return nil, providers.Permanent(fmt.Errorf("%s: the query has no start time", a.name))
+	}
+	since := q.Since.UTC().Truncate(time.Second) // Twilio's dates have whole seconds
+	until := q.Until.UTC()
+	if q.Until.IsZero() {
+		until = time.Now().UTC()
+	}
+	if until.Before(since) {
+		return nil, providers.Permanent(fmt.Errorf("%s: the query ends before it starts", a.name))
+	}
+
+	api := a.api(ctx)
+	params := &openapi.ListMessageParams{}
+	params.SetPathAccountSid(a.sid)
+	params.SetTo(q.Recipient)
+	if a.from != "" {
+		params.SetFrom(a.from)
+	}
+	// "DateSent>" and "DateSent<" are Twilio's >= and <= (the key holds the
+	// comparison); whole UTC days, so a day-granular filter misses nothing.
+	params.SetDateSentAfter(day(since))
+	params.SetDateSentBefore(day(until).AddDate(0, 0, 1))
+	params.SetPageSize(pageSize)
+
+	page, err := api.PageMessage(params, "", "")
+	if err != nil {
+		return nil, a.sdkError(ctx, err)
+	}
+	var candidates []providers.Record
+	seen := map[string]bool{}
+	listed := 0
+	for pages := 1; ; pages++ {
+		for i, m := range page.Messages {
+			listed++
+			rec, created, err := a.record(m)
+			if err != nil {
+				return nil, providers.Transient(fmt.Errorf("%s: page %d, message %d: %w", a.name, pages, i, err))
+			}
+			if seen[rec.ID] || created.Before(since) || created.After(until) {
+				continue // a page boundary that moved, or outside the precise window
+			}
+			seen[rec.ID] = true
+			candidates = append(candidates, rec)
+		}
+		if page.NextPageUri == nil || *page.NextPageUri == "" {
+			break
+		}
+		if pages == maxPages {
+			return nil, providers.Permanent(fmt.Errorf("%s: more than %d pages of %d messages to the recipient in the window; too many to settle automatically", a.name, maxPages, pageSize))
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, providers.Transient(fmt.Errorf("%s: %w", a.name, err))
+		}
+		if page, err = a.nextPage(ctx, api, *page.NextPageUri); err != nil {
+			return nil, err
+		}
+	}
+
+	records := candidates
+	if matching := slices.DeleteFunc(slices.Clone(candidates), func(r providers.Record) bool {
+		return q.PayloadHash == "" || r.PayloadHash != q.PayloadHash
+	}); len(matching) > 0 {
+		records = matching
+	}
+	a.logger.DebugContext(ctx, "twilio lookup", "listed", listed, "candidates", len(candidates), "returned", len(records))
+	if len(records) > maxRecords {
+		return nil, providers.Permanent(fmt.Errorf("%s: too many candidates: %d messages to the recipient in the window (at most %d)", a.name, len(records), maxRecords))
+	}
+	slices.SortStableFunc(records, func(x, y providers.Record) int { return x.CreatedAt.Compare(y.CreatedAt) })
+	if records == nil {
+		records = []providers.Record{}
+	}
+	return records, nil
+}
+
+// api returns twilio-go's Messages API with a transport bound to ctx. The
+// SDK client holds no credentials: the transport adds them, after the
+// read-only check, so a refused request never carries them (and twilio-go's
+// check that they are alphanumeric does not apply).
+func (a *Adapter) api(ctx context.Context) *openapi.ApiService {
+	c := &twclient.Client{
+		Credentials: twclient.NewCredentials("", ""),
+		HTTPClient: &http.Client{
+			Transport: providers.ReadOnlyTransport{Base: &apiTransport{
+				ctx:     ctx,
+				name:    a.name,
+				apiBase: a.apiBase,
+				sid:     a.sid,
+				token:   a.token,
+				next:    a.transport,
+			}},
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return errors.New("redirects are not followed")
+			},
+		},
+	}
+	c.SetAccountSid(a.sid)
+	// Built by hand rather than with NewRequestHandler, which reads
+	// TWILIO_EDGE and TWILIO_REGION and would move the host.
+	return openapi.NewApiService(&twclient.RequestHandler{Client: c})
+}
+
+// nextPage follows a next_page_uri, which must name this account's
+// Messages list on the same API.
+func (a *Adapter) nextPage(ctx context.Context, api *openapi.ApiService, uri string) (*openapi.ListMessageResponse, error) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Path != messagesPath(a.sid) {
+		return nil, providers.Transient(fmt.Errorf("%s: next_page_uri is not a page of the account's messages", a.name))
+	}
+	resp, err := api.RequestHandler().Get(sdkBase+u.String(), nil, nil, "")
+	if err != nil {
+		return nil, a.sdkError(ctx, err)
+	}
+	defer resp.Body.Close()
+	page := &openapi.ListMessageResponse{}
+	if err := json.NewDecoder(resp.Body).Decode(page); err != nil {
+		return nil, providers.Transient(fmt.Errorf("%s: malformed page: %w", a.name, err))
+	}
+	return page, nil
+}
+
+func messagesPath(sid string) string { return "/2010-04-01/Accounts/" + sid + "/Messages.json" }
+
+// record turns a listed message into a record, with its creation time.
+func (a *Adapter) record(m openapi.ApiV2010Message) (providers.Record, time.Time, error) {
+	sid := deref(m.Sid)
+	if strings.TrimSpace(sid) == "" {
+		return providers.Record{}, time.Time{}, errors.New("message has no sid")
+	}
+	created, err := parseDate(deref(m.DateCreated))
+	if err != nil {
+		return providers.Record{}, time.Time{}, fmt.Errorf("date_created: %w", err)
+	}
+	rec := providers.Record{
+		ID:        sid,
+		CreatedAt: created,
+		Recipient: deref(m.To),
+		Excerpt:   excerpt(m),
+	}
+	if m.Body != nil {
+		rec.Fields = map[string]any{"body": *m.Body}
+		// An unhashable body leaves PayloadHash empty: never agreement.
+		rec.PayloadHash, _ = ledger.PayloadHashOf(rec.Fields)
+	}
+	return rec, created, nil
+}
+
+// parseDate reads Twilio's RFC 2822 timestamps ("Thu, 30 Jul 2015 20:12:31 +0000").
+func parseDate(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, errors.New("missing")
+	}
+	for _, layout := range []string{time.RFC1123Z, time.RFC1123} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, errors.New("not an RFC 2822 date")
+}
+
+// excerpt is what people see of a message: its state, never its number or
+// its text.
+func excerpt(m openapi.ApiV2010Message) string {
+	s := fmt.Sprintf("twilio message status=%s direction=%s segments=%s",
+		word(deref(m.Status)), word(deref(m.Direction)), word(deref(m.NumSegments)))
+	if m.ErrorCode != nil {
+		s += fmt.Sprintf(" error_code=%d", *m.ErrorCode)
+	}
+	return s
+}
+
+// word keeps a short enumeration value and nothing that could hold a
+// number or text.
+func word(s string) string {
+	if s == "" || len(s) > 24 || strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) {
+		return "-"
+	}
+	return s
+}
+
+// sdkError classifies an error twilio-go returned. The SDK's errors are
+// *url.Error around the transport's, naming the URL — Account SID and
+// recipient included — so only the cause is kept.
+func (a *Adapter) sdkError(ctx context.Context, err error) error {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	if ctx.Err() != nil {
+		return providers.Transient(fmt.Errorf("%s: %w", a.name, ctx.Err()))
+	}
+	var classified *providers.Error
+	if errors.As(err, &classified) {
+		return err
+	}
+	return providers.Transient(fmt.Errorf("%s: %w", a.name, err))
+}
+
+// withhold replaces an error whose text names the token, the Account SID
+// or the recipient (raw or URL-encoded) with one that keeps only its class:
+// the last guard of I7, for errors from deep in twilio-go or net/http.
+func (a *Adapter) withhold(err error, recipient string) error {
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{a.token, a.sid, recipient} {
+		if s == "" {
+			continue
+		}
+		for _, form := range []string{s, url.QueryEscape(s), url.PathEscape(s)} {
+			if strings.Contains(msg, strings.ToLower(form)) {
+				class, delay := providers.Classify(err)
+				return &providers.Error{Class: class, RetryAfter: delay,
+					Err: fmt.Errorf("%s: %s lookup error (details withheld: they named a credential or the recipient)", a.name, class)}
+			}
+		}
+	}
+	return err
+}
+
+// dotDigit is what twilio-go's query encoding deletes (it strips array
+// indexes such as To.0 with a regular expression over the whole query).
+var dotDigit = regexp.MustCompile(`\.\d`)
+
+// searchable reports whether s survives twilio-go's query encoding.
+func searchable(s string) bool { return !dotDigit.MatchString(s) }
+
+// day is the start of t's UTC day.
+func day(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

@@ -1,0 +1,616 @@
+package twilio_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	openapi "github.com/twilio/twilio-go/rest/api/v2010"
+	"go.uber.org/goleak"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/twilio"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The credentials and the number must never appear in an error (I7).
+const (
+	accountSID = "AC0123456789abcdef0123456789abcdef"
+	authToken  = "f00dfeedf00dfeedf00dfeedSECRET42"
+	number     = "+15550100777"
+	sender     = "+15017122661"
+	body       = "Your code is 481516"
+)
+
+var (
+	since = time.Date(2026, 3, 10, 9, 45, 0, 0, time.UTC)
+	until = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	query = providers.Query{
+		OpKey:          "otp-42",
+		Recipient:      number,
+		Action:         "send_sms",
+		PayloadHash:    hashOf(body),
+		FirstAttemptAt: since.Add(15 * time.Minute),
+		Since:          since,
+		Until:          until,
+	}
+)
+
+// hashOf is the payload hash a workflow stores for an SMS: SHA-256 of the
+// canonical JSON {"body":"…"}, computed here without the ledger package for
+// ASCII text, to pin the contract the package doc states.
+func hashOf(text string) string {
+	sum := sha256.Sum256([]byte(`{"body":"` + text + `"}`))
+	return hex.EncodeToString(sum[:])
+}
+
+// sms is a message to number in the middle of the window.
+func sms(sid, text string, at time.Time) message {
+	return message{SID: sid, To: number, From: sender, Body: text, Created: at, Sent: at.Add(time.Second)}
+}
+
+func newAdapter(t *testing.T, f *fakeTwilio, edit ...func(*twilio.Config)) providers.Lookup {
+	t.Helper()
+	cfg := twilio.Kind.NewSettings().(*twilio.Config)
+	cfg.AccountSIDEnv, cfg.AuthTokenEnv, cfg.APIBase = "TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", f.srv.URL
+	for _, e := range edit {
+		e(cfg)
+	}
+	if errs := cfg.Validate(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	env := providers.Env{
+		Getenv: func(k string) string {
+			return map[string]string{"TWILIO_ACCOUNT_SID": accountSID, "TWILIO_AUTH_TOKEN": authToken}[k]
+		},
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	lookup, err := twilio.Kind.New("sms", cfg, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lookup
+}
+
+// checkNoLeak fails when err names a credential or the number, in any
+// encoding a URL would give it.
+func checkNoLeak(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	for _, s := range []string{authToken, accountSID, number, url.QueryEscape(number), strings.TrimPrefix(number, "+")} {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("error names %q: %v", s, err)
+		}
+	}
+}
+
+func lookup(t *testing.T, l providers.Lookup, q providers.Query) ([]providers.Record, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	records, err := l.Lookup(ctx, q)
+	checkNoLeak(t, err)
+	return records, err
+}
+
+func TestLookupRecord(t *testing.T) {
+	t.Parallel()
+	at := since.Add(20 * time.Minute)
+	f := newFake(t, sms("SM00000000000000000000000000000001", body, at))
+	records, err := lookup(t, newAdapter(t, f), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []providers.Record{{
+		ID:          "SM00000000000000000000000000000001",
+		CreatedAt:   at,
+		Recipient:   number,
+		Fields:      map[string]any{"body": body},
+		PayloadHash: query.PayloadHash,
+		Excerpt:     "twilio message status=delivered direction=outbound-api segments=1",
+	}}
+	if diff := cmp.Diff(want, records); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	// The adapter's hash is the ledger's, over the documented fields.
+	if h, _ := ledger.PayloadHashOf(map[string]any{"body": body}); h != query.PayloadHash {
+		t.Errorf("ledger hash of {body} = %s, want %s", h, query.PayloadHash)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	t.Parallel()
+	in := since.Add(30 * time.Minute)
+	other := "Your code is 000000"
+	for _, tc := range []struct {
+		desc     string
+		messages []message
+		hash     string   // the query's payload hash; default query's
+		want     []string // record ids, oldest first
+		noHash   bool     // the one record has no payload hash
+	}{
+		{desc: "one message whose body matches", messages: []message{sms("SM1", body, in)}, want: []string{"SM1"}},
+		{desc: "a mismatching body is returned for the decision", messages: []message{sms("SM1", other, in)}, want: []string{"SM1"}},
+		{desc: "two matching bodies are both returned", messages: []message{sms("SM2", body, in.Add(time.Minute)), sms("SM1", body, in)}, want: []string{"SM1", "SM2"}},
+		{
+			desc:     "matching bodies hide mismatching ones",
+			messages: []message{sms("SM3", other, in.Add(2*time.Minute)), sms("SM2", body, in.Add(time.Minute)), sms("SM1", other, in)},
+			want:     []string{"SM2"},
+		},
+		{
+			desc:     "without a match every candidate is returned",
+			messages: []message{sms("SM2", other, in.Add(time.Minute)), sms("SM1", "hello", in)},
+			want:     []string{"SM1", "SM2"},
+		},
+		{
+			desc:     "a query without a payload hash gets every candidate",
+			messages: []message{sms("SM2", body, in.Add(time.Minute)), sms("SM1", other, in)},
+			hash:     "-",
+			want:     []string{"SM1", "SM2"},
+		},
+		{desc: "nothing listed is zero records", want: []string{}},
+		{
+			desc: "messages outside the precise window are left out",
+			messages: []message{
+				sms("SMlate", body, until.Add(time.Minute)),          // same day, after Until
+				sms("SMin", body, in),                                // in the window
+				sms("SMearly", body, since.Add(-time.Minute)),        // same day, before Since
+				sms("SMedge", body, since),                           // exactly Since: in
+				sms("SMyesterday", body, since.Add(-24*time.Hour+1)), // the day before
+			},
+			want: []string{"SMedge", "SMin"},
+		},
+		{
+			desc:     "messages to another number are not listed",
+			messages: []message{{SID: "SM1", To: "+15550100999", From: sender, Body: body, Created: in, Sent: in}},
+			want:     []string{},
+		},
+		{
+			desc:     "a media-only message has no payload hash",
+			messages: []message{{SID: "SM1", To: number, From: sender, NoBody: true, Created: in, Sent: in}},
+			want:     []string{"SM1"},
+			noHash:   true,
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, tc.messages...)
+			q := query
+			switch tc.hash {
+			case "-":
+				q.PayloadHash = ""
+			case "":
+			default:
+				q.PayloadHash = tc.hash
+			}
+			records, err := lookup(t, newAdapter(t, f), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := []string{}
+			for _, r := range records {
+				ids = append(ids, r.ID)
+				if strings.Contains(r.Excerpt, number) || strings.Contains(r.Excerpt, body) || strings.Contains(r.Excerpt, other) {
+					t.Errorf("excerpt %q shows the number or the text", r.Excerpt)
+				}
+				switch {
+				case tc.noHash && (r.PayloadHash != "" || r.Fields != nil):
+					t.Errorf("record %s: payload hash %q, fields %v; want none", r.ID, r.PayloadHash, r.Fields)
+				case !tc.noHash && r.PayloadHash != hashOf(r.Fields["body"].(string)):
+					t.Errorf("record %s: payload hash %s, want the hash of {body}", r.ID, r.PayloadHash)
+				}
+			}
+			if diff := cmp.Diff(tc.want, ids); diff != "" {
+				t.Errorf("record ids (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLookupRequest(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	if _, err := lookup(t, newAdapter(t, f, func(c *twilio.Config) { c.From = sender }), query); err != nil {
+		t.Fatal(err)
+	}
+	want := []seenRequest{{
+		Method: http.MethodGet,
+		Path:   "/2010-04-01/Accounts/" + accountSID + "/Messages.json",
+		Query: url.Values{
+			"To":        {number},
+			"From":      {sender},
+			"DateSent>": {"2026-03-10T00:00:00Z"}, // Twilio's DateSent>=: on or after Since's day
+			"DateSent<": {"2026-03-11T00:00:00Z"}, // DateSent<=: up to the day after Until's
+			"PageSize":  {"1000"},
+		},
+		User:     accountSID,
+		Password: authToken,
+		Accept:   "application/json",
+	}}
+	if diff := cmp.Diff(want, f.requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+func TestLookupPrefixedAPIBase(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	f.respond = func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/proxy/twilio/2010-04-01/Accounts/"+accountSID+"/Messages.json" {
+			twilioError(w, http.StatusNotFound, 20404, "not found")
+			return
+		}
+		w.Write(listPage(accountSID, nil, 0, 1000, nil)) //nolint:errcheck // test
+	}
+	l := newAdapter(t, f, func(c *twilio.Config) { c.APIBase = f.srv.URL + "/proxy/twilio/" })
+	if records, err := lookup(t, l, query); err != nil || len(records) != 0 {
+		t.Fatalf("Lookup = %v, %v; want none", records, err)
+	}
+}
+
+func TestLookupPages(t *testing.T) {
+	t.Parallel()
+	var messages []message
+	for i := range 5 {
+		messages = append(messages, sms(fmt.Sprintf("SM%d", 5-i), fmt.Sprintf("text %d", i), until.Add(-time.Duration(i+1)*time.Minute)))
+	}
+	f := newFake(t, messages...)
+	f.pageCap = 2
+	records, err := lookup(t, newAdapter(t, f), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range records {
+		ids = append(ids, r.ID)
+	}
+	if diff := cmp.Diff([]string{"SM1", "SM2", "SM3", "SM4", "SM5"}, ids); diff != "" {
+		t.Errorf("record ids (-want +got):\n%s", diff)
+	}
+	seen := f.requests()
+	if len(seen) != 3 {
+		t.Fatalf("%d requests, want 3 pages", len(seen))
+	}
+	for i, r := range seen[1:] {
+		page := fmt.Sprint(i + 1)
+		if r.Query.Get("Page") != page || r.Query.Get("PageToken") == "" || r.Query.Get("To") != number || r.User != accountSID {
+			t.Errorf("request for page %s: %+v; want the next_page_uri, authenticated", page, r)
+		}
+	}
+}
+
+func TestLookupTooMany(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc string
+		text string
+	}{{"matching", body}, {"mismatching", "something else"}} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			var messages []message
+			for i := range 21 {
+				messages = append(messages, sms(fmt.Sprintf("SM%02d", i), tc.text, since.Add(time.Duration(i)*time.Minute)))
+			}
+			_, err := lookup(t, newAdapter(t, newFake(t, messages...)), query)
+			if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent || !strings.Contains(err.Error(), "too many candidates") {
+				t.Errorf("21 candidates: %v (%s); want a permanent too many candidates error", err, class)
+			}
+		})
+	}
+}
+
+func TestLookupPageCap(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	f.respond = func(w http.ResponseWriter, r *http.Request) {
+		page := r.URL.Query().Get("Page")
+		next := fmt.Sprintf("/2010-04-01/Accounts/%s/Messages.json?PageSize=1000&Page=%s1&PageToken=PAx", accountSID, page)
+		w.Write(listPage(accountSID, nil, 0, 1000, &next)) //nolint:errcheck // test
+	}
+	_, err := lookup(t, newAdapter(t, f), query)
+	if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent {
+		t.Errorf("endless pages: %v (%s); want a permanent error", err, class)
+	}
+	if n := len(f.requests()); n != 20 {
+		t.Errorf("%d requests, want 20 pages", n)
+	}
+}
+
+func TestLookupForeignNextPage(t *testing.T) {
+	t.Parallel()
+	for _, next := range []string{
+		"/2010-04-01/Accounts/ACother/Messages.json?Page=1",
+		"/2010-04-01/Accounts/" + accountSID + "/Calls.json?Page=1",
+		"https://evil.example/2010-04-01/Accounts/" + accountSID + "/Messages.json?Page=1",
+		"//evil.example/2010-04-01/Accounts/" + accountSID + "/Messages.json?Page=1",
+	} {
+		t.Run(next, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t)
+			f.respond = func(w http.ResponseWriter, _ *http.Request) {
+				w.Write(listPage(accountSID, nil, 0, 1000, &next)) //nolint:errcheck // test
+			}
+			if records, err := lookup(t, newAdapter(t, f), query); err == nil {
+				t.Errorf("Lookup = %v, nil; want an error", records)
+			}
+			if n := len(f.requests()); n != 1 {
+				t.Errorf("%d requests, want 1", n)
+			}
+		})
+	}
+}
+
+func TestLookupErrors(t *testing.T) {
+	t.Parallel()
+	in := twilioDate(since.Add(time.Minute))
+	for _, tc := range []struct {
+		desc   string
+		status int
+		header map[string]string
+		body   string
+		class  providers.Class
+		delay  time.Duration
+	}{
+		{desc: "401", status: 401, body: `{"code":20003,"message":"Authenticate","more_info":"https://www.twilio.com/docs/errors/20003","status":401}`, class: providers.ClassPermanent},
+		{desc: "403", status: 403, body: `{"code":20003,"message":"Forbidden","status":403}`, class: providers.ClassPermanent},
+		{desc: "404 naming the account", status: 404, body: `{"code":20404,"message":"The requested resource /2010-04-01/Accounts/` + accountSID + `/Messages.json was not found","status":404}`, class: providers.ClassPermanent},
+		{desc: "400 naming the number", status: 400, body: `{"code":21211,"message":"Invalid 'To' Phone Number: ` + number + `","status":400}`, class: providers.ClassPermanent},
+		{desc: "429 with Retry-After", status: 429, header: map[string]string{"Retry-After": "7"}, body: `{"code":20429,"message":"Too Many Requests","status":429}`, class: providers.ClassRateLimited, delay: 7 * time.Second},
+		{desc: "429 without Retry-After", status: 429, body: `{"code":20429,"message":"Too Many Requests","status":429}`, class: providers.ClassRateLimited, delay: time.Second},
+		{desc: "500", status: 500, body: `{"code":20500,"message":"Internal Server Error","status":500}`, class: providers.ClassTransient},
+		{desc: "503 HTML", status: 503, body: `<html>Service Unavailable</html>`, class: providers.ClassTransient},
+		{desc: "a redirect", status: 302, header: map[string]string{"Location": "https://evil.example/"}, class: providers.ClassPermanent},
+		{desc: "200 {}", status: 200, body: `{}`, class: providers.ClassTransient},
+		{desc: "200 null", status: 200, body: `null`, class: providers.ClassTransient},
+		{desc: "200 messages null", status: 200, body: `{"messages":null,"next_page_uri":null}`, class: providers.ClassTransient},
+		{desc: "200 Messages misspelt", status: 200, body: `{"messages":[],"Messages":[{"sid":"SM1"}]}`, class: providers.ClassTransient},
+		{desc: "200 the list twice", status: 200, body: `{"messages":[]}{"messages":[]}`, class: providers.ClassTransient},
+		{desc: "200 HTML", status: 200, body: `<html><body>OK</body></html>`, class: providers.ClassTransient},
+		{desc: "200 a message without sid", status: 200, body: `{"messages":[{"to":"` + number + `","date_created":"` + in + `"}]}`, class: providers.ClassTransient},
+		{desc: "200 a message without date", status: 200, body: `{"messages":[{"sid":"SM1","to":"` + number + `"}]}`, class: providers.ClassTransient},
+		{desc: "200 a message with a bad date", status: 200, body: `{"messages":[{"sid":"SM1","to":"` + number + `","date_created":"2026-03-10 09:46"}]}`, class: providers.ClassTransient},
+		{desc: "200 a wrongly typed field", status: 200, body: `{"messages":[{"sid":"SM1","error_code":"` + number + `"}]}`, class: providers.ClassTransient},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t)
+			f.respond = func(w http.ResponseWriter, _ *http.Request) {
+				for k, v := range tc.header {
+					w.Header().Set(k, v)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				w.Write([]byte(tc.body)) //nolint:errcheck // test
+			}
+			records, err := lookup(t, newAdapter(t, f), query)
+			if err == nil {
+				t.Fatalf("Lookup = %v, nil; want an error", records)
+			}
+			t.Log(err)
+			if class, delay := providers.Classify(err); class != tc.class || delay != tc.delay {
+				t.Errorf("classified %s %s, want %s %s: %v", class, delay, tc.class, tc.delay, err)
+			}
+			if n := len(f.requests()); n != 1 {
+				t.Errorf("%d requests, want 1: the SDK must not retry", n)
+			}
+		})
+	}
+}
+
+func TestLookupUnsearchable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc string
+		edit func(*providers.Query)
+	}{
+		{"no recipient", func(q *providers.Query) { q.Recipient = "" }},
+		{"a recipient twilio-go would mangle", func(q *providers.Query) { q.Recipient = "user.42@example.com" }},
+		{"no start time", func(q *providers.Query) { q.Since = time.Time{} }},
+		{"a window that ends before it starts", func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t)
+			q := query
+			tc.edit(&q)
+			_, err := lookup(t, newAdapter(t, f), q)
+			if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent {
+				t.Errorf("Lookup: %v (%s); want a permanent error", err, class)
+			}
+			if n := len(f.requests()); n != 0 {
+				t.Errorf("%d requests, want 0", n)
+			}
+		})
+	}
+}
+
+// TestSDKCannotWrite drives twilio-go's own create, update and delete calls
+// through the client a lookup uses: none may reach Twilio, and none may
+// carry the credentials anywhere (I1).
+func TestSDKCannotWrite(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	adapter := newAdapter(t, f).(*twilio.Adapter)
+	api := twilio.SDKForTest(t.Context(), adapter)
+	create := &openapi.CreateMessageParams{}
+	create.SetTo(number).SetFrom(sender).SetBody(body)
+	update := &openapi.UpdateMessageParams{}
+	update.SetBody("")
+	_, errCreate := api.CreateMessage(create)
+	_, errUpdate := api.UpdateMessage("SM1", update)
+	errDelete := api.DeleteMessage("SM1", nil)
+	for _, err := range []error{errCreate, errUpdate, errDelete} {
+		var classified *providers.Error
+		if !errors.As(err, &classified) || classified.Class != providers.ClassPermanent {
+			t.Errorf("SDK write: %v; want refused, permanent", err)
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the fake received %d requests, want 0", n)
+	}
+}
+
+// TestEdgeEnvIgnored: twilio-go's TWILIO_EDGE and TWILIO_REGION would move
+// requests to another host; the adapter's requests go to api_base.
+func TestEdgeEnvIgnored(t *testing.T) {
+	t.Setenv("TWILIO_EDGE", "sydney")
+	t.Setenv("TWILIO_REGION", "au1")
+	f := newFake(t, sms("SM1", body, since.Add(time.Minute)))
+	records, err := lookup(t, newAdapter(t, f), query)
+	if err != nil || len(records) != 1 {
+		t.Fatalf("Lookup = %v, %v; want one record", records, err)
+	}
+}
+
+func TestCancelBetweenPages(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f := newFake(t)
+	f.respond = func(w http.ResponseWriter, _ *http.Request) {
+		cancel()
+		next := fmt.Sprintf("/2010-04-01/Accounts/%s/Messages.json?Page=1&PageToken=PAx", accountSID)
+		w.Write(listPage(accountSID, nil, 0, 1000, &next)) //nolint:errcheck // test
+	}
+	_, err := newAdapter(t, f).Lookup(ctx, query)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Lookup after cancellation: %v; want context.Canceled", err)
+	}
+	checkNoLeak(t, err)
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	valid := func() *twilio.Config {
+		c := twilio.Kind.NewSettings().(*twilio.Config)
+		c.AccountSIDEnv, c.AuthTokenEnv = "TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN"
+		return c
+	}
+	for _, tc := range []struct {
+		desc string
+		edit func(*twilio.Config)
+		want []string
+	}{
+		{desc: "defaults with both env names", edit: func(*twilio.Config) {}},
+		{desc: "an empty api_base is the default", edit: func(c *twilio.Config) { c.APIBase = "" }},
+		{desc: "a from number", edit: func(c *twilio.Config) { c.From = sender }},
+		// The *_env keys are checked by the configuration, through SecretEnvs.
+		{desc: "nothing set", edit: func(c *twilio.Config) { *c = twilio.Config{} }},
+		{desc: "relative api_base", edit: func(c *twilio.Config) { c.APIBase = "api.twilio.com" }, want: []string{"api_base: must be an absolute http or https URL"}},
+		{desc: "ftp api_base", edit: func(c *twilio.Config) { c.APIBase = "ftp://api.twilio.com" }, want: []string{"api_base: must be an absolute http or https URL"}},
+		{desc: "api_base with credentials", edit: func(c *twilio.Config) { c.APIBase = "https://AC1:tok@api.twilio.com" }, want: []string{"api_base: must not carry credentials; use account_sid_env and auth_token_env"}},
+		{desc: "api_base with a query", edit: func(c *twilio.Config) { c.APIBase = "https://api.twilio.com/?x=1" }, want: []string{"api_base: must not have a query or a fragment"}},
+		{desc: "a from twilio-go would mangle", edit: func(c *twilio.Config) { c.From = "sender.1" }, want: []string{`from: must not contain "." followed by a digit (twilio-go drops it from queries)`}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			c := valid()
+			tc.edit(c)
+			var got []string
+			for _, err := range c.Validate() {
+				got = append(got, err.Error())
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Validate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSettings(t *testing.T) {
+	t.Parallel()
+	c := twilio.Kind.NewSettings().(*twilio.Config)
+	if c.APIBase != "https://api.twilio.com" || c.From != "" {
+		t.Errorf("defaults: %+v", c)
+	}
+	c.AccountSIDEnv, c.AuthTokenEnv = "SID_VAR", "TOKEN_VAR"
+	want := []providers.SecretEnv{
+		{Key: "account_sid_env", Name: "SID_VAR", Required: true},
+		{Key: "auth_token_env", Name: "TOKEN_VAR", Required: true},
+	}
+	if diff := cmp.Diff(want, c.SecretEnvs()); diff != "" {
+		t.Errorf("SecretEnvs (-want +got):\n%s", diff)
+	}
+}
+
+func TestKindNewMissingEnv(t *testing.T) {
+	t.Parallel()
+	cfg := &twilio.Config{AccountSIDEnv: "SID_VAR", AuthTokenEnv: "TOKEN_VAR", APIBase: "https://api.twilio.com"}
+	for _, tc := range []struct {
+		desc string
+		env  map[string]string
+		want string
+	}{
+		{"no SID", map[string]string{"TOKEN_VAR": authToken}, "account_sid_env: environment variable SID_VAR is not set"},
+		{"no token", map[string]string{"SID_VAR": accountSID}, "auth_token_env: environment variable TOKEN_VAR is not set"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			_, err := twilio.Kind.New("sms", cfg, providers.Env{Getenv: func(k string) string { return tc.env[k] }})
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("New: %v; want %q", err, tc.want)
+			}
+			checkNoLeak(t, err)
+		})
+	}
+	if _, err := twilio.Kind.New("sms", cfg, providers.Env{Getenv: func(k string) string {
+		return map[string]string{"SID_VAR": accountSID, "TOKEN_VAR": authToken}[k]
+	}}); err != nil {
+		t.Errorf("New with both variables: %v", err)
+	}
+}
+
+func TestRecordsSorted(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, sms("SMb", body, since.Add(2*time.Minute)), sms("SMa", body, since.Add(time.Minute)))
+	records, err := lookup(t, newAdapter(t, f), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.IsSortedFunc(records, func(x, y providers.Record) int { return x.CreatedAt.Compare(y.CreatedAt) }) {
+		t.Errorf("records not oldest first: %+v", records)
+	}
+}
+
+func TestWithhold(t *testing.T) {
+	t.Parallel()
+	adapter := newAdapter(t, newFake(t)).(*twilio.Adapter)
+	for _, tc := range []struct {
+		desc string
+		err  error
+		keep bool
+	}{
+		{"the token", providers.Transient(errors.New("dial: " + authToken)), false},
+		{"the account", providers.Permanent(errors.New("GET /Accounts/" + strings.ToUpper(accountSID))), false},
+		{"the number, URL-encoded", providers.RateLimited(3*time.Second, errors.New("To="+url.QueryEscape(number))), false},
+		{"nothing secret", providers.Transient(errors.New("connection reset")), true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			got := twilio.Withhold(adapter, tc.err, number)
+			checkNoLeak(t, got)
+			if (got == tc.err) != tc.keep {
+				t.Errorf("Withhold(%v) = %v; keep %v", tc.err, got, tc.keep)
+			}
+			wantClass, wantDelay := providers.Classify(tc.err)
+			if class, delay := providers.Classify(got); class != wantClass || delay != wantDelay {
+				t.Errorf("class %s %s, want %s %s", class, delay, wantClass, wantDelay)
+			}
+		})
+	}
+}
