@@ -11,6 +11,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -38,6 +39,7 @@ const (
 	defaultMaxConns  = 20
 	defaultBatchSize = 500
 	maxBatchSize     = 10000
+	maxLookupBudget  = 12 * time.Hour
 )
 
 // Config is the whole configuration. The zero value is not usable: use
@@ -354,11 +356,16 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 			v.add(prefix+"lookup_timeout", "must be at most 5m")
 		}
 		v.duration(prefix+"lookup_budget", p.LookupBudget, time.Second)
+		if p.LookupBudget.Duration > maxLookupBudget {
+			// A lookup job has at most 1000 attempts, at most a minute apart:
+			// a longer budget would outlive its job.
+			v.add(prefix+"lookup_budget", "must be at most %s", formatDuration(maxLookupBudget))
+		}
 		if p.LookupBudget.err == nil && p.LookupTimeout.err == nil && p.LookupBudget.Duration < p.LookupTimeout.Duration {
 			v.add(prefix+"lookup_budget", "must be at least lookup_timeout (%s)", p.LookupTimeout)
 		}
-		if p.RateLimit <= 0 {
-			v.add(prefix+"rate_limit", "must be greater than 0 (requests per second)")
+		if !(p.RateLimit > 0) || math.IsInf(p.RateLimit, 0) { // NaN fails > 0 too
+			v.add(prefix+"rate_limit", "must be a finite number greater than 0 (requests per second)")
 		}
 		if p.Concurrency < 1 || p.Concurrency > 1000 {
 			v.add(prefix+"concurrency", "must be between 1 and 1000")
@@ -508,13 +515,30 @@ func SecretSet(getenv Getenv, name string) bool {
 	return err == nil
 }
 
+// hasPassword reports whether a database URL carries a secret: a password
+// in its user info, or any parameter whose name ends in "password"
+// (password, sslpassword, …).
 func hasPassword(raw string) bool {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return strings.Contains(raw, "password=")
+	if err != nil {
+		return strings.Contains(strings.ToLower(raw), "password=")
 	}
-	_, set := u.User.Password()
-	return set || u.Query().Get("password") != ""
+	if u.User != nil {
+		if _, set := u.User.Password(); set {
+			return true
+		}
+	}
+	for key, values := range u.Query() {
+		if isPasswordParam(key) && strings.Join(values, "") != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// isPasswordParam reports whether a connection parameter holds a secret.
+func isPasswordParam(key string) bool {
+	return strings.HasSuffix(strings.ToLower(key), "password")
 }
 
 func sortedKeys[V any](m map[string]V) []string {

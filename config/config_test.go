@@ -146,7 +146,7 @@ func TestSecretFromFile(t *testing.T) {
 func TestWriteTOMLHidesSecretsAndRoundTrips(t *testing.T) {
 	t.Parallel()
 	getenv := env(map[string]string{
-		config.EnvDatabaseURL: "postgres://sweeper:db-pa55word@db.internal:5432/ledger?password=other-pa55",
+		config.EnvDatabaseURL: "postgres://sweeper:db-pa55word@db.internal:5432/ledger?password=other-pa55&sslpassword=ssl-pa55",
 		config.EnvSlackToken:  "xoxb-slack-t0ken",
 		"ORDERS_TOKEN":        "orders-t0ken",
 	})
@@ -174,12 +174,12 @@ outcome = "found"
 	if err := cfg.WriteTOML(&out, getenv); err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"db-pa55word", "other-pa55", "xoxb-slack-t0ken", "orders-t0ken"} {
+	for _, secret := range []string{"db-pa55word", "other-pa55", "ssl-pa55", "xoxb-slack-t0ken", "orders-t0ken"} {
 		if strings.Contains(out.String(), secret) {
 			t.Errorf("output contains secret %q:\n%s", secret, out.String())
 		}
 	}
-	for _, want := range []string{"# SLACK_BOT_TOKEN = set", "# ORDERS_TOKEN = set (providers.orders.token_env)", `url = "postgres://sweeper:xxxxx@db.internal:5432/ledger?password=xxxxx"`} {
+	for _, want := range []string{"# SLACK_BOT_TOKEN = set", "# ORDERS_TOKEN = set (providers.orders.token_env)", `url = "postgres://sweeper:xxxxx@db.internal:5432/ledger?password=xxxxx&sslpassword=xxxxx"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

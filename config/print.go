@@ -97,8 +97,15 @@ func RedactURL(raw string) string {
 	if err != nil {
 		return "(unparsable URL)"
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
+	q := u.Query()
+	masked := false
+	for key := range q {
+		if isPasswordParam(key) {
+			q.Set(key, "xxxxx")
+			masked = true
+		}
+	}
+	if masked {
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()

@@ -98,7 +98,7 @@ func (s *Sweeper) Settler(applier Applier) *Settler {
 	if applier == nil {
 		applier = s.Reviews()
 	}
-	return &Settler{Providers: s.Providers, Reviews: applier, Logger: s.Logger, Now: s.now}
+	return &Settler{Providers: s.Providers, Reviews: applier, DB: s.Pool, Logger: s.Logger, Now: s.now}
 }
 
 // Reviews returns the ticket store under the configured policy.
@@ -120,7 +120,8 @@ func (s *Sweeper) Scanner() *Scanner {
 type ClientOptions struct {
 	// FetchPollInterval overrides River's poll interval (default 1s).
 	FetchPollInterval time.Duration
-	// NoPeriodic leaves the periodic sweep out (tests insert sweeps).
+	// NoPeriodic leaves the periodic jobs, sweep and escalate, out (tests
+	// insert them).
 	NoPeriodic bool
 	// CommitBatch caps how many lookup outcomes share one commit; 1 gives
 	// each its own transaction. Default 100.
@@ -181,8 +182,9 @@ func (d *Daemon) stopBatcher() {
 
 // NewDaemon returns a River client running sweeper's workers and periodic
 // jobs in schema sweeper. Every replica registers the same periodic jobs;
-// River's leader alone enqueues them, and each sweep is unique per period of
-// its schedule, so a restart or a leader change does not double it.
+// River's leader alone enqueues them, and each sweep and escalation scan is
+// unique per period of its schedule, so a restart or a leader change does
+// not double it.
 func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	batcher := review.NewBatcher(s.Reviews(), cmp.Or(opts.CommitBatch, 100))
 	workers := river.NewWorkers()
@@ -190,6 +192,8 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	river.AddWorker(workers, lookup)
 	sweepTimeout := s.Config.Sweep.Timeout.Duration
 	river.AddWorker(workers, NewSweepWorker(s.Scanner(), sweepTimeout, s.Logger))
+	river.AddWorker(workers, NewEscalateWorker(s))
+	river.AddWorker(workers, NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
 
 	var periodic []*river.PeriodicJob
 	if !opts.NoPeriodic {
@@ -201,6 +205,15 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		periodic = append(periodic, river.NewPeriodicJob(schedule, func() (river.JobArgs, *river.InsertOpts) {
 			return SweepArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: period}}
 		}, &river.PeriodicJobOpts{ID: "sweep", RunOnStart: true}))
+
+		schedule, err = cron.ParseStandard(s.Config.Schedules.Escalate)
+		if err != nil {
+			return nil, fmt.Errorf("schedules.escalate: %w", err)
+		}
+		escalatePeriod := schedulePeriod(schedule, s.now())
+		periodic = append(periodic, river.NewPeriodicJob(schedule, func() (river.JobArgs, *river.InsertOpts) {
+			return EscalateArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: escalatePeriod}}
+		}, &river.PeriodicJobOpts{ID: "escalate", RunOnStart: true}))
 	}
 
 	// A job that outlives its timeout is cancelled, so a job still marked
@@ -208,7 +221,7 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	// -9, a lost machine): River rescues it then, and it runs again. Were a
 	// live job rescued after all, running it twice is harmless — lookups
 	// only read, and every write is a compare-and-set.
-	longest := max(sweepTimeout, lookup.maxLookupTimeout()+lookupOverhead)
+	longest := max(sweepTimeout, lookup.Timeout(nil))
 	client, err := river.NewClient(riverpgxv5.New(s.Pool), &river.Config{
 		Schema: migrations.Schema,
 		Queues: map[string]river.QueueConfig{

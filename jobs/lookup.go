@@ -66,10 +66,11 @@ func NewLookupWorker(settler *Settler, db ledger.DB) *LookupWorker {
 	return &LookupWorker{settler: settler, store: func() *ledger.Store { return ledger.NewStore(db) }}
 }
 
-// Timeout gives each run the provider's lookup_timeout plus room for the
-// rate limiter and the database; longer than any, the job is cancelled.
+// Timeout gives each run room for the provider's wait for a slot and the
+// rate limiter (at most lookup_timeout), the call (lookup_timeout) and the
+// database; longer than that, the job is cancelled.
 func (w *LookupWorker) Timeout(*river.Job[LookupArgs]) time.Duration {
-	return w.maxLookupTimeout() + lookupOverhead
+	return 2*w.maxLookupTimeout() + lookupOverhead
 }
 
 // lookupOverhead is a run's time beyond the provider call.
@@ -109,10 +110,13 @@ func (w *LookupWorker) Work(ctx context.Context, job *river.Job[LookupArgs]) err
 		budget := w.budget(op)
 		deadline := job.CreatedAt.Add(budget)
 		now := time.Now()
+		// A Retry-After of zero or in the past would make the job spin.
+		wait := max(step.RetryAfter, time.Second)
+		lastAttempt := job.Attempt >= job.MaxAttempts
 		switch {
-		case step.Class == providers.ClassRateLimited && now.Add(step.RetryAfter).Before(deadline):
-			return river.JobSnooze(step.RetryAfter)
-		case step.Class == providers.ClassTransient && now.Add(backoff(job.Attempt)).Before(deadline):
+		case step.Class == providers.ClassRateLimited && now.Add(wait).Before(deadline):
+			return river.JobSnooze(wait)
+		case step.Class == providers.ClassTransient && now.Add(backoff(job.Attempt)).Before(deadline) && !lastAttempt:
 			return fmt.Errorf("lookup %s: %w", op.OpKey, step.Err)
 		}
 		step = Exhausted(step, job.Attempt, budget)

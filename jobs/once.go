@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -126,8 +127,8 @@ func (s *Sweeper) settleOnce(ctx context.Context, settler *Settler, op ledger.Op
 		}
 		history = append(history, review.AttemptError{At: s.now(), Attempt: attempt, Class: step.Class.String(), Error: step.Err.Error()})
 		wait := backoff(attempt)
-		if step.RetryAfter > 0 {
-			wait = step.RetryAfter
+		if step.Class == providers.ClassRateLimited {
+			wait = max(step.RetryAfter, time.Second) // never spin on a zero delay
 		}
 		if s.now().Add(wait).After(deadline) {
 			return settler.Finish(ctx, op, Exhausted(step, attempt, budget), history, dryRun)

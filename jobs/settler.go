@@ -24,8 +24,10 @@ const searchSlack = 15 * time.Minute
 type Settler struct {
 	Providers map[string]*providers.Provider
 	Reviews   Applier
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// DB reads the ledger (who already holds a record).
+	DB     ledger.DB
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Applier writes a decision: a *review.Store, or a *review.Batcher that
@@ -98,27 +100,51 @@ type Settled struct {
 // in one transaction. history lists the failed attempts before this one.
 func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, history []review.AttemptError, dryRun bool) (Settled, error) {
 	d := review.Decide(op, step.Outcome)
-	if dryRun {
-		return Settled{Decision: d}, nil
+	// Two passes at most: a "done" the database refused because another
+	// operation took the same record meanwhile is decided again, as review.
+	for pass := 0; ; pass++ {
+		if d.Done {
+			holder, err := ledger.NewStore(s.DB).HolderOf(ctx, op.Provider, d.ProviderRecordID, op.ID)
+			if err != nil {
+				return Settled{}, err
+			}
+			if holder != "" {
+				d = review.Decision{Reason: review.ReasonMultipleMatches, RecordIDs: d.RecordIDs,
+					Detail: fmt.Sprintf("record %s already proves operation %s: one record cannot prove two", d.ProviderRecordID, holder)}
+			}
+		}
+		if dryRun {
+			return Settled{Decision: d}, nil
+		}
+		now := s.Now()
+		ev := review.NewEvidence(op, review.Lookup{
+			Adapter: step.Adapter, Query: step.Query, Outcome: step.Outcome, Errors: history, At: now,
+		}, d)
+		applied, err := s.Reviews.Apply(ctx, op, d, ev, now)
+		if err != nil {
+			return Settled{}, err
+		}
+		if d.Done && !applied.Settled && pass == 0 {
+			current, err := ledger.NewStore(s.DB).GetByID(ctx, op.ID)
+			if err != nil {
+				return Settled{}, err
+			}
+			if current.Status == ledger.StatusPending {
+				op = current
+				continue
+			}
+		}
+		logger := s.Logger.With("op_key", op.OpKey, "provider", op.Provider)
+		switch {
+		case !applied.Settled:
+			logger.Info("operation no longer pending; nothing to do")
+		case d.Done:
+			logger.Info("operation done", "provider_record_id", d.ProviderRecordID)
+		default:
+			logger.Info("review ticket opened", "ticket_id", applied.TicketID, "reason", d.Reason)
+		}
+		return Settled{Decision: d, Applied: applied}, nil
 	}
-	now := s.Now()
-	ev := review.NewEvidence(op, review.Lookup{
-		Adapter: step.Adapter, Query: step.Query, Outcome: step.Outcome, Errors: history, At: now,
-	}, d)
-	applied, err := s.Reviews.Apply(ctx, op, d, ev, now)
-	if err != nil {
-		return Settled{}, err
-	}
-	logger := s.Logger.With("op_key", op.OpKey, "provider", op.Provider)
-	switch {
-	case !applied.Settled:
-		logger.Info("operation no longer pending; nothing to do")
-	case d.Done:
-		logger.Info("operation done", "provider_record_id", d.ProviderRecordID)
-	default:
-		logger.Info("review ticket opened", "ticket_id", applied.TicketID, "reason", d.Reason)
-	}
-	return Settled{Decision: d, Applied: applied}, nil
 }
 
 // Exhausted returns the final outcome for a lookup whose budget ran out on

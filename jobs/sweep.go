@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -71,20 +72,26 @@ func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.
 			cursor = ledger.StaleCursor{FirstAttemptAt: last.FirstAttemptAt, ID: last.ID}
 		}
 	}
+	// One provider's failing scan does not stop the others'; the errors are
+	// returned together (and the job retried) once every scan has run.
+	var errs []error
 	for _, name := range names {
 		cutoff := now.Add(-s.Providers[name].StaleAfter)
 		err := walk("provider "+name, func(ctx context.Context, c ledger.StaleCursor) ([]ledger.Operation, error) {
 			return store.StalePending(ctx, name, cutoff, c, s.BatchSize)
 		})
 		if err != nil {
-			return scanned, err
+			if ctx.Err() != nil {
+				return scanned, err
+			}
+			errs = append(errs, err)
 		}
 	}
 	cutoff := now.Add(-UnconfiguredStaleAfter)
 	err := walk("unconfigured providers", func(ctx context.Context, c ledger.StaleCursor) ([]ledger.Operation, error) {
 		return store.StaleOtherProviders(ctx, names, cutoff, c, s.BatchSize)
 	})
-	return scanned, err
+	return scanned, errors.Join(append(errs, err)...)
 }
 
 // SweepWorker runs the scan and enqueues one lookup per stale operation.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // DB is what the store needs of a connection: a *pgxpool.Pool, a *pgx.Conn
@@ -244,13 +245,38 @@ type StaleCursor struct {
 	ID             int64
 }
 
+// position is the cursor's time as a query parameter: the zero cursor is
+// -infinity, before every row (a workflow may well write odd timestamps).
+func (c StaleCursor) position() pgtype.Timestamptz {
+	if c.FirstAttemptAt.IsZero() { // the start, or a row read from -infinity
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: c.FirstAttemptAt, Valid: true}
+}
+
+// HolderOf returns the op_key of another operation of provider that already
+// names recordID as its provider record, or "" when none does. One record
+// proves one operation: a second claim on it is not proof.
+func (s *Store) HolderOf(ctx context.Context, provider, recordID string, exceptID int64) (string, error) {
+	var opKey string
+	err := s.db.QueryRow(ctx, `SELECT op_key FROM ledger.operations
+		WHERE provider = $1 AND provider_record_id = $2 AND id <> $3 LIMIT 1`, provider, recordID, exceptID).Scan(&opKey)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("ledger: who holds record %s: %w", recordID, err)
+	}
+	return opKey, nil
+}
+
 // StalePending returns up to limit pending operations of provider whose
 // first attempt is older than cutoff, after cursor in (first_attempt_at, id)
 // order. The partial index operations_pending_stale_idx serves it, so its
 // cost follows the pending rows, not the ledger's size. Pass the last row's
 // position as the next cursor; fewer than limit rows means the end.
 func (s *Store) StalePending(ctx context.Context, provider string, cutoff time.Time, after StaleCursor, limit int) ([]Operation, error) {
-	rows, err := s.db.Query(ctx, StalePendingQuery, provider, cutoff, after.FirstAttemptAt, after.ID, limit)
+	rows, err := s.db.Query(ctx, StalePendingQuery, provider, cutoff, after.position(), after.ID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: stale scan %s: %w", provider, err)
 	}
@@ -314,7 +340,7 @@ func (s *Store) StaleOtherProviders(ctx context.Context, known []string, cutoff 
 		WHERE status = 'pending' AND provider <> ALL($1::text[]) AND first_attempt_at < $2
 		  AND (first_attempt_at, id) > ($3, $4)
 		ORDER BY first_attempt_at, id
-		LIMIT $5`, known, cutoff, after.FirstAttemptAt, after.ID, limit)
+		LIMIT $5`, known, cutoff, after.position(), after.ID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: stale scan of unconfigured providers: %w", err)
 	}
@@ -348,11 +374,11 @@ func scanOperation(row pgx.CollectableRow) (Operation, error) {
 	var (
 		op                                                 Operation
 		sourceID, recipient, payloadHash, providerRecordID *string
-		lastAttemptAt                                      *time.Time
+		firstAttemptAt, lastAttemptAt                      pgtype.Timestamptz
 		payload                                            []byte
 	)
 	err := row.Scan(&op.ID, &op.OpKey, &op.Workflow, &op.Provider, &op.Action, &sourceID, &recipient,
-		&payloadHash, &payload, &op.Status, &op.Attempts, &op.FirstAttemptAt, &lastAttemptAt,
+		&payloadHash, &payload, &op.Status, &op.Attempts, &firstAttemptAt, &lastAttemptAt,
 		&providerRecordID, &op.CreatedAt, &op.UpdatedAt)
 	if err != nil {
 		return Operation{}, err
@@ -361,13 +387,25 @@ func scanOperation(row pgx.CollectableRow) (Operation, error) {
 	op.Recipient = deref(recipient)
 	op.PayloadHash = deref(payloadHash)
 	op.ProviderRecordID = deref(providerRecordID)
-	if lastAttemptAt != nil {
-		op.LastAttemptAt = *lastAttemptAt
-	}
+	op.FirstAttemptAt = finiteTime(firstAttemptAt)
+	op.LastAttemptAt = finiteTime(lastAttemptAt)
 	if payload != nil {
 		op.Payload = json.RawMessage(payload)
 	}
 	return op, nil
+}
+
+// finiteTime reads a timestamp a workflow may have written as ±infinity:
+// -infinity (and NULL) become the zero time, +infinity the last instant Go
+// formats, so that an odd row is still read — and settled — not an error.
+func finiteTime(t pgtype.Timestamptz) time.Time {
+	switch {
+	case !t.Valid || t.InfinityModifier == pgtype.NegativeInfinity:
+		return time.Time{}
+	case t.InfinityModifier == pgtype.Infinity:
+		return time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	}
+	return t.Time
 }
 
 func deref[T any](p *T) T {

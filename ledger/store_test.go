@@ -511,3 +511,30 @@ func TestStaleScanUsesIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestStalePendingOddTimestamps: rows a workflow wrote with -infinity or a
+// BC timestamp are still scanned (the first page starts before them).
+func TestStalePendingOddTimestamps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.Tx(t)
+	_, err := tx.Exec(ctx, `
+		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, first_attempt_at) VALUES
+		('odd-inf', 'wf', 'mailer', 'send', repeat('a', 64), '-infinity'),
+		('odd-bc', 'wf', 'mailer', 'send', repeat('a', 64), '0100-01-01 00:00:00+00 BC'),
+		('odd-normal', 'wf', 'mailer', 'send', repeat('a', 64), now() - interval '1 hour')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := ledger.NewStore(tx).StalePending(ctx, "mailer", time.Now(), ledger.StaleCursor{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, op := range ops {
+		keys = append(keys, op.OpKey)
+	}
+	if diff := cmp.Diff([]string{"odd-inf", "odd-bc", "odd-normal"}, keys); diff != "" {
+		t.Errorf("scanned (-want +got):\n%s", diff)
+	}
+}

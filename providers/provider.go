@@ -64,17 +64,25 @@ func (p *Provider) Lookup(ctx context.Context, q Query) ([]Record, error) {
 }
 
 func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err error) {
+	// Waiting for capacity is bounded by lookup_timeout too, so a busy
+	// provider gives a transient error with time left to record it, rather
+	// than using up the caller's whole deadline.
+	waitCtx, cancelWait := context.WithTimeout(ctx, p.LookupTimeout)
+	defer cancelWait()
 	select {
 	case p.slots <- struct{}{}:
 		defer func() { <-p.slots }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if err := p.limiter.Wait(ctx); err != nil {
+	case <-waitCtx.Done():
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		// The wait would outlast ctx's deadline.
+		return nil, Transient(fmt.Errorf("%s: no free slot within lookup_timeout %s (concurrency %d)", p.Name, p.LookupTimeout, cap(p.slots)))
+	}
+	if err := p.limiter.Wait(waitCtx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// The wait would outlast the deadline.
 		return nil, Transient(fmt.Errorf("%s: rate limit: %w", p.Name, err))
 	}
 

@@ -178,6 +178,11 @@ func differingFields(op ledger.Operation, rec providers.Record) []string {
 	if op.Recipient != "" && rec.Recipient != "" && !sameRecipient(op.Recipient, rec.Recipient) {
 		differ = append(differ, "recipient")
 	}
+	if op.ProviderRecordID != "" && op.ProviderRecordID != rec.ID {
+		// The row already names another record (a workflow wrote it while
+		// pending); the ledger will not change it, and a person must look.
+		differ = append(differ, "provider_record_id")
+	}
 	return differ
 }
 

@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -139,10 +142,11 @@ func MaskRecipient(s string) string {
 		return ""
 	}
 	if local, domain, ok := strings.Cut(s, "@"); ok {
-		name, tld, _ := strings.Cut(domain, ".")
-		masked := keepFirst(local, 1) + "@" + keepFirst(name, 1)
-		if tld != "" {
-			masked += "." + tld
+		// The domain can name the person's employer: only its top level
+		// stays.
+		masked := keepFirst(local, 1) + "@***"
+		if i := strings.LastIndexByte(domain, '.'); i >= 0 && i < len(domain)-1 {
+			masked += domain[i:]
 		}
 		return masked
 	}
@@ -195,8 +199,25 @@ func maskFields(fields map[string]any) map[string]any {
 func maskValue(v any) any {
 	switch t := v.(type) {
 	case string:
-		if looksPersonal(t) {
+		switch {
+		case looksPersonal(t):
 			return MaskRecipient(t)
+		case isFreeText(t):
+			// A message body, a name, an address: its hash and length are
+			// evidence enough, its words may be personal data.
+			sum := sha256.Sum256([]byte(t))
+			return fmt.Sprintf("[text: %d characters, sha256 %s…]", utf8.RuneCountInString(t), hex.EncodeToString(sum[:6]))
+		}
+		return t
+	case json.Number:
+		if looksPersonal(t.String()) {
+			return MaskRecipient(t.String())
+		}
+		return t
+	case float64:
+		// A phone number stored as a JSON number.
+		if t == math.Trunc(t) && math.Abs(t) >= 1e6 {
+			return MaskRecipient(strconv.FormatFloat(t, 'f', 0, 64))
 		}
 		return t
 	case map[string]any:
@@ -207,7 +228,7 @@ func maskValue(v any) any {
 			out[i] = maskValue(e)
 		}
 		return out
-	case nil, bool, json.Number, float64, float32, int, int8, int16, int32, int64,
+	case nil, bool, float32, int, int8, int16, int32, int64,
 		uint, uint8, uint16, uint32, uint64:
 		return v
 	}
@@ -225,6 +246,12 @@ func maskValue(v any) any {
 		return nil
 	}
 	return maskValue(generic)
+}
+
+// isFreeText spots prose rather than a code, an amount or an id: anything
+// with a space, or longer than 64 characters.
+func isFreeText(s string) bool {
+	return strings.ContainsAny(s, " \t\n") || utf8.RuneCountInString(s) > 64
 }
 
 // looksPersonal spots email addresses and phone numbers.

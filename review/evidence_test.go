@@ -24,15 +24,15 @@ func TestMaskRecipient(t *testing.T) {
 		in   string
 		want string
 	}{
-		{desc: "email", in: "jane.doe@example.com", want: "j***@e***.com"},
-		{desc: "email with surrounding space and capitals", in: "  Jane.Doe@Example.COM\n", want: "J***@E***.COM"},
-		{desc: "email with a one-letter local part", in: "a@example.com", want: "*@e***.com"},
-		{desc: "email without a dot in the domain", in: "jane@localhost", want: "j***@l***"},
-		{desc: "email on a subdomain", in: "jane@mail.example.co.uk", want: "j***@m***.example.co.uk"},
-		{desc: "email with an empty domain name", in: "jane@.com", want: "j***@*.com"},
-		{desc: "unicode email", in: "jürgen.müller@bücher.de", want: "j***@b***.de"},
-		{desc: "unicode email starting with a multibyte letter", in: "Ülkü@Örnek.com.tr", want: "Ü***@Ö***.com.tr"},
-		{desc: "unicode email of single letters", in: "ü@ö.de", want: "*@*.de"},
+		{desc: "email", in: "jane.doe@example.com", want: "j***@***.com"},
+		{desc: "email with surrounding space and capitals", in: "  Jane.Doe@Example.COM\n", want: "J***@***.COM"},
+		{desc: "email with a one-letter local part", in: "a@example.com", want: "*@***.com"},
+		{desc: "email without a dot in the domain", in: "jane@localhost", want: "j***@***"},
+		{desc: "email on a subdomain", in: "jane@mail.example.co.uk", want: "j***@***.uk"},
+		{desc: "email with an empty domain name", in: "jane@.com", want: "j***@***.com"},
+		{desc: "unicode email", in: "jürgen.müller@bücher.de", want: "j***@***.de"},
+		{desc: "unicode email starting with a multibyte letter", in: "Ülkü@Örnek.com.tr", want: "Ü***@***.tr"},
+		{desc: "unicode email of single letters", in: "ü@ö.de", want: "*@***.de"},
 		{desc: "E.164 phone", in: "+15550100777", want: "+1******0777"},
 		{desc: "long phone", in: "+441632960961", want: "+4*******0961"},
 		{desc: "phone with spaces", in: "+1 555 0100", want: "+1******100"},
@@ -214,28 +214,28 @@ func TestNewEvidence(t *testing.T) {
 	}
 	want := review.Evidence{
 		OpKey: "welcome:u-981", Workflow: "onboarding", Provider: "mailer", Action: "send_email",
-		RecipientMasked: "j***@e***.com", RecipientHash: review.HashRecipient("jane.doe@example.com"),
+		RecipientMasked: "j***@***.com", RecipientHash: review.HashRecipient("jane.doe@example.com"),
 		PayloadHash: strings.Repeat("a", 64), Attempts: 2, FirstAttemptAt: first, LastAttemptAt: first.Add(time.Minute),
 		Adapter: "http",
-		Query: &review.EvidenceQuery{OpKey: "welcome:u-981", RecipientMasked: "J***@E***.com", Action: "send_email",
+		Query: &review.EvidenceQuery{OpKey: "welcome:u-981", RecipientMasked: "J***@***.com", Action: "send_email",
 			PayloadHash: strings.Repeat("a", 64), Since: first.Add(-time.Hour), Until: lookedUp},
 		Records: []review.EvidenceRecord{
 			{ID: "msg_1", CreatedAt: first.Add(time.Second), RecipientMasked: "+1******0777",
 				PayloadHash: strings.Repeat("b", 64), Excerpt: "mailer id=msg_1",
 				Fields: map[string]any{
-					"to":       "j***@e***.com",
+					"to":       "j***@***.com",
 					"template": "welcome",
 					"amount":   1299.0,
 					"sms": map[string]any{
 						"number": "+1******0777",
-						"cc":     []any{"J***@E***.com", map[string]any{"phone": "+1***********0777"}, 42.5},
+						"cc":     []any{"J***@***.com", map[string]any{"phone": "+1***********0777"}, 42.5},
 					},
-					"bcc":      []any{"j***@e***.com"},
-					"headers":  map[string]any{"Reply-To": "j***@e***.com", "X-Campaign": "spring"},
+					"bcc":      []any{"j***@***.com"},
+					"headers":  map[string]any{"Reply-To": "j***@***.com", "X-Campaign": "spring"},
 					"contacts": []any{map[string]any{"phone": "+1******0777"}},
 					"notify":   map[string]any{"Phone": "+1******0777"},
 				}},
-			{ID: "msg_2", RecipientMasked: "J***@e***.com", PayloadHash: strings.Repeat("c", 64),
+			{ID: "msg_2", RecipientMasked: "J***@***.com", PayloadHash: strings.Repeat("c", 64),
 				Excerpt: strings.Repeat("é", 200) + "…"},
 		},
 		Errors:     lookup.Errors,
@@ -281,5 +281,33 @@ func TestNewEvidenceWithoutLookup(t *testing.T) {
 	}
 	if strings.Contains(string(raw), "15550100777") {
 		t.Errorf("evidence JSON holds the raw recipient:\n%s", raw)
+	}
+}
+
+// TestEvidenceHidesFreeTextAndNumericPhones: a message body in a record's
+// fields is reduced to its length and hash, and a phone number stored as a
+// JSON number is masked.
+func TestEvidenceHidesFreeTextAndNumericPhones(t *testing.T) {
+	t.Parallel()
+	op := ledger.Operation{OpKey: "k", Provider: "p", Action: "send_sms", PayloadHash: strings.Repeat("a", 64)}
+	rec := providers.Record{ID: "SM1", Fields: map[string]any{
+		"body":     "Hi Jane, your code is 481516",
+		"to":       float64(15550100777),
+		"amount":   float64(1299),
+		"currency": "usd",
+	}}
+	ev := review.NewEvidence(op, review.Lookup{Outcome: review.Answered([]providers.Record{rec})}, review.Decision{})
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{"Jane", "481516", "15550100777"} {
+		if strings.Contains(string(b), leak) {
+			t.Errorf("evidence holds %q: %s", leak, b)
+		}
+	}
+	fields := ev.Records[0].Fields
+	if fields["amount"] != float64(1299) || fields["currency"] != "usd" || !strings.HasPrefix(fields["body"].(string), "[text: 28 characters, sha256 ") {
+		t.Errorf("fields = %v", fields)
 	}
 }

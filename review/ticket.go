@@ -36,6 +36,16 @@ type Ticket struct {
 	ResolvedAt      *time.Time      `json:"resolved_at,omitempty"`
 	Resolution      string          `json:"resolution,omitempty"`
 	ResolvedBy      string          `json:"resolved_by,omitempty"`
+	// ResolutionNote is what the person who resolved the ticket wrote.
+	ResolutionNote string `json:"resolution_note,omitempty"`
+	// ResolutionRecordID is the provider record a done or duplicate
+	// resolution named; the ledger row holds the same id.
+	ResolutionRecordID string `json:"resolution_record_id,omitempty"`
+	// AcknowledgedBy, AcknowledgedAt and AcknowledgedLevel say who last took
+	// the ticket, when, and at which escalation level (nil: never).
+	AcknowledgedBy    string     `json:"acknowledged_by,omitempty"`
+	AcknowledgedAt    *time.Time `json:"acknowledged_at,omitempty"`
+	AcknowledgedLevel *int       `json:"acknowledged_level,omitempty"`
 }
 
 // Event is one entry of a ticket's audit trail.
@@ -183,9 +193,17 @@ const applyReviewSQL = `
 	       coalesce((SELECT id FROM ticket), (SELECT t.id FROM sweeper.tickets t, moved WHERE t.operation_id = moved.id), 0)`
 
 // applyDoneSQL moves a pending row to done: $1 id, $2 provider record id.
+//
+// It does not move a row that already names another record, nor claim a
+// record another operation of the provider already holds: one record proves
+// one operation. The caller checks both first ([ledger.Store.HolderOf]);
+// this guard is for the race, and leaves the row pending for the next sweep.
 const applyDoneSQL = `
-	UPDATE ledger.operations SET status = 'done', provider_record_id = $2
-	WHERE id = $1 AND status = 'pending'
+	UPDATE ledger.operations o SET status = 'done', provider_record_id = $2
+	WHERE o.id = $1 AND o.status = 'pending'
+	  AND (o.provider_record_id IS NULL OR o.provider_record_id = $2)
+	  AND NOT EXISTS (SELECT 1 FROM ledger.operations other
+	                  WHERE other.provider = o.provider AND other.provider_record_id = $2 AND other.id <> o.id)
 	RETURNING true, 0::bigint`
 
 func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, error) {
@@ -238,13 +256,16 @@ func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, e
 }
 
 const ticketColumns = `id, operation_id, op_key, reason, owner, priority, escalation_level, state, deadline,
-	evidence, version, created_at, updated_at, resolved_at, coalesce(resolution, ''), coalesce(resolved_by, '')`
+	evidence, version, created_at, updated_at, resolved_at, coalesce(resolution, ''), coalesce(resolved_by, ''),
+	coalesce(resolution_note, ''), coalesce(resolution_record_id, ''), coalesce(acknowledged_by, ''),
+	acknowledged_at, acknowledged_level`
 
 func scanTicket(row pgx.CollectableRow) (Ticket, error) {
 	var t Ticket
 	err := row.Scan(&t.ID, &t.OperationID, &t.OpKey, &t.Reason, &t.Owner, &t.Priority, &t.EscalationLevel,
 		&t.State, &t.Deadline, &t.Evidence, &t.Version, &t.CreatedAt, &t.UpdatedAt, &t.ResolvedAt,
-		&t.Resolution, &t.ResolvedBy)
+		&t.Resolution, &t.ResolvedBy, &t.ResolutionNote, &t.ResolutionRecordID, &t.AcknowledgedBy,
+		&t.AcknowledgedAt, &t.AcknowledgedLevel)
 	return t, err
 }
 
@@ -275,8 +296,10 @@ func (s *Store) List(ctx context.Context, f ListFilter) ([]Ticket, error) {
 }
 
 // Get returns one ticket, or [ErrTicketNotFound].
-func (s *Store) Get(ctx context.Context, id int64) (Ticket, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+ticketColumns+` FROM sweeper.tickets WHERE id = $1`, id)
+func (s *Store) Get(ctx context.Context, id int64) (Ticket, error) { return getTicket(ctx, s.db, id) }
+
+func getTicket(ctx context.Context, db ledger.DB, id int64) (Ticket, error) {
+	rows, err := db.Query(ctx, `SELECT `+ticketColumns+` FROM sweeper.tickets WHERE id = $1`, id)
 	if err != nil {
 		return Ticket{}, fmt.Errorf("review: get ticket %d: %w", id, err)
 	}

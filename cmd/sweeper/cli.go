@@ -59,7 +59,8 @@ func commands() []command {
 		{"check-config", "validate the configuration and print it with secrets masked", runCheckConfig},
 		{"run", "run the daemon: scheduled sweeps and lookups, until SIGINT or SIGTERM", runDaemon},
 		{"sweep", "sweep --once: one full pass of scan, lookups and decisions, then exit", runSweep},
-		{"tickets", "tickets list | tickets show ID: the review tickets", runTickets},
+		{"escalate", "escalate --once: look up and escalate every ticket past its deadline, then exit", runEscalate},
+		{"tickets", "tickets list | show ID | resolve ID | ack ID: review tickets and people's decisions", runTickets},
 		{"version", "print the version", runVersion},
 	}
 }

@@ -7,26 +7,41 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
 )
 
+const ticketsUsage = `Usage: sweeper tickets list [--state open|resolved|all] [--json]
+       sweeper tickets show ID [--json]
+       sweeper tickets resolve ID --outcome done|not_sent|duplicate [--provider-record-id X] --by NAME [--note TEXT] [--json]
+       sweeper tickets ack ID --by NAME [--json]
+Each takes --config FILE.`
+
 func runTickets(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "show" && args[0] != "-h" && args[0] != "--help") {
-		fmt.Fprintln(e.stderr, "Usage: sweeper tickets list [--state open|resolved|all] [--json]\n       sweeper tickets show ID [--json]")
+	if len(args) == 0 {
+		fmt.Fprintln(e.stderr, ticketsUsage)
 		return exitUsage
 	}
-	if args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(e.stdout, "Usage: sweeper tickets list [--state open|resolved|all] [--json]\n       sweeper tickets show ID [--json]")
+	switch args[0] {
+	case "list":
+		return runTicketsList(ctx, e, args[1:])
+	case "show":
+		return runTicketsShow(ctx, e, args[1:])
+	case "resolve":
+		return runTicketsResolve(ctx, e, args[1:])
+	case "ack":
+		return runTicketsAck(ctx, e, args[1:])
+	case "-h", "--help":
+		fmt.Fprintln(e.stdout, ticketsUsage)
 		return exitOK
 	}
-	if args[0] == "list" {
-		return runTicketsList(ctx, e, args[1:])
-	}
-	return runTicketsShow(ctx, e, args[1:])
+	fmt.Fprintln(e.stderr, ticketsUsage)
+	return exitUsage
 }
 
 func runTicketsList(ctx context.Context, e *env, args []string) int {
@@ -77,29 +92,9 @@ func runTicketsShow(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "tickets show", "tickets show [--config FILE] [--json] ID")
 	configPath := configFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	// The id may come before or after the flags.
-	var idArg string
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		idArg, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fs.Usage()
-			return exitOK
-		}
-		return exitUsage
-	}
-	if idArg == "" && fs.NArg() == 1 {
-		idArg = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "sweeper tickets show: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	id, err := strconv.ParseInt(idArg, 10, 64)
-	if err != nil || id <= 0 {
-		fmt.Fprintf(e.stderr, "sweeper tickets show: need a ticket id (a positive number), got %q\n", idArg)
-		return exitUsage
+	id, code := parseWithID(e, fs, args)
+	if code >= 0 {
+		return code
 	}
 	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
 	if s == nil {
@@ -127,13 +122,7 @@ func runTicketsShow(ctx context.Context, e *env, args []string) int {
 			Events []review.Event `json:"events"`
 		}{t, events})
 	}
-	fmt.Fprintf(e.stdout, "ticket %d  %s  %s\n", t.ID, t.State, t.OpKey)
-	fmt.Fprintf(e.stdout, "reason:    %s — %s\n", t.Reason, t.Reason.Describe())
-	fmt.Fprintf(e.stdout, "owner:     %s\npriority:  %s (escalation level %d)\ndeadline:  %s\n",
-		t.Owner, t.Priority, t.EscalationLevel, t.Deadline.UTC().Format(time.RFC3339))
-	if t.State == review.StateResolved {
-		fmt.Fprintf(e.stdout, "resolved:  %s by %s\n", t.Resolution, t.ResolvedBy)
-	}
+	printTicket(e, t)
 	var evidence any
 	_ = json.Unmarshal(t.Evidence, &evidence)
 	pretty, _ := json.MarshalIndent(evidence, "  ", "  ")
@@ -154,4 +143,155 @@ func printJSON(e *env, v any) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+func runTicketsResolve(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "tickets resolve", "tickets resolve ID --outcome done|not_sent|duplicate "+
+		"[--provider-record-id X] --by NAME [--note TEXT] [--config FILE] [--json]")
+	configPath := configFlag(fs)
+	outcome := fs.String("outcome", "", "done (the effect happened), not_sent (it did not: the ledger row fails), "+
+		"or duplicate (several records exist: name the one that stands)")
+	recordID := fs.String("provider-record-id", "", "the provider's record: required for done and duplicate")
+	by := fs.String("by", "", "who decides (required)")
+	note := fs.String("note", "", "why, for the audit trail")
+	asJSON := fs.Bool("json", false, "print the resolved ticket as JSON")
+	id, code := parseWithID(e, fs, args)
+	if code >= 0 {
+		return code
+	}
+	r := review.Resolution{TicketID: id, Outcome: *outcome, ProviderRecordID: *recordID, By: *by, Note: *note}
+	if err := r.Validate(); err != nil {
+		fmt.Fprintf(e.stderr, "sweeper tickets resolve: %v\n", err)
+		fs.Usage()
+		return exitUsage
+	}
+	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
+	if s == nil {
+		return code
+	}
+	defer closeDB()
+	t, err := reviews(s).Resolve(ctx, r)
+	if code := decisionError(e, "tickets resolve", id, err); code >= 0 {
+		return code
+	}
+	if *asJSON {
+		return printJSON(e, t)
+	}
+	status := ledger.StatusDone
+	if t.Resolution == review.ResolutionNotSent {
+		status = ledger.StatusFailed
+	}
+	fmt.Fprintf(e.stdout, "resolved ticket %d as %s; operation %s is now %s\n\n", t.ID, t.Resolution, t.OpKey, status)
+	printTicket(e, t)
+	return exitOK
+}
+
+func runTicketsAck(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "tickets ack", "tickets ack ID --by NAME [--config FILE] [--json]")
+	configPath := configFlag(fs)
+	by := fs.String("by", "", "who takes the ticket (required)")
+	asJSON := fs.Bool("json", false, "print the acknowledged ticket as JSON")
+	id, code := parseWithID(e, fs, args)
+	if code >= 0 {
+		return code
+	}
+	if strings.TrimSpace(*by) == "" {
+		fmt.Fprintln(e.stderr, "sweeper tickets ack: --by is required (who takes the ticket)")
+		fs.Usage()
+		return exitUsage
+	}
+	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
+	if s == nil {
+		return code
+	}
+	defer closeDB()
+	t, err := reviews(s).Acknowledge(ctx, id, *by, 0)
+	if code := decisionError(e, "tickets ack", id, err); code >= 0 {
+		return code
+	}
+	if *asJSON {
+		return printJSON(e, t)
+	}
+	fmt.Fprintf(e.stdout, "acknowledged ticket %d at escalation level %d; the deadline stays %s\n\n",
+		t.ID, t.EscalationLevel, t.Deadline.UTC().Format(time.RFC3339))
+	printTicket(e, t)
+	return exitOK
+}
+
+// decisionError prints why a resolution or acknowledgement was refused and
+// returns its exit code, or -1 when err is nil.
+func decisionError(e *env, name string, id int64, err error) int {
+	var handled *review.HandledError
+	switch {
+	case err == nil:
+		return -1
+	case errors.Is(err, review.ErrInvalidRequest):
+		fmt.Fprintf(e.stderr, "sweeper %s: %v\n", name, err)
+		return exitUsage
+	case errors.Is(err, review.ErrTicketNotFound):
+		fmt.Fprintf(e.stderr, "sweeper %s: no ticket %d\n", name, id)
+	case errors.As(err, &handled):
+		fmt.Fprintf(e.stderr, "sweeper %s: ticket %d was already handled (%s); nothing changed\n", name, id, handled.Why)
+	case errors.Is(err, review.ErrNotInReview):
+		fmt.Fprintf(e.stderr, "sweeper %s: ticket %d stays open: %v; nothing changed\n", name, id, err)
+	default:
+		fmt.Fprintf(e.stderr, "sweeper %s: %v\n", name, err)
+	}
+	return exitFailure
+}
+
+// parseWithID parses a command's flags and its one ticket id, which may
+// come before, between or after the flags. It returns the id, or an exit
+// code (exitOK after --help, exitUsage after a mistake) with -1 to go on.
+func parseWithID(e *env, fs *flag.FlagSet, args []string) (int64, int) {
+	var idArg string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(e.stdout)
+				fs.Usage()
+				return 0, exitOK
+			}
+			return 0, exitUsage // flag has printed the error and the usage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		if idArg != "" {
+			fmt.Fprintf(e.stderr, "sweeper %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+			return 0, exitUsage
+		}
+		idArg, args = fs.Arg(0), fs.Args()[1:]
+	}
+	id, err := strconv.ParseInt(idArg, 10, 64)
+	if err != nil || id <= 0 {
+		fmt.Fprintf(e.stderr, "sweeper %s: need a ticket id (a positive number), got %q\n", fs.Name(), idArg)
+		return 0, exitUsage
+	}
+	return id, -1
+}
+
+// printTicket prints a ticket's state, without its evidence and events.
+func printTicket(e *env, t review.Ticket) {
+	fmt.Fprintf(e.stdout, "ticket %d  %s  %s\n", t.ID, t.State, t.OpKey)
+	fmt.Fprintf(e.stdout, "reason:    %s — %s\n", t.Reason, t.Reason.Describe())
+	fmt.Fprintf(e.stdout, "owner:     %s\npriority:  %s (escalation level %d)\ndeadline:  %s\nversion:   %d\n",
+		t.Owner, t.Priority, t.EscalationLevel, t.Deadline.UTC().Format(time.RFC3339), t.Version)
+	if t.AcknowledgedLevel != nil && t.AcknowledgedAt != nil {
+		fmt.Fprintf(e.stdout, "acked:     by %s at level %d, %s\n",
+			t.AcknowledgedBy, *t.AcknowledgedLevel, t.AcknowledgedAt.UTC().Format(time.RFC3339))
+	}
+	if t.State == review.StateResolved {
+		fmt.Fprintf(e.stdout, "resolved:  %s by %s", t.Resolution, t.ResolvedBy)
+		if t.ResolvedAt != nil {
+			fmt.Fprintf(e.stdout, ", %s", t.ResolvedAt.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintln(e.stdout)
+		if t.ResolutionRecordID != "" {
+			fmt.Fprintf(e.stdout, "record:    %s\n", t.ResolutionRecordID)
+		}
+		if t.ResolutionNote != "" {
+			fmt.Fprintf(e.stdout, "note:      %s\n", t.ResolutionNote)
+		}
+	}
 }

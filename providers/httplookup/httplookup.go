@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -38,9 +39,9 @@ var Kind = providers.Kind{
 		}
 		token := ""
 		if cfg.TokenEnv != "" {
-			token = env.Getenv(cfg.TokenEnv)
-			if token == "" {
-				return nil, fmt.Errorf("token_env: environment variable %s is not set", cfg.TokenEnv)
+			var err error
+			if token, err = config.Secret(env.Getenv, cfg.TokenEnv); err != nil {
+				return nil, fmt.Errorf("token_env: %w", err)
 			}
 		}
 		return New(name, cfg, token, nil), nil
@@ -99,7 +100,7 @@ func New(name string, cfg *Config, token string, transport http.RoundTripper) *A
 		client: &http.Client{
 			Transport: providers.ReadOnlyTransport{Base: transport},
 			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return errors.New("redirects are not followed")
+				return providers.Permanent(errors.New("redirects are not followed: point url at the final address"))
 			},
 		},
 	}

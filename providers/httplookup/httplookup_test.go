@@ -614,7 +614,7 @@ func TestKind(t *testing.T) {
 	}{
 		{desc: "token from the environment", settings: &httplookup.Config{TokenEnv: "ORDERS_TOKEN"}, env: env(map[string]string{"ORDERS_TOKEN": token}), wantAuth: "Bearer " + token},
 		{desc: "no token_env, no token", settings: &httplookup.Config{}, env: env(map[string]string{"ORDERS_TOKEN": token})},
-		{desc: "token_env unset", settings: &httplookup.Config{TokenEnv: "ORDERS_TOKEN"}, env: env(nil), wantErr: "token_env: environment variable ORDERS_TOKEN is not set"},
+		{desc: "token_env unset", settings: &httplookup.Config{TokenEnv: "ORDERS_TOKEN"}, env: env(nil), wantErr: "token_env: environment variable ORDERS_TOKEN is not set (nor ORDERS_TOKEN_FILE)"},
 		{desc: "foreign settings", settings: otherSettings{}, env: env(nil), wantErr: "http: settings are httplookup_test.otherSettings"},
 	}
 	for _, tt := range tests {

@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,15 +144,27 @@ func setup(t *testing.T, h Harness, respond func(*fake, http.ResponseWriter, *ht
 	return f, adapter, logs
 }
 
-// checkLeaks fails when text holds the secret or the recipient.
+// checkLeaks fails when text holds the secret or the recipient, as is or
+// escaped the way URLs and JSON escape them.
 func checkLeaks(t *testing.T, what, text string) {
 	t.Helper()
-	if strings.Contains(text, Secret) {
-		t.Errorf("the credential appears in %s: %q", what, text)
+	lower := strings.ToLower(text)
+	for _, form := range leakForms(Secret) {
+		if strings.Contains(text, form) {
+			t.Errorf("the credential appears in %s: %q", what, text)
+		}
 	}
-	if strings.Contains(strings.ToLower(text), strings.ToLower(Recipient)) {
-		t.Errorf("the recipient appears in %s: %q", what, text)
+	for _, form := range leakForms(Recipient) {
+		if strings.Contains(lower, strings.ToLower(form)) {
+			t.Errorf("the recipient appears in %s: %q", what, text)
+		}
 	}
+}
+
+// leakForms lists how a value shows up in text: raw, query-escaped,
+// path-escaped, and with "+" read as a space.
+func leakForms(v string) []string {
+	return []string{v, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(v, "+", " ")}
 }
 
 // lookup runs one query with a bound on time.

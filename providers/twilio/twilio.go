@@ -87,6 +87,7 @@ import (
 	twclient "github.com/twilio/twilio-go/client"
 	openapi "github.com/twilio/twilio-go/rest/api/v2010"
 
+	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 )
@@ -100,13 +101,13 @@ var Kind = providers.Kind{
 		if !ok {
 			return nil, fmt.Errorf("twilio: settings are %T", s)
 		}
-		sid := env.Getenv(cfg.AccountSIDEnv)
-		if sid == "" {
-			return nil, fmt.Errorf("account_sid_env: environment variable %s is not set", cfg.AccountSIDEnv)
+		sid, err := config.Secret(env.Getenv, cfg.AccountSIDEnv)
+		if err != nil {
+			return nil, fmt.Errorf("account_sid_env: %w", err)
 		}
-		token := env.Getenv(cfg.AuthTokenEnv)
-		if token == "" {
-			return nil, fmt.Errorf("auth_token_env: environment variable %s is not set", cfg.AuthTokenEnv)
+		token, err := config.Secret(env.Getenv, cfg.AuthTokenEnv)
+		if err != nil {
+			return nil, fmt.Errorf("auth_token_env: %w", err)
 		}
 		return New(name, cfg, sid, token, nil, env.Logger)
 	},

@@ -556,8 +556,8 @@ func TestKindNewMissingEnv(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"no SID", map[string]string{"TOKEN_VAR": authToken}, "account_sid_env: environment variable SID_VAR is not set"},
-		{"no token", map[string]string{"SID_VAR": accountSID}, "auth_token_env: environment variable TOKEN_VAR is not set"},
+		{"no SID", map[string]string{"TOKEN_VAR": authToken}, "account_sid_env: environment variable SID_VAR is not set (nor SID_VAR_FILE)"},
+		{"no token", map[string]string{"SID_VAR": accountSID}, "auth_token_env: environment variable TOKEN_VAR is not set (nor TOKEN_VAR_FILE)"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()

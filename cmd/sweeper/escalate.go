@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/sweeper/sweeper/jobs"
+)
+
+func runEscalate(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "escalate", "escalate --once [--config FILE] [--json]")
+	configPath := configFlag(fs)
+	once := fs.Bool("once", false, "look up and escalate every ticket past its deadline, then exit (required)")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	if code := parseFlags(e, fs, args); code >= 0 {
+		return code
+	}
+	if !*once {
+		fmt.Fprintln(e.stderr, "sweeper escalate: --once is required (the daemon, 'sweeper run', escalates on its schedule)")
+		return exitUsage
+	}
+	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
+	if s == nil {
+		return code
+	}
+	defer closeDB()
+	sum, err := s.EscalateOnce(ctx)
+	if *asJSON {
+		_ = printJSON(e, sum)
+	} else {
+		printEscalationSummary(e.stdout, sum)
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(e.stderr, "sweeper escalate: the pass failed: %v\n", err)
+		return exitFailure
+	case sum.Errors > 0:
+		// Those tickets stay due; the next pass tries again.
+		fmt.Fprintf(e.stderr, "sweeper escalate: %d ticket(s) could not be handled\n", sum.Errors)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func printEscalationSummary(w io.Writer, sum jobs.EscalationSummary) {
+	escalated := 0
+	levels := make([]int, 0, len(sum.Escalated))
+	for level, n := range sum.Escalated {
+		escalated += n
+		levels = append(levels, level)
+	}
+	slices.Sort(levels)
+	fmt.Fprintf(w, "examined %d, escalated %d, repeats %d, exhausted %d, held (acknowledged) %d, "+
+		"resolved by re-lookup %d, already handled %d, errors %d\n",
+		sum.Examined, escalated, sum.Repeats, sum.Exhausted, sum.Held, sum.ResolvedByRelookup, sum.AlreadyHandled, sum.Errors)
+	for _, level := range levels {
+		fmt.Fprintf(w, "  to level %d: %d\n", level, sum.Escalated[level])
+	}
+}

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/ledger"
+)
+
+// cliTicket is what the tests read of a ticket's JSON.
+type cliTicket struct {
+	ID                 int64   `json:"id"`
+	OperationID        int64   `json:"operation_id"`
+	OpKey              string  `json:"op_key"`
+	State              string  `json:"state"`
+	Version            int     `json:"version"`
+	Resolution         string  `json:"resolution"`
+	ResolvedBy         string  `json:"resolved_by"`
+	ResolutionNote     string  `json:"resolution_note"`
+	ResolutionRecordID string  `json:"resolution_record_id"`
+	AcknowledgedBy     string  `json:"acknowledged_by"`
+	AcknowledgedLevel  *int    `json:"acknowledged_level"`
+	AcknowledgedAt     *string `json:"acknowledged_at"`
+	Evidence           struct {
+		Records []struct {
+			ID string `json:"id"`
+		} `json:"records"`
+	} `json:"evidence"`
+	Events []struct {
+		Kind    string          `json:"kind"`
+		Actor   string          `json:"actor"`
+		Details json.RawMessage `json:"details"`
+	} `json:"events"`
+}
+
+// resolveBundle is a migrated database with one ticket per seeded key,
+// opened the way production opens them: `sweep --once`.
+type resolveBundle struct {
+	environ map[string]string
+	cfgFile string
+	pool    ledger.DB
+	tickets map[string]cliTicket // by op_key
+}
+
+func setupResolve(t *testing.T, keys ...string) *resolveBundle {
+	t.Helper()
+	dbURL := dbtest.NewDatabase(t)
+	b := &resolveBundle{
+		environ: map[string]string{config.EnvDatabaseURL: dbURL},
+		cfgFile: writeConfig(t, daemonConfig),
+		pool:    dbtest.Pool(t, dbURL),
+		tickets: map[string]cliTicket{},
+	}
+	seed(t, dbURL, keys...)
+	if r := runCLI(t, b.environ, "sweep", "--once", "--config", b.cfgFile); r.code != exitOK {
+		t.Fatalf("sweep --once: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := runCLI(t, b.environ, "tickets", "list", "--json", "--config", b.cfgFile)
+	var list []cliTicket
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+		t.Fatalf("tickets list --json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	for _, tk := range list {
+		b.tickets[tk.OpKey] = tk
+	}
+	if len(b.tickets) != len(keys) {
+		t.Fatalf("%d tickets for %d keys: %v", len(b.tickets), len(keys), list)
+	}
+	return b
+}
+
+// run runs the CLI with the bundle's configuration appended.
+func (b *resolveBundle) run(t *testing.T, args ...string) result {
+	t.Helper()
+	return runCLI(t, b.environ, append(args, "--config", b.cfgFile)...)
+}
+
+func (b *resolveBundle) id(key string) string { return fmt.Sprint(b.tickets[key].ID) }
+
+// show returns a ticket with its events, through `tickets show --json`.
+func (b *resolveBundle) show(t *testing.T, key string) cliTicket {
+	t.Helper()
+	r := b.run(t, "tickets", "show", b.id(key), "--json")
+	var tk cliTicket
+	if err := json.Unmarshal([]byte(r.stdout), &tk); r.code != exitOK || err != nil {
+		t.Fatalf("tickets show: code %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	return tk
+}
+
+// ledgerRow returns the status and record id of key's ledger row.
+func (b *resolveBundle) ledgerRow(t *testing.T, key string) (ledger.Status, string) {
+	t.Helper()
+	op, err := ledger.NewStore(b.pool).Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op.Status, op.ProviderRecordID
+}
+
+// TestTicketsResolveUsage: every mistake exits 2 and changes nothing.
+func TestTicketsResolveUsage(t *testing.T) {
+	t.Parallel()
+	b := setupResolve(t, "nf-u1")
+	id := b.id("nf-u1")
+	tests := []struct {
+		desc       string
+		args       []string
+		wantStderr string
+	}{
+		{desc: "bad outcome", args: []string{"tickets", "resolve", id, "--outcome", "sent", "--by", "alice"},
+			wantStderr: `outcome: must be done, not_sent, duplicate, not "sent"`},
+		{desc: "no outcome", args: []string{"tickets", "resolve", id, "--by", "alice"}, wantStderr: "outcome: must be"},
+		{desc: "no --by", args: []string{"tickets", "resolve", id, "--outcome", "not_sent"}, wantStderr: "by: required"},
+		{desc: "done without a record id", args: []string{"tickets", "resolve", id, "--outcome", "done", "--by", "alice"},
+			wantStderr: "provider_record_id: required for outcome done"},
+		{desc: "duplicate without a record id", args: []string{"tickets", "resolve", id, "--outcome", "duplicate", "--by", "alice"},
+			wantStderr: "provider_record_id: required for outcome duplicate"},
+		{desc: "not_sent with a record id",
+			args:       []string{"tickets", "resolve", id, "--outcome", "not_sent", "--provider-record-id", "r1", "--by", "alice"},
+			wantStderr: "provider_record_id: not_sent"},
+		{desc: "note too long",
+			args:       []string{"tickets", "resolve", id, "--outcome", "not_sent", "--by", "alice", "--note", strings.Repeat("n", 2001)},
+			wantStderr: "note: longer than 2000 characters"},
+		{desc: "duplicate naming a record the evidence lacks",
+			args:       []string{"tickets", "resolve", id, "--outcome", "duplicate", "--provider-record-id", "r9", "--by", "alice"},
+			wantStderr: "r9 is not one of the records in ticket " + id + "'s evidence (it holds none)"},
+		{desc: "resolve: non-numeric id", args: []string{"tickets", "resolve", "abc", "--outcome", "not_sent", "--by", "alice"},
+			wantStderr: `need a ticket id (a positive number), got "abc"`},
+		{desc: "resolve: no id", args: []string{"tickets", "resolve", "--outcome", "not_sent", "--by", "alice"},
+			wantStderr: "need a ticket id"},
+		{desc: "resolve: two ids", args: []string{"tickets", "resolve", id, "--outcome", "not_sent", "--by", "alice", id},
+			wantStderr: "unexpected argument"},
+		{desc: "resolve: unknown flag", args: []string{"tickets", "resolve", id, "--outcome", "not_sent", "--by", "alice", "--force"},
+			wantStderr: "flag provided but not defined: -force"},
+		{desc: "ack: no --by", args: []string{"tickets", "ack", id}, wantStderr: "--by is required"},
+		{desc: "ack: blank --by", args: []string{"tickets", "ack", id, "--by", " "}, wantStderr: "--by is required"},
+		{desc: "ack: non-numeric id", args: []string{"tickets", "ack", "12x", "--by", "alice"}, wantStderr: "need a ticket id"},
+		{desc: "unknown tickets subcommand", args: []string{"tickets", "close", id}, wantStderr: "sweeper tickets ack ID"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			r := b.run(t, tt.args...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tt.wantStderr) {
+				t.Errorf("code %d, want %d; stderr lacks %q:\n%s", r.code, exitUsage, tt.wantStderr, r.stderr)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout = %q, want nothing", r.stdout)
+			}
+		})
+	}
+	tk := b.show(t, "nf-u1")
+	if tk.State != "open" || tk.Version != 1 || len(tk.Events) != 1 {
+		t.Errorf("after the mistakes the ticket is %s at version %d with %d event(s); want open, 1, 1", tk.State, tk.Version, len(tk.Events))
+	}
+	if status, _ := b.ledgerRow(t, "nf-u1"); status != ledger.StatusReview {
+		t.Errorf("ledger row is %s, want review", status)
+	}
+}
+
+// TestTicketsResolveOutcomes resolves one ticket per outcome and checks the
+// ledger row, the ticket and the audit event each leaves.
+func TestTicketsResolveOutcomes(t *testing.T) {
+	t.Parallel()
+	b := setupResolve(t, "nf-o1", "nf-o2", "many-o3")
+	many := b.tickets["many-o3"]
+	if len(many.Evidence.Records) != 2 {
+		t.Fatalf("many-o3's evidence has %d records, want 2", len(many.Evidence.Records))
+	}
+	picked, other := many.Evidence.Records[1].ID, many.Evidence.Records[0].ID
+
+	tests := []struct {
+		desc        string
+		key         string
+		args        []string // after "tickets resolve ID"
+		wantStatus  ledger.Status
+		wantRecord  string
+		wantDetails map[string]any
+	}{
+		{desc: "done", key: "nf-o1",
+			args:       []string{"--outcome", "done", "--provider-record-id", "msg_found_by_hand", "--by", "alice", "--note", "in the dashboard"},
+			wantStatus: ledger.StatusDone, wantRecord: "msg_found_by_hand",
+			wantDetails: map[string]any{"outcome": "done", "provider_record_id": "msg_found_by_hand", "note": "in the dashboard",
+				"duplicates": []any{}, "ledger_status": "done"}},
+		{desc: "not_sent", key: "nf-o2", args: []string{"--by", "bob", "--outcome", "not_sent"},
+			wantStatus:  ledger.StatusFailed,
+			wantDetails: map[string]any{"outcome": "not_sent", "duplicates": []any{}, "ledger_status": "failed"}},
+		{desc: "duplicate", key: "many-o3",
+			args:       []string{"--outcome", "duplicate", "--provider-record-id", picked, "--by", "carol", "--note", "first one stands"},
+			wantStatus: ledger.StatusDone, wantRecord: picked,
+			wantDetails: map[string]any{"outcome": "duplicate", "provider_record_id": picked, "note": "first one stands",
+				"duplicates": []any{other}, "ledger_status": "done"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			r := b.run(t, append([]string{"tickets", "resolve", b.id(tt.key), "--json"}, tt.args...)...)
+			if r.code != exitOK {
+				t.Fatalf("resolve: code %d\n%s", r.code, r.stderr)
+			}
+			var got cliTicket
+			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+				t.Fatalf("resolve --json: %v\n%s", err, r.stdout)
+			}
+			if got.State != "resolved" || got.Resolution != tt.desc || got.ResolutionRecordID != tt.wantRecord || got.Version != 2 {
+				t.Errorf("resolved ticket = %+v, want resolved as %s with record %q at version 2", got, tt.desc, tt.wantRecord)
+			}
+			if status, record := b.ledgerRow(t, tt.key); status != tt.wantStatus || record != tt.wantRecord {
+				t.Errorf("ledger row is %s with %q, want %s with %q", status, record, tt.wantStatus, tt.wantRecord)
+			}
+			shown := b.show(t, tt.key)
+			if len(shown.Events) != 2 || shown.Events[1].Kind != "resolved" {
+				t.Fatalf("events = %+v, want opened then resolved", shown.Events)
+			}
+			var details map[string]any
+			if err := json.Unmarshal(shown.Events[1].Details, &details); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantDetails, details); diff != "" {
+				t.Errorf("resolved event details mismatch (-want +got):\n%s", diff)
+			}
+
+			// A second click, with any outcome, changes nothing.
+			again := b.run(t, "tickets", "resolve", b.id(tt.key), "--outcome", "not_sent", "--by", "mallory")
+			if again.code != exitFailure || !strings.Contains(again.stderr, "already handled") ||
+				!strings.Contains(again.stderr, "resolved as "+tt.desc) {
+				t.Errorf("second resolve: code %d\n%s", again.code, again.stderr)
+			}
+			if status, record := b.ledgerRow(t, tt.key); status != tt.wantStatus || record != tt.wantRecord {
+				t.Errorf("after a second resolve the ledger row is %s with %q", status, record)
+			}
+			if n := len(b.show(t, tt.key).Events); n != 2 {
+				t.Errorf("%d events after a second resolve, want 2", n)
+			}
+		})
+	}
+}
+
+func TestTicketsAckThenResolve(t *testing.T) {
+	t.Parallel()
+	b := setupResolve(t, "nf-a1", "nf-a2")
+	id := b.id("nf-a1")
+
+	r := b.run(t, "tickets", "ack", id, "--by", "alice")
+	if r.code != exitOK || !strings.Contains(r.stdout, "acknowledged ticket "+id) ||
+		!strings.Contains(r.stdout, "acked:     by alice at level 0") {
+		t.Fatalf("ack: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = b.run(t, "tickets", "ack", id, "--by", "bob")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "already handled (acknowledged at escalation level 0 by alice)") {
+		t.Errorf("second ack: code %d\n%s", r.code, r.stderr)
+	}
+	tk := b.show(t, "nf-a1")
+	zero := 0
+	if tk.AcknowledgedBy != "alice" || !cmp.Equal(tk.AcknowledgedLevel, &zero) || tk.AcknowledgedAt == nil || tk.Version != 2 {
+		t.Errorf("acknowledged ticket = %+v, want acknowledged by alice at level 0, version 2", tk)
+	}
+	if len(tk.Events) != 2 || tk.Events[1].Kind != "acknowledged" || tk.Events[1].Actor != "alice" {
+		t.Errorf("events = %+v, want opened then acknowledged by alice", tk.Events)
+	}
+
+	// Acknowledged, it is still resolved; the text output says what the
+	// ledger row became.
+	r = b.run(t, "tickets", "resolve", "--outcome", "not_sent", id, "--by", "alice", "--note", "never left the outbox")
+	if r.code != exitOK || !strings.Contains(r.stdout, "resolved ticket "+id+" as not_sent; operation nf-a1 is now failed") ||
+		!strings.Contains(r.stdout, "note:      never left the outbox") {
+		t.Fatalf("resolve: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if status, _ := b.ledgerRow(t, "nf-a1"); status != ledger.StatusFailed {
+		t.Errorf("ledger row is %s, want failed", status)
+	}
+	r = b.run(t, "tickets", "ack", id, "--by", "bob")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "resolved as not_sent by alice") {
+		t.Errorf("ack of a resolved ticket: code %d\n%s", r.code, r.stderr)
+	}
+
+	for _, tt := range []struct {
+		desc       string
+		args       []string
+		wantStderr string
+	}{
+		{desc: "resolve an unknown ticket", args: []string{"tickets", "resolve", "999999", "--outcome", "not_sent", "--by", "a"},
+			wantStderr: "no ticket 999999"},
+		{desc: "ack an unknown ticket", args: []string{"tickets", "ack", "999999", "--by", "a"}, wantStderr: "no ticket 999999"},
+	} {
+		if r := b.run(t, tt.args...); r.code != exitFailure || !strings.Contains(r.stderr, tt.wantStderr) {
+			t.Errorf("%s: code %d, want %d with %q\n%s", tt.desc, r.code, exitFailure, tt.wantStderr, r.stderr)
+		}
+	}
+}
+
+// TestTicketsResolveLedgerMoved: the workflow settled the row behind
+// sweeper's back; the resolution is refused and the ticket stays open.
+func TestTicketsResolveLedgerMoved(t *testing.T) {
+	t.Parallel()
+	b := setupResolve(t, "nf-m1")
+	tk := b.tickets["nf-m1"]
+	if ok, err := ledger.NewStore(b.pool).CompareAndSet(context.Background(), tk.OperationID, ledger.StatusReview,
+		ledger.StatusDone, "wf_rec"); err != nil || !ok {
+		t.Fatalf("CompareAndSet = %v, %v", ok, err)
+	}
+	r := b.run(t, "tickets", "resolve", b.id("nf-m1"), "--outcome", "not_sent", "--by", "alice")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "stays open") || !strings.Contains(r.stderr, "is done, not review") {
+		t.Errorf("resolve: code %d\n%s", r.code, r.stderr)
+	}
+	if shown := b.show(t, "nf-m1"); shown.State != "open" || len(shown.Events) != 1 {
+		t.Errorf("ticket is %s with %d events, want open with 1", shown.State, len(shown.Events))
+	}
+	if status, record := b.ledgerRow(t, "nf-m1"); status != ledger.StatusDone || record != "wf_rec" {
+		t.Errorf("ledger row is %s with %q, want done with wf_rec", status, record)
+	}
+}

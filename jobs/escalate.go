@@ -1,0 +1,458 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
+)
+
+// EscalateArgs asks for one pass of the escalation scan.
+type EscalateArgs struct{}
+
+// Kind implements river.JobArgs.
+func (EscalateArgs) Kind() string { return "escalate" }
+
+// EscalateTicketArgs asks for one expired ticket to be looked up once more
+// and escalated or resolved. Version is the ticket's version when the scan
+// saw it: a ticket that changed since is left alone.
+type EscalateTicketArgs struct {
+	TicketID int64 `json:"ticket_id" river:"unique"`
+	Version  int   `json:"version" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (EscalateTicketArgs) Kind() string { return "escalate_ticket" }
+
+// InsertOpts makes the job unique by (ticket, version) while unfinished,
+// and runs it on the lookup queue: it makes one lookup, bounded by
+// river.max_workers like every other.
+func (EscalateTicketArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:       QueueLookup,
+		MaxAttempts: 10,
+		UniqueOpts: river.UniqueOpts{
+			ByArgs: true,
+			ByState: []rivertype.JobState{
+				rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+				rivertype.JobStateRunning, rivertype.JobStateScheduled,
+			},
+		},
+	}
+}
+
+// EscalationPolicy is the escalation policy the configuration describes.
+func EscalationPolicy(cfg *config.Config) review.Escalation {
+	r := cfg.Review
+	levels := make([]review.EscalationLevel, len(r.Escalation))
+	for i, l := range r.Escalation {
+		levels[i] = review.EscalationLevel{Owner: l.Owner, Priority: l.Priority, Window: l.Window.Duration}
+	}
+	return review.Escalation{
+		Levels:      levels,
+		RepeatEvery: r.RepeatEvery.Duration,
+		FirstWindow: r.Window.Duration,
+		MaxRepeats:  r.MaxRepeats,
+	}
+}
+
+// Escalator takes one escalation step for a ticket past its deadline: one
+// more lookup first, then either the ticket resolved as done (exactly one
+// agreeing record) or the policy's next step. The River job and `sweeper
+// escalate --once` share it.
+//
+// It never sends, never deletes, and never changes an operation that is
+// done or failed: the only ledger write is review→done, by compare-and-set.
+type Escalator struct {
+	Reviews *review.Store
+	Ledger  *ledger.Store
+	Settler *Settler
+	Policy  review.Escalation
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Escalator returns the escalator over s's pool and clock.
+func (s *Sweeper) Escalator() *Escalator {
+	return &Escalator{
+		Reviews: s.Reviews(),
+		Ledger:  ledger.NewStore(s.Pool),
+		Settler: s.Settler(nil),
+		Policy:  EscalationPolicy(s.Config),
+		Logger:  s.Logger,
+		Now:     s.now,
+	}
+}
+
+// EscalationOutcome says what [Escalator.Escalate] did.
+type EscalationOutcome struct {
+	// Kind is the policy step taken ("level", "repeat", "exhausted",
+	// "held"), or OutcomeResolved, or OutcomeAlreadyHandled.
+	Kind review.EscalationKind
+	// Level is the ticket's escalation level after the step.
+	Level int
+}
+
+// Outcomes of [Escalator.Escalate] besides the policy's steps.
+const (
+	// OutcomeResolved: the re-lookup proved the effect; ticket resolved,
+	// ledger done.
+	OutcomeResolved review.EscalationKind = "resolved"
+	// OutcomeAlreadyHandled: the ticket was resolved, changed or no longer
+	// due by the time it was read or written; nothing was written.
+	OutcomeAlreadyHandled review.EscalationKind = "already_handled"
+)
+
+// Relookup is what the lookup before an escalation found, as the
+// "escalated" event records it.
+type Relookup struct {
+	Reason    review.Reason `json:"reason,omitempty"`
+	Detail    string        `json:"detail,omitempty"`
+	RecordIDs []string      `json:"record_ids,omitempty"`
+	// Error is a lookup that did not answer: not proof either way.
+	Error string `json:"error,omitempty"`
+	// Skipped says why there was no lookup.
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// Escalate takes at most one step for ticket id, which the caller saw at
+// version. It does nothing when the ticket is no longer open, changed, is
+// exhausted, or is not yet due by e.Now. Otherwise it looks the operation
+// up once through the Settler; exactly one agreeing record resolves the
+// ticket, anything else — an error included — escalates it by the policy.
+// Each write is one transaction ending with inTx (nil: none); the
+// compare-and-set on the ticket's version and the events' dedupe keys make
+// a step happen at most once per ticket and level, whatever retries and
+// replicas do. It returns [review.ErrTicketNotFound] for an unknown id.
+func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx review.InTx) (EscalationOutcome, error) {
+	t, err := e.Reviews.EscalationTicket(ctx, id)
+	if err != nil {
+		return EscalationOutcome{}, err
+	}
+	skip := EscalationOutcome{Kind: OutcomeAlreadyHandled, Level: t.Level}
+	if t.State != review.StateOpen || t.Version != version || t.Exhausted ||
+		e.Policy.Next(t.EscalationState, e.Now()).Kind == review.EscalationNone {
+		return skip, nil
+	}
+	logger := e.Logger.With("ticket_id", t.ID, "op_key", t.OpKey)
+
+	relookup, done, err := e.relookup(ctx, t)
+	if err != nil {
+		return EscalationOutcome{}, err
+	}
+	if done != nil {
+		resolved, err := e.Reviews.ResolveByRelookup(ctx, t, done.recordID, done.evidence, e.Now(), inTx)
+		switch {
+		case errors.Is(err, review.ErrNotInReview):
+			relookup.Skipped = "a record was found, but the operation is no longer in review; left as it is"
+			logger.Warn("re-lookup found a record, but the operation is no longer in review", "provider_record_id", done.recordID)
+		case err != nil:
+			return EscalationOutcome{}, err
+		case !resolved:
+			return skip, nil
+		default:
+			logger.Info("ticket resolved by re-lookup", "provider_record_id", done.recordID)
+			return EscalationOutcome{Kind: OutcomeResolved, Level: t.Level}, nil
+		}
+	}
+
+	// The lookup took time: decide with the clock as it is now.
+	step := e.Policy.Next(t.EscalationState, e.Now())
+	if step.Kind == review.EscalationNone {
+		return skip, nil
+	}
+	details := map[string]any{
+		"step":       step.Kind,
+		"from_level": step.FromLevel,
+		"to_level":   step.ToLevel,
+		"owner":      step.Owner,
+		"priority":   step.Priority,
+		"deadline":   step.Deadline,
+		"relookup":   relookup,
+	}
+	switch step.Kind {
+	case review.EscalationRepeat:
+		details["repeat"], details["max_repeats"] = step.RepeatCount, e.Policy.MaxRepeats
+	case review.EscalationExhausted:
+		details["repeats"] = step.RepeatCount
+	}
+	taken, err := e.Reviews.Escalate(ctx, t, step, details, inTx)
+	if err != nil {
+		return EscalationOutcome{}, err
+	}
+	if !taken {
+		return skip, nil
+	}
+	if step.Alerts() {
+		logger.Info("ticket escalated", "step", step.Kind, "level", step.ToLevel, "owner", step.Owner,
+			"priority", step.Priority, "repeat", step.RepeatCount)
+	}
+	return EscalationOutcome{Kind: step.Kind, Level: step.ToLevel}, nil
+}
+
+// proof is a re-lookup that proves the effect.
+type proof struct {
+	recordID string
+	evidence review.Evidence
+}
+
+// relookup looks t's operation up once. It returns a proof when exactly one
+// agreeing record was found, else what the lookup saw for the event. Only a
+// cancelled ctx (shutdown, job timeout) is an error: a failed lookup is a
+// finding, not a reason to hold the escalation back.
+func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Relookup, *proof, error) {
+	op, err := e.Ledger.GetByID(ctx, t.OperationID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return Relookup{Skipped: "the ledger row is gone"}, nil, nil
+	}
+	if err != nil {
+		return Relookup{}, nil, err
+	}
+	if op.Status != ledger.StatusReview {
+		return Relookup{Skipped: fmt.Sprintf("the operation is %s; left as it is", op.Status)}, nil, nil
+	}
+	step := e.Settler.Attempt(ctx, op)
+	if ctx.Err() != nil {
+		return Relookup{}, nil, ctx.Err()
+	}
+	if !step.Final {
+		return Relookup{Error: step.Err.Error()}, nil, nil
+	}
+	d := review.Decide(op, step.Outcome)
+	if d.Done {
+		// One record proves one operation, as in the lookup (Settler.Finish).
+		holder, err := e.Ledger.HolderOf(ctx, op.Provider, d.ProviderRecordID, op.ID)
+		if err != nil {
+			return Relookup{}, nil, err
+		}
+		if holder != "" {
+			d = review.Decision{Reason: review.ReasonMultipleMatches, RecordIDs: d.RecordIDs,
+				Detail: fmt.Sprintf("record %s already proves operation %s: one record cannot prove two", d.ProviderRecordID, holder)}
+		}
+	}
+	if !d.Done {
+		r := Relookup{Reason: d.Reason, Detail: d.Detail, RecordIDs: d.RecordIDs}
+		if step.Err != nil {
+			r.Error = step.Err.Error()
+		}
+		return r, nil, nil
+	}
+	ev := review.NewEvidence(op, review.Lookup{
+		Adapter: step.Adapter, Query: step.Query, Outcome: step.Outcome, At: e.Now(),
+	}, d)
+	return Relookup{Detail: d.Detail, RecordIDs: d.RecordIDs}, &proof{recordID: d.ProviderRecordID, evidence: ev}, nil
+}
+
+// ScanExpired walks the open tickets whose deadline has passed at now, in
+// keyset pages of batchSize, and calls page for each; it returns how many
+// it saw. Each page's query is bounded by queryTimeout.
+func (e *Escalator) ScanExpired(ctx context.Context, now time.Time, batchSize int, queryTimeout time.Duration, page func(context.Context, []review.ExpiredTicket) error) (int, error) {
+	var cursor review.ExpiredCursor
+	seen := 0
+	for {
+		queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
+		tickets, err := e.Reviews.ExpiredTickets(queryCtx, now, cursor, batchSize)
+		cancel()
+		if err != nil {
+			return seen, fmt.Errorf("escalate: %w", err)
+		}
+		if len(tickets) == 0 {
+			return seen, nil
+		}
+		seen += len(tickets)
+		if err := page(ctx, tickets); err != nil {
+			return seen, err
+		}
+		if len(tickets) < batchSize {
+			return seen, nil
+		}
+		last := tickets[len(tickets)-1]
+		cursor = review.ExpiredCursor{Deadline: last.Deadline, ID: last.ID}
+	}
+}
+
+// EscalateWorker runs the escalation scan and enqueues one escalate_ticket
+// job per expired ticket.
+type EscalateWorker struct {
+	river.WorkerDefaults[EscalateArgs]
+	sweeper *Sweeper
+}
+
+// NewEscalateWorker returns the worker.
+func NewEscalateWorker(s *Sweeper) *EscalateWorker { return &EscalateWorker{sweeper: s} }
+
+// EscalateOutput is recorded on each escalate job.
+type EscalateOutput struct {
+	Expired    int `json:"expired"`
+	Enqueued   int `json:"enqueued"`
+	Duplicates int `json:"duplicates"`
+}
+
+// Timeout bounds a whole scan (sweep.timeout); a scan cut short is
+// harmless, the next one starts over.
+func (w *EscalateWorker) Timeout(*river.Job[EscalateArgs]) time.Duration {
+	return w.sweeper.Config.Sweep.Timeout.Duration
+}
+
+// Work implements river.Worker.
+func (w *EscalateWorker) Work(ctx context.Context, job *river.Job[EscalateArgs]) error {
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return river.JobCancel(err)
+	}
+	s := w.sweeper
+	var out EscalateOutput
+	out.Expired, err = s.Escalator().ScanExpired(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration,
+		func(ctx context.Context, tickets []review.ExpiredTicket) error {
+			params := make([]river.InsertManyParams, len(tickets))
+			for i, t := range tickets {
+				params[i] = river.InsertManyParams{Args: EscalateTicketArgs{TicketID: t.ID, Version: t.Version}}
+			}
+			results, err := client.InsertMany(ctx, params)
+			if err != nil {
+				return fmt.Errorf("escalate: enqueue tickets: %w", err)
+			}
+			for _, r := range results {
+				if r.UniqueSkippedAsDuplicate {
+					out.Duplicates++
+				} else {
+					out.Enqueued++
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	if out.Expired > 0 {
+		s.Logger.Info("escalation scan done", "expired", out.Expired, "enqueued", out.Enqueued, "already_queued", out.Duplicates)
+	}
+	return river.RecordOutput(ctx, out)
+}
+
+// EscalateTicketWorker takes one escalation step per job, completing the
+// job in the transaction that writes the step.
+type EscalateTicketWorker struct {
+	river.WorkerDefaults[EscalateTicketArgs]
+	escalator *Escalator
+	timeout   time.Duration
+}
+
+// NewEscalateTicketWorker returns the worker; timeout bounds one run (the
+// lookup included).
+func NewEscalateTicketWorker(e *Escalator, timeout time.Duration) *EscalateTicketWorker {
+	return &EscalateTicketWorker{escalator: e, timeout: timeout}
+}
+
+// Timeout implements river.Worker.
+func (w *EscalateTicketWorker) Timeout(*river.Job[EscalateTicketArgs]) time.Duration {
+	return w.timeout
+}
+
+// Work implements river.Worker.
+func (w *EscalateTicketWorker) Work(ctx context.Context, job *river.Job[EscalateTicketArgs]) error {
+	_, err := w.escalator.Escalate(ctx, job.Args.TicketID, job.Args.Version, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+	if errors.Is(err, review.ErrTicketNotFound) {
+		return river.JobCancel(err)
+	}
+	return err
+}
+
+// EscalationSummary counts what one escalation pass did.
+type EscalationSummary struct {
+	// Examined counts the expired tickets the scan found.
+	Examined int `json:"examined"`
+	// Escalated counts level steps, by the level reached.
+	Escalated map[int]int `json:"escalated"`
+	// Repeats counts re-alerts at the top level.
+	Repeats int `json:"repeats"`
+	// Exhausted counts final steps.
+	Exhausted int `json:"exhausted"`
+	// Held counts tickets acknowledged at the top level: no alert, the
+	// deadline moved on.
+	Held int `json:"held"`
+	// ResolvedByRelookup counts tickets resolved as done because the lookup
+	// found exactly one agreeing record.
+	ResolvedByRelookup int `json:"resolved_by_relookup"`
+	// AlreadyHandled counts tickets resolved, changed or escalated by
+	// someone else meanwhile.
+	AlreadyHandled int `json:"already_handled"`
+	// Errors counts tickets the pass could not handle (database errors);
+	// they stay due for the next pass.
+	Errors int `json:"errors"`
+}
+
+// EscalateOnce runs one escalation pass in this process: the scan, and for
+// every expired ticket the re-lookup and the step. Tickets that fail are
+// counted in Errors and stay due; the error is the scan's. It writes exactly what
+// the River jobs write, through the same compare-and-set, so it is safe
+// beside a running daemon or another EscalateOnce.
+func (s *Sweeper) EscalateOnce(ctx context.Context) (EscalationSummary, error) {
+	escalator := s.Escalator()
+	sum := EscalationSummary{Escalated: map[int]int{}}
+	var mu sync.Mutex
+	work := make(chan review.ExpiredTicket)
+	var wg sync.WaitGroup
+	for range s.Config.River.MaxWorkers {
+		wg.Go(func() {
+			for t := range work {
+				out, err := escalator.Escalate(ctx, t.ID, t.Version, nil)
+				mu.Lock()
+				switch {
+				case err != nil:
+					sum.Errors++
+					s.Logger.Error("escalation failed; the ticket stays due", "ticket_id", t.ID, "error", err)
+				default:
+					sum.count(out)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	examined, err := escalator.ScanExpired(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration,
+		func(ctx context.Context, tickets []review.ExpiredTicket) error {
+			for _, t := range tickets {
+				select {
+				case work <- t:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return nil
+		})
+	close(work)
+	wg.Wait()
+	sum.Examined = examined
+	return sum, err
+}
+
+func (sum *EscalationSummary) count(out EscalationOutcome) {
+	switch out.Kind {
+	case review.EscalationLevelUp:
+		sum.Escalated[out.Level]++
+	case review.EscalationRepeat:
+		sum.Repeats++
+	case review.EscalationExhausted:
+		sum.Exhausted++
+	case review.EscalationHeld:
+		sum.Held++
+	case OutcomeResolved:
+		sum.ResolvedByRelookup++
+	default:
+		sum.AlreadyHandled++
+	}
+}

@@ -1,0 +1,397 @@
+package review
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sweeper/sweeper/ledger"
+)
+
+// EscalationLevel is one step of an [Escalation] policy.
+type EscalationLevel struct {
+	// Owner takes the ticket at this level.
+	Owner string
+	// Priority is the ticket's priority at this level.
+	Priority string
+	// Window is how long this level's owner has before the next step.
+	Window time.Duration
+}
+
+// Escalation is the escalation policy (review.escalation, repeat_every,
+// max_repeats), PagerDuty-style. A ticket opens at level 0 with the owner
+// [Policy.OwnerFor] names; each time its deadline passes it takes one step:
+//
+//   - below the top, it moves to the next level: ticket level i+1 is
+//     Levels[i], with that level's owner, priority and a deadline Window
+//     from now;
+//   - at the top level (len(Levels); level 0 when there are none) it
+//     re-alerts its current owner, keeping owner and priority, every
+//     RepeatEvery, at most MaxRepeats times;
+//   - once those are used up, one final step says escalation is exhausted:
+//     the ticket stays open at the top level, its deadline is left as the
+//     one that passed (so it reads "overdue since"), and no step follows;
+//   - a ticket acknowledged at the top level gets no repeats and no final
+//     step: it is held, its deadline moved RepeatEvery on without an alert,
+//     so that it is still looked up again from time to time.
+//
+// An acknowledgement below the top level changes nothing here: it stops
+// repeat alerts, not the deadline, so the ticket still escalates when its
+// deadline passes.
+type Escalation struct {
+	// Levels are the steps after the first owner, in order.
+	Levels []EscalationLevel
+	// RepeatEvery is the gap between re-alerts at the top level. Zero means
+	// the top level's window: the last level's, or FirstWindow when there
+	// are no levels.
+	RepeatEvery time.Duration
+	// FirstWindow is level 0's window (review.window).
+	FirstWindow time.Duration
+	// MaxRepeats caps the re-alerts at the top level; zero goes straight
+	// from the top level to the final step.
+	MaxRepeats int
+}
+
+// EscalationState is what the policy needs to know of a ticket.
+type EscalationState struct {
+	Level       int
+	Owner       string
+	Priority    string
+	Deadline    time.Time
+	RepeatCount int
+	// Acknowledged is true when someone acknowledged the ticket at the
+	// level it is at now (not at a lower one).
+	Acknowledged bool
+	// Exhausted is true once the final step has been taken.
+	Exhausted bool
+}
+
+// EscalationKind names what an [EscalationStep] does.
+type EscalationKind string
+
+const (
+	// EscalationNone: nothing to do, because the deadline has not passed
+	// or escalation is exhausted.
+	EscalationNone EscalationKind = ""
+	// EscalationLevelUp: to the next level's owner, priority and window.
+	EscalationLevelUp EscalationKind = "level"
+	// EscalationRepeat: a re-alert at the top level.
+	EscalationRepeat EscalationKind = "repeat"
+	// EscalationExhausted: the final step; nothing follows.
+	EscalationExhausted EscalationKind = "exhausted"
+	// EscalationHeld: acknowledged at the top level; the deadline moves on
+	// without an alert or an event.
+	EscalationHeld EscalationKind = "held"
+)
+
+// EscalationStep is one step of the policy: the ticket's fields after it.
+type EscalationStep struct {
+	Kind        EscalationKind
+	FromLevel   int
+	ToLevel     int
+	Owner       string
+	Priority    string
+	Deadline    time.Time
+	RepeatCount int
+	Exhausted   bool
+}
+
+// Alerts reports whether the step is an alert: an "escalated" event that
+// people hear about. A held step and no step are not.
+func (s EscalationStep) Alerts() bool {
+	switch s.Kind {
+	case EscalationLevelUp, EscalationRepeat, EscalationExhausted:
+		return true
+	}
+	return false
+}
+
+// DedupeKey is the step's event key, unique per ticket and step, so that
+// the step's event exists at most once whatever retries or replicas do:
+// "ticket:ID:escalated:LEVEL", "ticket:ID:repeat:LEVEL:N",
+// "ticket:ID:exhausted". It is "" for a step that writes no event.
+func (s EscalationStep) DedupeKey(ticketID int64) string {
+	switch s.Kind {
+	case EscalationLevelUp:
+		return fmt.Sprintf("ticket:%d:escalated:%d", ticketID, s.ToLevel)
+	case EscalationRepeat:
+		return fmt.Sprintf("ticket:%d:repeat:%d:%d", ticketID, s.ToLevel, s.RepeatCount)
+	case EscalationExhausted:
+		return fmt.Sprintf("ticket:%d:exhausted", ticketID)
+	}
+	return ""
+}
+
+// minRepeatEvery keeps a misconfigured zero interval from making a held
+// ticket due at every tick.
+const minRepeatEvery = time.Minute
+
+// Next returns the step a ticket in state t takes at now, by the policy
+// described on [Escalation]. It is pure: the same state and time give the
+// same step.
+func (e Escalation) Next(t EscalationState, now time.Time) EscalationStep {
+	if t.Exhausted || now.Before(t.Deadline) {
+		return EscalationStep{Kind: EscalationNone}
+	}
+	step := EscalationStep{
+		FromLevel: t.Level, ToLevel: t.Level, Owner: t.Owner, Priority: t.Priority,
+		Deadline: t.Deadline, RepeatCount: t.RepeatCount,
+	}
+	top := len(e.Levels)
+	if t.Level < top {
+		level := e.Levels[t.Level]
+		step.Kind = EscalationLevelUp
+		step.ToLevel = t.Level + 1
+		step.Owner, step.Priority = level.Owner, level.Priority
+		step.Deadline = now.Add(level.Window)
+		step.RepeatCount = 0
+		return step
+	}
+	// At the top level, or above it when levels were removed from the
+	// configuration since: the ticket keeps its owner and priority.
+	every := e.repeatEvery()
+	switch {
+	case t.Acknowledged:
+		step.Kind = EscalationHeld
+		step.Deadline = now.Add(every)
+	case t.RepeatCount < e.MaxRepeats:
+		step.Kind = EscalationRepeat
+		step.RepeatCount = t.RepeatCount + 1
+		step.Deadline = now.Add(every)
+	default:
+		step.Kind = EscalationExhausted
+		step.Exhausted = true
+	}
+	return step
+}
+
+func (e Escalation) repeatEvery() time.Duration {
+	every := e.RepeatEvery
+	if every <= 0 {
+		every = e.FirstWindow
+		if n := len(e.Levels); n > 0 {
+			every = e.Levels[n-1].Window
+		}
+	}
+	return max(every, minRepeatEvery)
+}
+
+// Escalation events and actors.
+const (
+	// EventEscalated is a level, repeat or exhausted step.
+	EventEscalated = "escalated"
+	// EventResolvedByRelookup: the lookup before an escalation found
+	// exactly one agreeing record; the ticket is resolved as done.
+	EventResolvedByRelookup = "resolved_by_relookup"
+	// ResolutionDone is the outcome of a ticket whose effect is proven.
+	ResolutionDone = "done"
+)
+
+// EscalationTicket is a ticket as escalation reads it.
+type EscalationTicket struct {
+	ID          int64
+	OperationID int64
+	OpKey       string
+	State       string
+	Version     int
+	EscalationState
+}
+
+// ExpiredTicket is one row of [Store.ExpiredTickets].
+type ExpiredTicket struct {
+	ID       int64
+	Version  int
+	Deadline time.Time
+}
+
+// ExpiredCursor is a keyset position in the escalation scan: the last row
+// seen. The zero value starts from the beginning.
+type ExpiredCursor struct {
+	Deadline time.Time
+	ID       int64
+}
+
+// ExpiredTicketsQuery is the escalation scan, exported so that a test can
+// EXPLAIN it: $1 now, $2/$3 the cursor (NULL for the first page), $4 the
+// limit. The partial index tickets_open_deadline_idx (open tickets not yet
+// exhausted) serves it, so its cost follows the tickets still escalating.
+const ExpiredTicketsQuery = `SELECT id, version, deadline FROM sweeper.tickets
+	WHERE state = 'open' AND NOT escalation_exhausted AND deadline <= $1
+	  AND ($2::timestamptz IS NULL OR (deadline, id) > ($2, $3))
+	ORDER BY deadline, id
+	LIMIT $4`
+
+// ExpiredTickets returns up to limit open, not exhausted tickets whose
+// deadline is at or before now, after cursor in (deadline, id) order.
+// Fewer than limit rows means the end.
+func (s *Store) ExpiredTickets(ctx context.Context, now time.Time, after ExpiredCursor, limit int) ([]ExpiredTicket, error) {
+	var cursor any
+	if after != (ExpiredCursor{}) {
+		cursor = after.Deadline
+	}
+	rows, err := s.db.Query(ctx, ExpiredTicketsQuery, now, cursor, after.ID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("review: expired tickets: %w", err)
+	}
+	tickets, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ExpiredTicket])
+	if err != nil {
+		return nil, fmt.Errorf("review: expired tickets: %w", err)
+	}
+	return tickets, nil
+}
+
+// EscalationTicket reads what escalation needs of ticket id, or
+// [ErrTicketNotFound].
+func (s *Store) EscalationTicket(ctx context.Context, id int64) (EscalationTicket, error) {
+	var t EscalationTicket
+	err := s.db.QueryRow(ctx, `SELECT id, operation_id, op_key, state, version, escalation_level, owner, priority,
+			deadline, repeat_count, escalation_exhausted, coalesce(acknowledged_level = escalation_level, false)
+		FROM sweeper.tickets WHERE id = $1`, id).Scan(&t.ID, &t.OperationID, &t.OpKey, &t.State, &t.Version,
+		&t.Level, &t.Owner, &t.Priority, &t.Deadline, &t.RepeatCount, &t.Exhausted, &t.Acknowledged)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return EscalationTicket{}, fmt.Errorf("%w: %d", ErrTicketNotFound, id)
+	}
+	if err != nil {
+		return EscalationTicket{}, fmt.Errorf("review: get ticket %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// InTx runs inside a store transaction just before it commits — a River
+// job's completion (river.JobCompleteTx), so that the job is done exactly
+// when its outcome is. Its error rolls everything back.
+type InTx func(ctx context.Context, tx pgx.Tx) error
+
+// Escalate writes step for ticket t in one transaction: a compare-and-set
+// on (id, version, open, not exhausted) that sets owner, priority, level,
+// deadline, repeat count and the exhausted flag, and — for a step that
+// alerts — the "escalated" event with details under the step's dedupe key.
+// An alerting step bumps the version; a held step does not (it changes
+// nothing a person sees, and must not outdate their buttons), and its
+// compare-and-set includes the deadline instead.
+//
+// It reports false, having written nothing, when the ticket changed since t
+// was read or the step's event already exists: someone else took the step.
+func (s *Store) Escalate(ctx context.Context, t EscalationTicket, step EscalationStep, details any, inTx InTx) (bool, error) {
+	if step.Kind == EscalationNone {
+		return false, errors.New("review: escalate: no step to take")
+	}
+	bump := 1
+	if !step.Alerts() {
+		bump = 0
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("review: escalate ticket %d: %w", t.ID, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	tag, err := tx.Exec(ctx, `
+		UPDATE sweeper.tickets
+		SET owner = $4, priority = $5, escalation_level = $6, deadline = $7, repeat_count = $8,
+		    escalation_exhausted = $9, version = version + $10
+		WHERE id = $1 AND version = $2 AND state = 'open' AND NOT escalation_exhausted
+		  AND ($10 = 1 OR deadline = $3)`,
+		t.ID, t.Version, t.Deadline, step.Owner, step.Priority, step.ToLevel, step.Deadline, step.RepeatCount,
+		step.Exhausted, bump)
+	if err != nil {
+		return false, fmt.Errorf("review: escalate ticket %d: %w", t.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return false, nil
+	}
+	if step.Alerts() {
+		b, err := json.Marshal(details)
+		if err != nil {
+			return false, fmt.Errorf("review: escalate ticket %d: details: %w", t.ID, err)
+		}
+		added, err := addEvent(ctx, tx, t.ID, EventEscalated, ActorSweeper, b, step.DedupeKey(t.ID))
+		if err != nil || !added {
+			return false, err
+		}
+	}
+	return true, finish(ctx, tx, inTx, t.ID)
+}
+
+// ResolveByRelookup resolves ticket t as done with recordID, in one
+// transaction: the ticket (compare-and-set on id, version and open) with
+// resolution "done" by sweeper, the ledger operation review→done with the
+// record id (compare-and-set), and a "resolved_by_relookup" event carrying
+// the new evidence, under the dedupe key "ticket:ID:resolved". The evidence
+// snapshot the ticket opened with is immutable; the new one lives in the
+// event.
+//
+// It reports false, having written nothing, when the ticket changed since t
+// was read or was resolved meanwhile; it returns [ErrNotInReview], having
+// written nothing, when the operation is no longer in review.
+func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recordID string, ev Evidence, now time.Time, inTx InTx) (bool, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	// The ticket first: its row lock orders concurrent resolutions and
+	// escalations of one ticket, and the loser's compare-and-set finds a
+	// new version.
+	tag, err := tx.Exec(ctx, `
+		UPDATE sweeper.tickets
+		SET state = 'resolved', resolution = 'done', resolved_by = $3, resolved_at = $4,
+		    resolution_record_id = $5, version = version + 1
+		WHERE id = $1 AND version = $2 AND state = 'open'`,
+		t.ID, t.Version, ActorSweeper, now, recordID)
+	if err != nil {
+		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return false, nil
+	}
+	moved, err := ledger.NewStore(tx).CompareAndSet(ctx, t.OperationID, ledger.StatusReview, ledger.StatusDone, recordID)
+	if err != nil {
+		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+	}
+	if !moved {
+		return false, fmt.Errorf("%w: ticket %d, operation %s", ErrNotInReview, t.ID, t.OpKey)
+	}
+	details, err := json.Marshal(map[string]any{
+		"resolution": ResolutionDone, "provider_record_id": recordID, "evidence": ev,
+	})
+	if err != nil {
+		return false, fmt.Errorf("review: resolve ticket %d: evidence: %w", t.ID, err)
+	}
+	added, err := addEvent(ctx, tx, t.ID, EventResolvedByRelookup, ActorSweeper, details, fmt.Sprintf("ticket:%d:resolved", t.ID))
+	if err != nil || !added {
+		return false, err
+	}
+	return true, finish(ctx, tx, inTx, t.ID)
+}
+
+// ErrNotInReview: a ticket's operation is no longer in review (a workflow
+// or a person settled it directly), so sweeper leaves it as it is.
+var ErrNotInReview = errors.New("review: operation is not in review")
+
+// addEvent appends one audit event; false means its dedupe key exists.
+func addEvent(ctx context.Context, tx pgx.Tx, ticketID int64, kind, actor string, details []byte, dedupeKey string) (bool, error) {
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (dedupe_key) DO NOTHING`, ticketID, kind, actor, details, dedupeKey)
+	if err != nil {
+		return false, fmt.Errorf("review: %s event of ticket %d: %w", kind, ticketID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func finish(ctx context.Context, tx pgx.Tx, inTx InTx, ticketID int64) error {
+	if inTx != nil {
+		if err := inTx(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("review: ticket %d: commit: %w", ticketID, err)
+	}
+	return nil
+}
