@@ -319,16 +319,11 @@ func (w *EscalateWorker) Work(ctx context.Context, job *river.Job[EscalateArgs])
 			for i, t := range tickets {
 				params[i] = river.InsertManyParams{Args: EscalateTicketArgs{TicketID: t.ID, Version: t.Version}}
 			}
-			results, err := client.InsertMany(ctx, params)
+			enqueued, duplicates, err := insertUnique(ctx, client, params)
+			out.Enqueued += enqueued
+			out.Duplicates += duplicates
 			if err != nil {
 				return fmt.Errorf("escalate: enqueue tickets: %w", err)
-			}
-			for _, r := range results {
-				if r.UniqueSkippedAsDuplicate {
-					out.Duplicates++
-				} else {
-					out.Enqueued++
-				}
 			}
 			return nil
 		})

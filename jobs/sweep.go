@@ -107,6 +107,23 @@ func NewSweepWorker(scanner *Scanner, timeout time.Duration, logger *slog.Logger
 	return &SweepWorker{scanner: scanner, timeout: timeout, logger: logger}
 }
 
+// insertUnique inserts unique jobs and counts how many were new and how
+// many already existed unfinished.
+func insertUnique(ctx context.Context, client *river.Client[pgx.Tx], params []river.InsertManyParams) (enqueued, duplicates int, err error) {
+	results, err := client.InsertMany(ctx, params)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, r := range results {
+		if r.UniqueSkippedAsDuplicate {
+			duplicates++
+		} else {
+			enqueued++
+		}
+	}
+	return enqueued, duplicates, nil
+}
+
 // SweepOutput is recorded on each sweep job (visible in River UI).
 type SweepOutput struct {
 	Scanned    int `json:"scanned"`
@@ -130,16 +147,11 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 		for i, op := range ops {
 			params[i] = river.InsertManyParams{Args: LookupArgs{OperationID: op.ID}}
 		}
-		results, err := client.InsertMany(ctx, params)
+		enqueued, duplicates, err := insertUnique(ctx, client, params)
+		out.Enqueued += enqueued
+		out.Duplicates += duplicates
 		if err != nil {
 			return fmt.Errorf("sweep: enqueue lookups: %w", err)
-		}
-		for _, r := range results {
-			if r.UniqueSkippedAsDuplicate {
-				out.Duplicates++
-			} else {
-				out.Enqueued++
-			}
 		}
 		return nil
 	})

@@ -77,12 +77,9 @@ var metadataKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
 func (c *Config) Validate() []error {
 	var errs []error
 	if c.APIBase != "" {
-		switch u, err := url.Parse(c.APIBase); {
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			errs = append(errs, errors.New("api_base: must be an absolute http or https URL"))
-		case u.User != nil:
-			errs = append(errs, errors.New("api_base: must not carry credentials; use secret_key_env"))
-		case u.RawQuery != "" || u.Fragment != "":
+		if err := providers.CheckBaseURL(c.APIBase, "secret_key_env"); err != nil {
+			errs = append(errs, fmt.Errorf("api_base: %w", err))
+		} else if u, _ := url.Parse(c.APIBase); u.RawQuery != "" {
 			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
 		}
 	}

@@ -2,6 +2,7 @@ package twilio
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 
 	"github.com/sweeper/sweeper/providers"
@@ -33,12 +34,9 @@ func (c *Config) Validate() []error {
 	// account_sid_env and auth_token_env are checked by the configuration
 	// (through SecretEnvs): required, a valid name, set in the environment.
 	if c.APIBase != "" {
-		switch u, err := url.Parse(c.APIBase); {
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			errs = append(errs, errors.New("api_base: must be an absolute http or https URL"))
-		case u.User != nil:
-			errs = append(errs, errors.New("api_base: must not carry credentials; use account_sid_env and auth_token_env"))
-		case u.RawQuery != "" || u.Fragment != "":
+		if err := providers.CheckBaseURL(c.APIBase, "account_sid_env and auth_token_env"); err != nil {
+			errs = append(errs, fmt.Errorf("api_base: %w", err))
+		} else if u, _ := url.Parse(c.APIBase); u.RawQuery != "" {
 			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
 		}
 	}
