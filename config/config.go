@@ -165,15 +165,26 @@ type EscalationLevel struct {
 	Window Duration `toml:"window"`
 }
 
-// Slack configures review alerts.
+// Slack configures review alerts and the buttons on them.
 type Slack struct {
-	// Channel receives alerts; empty turns Slack off. Needs SLACK_BOT_TOKEN.
+	// Channel receives alerts; empty turns Slack off. Needs SLACK_BOT_TOKEN,
+	// and SLACK_SIGNING_SECRET to verify button clicks.
 	Channel string `toml:"channel"`
 	// Channels overrides Channel per workflow or provider (workflow wins).
 	Channels Owners `toml:"channels"`
 	// APIURL overrides Slack's Web API base URL (tests, proxies). Default
 	// https://slack.com/api/.
 	APIURL string `toml:"api_url"`
+	// Reviewers are Slack user ids (U… or W…) allowed to act on any ticket
+	// from Slack, besides the ticket's owner. Default: none (the owner only).
+	Reviewers []string `toml:"reviewers"`
+	// TeamID, when set, is the only Slack workspace (T…, or E… for an
+	// Enterprise Grid org) whose button clicks are accepted. Default "": not
+	// checked.
+	TeamID string `toml:"team_id"`
+	// AppID, when set, is the only Slack app (A…) whose button clicks are
+	// accepted. Default "": not checked.
+	AppID string `toml:"app_id"`
 }
 
 // HTTP configures the daemon's endpoint.
@@ -303,6 +314,8 @@ var (
 	providerNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 	envNameRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	slackUserRE    = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
+	slackTeamRE    = regexp.MustCompile(`^[TE][A-Z0-9]{2,}$`)
+	slackAppRE     = regexp.MustCompile(`^A[A-Z0-9]{2,}$`)
 )
 
 func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
@@ -413,6 +426,31 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 
 	if slackOn {
 		v.secretEnv("slack.channel", EnvSlackToken, true, getenv)
+		v.secretEnv("slack.channel", EnvSlackSigning, true, getenv)
+	}
+	for i, reviewer := range c.Slack.Reviewers {
+		key := fmt.Sprintf("slack.reviewers[%d]", i)
+		switch {
+		case !slackOn:
+			v.add(key, "set slack.channel too: reviewers act from Slack")
+		case reviewer == "" || strings.ContainsAny(reviewer, " \t\n,"):
+			v.add(key, "must name one person, got %q", reviewer)
+		case !slackUserRE.MatchString(reviewer):
+			v.add(key, "must be a Slack user id (U… or W…), got %q", reviewer)
+		}
+	}
+	for _, id := range []struct {
+		key, value string
+		re         *regexp.Regexp
+		want       string
+	}{{"slack.team_id", c.Slack.TeamID, slackTeamRE, "a Slack team id (T… or E…)"}, {"slack.app_id", c.Slack.AppID, slackAppRE, "a Slack app id (A…)"}} {
+		switch {
+		case id.value == "":
+		case !slackOn:
+			v.add(id.key, "set slack.channel too: it checks Slack button clicks")
+		case !id.re.MatchString(id.value):
+			v.add(id.key, "must be %s, got %q", id.want, id.value)
+		}
 	}
 	for _, group := range []struct {
 		kind     string

@@ -146,13 +146,17 @@ func TestSecretFromFile(t *testing.T) {
 func TestWriteTOMLHidesSecretsAndRoundTrips(t *testing.T) {
 	t.Parallel()
 	getenv := env(map[string]string{
-		config.EnvDatabaseURL: "postgres://sweeper:db-pa55word@db.internal:5432/ledger?password=other-pa55&sslpassword=ssl-pa55",
-		config.EnvSlackToken:  "xoxb-slack-t0ken",
-		"ORDERS_TOKEN":        "orders-t0ken",
+		config.EnvDatabaseURL:  "postgres://sweeper:db-pa55word@db.internal:5432/ledger?password=other-pa55&sslpassword=ssl-pa55",
+		config.EnvSlackToken:   "xoxb-slack-t0ken",
+		config.EnvSlackSigning: "signing-s3cret",
+		"ORDERS_TOKEN":         "orders-t0ken",
 	})
 	text := minimal + `
 [slack]
 channel = "#ops-review"
+reviewers = ["U0LEAD01", "W0LEAD02"]
+team_id = "T0ACME01"
+app_id = "A0SWEEPER1"
 
 [providers.orders]
 kind = "http"
@@ -174,7 +178,7 @@ outcome = "found"
 	if err := cfg.WriteTOML(&out, getenv); err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"db-pa55word", "other-pa55", "ssl-pa55", "xoxb-slack-t0ken", "orders-t0ken"} {
+	for _, secret := range []string{"db-pa55word", "other-pa55", "ssl-pa55", "xoxb-slack-t0ken", "signing-s3cret", "orders-t0ken"} {
 		if strings.Contains(out.String(), secret) {
 			t.Errorf("output contains secret %q:\n%s", secret, out.String())
 		}

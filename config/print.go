@@ -65,7 +65,7 @@ func (c *Config) secrets() []providers.SecretEnv {
 	out := []providers.SecretEnv{
 		{Key: "overrides database.url; may hold the password", Name: EnvDatabaseURL},
 		{Key: "needed by slack.channel", Name: EnvSlackToken, Required: c.Slack.Channel != ""},
-		{Key: "verifies Slack button clicks", Name: EnvSlackSigning},
+		{Key: "verifies Slack button clicks; needed by slack.channel", Name: EnvSlackSigning, Required: c.Slack.Channel != ""},
 	}
 	for _, name := range sortedKeys(c.Providers) {
 		if holder, ok := c.Providers[name].Settings.(providers.SecretHolder); ok {

@@ -38,7 +38,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	}
 	text := strings.Replace(string(b), `channel = ""`, `channel = "#ops-review"`, 1)
 	text = strings.Replace(text, `token_env = ""`, `token_env = "ORDERS_LOOKUP_TOKEN"`, 1)
-	environ := map[string]string{config.EnvSlackToken: "xoxb-test", "ORDERS_LOOKUP_TOKEN": "t"}
+	environ := map[string]string{config.EnvSlackToken: "xoxb-test", config.EnvSlackSigning: "signing-test", "ORDERS_LOOKUP_TOKEN": "t"}
 	if _, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] }); err != nil {
 		t.Errorf("example with Slack on: %v", err)
 	}
@@ -213,6 +213,7 @@ func TestCheckConfigMasksSecrets(t *testing.T) {
 	for _, want := range []string{
 		"providers.orders_api.token_env: environment variable ORDERS_LOOKUP_TOKEN is not set",
 		"slack.channel: environment variable SLACK_BOT_TOKEN is not set",
+		"slack.channel: environment variable SLACK_SIGNING_SECRET is not set",
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)

@@ -1,0 +1,642 @@
+package notify
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mathrand "math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"golang.org/x/time/rate"
+
+	"github.com/sweeper/sweeper/ledger"
+)
+
+// outboxEventType is the event_type of the metadata every message the
+// dispatcher posts carries (the same as the renderer's MetadataEventType);
+// its event_payload holds the outbox row's dedupe_key and the ticket_id,
+// both opaque ids.
+const outboxEventType = "sweeper_ticket"
+
+// Post is what one outbox row's message says.
+type Post struct {
+	// Text is the message's text: the notification and the fallback for
+	// Blocks. Required.
+	Text string
+	// Blocks is the Block Kit layout; none posts Text alone.
+	Blocks []slack.Block
+	// Broadcast also shows a thread reply in the channel.
+	Broadcast bool
+	// RootEdit, for a reply, is what the ticket's root message becomes
+	// (chat.update); nil leaves it as it is. Ignored for a root message.
+	RootEdit *RootEdit
+}
+
+// RootEdit is the new content of a ticket's root message. It replaces the
+// text and every block.
+type RootEdit struct {
+	Text   string
+	Blocks []slack.Block
+}
+
+// Composer says what an outbox row's message is. It is called while the
+// row is leased, before each post, and reads what it needs (the ticket as
+// it is now, the event) through db. The dispatcher adds the metadata that
+// carries the dedupe key itself.
+type Composer interface {
+	Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error)
+}
+
+// ComposerFunc is a function that is a [Composer].
+type ComposerFunc func(ctx context.Context, db ledger.DB, n Notification) (Post, error)
+
+// Compose calls f.
+func (f ComposerFunc) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
+	return f(ctx, db, n)
+}
+
+// Channels picks the channel of a ticket's alerts (slack.channel and
+// slack.channels): the workflow's, else the provider's, else the default.
+// Use channel ids (C…): conversations.history, which finds a message after
+// an uncertain post, does not take names.
+type Channels struct {
+	Default   string
+	Workflows map[string]string
+	Providers map[string]string
+}
+
+// For returns the channel for a ticket of workflow and provider.
+func (c Channels) For(workflow, provider string) string {
+	return cmp.Or(c.Workflows[workflow], c.Providers[provider], c.Default)
+}
+
+// DispatcherConfig configures a [Dispatcher].
+type DispatcherConfig struct {
+	// Token is the bot token (SLACK_BOT_TOKEN), with chat:write and
+	// channels:history (groups:history for private channels). Required.
+	Token string
+	// APIURL is Slack's Web API base URL. Default https://slack.com/api/.
+	APIURL string
+	// HTTPClient makes the calls. Default: a client with a 30s timeout.
+	// It must not retry POST requests on its own.
+	HTTPClient *http.Client
+	// Composer says what each row's message is. Required.
+	Composer Composer
+	// Channel picks a ticket's channel from the workflow and provider in
+	// its evidence, such as [Channels.For]. Required.
+	Channel func(workflow, provider string) string
+	// ID names this dispatcher in the rows it leases. Default: host name,
+	// process id and a random suffix.
+	ID string
+	// Lease is how long a claimed row is held. A row gets half of it for
+	// its calls; the other half keeps another dispatcher from searching for
+	// the message before a slow post of this one has landed. Default 2m.
+	Lease time.Duration
+	// BatchSize caps the rows one claim takes. Default 20.
+	BatchSize int
+	// Workers is how many rows are delivered at once. Default 4.
+	Workers int
+	// PerChannel is the pace of calls per channel. Default 1 a second.
+	PerChannel rate.Limit
+	// Backoff is the wait before retrying a row after its attempt-th
+	// attempt failed. Default exponential from 2s to 10m, jittered.
+	Backoff func(attempt int) time.Duration
+	// PollInterval is the pause of [Dispatcher.Run] when nothing was
+	// claimable. Default 2s.
+	PollInterval time.Duration
+	// SearchPages caps the pages of history read to find a message after
+	// an uncertain attempt; a search that reaches it without an answer is
+	// inconclusive and retried later, never followed by a post. Default 20.
+	SearchPages int
+	// Logger receives one line per outcome that is not a plain success.
+	// Default: discard.
+	Logger *slog.Logger
+}
+
+// Dispatcher delivers outbox rows to Slack, each message once.
+//
+// Once means: a row is leased to one dispatcher at a time; a message is
+// posted only when no earlier attempt may have posted it, or when a search
+// of the channel (or the thread) for its dedupe key found nothing; and
+// slack-go's own retries, which would resend a post Slack already took,
+// are never enabled.
+type Dispatcher struct {
+	db       ledger.DB
+	outbox   *Outbox
+	client   *slack.Client
+	composer Composer
+	channel  func(workflow, provider string) string
+	id       string
+	lease    time.Duration
+	batch    int
+	workers  int
+	backoff  func(int) time.Duration
+	poll     time.Duration
+	pages    int
+	gate     *channelGate
+	logger   *slog.Logger
+}
+
+// NewDispatcher returns a Dispatcher over db (a pool) configured by cfg.
+// Its error names the missing field.
+func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
+	var errs []error
+	if db == nil {
+		errs = append(errs, errors.New("notify: dispatcher: a database is required"))
+	}
+	if cfg.Token == "" {
+		errs = append(errs, errors.New("notify: dispatcher: Token is required (SLACK_BOT_TOKEN)"))
+	}
+	if cfg.Composer == nil {
+		errs = append(errs, errors.New("notify: dispatcher: Composer is required"))
+	}
+	if cfg.Channel == nil {
+		errs = append(errs, errors.New("notify: dispatcher: Channel is required"))
+	}
+	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 {
+		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval and SearchPages must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	apiURL := cmp.Or(cfg.APIURL, slack.APIURL)
+	if !strings.HasSuffix(apiURL, "/") {
+		apiURL += "/" // slack-go appends the method name as is
+	}
+	httpClient := cfg.HTTPClient
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	// No OptionRetry or OptionRetryConfig: a retried post that Slack had
+	// already taken is a second message.
+	client := slack.New(cfg.Token, slack.OptionAPIURL(apiURL), slack.OptionHTTPClient(httpClient))
+	id := cmp.Or(cfg.ID, defaultID())
+	backoff := cfg.Backoff
+	if backoff == nil {
+		backoff = defaultBackoff
+	}
+	return &Dispatcher{
+		db:       db,
+		outbox:   NewOutbox(db),
+		client:   client,
+		composer: cfg.Composer,
+		channel:  cfg.Channel,
+		id:       id,
+		lease:    cmp.Or(cfg.Lease, 2*time.Minute),
+		batch:    cmp.Or(cfg.BatchSize, 20),
+		workers:  cmp.Or(cfg.Workers, 4),
+		backoff:  backoff,
+		poll:     cmp.Or(cfg.PollInterval, 2*time.Second),
+		pages:    cmp.Or(cfg.SearchPages, 20),
+		gate:     newChannelGate(cmp.Or(cfg.PerChannel, rate.Limit(1))),
+		logger:   logger.With("dispatcher", id),
+	}, nil
+}
+
+func defaultID() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", cmp.Or(host, "sweeper"), os.Getpid(), hex.EncodeToString(b))
+}
+
+// defaultBackoff doubles from 2s up to 10m, and waits a random time
+// between half of that and all of it, so rows failed together spread out.
+func defaultBackoff(attempt int) time.Duration {
+	d := min(2*time.Second<<min(max(attempt-1, 0), 10), 10*time.Minute)
+	return d/2 + mathrand.N(d/2+1)
+}
+
+// Stats counts what a dispatch did, by outcome.
+type Stats struct {
+	// Claimed rows were leased; each has one of the outcomes below.
+	Claimed int
+	// Sent rows are done; Adopted of them were found in Slack rather than
+	// posted, after an uncertain attempt.
+	Sent    int
+	Adopted int
+	// Uncertain rows had an attempt whose result is unknown; they are
+	// retried, search first.
+	Uncertain int
+	// RateLimited rows wait for Slack's Retry-After; Failed rows for their
+	// backoff, after an error that certainly posted nothing.
+	RateLimited int
+	Failed      int
+	// Parked rows wait for a person.
+	Parked int
+	// Released rows were given back without an attempt (the channel was
+	// paced or closed, or the dispatcher stopping).
+	Released int
+	// Lost rows could not record their outcome: the lease had passed to
+	// another dispatcher, or the database failed. The next holder searches
+	// before posting.
+	Lost int
+}
+
+func (s *Stats) add(o Stats) {
+	s.Claimed += o.Claimed
+	s.Sent += o.Sent
+	s.Adopted += o.Adopted
+	s.Uncertain += o.Uncertain
+	s.RateLimited += o.RateLimited
+	s.Failed += o.Failed
+	s.Parked += o.Parked
+	s.Released += o.Released
+	s.Lost += o.Lost
+}
+
+// DispatchOnce claims one batch of rows and delivers them. Its error is
+// for the claim; what happened to each row is in the Stats (and the log).
+func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
+	claimed, err := d.outbox.Claim(ctx, d.id, d.lease, d.batch)
+	if err != nil {
+		return Stats{}, err
+	}
+	// Half the lease for the calls: see DispatcherConfig.Lease.
+	deadline := time.Now().Add(d.lease / 2)
+	total := Stats{Claimed: len(claimed)}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, d.workers)
+	for _, n := range claimed {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			st := d.deliver(ctx, n, deadline)
+			mu.Lock()
+			total.add(st)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return total, nil
+}
+
+// Drain dispatches until no row is claimable now: rows waiting for a retry
+// or a rate limit stay pending for a later run.
+func (d *Dispatcher) Drain(ctx context.Context) (Stats, error) {
+	var total Stats
+	for {
+		st, err := d.DispatchOnce(ctx)
+		total.add(st)
+		if err != nil || st.Claimed == 0 || ctx.Err() != nil {
+			return total, err
+		}
+	}
+}
+
+// Run dispatches until ctx ends, pausing PollInterval whenever nothing was
+// claimable or the claim failed. It returns nil when ctx ends: stopping is
+// not an error.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	for {
+		st, err := d.DispatchOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			d.logger.Error("notify: claim failed", "err", err)
+		}
+		if err != nil || st.Claimed == 0 {
+			t := time.NewTimer(d.poll)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// attemptError is why an attempt on a row ended early, and what that means.
+type attemptError struct {
+	step    string
+	failure failure
+	// delay is how long Slack asked to wait, for a rate limit.
+	delay time.Duration
+	err   error
+}
+
+func (e *attemptError) Error() string { return e.step + ": " + e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// slackError classifies a Slack call's error. A call that is safe to
+// repeat (a search, an edit) is never uncertain.
+func slackError(step string, err error, repeatable bool) *attemptError {
+	f, delay := classify(err)
+	if f == failureUncertain && repeatable {
+		f = failureTransient
+	}
+	return &attemptError{step: step, failure: f, delay: delay, err: err}
+}
+
+// releaseError: the attempt made no call, and the row goes back as it was.
+type releaseError struct {
+	until time.Time
+	err   error
+}
+
+func (e *releaseError) Error() string { return e.err.Error() }
+
+// deliver makes one attempt on held row n and records its outcome.
+func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline time.Time) Stats {
+	log := d.logger.With("outbox_id", n.ID, "ticket_id", n.TicketID, "dedupe_key", n.DedupeKey, "attempt", n.Attempts)
+	ctx, cancel := context.WithDeadline(parent, deadline)
+	defer cancel()
+	res, err := d.attempt(ctx, &n, log)
+
+	// The outcome is recorded even when parent has ended: a post whose
+	// answer was cut off by shutdown is still uncertain.
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
+	defer wcancel()
+	var st Stats
+	var werr error
+	var aerr *attemptError
+	var rerr *releaseError
+	switch {
+	case err == nil:
+		werr = d.outbox.MarkSent(wctx, n, n.Channel, res.ts)
+		if werr == nil {
+			st.Sent = 1
+			if res.adopted {
+				st.Adopted = 1
+				log.Info("notify: adopted a message found in Slack after an uncertain attempt", "channel", n.Channel, "ts", res.ts)
+			}
+		} else if res.posted {
+			log.Warn("notify: posted, but the row could not be marked sent; the next attempt will find the message by its key",
+				"channel", n.Channel, "ts", res.ts, "err", werr)
+		}
+	case errors.As(err, &rerr):
+		werr = d.outbox.Release(wctx, n, max(time.Until(rerr.until), 0))
+		st.Released = 1
+	case errors.As(err, &aerr):
+		switch aerr.failure {
+		case failurePermanent:
+			werr = d.outbox.Park(wctx, n, err)
+			st.Parked = 1
+			log.Error("notify: parked: Slack refused the message for a reason a person must fix; replay the row after the fix", "err", err)
+		case failureRateLimited:
+			delay := jitter(max(aerr.delay, time.Second))
+			d.gate.close(n.Channel, time.Now().Add(delay))
+			werr = d.outbox.Retry(wctx, n, failureRateLimited.String(), err, delay)
+			st.RateLimited = 1
+			log.Warn("notify: rate limited", "channel", n.Channel, "retry_in", delay, "err", err)
+		case failureUncertain:
+			delay := d.backoff(n.Attempts)
+			werr = d.outbox.MarkUncertain(wctx, n, err, delay)
+			st.Uncertain = 1
+			log.Warn("notify: attempt with an unknown result; the message will be searched for before any new post", "retry_in", delay, "err", err)
+		default:
+			delay := d.backoff(n.Attempts)
+			werr = d.outbox.Retry(wctx, n, failureTransient.String(), err, delay)
+			st.Failed = 1
+			log.Warn("notify: attempt failed", "retry_in", delay, "err", err)
+		}
+	case ctx.Err() != nil && !res.posted:
+		// Stopped, or out of time, before anything went to Slack.
+		werr = d.outbox.Release(wctx, n, 0)
+		st.Released = 1
+	default:
+		// Not classified: the dispatcher's own I/O (the database). Nothing
+		// uncertain was sent by this attempt, unless a post went out, which
+		// attempt reports as res.posted.
+		delay := d.backoff(n.Attempts)
+		if res.posted {
+			werr = d.outbox.MarkUncertain(wctx, n, err, delay)
+			st.Uncertain = 1
+		} else {
+			werr = d.outbox.Retry(wctx, n, failureTransient.String(), err, delay)
+			st.Failed = 1
+		}
+		log.Warn("notify: attempt failed", "retry_in", delay, "err", err)
+	}
+	if werr != nil {
+		// The row keeps its lease until it runs out; its next holder finds
+		// it uncertain and searches before posting.
+		st = Stats{Lost: 1}
+		log.Warn("notify: outcome not recorded", "err", werr, "outcome_of", err)
+	}
+	return st
+}
+
+// attemptResult is what a successful attempt found or did.
+type attemptResult struct {
+	ts      string
+	posted  bool
+	adopted bool
+}
+
+// attempt delivers held row n: it finds where the message goes, searches
+// for it first when an earlier attempt may have posted it, posts it
+// otherwise, and edits the ticket's root message for a reply. It updates
+// n's Channel, ThreadTS and TS as it records them.
+func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Logger) (attemptResult, error) {
+	var res attemptResult
+	r, err := d.outbox.rootOf(ctx, n.TicketID)
+	if err != nil {
+		return res, err
+	}
+	reply := n.Kind != KindOpened && r.Exists
+	if reply && !r.Sent {
+		// Not claimable in this state; a person may have replayed rows out
+		// of order. Wait for the root.
+		return res, &releaseError{until: time.Now().Add(d.poll), err: errors.New("the ticket's root message is not sent yet")}
+	}
+	if n.Channel == "" {
+		channel, threadTS := r.Channel, r.TS
+		if !reply {
+			workflow, provider, err := ticketRoute(ctx, d.db, n.TicketID)
+			if err != nil {
+				return res, err
+			}
+			if channel = d.channel(workflow, provider); channel == "" {
+				return res, &attemptError{step: "route", failure: failurePermanent,
+					err: fmt.Errorf("no Slack channel for workflow %q, provider %q", workflow, provider)}
+			}
+			threadTS = ""
+		}
+		if err := d.outbox.recordTarget(ctx, *n, channel, threadTS); err != nil {
+			return res, err
+		}
+		n.Channel, n.ThreadTS = channel, threadTS
+	}
+
+	res.ts = n.TS
+	if res.ts == "" && n.Uncertain {
+		since := time.Now().Add(-time.Hour)
+		if n.FirstAttemptAt != nil {
+			since = *n.FirstAttemptAt
+		}
+		found, err := d.search(ctx, *n, since)
+		if err != nil {
+			return res, err
+		}
+		res.ts, res.adopted = found, found != ""
+	}
+
+	var post Post
+	if res.ts == "" || reply {
+		post, err = d.composer.Compose(ctx, d.db, *n)
+		if err != nil {
+			return res, &attemptError{step: "compose", failure: failureTransient, err: err}
+		}
+		if post.Text == "" {
+			return res, &attemptError{step: "compose", failure: failurePermanent, err: errors.New("the composer gave no text")}
+		}
+	}
+
+	if res.ts == "" {
+		if err := d.pace(ctx, n.Channel); err != nil {
+			return res, err
+		}
+		opts := []slack.MsgOption{slack.MsgOptionText(post.Text, false), slack.MsgOptionMetadata(dedupeMetadata(n.DedupeKey, n.TicketID))}
+		if len(post.Blocks) > 0 {
+			opts = append(opts, slack.MsgOptionBlocks(post.Blocks...))
+		}
+		if n.ThreadTS != "" {
+			opts = append(opts, slack.MsgOptionTS(n.ThreadTS))
+			if post.Broadcast {
+				opts = append(opts, slack.MsgOptionBroadcast())
+			}
+		}
+		channel, ts, err := d.client.PostMessageContext(ctx, n.Channel, opts...)
+		if err != nil {
+			return res, slackError("chat.postMessage", err, false)
+		}
+		res.ts, res.posted = ts, true
+		if channel != "" {
+			n.Channel = channel // Slack answers with the id when given a name
+		}
+	}
+
+	if reply && post.RootEdit != nil {
+		if n.TS == "" {
+			// The reply is in Slack: record it before the edit, so that a
+			// failed edit is retried alone.
+			if err := d.outbox.MarkPosted(ctx, *n, n.Channel, res.ts); err != nil {
+				return res, err
+			}
+			n.TS = res.ts
+			res.posted = false // recorded: no longer at risk of a second post
+		}
+		if err := d.pace(ctx, r.Channel); err != nil {
+			return res, err
+		}
+		_, _, _, err := d.client.UpdateMessageContext(ctx, r.Channel, r.TS,
+			slack.MsgOptionText(post.RootEdit.Text, false),
+			slack.MsgOptionBlocks(post.RootEdit.Blocks...),
+			slack.MsgOptionMetadata(dedupeMetadata(r.DedupeKey, n.TicketID)))
+		if err != nil {
+			return res, slackError("chat.update", err, true)
+		}
+	}
+	return res, nil
+}
+
+// pace waits for channel's turn, or says why the row must go back.
+func (d *Dispatcher) pace(ctx context.Context, channel string) error {
+	err := d.gate.wait(ctx, channel)
+	var closed *closedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &closed):
+		return &releaseError{until: closed.Until, err: err}
+	default:
+		return &releaseError{until: time.Now().Add(time.Second), err: fmt.Errorf("waiting for channel %s: %w", channel, err)}
+	}
+}
+
+// searchMargin reaches back before the first attempt, for the clocks of
+// the database and of Slack to disagree.
+const searchMargin = 2 * time.Minute
+
+// errSearchInconclusive: the history since the first attempt is longer
+// than the search may read.
+var errSearchInconclusive = errors.New("search inconclusive: more history than the search reads")
+
+// search looks for row n's message in Slack since its first attempt: in
+// the thread for a reply, else in the channel. It returns the message's ts
+// or "" when Slack has no such message.
+func (d *Dispatcher) search(ctx context.Context, n Notification, since time.Time) (string, error) {
+	oldest := slackTS(since.Add(-searchMargin))
+	cursor := ""
+	for range d.pages {
+		if err := d.pace(ctx, n.Channel); err != nil {
+			return "", err
+		}
+		var (
+			msgs []slack.Message
+			more bool
+			err  error
+		)
+		method := "conversations.history"
+		if n.ThreadTS != "" {
+			method = "conversations.replies"
+			msgs, more, cursor, err = d.client.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+				ChannelID: n.Channel, Timestamp: n.ThreadTS, Oldest: oldest, Limit: 200, Cursor: cursor, IncludeAllMetadata: true,
+			})
+		} else {
+			var resp *slack.GetConversationHistoryResponse
+			resp, err = d.client.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+				ChannelID: n.Channel, Oldest: oldest, Limit: 200, Cursor: cursor, IncludeAllMetadata: true,
+			})
+			if resp != nil {
+				msgs, more, cursor = resp.Messages, resp.HasMore, resp.ResponseMetaData.NextCursor
+			}
+		}
+		if err != nil {
+			return "", slackError(method, err, true)
+		}
+		for _, m := range msgs {
+			if carries(m, n.DedupeKey) {
+				return m.Timestamp, nil
+			}
+		}
+		if !more || cursor == "" {
+			return "", nil
+		}
+	}
+	return "", &attemptError{step: "search", failure: failureTransient, err: errSearchInconclusive}
+}
+
+// dedupeMetadata is what a message carries to be found again.
+func dedupeMetadata(dedupeKey string, ticketID int64) slack.SlackMetadata {
+	return slack.SlackMetadata{EventType: outboxEventType, EventPayload: map[string]any{
+		"dedupe_key": dedupeKey, "ticket_id": ticketID,
+	}}
+}
+
+// carries reports whether m is the message posted for dedupeKey.
+func carries(m slack.Message, dedupeKey string) bool {
+	if m.Metadata.EventType != outboxEventType {
+		return false
+	}
+	key, _ := m.Metadata.EventPayload["dedupe_key"].(string)
+	return key == dedupeKey
+}
+
+// slackTS formats t as a Slack timestamp: seconds, a dot, microseconds.
+func slackTS(t time.Time) string {
+	return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)
+}
+
+// jitter adds up to a quarter, and at least some milliseconds, to d, so
+// that rows told to wait together do not return together.
+func jitter(d time.Duration) time.Duration {
+	return d + mathrand.N(d/4+100*time.Millisecond)
+}

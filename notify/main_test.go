@@ -1,0 +1,9 @@
+package notify
+
+import (
+	"testing"
+
+	"github.com/sweeper/sweeper/internal/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
