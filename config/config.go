@@ -81,6 +81,9 @@ type Schedules struct {
 	Sweep string `toml:"sweep"`
 	// Escalate looks at tickets past their deadline. Default "* * * * *".
 	Escalate string `toml:"escalate"`
+	// Notify delivers the outbox to Slack (when slack.channel is set).
+	// Default "@every 5s".
+	Notify string `toml:"notify"`
 }
 
 // Sweep tunes the stale scan.
@@ -288,7 +291,7 @@ func (e *Error) Unwrap() []error { return e.Problems }
 func Default() Config {
 	return Config{
 		Database:  Database{MaxConns: defaultMaxConns},
-		Schedules: Schedules{Sweep: "*/5 * * * *", Escalate: "* * * * *"},
+		Schedules: Schedules{Sweep: "*/5 * * * *", Escalate: "* * * * *", Notify: "@every 5s"},
 		Sweep:     Sweep{BatchSize: defaultBatchSize, QueryTimeout: NewDuration(30 * time.Second), Timeout: NewDuration(2 * time.Minute)},
 		River:     River{MaxWorkers: 100},
 		Review: Review{
@@ -330,9 +333,11 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 		v.add("database.max_conns", "must be at least 2")
 	}
 
-	for key, expr := range map[string]string{"schedules.sweep": c.Schedules.Sweep, "schedules.escalate": c.Schedules.Escalate} {
-		if _, err := cron.ParseStandard(expr); err != nil {
-			v.add(key, "invalid cron expression %q: %v", expr, err)
+	for _, sch := range []struct{ key, expr string }{
+		{"schedules.sweep", c.Schedules.Sweep}, {"schedules.escalate", c.Schedules.Escalate}, {"schedules.notify", c.Schedules.Notify},
+	} {
+		if _, err := cron.ParseStandard(sch.expr); err != nil {
+			v.add(sch.key, "invalid cron expression %q: %v", sch.expr, err)
 		}
 	}
 

@@ -30,6 +30,8 @@ type Sweeper struct {
 	Logger    *slog.Logger
 	// Now is the clock; time.Now unless a test sets it.
 	Now func() time.Time
+	// Getenv reads secrets (SLACK_BOT_TOKEN); nil reads none.
+	Getenv func(string) string
 }
 
 // BuildProviders builds every configured provider's adapter, behind its
@@ -194,26 +196,41 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	river.AddWorker(workers, NewSweepWorker(s.Scanner(), sweepTimeout, s.Logger))
 	river.AddWorker(workers, NewEscalateWorker(s))
 	river.AddWorker(workers, NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
+	dispatcher, err := s.Dispatcher()
+	switch {
+	case errors.Is(err, ErrSlackOff):
+		dispatcher = nil
+	case err != nil:
+		return nil, err
+	default:
+		river.AddWorker(workers, &NotifyWorker{dispatcher: dispatcher})
+	}
 
 	var periodic []*river.PeriodicJob
 	if !opts.NoPeriodic {
-		schedule, err := cron.ParseStandard(s.Config.Schedules.Sweep)
-		if err != nil {
-			return nil, fmt.Errorf("schedules.sweep: %w", err)
+		jobs := []struct {
+			id, key, expr string
+			args          river.JobArgs
+		}{
+			{"sweep", "schedules.sweep", s.Config.Schedules.Sweep, SweepArgs{}},
+			{"escalate", "schedules.escalate", s.Config.Schedules.Escalate, EscalateArgs{}},
 		}
-		period := schedulePeriod(schedule, s.now())
-		periodic = append(periodic, river.NewPeriodicJob(schedule, func() (river.JobArgs, *river.InsertOpts) {
-			return SweepArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: period}}
-		}, &river.PeriodicJobOpts{ID: "sweep", RunOnStart: true}))
-
-		schedule, err = cron.ParseStandard(s.Config.Schedules.Escalate)
-		if err != nil {
-			return nil, fmt.Errorf("schedules.escalate: %w", err)
+		if dispatcher != nil {
+			jobs = append(jobs, struct {
+				id, key, expr string
+				args          river.JobArgs
+			}{"notify", "schedules.notify", s.Config.Schedules.Notify, NotifyArgs{}})
 		}
-		escalatePeriod := schedulePeriod(schedule, s.now())
-		periodic = append(periodic, river.NewPeriodicJob(schedule, func() (river.JobArgs, *river.InsertOpts) {
-			return EscalateArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: escalatePeriod}}
-		}, &river.PeriodicJobOpts{ID: "escalate", RunOnStart: true}))
+		for _, j := range jobs {
+			schedule, err := cron.ParseStandard(j.expr)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", j.key, err)
+			}
+			period, args := schedulePeriod(schedule, s.now()), j.args
+			periodic = append(periodic, river.NewPeriodicJob(schedule, func() (river.JobArgs, *river.InsertOpts) {
+				return args, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: period}}
+			}, &river.PeriodicJobOpts{ID: j.id, RunOnStart: true}))
+		}
 	}
 
 	// A job that outlives its timeout is cancelled, so a job still marked

@@ -61,6 +61,8 @@ func commands() []command {
 		{"sweep", "sweep --once: one full pass of scan, lookups and decisions, then exit", runSweep},
 		{"escalate", "escalate --once: look up and escalate every ticket past its deadline, then exit", runEscalate},
 		{"tickets", "tickets list | show ID | resolve ID | ack ID: review tickets and people's decisions", runTickets},
+		{"notify", "notify --once: deliver the outbox (review alerts) to Slack, then exit", runNotify},
+		{"outbox", "outbox list | outbox replay ID: the Slack outbox, parked rows included", runOutbox},
 		{"version", "print the version", runVersion},
 	}
 }

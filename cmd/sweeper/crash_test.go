@@ -36,6 +36,9 @@ max_workers = 20
 [review]
 default_owner = "U0DEFAULT1"
 
+[http]
+listen = "127.0.0.1:0"
+
 [providers.sim]
 kind = "sim"
 stale_after = "1m"

@@ -28,6 +28,9 @@ sweep = "@every 1s"
 [review]
 default_owner = "U0DEFAULT1"
 
+[http]
+listen = "127.0.0.1:0"
+
 [providers.sim]
 kind = "sim"
 stale_after = "1m"

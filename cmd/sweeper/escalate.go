@@ -27,6 +27,10 @@ func runEscalate(ctx context.Context, e *env, args []string) int {
 	}
 	defer closeDB()
 	sum, err := s.EscalateOnce(ctx)
+	if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
+		// The rows stay in the outbox for the daemon or `notify --once`.
+		fmt.Fprintf(e.stderr, "sweeper escalate: delivering to Slack: %v\n", deliverErr)
+	}
 	if *asJSON {
 		_ = printJSON(e, sum)
 	} else {

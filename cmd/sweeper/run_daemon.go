@@ -2,11 +2,39 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/notify"
 )
+
+// httpServer is the daemon's endpoint: /healthz, and /slack/interactions
+// when Slack is on.
+func httpServer(s *jobs.Sweeper) (*http.Server, *notify.Interactions, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	interactions, err := s.Interactions()
+	switch {
+	case errors.Is(err, jobs.ErrSlackOff):
+		interactions = nil
+	case err != nil:
+		return nil, nil, err
+	default:
+		mux.Handle("/slack/interactions", interactions)
+	}
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+	}, interactions, nil
+}
 
 // shutdownGrace is how long running jobs get to finish after SIGTERM before
 // they are cancelled; a cancelled lookup is retried by the next process.
@@ -35,9 +63,34 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "sweeper run: start: %v\n", err)
 		return exitFailure
 	}
-	logger.Info("sweeper running", "providers", len(s.Providers), "sweep", s.Config.Schedules.Sweep)
+	server, interactions, err := httpServer(s)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
+		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
+		return exitUsage
+	}
+	listener, err := net.Listen("tcp", s.Config.HTTP.Listen)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper run: http.listen: %v\n", err)
+		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
+		return exitFailure
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- server.Serve(listener) }()
+	logger.Info("sweeper running", "providers", len(s.Providers), "sweep", s.Config.Schedules.Sweep,
+		"http", listener.Addr().String(), "slack", interactions != nil)
 
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		logger.Error("http server stopped", "error", err)
+	}
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
+	server.Shutdown(shutdownCtx) //nolint:errcheck // in-flight requests had their chance
+	cancelShutdown()
+	if interactions != nil {
+		interactions.Close()
+	}
 	logger.Info("stopping: waiting for running jobs", "grace", shutdownGrace)
 	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()

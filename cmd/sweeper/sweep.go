@@ -29,6 +29,12 @@ func runSweep(ctx context.Context, e *env, args []string) int {
 	}
 	defer closeDB()
 	sum, err := s.SweepOnce(ctx, jobs.OnceOptions{DryRun: *dryRun})
+	if !*dryRun {
+		if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
+			// The rows stay in the outbox for the daemon or `notify --once`.
+			fmt.Fprintf(e.stderr, "sweeper sweep: delivering to Slack: %v\n", deliverErr)
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")

@@ -38,5 +38,5 @@ func open(ctx context.Context, e *env, configPath string, logger *slog.Logger) (
 		fmt.Fprintf(e.stderr, "sweeper: the database lacks %d migration(s): run 'sweeper migrate' first\n", pending)
 		return nil, nil, exitFailure
 	}
-	return &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger}, pool.Close, -1
+	return &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: e.getenv}, pool.Close, -1
 }

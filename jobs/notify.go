@@ -1,0 +1,121 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/slack-go/slack"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/notify"
+)
+
+// ErrSlackOff is returned by [Sweeper.Dispatcher] when slack.channel is
+// empty: there is nowhere to deliver.
+var ErrSlackOff = errors.New("slack is off (slack.channel is empty)")
+
+// notifyDrainTimeout bounds one notify job's delivery of the outbox.
+const notifyDrainTimeout = time.Minute
+
+// Dispatcher returns the outbox's dispatcher to Slack, or ErrSlackOff.
+func (s *Sweeper) Dispatcher() (*notify.Dispatcher, error) {
+	cfg := s.Config.Slack
+	if cfg.Channel == "" {
+		return nil, ErrSlackOff
+	}
+	token, err := config.Secret(s.getenv, config.EnvSlackToken)
+	if err != nil {
+		return nil, err
+	}
+	channels := notify.Channels{Default: cfg.Channel, Workflows: cfg.Channels.Workflows, Providers: cfg.Channels.Providers}
+	return notify.NewDispatcher(s.Pool, notify.DispatcherConfig{
+		Token:    token,
+		APIURL:   cfg.APIURL,
+		Composer: notify.TicketComposer{},
+		Channel:  channels.For,
+		Logger:   s.Logger,
+	})
+}
+
+func (s *Sweeper) getenv(name string) string {
+	if s.Getenv != nil {
+		return s.Getenv(name)
+	}
+	return ""
+}
+
+// Deliver drains the outbox once when Slack is on (nothing to do when it
+// is off): what `sweep --once` and `escalate --once` call before they exit.
+func (s *Sweeper) Deliver(ctx context.Context) (notify.Stats, error) {
+	d, err := s.Dispatcher()
+	if errors.Is(err, ErrSlackOff) {
+		return notify.Stats{}, nil
+	}
+	if err != nil {
+		return notify.Stats{}, err
+	}
+	return d.Drain(ctx)
+}
+
+// NotifyArgs asks for one delivery pass of the outbox.
+type NotifyArgs struct{}
+
+// Kind implements river.JobArgs.
+func (NotifyArgs) Kind() string { return "notify" }
+
+// NotifyWorker delivers the outbox to Slack. Rows are leased, so replicas'
+// notify jobs share the work without posting twice.
+type NotifyWorker struct {
+	river.WorkerDefaults[NotifyArgs]
+	dispatcher *notify.Dispatcher
+}
+
+// Timeout bounds one pass.
+func (w *NotifyWorker) Timeout(*river.Job[NotifyArgs]) time.Duration {
+	return notifyDrainTimeout + 30*time.Second
+}
+
+// Work implements river.Worker.
+func (w *NotifyWorker) Work(ctx context.Context, _ *river.Job[NotifyArgs]) error {
+	ctx, cancel := context.WithTimeout(ctx, notifyDrainTimeout)
+	defer cancel()
+	stats, err := w.dispatcher.Drain(ctx)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("notify: %w", err)
+	}
+	return river.RecordOutput(ctx, stats)
+}
+
+// Interactions returns the Slack interactivity endpoint (button clicks and
+// the "Mark done" modal), or ErrSlackOff.
+func (s *Sweeper) Interactions() (*notify.Interactions, error) {
+	cfg := s.Config.Slack
+	if cfg.Channel == "" {
+		return nil, ErrSlackOff
+	}
+	token, err := config.Secret(s.getenv, config.EnvSlackToken)
+	if err != nil {
+		return nil, err
+	}
+	signing, err := config.Secret(s.getenv, config.EnvSlackSigning)
+	if err != nil {
+		return nil, err
+	}
+	var opts []slack.Option
+	if cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+	}
+	return notify.NewInteractions(notify.InteractionsConfig{
+		SigningSecret: signing,
+		TeamID:        cfg.TeamID,
+		AppID:         cfg.AppID,
+		Reviewers:     cfg.Reviewers,
+		Store:         s.Reviews(),
+		Slack:         slack.New(token, opts...),
+		Logger:        s.Logger,
+		Now:           s.now,
+	})
+}

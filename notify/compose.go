@@ -1,0 +1,92 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
+)
+
+// TicketComposer turns each outbox row into its Slack message from the
+// ticket as it is now and the event the row delivers: "opened" posts the
+// root message; an escalation, an acknowledgement or a resolution edits the
+// root to the ticket's current state and adds a thread reply (broadcast to
+// the channel for escalations, so the new owner is pinged).
+type TicketComposer struct{}
+
+var _ Composer = TicketComposer{}
+
+// Compose implements [Composer].
+func (TicketComposer) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
+	store := review.NewStore(txless{db}, review.Policy{})
+	t, err := store.Get(ctx, n.TicketID)
+	if err != nil {
+		return Post{}, err
+	}
+	var ev review.Evidence
+	if err := json.Unmarshal(t.Evidence, &ev); err != nil {
+		return Post{}, fmt.Errorf("notify: evidence of ticket %d: %w", t.ID, err)
+	}
+	details, err := eventDetails(ctx, db, n.EventID)
+	if err != nil {
+		return Post{}, err
+	}
+	a := NewAlert(t, ev)
+	root := RootMessage(a)
+	if t.State == review.StateResolved {
+		root = ResolvedMessage(a, t.Resolution, t.ResolvedBy, t.ResolutionRecordID)
+	}
+	edit := &RootEdit{Text: root.Text, Blocks: root.Blocks}
+
+	switch n.Kind {
+	case review.EventOpened:
+		return Post{Text: root.Text, Blocks: root.Blocks}, nil
+	case review.EventEscalated:
+		var d struct {
+			Step      review.EscalationKind `json:"step"`
+			FromLevel int                   `json:"from_level"`
+			ToLevel   int                   `json:"to_level"`
+			Repeat    int                   `json:"repeat"`
+		}
+		if err := json.Unmarshal(details, &d); err != nil {
+			return Post{}, fmt.Errorf("notify: escalation event %d: %w", n.EventID, err)
+		}
+		reply := EscalationReply(a, EscalationEvent{Kind: d.Step, FromLevel: d.FromLevel, ToLevel: d.ToLevel,
+			Repeat: d.Repeat, DedupeKey: n.DedupeKey})
+		return Post{Text: reply.Text, Blocks: reply.Blocks, Broadcast: true, RootEdit: edit}, nil
+	case review.EventAcknowledged:
+		return Post{Text: fmt.Sprintf("Acknowledged by %s.", mention(t.AcknowledgedBy)), RootEdit: edit}, nil
+	case review.EventResolved, review.EventResolvedByRelookup:
+		return Post{Text: fmt.Sprintf("Resolved: %s, by %s.", escape(t.Resolution), mention(t.ResolvedBy)), RootEdit: edit}, nil
+	}
+	// An event kind this build does not know still gets a plain reply, so
+	// the row is delivered rather than stuck.
+	return Post{Text: fmt.Sprintf("Ticket %d: %s.", t.ID, escape(n.Kind)), RootEdit: edit}, nil
+}
+
+func eventDetails(ctx context.Context, db ledger.DB, eventID int64) ([]byte, error) {
+	var details []byte
+	if err := db.QueryRow(ctx, `SELECT details FROM sweeper.ticket_events WHERE id = $1`, eventID).Scan(&details); err != nil {
+		return nil, fmt.Errorf("notify: event %d: %w", eventID, err)
+	}
+	return details, nil
+}
+
+// mention shows "slack:U123" as a Slack mention, like [person] does for a
+// bare user id.
+func mention(actor string) string {
+	return person(strings.TrimPrefix(actor, "slack:"))
+}
+
+// txless lets a plain ledger.DB serve the review store's reads.
+type txless struct{ ledger.DB }
+
+func (txless) Begin(context.Context) (pgx.Tx, error) {
+	return nil, errors.New("notify: composing a message writes nothing")
+}
