@@ -317,6 +317,7 @@ var (
 	providerNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 	envNameRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	slackUserRE    = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
+	slackChannelRE = regexp.MustCompile(`^[CG][A-Z0-9]{2,}$`)
 	slackTeamRE    = regexp.MustCompile(`^[TE][A-Z0-9]{2,}$`)
 	slackAppRE     = regexp.MustCompile(`^A[A-Z0-9]{2,}$`)
 )
@@ -402,6 +403,9 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 	}
 
 	slackOn := c.Slack.Channel != ""
+	if slackOn && !slackChannelRE.MatchString(c.Slack.Channel) {
+		v.add("slack.channel", "must be a channel id (C… or G…), not a name: got %q", c.Slack.Channel)
+	}
 	v.owner("review.default_owner", c.Review.DefaultOwner, slackOn)
 	for _, group := range []struct {
 		kind   string
@@ -462,8 +466,8 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 		channels map[string]string
 	}{{"workflows", c.Slack.Channels.Workflows}, {"providers", c.Slack.Channels.Providers}} {
 		for _, name := range sortedKeys(group.channels) {
-			if group.channels[name] == "" {
-				v.add("slack.channels."+group.kind+"."+name, "must not be empty")
+			if !slackChannelRE.MatchString(group.channels[name]) {
+				v.add("slack.channels."+group.kind+"."+name, "must be a channel id (C… or G…), not a name: got %q", group.channels[name])
 			} else if !slackOn {
 				v.add("slack.channels."+group.kind+"."+name, "set slack.channel too: overrides need Slack on")
 			}

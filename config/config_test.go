@@ -153,7 +153,7 @@ func TestWriteTOMLHidesSecretsAndRoundTrips(t *testing.T) {
 	})
 	text := minimal + `
 [slack]
-channel = "#ops-review"
+channel = "C0OPSREVIEW"
 reviewers = ["U0LEAD01", "W0LEAD02"]
 team_id = "T0ACME01"
 app_id = "A0SWEEPER1"

@@ -36,7 +36,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(b), `channel = ""`, `channel = "#ops-review"`, 1)
+	text := strings.Replace(string(b), `channel = ""`, `channel = "C0OPSREVIEW"`, 1)
 	text = strings.Replace(text, `token_env = ""`, `token_env = "ORDERS_LOOKUP_TOKEN"`, 1)
 	environ := map[string]string{config.EnvSlackToken: "xoxb-test", config.EnvSlackSigning: "signing-test", "ORDERS_LOOKUP_TOKEN": "t"}
 	if _, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] }); err != nil {
@@ -181,7 +181,7 @@ func TestCheckConfigMasksSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(b), `channel = ""`, `channel = "#ops-review"`, 1)
+	text := strings.Replace(string(b), `channel = ""`, `channel = "C0OPSREVIEW"`, 1)
 	text = strings.Replace(text, `token_env = ""`, `token_env = "ORDERS_LOOKUP_TOKEN"`, 1)
 	file := filepath.Join(t.TempDir(), "sweeper.toml")
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
