@@ -318,18 +318,7 @@ func (s *Store) CompareAndSet(ctx context.Context, id int64, from, to Status, re
 
 // GetByID returns the operation with the given id, or [ErrNotFound].
 func (s *Store) GetByID(ctx context.Context, id int64) (Operation, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+` FROM ledger.operations WHERE id = $1`, id)
-	if err != nil {
-		return Operation{}, fmt.Errorf("ledger: get operation %d: %w", id, err)
-	}
-	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Operation{}, fmt.Errorf("%w: id %d", ErrNotFound, id)
-	}
-	if err != nil {
-		return Operation{}, fmt.Errorf("ledger: get operation %d: %w", id, err)
-	}
-	return op, nil
+	return s.getOne(ctx, "id", id, fmt.Sprintf("id %d", id))
 }
 
 // StaleOtherProviders is the stale scan for rows whose provider is none of
@@ -353,16 +342,21 @@ func (s *Store) StaleOtherProviders(ctx context.Context, known []string, cutoff 
 
 // Get returns the operation with the given key, or [ErrNotFound].
 func (s *Store) Get(ctx context.Context, opKey string) (Operation, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+` FROM ledger.operations WHERE op_key = $1`, opKey)
+	return s.getOne(ctx, "op_key", opKey, opKey)
+}
+
+// getOne reads the operation whose column (id or op_key) equals value.
+func (s *Store) getOne(ctx context.Context, column string, value any, label string) (Operation, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+` FROM ledger.operations WHERE `+column+` = $1`, value)
 	if err != nil {
-		return Operation{}, fmt.Errorf("ledger: get %s: %w", opKey, err)
+		return Operation{}, fmt.Errorf("ledger: get %s: %w", label, err)
 	}
 	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Operation{}, fmt.Errorf("%w: %s", ErrNotFound, opKey)
+		return Operation{}, fmt.Errorf("%w: %s", ErrNotFound, label)
 	}
 	if err != nil {
-		return Operation{}, fmt.Errorf("ledger: get %s: %w", opKey, err)
+		return Operation{}, fmt.Errorf("ledger: get %s: %w", label, err)
 	}
 	return op, nil
 }
