@@ -239,6 +239,9 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	// live job rescued after all, running it twice is harmless — lookups
 	// only read, and every write is a compare-and-set.
 	longest := max(sweepTimeout, lookup.Timeout(nil))
+	if dispatcher != nil {
+		longest = max(longest, (&NotifyWorker{}).Timeout(nil))
+	}
 	client, err := river.NewClient(riverpgxv5.New(s.Pool), &river.Config{
 		Schema: migrations.Schema,
 		Queues: map[string]river.QueueConfig{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -106,7 +107,8 @@ func (s *Sweeper) Interactions() (*notify.Interactions, error) {
 	}
 	var opts []slack.Option
 	if cfg.APIURL != "" {
-		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+		// slack-go appends method names to the base as is.
+		opts = append(opts, slack.OptionAPIURL(strings.TrimSuffix(cfg.APIURL, "/")+"/"))
 	}
 	return notify.NewInteractions(notify.InteractionsConfig{
 		SigningSecret: signing,

@@ -254,6 +254,23 @@ func (c StaleCursor) position() pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: c.FirstAttemptAt, Valid: true}
 }
 
+// LockRecord takes a transaction-scoped advisory lock on the provider's
+// record, so that checking who holds it ([Store.HolderOf]) and writing the
+// claim are one step across concurrent transactions. Call it inside the
+// writing transaction, first; the lock ends with the transaction.
+func (s *Store) LockRecord(ctx context.Context, provider, recordID string) error {
+	if _, err := s.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, RecordLockKey(provider, recordID)); err != nil {
+		return fmt.Errorf("ledger: lock record %s: %w", recordID, err)
+	}
+	return nil
+}
+
+// RecordLockKey is the text whose hash [Store.LockRecord] locks, for
+// callers that take several such locks in one statement (in sorted order,
+// so that concurrent transactions cannot deadlock). Provider names hold no
+// ":", so the key is unambiguous.
+func RecordLockKey(provider, recordID string) string { return provider + ":" + recordID }
+
 // HolderOf returns the op_key of another operation of provider that already
 // names recordID as its provider record, or "" when none does. One record
 // proves one operation: a second claim on it is not proof.

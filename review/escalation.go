@@ -348,7 +348,22 @@ func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recor
 	if tag.RowsAffected() == 0 {
 		return false, nil
 	}
-	moved, err := ledger.NewStore(tx).CompareAndSet(ctx, t.OperationID, ledger.StatusReview, ledger.StatusDone, recordID)
+	ops := ledger.NewStore(tx)
+	op, err := ops.GetByID(ctx, t.OperationID)
+	if err != nil {
+		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+	}
+	// One record proves one operation, checked under the record's lock.
+	if err := ops.LockRecord(ctx, op.Provider, recordID); err != nil {
+		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+	}
+	if holder, err := ops.HolderOf(ctx, op.Provider, recordID, op.ID); err != nil || holder != "" {
+		if err == nil {
+			err = fmt.Errorf("record %s already proves operation %s", recordID, holder)
+		}
+		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+	}
+	moved, err := ops.CompareAndSet(ctx, t.OperationID, ledger.StatusReview, ledger.StatusDone, recordID)
 	if err != nil {
 		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
 	}

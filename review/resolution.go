@@ -241,6 +241,9 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 		if err != nil {
 			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
 		}
+		if err := ops.LockRecord(ctx, op.Provider, r.ProviderRecordID); err != nil {
+			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+		}
 		holder, err := ops.HolderOf(ctx, op.Provider, r.ProviderRecordID, op.ID)
 		if err != nil {
 			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)

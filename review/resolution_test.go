@@ -632,3 +632,45 @@ func TestResolutionConstraints(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveSameRecordConcurrently: two tickets resolved at the same time
+// with the same provider record id; one record proves one operation, so
+// exactly one resolution takes it.
+func TestResolveSameRecordConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	store := review.NewStore(pool, testPolicy)
+	for round := range 5 {
+		a := openTicket(t, store, pool, fmt.Sprintf("same-rec-a-%d", round), threeRecords)
+		b := openTicket(t, store, pool, fmt.Sprintf("same-rec-b-%d", round), threeRecords)
+		record := fmt.Sprintf("rec_shared_%d", round)
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for i, tk := range []review.Ticket{a, b} {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = store.Resolve(ctx, review.Resolution{TicketID: tk.ID, Outcome: review.ResolutionDone,
+					ProviderRecordID: record, By: "ops", ExpectVersion: tk.Version})
+			})
+		}
+		close(start)
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+			} else if !errors.Is(err, review.ErrInvalidRequest) {
+				t.Errorf("round %d: unexpected error %v", round, err)
+			}
+		}
+		var holders int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM ledger.operations WHERE provider_record_id = $1`, record).Scan(&holders); err != nil {
+			t.Fatal(err)
+		}
+		if ok != 1 || holders != 1 {
+			t.Fatalf("round %d: %d resolutions succeeded and %d operations hold %s; want 1 and 1", round, ok, holders, record)
+		}
+	}
+}

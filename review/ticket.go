@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -233,6 +234,22 @@ func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, e
 		return nil, fmt.Errorf("review: apply: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	// The records the done items claim are locked first, in sorted order, so
+	// that applyDoneSQL's "no other operation holds it" holds against
+	// concurrent batches too.
+	var keys []string
+	for _, item := range items {
+		if item.Decision.Done {
+			keys = append(keys, ledger.RecordLockKey(item.Op.Provider, item.Decision.ProviderRecordID))
+		}
+	}
+	if len(keys) > 0 {
+		slices.Sort(keys)
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(k, 7))
+			FROM (SELECT unnest($1::text[]) AS k ORDER BY 1) AS sorted`, keys); err != nil {
+			return nil, fmt.Errorf("review: apply: lock records: %w", err)
+		}
+	}
 	br := tx.SendBatch(ctx, batch)
 	results := make([]ItemResult, len(items))
 	for i, item := range items {
