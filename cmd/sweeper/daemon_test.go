@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -80,21 +78,7 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 	cfgFile := writeConfig(t, daemonConfig)
 	pool := dbtest.Pool(t, dbURL)
 
-	cmd := exec.Command(bin, "run", "--config", cfgFile)
-	cmd.Env = append(os.Environ(), config.EnvDatabaseURL+"="+dbURL)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
+	d := startDaemon(t, bin, cfgFile, dbURL)
 
 	// Operations arrive while the daemon runs: the schedule, not a start-up
 	// pass, must find them.
@@ -112,21 +96,21 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d operations still pending\n%s", pending, stderr.String())
+			t.Fatalf("%d operations still pending\n%s", pending, d.output.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
+	case <-d.exited:
+		if d.err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", d.err, d.output.String())
 		}
 	case <-time.After(40 * time.Second):
-		t.Fatalf("no exit within 40s of SIGTERM\n%s", stderr.String())
+		t.Fatalf("no exit within 40s of SIGTERM\n%s", d.output.String())
 	}
 	var running int
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM sweeper.river_job WHERE state = 'running'`).Scan(&running); err != nil {
@@ -143,8 +127,8 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 	if done != 2 || tickets != 2 {
 		t.Errorf("%d done and %d tickets, want 2 and 2", done, tickets)
 	}
-	if strings.Contains(stderr.String(), "jane.doe@example.com") {
-		t.Errorf("the daemon logged a raw recipient:\n%s", stderr.String())
+	if strings.Contains(d.output.String(), "jane.doe@example.com") {
+		t.Errorf("the daemon logged a raw recipient:\n%s", d.output.String())
 	}
 }
 
