@@ -20,6 +20,10 @@ USER nonroot:nonroot
 ENV SWEEPER_CONFIG=/etc/sweeper/sweeper.toml
 # Run `sweeper migrate` once per release (a job or an init container); every
 # replica then runs `sweeper run`.
+# In a container set http.listen = "0.0.0.0:8080" in the mounted config, so
+# the Slack endpoint and the health checks are reachable.
 EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["/usr/local/bin/sweeper", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/sweeper"]
 CMD ["run"]

@@ -63,6 +63,7 @@ func commands() []command {
 		{"tickets", "tickets list | show ID | resolve ID | ack ID: review tickets and people's decisions", runTickets},
 		{"notify", "notify --once: deliver the outbox (review alerts) to Slack, then exit", runNotify},
 		{"outbox", "outbox list | outbox replay ID: the Slack outbox, parked rows included", runOutbox},
+		{"healthcheck", "ask the local daemon's /healthz (for container health checks)", runHealthcheck},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -166,6 +167,21 @@ func loadConfig(e *env, flagPath string) (*config.Config, string, int) {
 	return cfg, path, -1
 }
 
+// newLogger logs text to a terminal and JSON anywhere else (a container's
+// log collector, a file).
 func newLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if isTerminal(w) {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

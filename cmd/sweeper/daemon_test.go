@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +76,14 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	bin := binary(t)
 	dbURL := dbtest.NewDatabase(t)
-	cfgFile := writeConfig(t, daemonConfig)
+	// A port of its own, so the health endpoints can be asked.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := l.Addr().String()
+	l.Close()
+	cfgFile := writeConfig(t, strings.Replace(daemonConfig, `listen = "127.0.0.1:0"`, fmt.Sprintf("listen = %q", listen), 1))
 	pool := dbtest.Pool(t, dbURL)
 
 	d := startDaemon(t, bin, cfgFile, dbURL)
@@ -101,6 +109,11 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if r := runCLI(t, nil, "healthcheck", "--config", cfgFile, "--path", path); r.code != exitOK {
+			t.Errorf("healthcheck %s while running: code %d\n%s", path, r.code, r.stderr)
+		}
+	}
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +139,16 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 	}
 	if done != 2 || tickets != 2 {
 		t.Errorf("%d done and %d tickets, want 2 and 2", done, tickets)
+	}
+	if r := runCLI(t, nil, "healthcheck", "--config", cfgFile); r.code != exitFailure {
+		t.Errorf("healthcheck after the daemon stopped: code %d, want %d", r.code, exitFailure)
+	}
+	// Not a terminal: the daemon logs JSON, one object a line.
+	for _, line := range strings.Split(strings.TrimSpace(d.output.String()), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("log line is not JSON: %s", line)
+			break
+		}
 	}
 	if strings.Contains(d.output.String(), "jane.doe@example.com") {
 		t.Errorf("the daemon logged a raw recipient:\n%s", d.output.String())

@@ -9,15 +9,23 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/notify"
 )
 
 // httpServer is the daemon's endpoint: /healthz, and /slack/interactions
 // when Slack is on.
-func httpServer(s *jobs.Sweeper) (*http.Server, *notify.Interactions, error) {
+func httpServer(s *jobs.Sweeper, daemon *jobs.Daemon) (*http.Server, *notify.Interactions, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if problem := ready(r.Context(), s, daemon); problem != "" {
+			http.Error(w, problem, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
 	})
 	interactions, err := s.Interactions()
 	switch {
@@ -34,6 +42,29 @@ func httpServer(s *jobs.Sweeper) (*http.Server, *notify.Interactions, error) {
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
 	}, interactions, nil
+}
+
+// ready says why the daemon cannot do its work, or "" when it can: the
+// database answers, its migrations are current, and the River client runs.
+func ready(ctx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon) string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := s.Pool.Ping(ctx); err != nil {
+		return "database not reachable"
+	}
+	pending, err := migrations.New(s.Pool, nil).Pending(ctx)
+	switch {
+	case err != nil:
+		return "migration status unknown"
+	case pending > 0:
+		return fmt.Sprintf("%d migration(s) pending: run sweeper migrate", pending)
+	}
+	select {
+	case <-daemon.Client.Stopped():
+		return "job client stopped"
+	default:
+	}
+	return ""
 }
 
 // shutdownGrace is how long running jobs get to finish after SIGTERM before
@@ -63,7 +94,7 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "sweeper run: start: %v\n", err)
 		return exitFailure
 	}
-	server, interactions, err := httpServer(s)
+	server, interactions, err := httpServer(s, daemon)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
 		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
