@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +114,23 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if r := runCLI(t, nil, "healthcheck", "--config", cfgFile, "--path", path); r.code != exitOK {
 			t.Errorf("healthcheck %s while running: code %d\n%s", path, r.code, r.stderr)
+		}
+	}
+	resp, err := http.Get("http://" + listen + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`sweeper_ledger_operations{provider="sim",status="done"} 2`,
+		`sweeper_ledger_operations{provider="sim",status="review"} 2`,
+		`sweeper_open_tickets{age="<1h",reason="not_found"} 1`,
+		`sweeper_database_up 1`,
+		`sweeper_river_jobs{queue="lookup",state=`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s\n%s", want, grepLines(string(body), "sweeper_"))
 		}
 	}
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -234,4 +253,15 @@ func TestCommandsRefuseAnUnmigratedDatabase(t *testing.T) {
 	if r.code != exitFailure || !strings.Contains(r.stderr, "run 'sweeper migrate' first") {
 		t.Errorf("code %d\n%s", r.code, r.stderr)
 	}
+}
+
+// grepLines keeps the lines of text that start with prefix.
+func grepLines(text, prefix string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -8,6 +8,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/notify"
@@ -20,6 +24,13 @@ func httpServer(s *jobs.Sweeper, daemon *jobs.Daemon) (*http.Server, *notify.Int
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		jobs.NewStateCollector(s.Pool),
+	)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if problem := ready(r.Context(), s, daemon); problem != "" {
 			http.Error(w, problem, http.StatusServiceUnavailable)
