@@ -7,7 +7,10 @@
 // provider's side effect (DESIGN.md, I1).
 package providers
 
-import "log/slog"
+import (
+	"fmt"
+	"log/slog"
+)
 
 // Settings is the kind-specific part of a [providers.NAME] block, decoded
 // from the same TOML table as the common keys (kind, stale_after, …).
@@ -48,4 +51,24 @@ type Env struct {
 	Getenv func(string) string
 	// Logger is already scoped to the provider.
 	Logger *slog.Logger
+}
+
+// NewKind describes an adapter whose settings are a *C: it checks the
+// settings' type once, here, and gives build a non-nil Getenv, so adapters
+// need neither check.
+func NewKind[C Settings](name string, newSettings func() C, build func(name string, cfg C, env Env) (Lookup, error)) Kind {
+	return Kind{
+		Name:        name,
+		NewSettings: func() Settings { return newSettings() },
+		New: func(blockName string, s Settings, env Env) (Lookup, error) {
+			cfg, ok := s.(C)
+			if !ok {
+				return nil, fmt.Errorf("%s: settings are %T", name, s)
+			}
+			if env.Getenv == nil {
+				env.Getenv = func(string) string { return "" }
+			}
+			return build(blockName, cfg, env)
+		},
+	}
 }

@@ -29,14 +29,8 @@ import (
 )
 
 // Kind is the http adapter's kind, for the explicit list in cmd/sweeper.
-var Kind = providers.Kind{
-	Name:        "http",
-	NewSettings: func() providers.Settings { return &Config{} },
-	New: func(name string, s providers.Settings, env providers.Env) (providers.Lookup, error) {
-		cfg, ok := s.(*Config)
-		if !ok {
-			return nil, fmt.Errorf("http: settings are %T", s)
-		}
+var Kind = providers.NewKind("http", func() *Config { return &Config{} },
+	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
 		token := ""
 		if cfg.TokenEnv != "" {
 			var err error
@@ -45,8 +39,7 @@ var Kind = providers.Kind{
 			}
 		}
 		return New(name, cfg, token, nil), nil
-	},
-}
+	})
 
 // Config is the kind-specific part of an http provider block.
 type Config struct {

@@ -72,17 +72,8 @@ import (
 )
 
 // Kind is the postgres adapter's kind, for the explicit list in cmd/sweeper.
-var Kind = providers.Kind{
-	Name:        "postgres",
-	NewSettings: func() providers.Settings { return NewConfig() },
-	New: func(name string, s providers.Settings, env providers.Env) (providers.Lookup, error) {
-		cfg, ok := s.(*Config)
-		if !ok {
-			return nil, fmt.Errorf("postgres: settings are %T", s)
-		}
-		if env.Getenv == nil {
-			return nil, errors.New("dsn_env: no environment to read it from")
-		}
+var Kind = providers.NewKind("postgres", NewConfig,
+	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
 		// The variable, or NAME_FILE, as configuration validation checks.
 		// The error names the variable, never its value.
 		dsn, err := config.Secret(env.Getenv, cfg.DSNEnv)
@@ -94,8 +85,7 @@ var Kind = providers.Kind{
 			return nil, err // not a nil *Adapter in a non-nil Lookup
 		}
 		return a, nil
-	},
-}
+	})
 
 // MaxRows is the most rows a query may return for one operation.
 const MaxRows = 100

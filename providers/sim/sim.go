@@ -41,11 +41,8 @@ const (
 var Outcomes = []string{OutcomeFound, OutcomeNotFound, OutcomeMany, OutcomeMismatch, OutcomeError, OutcomeSlow, OutcomeUnsupported}
 
 // Kind is the sim adapter's kind, for the explicit list in cmd/sweeper.
-var Kind = providers.Kind{
-	Name:        "sim",
-	NewSettings: func() providers.Settings { return &Config{} },
-	New:         newFromSettings,
-}
+var Kind = providers.NewKind("sim", func() *Config { return &Config{} },
+	func(name string, cfg *Config, _ providers.Env) (providers.Lookup, error) { return New(name, cfg), nil })
 
 // Config is the kind-specific part of a sim provider block.
 type Config struct {
@@ -108,14 +105,6 @@ var _ providers.Lookup = (*Sim)(nil)
 
 // New returns a Sim for the block named name.
 func New(name string, cfg *Config) *Sim { return &Sim{name: name, cfg: cfg} }
-
-func newFromSettings(name string, s providers.Settings, _ providers.Env) (providers.Lookup, error) {
-	cfg, ok := s.(*Config)
-	if !ok {
-		return nil, fmt.Errorf("sim: settings are %T", s)
-	}
-	return New(name, cfg), nil
-}
 
 // Lookups reports how many lookups the adapter has answered or refused.
 func (s *Sim) Lookups() int {

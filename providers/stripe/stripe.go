@@ -91,27 +91,17 @@ import (
 )
 
 // Kind is the stripe adapter's kind, for the explicit list in cmd/sweeper.
-var Kind = providers.Kind{
-	Name:        "stripe",
-	NewSettings: func() providers.Settings { return newConfig() },
-	New: func(name string, s providers.Settings, env providers.Env) (providers.Lookup, error) {
-		cfg, ok := s.(*Config)
-		if !ok {
-			return nil, fmt.Errorf("stripe: settings are %T", s)
-		}
+var Kind = providers.NewKind("stripe", newConfig,
+	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
 		if cfg.SecretKeyEnv == "" {
 			return nil, errors.New("secret_key_env: required: the name of an environment variable")
-		}
-		if env.Getenv == nil {
-			return nil, errors.New("secret_key_env: no environment to read it from")
 		}
 		key, err := config.Secret(env.Getenv, cfg.SecretKeyEnv)
 		if err != nil {
 			return nil, fmt.Errorf("secret_key_env: %w", err)
 		}
 		return New(name, cfg, key, nil), nil
-	},
-}
+	})
 
 const (
 	// pageSize is the most Stripe's search returns per page.

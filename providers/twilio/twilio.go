@@ -93,14 +93,8 @@ import (
 )
 
 // Kind is the twilio adapter's kind, for the explicit list in cmd/sweeper.
-var Kind = providers.Kind{
-	Name:        "twilio",
-	NewSettings: func() providers.Settings { return &Config{APIBase: DefaultAPIBase} },
-	New: func(name string, s providers.Settings, env providers.Env) (providers.Lookup, error) {
-		cfg, ok := s.(*Config)
-		if !ok {
-			return nil, fmt.Errorf("twilio: settings are %T", s)
-		}
+var Kind = providers.NewKind("twilio", func() *Config { return &Config{APIBase: DefaultAPIBase} },
+	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
 		sid, err := config.Secret(env.Getenv, cfg.AccountSIDEnv)
 		if err != nil {
 			return nil, fmt.Errorf("account_sid_env: %w", err)
@@ -110,8 +104,7 @@ var Kind = providers.Kind{
 			return nil, fmt.Errorf("auth_token_env: %w", err)
 		}
 		return New(name, cfg, sid, token, nil, env.Logger)
-	},
-}
+	})
 
 const (
 	// sdkBase is where twilio-go sends the Messages API; the transport
