@@ -269,10 +269,12 @@ func TestLookupLatency(t *testing.T) {
 			cfg := everyOutcome()
 			cfg.Latency = config.NewDuration(tt.latency)
 			s := sim.New("sim", cfg)
+			// The clock starts before the deadline is set, so the deadline is
+			// never earlier than start + ctxAfter.
+			start := time.Now()
 			ctx, cancel := context.WithTimeout(t.Context(), tt.ctxAfter)
 			defer cancel()
 
-			start := time.Now()
 			records, err := s.Lookup(ctx, queryFor("found-1"))
 			elapsed := time.Since(start)
 
