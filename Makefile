@@ -9,6 +9,7 @@ help:
 	@echo "make test        gofmt check, go vet, go test -race ./..., payload-hash vectors in node"
 	@echo "make build       static binary in $(BIN), as the Dockerfile builds it"
 	@echo "make fuzz        run each fuzz target for FUZZTIME (default 30s)"
+	@echo "make chaos       the chaos test at full size: kill -9s and a PostgreSQL restart under load"
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/sweeper
@@ -31,9 +32,27 @@ nodetest:
 	@command -v node >/dev/null || { echo "node is needed for the payload-hash vectors (Debian: apt-get install nodejs)"; exit 1; }
 	node --test ledger/payloadhash_test.mjs
 
+# Every FuzzXxx function in a _test.go file, one `go test -fuzz` each (Go
+# fuzzes one target per run), stopping at the first failure. A failing
+# input is written under the package's testdata/fuzz/FuzzXxx/: commit it
+# with the fix, and `go test` replays it from then on. FUZZFLAGS adds flags,
+# e.g. FUZZFLAGS=-parallel=1.
 FUZZTIME ?= 30s
+FUZZFLAGS ?=
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzCanonicalize -fuzztime=$(FUZZTIME) ./ledger
+	@grep -rHo --include='*_test.go' --exclude-dir=.git '^func Fuzz[A-Za-z0-9_]*(' . | sort | \
+	while IFS=: read -r file match; do \
+		name=$${match#func }; name=$${name%(}; dir=$$(dirname "$$file"); \
+		echo "== $$name in $$dir for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $(FUZZFLAGS) "$$dir" || exit 1; \
+	done
+
+# The chaos test at full size: three `sweeper run` processes, 5,000
+# operations, 20 kill -9s and a PostgreSQL restart (several minutes). `make
+# test` runs it at CI size.
+.PHONY: chaos
+chaos:
+	$(GO) test -race -count=1 -timeout 30m -run '^TestChaos$$' ./cmd/sweeper -v -chaos.full
 
 clean:
 	rm -rf bin

@@ -4,8 +4,9 @@
 // least 1m"), all problems at once.
 //
 // Secrets never live in the file: credentials are named by environment
-// variable (*_env keys, SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET), and a
-// database URL in the file may not carry a password.
+// variable (*_env keys, SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET,
+// SWEEPER_RIVERUI_USER, SWEEPER_RIVERUI_PASSWORD), and a database URL in the
+// file may not carry a password.
 package config
 
 import (
@@ -33,6 +34,8 @@ const (
 	EnvDatabaseURL   = "SWEEPER_DATABASE_URL"
 	EnvSlackToken    = "SLACK_BOT_TOKEN"
 	EnvSlackSigning  = "SLACK_SIGNING_SECRET"
+	EnvRiverUIUser   = "SWEEPER_RIVERUI_USER"
+	EnvRiverUIPass   = "SWEEPER_RIVERUI_PASSWORD"
 	DefaultPath      = "sweeper.toml"
 	defaultListen    = "127.0.0.1:8080"
 	defaultPriority  = "normal"
@@ -40,6 +43,7 @@ const (
 	defaultBatchSize = 500
 	maxBatchSize     = 10000
 	maxLookupBudget  = 12 * time.Hour
+	maxShutdownGrace = time.Hour
 )
 
 // Config is the whole configuration. The zero value is not usable: use
@@ -103,6 +107,10 @@ type Sweep struct {
 type River struct {
 	// MaxWorkers is how many lookups one process runs at once. Default 100.
 	MaxWorkers int `toml:"max_workers"`
+	// ShutdownGrace is how long running jobs get to finish after SIGTERM or
+	// SIGINT before they are cancelled (a cancelled lookup is retried by
+	// the next process). Default 30s, between 1s and 1h.
+	ShutdownGrace Duration `toml:"shutdown_grace"`
 }
 
 // Provider is one [providers.NAME] block: the keys every kind shares, and
@@ -194,6 +202,11 @@ type Slack struct {
 type HTTP struct {
 	// Listen is host:port. Default 127.0.0.1:8080 (loopback only).
 	Listen string `toml:"listen"`
+	// RiverUI serves River's web UI (jobs and queues) at /riverui, behind
+	// HTTP basic auth with the credentials in SWEEPER_RIVERUI_USER and
+	// SWEEPER_RIVERUI_PASSWORD, both required. The UI can cancel, retry
+	// and delete jobs and pause queues. Default false.
+	RiverUI bool `toml:"river_ui"`
 }
 
 // Priorities are the ticket priorities, lowest first.
@@ -254,9 +267,13 @@ func Parse(text string, kinds []providers.Kind, getenv Getenv) (*Config, error) 
 		}
 		problems = append(problems, fmt.Errorf("%s: unknown key", key))
 	}
-	if u := getenv(EnvDatabaseURL); u != "" {
-		cfg.Database.URL = u
-	} else if hasPassword(cfg.Database.URL) {
+	databaseURL, urlErr := Secret(getenv, EnvDatabaseURL)
+	switch {
+	case urlErr == nil:
+		cfg.Database.URL = databaseURL
+	case getenv(EnvDatabaseURL+"_FILE") != "":
+		problems = append(problems, fmt.Errorf("database.url: %w", urlErr))
+	case hasPassword(cfg.Database.URL):
 		problems = append(problems, errors.New("database.url: must not contain a password; "+
 			"put the URL in SWEEPER_DATABASE_URL, or the password in PGPASSWORD or ~/.pgpass"))
 	}
@@ -293,7 +310,7 @@ func Default() Config {
 		Database:  Database{MaxConns: defaultMaxConns},
 		Schedules: Schedules{Sweep: "*/5 * * * *", Escalate: "* * * * *", Notify: "@every 5s"},
 		Sweep:     Sweep{BatchSize: defaultBatchSize, QueryTimeout: NewDuration(30 * time.Second), Timeout: NewDuration(2 * time.Minute)},
-		River:     River{MaxWorkers: 100},
+		River:     River{MaxWorkers: 100, ShutdownGrace: NewDuration(30 * time.Second)},
 		Review: Review{
 			Window:     NewDuration(24 * time.Hour),
 			Priority:   defaultPriority,
@@ -352,6 +369,10 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 	}
 	if c.River.MaxWorkers < 1 || c.River.MaxWorkers > 10000 {
 		v.add("river.max_workers", "must be between 1 and 10000")
+	}
+	v.duration("river.shutdown_grace", c.River.ShutdownGrace, time.Second)
+	if c.River.ShutdownGrace.Duration > maxShutdownGrace {
+		v.add("river.shutdown_grace", "must be at most %s", formatDuration(maxShutdownGrace))
 	}
 
 	kindNames := make([]string, len(kinds))
@@ -481,6 +502,11 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 
 	if _, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil || port == "" {
 		v.add("http.listen", "must be host:port, e.g. 127.0.0.1:8080")
+	}
+	if c.HTTP.RiverUI {
+		// The UI has no authentication of its own and can change jobs.
+		v.secretEnv("http.river_ui", EnvRiverUIUser, true, getenv)
+		v.secretEnv("http.river_ui", EnvRiverUIPass, true, getenv)
 	}
 	return v.errs
 }

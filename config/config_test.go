@@ -87,6 +87,8 @@ func TestDefaults(t *testing.T) {
 		{"sweep.batch_size", cfg.Sweep.BatchSize, 500},
 		{"sweep.query_timeout", cfg.Sweep.QueryTimeout.Duration, 30 * time.Second},
 		{"river.max_workers", cfg.River.MaxWorkers, 100},
+		{"river.shutdown_grace", cfg.River.ShutdownGrace.Duration, 30 * time.Second},
+		{"http.river_ui", cfg.HTTP.RiverUI, false},
 		{"database.max_conns", cfg.Database.MaxConns, int32(20)},
 		{"stale_after", p.StaleAfter.Duration, 15 * time.Minute},
 		{"lookup_timeout", p.LookupTimeout.Duration, 10 * time.Second},
@@ -117,6 +119,26 @@ func TestEnvironmentOverridesDatabaseURL(t *testing.T) {
 	}
 	if cfg.Database.URL != fromEnv {
 		t.Errorf("database.url = %q, want the environment's", cfg.Database.URL)
+	}
+}
+
+func TestDatabaseURLFromFile(t *testing.T) {
+	t.Parallel()
+	const fromFile = "postgres://sweeper:s3cret@db.internal:5432/ledger"
+	file := filepath.Join(t.TempDir(), "database-url")
+	if err := os.WriteFile(file, []byte(fromFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(minimal, kinds, env(map[string]string{config.EnvDatabaseURL + "_FILE": file}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Database.URL != fromFile {
+		t.Errorf("database.url = %q, want the file's", cfg.Database.URL)
+	}
+	_, err = config.Parse(minimal, kinds, env(map[string]string{config.EnvDatabaseURL + "_FILE": file + ".missing"}))
+	if err == nil || !strings.Contains(err.Error(), "database.url: SWEEPER_DATABASE_URL_FILE") {
+		t.Errorf("a missing URL file: err = %v, want a database.url problem naming the variable", err)
 	}
 }
 
@@ -196,5 +218,42 @@ outcome = "found"
 	opts := cmp.Comparer(func(a, b config.Duration) bool { return a.Duration == b.Duration })
 	if diff := cmp.Diff(cfg, again, opts); diff != "" {
 		t.Errorf("round trip (-first +second):\n%s", diff)
+	}
+}
+
+// TestRiverUICredentials: http.river_ui takes its credentials from the
+// environment or from _FILE variants, and check-config shows whether they
+// are set, never their values.
+func TestRiverUICredentials(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(file, []byte("ui-pa55word\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	getenv := env(map[string]string{config.EnvRiverUIUser: "ops", config.EnvRiverUIPass + "_FILE": file})
+	cfg, err := config.Parse(minimal+"\n[http]\nriver_ui = true\n", kinds, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.HTTP.RiverUI {
+		t.Fatal("http.river_ui not on")
+	}
+	var out bytes.Buffer
+	if err := cfg.WriteTOML(&out, getenv); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"river_ui = true", "# SWEEPER_RIVERUI_USER = set", "# SWEEPER_RIVERUI_PASSWORD = set"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "ui-pa55word") {
+		t.Errorf("output contains the password:\n%s", out.String())
+	}
+	// A password file that cannot be read is a problem of the key.
+	_, err = config.Parse(minimal+"\n[http]\nriver_ui = true\n", kinds,
+		env(map[string]string{config.EnvRiverUIUser: "ops", config.EnvRiverUIPass + "_FILE": file + ".missing"}))
+	if err == nil || !strings.Contains(err.Error(), "http.river_ui: environment variable SWEEPER_RIVERUI_PASSWORD is not set") {
+		t.Errorf("unreadable password file: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 
@@ -66,6 +67,8 @@ func (c *Config) secrets() []providers.SecretEnv {
 		{Key: "overrides database.url; may hold the password", Name: EnvDatabaseURL},
 		{Key: "needed by slack.channel", Name: EnvSlackToken, Required: c.Slack.Channel != ""},
 		{Key: "verifies Slack button clicks; needed by slack.channel", Name: EnvSlackSigning, Required: c.Slack.Channel != ""},
+		{Key: "River UI basic auth user; needed by http.river_ui", Name: EnvRiverUIUser, Required: c.HTTP.RiverUI},
+		{Key: "River UI basic auth password; needed by http.river_ui", Name: EnvRiverUIPass, Required: c.HTTP.RiverUI},
 	}
 	for _, name := range sortedKeys(c.Providers) {
 		if holder, ok := c.Providers[name].Settings.(providers.SecretHolder); ok {
@@ -99,8 +102,10 @@ func RedactURL(raw string) string {
 	}
 	q := u.Query()
 	masked := false
-	for key := range q {
-		if isPasswordParam(key) {
+	for key, values := range q {
+		// An empty parameter holds no secret, and masking it would make
+		// the printed URL one that Parse rejects (see hasPassword).
+		if isPasswordParam(key) && strings.Join(values, "") != "" {
 			q.Set(key, "xxxxx")
 			masked = true
 		}

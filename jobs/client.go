@@ -16,6 +16,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -32,6 +33,10 @@ type Sweeper struct {
 	Now func() time.Time
 	// Getenv reads secrets (SLACK_BOT_TOKEN); nil reads none.
 	Getenv func(string) string
+	// Metrics counts the events of the work wired from here (scans,
+	// settlements, escalations, Slack); nil counts none. Lookups are
+	// counted by each provider ([providers.Provider.SetMetrics]).
+	Metrics *metrics.Metrics
 }
 
 // BuildProviders builds every configured provider's adapter, behind its
@@ -100,7 +105,7 @@ func (s *Sweeper) Settler(applier Applier) *Settler {
 	if applier == nil {
 		applier = s.Reviews()
 	}
-	return &Settler{Providers: s.Providers, Reviews: applier, DB: s.Pool, Logger: s.Logger, Now: s.now}
+	return &Settler{Providers: s.Providers, Reviews: applier, DB: s.Pool, Logger: s.Logger, Now: s.now, Metrics: s.Metrics}
 }
 
 // Reviews returns the ticket store under the configured policy.
@@ -114,6 +119,7 @@ func (s *Sweeper) Scanner() *Scanner {
 		BatchSize:    s.Config.Sweep.BatchSize,
 		QueryTimeout: s.Config.Sweep.QueryTimeout.Duration,
 		Now:          s.now,
+		Metrics:      s.Metrics,
 	}
 }
 
@@ -234,24 +240,33 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	}
 
 	// A job that outlives its timeout is cancelled, so a job still marked
-	// running past the longest timeout belongs to a process that died (kill
-	// -9, a lost machine): River rescues it then, and it runs again. Were a
-	// live job rescued after all, running it twice is harmless — lookups
-	// only read, and every write is a compare-and-set.
-	longest := max(sweepTimeout, lookup.Timeout(nil))
+	// running past its timeout belongs to a process that died (kill -9, a
+	// lost machine): River rescues it, and it runs again. River's rescuer
+	// considers jobs running longer than RescueStuckJobsAfter and leaves
+	// alone each whose own Timeout has not yet passed, so that is set from
+	// the lookups' limit — a dead replica's lookups resume about a minute
+	// later — while the longer sweep and delivery passes wait for their
+	// own. Were a live job rescued after all, running it twice is harmless:
+	// lookups only read, and every write is a compare-and-set. (Every
+	// worker sets its own Timeout; River wants its default, JobTimeout, no
+	// longer than RescueStuckJobsAfter.)
+	jobTimeout := lookup.Timeout(nil)
+	rescueAfter := jobTimeout + 30*time.Second
+	queues := map[string]river.QueueConfig{
+		river.QueueDefault: {MaxWorkers: 4},
+		QueueLookup:        {MaxWorkers: s.Config.River.MaxWorkers},
+	}
 	if dispatcher != nil {
-		longest = max(longest, (&NotifyWorker{}).Timeout(nil))
+		queues[QueueNotify] = river.QueueConfig{MaxWorkers: 4}
 	}
 	client, err := river.NewClient(riverpgxv5.New(s.Pool), &river.Config{
-		Schema: migrations.Schema,
-		Queues: map[string]river.QueueConfig{
-			river.QueueDefault: {MaxWorkers: 4},
-			QueueLookup:        {MaxWorkers: s.Config.River.MaxWorkers},
-		},
+		Schema:               migrations.Schema,
+		Queues:               queues,
 		Workers:              workers,
 		PeriodicJobs:         periodic,
-		JobTimeout:           longest,
-		RescueStuckJobsAfter: longest + 30*time.Second,
+		JobTimeout:           jobTimeout,
+		RescueStuckJobsAfter: rescueAfter,
+		FetchCooldown:        FetchCooldown,
 		FetchPollInterval:    opts.FetchPollInterval,
 		Logger:               s.Logger,
 	})
@@ -260,6 +275,14 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	}
 	return &Daemon{Client: client, batcher: batcher}, nil
 }
+
+// FetchCooldown is the River client's pause between fetches. River fetches
+// at most a queue's free slots per fetch, so its default of 100 ms caps a
+// process at max_workers×10 lookups a second however fast the provider
+// answers; 10 ms moves that cap past what the database settles and keeps a
+// 50 ms lookup from waiting on the fetch loop. An idle queue is still
+// polled only every FetchPollInterval.
+const FetchCooldown = 10 * time.Millisecond
 
 // schedulePeriod is the shortest gap between a schedule's runs around now,
 // the uniqueness window of its periodic job.

@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
 )
@@ -81,6 +82,8 @@ type Escalator struct {
 	Policy  review.Escalation
 	Logger  *slog.Logger
 	Now     func() time.Time
+	// Metrics counts the steps taken once they commit; nil counts none.
+	Metrics *metrics.Metrics
 }
 
 // Escalator returns the escalator over s's pool and clock.
@@ -92,6 +95,7 @@ func (s *Sweeper) Escalator() *Escalator {
 		Policy:  EscalationPolicy(s.Config),
 		Logger:  s.Logger,
 		Now:     s.now,
+		Metrics: s.Metrics,
 	}
 }
 
@@ -162,6 +166,7 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 		case !resolved:
 			return skip, nil
 		default:
+			e.Metrics.Escalated(t.Level, string(OutcomeResolved))
 			logger.Info("ticket resolved by re-lookup", "provider_record_id", done.recordID)
 			return EscalationOutcome{Kind: OutcomeResolved, Level: t.Level}, nil
 		}
@@ -194,6 +199,7 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 	if !taken {
 		return skip, nil
 	}
+	e.Metrics.Escalated(step.ToLevel, string(step.Kind))
 	if step.Alerts() {
 		logger.Info("ticket escalated", "step", step.Kind, "level", step.ToLevel, "owner", step.Owner,
 			"priority", step.Priority, "repeat", step.RepeatCount)

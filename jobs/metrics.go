@@ -6,13 +6,17 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/providers"
 )
 
 // StateCollector reports what the database holds, read at scrape time, so
 // every replica reports the same truth and nothing is lost across restarts:
 // operations by status, open tickets by reason and age, the oldest stale
 // pending operation per provider, outbox rows by state, and River's jobs by
-// queue and state.
+// queue and state. What this process did — events counted as they happen —
+// is in internal/metrics.
 type StateCollector struct {
 	pool    *pgxpool.Pool
 	timeout time.Duration
@@ -102,4 +106,14 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
+}
+
+// providerLabel is the provider label of an operation's metrics: its
+// provider's name when configured. The ledger's provider column is written
+// by workflows, so anything else shares one label.
+func providerLabel(configured map[string]*providers.Provider, name string) string {
+	if configured[name] == nil {
+		return metrics.UnconfiguredProvider
+	}
+	return name
 }

@@ -38,6 +38,7 @@ func (s *Sweeper) Dispatcher() (*notify.Dispatcher, error) {
 		Composer: notify.TicketComposer{},
 		Channel:  channels.For,
 		Logger:   s.Logger,
+		Metrics:  s.Metrics,
 	})
 }
 
@@ -66,6 +67,16 @@ type NotifyArgs struct{}
 
 // Kind implements river.JobArgs.
 func (NotifyArgs) Kind() string { return "notify" }
+
+// QueueNotify is the queue outbox deliveries run on. A pass drains the
+// outbox for up to a minute, and one is enqueued every schedules.notify
+// period: on the default queue, a Slack backlog would take every slot the
+// sweep and the escalation scan need, and they would wait for as long as
+// the backlog lasts.
+const QueueNotify = "notify"
+
+// InsertOpts puts delivery passes on their own queue.
+func (NotifyArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueNotify} }
 
 // NotifyWorker delivers the outbox to Slack. Rows are leased, so replicas'
 // notify jobs share the work without posting twice.

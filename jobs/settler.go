@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -28,6 +29,9 @@ type Settler struct {
 	DB     ledger.DB
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Metrics counts settlements and tickets once they commit; nil counts
+	// none.
+	Metrics *metrics.Metrics
 }
 
 // Applier writes a decision: a *review.Store, or a *review.Batcher that
@@ -103,7 +107,10 @@ func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, hi
 	// Two passes at most: a "done" the database refused because another
 	// operation took the same record meanwhile is decided again, as review.
 	for pass := 0; ; pass++ {
-		if d.Done {
+		// The write refuses a record another operation holds (and the retry
+		// below then finds the holder), so the check before it is only for a
+		// dry run, which writes nothing: a query saved per "done".
+		if d.Done && (dryRun || pass > 0) {
 			holder, err := ledger.NewStore(s.DB).HolderOf(ctx, op.Provider, d.ProviderRecordID, op.ID)
 			if err != nil {
 				return Settled{}, err
@@ -139,8 +146,11 @@ func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, hi
 		case !applied.Settled:
 			logger.Info("operation no longer pending; nothing to do")
 		case d.Done:
+			s.Metrics.Settled(providerLabel(s.Providers, op.Provider), metrics.OutcomeDone)
 			logger.Info("operation done", "provider_record_id", d.ProviderRecordID)
 		default:
+			s.Metrics.Settled(providerLabel(s.Providers, op.Provider), metrics.OutcomeReview)
+			s.Metrics.TicketOpened(string(d.Reason))
 			logger.Info("review ticket opened", "ticket_id", applied.TicketID, "reason", d.Reason)
 		}
 		return Settled{Decision: d, Applied: applied}, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 )
@@ -35,6 +36,8 @@ type Scanner struct {
 	BatchSize    int
 	QueryTimeout time.Duration
 	Now          func() time.Time
+	// Metrics counts the stale operations found; nil counts none.
+	Metrics *metrics.Metrics
 }
 
 // Scan calls page for each page of stale operations and returns how many
@@ -49,7 +52,7 @@ func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.
 	slices.Sort(names)
 
 	scanned := 0
-	walk := func(what string, next func(context.Context, ledger.StaleCursor) ([]ledger.Operation, error)) error {
+	walk := func(what, label string, next func(context.Context, ledger.StaleCursor) ([]ledger.Operation, error)) error {
 		var cursor ledger.StaleCursor
 		for {
 			queryCtx, cancel := context.WithTimeout(ctx, s.QueryTimeout)
@@ -62,6 +65,7 @@ func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.
 				return nil
 			}
 			scanned += len(ops)
+			s.Metrics.Scanned(label, len(ops))
 			if err := page(ctx, ops); err != nil {
 				return err
 			}
@@ -77,7 +81,7 @@ func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.
 	var errs []error
 	for _, name := range names {
 		cutoff := now.Add(-s.Providers[name].StaleAfter)
-		err := walk("provider "+name, func(ctx context.Context, c ledger.StaleCursor) ([]ledger.Operation, error) {
+		err := walk("provider "+name, name, func(ctx context.Context, c ledger.StaleCursor) ([]ledger.Operation, error) {
 			return store.StalePending(ctx, name, cutoff, c, s.BatchSize)
 		})
 		if err != nil {
@@ -88,7 +92,7 @@ func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.
 		}
 	}
 	cutoff := now.Add(-UnconfiguredStaleAfter)
-	err := walk("unconfigured providers", func(ctx context.Context, c ledger.StaleCursor) ([]ledger.Operation, error) {
+	err := walk("unconfigured providers", metrics.UnconfiguredProvider, func(ctx context.Context, c ledger.StaleCursor) ([]ledger.Operation, error) {
 		return store.StaleOtherProviders(ctx, names, cutoff, c, s.BatchSize)
 	})
 	return scanned, errors.Join(append(errs, err)...)

@@ -18,6 +18,7 @@ import (
 	"github.com/slack-go/slack"
 	"golang.org/x/time/rate"
 
+	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
 )
 
@@ -120,6 +121,9 @@ type DispatcherConfig struct {
 	// Logger receives one line per outcome that is not a plain success.
 	// Default: discard.
 	Logger *slog.Logger
+	// Metrics counts posts, parked rows, uncertain posts and adopted
+	// messages. Default nil: none.
+	Metrics *metrics.Metrics
 }
 
 // Dispatcher delivers outbox rows to Slack, each message once.
@@ -144,6 +148,7 @@ type Dispatcher struct {
 	pages    int
 	gate     *channelGate
 	logger   *slog.Logger
+	metrics  *metrics.Metrics
 }
 
 // NewDispatcher returns a Dispatcher over db (a pool) configured by cfg.
@@ -203,6 +208,7 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		pages:    cmp.Or(cfg.SearchPages, 20),
 		gate:     newChannelGate(cmp.Or(cfg.PerChannel, rate.Limit(1))),
 		logger:   logger.With("dispatcher", id),
+		metrics:  cfg.Metrics,
 	}, nil
 }
 
@@ -374,6 +380,7 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 			st.Sent = 1
 			if res.adopted {
 				st.Adopted = 1
+				d.metrics.SlackAdopted()
 				log.Info("notify: adopted a message found in Slack after an uncertain attempt", "channel", n.Channel, "ts", res.ts)
 			}
 		} else if res.posted {
@@ -388,6 +395,9 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 		case failurePermanent:
 			werr = d.outbox.Park(wctx, n, err)
 			st.Parked = 1
+			if werr == nil {
+				d.metrics.SlackParked()
+			}
 			log.Error("notify: parked: Slack refused the message for a reason a person must fix; replay the row after the fix", "err", err)
 		case failureRateLimited:
 			delay := jitter(max(aerr.delay, time.Second))
@@ -399,6 +409,7 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 			delay := d.backoff(n.Attempts)
 			werr = d.outbox.MarkUncertain(wctx, n, err, delay)
 			st.Uncertain = 1
+			d.metrics.SlackUncertain() // even if not recorded: the attempt was uncertain either way
 			log.Warn("notify: attempt with an unknown result; the message will be searched for before any new post", "retry_in", delay, "err", err)
 		default:
 			delay := d.backoff(n.Attempts)
@@ -418,6 +429,7 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 		if res.posted {
 			werr = d.outbox.MarkUncertain(wctx, n, err, delay)
 			st.Uncertain = 1
+			d.metrics.SlackUncertain()
 		} else {
 			werr = d.outbox.Retry(wctx, n, failureTransient.String(), err, delay)
 			st.Failed = 1
@@ -518,6 +530,11 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 			return res, slackError("chat.postMessage", err, false)
 		}
 		res.ts, res.posted = ts, true
+		if n.ThreadTS == "" {
+			d.metrics.SlackPosted(metrics.SlackRoot)
+		} else {
+			d.metrics.SlackPosted(metrics.SlackReply)
+		}
 		if channel != "" {
 			n.Channel = channel // Slack answers with the id when given a name
 		}
@@ -543,6 +560,7 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 		if err != nil {
 			return res, slackError("chat.update", err, true)
 		}
+		d.metrics.SlackPosted(metrics.SlackUpdate)
 	}
 	return res, nil
 }

@@ -307,7 +307,7 @@ func (h *Interactions) blockActions(ctx context.Context, ic slack.InteractionCal
 		log.Warn("slack interaction ignored: malformed button", "error", err)
 		return
 	}
-	log = log.With("ticket", id, "version", version)
+	log = log.With("ticket_id", id, "version", version)
 	reply := func(format string, args ...any) {
 		h.reply(ctx, log, cmp.Or(ic.Channel.ID, ic.Container.ChannelID), ic.User.ID, fmt.Sprintf(format, args...))
 	}
@@ -461,7 +461,7 @@ func (h *Interactions) markDoneSubmitted(ctx context.Context, w http.ResponseWri
 		fail("This form is damaged; nothing was changed. Close it and click Mark done again.")
 		return
 	}
-	log = log.With("ticket", id, "version", version)
+	log = log.With("ticket_id", id, "version", version)
 
 	var recordID string
 	if ic.View.State != nil {

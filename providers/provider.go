@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/sweeper/sweeper/internal/metrics"
 )
 
 // Provider is a configured provider: its adapter behind a rate limit and a
@@ -25,6 +28,7 @@ type Provider struct {
 	adapter Lookup
 	limiter *rate.Limiter
 	slots   chan struct{}
+	metrics *metrics.Metrics
 }
 
 // Limits are a provider's timings and its share of the provider's capacity.
@@ -50,6 +54,10 @@ func NewProvider(name, kind string, adapter Lookup, limits Limits) *Provider {
 		slots:         make(chan struct{}, max(1, limits.Concurrency)),
 	}
 }
+
+// SetMetrics has each later call to the adapter recorded in m (nil: none).
+// Call it before the provider is used: it is not synchronized with Lookup.
+func (p *Provider) SetMetrics(m *metrics.Metrics) { p.metrics = m }
 
 // Lookup waits for a free slot and the rate limiter (bounded by ctx, not by
 // the lookup timeout), then calls the adapter under LookupTimeout. It
@@ -88,6 +96,14 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 
 	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
 	defer cancel()
+	start := time.Now()
+	defer func() {
+		// Runs after the recover below: it sees what the caller gets. A call
+		// the caller gave up on (shutdown) says nothing about the provider.
+		if ctx.Err() == nil {
+			p.metrics.ObserveLookup(p.Name, lookupResult(records, err), time.Since(start))
+		}
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			records, err = nil, Transient(fmt.Errorf("%s: adapter panicked: %v", p.Name, r))
@@ -107,9 +123,34 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 		return nil, Transient(fmt.Errorf("%s: no answer within lookup_timeout %s", p.Name, p.LookupTimeout))
 	}
 	for i, r := range records {
-		if r.ID == "" {
+		if strings.TrimSpace(r.ID) == "" {
 			return nil, Transient(fmt.Errorf("%s: adapter returned record %d without an id", p.Name, i))
 		}
 	}
 	return records, nil
+}
+
+// lookupResult names a lookup's outcome for the metrics: how many records
+// it found, or its error's class.
+func lookupResult(records []Record, err error) string {
+	if err != nil {
+		switch class, _ := Classify(err); class {
+		case ClassRateLimited:
+			return metrics.LookupRateLimited
+		case ClassPermanent:
+			return metrics.LookupPermanent
+		case ClassUnsupported:
+			return metrics.LookupUnsupported
+		default:
+			return metrics.LookupTransient
+		}
+	}
+	switch len(records) {
+	case 0:
+		return metrics.LookupNotFound
+	case 1:
+		return metrics.LookupFound
+	default:
+		return metrics.LookupMultiple
+	}
 }

@@ -135,6 +135,13 @@ func TestProviderLookup(t *testing.T) {
 			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "record 1 without an id",
 		},
 		{
+			desc: "record whose id is blank is transient",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: " \t"}}, nil
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "record 0 without an id",
+		},
+		{
 			desc: "unsupported passes through",
 			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
 				return nil, providers.ErrUnsupported

@@ -55,6 +55,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"demo", "see it work: a seeded ledger, the daemon, simulated providers and a fake Slack, no setup", runDemo},
 		{"migrate", "apply River's and sweeper's database migrations (--status lists them)", runMigrate},
 		{"check-config", "validate the configuration and print it with secrets masked", runCheckConfig},
 		{"run", "run the daemon: scheduled sweeps and lookups, until SIGINT or SIGTERM", runDaemon},
@@ -64,6 +65,7 @@ func commands() []command {
 		{"notify", "notify --once: deliver the outbox (review alerts) to Slack, then exit", runNotify},
 		{"outbox", "outbox list | outbox replay ID: the Slack outbox, parked rows included", runOutbox},
 		{"healthcheck", "ask the local daemon's /healthz (for container health checks)", runHealthcheck},
+		{"bench", "bench: measure settle throughput, latency, statements, memory and the idle scan on a scratch database", runBench},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -114,14 +116,20 @@ func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
 // parseFlags parses args and maps the outcome to an exit code: -1 to go on,
 // exitOK after --help, exitUsage after a mistake.
 func parseFlags(e *env, fs *flag.FlagSet, args []string) int {
+	// flag prints the usage itself on --help and on a mistake; printing it
+	// here instead sends it once, to stdout for --help.
+	usage := fs.Usage
+	fs.Usage = func() {}
 	err := fs.Parse(args)
+	fs.Usage = usage
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fs.SetOutput(e.stdout)
 		fs.Usage()
 		return exitOK
 	case err != nil:
-		return exitUsage // flag has printed the error and the usage
+		fs.Usage() // after the error flag printed
+		return exitUsage
 	case fs.NArg() > 0:
 		fmt.Fprintf(e.stderr, "sweeper %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
 		fs.Usage()

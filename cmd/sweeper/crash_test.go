@@ -21,6 +21,9 @@ import (
 const crashConfig = `
 [database]
 url = "postgres://unused"
+# Tests share one server: a small pool per daemon keeps them under
+# its connection limit.
+max_conns = 8
 
 [schedules]
 sweep = "@every 1s"

@@ -22,6 +22,9 @@ import (
 const daemonConfig = `
 [database]
 url = "postgres://unused"
+# Tests share one server: a small pool per daemon keeps them under
+# its connection limit.
+max_conns = 8
 
 [schedules]
 sweep = "@every 1s"

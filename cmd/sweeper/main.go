@@ -6,8 +6,9 @@
 //
 //	sweeper <command> [flags]
 //
-// Commands: migrate, check-config, version. Run "sweeper <command> --help"
-// for a command's flags. Exit codes: 0 success, 1 runtime failure, 2 usage or
+// Commands: demo, migrate, check-config, run, sweep, escalate, tickets,
+// notify, outbox, healthcheck, bench, version; "sweeper help" describes
+// them. Run "sweeper <command> --help" for a command's flags. Exit codes: 0 success, 1 runtime failure, 2 usage or
 // configuration error.
 package main
 

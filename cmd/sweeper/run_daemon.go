@@ -2,29 +2,50 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"riverqueue.com/riverui"
 
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/notify"
 )
 
-// httpServer is the daemon's endpoint: /healthz, and /slack/interactions
-// when Slack is on.
-func httpServer(s *jobs.Sweeper, daemon *jobs.Daemon) (*http.Server, *notify.Interactions, error) {
+// startupWait is how long `run` keeps trying to reach its database at
+// start before it gives up (exit 1) and leaves restarting to its
+// supervisor.
+const startupWait = time.Minute
+
+// riverUIPrefix is where River's UI is served when http.river_ui is on.
+const riverUIPrefix = "/riverui"
+
+// httpServer is the daemon's endpoint: /healthz, /readyz, /metrics (from
+// registry, where the event metrics already are), River's UI at /riverui
+// when http.river_ui is on, and /slack/interactions when Slack is on.
+// serveCtx bounds the UI's background work: end it once the server has
+// shut down.
+func httpServer(serveCtx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon, registry *prometheus.Registry) (*http.Server, *notify.Interactions, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	registry := prometheus.NewRegistry()
 	registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -38,6 +59,13 @@ func httpServer(s *jobs.Sweeper, daemon *jobs.Daemon) (*http.Server, *notify.Int
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	if s.Config.HTTP.RiverUI {
+		ui, err := riverUI(serveCtx, s, daemon)
+		if err != nil {
+			return nil, nil, err
+		}
+		mux.Handle(riverUIPrefix+"/", ui)
+	}
 	interactions, err := s.Interactions()
 	switch {
 	case errors.Is(err, jobs.ErrSlackOff):
@@ -78,9 +106,57 @@ func ready(ctx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon) string {
 	return ""
 }
 
-// shutdownGrace is how long running jobs get to finish after SIGTERM before
-// they are cancelled; a cancelled lookup is retried by the next process.
-const shutdownGrace = 30 * time.Second
+// riverUI returns River's UI over the daemon's client, started, behind
+// HTTP basic auth with the credentials of SWEEPER_RIVERUI_USER and
+// SWEEPER_RIVERUI_PASSWORD (or their _FILE variants): the UI has no
+// authentication of its own, and it can cancel, retry and delete jobs.
+func riverUI(ctx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon) (http.Handler, error) {
+	user, err := config.Secret(s.Getenv, config.EnvRiverUIUser)
+	if err != nil {
+		return nil, fmt.Errorf("http.river_ui: %w", err)
+	}
+	if strings.Contains(user, ":") {
+		return nil, fmt.Errorf("http.river_ui: %s must not contain ':' (basic auth cannot carry it)", config.EnvRiverUIUser)
+	}
+	password, err := config.Secret(s.Getenv, config.EnvRiverUIPass)
+	if err != nil {
+		return nil, fmt.Errorf("http.river_ui: %w", err)
+	}
+	ui, err := riverui.NewHandler(&riverui.HandlerOpts{
+		Endpoints: riverui.NewEndpoints(daemon.Client, nil),
+		Logger:    s.Logger.With("component", "riverui"),
+		Prefix:    riverUIPrefix,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("http.river_ui: %w", err)
+	}
+	if err := ui.Start(ctx); err != nil {
+		return nil, fmt.Errorf("http.river_ui: start: %w", err)
+	}
+	return basicAuth("sweeper River UI", user, password, ui), nil
+}
+
+// basicAuth passes on the requests that carry user and password and
+// answers the others 401 with a challenge for realm. Both are compared
+// through their SHA-256, in constant time: neither a value nor its length
+// shows in the timing.
+func basicAuth(realm, user, password string, next http.Handler) http.Handler {
+	wantUser, wantPassword := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
+	challenge := fmt.Sprintf("Basic realm=%q, charset=\"UTF-8\"", realm)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotUser, gotPassword, ok := r.BasicAuth()
+		u, p := sha256.Sum256([]byte(gotUser)), sha256.Sum256([]byte(gotPassword))
+		// Both comparisons always run: which one failed does not show either.
+		userOK := subtle.ConstantTimeCompare(u[:], wantUser[:])
+		passwordOK := subtle.ConstantTimeCompare(p[:], wantPassword[:])
+		if !ok || userOK&passwordOK != 1 {
+			w.Header().Set("WWW-Authenticate", challenge)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 func runDaemon(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "run", "run [--config FILE]")
@@ -89,11 +165,40 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	logger := newLogger(e.stderr)
-	s, closeDB, code := open(ctx, e, *configPath, logger)
+	// Registered before anything slow, so a SIGHUP sent early does not end
+	// the process as the default action would.
+	hup, stopHUP := make(chan os.Signal, 1), make(chan struct{})
+	signal.Notify(hup, syscall.SIGHUP)
+	defer func() { signal.Stop(hup); close(stopHUP) }()
+	go func() {
+		for {
+			select {
+			case <-hup:
+				logger.Warn("SIGHUP: configuration reload is not supported; restart the process to apply changes")
+			case <-stopHUP:
+				return
+			}
+		}
+	}()
+	// A daemon waits for its database a while: it may be starting beside
+	// it, or restarting.
+	s, closeDB, code := openWaiting(ctx, e, *configPath, logger, startupWait)
 	if s == nil {
 		return code
 	}
 	defer closeDB()
+	// The event metrics exist before the work is wired: the settler, the
+	// scanner, the escalator and the dispatcher take them when built.
+	registry := prometheus.NewRegistry()
+	m, err := metrics.New(registry, slices.Sorted(maps.Keys(s.Providers)))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper run: metrics: %v\n", err)
+		return exitFailure
+	}
+	s.Metrics = m
+	for _, p := range s.Providers {
+		p.SetMetrics(m)
+	}
 	daemon, err := s.NewDaemon(jobs.ClientOptions{})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
@@ -105,7 +210,9 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "sweeper run: start: %v\n", err)
 		return exitFailure
 	}
-	server, interactions, err := httpServer(s, daemon)
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	server, interactions, err := httpServer(serveCtx, s, daemon, registry)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
 		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
@@ -120,7 +227,7 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- server.Serve(listener) }()
 	logger.Info("sweeper running", "providers", len(s.Providers), "sweep", s.Config.Schedules.Sweep,
-		"http", listener.Addr().String(), "slack", interactions != nil)
+		"http", listener.Addr().String(), "slack", interactions != nil, "river_ui", s.Config.HTTP.RiverUI)
 
 	select {
 	case <-ctx.Done():
@@ -130,11 +237,14 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
 	server.Shutdown(shutdownCtx) //nolint:errcheck // in-flight requests had their chance
 	cancelShutdown()
+	stopServing()
 	if interactions != nil {
 		interactions.Close()
 	}
-	logger.Info("stopping: waiting for running jobs", "grace", shutdownGrace)
-	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	// river.shutdown_grace: a cancelled lookup is retried by the next process.
+	grace := s.Config.River.ShutdownGrace.Duration
+	logger.Info("stopping: waiting for running jobs", "grace", grace.String())
+	stopCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := daemon.Stop(stopCtx); err != nil {
 		logger.Warn("jobs still running after the grace period; cancelling them", "error", err)

@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/migrations"
 )
@@ -13,6 +17,14 @@ import (
 // migrated, and builds the providers: what every command that works on the
 // ledger needs. On failure it has printed why and returns the exit code.
 func open(ctx context.Context, e *env, configPath string, logger *slog.Logger) (*jobs.Sweeper, func(), int) {
+	return openWaiting(ctx, e, configPath, logger, 0)
+}
+
+// openWaiting is open, retrying for up to wait while the database cannot
+// be reached or answered with an error (it is starting, restarting, or
+// failing over): a daemon started beside its database waits for it
+// instead of exiting. A missing migration is not waited for.
+func openWaiting(ctx context.Context, e *env, configPath string, logger *slog.Logger, wait time.Duration) (*jobs.Sweeper, func(), int) {
 	cfg, _, code := loadConfig(e, configPath)
 	if cfg == nil {
 		return nil, nil, code
@@ -22,16 +34,26 @@ func open(ctx context.Context, e *env, configPath string, logger *slog.Logger) (
 		fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
 		return nil, nil, exitUsage
 	}
-	pool, err := connect(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
-		return nil, nil, exitFailure
-	}
-	pending, err := migrations.New(pool, nil).Pending(ctx)
-	if err != nil {
-		pool.Close()
-		fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
-		return nil, nil, exitFailure
+	giveUp := time.Now().Add(wait)
+	var pool *pgxpool.Pool
+	var pending int
+	for attempt := 1; ; attempt++ {
+		pool, pending, err = reach(ctx, cfg)
+		if err == nil {
+			break
+		}
+		delay := min(time.Duration(attempt)*time.Second, 5*time.Second)
+		if time.Now().Add(delay).After(giveUp) {
+			fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
+			return nil, nil, exitFailure
+		}
+		logger.Warn("database not ready; trying again", "error", err, "retry_in", delay)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
+			return nil, nil, exitFailure
+		}
 	}
 	if pending > 0 {
 		pool.Close()
@@ -39,4 +61,18 @@ func open(ctx context.Context, e *env, configPath string, logger *slog.Logger) (
 		return nil, nil, exitFailure
 	}
 	return &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: e.getenv}, pool.Close, -1
+}
+
+// reach connects and counts the migrations the database lacks.
+func reach(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, int, error) {
+	pool, err := connect(ctx, cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	pending, err := migrations.New(pool, nil).Pending(ctx)
+	if err != nil {
+		pool.Close()
+		return nil, 0, err
+	}
+	return pool, pending, nil
 }

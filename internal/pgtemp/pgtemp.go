@@ -34,11 +34,26 @@ type Cluster struct {
 	dir    string
 	binDir string
 	runAs  string // set when running as root: initdb refuses root
+	opts   string // the server's options, to start it again as it was
 }
 
-// FindBinaries returns the directory holding initdb and pg_ctl: from PATH,
-// else the newest /usr/lib/postgresql/*/bin (Debian keeps them off PATH).
+// EnvBinDir names a variable that, when set, is the one directory
+// FindBinaries looks in: for server binaries off PATH and outside Debian's
+// layout, and for checking what happens where there are none.
+const EnvBinDir = "SWEEPER_PG_BINDIR"
+
+// FindBinaries returns the directory holding initdb and pg_ctl: $EnvBinDir
+// when set, else from PATH, else the newest /usr/lib/postgresql/*/bin
+// (Debian keeps them off PATH).
 func FindBinaries() (string, error) {
+	if dir := os.Getenv(EnvBinDir); dir != "" {
+		for _, tool := range []string{"initdb", "pg_ctl"} {
+			if info, err := os.Stat(filepath.Join(dir, tool)); err != nil || info.IsDir() {
+				return "", ErrNoBinaries
+			}
+		}
+		return dir, nil
+	}
 	if initdb, err := exec.LookPath("initdb"); err == nil {
 		dir := filepath.Dir(initdb)
 		if _, err := exec.LookPath(filepath.Join(dir, "pg_ctl")); err == nil {
@@ -92,13 +107,11 @@ func Start(ctx context.Context) (*Cluster, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off "+
+	c.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off "+
 		"-c synchronous_commit=off -c full_page_writes=off -c max_connections=300", port, dir)
-	if out, err := c.run(ctx, "pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"),
-		"-w", "-t", "60", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+	if err := c.start(ctx); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, log)
+		return nil, err
 	}
 	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return c, nil
@@ -160,6 +173,60 @@ func (c *Cluster) Stop() error {
 	}
 	return rmErr
 }
+
+// start starts the server on the cluster's data directory, with the
+// options it was first started with, and waits until it accepts
+// connections.
+func (c *Cluster) start(ctx context.Context) error {
+	if out, err := c.run(ctx, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-o", c.opts,
+		"-l", c.LogFile(), "-w", "-t", "60", "start"); err != nil {
+		log, _ := os.ReadFile(c.LogFile())
+		return fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, log)
+	}
+	return nil
+}
+
+// Shutdown modes for [Cluster.Halt] and [Cluster.Restart], as pg_ctl names
+// them: fast rolls back open transactions and closes every connection;
+// immediate kills the server's processes as a crash would, and the next
+// start recovers from the write-ahead log. The cluster runs with
+// synchronous_commit off, so an immediate shutdown may lose the last
+// commits, as a crash of such a server would; a test that needs every
+// acknowledged commit to survive sets synchronous_commit = on for its
+// database (ALTER DATABASE … SET synchronous_commit = on).
+const (
+	ShutdownFast      = "fast"
+	ShutdownImmediate = "immediate"
+)
+
+// Halt stops the server in mode ([ShutdownFast] or [ShutdownImmediate])
+// and keeps its data: [Cluster.Resume] starts it again on the same port.
+// Clients see their connections closed and new ones refused meanwhile.
+func (c *Cluster) Halt(ctx context.Context, mode string) error {
+	if mode != ShutdownFast && mode != ShutdownImmediate {
+		return fmt.Errorf("pgtemp: halt: unknown shutdown mode %q", mode)
+	}
+	if out, err := c.run(ctx, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", mode, "-w", "-t", "60", "stop"); err != nil {
+		return fmt.Errorf("pg_ctl stop -m %s: %w\n%s", mode, err, out)
+	}
+	return nil
+}
+
+// Resume starts a halted server again, with its data, on the same port,
+// and returns once it accepts connections.
+func (c *Cluster) Resume(ctx context.Context) error { return c.start(ctx) }
+
+// Restart halts the server in mode and resumes it: what a database
+// failover or a maintenance restart looks like to its clients.
+func (c *Cluster) Restart(ctx context.Context, mode string) error {
+	if err := c.Halt(ctx, mode); err != nil {
+		return err
+	}
+	return c.Resume(ctx)
+}
+
+// LogFile is the server's log, for a test to read what the server saw.
+func (c *Cluster) LogFile() string { return filepath.Join(c.dir, "server.log") }
 
 // dropRoot picks the unprivileged user the server runs as and gives it the
 // cluster's directory.

@@ -103,13 +103,14 @@ type Server struct {
 	lastTS   int64      // microseconds
 	faults   map[string][]Fault
 	always   map[string]Fault
+	rotating map[string]*rotation
 	calls    []Call
 	views    int
 }
 
 // New starts a fake; it is closed when the test ends.
 func New(t interface{ Cleanup(func()) }) *Server {
-	s := &Server{faults: map[string][]Fault{}, always: map[string]Fault{}}
+	s := &Server{faults: map[string][]Fault{}, always: map[string]Fault{}, rotating: map[string]*rotation{}}
 	mux := http.NewServeMux()
 	for method, h := range map[string]func(*request) (any, string){
 		"chat.postMessage":      s.postMessage,
@@ -144,12 +145,34 @@ func (s *Server) Always(method string, f Fault) {
 	s.always[method] = f
 }
 
+// rotation is a standing list of faults answered in turn.
+type rotation struct {
+	faults []Fault
+	next   int
+}
+
+// Rotate makes the calls of method fail with faults in turn — the first
+// call with faults[0], the next with faults[1], and round again — until
+// [Server.Clear]: a Slack having a bad time in several ways at once.
+// Queued faults go first; a rotation wins over [Server.Always]. No faults
+// ends the rotation.
+func (s *Server) Rotate(method string, faults ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(faults) == 0 {
+		delete(s.rotating, method)
+		return
+	}
+	s.rotating[method] = &rotation{faults: slices.Clone(faults)}
+}
+
 // Clear removes every fault, queued or standing.
 func (s *Server) Clear() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = map[string][]Fault{}
 	s.always = map[string]Fault{}
+	s.rotating = map[string]*rotation{}
 }
 
 // Add puts m in Slack as if posted now, whatever its TS says, and returns
@@ -322,6 +345,11 @@ func (s *Server) nextFault(method string) (Fault, bool) {
 	if q := s.faults[method]; len(q) > 0 {
 		s.faults[method] = q[1:]
 		return q[0], true
+	}
+	if r := s.rotating[method]; r != nil {
+		f := r.faults[r.next%len(r.faults)]
+		r.next++
+		return f, true
 	}
 	f, ok := s.always[method]
 	return f, ok

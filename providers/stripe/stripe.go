@@ -269,7 +269,7 @@ func (a *Adapter) searchPage(ctx context.Context, object, query string, page *st
 		}
 		objs := make([]found, 0, len(res.Data))
 		for i, pi := range res.Data {
-			if pi == nil || pi.Object != "payment_intent" || pi.ID == "" {
+			if pi == nil || pi.Object != "payment_intent" || strings.TrimSpace(pi.ID) == "" {
 				return nil, stripego.SearchMeta{}, &badResponse{reason: fmt.Sprintf("data[%d] is not a payment_intent with an id", i)}
 			}
 			f := found{
@@ -295,7 +295,7 @@ func (a *Adapter) searchPage(ctx context.Context, object, query string, page *st
 		}
 		objs := make([]found, 0, len(res.Data))
 		for i, ch := range res.Data {
-			if ch == nil || ch.Object != "charge" || ch.ID == "" {
+			if ch == nil || ch.Object != "charge" || strings.TrimSpace(ch.ID) == "" {
 				return nil, stripego.SearchMeta{}, &badResponse{reason: fmt.Sprintf("data[%d] is not a charge with an id", i)}
 			}
 			f := found{

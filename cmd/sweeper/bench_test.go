@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sweeper/sweeper/internal/benchkit"
+	"github.com/sweeper/sweeper/internal/dbtest"
+)
+
+// TestBenchSmoke runs a small benchmark against the test server: every
+// figure is printed, the last line is the ratio, and the scratch database
+// is gone afterwards.
+func TestBenchSmoke(t *testing.T) {
+	t.Parallel()
+	server := dbtest.ServerURL(t)
+	res := runCLI(t, map[string]string{"SWEEPER_DATABASE_URL": server},
+		"bench", "--ops", "2000", "--latency", "0", "--concurrency", "20", "--river-jobs", "500", "--idle-ticks", "3", "--max-conns", "8")
+	if res.code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+	}
+	for _, figure := range []string{
+		`settled_per_sec=[0-9.]+`,
+		`latency_p50_ms=[0-9.]+ latency_p99_ms=[0-9.]+`,
+		`statements_per_op=[0-9.]+`,
+		`peak_rss_mib=[0-9.]+`,
+		`river_noop_per_sec=[0-9.]+`,
+		`idle_scan_ms=[0-9.]+`,
+		`Index Scan using operations_pending_stale_idx`,
+		`(MET|MISSED) +latency 0: settled/s`,
+		`(MET|MISSED) +idle tick`,
+	} {
+		if !regexp.MustCompile(`(?m)` + figure).MatchString(res.stdout) {
+			t.Errorf("output lacks %s:\n%s", figure, res.stdout)
+		}
+	}
+	if !strings.Contains(res.stdout, "settle: 2000 operations settled") {
+		t.Errorf("not every operation settled:\n%s", res.stdout)
+	}
+
+	lines := strings.Split(strings.TrimRight(res.stdout, "\n"), "\n")
+	last := lines[len(lines)-1]
+	value, ok := strings.CutPrefix(last, "ratio_vs_river=")
+	if !ok {
+		t.Fatalf("last line %q, want ratio_vs_river=<number>", last)
+	}
+	if ratio, err := strconv.ParseFloat(value, 64); err != nil || ratio <= 0 {
+		t.Errorf("ratio_vs_river=%q: want a positive number (%v)", value, err)
+	}
+
+	m := regexp.MustCompile(`(?m)^database: (sweeper_bench_[0-9a-f]+) \(dropped`).FindStringSubmatch(res.stdout)
+	if m == nil {
+		t.Fatalf("output does not name the database:\n%s", res.stdout)
+	}
+	exists, err := benchkit.Exists(context.Background(), server, m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exists {
+		t.Errorf("database %s was not dropped", m[1])
+	}
+}
+
+func TestBenchBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--nope"}, "flag provided but not defined: -nope"},
+		{"concurrency out of range", []string{"--concurrency", "0"}, "--concurrency: must be between 1 and 1000"},
+		{"stale out of range", []string{"--stale", "1.5"}, "--stale: must be between 0 and 1"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			res := runCLI(t, map[string]string{}, append([]string{"bench"}, tc.args...)...)
+			if res.code != exitUsage {
+				t.Errorf("exit %d, want %d", res.code, exitUsage)
+			}
+			if !strings.Contains(res.stderr, tc.want) {
+				t.Errorf("stderr %q lacks %q", res.stderr, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,115 @@
+package benchkit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Mix is how the stale operations of a filled ledger divide between the
+// sim provider's outcomes, in percent; their op_keys start with
+// "found-", "nf-", "mismatch-" and "many-", which [SimRules] maps.
+type Mix struct{ Found, NotFound, Mismatch, Many int }
+
+// DefaultMix is 70% found, 20% not found, 5% payload mismatch, 5% several
+// records.
+var DefaultMix = Mix{Found: 70, NotFound: 20, Mismatch: 5, Many: 5}
+
+// String describes the mix.
+func (m Mix) String() string {
+	return fmt.Sprintf("%d%% found, %d%% not found, %d%% mismatch, %d%% many", m.Found, m.NotFound, m.Mismatch, m.Many)
+}
+
+// SimRules is the rules block of a sim provider that answers the filled
+// ledger's op_keys as the mix says (op_keys no rule matches are not found).
+const SimRules = `
+[[providers.sim.rules]]
+match = "found-*"
+outcome = "found"
+[[providers.sim.rules]]
+match = "mismatch-*"
+outcome = "mismatch"
+[[providers.sim.rules]]
+match = "many-*"
+outcome = "many"
+`
+
+// Fill is what [FillLedger] wrote.
+type Fill struct {
+	Rows, Stale int
+	Elapsed     time.Duration
+}
+
+// FillLedger inserts rows operations of provider "sim", in one INSERT …
+// SELECT generate_series: a fraction stale (rounded to a thousandth,
+// spread evenly over the ids) pending and first attempted over an hour
+// ago, with outcomes as mix says; the rest done, each with a record of its
+// own. It then analyzes the table, as autovacuum would.
+func FillLedger(ctx context.Context, db *pgx.Conn, rows int, stale float64, mix Mix) (Fill, error) {
+	perMille := int(math.Round(stale * 1000))
+	start := time.Now()
+	_, err := db.Exec(ctx, `
+		INSERT INTO ledger.operations (op_key, workflow, provider, action, recipient, payload_hash,
+		                               status, provider_record_id, first_attempt_at, last_attempt_at)
+		SELECT CASE WHEN s.stale THEN
+		           CASE WHEN i % 100 < $3 THEN 'found'
+		                WHEN i % 100 < $3 + $4 THEN 'nf'
+		                WHEN i % 100 < $3 + $4 + $5 THEN 'mismatch'
+		                ELSE 'many' END
+		       ELSE 'ok' END || '-' || i,
+		       'bench', 'sim', 'send_email', 'customer-' || i || '@example.com',
+		       encode(sha256(convert_to(i::text, 'UTF8')), 'hex'),
+		       CASE WHEN s.stale THEN 'pending' ELSE 'done' END,
+		       CASE WHEN s.stale THEN NULL ELSE 'rec_' || i END,
+		       now() - interval '1 hour' - i * interval '1 millisecond',
+		       now() - interval '1 hour' - i * interval '1 millisecond'
+		FROM generate_series(1, $1::int) AS i, LATERAL (SELECT i % 1000 < $2 AS stale) AS s`,
+		rows, perMille, mix.Found, mix.NotFound, mix.Mismatch)
+	if err != nil {
+		return Fill{}, fmt.Errorf("fill ledger: %w", err)
+	}
+	if _, err := db.Exec(ctx, "ANALYZE ledger.operations"); err != nil {
+		return Fill{}, err
+	}
+	f := Fill{Rows: rows, Elapsed: time.Since(start)}
+	err = db.QueryRow(ctx, "SELECT count(*) FROM ledger.operations WHERE status = 'pending'").Scan(&f.Stale)
+	return f, err
+}
+
+// Settlement is what became of the stale operations.
+type Settlement struct {
+	Pending, Done, Review int
+	// P50 and P99 are per-operation latencies from the lookup job's
+	// created_at (the sweep saw the row) to the operation's updated_at (the
+	// transaction that wrote the outcome — ledger row and ticket alike).
+	P50, P99 time.Duration
+}
+
+// Settled reads what became of the stale operations (op_keys not "ok-…").
+func Settled(ctx context.Context, db *pgx.Conn) (Settlement, error) {
+	var s Settlement
+	err := db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'pending'),
+	                                count(*) FILTER (WHERE status = 'done'),
+	                                count(*) FILTER (WHERE status = 'review')
+		FROM ledger.operations WHERE op_key NOT LIKE 'ok-%'`).Scan(&s.Pending, &s.Done, &s.Review)
+	if err != nil {
+		return s, err
+	}
+	var p50, p99 *float64
+	err = db.QueryRow(ctx, `
+		SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY d), percentile_cont(0.99) WITHIN GROUP (ORDER BY d)
+		FROM (SELECT extract(epoch FROM o.updated_at - j.created_at) AS d
+		      FROM sweeper.river_job j JOIN ledger.operations o ON o.id = (j.args->>'operation_id')::bigint
+		      WHERE j.kind = 'lookup' AND o.status <> 'pending') AS settled`).Scan(&p50, &p99)
+	if err != nil {
+		return s, err
+	}
+	if p50 != nil && p99 != nil {
+		s.P50 = time.Duration(*p50 * float64(time.Second))
+		s.P99 = time.Duration(*p99 * float64(time.Second))
+	}
+	return s, nil
+}

@@ -1,0 +1,215 @@
+// Package metrics counts what happens in one sweeper process, as it
+// happens: operations scanned and settled, tickets opened, lookups and how
+// long they took, escalation steps, Slack posts. What the database holds
+// (backlogs, open tickets, outbox rows) is not here: jobs.StateCollector
+// reads it at scrape time.
+//
+// Every label value comes from a small fixed set or from the configuration
+// (provider names, escalation levels): never an op_key, a recipient or a
+// ticket id, so the number of series stays bounded whatever the ledger
+// holds.
+//
+// A nil *Metrics counts nothing, so code that runs outside the daemon (the
+// CLI's --once commands, most tests) passes none.
+package metrics
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Settlement outcomes, the outcome label of sweeper_operations_settled_total.
+const (
+	// OutcomeDone: the lookup proved the effect; the row moved pending→done.
+	OutcomeDone = "done"
+	// OutcomeReview: the row moved pending→review and a ticket was opened.
+	OutcomeReview = "review"
+)
+
+// Lookup results, the result label of sweeper_lookup_duration_seconds: how
+// the provider answered, or its error's class.
+const (
+	LookupFound       = "found"     // exactly one record
+	LookupMultiple    = "multiple"  // several records
+	LookupNotFound    = "not_found" // searched, nothing
+	LookupTransient   = "transient" // timeouts, 5xx, unclassified errors
+	LookupRateLimited = "rate_limited"
+	LookupPermanent   = "permanent"
+	LookupUnsupported = "unsupported"
+)
+
+// Slack post kinds, the kind label of sweeper_slack_posts_total.
+const (
+	SlackRoot   = "root"   // a ticket's root message (chat.postMessage)
+	SlackReply  = "reply"  // a thread reply (chat.postMessage)
+	SlackUpdate = "update" // an edit of the root message (chat.update)
+)
+
+// UnconfiguredProvider is the provider label of ledger rows whose provider
+// has no [providers.NAME] block: the ledger's provider column is written
+// by workflows, so its values are not a bounded set.
+const UnconfiguredProvider = "unconfigured"
+
+// LookupBuckets are the bounds, in seconds, of the lookup histogram: from
+// a cached answer to a provider that uses up lookup_timeout.
+var LookupBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// Metrics holds the event counters and histograms. Its methods are safe for
+// concurrent use, and do nothing on a nil *Metrics.
+type Metrics struct {
+	scanned        *prometheus.CounterVec
+	settled        *prometheus.CounterVec
+	ticketsOpened  *prometheus.CounterVec
+	lookups        *prometheus.HistogramVec
+	escalations    *prometheus.CounterVec
+	slackPosts     *prometheus.CounterVec
+	slackParked    prometheus.Counter
+	slackUncertain prometheus.Counter
+	slackAdopted   prometheus.Counter
+}
+
+// New returns the metrics, registered on reg. Series known in advance —
+// each of providers' scanned and settled counters, each Slack post kind —
+// start at zero, so a rate is defined before the first event. The error
+// gathers every collector reg refused.
+func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
+	m := &Metrics{
+		scanned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_operations_scanned_total",
+			Help: "Stale pending operations the sweep found (and enqueued a lookup for, or found one already queued), by provider.",
+		}, []string{"provider"}),
+		settled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_operations_settled_total",
+			Help: "Operations this process settled, counted when the transition committed: outcome done (pending→done) or review (pending→review, ticket opened).",
+		}, []string{"provider", "outcome"}),
+		ticketsOpened: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_tickets_opened_total",
+			Help: "Review tickets opened by this process, by reason, counted when committed.",
+		}, []string{"reason"}),
+		lookups: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sweeper_lookup_duration_seconds",
+			Help:    "Duration of calls to provider adapters (waits for the rate limit and concurrency excluded), by provider and result: found, multiple, not_found, or the error's class (transient, rate_limited, permanent, unsupported).",
+			Buckets: LookupBuckets,
+		}, []string{"provider", "result"}),
+		escalations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_escalations_total",
+			Help: "Escalation steps this process committed, by the ticket's level after the step and the step: level, repeat, exhausted, held, or resolved (the re-lookup proved the effect).",
+		}, []string{"level", "step"}),
+		slackPosts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_slack_posts_total",
+			Help: "Slack calls that succeeded, by kind: root and reply (chat.postMessage), update (chat.update of the root).",
+		}, []string{"kind"}),
+		slackParked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sweeper_slack_parked_total",
+			Help: "Outbox rows parked after a permanent Slack error; they wait for a person (sweeper outbox replay).",
+		}),
+		slackUncertain: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sweeper_slack_uncertain_total",
+			Help: "Slack posts whose outcome is unknown (timeout, dropped connection, 5xx, internal_error); the row is searched for before any new post.",
+		}),
+		slackAdopted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sweeper_slack_adopted_total",
+			Help: "Outbox rows marked sent because their message was found in Slack after an uncertain post, instead of posting again.",
+		}),
+	}
+	var errs []error
+	for _, c := range []prometheus.Collector{
+		m.scanned, m.settled, m.ticketsOpened, m.lookups, m.escalations,
+		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted,
+	} {
+		if err := reg.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, p := range providers {
+		m.scanned.WithLabelValues(p)
+		m.settled.WithLabelValues(p, OutcomeDone)
+		m.settled.WithLabelValues(p, OutcomeReview)
+	}
+	for _, kind := range []string{SlackRoot, SlackReply, SlackUpdate} {
+		m.slackPosts.WithLabelValues(kind)
+	}
+	return m, nil
+}
+
+// Scanned counts n stale operations of provider seen by a sweep.
+func (m *Metrics) Scanned(provider string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.scanned.WithLabelValues(provider).Add(float64(n))
+}
+
+// Settled counts one operation of provider whose outcome (OutcomeDone or
+// OutcomeReview) has committed.
+func (m *Metrics) Settled(provider, outcome string) {
+	if m == nil {
+		return
+	}
+	m.settled.WithLabelValues(provider, outcome).Inc()
+}
+
+// TicketOpened counts one review ticket, opened for reason, committed.
+func (m *Metrics) TicketOpened(reason string) {
+	if m == nil {
+		return
+	}
+	m.ticketsOpened.WithLabelValues(reason).Inc()
+}
+
+// ObserveLookup records one adapter call of provider that took took and
+// ended with result (one of the Lookup constants).
+func (m *Metrics) ObserveLookup(provider, result string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.lookups.WithLabelValues(provider, result).Observe(took.Seconds())
+}
+
+// Escalated counts one committed escalation step of kind step, which left
+// the ticket at level.
+func (m *Metrics) Escalated(level int, step string) {
+	if m == nil {
+		return
+	}
+	m.escalations.WithLabelValues(strconv.Itoa(level), step).Inc()
+}
+
+// SlackPosted counts one Slack call of kind (SlackRoot, SlackReply,
+// SlackUpdate) that Slack answered with ok.
+func (m *Metrics) SlackPosted(kind string) {
+	if m == nil {
+		return
+	}
+	m.slackPosts.WithLabelValues(kind).Inc()
+}
+
+// SlackParked counts one outbox row parked.
+func (m *Metrics) SlackParked() {
+	if m == nil {
+		return
+	}
+	m.slackParked.Inc()
+}
+
+// SlackUncertain counts one post whose outcome is unknown.
+func (m *Metrics) SlackUncertain() {
+	if m == nil {
+		return
+	}
+	m.slackUncertain.Inc()
+}
+
+// SlackAdopted counts one row marked sent with a message found in Slack.
+func (m *Metrics) SlackAdopted() {
+	if m == nil {
+		return
+	}
+	m.slackAdopted.Inc()
+}

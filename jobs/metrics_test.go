@@ -1,0 +1,230 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/internal/metrics/metricstest"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// countEvents gives b's sweeper and providers event metrics on a registry
+// of their own, as `sweeper run` does, and returns the registry.
+func (b *bundle) countEvents(t *testing.T) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, slices.Sorted(maps.Keys(b.sweeper.Providers)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.sweeper.Metrics = m
+	for _, p := range b.sweeper.Providers {
+		p.SetMetrics(m)
+	}
+	return reg
+}
+
+// ledgerCounts reads what the database says happened, as metric series.
+func (b *bundle) ledgerCounts(t *testing.T) (settled, tickets map[string]float64) {
+	t.Helper()
+	ctx := context.Background()
+	settled, tickets = map[string]float64{}, map[string]float64{}
+	rows, err := b.pool.Query(ctx, `SELECT CASE WHEN provider = 'sim' THEN provider ELSE 'unconfigured' END, status, count(*)
+		FROM ledger.operations WHERE status IN ('done', 'review') GROUP BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var provider, status string
+		var n int
+		if err := rows.Scan(&provider, &status, &n); err != nil {
+			t.Fatal(err)
+		}
+		settled[fmt.Sprintf("outcome=%s,provider=%s", status, provider)] += float64(n)
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	rows, err = b.pool.Query(ctx, `SELECT reason, count(*) FROM sweeper.tickets GROUP BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var reason string
+		var n int
+		if err := rows.Scan(&reason, &n); err != nil {
+			t.Fatal(err)
+		}
+		tickets["reason="+reason] = float64(n)
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	return settled, tickets
+}
+
+// TestMetricsOfASweep runs a sweep over operations of every outcome through
+// a real River client and checks that the counters say what the ledger
+// says, and that a second sweep, which finds nothing, moves nothing.
+func TestMetricsOfASweep(t *testing.T) {
+	t.Parallel()
+	b := setup(t, baseConfig, nil)
+	reg := b.countEvents(t)
+	keys := []string{"found-1", "found-2", "many-1", "mismatch-1", "lost-1", "unsupported-1", "error-1"}
+	for _, k := range keys {
+		b.claim(t, k, "sim", stale)
+	}
+	b.claim(t, "ghost-1", "ghost", stale) // no [providers.ghost] block: invalid_operation
+	keys = append(keys, "ghost-1")
+	client := b.startClient(t)
+	b.sweep(t, client)
+	b.waitSettled(t, keys, 60*time.Second)
+
+	settled, tickets := b.ledgerCounts(t)
+	wantSettled := map[string]float64{
+		"outcome=done,provider=sim": 2, "outcome=review,provider=sim": 5, "outcome=review,provider=unconfigured": 1,
+	}
+	if diff := cmp.Diff(wantSettled, settled); diff != "" {
+		t.Fatalf("the ledger (-want +got):\n%s", diff)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, c := range []struct {
+			name string
+			want map[string]float64
+		}{
+			{"sweeper_operations_scanned_total", map[string]float64{"provider=sim": 7, "provider=unconfigured": 1}},
+			{"sweeper_operations_settled_total", settled},
+			{"sweeper_tickets_opened_total", tickets},
+		} {
+			if diff := cmp.Diff(c.want, metricstest.NonZero(t, reg, c.name)); diff != "" {
+				t.Errorf("%s: %s (-want +got):\n%s", when, c.name, diff)
+			}
+		}
+		lookups := metricstest.Values(t, reg, "sweeper_lookup_duration_seconds")
+		// error-1 is retried within its 2s budget: one transient result or more.
+		if lookups["provider=sim,result=transient"] < 1 {
+			t.Errorf("%s: no transient lookup observed: %v", when, lookups)
+		}
+		delete(lookups, "provider=sim,result=transient")
+		wantLookups := map[string]float64{
+			"provider=sim,result=found":       3, // found-1, found-2, and mismatch-1's one record
+			"provider=sim,result=multiple":    1,
+			"provider=sim,result=not_found":   1,
+			"provider=sim,result=unsupported": 1,
+		}
+		if diff := cmp.Diff(wantLookups, lookups); diff != "" {
+			t.Errorf("%s: lookups (-want +got):\n%s", when, diff)
+		}
+	}
+	check("after the sweep")
+
+	b.sweep(t, client)
+	b.waitSettled(t, keys, 30*time.Second)
+	check("after a second sweep")
+}
+
+// TestMetricsCountOnlyCommits: a decision is counted when its write
+// commits — not in a dry run, and not when the workflow confirmed the
+// operation first.
+func TestMetricsCountOnlyCommits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, baseConfig, nil)
+	reg := b.countEvents(t)
+	ctx := context.Background()
+	settler := b.sweeper.Settler(nil)
+	nothing := func(when string) {
+		t.Helper()
+		for _, name := range []string{"sweeper_operations_settled_total", "sweeper_tickets_opened_total"} {
+			if got := metricstest.NonZero(t, reg, name); len(got) != 0 {
+				t.Errorf("%s: %s = %v, want nothing", when, name, got)
+			}
+		}
+	}
+
+	dry := b.claim(t, "lost-dry", "sim", stale)
+	if _, err := settler.Finish(ctx, dry, settler.Attempt(ctx, dry), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	nothing("dry run")
+
+	raced := b.claim(t, "found-raced", "sim", stale)
+	step := settler.Attempt(ctx, raced)
+	if _, err := b.pool.Exec(ctx, `UPDATE ledger.operations SET status = 'done', provider_record_id = 'wf_1' WHERE op_key = $1`, raced.OpKey); err != nil {
+		t.Fatal(err)
+	}
+	settled, err := settler.Finish(ctx, raced, step, nil, false)
+	if err != nil || settled.Applied.Settled {
+		t.Fatalf("finish after the workflow confirmed: %+v, %v", settled, err)
+	}
+	nothing("the workflow confirmed first")
+
+	if _, err := settler.Finish(ctx, dry, settler.Attempt(ctx, dry), nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]float64{"outcome=review,provider=sim": 1}, metricstest.NonZero(t, reg, "sweeper_operations_settled_total")); diff != "" {
+		t.Errorf("settled (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]float64{"reason=not_found": 1}, metricstest.NonZero(t, reg, "sweeper_tickets_opened_total")); diff != "" {
+		t.Errorf("tickets (-want +got):\n%s", diff)
+	}
+}
+
+// TestMetricsOfEscalation: each committed step is counted once, under the
+// level it left the ticket at; a pass that finds nothing due counts
+// nothing; a re-lookup that proves the effect counts as resolved.
+func TestMetricsOfEscalation(t *testing.T) {
+	t.Parallel()
+
+	t.Run("levels and repeats", func(t *testing.T) {
+		t.Parallel()
+		b := setupEscalation(t, escalationConfig, nil)
+		reg := b.countEvents(t)
+		const key = "lost-metrics"
+		id := b.openTickets(t, "sim", key)[key]
+		b.escalateOnce(t) // not yet due
+		if got := metricstest.Values(t, reg, "sweeper_escalations_total"); len(got) != 0 {
+			t.Fatalf("before the deadline: %v", got)
+		}
+		for range 3 {
+			b.passDue(t, id)
+			b.escalateOnce(t)
+		}
+		b.escalateOnce(t) // the new deadline has not passed
+		want := map[string]float64{"level=1,step=level": 1, "level=2,step=level": 1, "level=2,step=repeat": 1}
+		if diff := cmp.Diff(want, metricstest.Values(t, reg, "sweeper_escalations_total")); diff != "" {
+			t.Errorf("escalations (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("resolved by the re-lookup", func(t *testing.T) {
+		t.Parallel()
+		late := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+			func(context.Context, providers.Query) ([]providers.Record, error) { return nil, nil },
+			func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: "rec_late", Recipient: q.Recipient, PayloadHash: q.PayloadHash}}, nil
+			},
+		}}
+		b := setupEscalation(t, escalationConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", late, 5*time.Second)})
+		reg := b.countEvents(t)
+		const key = "late-metrics"
+		id := b.openTickets(t, "fake", key)[key]
+		b.passDue(t, id)
+		b.escalateOnce(t)
+		if diff := cmp.Diff(map[string]float64{"level=0,step=resolved": 1}, metricstest.Values(t, reg, "sweeper_escalations_total")); diff != "" {
+			t.Errorf("escalations (-want +got):\n%s", diff)
+		}
+		wantLookups := map[string]float64{"provider=fake,result=not_found": 1, "provider=fake,result=found": 1}
+		if diff := cmp.Diff(wantLookups, metricstest.Values(t, reg, "sweeper_lookup_duration_seconds")); diff != "" {
+			t.Errorf("lookups (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,143 @@
+package providers_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/internal/metrics/metricstest"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// TestLookupMetrics: each call to the adapter is observed once, under the
+// result the caller gets — records counted, or the error's class — and a
+// call the caller gave up on is not observed at all.
+func TestLookupMetrics(t *testing.T) {
+	t.Parallel()
+	record := providers.Record{ID: "rec_1"}
+	for _, tc := range []struct {
+		desc    string
+		answer  lookupFunc
+		timeout time.Duration
+		want    string
+	}{
+		{desc: "one record", answer: func(context.Context, providers.Query) ([]providers.Record, error) {
+			return []providers.Record{record}, nil
+		}, want: metrics.LookupFound},
+		{desc: "two records", answer: func(context.Context, providers.Query) ([]providers.Record, error) {
+			return []providers.Record{record, {ID: "rec_2"}}, nil
+		}, want: metrics.LookupMultiple},
+		{desc: "searched, nothing", answer: func(context.Context, providers.Query) ([]providers.Record, error) {
+			return nil, nil
+		}, want: metrics.LookupNotFound},
+		{desc: "unclassified error", answer: func(context.Context, providers.Query) ([]providers.Record, error) {
+			return nil, errors.New("connection reset")
+		}, want: metrics.LookupTransient},
+		{desc: "rate limited", answer: func(context.Context, providers.Query) ([]providers.Record, error) {
+			return nil, providers.RateLimited(time.Second, errors.New("429"))
+		}, want: metrics.LookupRateLimited},
+		{desc: "permanent", answer: func(context.Context, providers.Query) ([]providers.Record, error) {
+			return nil, providers.Permanent(errors.New("401"))
+		}, want: metrics.LookupPermanent},
+		{desc: "unsupported", answer: func(context.Context, providers.Query) ([]providers.Record, error) {
+			return nil, providers.ErrUnsupported
+		}, want: metrics.LookupUnsupported},
+		{desc: "a panic", answer: func(context.Context, providers.Query) ([]providers.Record, error) {
+			panic("adapter bug")
+		}, want: metrics.LookupTransient},
+		{desc: "a record without an id", answer: func(context.Context, providers.Query) ([]providers.Record, error) {
+			return []providers.Record{{}}, nil
+		}, want: metrics.LookupTransient},
+		{desc: "no answer within lookup_timeout", timeout: 20 * time.Millisecond,
+			answer: func(ctx context.Context, _ providers.Query) ([]providers.Record, error) {
+				<-ctx.Done()
+				return nil, nil // swallowed its deadline: still not "not found"
+			}, want: metrics.LookupTransient},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			reg := prometheus.NewRegistry()
+			m, err := metrics.New(reg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := providers.NewProvider("mailer", "fake", tc.answer, limits(max(tc.timeout, time.Second)))
+			p.SetMetrics(m)
+			_, _ = p.Lookup(context.Background(), query)
+			want := map[string]float64{"provider=mailer,result=" + tc.want: 1}
+			if diff := cmp.Diff(want, metricstest.Values(t, reg, "sweeper_lookup_duration_seconds")); diff != "" {
+				t.Errorf("lookups (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("the caller gave up", func(t *testing.T) {
+		t.Parallel()
+		reg := prometheus.NewRegistry()
+		m, err := metrics.New(reg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		p := providers.NewProvider("mailer", "fake", lookupFunc(func(ctx context.Context, _ providers.Query) ([]providers.Record, error) {
+			cancel()
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}), limits(time.Second))
+		p.SetMetrics(m)
+		if _, err := p.Lookup(ctx, query); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want the caller's cancellation", err)
+		}
+		if got := metricstest.Values(t, reg, "sweeper_lookup_duration_seconds"); len(got) != 0 {
+			t.Errorf("a cancelled call was observed: %v", got)
+		}
+	})
+
+	t.Run("the duration is the adapter's, not the wait for a slot", func(t *testing.T) {
+		t.Parallel()
+		reg := prometheus.NewRegistry()
+		m, err := metrics.New(reg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := providers.NewProvider("mailer", "fake", lookupFunc(func(context.Context, providers.Query) ([]providers.Record, error) {
+			time.Sleep(100 * time.Millisecond)
+			return nil, nil
+		}), providers.Limits{StaleAfter: time.Minute, LookupTimeout: 5 * time.Second, LookupBudget: time.Hour, RateLimit: 1000, Concurrency: 1})
+		p.SetMetrics(m)
+		done := make(chan struct{})
+		for range 3 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				_, _ = p.Lookup(context.Background(), query)
+			}()
+		}
+		for range 3 {
+			<-done
+		}
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		var count uint64
+		for _, f := range families {
+			if f.GetName() == "sweeper_lookup_duration_seconds" {
+				for _, m := range f.GetMetric() {
+					sum += m.GetHistogram().GetSampleSum()
+					count += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+		// Three calls one at a time take 0.3s of the adapter's time; with
+		// the waits for the slot counted they would sum to 0.6s.
+		if count != 3 || sum < 0.3 || sum > 0.45 {
+			t.Errorf("%d observations summing %.3fs, want 3 summing about 0.3s", count, sum)
+		}
+	})
+}

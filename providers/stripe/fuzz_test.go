@@ -1,0 +1,158 @@
+package stripe_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/stripe"
+)
+
+// searchTransport answers every request with 200 and the same body, as a
+// Stripe whose search lists one page over and over would, counting
+// requests that are not GETs.
+type searchTransport struct {
+	body   []byte
+	nonGET *atomic.Int64
+}
+
+func (s searchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet {
+		s.nonGET.Add(1)
+	}
+	return &http.Response{
+		Status:        "200 OK",
+		StatusCode:    http.StatusOK,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_fuzz"}},
+		Body:          io.NopCloser(bytes.NewReader(s.body)),
+		ContentLength: int64(len(s.body)),
+		Request:       req,
+	}, nil
+}
+
+// FuzzSearchPage: whatever Stripe answers with 200 to a search, the
+// adapter does not panic and sends nothing; it either fails or returns
+// records that each have an id, and only when the body is a search_result
+// with a data array of objects and a boolean has_more (anything else is a
+// failed lookup, never "found none"). The same body read again gives the
+// same answer.
+func FuzzSearchPage(f *testing.F) {
+	const opKey = "order-1234-charge"
+	for _, seed := range []struct {
+		body    string
+		charges bool
+	}{
+		{searchResult("/v1/payment_intents/search", ""), false},
+		{searchResult("/v1/payment_intents/search", "", paymentIntent("pi_3Nx1", opKey, map[string]any{"customer": "cus_Q1", "currency": "USD"})), false},
+		{searchResult("/v1/payment_intents/search", "",
+			paymentIntent("pi_3Nx1", opKey, nil),
+			paymentIntent("pi_3Nx2", "ORDER-1234-CHARGE", nil),
+			object("payment_intent", "pi_3Nx3", opKey, 1299, "canceled", nil),
+			object("payment_intent", "pi_3Nx4", opKey, 0, "succeeded", map[string]any{"currency": ""})), false},
+		{searchResult("/v1/charges/search", "", charge("ch_3Nx1", opKey, map[string]any{"payment_intent": "pi_3Nx1"})), true},
+		// A page that points to itself: has_more without a new next_page.
+		{searchResult("/v1/charges/search", "page_2", charge("ch_3Nx1", opKey, nil)), true},
+		{searchResult("/v1/payment_intents/search", "", charge("ch_3Nx1", opKey, nil)), false},
+		{`{"object":"search_result","data":[{"object":"payment_intent","id":""}],"has_more":false}`, false},
+		{`{"object":"search_result","data":[{"object":"payment_intent","id":" "}],"has_more":false}`, false},
+		{`{"object":"search_result","data":[{"object":"charge","id":"ch_1","created":-1,"amount":-5,"currency":"x\u0000"}],"has_more":false}`, true},
+		{`{"object":"search_result","data":[{"object":"payment_intent","id":"pi_1","amount":"12.99"}],"has_more":false}`, false},
+		{`{"object":"search_result","data":[],"has_more":true,"next_page":""}`, false},
+		{`{"object":"search_result","data":null,"has_more":false}`, false},
+		{`{"object":"search_result","data":[],"has_more":false} {"object":"search_result","data":[{"id":"pi_1"}],"has_more":false}`, false},
+		{`{"object":"list","data":[],"has_more":false}`, false},
+		{`{"OBJECT":"search_result","DATA":[],"has_more":false}`, false},
+		{`{"error":{"type":"api_error","message":"boom"}}`, false},
+		{`{}`, false},
+		{`null`, false},
+		{`<html><body>502 Bad Gateway</body></html>`, true},
+		{``, false},
+	} {
+		f.Add([]byte(seed.body), seed.charges)
+	}
+	f.Fuzz(func(t *testing.T, page []byte, charges bool) {
+		cfg := stripe.Kind.NewSettings().(*stripe.Config)
+		cfg.APIBase = "https://api.stripe.test"
+		cfg.Objects = []string{stripe.ObjectPaymentIntents}
+		if charges {
+			cfg.Objects = []string{stripe.ObjectCharges}
+		}
+		cfg.SettleWindow = config.NewDuration(0)
+		var nonGET atomic.Int64
+		a := stripe.New("payments", cfg, testKey, searchTransport{body: page, nonGET: &nonGET})
+		q := query(opKey, time.Hour)
+
+		records, err := a.Lookup(t.Context(), q)
+
+		if n := nonGET.Load(); n != 0 {
+			t.Fatalf("%d requests that were not GETs, want 0", n)
+		}
+		if err != nil {
+			if records != nil {
+				t.Errorf("records %v alongside error %v", records, err)
+			}
+			if class, _ := providers.Classify(err); class != providers.ClassTransient && class != providers.ClassPermanent {
+				t.Errorf("a 200 answer gave a %s error: %v", class, err)
+			}
+			for _, secret := range []string{testKey, testRecipient} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error names %q: %v", secret, err)
+				}
+			}
+		} else {
+			var top map[string]json.RawMessage
+			if json.Unmarshal(page, &top) != nil || top == nil {
+				t.Fatalf("body %q is not a JSON object, yet Lookup = %v, nil", page, records)
+			}
+			var object string
+			if json.Unmarshal(top["object"], &object) != nil || object != "search_result" {
+				t.Fatalf("body %q is not a search_result, yet Lookup = %v, nil", page, records)
+			}
+			var data []map[string]any
+			if json.Unmarshal(top["data"], &data) != nil || data == nil {
+				t.Fatalf("body %q has no data array of objects, yet Lookup = %v, nil", page, records)
+			}
+			var hasMore bool
+			if json.Unmarshal(top["has_more"], &hasMore) != nil {
+				t.Fatalf("body %q has no boolean has_more, yet Lookup = %v, nil", page, records)
+			}
+			if len(records) > len(data) {
+				t.Errorf("%d records from %d objects", len(records), len(data))
+			}
+			for i, r := range records {
+				if strings.TrimSpace(r.ID) == "" {
+					t.Errorf("record %d has no id: %+v", i, r)
+				}
+				if strings.Contains(r.Excerpt, "@") {
+					t.Errorf("record %d's excerpt carries an email: %q", i, r.Excerpt)
+				}
+			}
+		}
+
+		again, errAgain := a.Lookup(t.Context(), q)
+		if (err == nil) != (errAgain == nil) {
+			t.Fatalf("the same body gave %v, then %v", err, errAgain)
+		}
+		if err != nil {
+			if err.Error() != errAgain.Error() {
+				t.Errorf("the same body gave %q, then %q", err, errAgain)
+			}
+			return
+		}
+		if diff := cmp.Diff(records, again); diff != "" {
+			t.Errorf("the same body read twice (-first +second):\n%s", diff)
+		}
+	})
+}

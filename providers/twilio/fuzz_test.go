@@ -1,0 +1,150 @@
+package twilio_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/twilio"
+)
+
+// pageTransport answers every request with 200 and the same body, as a
+// Twilio that lists one page over and over would, counting requests that
+// are not GETs.
+type pageTransport struct {
+	body   []byte
+	nonGET *atomic.Int64
+}
+
+func (p pageTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet {
+		p.nonGET.Add(1)
+	}
+	return &http.Response{
+		Status:        "200 OK",
+		StatusCode:    http.StatusOK,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(p.body)),
+		ContentLength: int64(len(p.body)),
+		Request:       req,
+	}, nil
+}
+
+// fuzzPage is a Messages list page holding messages, rendered as Twilio
+// does (see listPage), without a next page.
+func fuzzPage(messages ...message) []byte {
+	return listPage(accountSID, messages, 0, 1000, nil)
+}
+
+// FuzzMessagesPage: whatever Twilio answers with 200 to a Messages list,
+// the adapter does not panic and sends nothing; it either fails or returns
+// records that each have an id and lie in the query's window, and only
+// when the body is one JSON object with a "messages" array (anything else
+// is a failed lookup, never "found none"). The same body read again gives
+// the same answer.
+func FuzzMessagesPage(f *testing.F) {
+	at := since.Add(time.Hour)
+	next := "/2010-04-01/Accounts/" + accountSID + "/Messages.json?PageSize=1000&Page=1&PageToken=PAxx"
+	for _, seed := range [][]byte{
+		fuzzPage(),
+		fuzzPage(message{SID: "SM001", To: number, From: sender, Body: body, Created: at, Sent: at}),
+		fuzzPage(
+			message{SID: "SM001", To: number, From: sender, Body: body, Created: at, Sent: at},
+			message{SID: "SM002", To: number, From: sender, Body: "another text", Created: at.Add(time.Minute), Sent: at.Add(time.Minute)},
+			message{SID: "SM003", To: number, From: sender, NoBody: true, Status: "failed", Created: at, Sent: at},
+		),
+		// Outside the window, on either side.
+		fuzzPage(message{SID: "SM004", To: number, Body: body, Created: since.Add(-time.Second), Sent: since},
+			message{SID: "SM005", To: number, Body: body, Created: until.Add(time.Second), Sent: until}),
+		listPage(accountSID, []message{{SID: "SM006", To: number, Body: body, Created: at, Sent: at}}, 0, 1000, &next),
+		[]byte(`{"messages":[],"next_page_uri":"https://evil.example.com/2010-04-01/Accounts/` + accountSID + `/Messages.json"}`),
+		[]byte(`{"messages":[{"sid":"","date_created":"Tue, 10 Mar 2026 10:00:00 +0000"}]}`),
+		[]byte(`{"messages":[{"sid":"   ","date_created":"Tue, 10 Mar 2026 10:00:00 +0000"}]}`),
+		[]byte(`{"messages":[{"sid":"SM007","date_created":"2026-03-10T10:00:00Z"}]}`),
+		[]byte(`{"messages":[{"sid":"SM008"}]}`),
+		[]byte(`{"messages":[null]}`),
+		[]byte(`{"messages":null}`),
+		[]byte(`{"Messages":[]}`),
+		[]byte(`{"messages":[],"Messages":[{"sid":"SM009"}]}`),
+		[]byte(`{"messages":[]} {"messages":[]}`),
+		[]byte(`{}`),
+		[]byte(`null`),
+		[]byte(`<html><body>502 Bad Gateway</body></html>`),
+		[]byte(`{"messages":[{"sid":"SM010"`),
+		{},
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, page []byte) {
+		var nonGET atomic.Int64
+		a, err := twilio.New("sms", &twilio.Config{APIBase: "https://api.twilio.test"}, accountSID, authToken,
+			pageTransport{body: page, nonGET: &nonGET}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		records, err := a.Lookup(t.Context(), query)
+
+		if n := nonGET.Load(); n != 0 {
+			t.Fatalf("%d requests that were not GETs, want 0", n)
+		}
+		if err != nil {
+			if records != nil {
+				t.Errorf("records %v alongside error %v", records, err)
+			}
+			if class, _ := providers.Classify(err); class != providers.ClassTransient && class != providers.ClassPermanent {
+				t.Errorf("a 200 answer gave a %s error: %v", class, err)
+			}
+			for _, secret := range []string{authToken, accountSID, number} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error names %q: %v", secret, err)
+				}
+			}
+		} else {
+			var top map[string]json.RawMessage
+			if json.Unmarshal(page, &top) != nil || top == nil {
+				t.Fatalf("body %q is not a JSON object, yet Lookup = %v, nil", page, records)
+			}
+			var messages []json.RawMessage
+			if json.Unmarshal(top["messages"], &messages) != nil || messages == nil {
+				t.Fatalf("body %q has no \"messages\" array, yet Lookup = %v, nil", page, records)
+			}
+			if records == nil {
+				t.Error("Lookup = nil, nil; want a non-nil slice")
+			}
+			for i, r := range records {
+				if strings.TrimSpace(r.ID) == "" {
+					t.Errorf("record %d has no id: %+v", i, r)
+				}
+				if r.CreatedAt.Before(query.Since) || r.CreatedAt.After(query.Until) {
+					t.Errorf("record %d created %s, outside [%s, %s]", i, r.CreatedAt, query.Since, query.Until)
+				}
+			}
+		}
+
+		again, errAgain := a.Lookup(t.Context(), query)
+		if (err == nil) != (errAgain == nil) {
+			t.Fatalf("the same body gave %v, then %v", err, errAgain)
+		}
+		if err != nil {
+			if err.Error() != errAgain.Error() {
+				t.Errorf("the same body gave %q, then %q", err, errAgain)
+			}
+			return
+		}
+		if diff := cmp.Diff(records, again); diff != "" {
+			t.Errorf("the same body read twice (-first +second):\n%s", diff)
+		}
+	})
+}
