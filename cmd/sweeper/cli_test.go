@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -97,6 +98,64 @@ func TestExampleConfigDocumentsEveryKey(t *testing.T) {
 	var raw map[string]any
 	if _, err := toml.Decode(text, &raw); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadmeDocumentsEveryKey: the README's configuration table names
+// every key the configuration accepts, and nothing else. A cell lists keys
+// in backquotes; one starting with "." shares the first key's prefix
+// (`providers.NAME.url`, `.token_env`); a table or map is documented by its
+// own name (`review.escalation`, `review.owners.workflows.W`).
+func TestReadmeDocumentsEveryKey(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(b)
+	start := strings.Index(section, "\n## Configuration\n")
+	if start < 0 {
+		t.Fatal("README has no Configuration section")
+	}
+	section = section[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	quoted := regexp.MustCompile("`([^`]+)`")
+	var documented []string
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cell := strings.Split(line, "|")[1]
+		var prefix string
+		for i, m := range quoted.FindAllStringSubmatch(cell, -1) {
+			key := m[1]
+			if i == 0 {
+				prefix = key[:strings.LastIndex(key, ".")]
+			} else if strings.HasPrefix(key, ".") {
+				key = prefix + key
+			}
+			documented = append(documented, key)
+		}
+	}
+	keys := tomlKeys(reflect.TypeFor[config.Config](), "")
+	keys = append(keys, tomlKeys(reflect.TypeFor[config.Provider](), "providers.NAME.")...)
+	for _, kind := range providerKinds() {
+		keys = append(keys, tomlKeys(reflect.TypeOf(kind.NewSettings()).Elem(), "providers.NAME.")...)
+	}
+	related := func(a, b string) bool {
+		return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
+	}
+	for _, key := range keys {
+		if !slices.ContainsFunc(documented, func(d string) bool { return related(key, d) }) {
+			t.Errorf("README's configuration table does not document %s", key)
+		}
+	}
+	for _, d := range documented {
+		if !slices.ContainsFunc(keys, func(key string) bool { return related(key, d) }) {
+			t.Errorf("README's configuration table documents %s, which is not a key", d)
+		}
 	}
 }
 
