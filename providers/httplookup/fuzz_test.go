@@ -1,40 +1,14 @@
 package httplookup_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/sweeper/sweeper/providers/httplookup"
+	"github.com/sweeper/sweeper/providers/providertest"
 )
-
-// bodyTransport answers every request with 200 and body, counting
-// requests that are not GETs.
-type bodyTransport struct {
-	body   []byte
-	nonGET *atomic.Int64
-}
-
-func (b bodyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet {
-		b.nonGET.Add(1)
-	}
-	return &http.Response{
-		Status:        "200 OK",
-		StatusCode:    http.StatusOK,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        http.Header{"Content-Type": {"application/json"}},
-		Body:          io.NopCloser(bytes.NewReader(b.body)),
-		ContentLength: int64(len(b.body)),
-		Request:       req,
-	}, nil
-}
 
 // FuzzParseResponse: whatever a provider answers with 200, the adapter does
 // not panic, and succeeds only on valid JSON holding a "matches" array —
@@ -58,7 +32,7 @@ func FuzzParseResponse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var nonGET atomic.Int64
-		a := httplookup.New("orders", &httplookup.Config{URL: "https://lookup.example.com/lookup"}, token, bodyTransport{body: body, nonGET: &nonGET})
+		a := httplookup.New("orders", &httplookup.Config{URL: "https://lookup.example.com/lookup"}, token, providertest.FixedBody{Body: body, NonGET: &nonGET})
 
 		records, err := a.Lookup(t.Context(), query)
 

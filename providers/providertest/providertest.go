@@ -26,6 +26,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -363,4 +364,38 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// FixedBody is a transport that answers every request with 200 and the
+// same body, without a network: a provider whose list or search returns one
+// page over and over, for fuzzing an adapter's parsing of that page. It
+// counts the requests that are not GETs (there must be none).
+type FixedBody struct {
+	Body []byte
+	// Header is the response's header; Content-Type application/json when
+	// nil.
+	Header http.Header
+	NonGET *atomic.Int64
+}
+
+// RoundTrip implements http.RoundTripper.
+func (f FixedBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet && f.NonGET != nil {
+		f.NonGET.Add(1)
+	}
+	header := f.Header
+	if header == nil {
+		header = http.Header{"Content-Type": {"application/json"}}
+	}
+	return &http.Response{
+		Status:        "200 OK",
+		StatusCode:    http.StatusOK,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        header.Clone(),
+		Body:          io.NopCloser(bytes.NewReader(f.Body)),
+		ContentLength: int64(len(f.Body)),
+		Request:       req,
+	}, nil
 }

@@ -1,9 +1,7 @@
 package stripe_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -14,33 +12,9 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/stripe"
 )
-
-// searchTransport answers every request with 200 and the same body, as a
-// Stripe whose search lists one page over and over would, counting
-// requests that are not GETs.
-type searchTransport struct {
-	body   []byte
-	nonGET *atomic.Int64
-}
-
-func (s searchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet {
-		s.nonGET.Add(1)
-	}
-	return &http.Response{
-		Status:        "200 OK",
-		StatusCode:    http.StatusOK,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_fuzz"}},
-		Body:          io.NopCloser(bytes.NewReader(s.body)),
-		ContentLength: int64(len(s.body)),
-		Request:       req,
-	}, nil
-}
 
 // FuzzSearchPage: whatever Stripe answers with 200 to a search, the
 // adapter does not panic and sends nothing; it either fails or returns
@@ -91,7 +65,7 @@ func FuzzSearchPage(f *testing.F) {
 		}
 		cfg.SettleWindow = config.NewDuration(0)
 		var nonGET atomic.Int64
-		a := stripe.New("payments", cfg, testKey, searchTransport{body: page, nonGET: &nonGET})
+		a := stripe.New("payments", cfg, testKey, providertest.FixedBody{Body: page, NonGET: &nonGET, Header: http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_fuzz"}}})
 		q := query(opKey, time.Hour)
 
 		records, err := a.Lookup(t.Context(), q)

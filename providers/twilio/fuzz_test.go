@@ -1,10 +1,7 @@
 package twilio_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,33 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/twilio"
 )
-
-// pageTransport answers every request with 200 and the same body, as a
-// Twilio that lists one page over and over would, counting requests that
-// are not GETs.
-type pageTransport struct {
-	body   []byte
-	nonGET *atomic.Int64
-}
-
-func (p pageTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet {
-		p.nonGET.Add(1)
-	}
-	return &http.Response{
-		Status:        "200 OK",
-		StatusCode:    http.StatusOK,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        http.Header{"Content-Type": {"application/json"}},
-		Body:          io.NopCloser(bytes.NewReader(p.body)),
-		ContentLength: int64(len(p.body)),
-		Request:       req,
-	}, nil
-}
 
 // fuzzPage is a Messages list page holding messages, rendered as Twilio
 // does (see listPage), without a next page.
@@ -89,7 +62,7 @@ func FuzzMessagesPage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, page []byte) {
 		var nonGET atomic.Int64
 		a, err := twilio.New("sms", &twilio.Config{APIBase: "https://api.twilio.test"}, accountSID, authToken,
-			pageTransport{body: page, nonGET: &nonGET}, nil)
+			providertest.FixedBody{Body: page, NonGET: &nonGET}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
