@@ -371,25 +371,15 @@ func TestChaos(t *testing.T) {
 	drained := time.Since(runStart)
 
 	// The daemons still stop cleanly.
-	var wg sync.WaitGroup
 	stopping.Store(true)
 	mu.Lock()
+	procs := make([]*daemonProc, len(daemons))
 	for i, d := range daemons {
 		d.killed.Store(true)
-		wg.Go(func() {
-			d.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-d.exited:
-				if d.err != nil {
-					t.Errorf("daemon %d exit after SIGTERM: %v\n%s", i, d.err, tail(d.output.String(), 30))
-				}
-			case <-time.After(60 * time.Second):
-				t.Errorf("daemon %d did not stop within 60s of SIGTERM", i)
-			}
-		})
+		procs[i] = d.daemonProc
 	}
 	mu.Unlock()
-	wg.Wait()
+	stopDaemons(t, procs)
 	mu.Lock()
 	chaosLog = append(chaosLog, supervised...)
 	mu.Unlock()

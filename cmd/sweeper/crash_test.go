@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -71,20 +70,7 @@ type daemonProc struct {
 
 func startDaemon(t *testing.T, bin, cfgFile, dbURL string) *daemonProc {
 	t.Helper()
-	cmd := exec.Command(bin, "run", "--config", cfgFile)
-	cmd.Env = append(os.Environ(), config.EnvDatabaseURL+"="+dbURL)
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d := &daemonProc{cmd: cmd, output: out, exited: make(chan struct{})}
-	go func() { d.err = cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill() // an error once it has exited
-		<-d.exited
-	})
-	return d
+	return startDaemonEnv(t, bin, cfgFile, map[string]string{config.EnvDatabaseURL: dbURL})
 }
 
 // TestKillNineLosesNothing (I5, I4): three daemons share a database; one is

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -38,19 +37,13 @@ func freeListen(t *testing.T) string {
 // listen.
 func startDaemonWith(t *testing.T, bin, cfgFile, dbURL, listen string, environ ...string) *daemonProc {
 	t.Helper()
-	cmd := exec.Command(bin, "run", "--config", cfgFile)
-	cmd.Env = append(append(os.Environ(), config.EnvDatabaseURL+"="+dbURL), environ...)
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	env := map[string]string{config.EnvDatabaseURL: dbURL}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
-	d := &daemonProc{cmd: cmd, output: out, exited: make(chan struct{})}
-	go func() { d.err = cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill() // an error once it has exited
-		<-d.exited
-	})
+	d := startDaemonEnv(t, bin, cfgFile, env)
+	out := d.output
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if code, _ := httpGet(t, "http://"+listen+"/healthz", nil); code == http.StatusOK {
@@ -321,24 +314,16 @@ func TestRunWaitsForItsDatabase(t *testing.T) {
 	bin := binary(t)
 	listen := freeListen(t)
 	cfgFile := writeConfig(t, strings.Replace(daemonConfig, `listen = "127.0.0.1:0"`, fmt.Sprintf("listen = %q", listen), 1))
-	cmd := exec.Command(bin, "run", "--config", cfgFile)
-	cmd.Env = append(os.Environ(), config.EnvDatabaseURL+"="+cluster.URL)
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill() })
+	d := startDaemonEnv(t, bin, cfgFile, map[string]string{config.EnvDatabaseURL: cluster.URL})
+	out := d.output
 
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(45 * time.Second)
 		for !cond() {
 			select {
-			case err := <-exited:
-				t.Fatalf("the daemon exited while waiting for %s: %v\n%s", what, err, out.String())
+			case <-d.exited:
+				t.Fatalf("the daemon exited while waiting for %s: %v\n%s", what, d.err, out.String())
 			default:
 			}
 			if time.Now().After(deadline) {
@@ -370,15 +355,5 @@ func TestRunWaitsForItsDatabase(t *testing.T) {
 		err := check.QueryRow(ctx, `SELECT status FROM ledger.operations WHERE op_key = 'found-while-down-1'`).Scan(&status)
 		return err == nil && status == "done"
 	})
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, out.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no exit within 60s of SIGTERM\n%s", out.String())
-	}
+	stopDaemons(t, []*daemonProc{d})
 }
