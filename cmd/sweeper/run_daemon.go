@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -158,6 +159,38 @@ func basicAuth(realm, user, password string, next http.Handler) http.Handler {
 	})
 }
 
+// startJobs builds and starts the River client. The database may drop the
+// connection while the client starts (a restart, a failover): that is
+// retried with a new client for up to startupWait, as reaching the database
+// is. The client's own context outlives ctx: the signal ends ctx, and the
+// stop in runDaemon is what lets running jobs finish.
+func startJobs(ctx context.Context, e *env, s *jobs.Sweeper, logger *slog.Logger) (*jobs.Daemon, int) {
+	giveUp := time.Now().Add(startupWait)
+	for attempt := 1; ; attempt++ {
+		daemon, err := s.NewDaemon(jobs.ClientOptions{})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
+			return nil, exitUsage
+		}
+		err = daemon.Start(ctx)
+		if err == nil {
+			return daemon, -1
+		}
+		delay := min(time.Duration(attempt)*time.Second, 5*time.Second)
+		if time.Now().Add(delay).After(giveUp) {
+			fmt.Fprintf(e.stderr, "sweeper run: start: %v\n", err)
+			return nil, exitFailure
+		}
+		logger.Warn("job client did not start; trying again", "error", err, "retry_in", delay)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			fmt.Fprintf(e.stderr, "sweeper run: start: %v\n", err)
+			return nil, exitFailure
+		}
+	}
+}
+
 func runDaemon(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "run", "run [--config FILE]")
 	configPath := configFlag(fs)
@@ -199,16 +232,9 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 	for _, p := range s.Providers {
 		p.SetMetrics(m)
 	}
-	daemon, err := s.NewDaemon(jobs.ClientOptions{})
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
-		return exitUsage
-	}
-	// The daemon's own context outlives ctx: the signal ends ctx, and the
-	// stop below is what lets running jobs finish.
-	if err := daemon.Start(ctx); err != nil {
-		fmt.Fprintf(e.stderr, "sweeper run: start: %v\n", err)
-		return exitFailure
+	daemon, code := startJobs(ctx, e, s, logger)
+	if daemon == nil {
+		return code
 	}
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServing()
