@@ -165,30 +165,27 @@ func basicAuth(realm, user, password string, next http.Handler) http.Handler {
 // is. The client's own context outlives ctx: the signal ends ctx, and the
 // stop in runDaemon is what lets running jobs finish.
 func startJobs(ctx context.Context, e *env, s *jobs.Sweeper, logger *slog.Logger) (*jobs.Daemon, int) {
-	giveUp := time.Now().Add(startupWait)
-	for attempt := 1; ; attempt++ {
-		daemon, err := s.NewDaemon(jobs.ClientOptions{})
-		if err != nil {
-			fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
-			return nil, exitUsage
-		}
-		err = daemon.Start(ctx)
-		if err == nil {
-			return daemon, -1
-		}
-		delay := min(time.Duration(attempt)*time.Second, 5*time.Second)
-		if time.Now().Add(delay).After(giveUp) {
-			fmt.Fprintf(e.stderr, "sweeper run: start: %v\n", err)
-			return nil, exitFailure
-		}
-		logger.Warn("job client did not start; trying again", "error", err, "retry_in", delay)
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-			fmt.Fprintf(e.stderr, "sweeper run: start: %v\n", err)
-			return nil, exitFailure
-		}
+	daemon, err := s.NewDaemon(jobs.ClientOptions{})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
+		return nil, exitUsage
 	}
+	err = retryFor(ctx, logger, startupWait, "job client did not start; trying again", func() error {
+		err := daemon.Start(ctx)
+		if err != nil {
+			// The next try gets a client that was never started; this
+			// configuration built one a moment ago, so it builds again.
+			if fresh, newErr := s.NewDaemon(jobs.ClientOptions{}); newErr == nil {
+				daemon = fresh
+			}
+		}
+		return err
+	})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper run: start: %v\n", err)
+		return nil, exitFailure
+	}
+	return daemon, -1
 }
 
 func runDaemon(ctx context.Context, e *env, args []string) int {

@@ -34,26 +34,16 @@ func openWaiting(ctx context.Context, e *env, configPath string, logger *slog.Lo
 		fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
 		return nil, nil, exitUsage
 	}
-	giveUp := time.Now().Add(wait)
 	var pool *pgxpool.Pool
 	var pending int
-	for attempt := 1; ; attempt++ {
+	err = retryFor(ctx, logger, wait, "database not ready; trying again", func() error {
+		var err error
 		pool, pending, err = reach(ctx, cfg)
-		if err == nil {
-			break
-		}
-		delay := min(time.Duration(attempt)*time.Second, 5*time.Second)
-		if time.Now().Add(delay).After(giveUp) {
-			fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
-			return nil, nil, exitFailure
-		}
-		logger.Warn("database not ready; trying again", "error", err, "retry_in", delay)
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-			fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
-			return nil, nil, exitFailure
-		}
+		return err
+	})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
+		return nil, nil, exitFailure
 	}
 	if pending > 0 {
 		pool.Close()
@@ -75,4 +65,27 @@ func reach(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, int, error) 
 		return nil, 0, err
 	}
 	return pool, pending, nil
+}
+
+// retryFor calls try until it succeeds, waiting 1 s, 2 s … at most 5 s
+// between calls and logging each failure as msg, for up to wait (zero: one
+// call) or until ctx ends. It returns try's last error.
+func retryFor(ctx context.Context, logger *slog.Logger, wait time.Duration, msg string, try func() error) error {
+	giveUp := time.Now().Add(wait)
+	for attempt := 1; ; attempt++ {
+		err := try()
+		if err == nil {
+			return nil
+		}
+		delay := min(time.Duration(attempt)*time.Second, 5*time.Second)
+		if time.Now().Add(delay).After(giveUp) {
+			return err
+		}
+		logger.Warn(msg, "error", err, "retry_in", delay)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
