@@ -37,6 +37,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -398,4 +400,23 @@ func (f FixedBody) RoundTrip(req *http.Request) (*http.Response, error) {
 		ContentLength: int64(len(f.Body)),
 		Request:       req,
 	}, nil
+}
+
+// SameAnswer fails t unless a second lookup of the same page, again, gives
+// what the first gave: the same records, or an error with the same text.
+func SameAnswer(t testing.TB, records []providers.Record, err error, again func() ([]providers.Record, error)) {
+	t.Helper()
+	records2, err2 := again()
+	switch {
+	case (err == nil) != (err2 == nil):
+		t.Fatalf("the same body gave %v, then %v", err, err2)
+	case err != nil:
+		if err.Error() != err2.Error() {
+			t.Errorf("the same body gave %q, then %q", err, err2)
+		}
+	default:
+		if diff := cmp.Diff(records, records2); diff != "" {
+			t.Errorf("the same body read twice (-first +second):\n%s", diff)
+		}
+	}
 }

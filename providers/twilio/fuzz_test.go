@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/twilio"
@@ -106,18 +104,8 @@ func FuzzMessagesPage(f *testing.F) {
 			}
 		}
 
-		again, errAgain := a.Lookup(t.Context(), query)
-		if (err == nil) != (errAgain == nil) {
-			t.Fatalf("the same body gave %v, then %v", err, errAgain)
-		}
-		if err != nil {
-			if err.Error() != errAgain.Error() {
-				t.Errorf("the same body gave %q, then %q", err, errAgain)
-			}
-			return
-		}
-		if diff := cmp.Diff(records, again); diff != "" {
-			t.Errorf("the same body read twice (-first +second):\n%s", diff)
-		}
+		providertest.SameAnswer(t, records, err, func() ([]providers.Record, error) {
+			return a.Lookup(t.Context(), query)
+		})
 	})
 }
