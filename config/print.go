@@ -110,6 +110,11 @@ func RedactURL(raw string) string {
 			masked = true
 		}
 	}
+	if _, hasPassword := u.User.Password(); !masked && !hasPassword {
+		// Nothing to hide: the URL as written, not as net/url would
+		// re-encode it, so the printed configuration loads as the same one.
+		return raw
+	}
 	if masked {
 		u.RawQuery = q.Encode()
 	}
