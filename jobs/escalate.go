@@ -159,11 +159,19 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 		resolved, err := e.Reviews.ResolveByRelookup(ctx, t, done.recordID, done.evidence, e.Now(), inTx)
 		switch {
 		case errors.Is(err, review.ErrNotInReview):
+			if err := e.contradicts(ctx, t, done, logger); err != nil {
+				return EscalationOutcome{}, err
+			}
 			relookup.Skipped = "a record was found, but the operation is no longer in review; left as it is"
 			logger.Warn("re-lookup found a record, but the operation is no longer in review", "provider_record_id", done.recordID)
 		case err != nil:
 			return EscalationOutcome{}, err
 		case !resolved:
+			// Someone resolved or changed the ticket meanwhile — perhaps
+			// as not sent, which the record found contradicts.
+			if err := e.contradicts(ctx, t, done, logger); err != nil {
+				return EscalationOutcome{}, err
+			}
 			return skip, nil
 		default:
 			e.Metrics.Escalated(t.Level, string(OutcomeResolved))
@@ -207,6 +215,33 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 	return EscalationOutcome{Kind: step.Kind, Level: step.ToLevel}, nil
 }
 
+// contradicts raises the alarm when a re-lookup proved the effect of an
+// operation that is failed — a person resolved it as not sent, or it was
+// marked failed outside sweeper — while the lookup ran: a workflow may now
+// retry it under a new key and do the thing twice. The ledger stays as it
+// is (failed is final); the ticket gets one "record_found_after_not_sent"
+// event with the new evidence, which is alerted like any other.
+func (e *Escalator) contradicts(ctx context.Context, t review.EscalationTicket, p *proof, logger *slog.Logger) error {
+	op, err := e.Ledger.GetByID(ctx, t.OperationID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if op.Status != ledger.StatusFailed {
+		return nil
+	}
+	added, err := e.Reviews.RecordContradiction(ctx, t.ID, p.recordID, p.evidence)
+	if err != nil {
+		return err
+	}
+	if added {
+		logger.Warn("the provider holds a record for an operation marked not sent", "provider_record_id", p.recordID)
+	}
+	return nil
+}
+
 // proof is a re-lookup that proves the effect.
 type proof struct {
 	recordID string
@@ -235,17 +270,9 @@ func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Re
 	if !step.Final {
 		return Relookup{Error: step.Err.Error()}, nil, nil
 	}
-	d := review.Decide(op, step.Outcome)
-	if d.Done {
-		// One record proves one operation, as in the lookup (Settler.Finish).
-		holder, err := e.Ledger.HolderOf(ctx, op.Provider, d.ProviderRecordID, op.ID)
-		if err != nil {
-			return Relookup{}, nil, err
-		}
-		if holder != "" {
-			d = review.Decision{Reason: review.ReasonMultipleMatches, RecordIDs: d.RecordIDs,
-				Detail: fmt.Sprintf("record %s already proves operation %s: one record cannot prove two", d.ProviderRecordID, holder)}
-		}
+	d, err := review.Prove(ctx, e.Settler.DB, op, step.Outcome)
+	if err != nil {
+		return Relookup{}, nil, err
 	}
 	if !d.Done {
 		r := Relookup{Reason: d.Reason, Detail: d.Detail, RecordIDs: d.RecordIDs}

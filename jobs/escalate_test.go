@@ -273,7 +273,7 @@ func TestEscalationRelookup(t *testing.T) {
 		late := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
 			notFound,
 			func(_ context.Context, q providers.Query) ([]providers.Record, error) {
-				return []providers.Record{{ID: "rec_late", Recipient: q.Recipient, PayloadHash: q.PayloadHash}}, nil
+				return []providers.Record{{ID: "rec_late", CreatedAt: q.FirstAttemptAt.Add(time.Second), Recipient: q.Recipient, PayloadHash: q.PayloadHash}}, nil
 			},
 		}}
 		b := setupEscalation(t, escalationConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", late, 5*time.Second)})
@@ -564,7 +564,7 @@ func TestEscalationLeavesSettledOperations(t *testing.T) {
 			if !armed.Load() {
 				return nil, nil
 			}
-			return []providers.Record{{ID: "rec_" + q.OpKey, PayloadHash: q.PayloadHash}}, nil
+			return []providers.Record{{ID: "rec_" + q.OpKey, CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
 		},
 	}}
 	b := setupEscalation(t, escalationConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", found, 5*time.Second)})

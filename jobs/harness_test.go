@@ -244,6 +244,9 @@ func (b *bundle) count(t testing.TB, query string, args ...any) int {
 type fakeLookup struct {
 	answers []func(context.Context, providers.Query) ([]providers.Record, error)
 	calls   chan providers.Query
+	// byResemblance makes it a provider that matches by resemblance, not
+	// by the op_key.
+	byResemblance bool
 
 	mu sync.Mutex
 	n  int
@@ -258,6 +261,11 @@ func (f *fakeLookup) Lookup(ctx context.Context, q providers.Query) ([]providers
 		f.calls <- q
 	}
 	return f.answers[i](ctx, q)
+}
+
+// Matching implements providers.MatchingLookup.
+func (f *fakeLookup) Matching() providers.Matching {
+	return providers.Matching{ByKey: !f.byResemblance}
 }
 
 func fakeProvider(name string, f providers.Lookup, budget time.Duration) *providers.Provider {

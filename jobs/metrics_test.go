@@ -210,7 +210,7 @@ func TestMetricsOfEscalation(t *testing.T) {
 		late := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
 			func(context.Context, providers.Query) ([]providers.Record, error) { return nil, nil },
 			func(_ context.Context, q providers.Query) ([]providers.Record, error) {
-				return []providers.Record{{ID: "rec_late", Recipient: q.Recipient, PayloadHash: q.PayloadHash}}, nil
+				return []providers.Record{{ID: "rec_late", CreatedAt: q.FirstAttemptAt.Add(time.Second), Recipient: q.Recipient, PayloadHash: q.PayloadHash}}, nil
 			},
 		}}
 		b := setupEscalation(t, escalationConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", late, 5*time.Second)})

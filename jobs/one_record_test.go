@@ -19,7 +19,7 @@ func TestOneRecordProvesOneOperation(t *testing.T) {
 	t.Parallel()
 	sameRecord := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
 		func(_ context.Context, q providers.Query) ([]providers.Record, error) {
-			return []providers.Record{{ID: "SM_shared", PayloadHash: q.PayloadHash}}, nil
+			return []providers.Record{{ID: "SM_shared", CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
 		},
 	}}
 	b := setup(t, baseConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", sameRecord, 5*time.Second)})

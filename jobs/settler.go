@@ -5,6 +5,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -15,10 +16,6 @@ import (
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
-
-// searchSlack widens the search window before the first attempt, for clocks
-// that disagree between the workflow, the database and the provider.
-const searchSlack = 15 * time.Minute
 
 // Settler looks up one operation and applies what the lookup proves. The
 // River lookup worker and `sweeper sweep --once` share it.
@@ -64,19 +61,15 @@ func (s *Settler) Attempt(ctx context.Context, op ledger.Operation) Step {
 	if problem := review.Lookable(op); problem != "" {
 		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(problem)}
 	}
-	q := providers.Query{
-		OpKey:          op.OpKey,
-		Recipient:      op.Recipient,
-		Action:         op.Action,
-		PayloadHash:    op.PayloadHash,
-		FirstAttemptAt: op.FirstAttemptAt,
-		Since:          op.FirstAttemptAt.Add(-searchSlack),
-		Until:          s.Now(),
+	if !p.Matching().ByKey && op.Recipient == "" {
+		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
+			"missing recipient: provider " + op.Provider + " matches records by resemblance (recipient, payload, time), not by op_key")}
 	}
+	q := review.SearchFor(op, p.Matching(), s.Now())
 	records, err := p.Lookup(ctx, q)
 	step := Step{Query: &q, Adapter: p.Kind}
 	if err == nil {
-		step.Final, step.Outcome = true, review.Answered(records)
+		step.Final, step.Outcome = true, review.Answered(q, records)
 		return step
 	}
 	if ctx.Err() != nil {
@@ -100,25 +93,25 @@ type Settled struct {
 	Applied  review.Applied
 }
 
-// Finish decides on a final step and, unless dryRun, applies the decision
-// in one transaction. history lists the failed attempts before this one.
+// ErrOperationChanged: the operation's row changed between its lookup and
+// the write (a workflow rewrote it): the answer is for what it was, so the
+// operation is looked up again rather than settled on it.
+var ErrOperationChanged = errors.New("the operation changed during its lookup; looking it up again")
+
+// Finish decides on a final step by the one settle rule ([review.Prove])
+// and, unless dryRun, applies the decision in one transaction. history
+// lists the failed attempts before this one.
 func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, history []review.AttemptError, dryRun bool) (Settled, error) {
-	d := review.Decide(op, step.Outcome)
 	// Two passes at most: a "done" the database refused because another
-	// operation took the same record meanwhile is decided again, as review.
+	// operation took the same record meanwhile, or because the row changed,
+	// is decided again on the row as it now is.
 	for pass := 0; ; pass++ {
-		// The write refuses a record another operation holds (and the retry
-		// below then finds the holder), so the check before it is only for a
-		// dry run, which writes nothing: a query saved per "done".
-		if d.Done && (dryRun || pass > 0) {
-			holder, err := ledger.NewStore(s.DB).HolderOf(ctx, op.Provider, d.ProviderRecordID, op.ID)
-			if err != nil {
-				return Settled{}, err
-			}
-			if holder != "" {
-				d = review.Decision{Reason: review.ReasonMultipleMatches, RecordIDs: d.RecordIDs,
-					Detail: fmt.Sprintf("record %s already proves operation %s: one record cannot prove two", d.ProviderRecordID, holder)}
-			}
+		if q := step.Outcome.Query(); q.OpKey != "" && !review.LookedUpAs(op, q) {
+			return Settled{}, ErrOperationChanged
+		}
+		d, err := review.Prove(ctx, s.DB, op, step.Outcome)
+		if err != nil {
+			return Settled{}, err
 		}
 		if dryRun {
 			return Settled{Decision: d}, nil
@@ -141,19 +134,23 @@ func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, hi
 				continue
 			}
 		}
-		logger := s.Logger.With("op_key", op.OpKey, "provider", op.Provider)
-		switch {
-		case !applied.Settled:
-			logger.Info("operation no longer pending; nothing to do")
-		case d.Done:
-			s.Metrics.Settled(providerLabel(s.Providers, op.Provider), metrics.OutcomeDone)
-			logger.Info("operation done", "provider_record_id", d.ProviderRecordID)
-		default:
-			s.Metrics.Settled(providerLabel(s.Providers, op.Provider), metrics.OutcomeReview)
-			s.Metrics.TicketOpened(string(d.Reason))
-			logger.Info("review ticket opened", "ticket_id", applied.TicketID, "reason", d.Reason)
-		}
+		s.logSettled(op, d, applied)
 		return Settled{Decision: d, Applied: applied}, nil
+	}
+}
+
+func (s *Settler) logSettled(op ledger.Operation, d review.Decision, applied review.Applied) {
+	logger := s.Logger.With("op_key", op.OpKey, "provider", op.Provider)
+	switch {
+	case !applied.Settled:
+		logger.Info("operation no longer pending; nothing to do")
+	case d.Done:
+		s.Metrics.Settled(providerLabel(s.Providers, op.Provider), metrics.OutcomeDone)
+		logger.Info("operation done", "provider_record_id", d.ProviderRecordID)
+	default:
+		s.Metrics.Settled(providerLabel(s.Providers, op.Provider), metrics.OutcomeReview)
+		s.Metrics.TicketOpened(string(d.Reason))
+		logger.Info("review ticket opened", "ticket_id", applied.TicketID, "reason", d.Reason)
 	}
 }
 

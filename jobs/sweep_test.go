@@ -85,7 +85,7 @@ func TestReplayCases(t *testing.T) {
 		t.Parallel()
 		otherRecipient := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
 			func(_ context.Context, q providers.Query) ([]providers.Record, error) {
-				return []providers.Record{{ID: "rec_1", Recipient: "john.roe@example.com", PayloadHash: q.PayloadHash}}, nil
+				return []providers.Record{{ID: "rec_1", CreatedAt: q.FirstAttemptAt.Add(time.Second), Recipient: "john.roe@example.com", PayloadHash: q.PayloadHash}}, nil
 			},
 		}}
 		b := setup(t, baseConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", otherRecipient, 5*time.Second)})
@@ -140,7 +140,7 @@ func TestReplayCases(t *testing.T) {
 				return nil, providers.RateLimited(300*time.Millisecond, errors.New("HTTP 429"))
 			},
 			func(_ context.Context, q providers.Query) ([]providers.Record, error) {
-				return []providers.Record{{ID: "rec_after_429", PayloadHash: q.PayloadHash}}, nil
+				return []providers.Record{{ID: "rec_after_429", CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
 			},
 		}}
 		b := setup(t, baseConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", limited, 30*time.Second)})

@@ -439,3 +439,27 @@ func mapError(err error) error {
 	}
 	return err
 }
+
+// Lookalikes returns the other operations of provider, pending or in
+// review, that carry payloadHash and whose own window — from before ahead
+// of their first attempt to after past their last — contains at: the
+// operations a record found by resemblance, dated at, could belong to.
+// Recipients are not compared here (the caller normalizes them); the
+// partial index operations_lookalike_idx serves the query.
+func (s *Store) Lookalikes(ctx context.Context, provider, payloadHash string, exceptID int64, at time.Time, before, after time.Duration) ([]Operation, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+`
+		FROM ledger.operations
+		WHERE provider = $1 AND payload_hash = $2 AND id <> $3 AND status IN ('pending', 'review')
+		  AND first_attempt_at - $5::interval <= $4
+		  AND greatest(first_attempt_at, coalesce(last_attempt_at, first_attempt_at)) + $6::interval >= $4
+		ORDER BY first_attempt_at, id
+		LIMIT 100`, provider, payloadHash, exceptID, at, before, after)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: operations like %d: %w", exceptID, err)
+	}
+	ops, err := pgx.CollectRows(rows, scanOperation)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: operations like %d: %w", exceptID, err)
+	}
+	return ops, nil
+}

@@ -62,6 +62,16 @@ func (TicketComposer) Compose(ctx context.Context, db ledger.DB, n Notification)
 		return Post{Text: reply.Text, Blocks: reply.Blocks, Broadcast: true, RootEdit: edit}, nil
 	case review.EventAcknowledged:
 		return Post{Text: fmt.Sprintf("Acknowledged by %s.", mention(t.AcknowledgedBy)), RootEdit: edit}, nil
+	case review.EventContradicted:
+		var d struct {
+			RecordID string `json:"provider_record_id"`
+		}
+		if err := json.Unmarshal(details, &d); err != nil {
+			return Post{}, fmt.Errorf("notify: contradiction event %d: %w", n.EventID, err)
+		}
+		return Post{Text: fmt.Sprintf(":warning: The provider holds record %s for this operation, which is marked not sent (ledger: failed). "+
+			"Check before the workflow retries it under a new key: it may do the thing twice.", codeSpan(d.RecordID, 100)),
+			Broadcast: true, RootEdit: edit}, nil
 	case review.EventResolved, review.EventResolvedByRelookup:
 		return Post{Text: fmt.Sprintf("Resolved: %s, by %s.", escape(t.Resolution), mention(t.ResolvedBy)), RootEdit: edit}, nil
 	}

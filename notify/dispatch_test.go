@@ -21,6 +21,7 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/slackfake"
+	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -110,8 +111,8 @@ func (b *bundle) openTicket(t *testing.T, workflow string) int64 {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	d := review.Decide(c.Operation, review.Answered(nil))
-	ev := review.NewEvidence(c.Operation, review.Lookup{Adapter: "sim", Outcome: review.Answered(nil), At: now}, d)
+	d := review.Decide(c.Operation, review.Answered(review.SearchFor(c.Operation, providers.Matching{ByKey: true}, now), nil))
+	ev := review.NewEvidence(c.Operation, review.Lookup{Adapter: "sim", Outcome: review.Answered(providers.Query{}, nil), At: now}, d)
 	applied, err := review.NewStore(b.pool, testPolicy).Apply(b.ctx, c.Operation, d, ev, now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("open ticket: %+v, %v", applied, err)

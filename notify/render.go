@@ -453,6 +453,8 @@ func reasonWords(r review.Reason) string {
 		return "several records found"
 	case review.ReasonPayloadMismatch:
 		return "the record differs"
+	case review.ReasonAmbiguousOwner:
+		return "the record could be another operation's"
 	case review.ReasonLookupFailed:
 		return "the lookup failed"
 	case review.ReasonLookupUnsupported:

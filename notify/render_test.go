@@ -41,6 +41,9 @@ type renderFixture struct {
 	records []providers.Record
 	outcome func([]providers.Record) review.Outcome
 	errors  []review.AttemptError
+	// ledgerSays replaces the decision, for what only the ledger can
+	// tell (another operation's claim on the record).
+	ledgerSays func(review.Decision) review.Decision
 }
 
 func emailOperation() ledger.Operation {
@@ -60,12 +63,21 @@ func emailRecord(id, hash, subject string) providers.Record {
 	}
 }
 
-func answered(records []providers.Record) review.Outcome { return review.Answered(records) }
+func answered(records []providers.Record) review.Outcome {
+	return review.Answered(providers.Query{}, records)
+}
 
 // ticketAndEvidence decides the fixture's lookup and opens its ticket.
 func (f renderFixture) ticketAndEvidence(t *testing.T) (review.Ticket, review.Evidence) {
 	t.Helper()
-	d := review.Decide(f.op, f.outcome(f.records))
+	out := f.outcome(f.records)
+	if out.Searched() {
+		out = review.Answered(review.SearchFor(f.op, providers.Matching{ByKey: true}, renderT0), out.Records())
+	}
+	d := review.Decide(f.op, out)
+	if f.ledgerSays != nil {
+		d = f.ledgerSays(d)
+	}
 	if d.Done {
 		t.Fatalf("fixture for %s decides done; a ticket needs a review decision", f.op.OpKey)
 	}
@@ -96,6 +108,14 @@ func fixtureFor(reason review.Reason) renderFixture {
 	case review.ReasonPayloadMismatch:
 		return renderFixture{op: op, outcome: answered, records: []providers.Record{
 			emailRecord("msg_01HQ", "77aa01", "Welcome back"),
+		}}
+	case review.ReasonAmbiguousOwner:
+		return renderFixture{op: op, outcome: answered, records: []providers.Record{
+			emailRecord("msg_01HQ", op.PayloadHash, "Welcome"),
+		}, ledgerSays: func(d review.Decision) review.Decision {
+			return review.Decision{Reason: review.ReasonAmbiguousOwner, RecordIDs: d.RecordIDs,
+				Candidates: []string{"signup-4711-welcome-retry"},
+				Detail:     "record msg_01HQ agrees, but was found by resemblance and could as well be signup-4711-welcome-retry's"}
 		}}
 	case review.ReasonLookupFailed:
 		// An SMS this time, and a detail that echoes the recipient, as a

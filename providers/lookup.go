@@ -21,9 +21,44 @@ type Query struct {
 	PayloadHash string
 	// FirstAttemptAt is when the workflow first attempted the effect.
 	FirstAttemptAt time.Time
-	// Since and Until bound the search: from a little before the first
-	// attempt (clocks disagree) until now.
+	// Since and Until bound the search, and a record dated outside them is
+	// not proof: for an adapter that matches by key, from a little before
+	// the first attempt until now; for one that matches by resemblance, the
+	// operation's own window (see [Matching]).
 	Since, Until time.Time
+	// Match says how the adapter ties records to operations, and so how
+	// recipients compare. Adapters may ignore it.
+	Match Matching
+}
+
+// Matching says how an adapter's records are tied to an operation. An
+// adapter declares it by implementing [MatchingLookup]; one that does not
+// is taken to match by resemblance, the stricter rule.
+type Matching struct {
+	// ByKey: the provider holds the operation's op_key on each record (in
+	// metadata, a reference field) and the adapter selects records by it,
+	// so a record names its operation. Otherwise records are found by
+	// resemblance — recipient, payload and time — and one could belong to
+	// another operation that looks the same.
+	ByKey bool
+	// Phone: recipients are phone numbers and compare in E.164 form;
+	// otherwise they compare after [ledger.NormalizeRecipient].
+	Phone bool
+	// Margin is how long after an operation's last attempt the provider may
+	// date its record (queues, clocks). Zero means [DefaultMargin].
+	Margin time.Duration
+}
+
+// DefaultMargin is how long after an operation's last attempt a record
+// found by resemblance may be dated and still be this attempt's: a send
+// that was accepted is dated within seconds; ten minutes allows for queues
+// and clocks without reaching the next day's identical reminder.
+const DefaultMargin = 10 * time.Minute
+
+// MatchingLookup is implemented by adapters that declare how they match.
+type MatchingLookup interface {
+	Lookup
+	Matching() Matching
 }
 
 // Record is one provider record that matched a query.

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 
 	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/ledger"
 )
 
 // Provider is a configured provider: its adapter behind a rate limit and a
@@ -25,10 +29,11 @@ type Provider struct {
 	LookupTimeout time.Duration
 	LookupBudget  time.Duration
 
-	adapter Lookup
-	limiter *rate.Limiter
-	slots   chan struct{}
-	metrics *metrics.Metrics
+	adapter  Lookup
+	matching Matching
+	limiter  *rate.Limiter
+	slots    chan struct{}
+	metrics  *metrics.Metrics
 }
 
 // Limits are a provider's timings and its share of the provider's capacity.
@@ -50,10 +55,27 @@ func NewProvider(name, kind string, adapter Lookup, limits Limits) *Provider {
 		LookupTimeout: limits.LookupTimeout,
 		LookupBudget:  limits.LookupBudget,
 		adapter:       adapter,
+		matching:      matchingOf(adapter),
 		limiter:       rate.NewLimiter(rate.Limit(limits.RateLimit), burst),
 		slots:         make(chan struct{}, max(1, limits.Concurrency)),
 	}
 }
+
+// matchingOf is what the adapter declares, by resemblance when it
+// declares nothing, with the default margin filled in.
+func matchingOf(adapter Lookup) Matching {
+	var m Matching
+	if ml, ok := adapter.(MatchingLookup); ok {
+		m = ml.Matching()
+	}
+	if m.Margin <= 0 {
+		m.Margin = DefaultMargin
+	}
+	return m
+}
+
+// Matching says how the provider's records are tied to operations.
+func (p *Provider) Matching() Matching { return p.matching }
 
 // SetMetrics has each later call to the adapter recorded in m (nil: none).
 // Call it before the provider is used: it is not synchronized with Lookup.
@@ -122,12 +144,46 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 		// the time ran out is not a search that found nothing (I3).
 		return nil, Transient(fmt.Errorf("%s: no answer within lookup_timeout %s", p.Name, p.LookupTimeout))
 	}
-	for i, r := range records {
-		if strings.TrimSpace(r.ID) == "" {
-			return nil, Transient(fmt.Errorf("%s: adapter returned record %d without an id", p.Name, i))
-		}
+	records, err = checkRecords(records)
+	if err != nil {
+		return nil, Transient(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
 	}
 	return records, nil
+}
+
+// checkRecords refuses an answer the ledger could not store or compare
+// exactly — an id outside [ledger.CheckRecordID]'s canonical form, a
+// payload hash that is not one, text that is not UTF-8 or holds NUL — so
+// that no answer can leave a write failing forever, and no id is trimmed
+// into another operation's. The same record listed twice counts once; one
+// id with two different contents is malformed. Being transient, a
+// malformed answer is retried within the budget, then becomes a
+// lookup_failed ticket: never records, never "none".
+func checkRecords(records []Record) ([]Record, error) {
+	out := records[:0:0]
+	for i, r := range records {
+		if err := ledger.CheckRecordID(r.ID); err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		if r.PayloadHash != "" {
+			if err := ledger.CheckPayloadHash(r.PayloadHash); err != nil {
+				return nil, fmt.Errorf("record %s: %w", r.ID, err)
+			}
+		}
+		for _, text := range []struct{ name, value string }{{"recipient", r.Recipient}, {"excerpt", r.Excerpt}} {
+			if !utf8.ValidString(text.value) || strings.ContainsRune(text.value, 0) {
+				return nil, fmt.Errorf("record %s: %s is not UTF-8 text without NUL", r.ID, text.name)
+			}
+		}
+		j := slices.IndexFunc(out, func(o Record) bool { return o.ID == r.ID })
+		switch {
+		case j < 0:
+			out = append(out, r)
+		case !reflect.DeepEqual(out[j], r):
+			return nil, fmt.Errorf("record %s: listed twice with different contents", r.ID)
+		}
+	}
+	return out, nil
 }
 
 // lookupResult names a lookup's outcome for the metrics: how many records

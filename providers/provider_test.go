@@ -58,7 +58,7 @@ func TestProviderLookup(t *testing.T) {
 	t.Parallel()
 
 	const timeout = 50 * time.Millisecond
-	records := []providers.Record{{ID: "r1", PayloadHash: "abc"}, {ID: "r2"}}
+	records := []providers.Record{{ID: "r1", PayloadHash: strings.Repeat("a", 64)}, {ID: "r2"}}
 	// blockPastTimeout sleeps past the timeout whatever ctx says, as an
 	// adapter that ignores its context does.
 	blockPastTimeout := func() { time.Sleep(3 * timeout) }
@@ -132,14 +132,70 @@ func TestProviderLookup(t *testing.T) {
 			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
 				return []providers.Record{{ID: "r1"}, {PayloadHash: "abc"}}, nil
 			},
-			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "record 1 without an id",
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "record 1: ledger: malformed provider record id: empty",
 		},
 		{
 			desc: "record whose id is blank is transient",
 			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
 				return []providers.Record{{ID: " \t"}}, nil
 			},
-			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "record 0 without an id",
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "record 0: ledger: malformed provider record id",
+		},
+		{
+			desc: "an id with surrounding space is malformed, not trimmed into another id",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: "rec-W "}}, nil
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "white space around it",
+		},
+		{
+			desc: "a decomposed id is malformed: one canonical form",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: "cafe\u0301"}}, nil
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "NFC",
+		},
+		{
+			desc: "an id holding NUL is malformed, not a write that fails forever",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: "rec\x00W"}}, nil
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "control character",
+		},
+		{
+			desc: "an id past the index limit is malformed",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: strings.Repeat("r", 3000)}}, nil
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "more than 512",
+		},
+		{
+			desc: "a payload hash holding NUL is malformed",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: "r1", PayloadHash: strings.Repeat("a", 63) + "\x00"}}, nil
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "payload hash",
+		},
+		{
+			desc: "a recipient holding NUL is malformed",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: "r1", Recipient: "a\x00b"}}, nil
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "recipient",
+		},
+		{
+			desc: "one id with two contents is malformed",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: "r1", Recipient: "a@example.com"}, {ID: "r1", Recipient: "b@example.com"}}, nil
+			},
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "listed twice",
+		},
+		{
+			desc: "the same record listed twice counts once",
+			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: "r1", Recipient: "a@example.com"}, {ID: "r1", Recipient: "a@example.com"}}, nil
+			},
+			wantRecords: []providers.Record{{ID: "r1", Recipient: "a@example.com"}},
 		},
 		{
 			desc: "unsupported passes through",

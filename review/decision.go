@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
@@ -26,6 +27,10 @@ const (
 	// ReasonPayloadMismatch: one record, but its payload or recipient
 	// differs.
 	ReasonPayloadMismatch Reason = "payload_mismatch"
+	// ReasonAmbiguousOwner: one agreeing record, found by resemblance
+	// (recipient, payload, time), that another unsettled operation could
+	// own as well; every candidate is in the evidence.
+	ReasonAmbiguousOwner Reason = "ambiguous_owner"
 	// ReasonLookupFailed: errors or timeouts until the lookup budget ran out,
 	// or an error retrying cannot fix.
 	ReasonLookupFailed Reason = "lookup_failed"
@@ -38,7 +43,7 @@ const (
 
 // Reasons lists every reason.
 var Reasons = []Reason{ReasonNotFound, ReasonMultipleMatches, ReasonPayloadMismatch,
-	ReasonLookupFailed, ReasonLookupUnsupported, ReasonInvalidOperation}
+	ReasonAmbiguousOwner, ReasonLookupFailed, ReasonLookupUnsupported, ReasonInvalidOperation}
 
 // Describe says what a reason means, in plain words for people.
 func (r Reason) Describe() string {
@@ -49,6 +54,8 @@ func (r Reason) Describe() string {
 		return "the provider holds several matching records"
 	case ReasonPayloadMismatch:
 		return "the provider's record differs from what the workflow meant to send"
+	case ReasonAmbiguousOwner:
+		return "the provider's record could belong to another operation that looks the same"
 	case ReasonLookupFailed:
 		return "the provider could not be asked within the lookup budget"
 	case ReasonLookupUnsupported:
@@ -64,15 +71,18 @@ func (r Reason) Describe() string {
 // the zero value is a lookup that never ran, which is never "zero records".
 type Outcome struct {
 	answered bool
+	query    providers.Query
 	records  []providers.Record
 	failure  Reason // lookup_failed, lookup_unsupported or invalid_operation
 	problem  string // why, for people
 }
 
-// Answered is a search the provider completed, holding records (possibly
-// none).
-func Answered(records []providers.Record) Outcome {
-	return Outcome{answered: true, records: records}
+// Answered is a search the provider completed for q, holding records
+// (possibly none). q is what the records are judged against: the
+// operation's identity the lookup was made for, the time window a record
+// must be dated in, and how recipients compare.
+func Answered(q providers.Query, records []providers.Record) Outcome {
+	return Outcome{answered: true, query: q, records: records}
 }
 
 // Failed is a lookup that errored or timed out past the budget.
@@ -93,26 +103,49 @@ func Invalid(problem string) Outcome {
 // Records returns what the provider answered (nil unless Answered).
 func (o Outcome) Records() []providers.Record { return o.records }
 
+// Searched reports whether the provider completed a search (Answered).
+func (o Outcome) Searched() bool { return o.answered }
+
+// Query returns the query an answered outcome was given for.
+func (o Outcome) Query() providers.Query { return o.query }
+
 // Decision is what an outcome proves about an operation.
 type Decision struct {
 	// Done is true when exactly one agreeing record proves the effect.
-	Done bool
+	Done bool `json:"done"`
 	// ProviderRecordID is that record's id, when Done.
-	ProviderRecordID string
+	ProviderRecordID string `json:"provider_record_id,omitempty"`
 	// Reason is why the operation goes to review, when not Done.
-	Reason Reason
+	Reason Reason `json:"reason,omitempty"`
 	// Detail explains the decision for people: which ids, which fields.
-	Detail string
+	Detail string `json:"detail,omitempty"`
 	// RecordIDs lists every record the decision considered.
-	RecordIDs []string
+	RecordIDs []string `json:"record_ids,omitempty"`
 	// DifferingFields names what disagreed, for payload_mismatch.
-	DifferingFields []string
+	DifferingFields []string `json:"differing_fields,omitempty"`
+	// Candidates are the op_keys of the other operations that could own
+	// the record, for ambiguous_owner.
+	Candidates []string `json:"candidates,omitempty"`
 }
 
-// Decide is the whole rule, and pure: exactly one record whose payload hash
-// agrees — and whose recipient agrees when both sides have one — is done.
+// Decide is the whole rule, and pure. Proof is exactly one record that
+//
+//   - was found for this operation as it is: the lookup's op_key, action,
+//     recipient and payload hash are the row's (a row changed since its
+//     lookup is looked up again, never settled on the old answer);
+//   - is dated inside the lookup's window [Since, Until] (a record from
+//     last year, or from the future, is not this attempt's);
+//   - carries the row's payload hash;
+//   - carries the row's recipient after the one documented normalization
+//     ([ledger.SameRecipient]; E.164 for phone providers) — for a provider
+//     that matches by key the record may carry none, since its op_key ties
+//     it to the row; for one that matches by resemblance it must;
+//   - and is not contradicted by a different record id already on the row.
+//
 // Anything else goes to review with its reason; in particular a lookup that
 // did not run or did not answer is never counted as zero records (I3).
+// Decide cannot see the rest of the ledger: [Prove] adds the rule that one
+// record proves one operation.
 func Decide(op ledger.Operation, out Outcome) Decision {
 	if out.failure != "" {
 		return Decision{Reason: out.failure, Detail: out.problem}
@@ -122,6 +155,9 @@ func Decide(op ledger.Operation, out Outcome) Decision {
 	}
 	if problem := Lookable(op); problem != "" {
 		return Decision{Reason: ReasonInvalidOperation, Detail: problem}
+	}
+	if !LookedUpAs(op, out.query) {
+		return Decision{Reason: ReasonLookupFailed, Detail: "the operation changed after its lookup; the answer is for what it was"}
 	}
 	ids := make([]string, len(out.records))
 	for i, r := range out.records {
@@ -136,13 +172,20 @@ func Decide(op ledger.Operation, out Outcome) Decision {
 			Detail: fmt.Sprintf("%d records: %s", len(ids), strings.Join(ids, ", "))}
 	}
 	rec := out.records[0]
-	differ := differingFields(op, rec)
+	differ := differingFields(op, out.query, rec)
 	if len(differ) > 0 {
 		return Decision{Reason: ReasonPayloadMismatch, RecordIDs: ids, DifferingFields: differ,
 			Detail: fmt.Sprintf("record %s differs: %s", rec.ID, strings.Join(differ, ", "))}
 	}
 	return Decision{Done: true, ProviderRecordID: rec.ID, RecordIDs: ids,
-		Detail: fmt.Sprintf("record %s matches payload hash and recipient", rec.ID)}
+		Detail: fmt.Sprintf("record %s matches payload hash and recipient, dated inside the lookup window", rec.ID)}
+}
+
+// LookedUpAs reports whether q was made for op as it is now: the same
+// op_key, action, recipient and payload hash. The ledger refuses changes
+// to these columns; this is the check that does not rely on it.
+func LookedUpAs(op ledger.Operation, q providers.Query) bool {
+	return q.OpKey == op.OpKey && q.Action == op.Action && q.Recipient == op.Recipient && q.PayloadHash == op.PayloadHash
 }
 
 // Lookable returns why op cannot be looked up, or "" when it can.
@@ -161,9 +204,10 @@ func Lookable(op ledger.Operation) string {
 }
 
 // differingFields names what disagrees between the row and the record: the
-// payload hash (with the individual fields, when both sides carry them) and
-// the recipient, when both sides have one.
-func differingFields(op ledger.Operation, rec providers.Record) []string {
+// payload hash (with the individual fields, when both sides carry them),
+// the record's date against the lookup window, the recipient, and a record
+// id the row already names.
+func differingFields(op ledger.Operation, q providers.Query, rec providers.Record) []string {
 	var differ []string
 	if rec.PayloadHash != op.PayloadHash {
 		fields := differingPayloadFields(op, rec)
@@ -175,7 +219,18 @@ func differingFields(op ledger.Operation, rec providers.Record) []string {
 		}
 		differ = append(differ, fields...)
 	}
-	if op.Recipient != "" && rec.Recipient != "" && !sameRecipient(op.Recipient, rec.Recipient) {
+	switch {
+	case rec.CreatedAt.IsZero():
+		differ = append(differ, "created_at (the record carries none)")
+	case q.Until.IsZero() || rec.CreatedAt.Before(q.Since) || rec.CreatedAt.After(q.Until):
+		differ = append(differ, fmt.Sprintf("created_at (%s is outside the lookup window %s – %s)",
+			rec.CreatedAt.UTC().Format(time.RFC3339), q.Since.UTC().Format(time.RFC3339), q.Until.UTC().Format(time.RFC3339)))
+	}
+	switch {
+	case op.Recipient == "":
+	case rec.Recipient == "" && !q.Match.ByKey:
+		differ = append(differ, "recipient (the record carries none)")
+	case rec.Recipient != "" && !sameRecipient(q.Match, op.Recipient, rec.Recipient):
 		differ = append(differ, "recipient")
 	}
 	if op.ProviderRecordID != "" && op.ProviderRecordID != rec.ID {
@@ -186,10 +241,17 @@ func differingFields(op ledger.Operation, rec providers.Record) []string {
 	return differ
 }
 
-// sameRecipient compares addresses the way providers echo them back:
-// surrounding space and letter case do not count.
-func sameRecipient(a, b string) bool {
-	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
+// sameRecipient compares the row's recipient with the record's: phone
+// numbers in E.164 (a number that does not parse agrees with nothing),
+// anything else after [ledger.NormalizeRecipient] — never Unicode case
+// folding, which would take different mailboxes for one.
+func sameRecipient(m providers.Matching, a, b string) bool {
+	if m.Phone {
+		pa, errA := ledger.NormalizePhone(a)
+		pb, errB := ledger.NormalizePhone(b)
+		return errA == nil && errB == nil && pa == pb
+	}
+	return ledger.SameRecipient(a, b)
 }
 
 // differingPayloadFields compares the row's payload with the record's

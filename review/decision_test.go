@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -38,7 +39,23 @@ func decisionOp(t *testing.T, recipient, payload string) ledger.Operation {
 		Payload:     json.RawMessage(payload),
 		Status:      ledger.StatusPending,
 		Attempts:    1,
+		// An hour before decideNow: a stale operation.
+		FirstAttemptAt: decideNow.Add(-time.Hour),
+		LastAttemptAt:  decideNow.Add(-time.Hour),
 	}
+}
+
+// decideNow is when the decision tests look operations up; at is when the
+// provider dated its record: a minute after the first attempt.
+var (
+	decideNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at        = decideNow.Add(-time.Hour + time.Minute)
+)
+
+// answered is the provider's answer to the keyed query made for op at
+// decideNow.
+func answered(op ledger.Operation, records []providers.Record) review.Outcome {
+	return review.Answered(review.SearchFor(op, providers.Matching{ByKey: true}, decideNow), records)
 }
 
 func TestDecide(t *testing.T) {
@@ -50,7 +67,7 @@ func TestDecide(t *testing.T) {
 	)
 	op := decisionOp(t, recipient, payload)
 	agreeing := func(id string) providers.Record {
-		return providers.Record{ID: id, Recipient: recipient, PayloadHash: op.PayloadHash,
+		return providers.Record{ID: id, CreatedAt: at, Recipient: recipient, PayloadHash: op.PayloadHash,
 			Fields: map[string]any{"amount": 1299, "currency": "usd", "memo": "March"}}
 	}
 	// withFields is a record carrying fields and the hash computed from them,
@@ -60,7 +77,7 @@ func TestDecide(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return providers.Record{ID: id, Recipient: recipient, PayloadHash: h, Fields: fields}
+		return providers.Record{ID: id, CreatedAt: at, Recipient: recipient, PayloadHash: h, Fields: fields}
 	}
 	otherHash := hashOf(t, `{"something":"else"}`)
 
@@ -75,6 +92,12 @@ func TestDecide(t *testing.T) {
 	// (a provider-side field sweeper does not see): no payload key differs,
 	// so the hash itself is named.
 	sameFieldsOp := decisionOp(t, recipient, `{"amount":12.50,"note":"café"}`)
+	kateOp := decisionOp(t, "kate@example.com", payload)
+	samOp := decisionOp(t, "sam@example.com", payload)
+	changedOp := op
+	changedOp.PayloadHash = otherHash
+	phoneOp := decisionOp(t, "+1 (555) 010-0002", `{"body":"Your code is 1234"}`)
+	phone := providers.Matching{Phone: true}
 	// {"coupon":null} and {} are different payloads, with different hashes.
 	nullOp := decisionOp(t, recipient, `{"amount":1299,"coupon":null}`)
 
@@ -89,58 +112,58 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "exactly one agreeing record is done with its id",
 			op:   op,
-			out:  review.Answered([]providers.Record{agreeing("ch_1")}),
+			out:  answered(op, []providers.Record{agreeing("ch_1")}),
 			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
 		},
 		{
 			desc: "one agreeing record without fields is done",
 			op:   op,
-			out:  review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient, PayloadHash: op.PayloadHash}}),
+			out:  answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient, PayloadHash: op.PayloadHash}}),
 			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
 		},
 		{
 			desc: "recipient differing only by case and surrounding space agrees",
 			op:   op,
-			out: review.Answered([]providers.Record{{ID: "ch_1", Recipient: "  Jane.DOE@Example.COM\t",
+			out: answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "  Jane.DOE@Example.COM\t",
 				PayloadHash: op.PayloadHash}}),
 			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
 		},
 		{
 			desc: "recipient empty on the record is not compared",
 			op:   op,
-			out:  review.Answered([]providers.Record{{ID: "ch_1", PayloadHash: op.PayloadHash}}),
+			out:  answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, PayloadHash: op.PayloadHash}}),
 			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
 		},
 		{
 			desc: "recipient empty on the operation is not compared",
 			op:   noRecipient,
-			out:  review.Answered([]providers.Record{{ID: "ch_1", Recipient: "someone.else@example.com", PayloadHash: op.PayloadHash}}),
+			out:  answered(noRecipient, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "someone.else@example.com", PayloadHash: op.PayloadHash}}),
 			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
 		},
 		{
 			desc:      "zero records is not_found",
 			op:        op,
-			out:       review.Answered(nil),
+			out:       answered(op, nil),
 			want:      review.Decision{Reason: review.ReasonNotFound, RecordIDs: []string{}},
 			detailHas: []string{"no record"},
 		},
 		{
 			desc: "an empty non-nil answer is not_found",
 			op:   op,
-			out:  review.Answered([]providers.Record{}),
+			out:  answered(op, []providers.Record{}),
 			want: review.Decision{Reason: review.ReasonNotFound, RecordIDs: []string{}},
 		},
 		{
 			desc:      "two agreeing records are multiple_matches",
 			op:        op,
-			out:       review.Answered([]providers.Record{agreeing("ch_1"), agreeing("ch_2")}),
+			out:       answered(op, []providers.Record{agreeing("ch_1"), agreeing("ch_2")}),
 			want:      review.Decision{Reason: review.ReasonMultipleMatches, RecordIDs: []string{"ch_1", "ch_2"}},
 			detailHas: []string{"ch_1", "ch_2"},
 		},
 		{
 			desc: "several records, agreeing or not, are multiple_matches with every id",
 			op:   op,
-			out: review.Answered([]providers.Record{agreeing("ch_a"), {ID: "ch_b", PayloadHash: otherHash},
+			out: answered(op, []providers.Record{agreeing("ch_a"), {ID: "ch_b", CreatedAt: at, PayloadHash: otherHash},
 				{ID: "ch_c"}, agreeing("ch_d")}),
 			want: review.Decision{Reason: review.ReasonMultipleMatches,
 				RecordIDs: []string{"ch_a", "ch_b", "ch_c", "ch_d"}},
@@ -149,7 +172,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "another payload hash without fields names the hash",
 			op:   op,
-			out:  review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient, PayloadHash: otherHash}}),
+			out:  answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient, PayloadHash: otherHash}}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload_hash"}},
 			detailHas: []string{"ch_1", "payload_hash"},
@@ -157,7 +180,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "a differing amount is named",
 			op:   op,
-			out: review.Answered([]providers.Record{withFields("ch_1",
+			out: answered(op, []providers.Record{withFields("ch_1",
 				map[string]any{"amount": 1399, "currency": "usd", "memo": "March"})}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.amount"}},
@@ -166,7 +189,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "a key missing from the record is named",
 			op:   op,
-			out: review.Answered([]providers.Record{withFields("ch_1",
+			out: answered(op, []providers.Record{withFields("ch_1",
 				map[string]any{"amount": 1299, "memo": "March"})}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.currency"}},
@@ -174,7 +197,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "a key present as null on the record is not a missing key, and still differs",
 			op:   op,
-			out: review.Answered([]providers.Record{withFields("ch_1",
+			out: answered(op, []providers.Record{withFields("ch_1",
 				map[string]any{"amount": 1299, "currency": nil, "memo": "March"})}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.currency"}},
@@ -182,7 +205,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "a null in the payload is not a key the record lacks",
 			op:   nullOp,
-			out: review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient, PayloadHash: otherHash,
+			out: answered(nullOp, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient, PayloadHash: otherHash,
 				Fields: map[string]any{"amount": 1299}}}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.coupon"}},
@@ -190,7 +213,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "a key only the record has is named",
 			op:   op,
-			out: review.Answered([]providers.Record{withFields("ch_1",
+			out: answered(op, []providers.Record{withFields("ch_1",
 				map[string]any{"amount": 1299, "currency": "usd", "memo": "March", "tip": 100})}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.tip"}},
@@ -198,7 +221,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "several differing keys are named, sorted",
 			op:   op,
-			out: review.Answered([]providers.Record{withFields("ch_1",
+			out: answered(op, []providers.Record{withFields("ch_1",
 				map[string]any{"memo": "April", "amount": 1, "currency": "usd"})}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.amount", "payload.memo"}},
@@ -206,7 +229,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "1.0 and 1 are the same value: only the currency differs",
 			op:   decimalOp,
-			out: review.Answered([]providers.Record{withFields("ch_1",
+			out: answered(decimalOp, []providers.Record{withFields("ch_1",
 				map[string]any{"amount": 1, "currency": "eur"})}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.currency"}},
@@ -214,7 +237,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "equal values written differently differ in no key, so the hash is named",
 			op:   sameFieldsOp,
-			out: review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient, PayloadHash: otherHash,
+			out: answered(sameFieldsOp, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient, PayloadHash: otherHash,
 				Fields: map[string]any{"amount": 12.5, "note": "cafe\u0301"}}}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload_hash"}},
@@ -222,14 +245,14 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "a record with no payload hash is a mismatch, never agreement",
 			op:   op,
-			out:  review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient}}),
+			out:  answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient}}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload_hash (the record carries none)"}},
 		},
 		{
 			desc: "a record with no payload hash but equal fields is still a mismatch",
 			op:   op,
-			out: review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient,
+			out: answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient,
 				Fields: map[string]any{"amount": 1299, "currency": "usd", "memo": "March"}}}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload_hash (the record carries none)"}},
@@ -237,7 +260,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "a differing recipient is named",
 			op:   op,
-			out:  review.Answered([]providers.Record{{ID: "ch_1", Recipient: "john.doe@example.com", PayloadHash: op.PayloadHash}}),
+			out:  answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "john.doe@example.com", PayloadHash: op.PayloadHash}}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"recipient"}},
 			detailHas: []string{"ch_1", "recipient"},
@@ -245,10 +268,87 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "payload and recipient both differing are both named",
 			op:   op,
-			out: review.Answered([]providers.Record{{ID: "ch_1", Recipient: "+15550100777", PayloadHash: otherHash,
+			out: answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "+15550100777", PayloadHash: otherHash,
 				Fields: map[string]any{"amount": 1299, "currency": "gbp", "memo": "March"}}}),
 			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.currency", "recipient"}},
+		},
+		{
+			desc: "a record dated years before the first attempt is not this attempt's",
+			op:   op,
+			out: answered(op, []providers.Record{{ID: "ch_1", CreatedAt: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC),
+				Recipient: recipient, PayloadHash: op.PayloadHash}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"created_at (2020-01-01T00:00:00Z is outside the lookup window 2026-11-30T10:45:00Z – 2026-11-30T12:00:00Z)"}},
+		},
+		{
+			desc: "a record dated in the future is not proof",
+			op:   op,
+			out: answered(op, []providers.Record{{ID: "ch_1", CreatedAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
+				Recipient: recipient, PayloadHash: op.PayloadHash}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"created_at (2099-01-01T00:00:00Z is outside the lookup window 2026-11-30T10:45:00Z – 2026-11-30T12:00:00Z)"}},
+		},
+		{
+			desc: "a record without a date cannot be shown inside the window",
+			op:   op,
+			out:  answered(op, []providers.Record{{ID: "ch_1", Recipient: recipient, PayloadHash: op.PayloadHash}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"created_at (the record carries none)"}},
+		},
+		{
+			desc: "KELVIN SIGN is not k: another mailbox",
+			op:   kateOp,
+			out: answered(kateOp, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "\u212Aate@example.com",
+				PayloadHash: kateOp.PayloadHash}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"recipient"}},
+		},
+		{
+			desc: "LONG S is not s: another mailbox",
+			op:   samOp,
+			out: answered(samOp, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "\u017Fam@example.com",
+				PayloadHash: samOp.PayloadHash}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+				DifferingFields: []string{"recipient"}},
+		},
+		{
+			desc:      "an answer for the row as it was before a workflow changed it is not proof",
+			op:        changedOp,
+			out:       answered(op, []providers.Record{agreeing("ch_1")}),
+			want:      review.Decision{Reason: review.ReasonLookupFailed},
+			detailHas: []string{"changed after its lookup"},
+		},
+		{
+			desc: "phone numbers compare in E.164 for a phone provider",
+			op:   phoneOp,
+			out: review.Answered(review.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1", CreatedAt: at,
+				Recipient: "+15550100002", PayloadHash: phoneOp.PayloadHash}}),
+			want: review.Decision{Done: true, ProviderRecordID: "SM1", RecordIDs: []string{"SM1"}},
+		},
+		{
+			desc: "another phone number differs",
+			op:   phoneOp,
+			out: review.Answered(review.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1", CreatedAt: at,
+				Recipient: "+15550100003", PayloadHash: phoneOp.PayloadHash}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"SM1"},
+				DifferingFields: []string{"recipient"}},
+		},
+		{
+			desc: "a record found by resemblance must carry the recipient",
+			op:   phoneOp,
+			out: review.Answered(review.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1", CreatedAt: at,
+				PayloadHash: phoneOp.PayloadHash}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"SM1"},
+				DifferingFields: []string{"recipient (the record carries none)"}},
+		},
+		{
+			desc: "a record found by resemblance after the operation's own window is another send's",
+			op:   phoneOp,
+			out: review.Answered(review.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1",
+				CreatedAt: decideNow.Add(-time.Minute), Recipient: "+15550100002", PayloadHash: phoneOp.PayloadHash}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"SM1"},
+				DifferingFields: []string{"created_at (2026-11-30T11:59:00Z is outside the lookup window 2026-11-30T10:58:00Z – 2026-11-30T11:10:00Z)"}},
 		},
 		{
 			desc:      "a failed lookup is lookup_failed",
@@ -281,14 +381,14 @@ func TestDecide(t *testing.T) {
 		{
 			desc:      "an answer for an operation without payload_hash is invalid_operation",
 			op:        noHash,
-			out:       review.Answered([]providers.Record{{ID: "ch_1", Recipient: recipient}}),
+			out:       answered(noHash, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient}}),
 			want:      review.Decision{Reason: review.ReasonInvalidOperation},
 			detailHas: []string{"payload_hash"},
 		},
 		{
 			desc:      "an empty answer for an operation without payload_hash is invalid_operation, not not_found",
 			op:        noHash,
-			out:       review.Answered(nil),
+			out:       answered(noHash, nil),
 			want:      review.Decision{Reason: review.ReasonInvalidOperation},
 			detailHas: []string{"payload_hash"},
 		},
@@ -381,7 +481,7 @@ func TestReasonDescribe(t *testing.T) {
 		}
 		seen[d] = r
 	}
-	if len(review.Reasons) != 6 {
-		t.Errorf("Reasons has %d entries, want the 6 of DESIGN.md", len(review.Reasons))
+	if len(review.Reasons) != 7 {
+		t.Errorf("Reasons has %d entries, want the 7 of docs/architecture.md", len(review.Reasons))
 	}
 }

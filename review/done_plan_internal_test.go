@@ -3,6 +3,7 @@ package review
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/sweeper/sweeper/internal/dbtest"
@@ -42,7 +43,7 @@ func TestDoneCheckReadsAFewPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		var raw []byte
-		err = sp.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+applyDoneSQL, id, record).Scan(&raw)
+		err = sp.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+applyDoneSQL, id, record, "to-settle", "send", "", strings.Repeat("a", 64)).Scan(&raw)
 		if rbErr := sp.Rollback(ctx); err == nil {
 			err = rbErr
 		}

@@ -383,6 +383,32 @@ func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recor
 	return true, finish(ctx, tx, inTx, t.ID)
 }
 
+// EventContradicted: a re-lookup found exactly one agreeing record for an
+// operation that was marked failed (resolved as not sent) meanwhile. The
+// ledger stays failed; people must hear of it before a workflow retries.
+const EventContradicted = "record_found_after_not_sent"
+
+// RecordContradiction appends ticket id's [EventContradicted] event, with
+// the record and the evidence that proves it, at most once per ticket
+// (dedupe key "ticket:ID:contradicted"). It reports whether the event is
+// new. It changes neither the ticket nor the ledger.
+func (s *Store) RecordContradiction(ctx context.Context, id int64, recordID string, ev Evidence) (bool, error) {
+	details, err := json.Marshal(map[string]any{"provider_record_id": recordID, "evidence": ev})
+	if err != nil {
+		return false, fmt.Errorf("review: contradiction on ticket %d: %w", id, err)
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("review: contradiction on ticket %d: %w", id, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	added, err := addEvent(ctx, tx, id, EventContradicted, ActorSweeper, details, fmt.Sprintf("ticket:%d:contradicted", id))
+	if err != nil {
+		return false, err
+	}
+	return added, finish(ctx, tx, nil, id)
+}
+
 // ErrNotInReview: a ticket's operation is no longer in review (a workflow
 // or a person settled it directly), so sweeper leaves it as it is.
 var ErrNotInReview = errors.New("review: operation is not in review")

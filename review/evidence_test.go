@@ -180,7 +180,7 @@ func TestNewEvidence(t *testing.T) {
 		Adapter: "http",
 		Query: &providers.Query{OpKey: op.OpKey, Recipient: "Jane.Doe@Example.com", Action: op.Action,
 			PayloadHash: op.PayloadHash, Since: first.Add(-time.Hour), Until: lookedUp},
-		Outcome: review.Answered(records),
+		Outcome: review.Answered(review.SearchFor(op, providers.Matching{ByKey: true}, lookedUp), records),
 		Errors: []review.AttemptError{
 			{At: first.Add(5 * time.Minute), Attempt: 1, Class: "transient", Error: "mailer: HTTP 503"},
 			{At: first.Add(10 * time.Minute), Attempt: 2, Class: "rate_limited", Error: "mailer: HTTP 429"},
@@ -296,7 +296,7 @@ func TestEvidenceHidesFreeTextAndNumericPhones(t *testing.T) {
 		"amount":   float64(1299),
 		"currency": "usd",
 	}}
-	ev := review.NewEvidence(op, review.Lookup{Outcome: review.Answered([]providers.Record{rec})}, review.Decision{})
+	ev := review.NewEvidence(op, review.Lookup{Outcome: review.Answered(providers.Query{}, []providers.Record{rec})}, review.Decision{})
 	b, err := json.Marshal(ev)
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func openTicket(t *testing.T, store *review.Store, db ledger.DB, key string, out
 }
 
 // threeRecords is a lookup that found three matching records.
-var threeRecords = review.Answered([]providers.Record{{ID: "rec_a"}, {ID: "rec_b"}, {ID: "rec_c"}})
+var threeRecords = review.Answered(providers.Query{}, []providers.Record{{ID: "rec_a"}, {ID: "rec_b"}, {ID: "rec_c"}})
 
 // events returns a ticket's audit trail, failing the test on error.
 func events(t *testing.T, store *review.Store, ticketID int64) []review.Event {
@@ -94,7 +94,7 @@ func TestResolve(t *testing.T) {
 		wantRecord string
 		wantDups   []string
 	}{
-		{desc: "done names the record", found: review.Answered(nil),
+		{desc: "done names the record", found: review.Answered(providers.Query{}, nil),
 			resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: "msg_late", By: "U0ALICE",
 				Note: "found it in the provider's dashboard"},
 			wantStatus: ledger.StatusDone, wantRecord: "msg_late", wantDups: []string{}},
@@ -108,7 +108,7 @@ func TestResolve(t *testing.T) {
 		{desc: "duplicate keeping the first record", found: threeRecords,
 			resolution: review.Resolution{Outcome: review.ResolutionDuplicate, ProviderRecordID: "rec_a", By: "U0CAROL"},
 			wantStatus: ledger.StatusDone, wantRecord: "rec_a", wantDups: []string{"rec_b", "rec_c"}},
-		{desc: "surrounding space is trimmed", found: review.Answered(nil),
+		{desc: "surrounding space is trimmed", found: review.Answered(providers.Query{}, nil),
 			resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: " msg_1\n", By: " U0DAVE ",
 				Note: "  "},
 			wantStatus: ledger.StatusDone, wantRecord: "msg_1", wantDups: []string{}},
@@ -331,7 +331,7 @@ func TestResolveInvalid(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			tk := openTicket(t, b.store, b.tx, "invalid", review.Answered(nil))
+			tk := openTicket(t, b.store, b.tx, "invalid", review.Answered(providers.Query{}, nil))
 			r := tt.resolution
 			if r.TicketID == 0 {
 				r.TicketID = tk.ID
@@ -431,7 +431,7 @@ func TestResolveConcurrent(t *testing.T) {
 func TestAcknowledge(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	tk := openTicket(t, b.store, b.tx, "ack", review.Answered(nil))
+	tk := openTicket(t, b.store, b.tx, "ack", review.Answered(providers.Query{}, nil))
 
 	acked, err := b.store.Acknowledge(b.ctx, tk.ID, " U0ALICE ", tk.Version)
 	if err != nil {
@@ -543,7 +543,7 @@ func TestAcknowledgeRefused(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			tk := openTicket(t, b.store, b.tx, "ack-refused", review.Answered(nil))
+			tk := openTicket(t, b.store, b.tx, "ack-refused", review.Answered(providers.Query{}, nil))
 			if tt.before != nil {
 				tt.before(t, b, tk)
 			}
@@ -617,7 +617,7 @@ func TestResolutionConstraints(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			tk := openTicket(t, b.store, b.tx, "constraints", review.Answered(nil))
+			tk := openTicket(t, b.store, b.tx, "constraints", review.Answered(providers.Query{}, nil))
 			tag, err := b.tx.Exec(b.ctx, tt.sql, tk.ID)
 			if tt.wantConstraint == "" {
 				if err != nil || tag.RowsAffected() != 1 {

@@ -193,15 +193,19 @@ const applyReviewSQL = `
 	SELECT (SELECT count(*) FROM moved) = 1,
 	       coalesce((SELECT id FROM ticket), (SELECT t.id FROM sweeper.tickets t, moved WHERE t.operation_id = moved.id), 0)`
 
-// applyDoneSQL moves a pending row to done: $1 id, $2 provider record id.
+// applyDoneSQL moves a pending row to done: $1 id, $2 provider record id,
+// and the identity the lookup was made for: $3 op_key, $4 action, $5
+// recipient (” for none), $6 payload hash.
 //
-// It does not move a row that already names another record, nor claim a
-// record another operation of the provider already holds: one record proves
-// one operation. The caller checks both first ([ledger.Store.HolderOf]);
-// this guard is for the race, and leaves the row pending for the next sweep.
+// It does not move a row whose identity is no longer the one looked up,
+// that already names another record, nor claim a record another operation
+// of the provider already holds: one record proves one operation. The
+// caller checks these first ([Prove]); this guard is for the race, and
+// leaves the row pending to be decided again.
 const applyDoneSQL = `
 	UPDATE ledger.operations o SET status = 'done', provider_record_id = $2
 	WHERE o.id = $1 AND o.status = 'pending'
+	  AND o.op_key = $3 AND o.action = $4 AND coalesce(o.recipient, '') = $5 AND o.payload_hash = $6
 	  AND (o.provider_record_id IS NULL OR o.provider_record_id = $2)
 	  AND NOT EXISTS (SELECT 1 FROM ledger.operations other
 	                  WHERE other.provider = o.provider AND other.provider_record_id = $2 AND other.id <> o.id)
@@ -212,7 +216,7 @@ func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, e
 	for _, item := range items {
 		op, d := item.Op, item.Decision
 		if d.Done {
-			batch.Queue(applyDoneSQL, op.ID, d.ProviderRecordID)
+			batch.Queue(applyDoneSQL, op.ID, d.ProviderRecordID, op.OpKey, op.Action, op.Recipient, op.PayloadHash)
 			continue
 		}
 		evidence, err := json.Marshal(item.Evidence)

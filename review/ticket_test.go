@@ -72,6 +72,10 @@ func claim(t *testing.T, db ledger.DB, key, workflow, provider string) ledger.Op
 // decided returns the decision and evidence sweeper would write for op
 // after a lookup with outcome out.
 func decided(op ledger.Operation, out review.Outcome, now time.Time) (review.Decision, review.Evidence) {
+	if out.Searched() && out.Query().OpKey == "" {
+		// An answer written without its query is the keyed lookup's for op.
+		out = review.Answered(review.SearchFor(op, providers.Matching{ByKey: true}, now), out.Records())
+	}
 	d := review.Decide(op, out)
 	q := &providers.Query{OpKey: op.OpKey, Recipient: op.Recipient, Action: op.Action, PayloadHash: op.PayloadHash,
 		Since: op.FirstAttemptAt.Add(-time.Hour), Until: now}
@@ -86,12 +90,12 @@ type decider func(op ledger.Operation, now time.Time) (review.Decision, review.E
 
 // notFound is an answered lookup with no record: a review.
 func notFound(op ledger.Operation, now time.Time) (review.Decision, review.Evidence) {
-	return decided(op, review.Answered(nil), now)
+	return decided(op, review.Answered(providers.Query{}, nil), now)
 }
 
 // found is one agreeing record with the given id: done.
 func found(op ledger.Operation, id string, now time.Time) (review.Decision, review.Evidence) {
-	return decided(op, review.Answered([]providers.Record{{ID: id, Recipient: op.Recipient, PayloadHash: op.PayloadHash}}), now)
+	return decided(op, review.Answered(providers.Query{}, []providers.Record{{ID: id, CreatedAt: op.FirstAttemptAt, Recipient: op.Recipient, PayloadHash: op.PayloadHash}}), now)
 }
 
 func foundAs(id string) decider {
@@ -187,12 +191,12 @@ func TestApplyReview(t *testing.T) {
 		wantOwner          string
 		wantReason         review.Reason
 	}{
-		{desc: "workflow owner, not found", workflow: "onboarding", provider: "mailer", out: review.Answered(nil),
+		{desc: "workflow owner, not found", workflow: "onboarding", provider: "mailer", out: review.Answered(providers.Query{}, nil),
 			wantOwner: "U0WORKFLOW", wantReason: review.ReasonNotFound},
 		{desc: "provider owner, lookup failed", workflow: "billing", provider: "mailer", out: review.Failed("HTTP 503"),
 			wantOwner: "U0PROVIDER", wantReason: review.ReasonLookupFailed},
 		{desc: "default owner, several matches", workflow: "billing", provider: "crm",
-			out:       review.Answered([]providers.Record{{ID: "r1"}, {ID: "r2"}}),
+			out:       review.Answered(providers.Query{}, []providers.Record{{ID: "r1"}, {ID: "r2"}}),
 			wantOwner: "U0DEFAULT", wantReason: review.ReasonMultipleMatches},
 	}
 	for _, tt := range tests {

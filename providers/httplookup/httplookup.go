@@ -48,11 +48,28 @@ type Config struct {
 	// TokenEnv names the environment variable holding a bearer token; empty
 	// sends no Authorization header.
 	TokenEnv string `toml:"token_env"`
+	// SearchBy says how the endpoint finds records: "op_key" (the default:
+	// the provider holds the key, so a record names its operation) or
+	// "resemblance" (by recipient, payload and time: a record is proof only
+	// inside the operation's own window and when no other operation could
+	// own it).
+	SearchBy string `toml:"search_by"`
 }
+
+// SearchBy values.
+const (
+	SearchByKey         = "op_key"
+	SearchByResemblance = "resemblance"
+)
 
 // Validate implements providers.Settings.
 func (c *Config) Validate() []error {
 	var errs []error
+	switch c.SearchBy {
+	case "", SearchByKey, SearchByResemblance:
+	default:
+		errs = append(errs, fmt.Errorf("search_by: must be %q or %q", SearchByKey, SearchByResemblance))
+	}
 	switch u, err := url.Parse(c.URL); {
 	case c.URL == "":
 		errs = append(errs, errors.New("url: required"))
@@ -78,9 +95,13 @@ type Adapter struct {
 	url    *url.URL
 	token  string
 	client *http.Client
+	byKey  bool
 }
 
-var _ providers.Lookup = (*Adapter)(nil)
+var _ providers.MatchingLookup = (*Adapter)(nil)
+
+// Matching implements providers.MatchingLookup, as search_by says.
+func (a *Adapter) Matching() providers.Matching { return providers.Matching{ByKey: a.byKey} }
 
 // New returns an adapter for cfg (validated). transport carries requests
 // (http.DefaultTransport when nil); it is wrapped so only GETs leave.
@@ -90,6 +111,7 @@ func New(name string, cfg *Config, token string, transport http.RoundTripper) *A
 		name:  name,
 		url:   u,
 		token: token,
+		byKey: cfg.SearchBy != SearchByResemblance,
 		client: &http.Client{
 			Transport: providers.ReadOnlyTransport{Base: transport},
 			CheckRedirect: func(*http.Request, []*http.Request) error {

@@ -1,0 +1,7 @@
+package sim
+
+import "github.com/sweeper/sweeper/providers"
+
+// Matching implements providers.MatchingLookup: the simulated provider's
+// rules match on the op_key.
+func (s *Sim) Matching() providers.Matching { return providers.Matching{ByKey: true} }

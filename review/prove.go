@@ -1,0 +1,111 @@
+package review
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// ResemblanceSkew is how far before an operation's first attempt a record
+// found by resemblance may be dated: the provider's clock and the
+// database's disagree by seconds, not minutes.
+const ResemblanceSkew = 2 * time.Minute
+
+// searchSlack widens a keyed search's window before the first attempt, for
+// clocks that disagree between the workflow, the database and the provider.
+const searchSlack = 15 * time.Minute
+
+// SearchFor is the query for op at now. A provider that matches by key
+// searches from a little before the first attempt until now: the op_key
+// names the operation, and a late record is still its own. One that
+// matches by resemblance searches the operation's own window only — from
+// [ResemblanceSkew] before its first attempt to the provider's
+// margin after its last — so that a re-lookup days later cannot take
+// today's identical message for it.
+func SearchFor(op ledger.Operation, m providers.Matching, now time.Time) providers.Query {
+	q := providers.Query{
+		OpKey:          op.OpKey,
+		Recipient:      op.Recipient,
+		Action:         op.Action,
+		PayloadHash:    op.PayloadHash,
+		FirstAttemptAt: op.FirstAttemptAt,
+		Since:          op.FirstAttemptAt.Add(-searchSlack),
+		Until:          now,
+		Match:          m,
+	}
+	if !m.ByKey {
+		last := op.FirstAttemptAt
+		if op.LastAttemptAt.After(last) {
+			last = op.LastAttemptAt
+		}
+		margin := cmp.Or(m.Margin, providers.DefaultMargin)
+		q.Since, q.Until = op.FirstAttemptAt.Add(-ResemblanceSkew), last.Add(margin)
+	}
+	return q
+}
+
+// Prove is the one settle rule, which the sweep, the re-lookup before an
+// escalation and dry runs all apply: [Decide], then, for a record that
+// would prove op,
+//
+//   - one record proves one operation: a record another operation of the
+//     provider already holds is not proof (multiple_matches, naming it);
+//   - for a provider that matches by resemblance, no other pending or
+//     review operation with the same payload hash and recipient, whose own
+//     window contains the record's date, could own it (ambiguous_owner,
+//     with every candidate in the detail).
+//
+// The writes check the first again under the record's lock; the second
+// needs no lock, because the operation that sent a record was written
+// before its send, and so before any lookup could see the record.
+func Prove(ctx context.Context, db ledger.DB, op ledger.Operation, out Outcome) (Decision, error) {
+	d := Decide(op, out)
+	if !d.Done {
+		return d, nil
+	}
+	store := ledger.NewStore(db)
+	holder, err := store.HolderOf(ctx, op.Provider, d.ProviderRecordID, op.ID)
+	if err != nil {
+		return Decision{}, err
+	}
+	if holder != "" {
+		return HeldElsewhere(d, holder), nil
+	}
+	q := out.query
+	if q.Match.ByKey {
+		return d, nil
+	}
+	rec := out.records[0]
+	margin := q.Match.Margin
+	if margin <= 0 {
+		margin = providers.DefaultMargin
+	}
+	others, err := store.Lookalikes(ctx, op.Provider, op.PayloadHash, op.ID, rec.CreatedAt, ResemblanceSkew, margin)
+	if err != nil {
+		return Decision{}, err
+	}
+	var candidates []string
+	for _, other := range others {
+		if sameRecipient(q.Match, other.Recipient, op.Recipient) {
+			candidates = append(candidates, other.OpKey)
+		}
+	}
+	if len(candidates) == 0 {
+		return d, nil
+	}
+	return Decision{Reason: ReasonAmbiguousOwner, RecordIDs: d.RecordIDs, Candidates: candidates,
+		Detail: fmt.Sprintf("record %s agrees, but was found by resemblance and could as well be %s's (same recipient and payload, dated inside its window): a person decides",
+			d.ProviderRecordID, strings.Join(candidates, ", "))}, nil
+}
+
+// HeldElsewhere is the decision for a record that would prove an
+// operation but already proves holder: one record proves one operation.
+func HeldElsewhere(d Decision, holder string) Decision {
+	return Decision{Reason: ReasonMultipleMatches, RecordIDs: d.RecordIDs,
+		Detail: fmt.Sprintf("record %s already proves operation %s: one record cannot prove two", d.ProviderRecordID, holder)}
+}
