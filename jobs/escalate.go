@@ -158,6 +158,11 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 	if done != nil {
 		resolved, err := e.Reviews.ResolveByRelookup(ctx, t, done.recordID, done.evidence, e.Now(), inTx)
 		switch {
+		case review.Unstorable(err):
+			// What the provider answered cannot be written: escalate as
+			// for a failed lookup, rather than retry forever.
+			relookup = Relookup{Error: "the provider's answer could not be stored: " + err.Error()}
+			logger.Warn("re-lookup answer could not be stored; escalating", "error", err)
 		case errors.Is(err, review.ErrNotInReview):
 			if err := e.contradicts(ctx, t, done, logger); err != nil {
 				return EscalationOutcome{}, err

@@ -123,20 +123,27 @@ func (w testWriter) Write(p []byte) (int, error) {
 // attempted age ago.
 func (b *bundle) claim(t testing.TB, key, provider string, age time.Duration) ledger.Operation {
 	t.Helper()
-	ctx := context.Background()
-	_, err := b.ledger.Claim(ctx, ledger.Attempt{
+	return b.claimAs(t, ledger.Attempt{
 		OpKey:     key,
 		Workflow:  "billing",
 		Provider:  provider,
 		Action:    "send_email",
 		Recipient: "jane.doe@example.com",
 		Payload:   json.RawMessage(fmt.Sprintf(`{"template":"receipt","order":%q}`, key)),
-	})
-	if err != nil {
+	}, age)
+}
+
+// claimAs records attempt as a workflow does, first (and last) attempted
+// age ago.
+func (b *bundle) claimAs(t testing.TB, attempt ledger.Attempt, age time.Duration) ledger.Operation {
+	t.Helper()
+	ctx := context.Background()
+	key := attempt.OpKey
+	if _, err := b.ledger.Claim(ctx, attempt); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.pool.Exec(ctx, `UPDATE ledger.operations SET first_attempt_at = now() - $2::interval WHERE op_key = $1`,
-		key, age.String()); err != nil {
+	if _, err := b.pool.Exec(ctx, `UPDATE ledger.operations SET first_attempt_at = now() - $2::interval,
+		last_attempt_at = now() - $2::interval WHERE op_key = $1`, key, age.String()); err != nil {
 		t.Fatal(err)
 	}
 	op, err := b.ledger.Get(ctx, key)
@@ -247,6 +254,8 @@ type fakeLookup struct {
 	// byResemblance makes it a provider that matches by resemblance, not
 	// by the op_key.
 	byResemblance bool
+	// phone makes its recipients phone numbers, compared in E.164.
+	phone bool
 
 	mu sync.Mutex
 	n  int
@@ -265,7 +274,7 @@ func (f *fakeLookup) Lookup(ctx context.Context, q providers.Query) ([]providers
 
 // Matching implements providers.MatchingLookup.
 func (f *fakeLookup) Matching() providers.Matching {
-	return providers.Matching{ByKey: !f.byResemblance}
+	return providers.Matching{ByKey: !f.byResemblance, Phone: f.phone}
 }
 
 func fakeProvider(name string, f providers.Lookup, budget time.Duration) *providers.Provider {

@@ -57,6 +57,10 @@ func (s *Sweeper) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, err
 		concurrency = s.Config.River.MaxWorkers
 	}
 	sum := Summary{Tickets: map[review.Reason]int{}, DryRun: opts.DryRun}
+	// A dry run writes nothing, so the database cannot tell it that a
+	// record was already claimed by an earlier decision of the same pass:
+	// it remembers, so that its decisions are the real pass's.
+	claimed := map[string]string{}
 	var mu sync.Mutex
 	work := make(chan ledger.Operation)
 	var wg sync.WaitGroup
@@ -70,6 +74,14 @@ func (s *Sweeper) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, err
 					sum.Errors++
 					s.Logger.Error("settle failed; the operation stays pending", "op_key", op.OpKey, "error", err)
 				case opts.DryRun:
+					if d := settled.Decision; d.Done {
+						key := ledger.RecordLockKey(op.Provider, d.ProviderRecordID)
+						if holder, ok := claimed[key]; ok {
+							settled.Decision = review.HeldElsewhere(d, holder)
+						} else {
+							claimed[key] = op.OpKey
+						}
+					}
 					sum.Decisions = append(sum.Decisions, DecisionLine{OpKey: op.OpKey, Provider: op.Provider, Decision: settled.Decision})
 					countDecision(&sum, settled.Decision)
 				case !settled.Applied.Settled:

@@ -121,6 +121,12 @@ func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, hi
 			Adapter: step.Adapter, Query: step.Query, Outcome: step.Outcome, Errors: history, At: now,
 		}, d)
 		applied, err := s.Reviews.Apply(ctx, op, d, ev, now)
+		if err != nil && step.Outcome.Searched() && review.Unstorable(err) {
+			// The answer itself cannot be written (the adapter let through
+			// what the database refuses): retrying would fail forever, so
+			// a ticket says why, without the records.
+			return s.Finish(ctx, op, unstorable(step, err), history, dryRun)
+		}
 		if err != nil {
 			return Settled{}, err
 		}
@@ -152,6 +158,14 @@ func (s *Settler) logSettled(op ledger.Operation, d review.Decision, applied rev
 		s.Metrics.TicketOpened(string(d.Reason))
 		logger.Info("review ticket opened", "ticket_id", applied.TicketID, "reason", d.Reason)
 	}
+}
+
+// unstorable is the final outcome for an answer the database refused to
+// store: a failed lookup, whose evidence holds no records.
+func unstorable(step Step, err error) Step {
+	step.Final = true
+	step.Outcome = review.Failed(fmt.Sprintf("the provider's answer could not be stored: %v", err))
+	return step
 }
 
 // Exhausted returns the final outcome for a lookup whose budget ran out on

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sweeper/sweeper/ledger"
 )
@@ -346,4 +348,17 @@ func (s *Store) Events(ctx context.Context, ticketID int64) ([]Event, error) {
 		return nil, fmt.Errorf("review: events of ticket %d: %w", ticketID, err)
 	}
 	return events, nil
+}
+
+// Unstorable reports whether err is the database refusing what a write
+// carried — a data exception (text with NUL, a malformed value) or a
+// program limit (an index row too large) — rather than a failure that a
+// retry can cure. Writing the same thing again would fail forever, so the
+// caller writes a ticket saying why instead.
+func Unstorable(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54")
 }

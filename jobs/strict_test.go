@@ -1,0 +1,273 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/review"
+)
+
+// reminder is a workflow's SMS attempt: the same text to the same number,
+// as a daily reminder would be.
+func reminder(key string) ledger.Attempt {
+	return ledger.Attempt{OpKey: key, Workflow: "reminders", Provider: "sms", Action: "send_sms",
+		Recipient: "+1 (555) 010-0002", Payload: json.RawMessage(`{"body":"Your appointment is tomorrow at 10:00"}`)}
+}
+
+// smsAnswer answers every lookup with one message to the same number and
+// body, dated at: a provider searched by recipient and body, not by key.
+func smsAnswer(at func() time.Time) *fakeLookup {
+	return &fakeLookup{byResemblance: true, phone: true, answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+		func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+			return []providers.Record{{ID: "SM_A", CreatedAt: at(), Recipient: "+15550100002", PayloadHash: q.PayloadHash}}, nil
+		},
+	}}
+}
+
+// TestResemblanceProvesOnlyItsOwnMessage: a record found by resemblance is
+// proof only inside the operation's own window, and only when no other
+// unsettled operation could own it; never two rows on one message.
+func TestResemblanceProvesOnlyItsOwnMessage(t *testing.T) {
+	t.Parallel()
+
+	t.Run("a message sent for a newer operation does not prove an older one", func(t *testing.T) {
+		t.Parallel()
+		sentAt := time.Now().Add(-20 * time.Second)
+		b := setup(t, baseConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", smsAnswer(func() time.Time { return sentAt }), 5*time.Second)})
+		old := b.claimAs(t, reminder("tw-b"), 20*time.Minute) // never sent
+		b.claimAs(t, reminder("tw-a"), 30*time.Second)         // sent SM_A, confirmation not yet written
+		sum, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{})
+		if err != nil || sum.Errors != 0 {
+			t.Fatalf("sweep: %+v, %v", sum, err)
+		}
+		if op := b.status(t, old.OpKey); op.Status != ledger.StatusReview {
+			t.Fatalf("tw-b is %s %q, want review: SM_A was sent after its window", op.Status, op.ProviderRecordID)
+		}
+		if _, ev := b.ticketOf(t, old.OpKey); !strings.Contains(ev.Detail, "created_at") {
+			t.Errorf("tw-b's ticket says %q, want the date named", ev.Detail)
+		}
+		if _, err := b.ledger.Confirm(context.Background(), "tw-a", "SM_A"); err != nil {
+			t.Errorf("tw-a's own confirmation: %v", err)
+		}
+		if n := b.count(t, `SELECT count(*) FROM ledger.operations WHERE provider_record_id = 'SM_A'`); n != 1 {
+			t.Errorf("%d rows name SM_A, want 1", n)
+		}
+	})
+
+	t.Run("two operations whose windows both hold the message: a person decides", func(t *testing.T) {
+		t.Parallel()
+		var sentAt time.Time
+		b := setup(t, baseConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", smsAnswer(func() time.Time { return sentAt }), 5*time.Second)})
+		first := b.claimAs(t, reminder("tw-1"), 12*time.Minute)
+		second := b.claimAs(t, reminder("tw-2"), 11*time.Minute)
+		sentAt = second.FirstAttemptAt.Add(5 * time.Second)
+		if _, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range []ledger.Operation{first, second} {
+			got := b.status(t, op.OpKey)
+			if got.Status != ledger.StatusReview {
+				t.Errorf("%s is %s %q, want review", op.OpKey, got.Status, got.ProviderRecordID)
+				continue
+			}
+			tk, ev := b.ticketOf(t, op.OpKey)
+			other := map[string]string{"tw-1": "tw-2", "tw-2": "tw-1"}[op.OpKey]
+			if tk.Reason != review.ReasonAmbiguousOwner || !strings.Contains(ev.Detail, other) {
+				t.Errorf("%s: ticket %s %q, want ambiguous_owner naming %s", op.OpKey, tk.Reason, ev.Detail, other)
+			}
+		}
+	})
+
+	t.Run("the re-lookup searches the operation's own window, not up to now", func(t *testing.T) {
+		t.Parallel()
+		var queries []providers.Query
+		var mu sync.Mutex
+		today := &fakeLookup{byResemblance: true, phone: true, answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+			func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+				mu.Lock()
+				queries = append(queries, q)
+				mu.Unlock()
+				// Another operation's identical reminder, sent a minute ago.
+				return []providers.Record{{ID: "SM_today", CreatedAt: time.Now().Add(-time.Minute), Recipient: "+15550100002", PayloadHash: q.PayloadHash}}, nil
+			},
+		}}
+		b := setupEscalation(t, escalationConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", today, 5*time.Second)})
+		old := b.claimAs(t, reminder("tw-old"), 72*time.Hour)
+		if _, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tk, _ := b.ticketOf(t, old.OpKey)
+		b.passDue(t, tk.ID)
+		b.escalateOnce(t)
+		if op := b.status(t, old.OpKey); op.Status != ledger.StatusReview {
+			t.Errorf("tw-old is %s %q after the re-lookup, want review", op.Status, op.ProviderRecordID)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(queries) < 2 {
+			t.Fatalf("%d lookups, want the sweep's and the re-lookup's", len(queries))
+		}
+		for i, q := range queries {
+			if limit := old.FirstAttemptAt.Add(providers.DefaultMargin); q.Until.After(limit) {
+				t.Errorf("lookup %d searched until %s, past the operation's window (%s)", i, q.Until, limit)
+			}
+		}
+	})
+}
+
+// TestChangedRowIsLookedUpAgain: a workflow rewriting a pending row while
+// its lookup runs never gets the row settled on the answer for what it
+// was; the compare-and-set on the identity backs the check up.
+func TestChangedRowIsLookedUpAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, baseConfig, nil)
+	ctx := context.Background()
+	current := b.claim(t, "rewritten-1", "sim", stale)
+	// The lookup was made for the row as it was, with another payload.
+	was := current
+	was.PayloadHash = strings.Repeat("e", 64)
+	q := review.SearchFor(was, providers.Matching{ByKey: true}, time.Now())
+	rec := providers.Record{ID: "rec_old", CreatedAt: current.FirstAttemptAt.Add(time.Second), Recipient: was.Recipient, PayloadHash: was.PayloadHash}
+	step := jobs.Step{Final: true, Outcome: review.Answered(q, []providers.Record{rec}), Query: &q, Adapter: "sim"}
+
+	settler := b.sweeper.Settler(nil)
+	if _, err := settler.Finish(ctx, current, step, nil, false); !errors.Is(err, jobs.ErrOperationChanged) {
+		t.Errorf("Finish on the current row with the old answer: %v, want ErrOperationChanged", err)
+	}
+	// The same, had the job read the row before it changed: the write
+	// refuses, and the row is read again.
+	if _, err := settler.Finish(ctx, was, step, nil, false); !errors.Is(err, jobs.ErrOperationChanged) {
+		t.Errorf("Finish on the row as it was: %v, want ErrOperationChanged", err)
+	}
+	d := review.Decision{Done: true, ProviderRecordID: "rec_old", RecordIDs: []string{"rec_old"}}
+	applied, err := review.NewStore(b.pool, review.Policy{DefaultOwner: "U0DEFAULT1", Window: time.Hour, Priority: "normal"}).
+		Apply(ctx, was, d, review.Evidence{}, time.Now())
+	if err != nil || applied.Settled {
+		t.Errorf("Apply of a done for the old identity = %+v, %v; want nothing written", applied, err)
+	}
+	if op := b.status(t, current.OpKey); op.Status != ledger.StatusPending || op.ProviderRecordID != "" {
+		t.Errorf("row is %s %q, want still pending", op.Status, op.ProviderRecordID)
+	}
+}
+
+// TestRelookupContradictingNotSentIsAlerted: a person resolves a ticket as
+// not sent while the re-lookup before its escalation finds the record. The
+// ledger stays failed (final), and the ticket gets one alerted event
+// saying the provider holds a record after all.
+func TestRelookupContradictingNotSentIsAlerted(t *testing.T) {
+	t.Parallel()
+	var b *escalationBundle
+	var ticketID int64
+	lookups := 0
+	found := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+		func(context.Context, providers.Query) ([]providers.Record, error) { return nil, nil },
+		func(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+			lookups++
+			// The person's click lands while the provider is being asked.
+			if _, err := review.NewStore(b.pool, review.Policy{}).Resolve(ctx, review.Resolution{
+				TicketID: ticketID, Outcome: review.ResolutionNotSent, By: "U0PERSON01"}); err != nil {
+				return nil, err
+			}
+			return []providers.Record{{ID: "rec_found", CreatedAt: q.FirstAttemptAt.Add(time.Second), Recipient: q.Recipient, PayloadHash: q.PayloadHash}}, nil
+		},
+	}}
+	b = setupEscalation(t, escalationConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", found, 5*time.Second)})
+	const key = "contradicted-1"
+	ticketID = b.openTickets(t, "fake", key)[key]
+	b.passDue(t, ticketID)
+	sum := b.escalateOnce(t)
+	if lookups != 1 || sum.Errors != 0 {
+		t.Fatalf("re-lookups %d, summary %+v", lookups, sum)
+	}
+	if op := b.status(t, key); op.Status != ledger.StatusFailed || op.ProviderRecordID != "" {
+		t.Errorf("operation %s %q, want failed as the person decided", op.Status, op.ProviderRecordID)
+	}
+	want := []string{
+		fmt.Sprintf("opened ticket:%d:opened", ticketID),
+		fmt.Sprintf("resolved ticket:%d:resolved", ticketID),
+		fmt.Sprintf("record_found_after_not_sent ticket:%d:contradicted", ticketID),
+	}
+	if diff := cmp.Diff(want, b.eventKeys(t, ticketID)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if n := b.count(t, `SELECT count(*) FROM sweeper.outbox WHERE dedupe_key = $1`, fmt.Sprintf("ticket:%d:contradicted", ticketID)); n != 1 {
+		t.Errorf("%d outbox rows for the contradiction, want 1 (it is alerted)", n)
+	}
+	// Another pass adds nothing.
+	b.escalateOnce(t)
+	if n := len(b.eventKeys(t, ticketID)); n != len(want) {
+		t.Errorf("%d events after another pass, want %d", n, len(want))
+	}
+}
+
+// TestUnstorableAnswerEndsInATicket: an answer the database refuses to
+// store (a field holding NUL, which jsonb rejects) is not retried forever:
+// the operation gets a lookup_failed ticket that says why, in one pass.
+func TestUnstorableAnswerEndsInATicket(t *testing.T) {
+	t.Parallel()
+	nul := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+		func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+			return []providers.Record{{ID: "rec_nul", CreatedAt: q.FirstAttemptAt.Add(time.Second), Recipient: q.Recipient,
+				PayloadHash: strings.Repeat("f", 64), Fields: map[string]any{"note": "a\x00b"}}}, nil
+		},
+	}}
+	b := setup(t, baseConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", nul, 5*time.Second)})
+	op := b.claim(t, "nul-1", "fake", stale)
+	sum, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{})
+	if err != nil || sum.Errors != 0 {
+		t.Fatalf("sweep: %+v, %v", sum, err)
+	}
+	tk, ev := b.ticketOf(t, op.OpKey)
+	if tk.Reason != review.ReasonLookupFailed || !strings.Contains(ev.Detail, "could not be stored") || len(ev.Records) != 0 {
+		t.Errorf("ticket %s %q with %d records; want lookup_failed saying the answer could not be stored", tk.Reason, ev.Detail, len(ev.Records))
+	}
+}
+
+// TestDryRunAgreesWithTheRealPass: two operations whose lookups answer the
+// same record. The real pass settles one and sends the other to review;
+// the dry run, which writes nothing, must say the same.
+func TestDryRunAgreesWithTheRealPass(t *testing.T) {
+	t.Parallel()
+	shared := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+		func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+			return []providers.Record{{ID: "rec_shared", CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
+		},
+	}}
+	b := setup(t, baseConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", shared, 5*time.Second)})
+	for _, k := range []string{"twin-a", "twin-b", "twin-c"} {
+		b.claim(t, k, "fake", stale)
+	}
+	count := func(sum jobs.Summary) map[string]int {
+		got := map[string]int{"done": sum.Done}
+		for r, n := range sum.Tickets {
+			got[string(r)] = n
+		}
+		return got
+	}
+	dry, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"done": 1, string(review.ReasonMultipleMatches): 2}
+	if diff := cmp.Diff(want, count(real)); diff != "" {
+		t.Errorf("real pass (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(count(real), count(dry)); diff != "" {
+		t.Errorf("dry run disagrees with the real pass (-real +dry):\n%s", diff)
+	}
+}
