@@ -46,7 +46,7 @@ func TestResemblanceProvesOnlyItsOwnMessage(t *testing.T) {
 		sentAt := time.Now().Add(-20 * time.Second)
 		b := setup(t, baseConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", smsAnswer(func() time.Time { return sentAt }), 5*time.Second)})
 		old := b.claimAs(t, reminder("tw-b"), 20*time.Minute) // never sent
-		b.claimAs(t, reminder("tw-a"), 30*time.Second)         // sent SM_A, confirmation not yet written
+		b.claimAs(t, reminder("tw-a"), 30*time.Second)        // sent SM_A, confirmation not yet written
 		sum, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{})
 		if err != nil || sum.Errors != 0 {
 			t.Fatalf("sweep: %+v, %v", sum, err)
