@@ -17,6 +17,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -29,8 +30,12 @@ type Sweeper struct {
 	Pool      *pgxpool.Pool
 	Providers map[string]*providers.Provider
 	Logger    *slog.Logger
-	// Now is the clock; time.Now unless a test sets it.
+	// Now is the clock, when a test sets it.
 	Now func() time.Time
+	// Clock is the database's clock, by which every time-based decision is
+	// taken when Now is not set (replicas with skewed clocks decide alike);
+	// nil: this machine's.
+	Clock *ledger.Clock
 	// Getenv reads secrets (SLACK_BOT_TOKEN); nil reads none.
 	Getenv func(string) string
 	// Metrics counts the events of the work wired from here (scans,
@@ -93,8 +98,11 @@ func Policy(cfg *config.Config) review.Policy {
 }
 
 func (s *Sweeper) now() time.Time {
-	if s.Now != nil {
+	switch {
+	case s.Now != nil:
 		return s.Now()
+	case s.Clock != nil:
+		return s.Clock.Now()
 	}
 	return time.Now()
 }

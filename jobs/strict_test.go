@@ -271,3 +271,43 @@ func TestDryRunAgreesWithTheRealPass(t *testing.T) {
 		t.Errorf("dry run disagrees with the real pass (-real +dry):\n%s", diff)
 	}
 }
+
+// TestReplicasWithSkewedClocksDecideAlike: one replica's clock runs seven
+// minutes fast. Deciding by the database's clock, it finds an operation
+// first attempted nine minutes ago not yet stale (stale_after 10m), as the
+// other replica does; by its own clock it would have settled it early.
+func TestReplicasWithSkewedClocksDecideAlike(t *testing.T) {
+	t.Parallel()
+	b := setup(t, baseConfig, nil)
+	b.claim(t, "found-skew-1", "sim", 9*time.Minute)
+	fast := func() time.Time { return time.Now().Add(7 * time.Minute) }
+
+	scanned := func(s *jobs.Sweeper) int {
+		sum, err := s.SweepOnce(context.Background(), jobs.OnceOptions{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum.Scanned
+	}
+	replicas := map[string]*jobs.Sweeper{}
+	for name, local := range map[string]func() time.Time{"on time": time.Now, "seven minutes fast": fast} {
+		r := wire(t, b.url, baseConfig, nil).sweeper
+		r.Clock = ledger.NewClock(r.Pool, local)
+		if _, err := r.Clock.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		replicas[name] = r
+	}
+	for name, r := range replicas {
+		if n := scanned(r); n != 0 {
+			t.Errorf("replica %s found %d stale operation(s), want 0", name, n)
+		}
+	}
+	// The same replica by its own clock: the skew the database's clock
+	// corrects.
+	own := wire(t, b.url, baseConfig, nil).sweeper
+	own.Now = fast
+	if n := scanned(own); n != 1 {
+		t.Errorf("by its own fast clock the replica found %d, want 1 (the test would not catch a skew)", n)
+	}
+}

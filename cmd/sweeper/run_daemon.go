@@ -217,6 +217,9 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	defer closeDB()
+	clockCtx, stopClock := context.WithCancel(ctx)
+	defer stopClock()
+	go s.Clock.Run(clockCtx, time.Minute)
 	// The event metrics exist before the work is wired: the settler, the
 	// scanner, the escalator and the dispatcher take them when built.
 	registry := prometheus.NewRegistry()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
 )
 
@@ -50,7 +51,14 @@ func openWaiting(ctx context.Context, e *env, configPath string, logger *slog.Lo
 		fmt.Fprintf(e.stderr, "sweeper: the database lacks %d migration(s): run 'sweeper migrate' first\n", pending)
 		return nil, nil, exitFailure
 	}
-	return &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: e.getenv}, pool.Close, -1
+	// One clock for every replica: the database's.
+	clock := ledger.NewClock(pool, nil)
+	if offset, err := clock.Sync(ctx); err != nil {
+		logger.Warn("cannot read the database's clock; using this machine's", "error", err)
+	} else if offset.Abs() > time.Minute {
+		logger.Warn("this machine's clock disagrees with the database's; deciding by the database's", "offset", offset.String())
+	}
+	return &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: e.getenv, Clock: clock}, pool.Close, -1
 }
 
 // reach connects and counts the migrations the database lacks.
