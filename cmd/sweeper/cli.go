@@ -175,6 +175,17 @@ func loadConfig(e *env, flagPath string) (*config.Config, string, int) {
 	return cfg, path, -1
 }
 
+// passFailed prints the one line that says what went wrong in a --once
+// pass — every problem, joined — and returns exitFailure: a script or a
+// cron job reads the exit code, a person this line.
+func passFailed(e *env, name string, problems []string) int {
+	text := strings.Join(problems, "; ")
+	// A joined error has a line per error; the summary stays one line.
+	text = strings.Join(strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
+	fmt.Fprintf(e.stderr, "sweeper %s: the pass had errors: %s\n", name, text)
+	return exitFailure
+}
+
 // newLogger logs text to a terminal and JSON anywhere else (a container's
 // log collector, a file).
 func newLogger(w io.Writer) *slog.Logger {

@@ -45,11 +45,33 @@ func runNotify(ctx context.Context, e *env, args []string) int {
 	} else {
 		printStats(e.stdout, stats)
 	}
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper notify: %v\n", err)
-		return exitFailure
+	if problems := deliveryProblems(stats, err); len(problems) > 0 {
+		return passFailed(e, "notify", problems)
 	}
 	return exitOK
+}
+
+// deliveryProblems lists what went wrong in a delivery pass. A rate limit
+// is not a problem: Slack said when to come back, and the row waits.
+func deliveryProblems(s notify.Stats, err error) []string {
+	var problems []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{
+		{s.Failed, "row(s) failed and wait for a retry"},
+		{s.Uncertain, "attempt(s) with an unknown result; the row(s) are searched for in Slack before any new post"},
+		{s.Parked, "row(s) parked on Slack's refusal (sweeper outbox list --state parked)"},
+		{s.Lost, "outcome(s) not recorded; the next attempt searches Slack first"},
+	} {
+		if p.n > 0 {
+			problems = append(problems, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	return problems
 }
 
 func printStats(w io.Writer, s notify.Stats) {

@@ -42,9 +42,15 @@ func runSweep(ctx context.Context, e *env, args []string) int {
 	} else {
 		printSummary(e.stdout, sum)
 	}
+	var problems []string
+	if sum.Errors > 0 {
+		problems = append(problems, fmt.Sprintf("%d operation(s) could not be settled; they stay pending for the next sweep", sum.Errors))
+	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper sweep: the pass failed: %v\n", err)
-		return exitFailure
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return passFailed(e, "sweep", problems)
 	}
 	return exitOK
 }
