@@ -1,7 +1,9 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -33,6 +35,36 @@ type DecisionLine struct {
 	OpKey    string          `json:"op_key"`
 	Provider string          `json:"provider"`
 	Decision review.Decision `json:"decision"`
+}
+
+// decisionJSON is a [review.Decision] as JSON shows it: the type itself has
+// no tags, and its Go field names are no output format.
+type decisionJSON struct {
+	Done             bool          `json:"done"`
+	ProviderRecordID string        `json:"provider_record_id,omitempty"`
+	Reason           review.Reason `json:"reason,omitempty"`
+	Detail           string        `json:"detail"`
+	RecordIDs        []string      `json:"record_ids,omitempty"`
+	DifferingFields  []string      `json:"differing_fields,omitempty"`
+}
+
+// MarshalJSON writes l with the decision's keys in snake_case, and with
+// <, > and & as they are (a caller's encoder decides on escaping; an
+// escape made here could not be undone there).
+func (l DecisionLine) MarshalJSON() ([]byte, error) {
+	d := l.Decision
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(struct {
+		OpKey    string       `json:"op_key"`
+		Provider string       `json:"provider"`
+		Decision decisionJSON `json:"decision"`
+	}{l.OpKey, l.Provider, decisionJSON{
+		Done: d.Done, ProviderRecordID: d.ProviderRecordID, Reason: d.Reason, Detail: d.Detail,
+		RecordIDs: d.RecordIDs, DifferingFields: d.DifferingFields,
+	}})
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }
 
 // OnceOptions tune [Sweeper.SweepOnce].

@@ -226,30 +226,31 @@ func defaultBackoff(attempt int) time.Duration {
 	return d/2 + mathrand.N(d/2+1)
 }
 
-// Stats counts what a dispatch did, by outcome.
+// Stats counts what a dispatch did, by outcome. `sweeper notify --once
+// --json` prints it.
 type Stats struct {
 	// Claimed rows were leased; each has one of the outcomes below.
-	Claimed int
+	Claimed int `json:"claimed"`
 	// Sent rows are done; Adopted of them were found in Slack rather than
 	// posted, after an uncertain attempt.
-	Sent    int
-	Adopted int
+	Sent    int `json:"sent"`
+	Adopted int `json:"adopted"`
 	// Uncertain rows had an attempt whose result is unknown; they are
 	// retried, search first.
-	Uncertain int
+	Uncertain int `json:"uncertain"`
 	// RateLimited rows wait for Slack's Retry-After; Failed rows for their
 	// backoff, after an error that certainly posted nothing.
-	RateLimited int
-	Failed      int
+	RateLimited int `json:"rate_limited"`
+	Failed      int `json:"failed"`
 	// Parked rows wait for a person.
-	Parked int
+	Parked int `json:"parked"`
 	// Released rows were given back without an attempt (the channel was
 	// paced or closed, or the dispatcher stopping).
-	Released int
+	Released int `json:"released"`
 	// Lost rows could not record their outcome: the lease had passed to
 	// another dispatcher, or the database failed. The next holder searches
 	// before posting.
-	Lost int
+	Lost int `json:"lost"`
 }
 
 func (s *Stats) add(o Stats) {

@@ -32,7 +32,7 @@ func runEscalate(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "sweeper escalate: delivering to Slack: %v\n", deliverErr)
 	}
 	if *asJSON {
-		_ = printJSON(e, sum)
+		printJSON(e, sum)
 	} else {
 		printEscalationSummary(e.stdout, sum)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -36,9 +35,7 @@ func runSweep(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(sum)
+		printJSON(e, sum)
 	} else {
 		printSummary(e.stdout, sum)
 	}
