@@ -52,7 +52,8 @@ func runNotify(ctx context.Context, e *env, args []string) int {
 }
 
 // deliveryProblems lists what went wrong in a delivery pass. A rate limit
-// is not a problem: Slack said when to come back, and the row waits.
+// is not a problem: Slack said when to come back, and the row waits; nor is
+// an alert parked for its age, which is what slack.max_alert_age asks.
 func deliveryProblems(s notify.Stats, err error) []string {
 	var problems []string
 	for _, p := range []struct {
@@ -75,8 +76,12 @@ func deliveryProblems(s notify.Stats, err error) []string {
 }
 
 func printStats(w io.Writer, s notify.Stats) {
-	fmt.Fprintf(w, "slack: %d sent (%d found already posted), %d uncertain, %d rate-limited, %d failed, %d parked\n",
+	fmt.Fprintf(w, "slack: %d sent (%d found already posted), %d uncertain, %d rate-limited, %d failed, %d parked",
 		s.Sent, s.Adopted, s.Uncertain, s.RateLimited, s.Failed, s.Parked)
+	if s.Expired > 0 {
+		fmt.Fprintf(w, ", %d not posted for their age (slack.max_alert_age)", s.Expired)
+	}
+	fmt.Fprintln(w)
 }
 
 func runOutbox(ctx context.Context, e *env, args []string) int {

@@ -82,6 +82,9 @@ func TestOnceExitCodes(t *testing.T) {
 		wantCode int
 		// wantSummary starts the command's one stderr line; "" wants none.
 		wantSummary string
+		wantOut     string // in stdout
+		// wantPosts is how many messages the fake Slack holds after.
+		wantPosts int
 	}{
 		{desc: "sweep: clean", args: []string{"sweep", "--once"}, wantCode: exitOK,
 			prepare: func(t *testing.T, b *onceBundle) { seed(t, b.dbURL, "found-x1", "nf-x2") }},
@@ -115,7 +118,16 @@ func TestOnceExitCodes(t *testing.T) {
 		{desc: "escalate: without --once", args: []string{"escalate"}, wantCode: exitUsage,
 			wantSummary: "sweeper escalate: --once is required"},
 		{desc: "notify: clean", args: []string{"notify", "--once"}, slack: true, wantCode: exitOK,
+			wantOut: "slack: 1 sent", wantPosts: 1,
 			prepare: func(t *testing.T, b *onceBundle) { b.openDueTickets(t, "nf-x1") }},
+		{desc: "notify: alerts older than slack.max_alert_age are not posted, and that is no error",
+			args: []string{"notify", "--once"}, slack: true, wantCode: exitOK,
+			wantOut: "slack: 1 sent (0 found already posted), 0 uncertain, 0 rate-limited, 0 failed, 0 parked, 2 not posted for their age", wantPosts: 1,
+			prepare: func(t *testing.T, b *onceBundle) {
+				b.openDueTickets(t, "nf-old1", "nf-old2")
+				b.exec(t, `UPDATE sweeper.outbox SET created_at = now() - interval '2 days'`)
+				b.openDueTickets(t, "nf-new1")
+			}},
 		{desc: "notify: Slack refuses the post", args: []string{"notify", "--once"}, slack: true, wantCode: exitFailure,
 			wantSummary: "sweeper notify: the pass had errors: 1 row(s) failed and wait for a retry",
 			prepare: func(t *testing.T, b *onceBundle) {
@@ -146,6 +158,12 @@ func TestOnceExitCodes(t *testing.T) {
 			r := runCLI(t, b.environ, append(tt.args, "--config", cfgFile)...)
 			if r.code != tt.wantCode {
 				t.Errorf("exit code %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.wantCode, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, tt.wantOut) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantOut, r.stdout)
+			}
+			if n := len(b.fake.Messages()); n != tt.wantPosts {
+				t.Errorf("%d message(s) in Slack, want %d", n, tt.wantPosts)
 			}
 			lines := summaryLines(r.stderr, tt.args[0])
 			switch {
