@@ -196,6 +196,11 @@ type Slack struct {
 	// AppID, when set, is the only Slack app (A…) whose button clicks are
 	// accepted. Default "": not checked.
 	AppID string `toml:"app_id"`
+	// MaxAlertAge is the age past which an alert is not posted but parked
+	// in the outbox: every ticket event writes an outbox row, Slack on or
+	// off, and turning Slack on must not post a backlog of stale alerts.
+	// Default 24h; greater than 0.
+	MaxAlertAge Duration `toml:"max_alert_age"`
 }
 
 // HTTP configures the daemon's endpoint.
@@ -316,7 +321,8 @@ func Default() Config {
 			Priority:   defaultPriority,
 			MaxRepeats: 3,
 		},
-		HTTP: HTTP{Listen: defaultListen},
+		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour)},
+		HTTP:  HTTP{Listen: defaultListen},
 	}
 }
 
@@ -493,6 +499,12 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 				v.add("slack.channels."+group.kind+"."+name, "set slack.channel too: overrides need Slack on")
 			}
 		}
+	}
+	switch d := c.Slack.MaxAlertAge; {
+	case d.err != nil:
+		v.add("slack.max_alert_age", "%v", d.err)
+	case d.Duration <= 0:
+		v.add("slack.max_alert_age", "must be greater than 0")
 	}
 	if c.Slack.APIURL != "" {
 		if u, err := url.Parse(c.Slack.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

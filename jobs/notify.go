@@ -39,6 +39,7 @@ func (s *Sweeper) Dispatcher() (*notify.Dispatcher, error) {
 		Channel:  channels.For,
 		Logger:   s.Logger,
 		Metrics:  s.Metrics,
+		MaxAge:   cfg.MaxAlertAge.Duration,
 	})
 }
 

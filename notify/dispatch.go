@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -124,6 +125,14 @@ type DispatcherConfig struct {
 	// Metrics counts posts, parked rows, uncertain posts and adopted
 	// messages. Default nil: none.
 	Metrics *metrics.Metrics
+	// MaxAge is the age (slack.max_alert_age) past which a row is parked
+	// unposted when claimed, with the ticket's later rows as old: an alert
+	// that old is news nobody waits for, and the rows written while Slack
+	// was off would otherwise flood the channel when it comes on. Age counts
+	// from when the row was written or, after [Outbox.Replay], from the
+	// replay, so a person can still post one on purpose. Default 0: no
+	// limit.
+	MaxAge time.Duration
 }
 
 // Dispatcher delivers outbox rows to Slack, each message once.
@@ -149,6 +158,7 @@ type Dispatcher struct {
 	gate     *channelGate
 	logger   *slog.Logger
 	metrics  *metrics.Metrics
+	maxAge   time.Duration
 }
 
 // NewDispatcher returns a Dispatcher over db (a pool) configured by cfg.
@@ -167,8 +177,8 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	if cfg.Channel == nil {
 		errs = append(errs, errors.New("notify: dispatcher: Channel is required"))
 	}
-	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 {
-		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval and SearchPages must not be negative"))
+	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.MaxAge < 0 {
+		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages and MaxAge must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -209,6 +219,7 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		gate:     newChannelGate(cmp.Or(cfg.PerChannel, rate.Limit(1))),
 		logger:   logger.With("dispatcher", id),
 		metrics:  cfg.Metrics,
+		maxAge:   cfg.MaxAge,
 	}, nil
 }
 
@@ -226,30 +237,34 @@ func defaultBackoff(attempt int) time.Duration {
 	return d/2 + mathrand.N(d/2+1)
 }
 
-// Stats counts what a dispatch did, by outcome.
+// Stats counts what a dispatch did, by outcome. `sweeper notify --once
+// --json` prints it.
 type Stats struct {
 	// Claimed rows were leased; each has one of the outcomes below.
-	Claimed int
+	Claimed int `json:"claimed"`
 	// Sent rows are done; Adopted of them were found in Slack rather than
 	// posted, after an uncertain attempt.
-	Sent    int
-	Adopted int
+	Sent    int `json:"sent"`
+	Adopted int `json:"adopted"`
 	// Uncertain rows had an attempt whose result is unknown; they are
 	// retried, search first.
-	Uncertain int
+	Uncertain int `json:"uncertain"`
 	// RateLimited rows wait for Slack's Retry-After; Failed rows for their
 	// backoff, after an error that certainly posted nothing.
-	RateLimited int
-	Failed      int
+	RateLimited int `json:"rate_limited"`
+	Failed      int `json:"failed"`
 	// Parked rows wait for a person.
-	Parked int
+	Parked int `json:"parked"`
+	// Expired rows were parked unposted, older than MaxAge: the claimed
+	// ones, and the later rows of their tickets that went with them.
+	Expired int `json:"expired"`
 	// Released rows were given back without an attempt (the channel was
 	// paced or closed, or the dispatcher stopping).
-	Released int
+	Released int `json:"released"`
 	// Lost rows could not record their outcome: the lease had passed to
 	// another dispatcher, or the database failed. The next holder searches
 	// before posting.
-	Lost int
+	Lost int `json:"lost"`
 }
 
 func (s *Stats) add(o Stats) {
@@ -260,6 +275,7 @@ func (s *Stats) add(o Stats) {
 	s.RateLimited += o.RateLimited
 	s.Failed += o.Failed
 	s.Parked += o.Parked
+	s.Expired += o.Expired
 	s.Released += o.Released
 	s.Lost += o.Lost
 }
@@ -361,6 +377,11 @@ func (e *releaseError) Error() string { return e.err.Error() }
 // deliver makes one attempt on held row n and records its outcome.
 func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline time.Time) Stats {
 	log := d.logger.With("outbox_id", n.ID, "ticket_id", n.TicketID, "dedupe_key", n.DedupeKey, "attempt", n.Attempts)
+	if d.maxAge > 0 {
+		if cutoff := time.Now().Add(-d.maxAge); dueSince(n).Before(cutoff) {
+			return d.expire(parent, n, cutoff, log)
+		}
+	}
 	ctx, cancel := context.WithDeadline(parent, deadline)
 	defer cancel()
 	res, err := d.attempt(ctx, &n, log)
@@ -443,6 +464,56 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 		log.Warn("notify: outcome not recorded", "err", werr, "outcome_of", err)
 	}
 	return st
+}
+
+// dueSince is when row n became due as it is: when it was written or, when
+// a person replayed it since, the last replay.
+func dueSince(n Notification) time.Time {
+	since := n.CreatedAt
+	var history []struct {
+		At    time.Time `json:"at"`
+		Event string    `json:"event"`
+	}
+	// An unreadable history leaves the row's own age, the stricter one.
+	_ = json.Unmarshal(n.History, &history)
+	for _, h := range history {
+		if h.Event == eventReplayed && h.At.After(since) {
+			since = h.At
+		}
+	}
+	return since
+}
+
+// expire parks held row n, due since before cutoff, without posting it,
+// and with it the ticket's later rows as old: they could not go out before
+// n anyway (a reply needs its root message). See DispatcherConfig.MaxAge.
+func (d *Dispatcher) expire(parent context.Context, n Notification, cutoff time.Time, log *slog.Logger) Stats {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
+	defer cancel()
+	cause := fmt.Errorf("expired: older than slack.max_alert_age (%s); not posted — see sweeper tickets list", shortDuration(d.maxAge))
+	if err := d.outbox.Park(ctx, n, cause); err != nil {
+		log.Warn("notify: outcome not recorded", "err", err, "outcome_of", cause)
+		return Stats{Lost: 1}
+	}
+	later, err := d.outbox.parkLater(ctx, n, cutoff, cause)
+	if err != nil {
+		// They stay pending behind n; `sweeper outbox list` shows them.
+		log.Warn("notify: the ticket's later rows could not be parked with an expired row", "err", err)
+	}
+	log.Info("notify: not posted: older than the age limit", "max_age", d.maxAge, "created_at", n.CreatedAt, "later_rows", later)
+	return Stats{Expired: 1 + later}
+}
+
+// shortDuration writes 24h rather than 24h0m0s, as the configuration does.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // attemptResult is what a successful attempt found or did.

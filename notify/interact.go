@@ -463,12 +463,15 @@ func (h *Interactions) markDoneSubmitted(ctx context.Context, w http.ResponseWri
 	}
 	log = log.With("ticket_id", id, "version", version)
 
+	// The id goes to Resolve as typed: ids are compared byte for byte, and
+	// Validate refuses one with space around it rather than guess which
+	// record was meant.
 	var recordID string
 	if ic.View.State != nil {
-		recordID = strings.TrimSpace(ic.View.State.Values[interactRecordBlock][interactRecordAction].Value)
+		recordID = ic.View.State.Values[interactRecordBlock][interactRecordAction].Value
 	}
 	switch {
-	case recordID == "":
+	case strings.TrimSpace(recordID) == "":
 		fail("Enter the provider's record id.")
 		return
 	case utf8.RuneCountInString(recordID) > interactMaxRecordID:

@@ -731,7 +731,7 @@ func TestInteractionsMarkDone(t *testing.T) {
 		t.Errorf("opening the form changed the ticket: %+v", got)
 	}
 
-	submission := interactForm(t, interactSubmission(interactTestOwner, v.View.PrivateMetadata, "  msg_8Hf2  "))
+	submission := interactForm(t, interactSubmission(interactTestOwner, v.View.PrivateMetadata, "msg_8Hf2"))
 	header := interactSigned(interactTestSecret, time.Now(), submission)
 	rec = b.serve(t, http.MethodPost, submission, header)
 	if rec.Code != http.StatusOK || rec.Body.Len() != 0 {
@@ -798,6 +798,12 @@ func TestInteractionsMarkDoneRefused(t *testing.T) {
 			want: "Enter the provider's record id."},
 		{desc: "blank record id", user: interactTestOwner, metadata: shown, recordID: " \t ",
 			want: "Enter the provider's record id."},
+		{desc: "record id with space around it", user: interactTestOwner, metadata: shown, recordID: " msg_1 ",
+			want: "provider_record_id: ledger: malformed provider record id: has white space around it; your form changed nothing"},
+		{desc: "record id with a newline after it", user: interactTestOwner, metadata: shown, recordID: "msg_1\n",
+			want: "provider_record_id: ledger: malformed provider record id"},
+		{desc: "record id of 200 characters over 512 bytes", user: interactTestOwner, metadata: shown, recordID: strings.Repeat("€", 200),
+			want: "provider_record_id: ledger: malformed provider record id: 600 bytes, more than 512"},
 		{desc: "record id over 255 characters", user: interactTestOwner, metadata: shown, recordID: strings.Repeat("é", 256),
 			want: "at most 255 characters"},
 		{desc: "stranger", user: interactTestStranger, metadata: shown, recordID: "msg_1",

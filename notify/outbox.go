@@ -234,6 +234,27 @@ func (o *Outbox) Park(ctx context.Context, n Notification, cause error) error {
 		history = `+historyEntry("'parked'", "$4"), errorText(cause))
 }
 
+// parkLater parks, with cause, the pending rows of row n's ticket that
+// come after it, were written before cutoff, were never replayed and are
+// not held, and returns how many. It follows the parking of n, which was
+// held: while n was pending, none of them could be claimed.
+func (o *Outbox) parkLater(ctx context.Context, n Notification, cutoff time.Time, cause error) (int, error) {
+	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox
+		SET state = 'parked', last_error = $4, leased_by = NULL, lease_until = now(),
+		    history = `+historyEntry("'parked'", "$4")+`
+		WHERE ticket_id = $1 AND id > $2 AND state = 'pending' AND created_at < $3
+		  AND (leased_by IS NULL OR lease_until <= now())
+		  AND NOT history @> jsonb_build_array(jsonb_build_object('event', '`+eventReplayed+`'))`,
+		n.TicketID, n.ID, cutoff, errorText(cause))
+	if err != nil {
+		return 0, fmt.Errorf("notify: park the rows of ticket %d after row %d: %w", n.TicketID, n.ID, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// eventReplayed is the history event of [Outbox.Replay].
+const eventReplayed = "replayed"
+
 // Replay makes parked row id pending again, due now, after the cause was
 // fixed. Its last error and history stay; an uncertain row stays uncertain.
 // by says who replayed it, for the history. Errors:
@@ -241,7 +262,7 @@ func (o *Outbox) Park(ctx context.Context, n Notification, cause error) error {
 func (o *Outbox) Replay(ctx context.Context, id int64, by string) (Notification, error) {
 	rows, err := o.db.Query(ctx, `UPDATE sweeper.outbox
 		SET state = 'pending', lease_until = now(), leased_by = NULL,
-		    history = `+historyEntry("'replayed'", "'by ' || $2")+`
+		    history = `+historyEntry("'"+eventReplayed+"'", "'by ' || $2")+`
 		WHERE id = $1 AND state = 'parked'
 		RETURNING `+notificationColumns, id, by)
 	if err != nil {

@@ -94,19 +94,23 @@ type Resolution struct {
 	ExpectVersion int
 }
 
-// Validate trims surrounding space from r's text fields and checks them.
-// Its errors name the field and match [ErrInvalidRequest].
+// Validate trims surrounding space from r.By and r.Note and checks r. The
+// provider record id is taken exactly as written: ids are compared byte for
+// byte, so "rec-1 " trimmed to "rec-1" would name another record than the
+// one typed; one outside the ledger's form ([ledger.CheckRecordID]) is
+// refused instead, and that error matches [ledger.ErrBadRecordID] too. Its
+// errors name the field and match [ErrInvalidRequest].
 func (r *Resolution) Validate() error {
-	r.By, r.Note, r.ProviderRecordID = strings.TrimSpace(r.By), strings.TrimSpace(r.Note), strings.TrimSpace(r.ProviderRecordID)
+	r.By, r.Note = strings.TrimSpace(r.By), strings.TrimSpace(r.Note)
 	var errs []error
 	if r.TicketID <= 0 {
 		errs = append(errs, errors.New("ticket_id: must be a positive number"))
 	}
 	switch r.Outcome {
 	case ResolutionDone, ResolutionDuplicate:
-		if r.ProviderRecordID == "" {
+		if strings.TrimSpace(r.ProviderRecordID) == "" {
 			errs = append(errs, fmt.Errorf("provider_record_id: required for outcome %s", r.Outcome))
-		} else if err := checkText(r.ProviderRecordID, 0); err != nil {
+		} else if err := ledger.CheckRecordID(r.ProviderRecordID); err != nil {
 			errs = append(errs, fmt.Errorf("provider_record_id: %w", err))
 		}
 	case ResolutionNotSent:

@@ -108,10 +108,13 @@ func TestResolve(t *testing.T) {
 		{desc: "duplicate keeping the first record", found: threeRecords,
 			resolution: review.Resolution{Outcome: review.ResolutionDuplicate, ProviderRecordID: "rec_a", By: "U0CAROL"},
 			wantStatus: ledger.StatusDone, wantRecord: "rec_a", wantDups: []string{"rec_b", "rec_c"}},
-		{desc: "surrounding space is trimmed", found: review.Answered(providers.Query{}, nil),
-			resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: " msg_1\n", By: " U0DAVE ",
+		{desc: "space around the actor and the note is trimmed", found: review.Answered(providers.Query{}, nil),
+			resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: "msg_1", By: " U0DAVE ",
 				Note: "  "},
 			wantStatus: ledger.StatusDone, wantRecord: "msg_1", wantDups: []string{}},
+		{desc: "a record id is kept as written", found: review.Answered(providers.Query{}, nil),
+			resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: "rec T/é<1>", By: "U0DAVE"},
+			wantStatus: ledger.StatusDone, wantRecord: "rec T/é<1>", wantDups: []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -302,11 +305,29 @@ func TestResolveInvalid(t *testing.T) {
 		desc       string
 		resolution review.Resolution // TicketID 0 is replaced by the ticket's
 		wantField  string            // named in the error
+		// wantBadRecord: the error matches ledger.ErrBadRecordID too.
+		wantBadRecord bool
 	}{
 		{desc: "done without a record id", resolution: review.Resolution{Outcome: review.ResolutionDone, By: "U0A"},
 			wantField: "provider_record_id: required for outcome done"},
 		{desc: "done with a blank record id", resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: " ", By: "U0A"},
 			wantField: "provider_record_id: required"},
+		{desc: "a record id with a space after it", resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: "rec-T ", By: "U0A"},
+			wantField: "provider_record_id: ledger: malformed provider record id: has white space around it", wantBadRecord: true},
+		{desc: "a record id with a newline before it", resolution: review.Resolution{Outcome: review.ResolutionDuplicate, ProviderRecordID: "\nrec-T", By: "U0A"},
+			wantField: "provider_record_id: ledger: malformed provider record id", wantBadRecord: true},
+		{desc: "a record id of 6000 characters", resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: strings.Repeat("r", 6000), By: "U0A"},
+			wantField: "provider_record_id: ledger: malformed provider record id: 6000 bytes, more than 512", wantBadRecord: true},
+		{desc: "a record id of 513 bytes", resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: strings.Repeat("é", 256) + "r", By: "U0A"},
+			wantField: "513 bytes, more than 512", wantBadRecord: true},
+		{desc: "a record id with a control character", resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: "rec\x1b[31m", By: "U0A"},
+			wantField: "provider_record_id: ledger: malformed provider record id: holds a control character", wantBadRecord: true},
+		{desc: "a record id with NUL", resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: "rec\x00", By: "U0A"},
+			wantField: "provider_record_id: ", wantBadRecord: true},
+		{desc: "a record id not in NFC", resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: "cafe\u0301", By: "U0A"},
+			wantField: "provider_record_id: ledger: malformed provider record id: not in Unicode NFC form", wantBadRecord: true},
+		{desc: "not_sent with a blank record id", resolution: review.Resolution{Outcome: review.ResolutionNotSent, ProviderRecordID: " ", By: "U0A"},
+			wantField: "provider_record_id: not_sent"},
 		{desc: "duplicate without a record id", resolution: review.Resolution{Outcome: review.ResolutionDuplicate, By: "U0A"},
 			wantField: "provider_record_id: required for outcome duplicate"},
 		{desc: "not_sent with a record id", resolution: review.Resolution{Outcome: review.ResolutionNotSent, ProviderRecordID: "r", By: "U0A"},
@@ -339,6 +360,9 @@ func TestResolveInvalid(t *testing.T) {
 			_, err := b.store.Resolve(b.ctx, r)
 			if !errors.Is(err, review.ErrInvalidRequest) || !strings.Contains(err.Error(), tt.wantField) {
 				t.Fatalf("Resolve: err = %v, want ErrInvalidRequest naming %q", err, tt.wantField)
+			}
+			if errors.Is(err, ledger.ErrBadRecordID) != tt.wantBadRecord {
+				t.Errorf("Resolve: err = %v; matches ledger.ErrBadRecordID: %t, want %t", err, !tt.wantBadRecord, tt.wantBadRecord)
 			}
 			after, err := b.store.Get(b.ctx, tk.ID)
 			if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -173,6 +174,38 @@ func loadConfig(e *env, flagPath string) (*config.Config, string, int) {
 		return nil, path, exitUsage
 	}
 	return cfg, path, -1
+}
+
+// printJSON prints v as a command's --json output, and returns exitOK or,
+// when v cannot be encoded, exitFailure after saying why.
+func printJSON(e *env, v any) int {
+	if err := writeJSON(e.stdout, "", v); err != nil {
+		fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// writeJSON is how sweeper prints JSON: indented, each line after the first
+// starting with prefix, ending in a newline, and with <, > and & as they
+// are. The output goes to terminals and pipes, never into HTML, and a Slack
+// mention must read <@U…>, not \u003c@U…\u003e.
+func writeJSON(w io.Writer, prefix string, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, "  ")
+	return enc.Encode(v)
+}
+
+// passFailed prints the one line that says what went wrong in a --once
+// pass — every problem, joined — and returns exitFailure: a script or a
+// cron job reads the exit code, a person this line.
+func passFailed(e *env, name string, problems []string) int {
+	text := strings.Join(problems, "; ")
+	// A joined error has a line per error; the summary stays one line.
+	text = strings.Join(strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
+	fmt.Fprintf(e.stderr, "sweeper %s: the pass had errors: %s\n", name, text)
+	return exitFailure
 }
 
 // newLogger logs text to a terminal and JSON anywhere else (a container's

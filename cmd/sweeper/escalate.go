@@ -32,18 +32,19 @@ func runEscalate(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "sweeper escalate: delivering to Slack: %v\n", deliverErr)
 	}
 	if *asJSON {
-		_ = printJSON(e, sum)
+		printJSON(e, sum)
 	} else {
 		printEscalationSummary(e.stdout, sum)
 	}
-	switch {
-	case err != nil:
-		fmt.Fprintf(e.stderr, "sweeper escalate: the pass failed: %v\n", err)
-		return exitFailure
-	case sum.Errors > 0:
-		// Those tickets stay due; the next pass tries again.
-		fmt.Fprintf(e.stderr, "sweeper escalate: %d ticket(s) could not be handled\n", sum.Errors)
-		return exitFailure
+	var problems []string
+	if sum.Errors > 0 {
+		problems = append(problems, fmt.Sprintf("%d ticket(s) could not be handled; they stay due for the next pass", sum.Errors))
+	}
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return passFailed(e, "escalate", problems)
 	}
 	return exitOK
 }

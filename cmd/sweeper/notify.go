@@ -45,16 +45,43 @@ func runNotify(ctx context.Context, e *env, args []string) int {
 	} else {
 		printStats(e.stdout, stats)
 	}
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper notify: %v\n", err)
-		return exitFailure
+	if problems := deliveryProblems(stats, err); len(problems) > 0 {
+		return passFailed(e, "notify", problems)
 	}
 	return exitOK
 }
 
+// deliveryProblems lists what went wrong in a delivery pass. A rate limit
+// is not a problem: Slack said when to come back, and the row waits; nor is
+// an alert parked for its age, which is what slack.max_alert_age asks.
+func deliveryProblems(s notify.Stats, err error) []string {
+	var problems []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{
+		{s.Failed, "row(s) failed and wait for a retry"},
+		{s.Uncertain, "attempt(s) with an unknown result; the row(s) are searched for in Slack before any new post"},
+		{s.Parked, "row(s) parked on Slack's refusal (sweeper outbox list --state parked)"},
+		{s.Lost, "outcome(s) not recorded; the next attempt searches Slack first"},
+	} {
+		if p.n > 0 {
+			problems = append(problems, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	return problems
+}
+
 func printStats(w io.Writer, s notify.Stats) {
-	fmt.Fprintf(w, "slack: %d sent (%d found already posted), %d uncertain, %d rate-limited, %d failed, %d parked\n",
+	fmt.Fprintf(w, "slack: %d sent (%d found already posted), %d uncertain, %d rate-limited, %d failed, %d parked",
 		s.Sent, s.Adopted, s.Uncertain, s.RateLimited, s.Failed, s.Parked)
+	if s.Expired > 0 {
+		fmt.Fprintf(w, ", %d not posted for their age (slack.max_alert_age)", s.Expired)
+	}
+	fmt.Fprintln(w)
 }
 
 func runOutbox(ctx context.Context, e *env, args []string) int {

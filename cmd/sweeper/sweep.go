@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -36,15 +35,19 @@ func runSweep(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(sum)
+		printJSON(e, sum)
 	} else {
 		printSummary(e.stdout, sum)
 	}
+	var problems []string
+	if sum.Errors > 0 {
+		problems = append(problems, fmt.Sprintf("%d operation(s) could not be settled; they stay pending for the next sweep", sum.Errors))
+	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper sweep: the pass failed: %v\n", err)
-		return exitFailure
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return passFailed(e, "sweep", problems)
 	}
 	return exitOK
 }

@@ -125,8 +125,9 @@ func runTicketsShow(ctx context.Context, e *env, args []string) int {
 	printTicket(e, t)
 	var evidence any
 	_ = json.Unmarshal(t.Evidence, &evidence)
-	pretty, _ := json.MarshalIndent(evidence, "  ", "  ")
-	fmt.Fprintf(e.stdout, "evidence:\n  %s\nevents:\n", pretty)
+	fmt.Fprint(e.stdout, "evidence:\n  ")
+	_ = writeJSON(e.stdout, "  ", evidence)
+	fmt.Fprint(e.stdout, "events:\n")
 	for _, ev := range events {
 		fmt.Fprintf(e.stdout, "  %s  %-10s by %s  %s\n", ev.At.UTC().Format(time.RFC3339), ev.Kind, ev.Actor, ev.Details)
 	}
@@ -134,16 +135,6 @@ func runTicketsShow(ctx context.Context, e *env, args []string) int {
 }
 
 func reviews(s *jobs.Sweeper) *review.Store { return review.NewStore(s.Pool, jobs.Policy(s.Config)) }
-
-func printJSON(e *env, v any) int {
-	enc := json.NewEncoder(e.stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
-		return exitFailure
-	}
-	return exitOK
-}
 
 func runTicketsResolve(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "tickets resolve", "tickets resolve ID --outcome done|not_sent|duplicate "+

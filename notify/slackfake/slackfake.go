@@ -237,9 +237,6 @@ func (r *request) flag(k string) bool {
 	return v == "1" || v == "true"
 }
 
-// errorCode is an ok:false answer.
-type errorCode string
-
 func (s *Server) handle(method string, h func(*request) (any, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		form, err := readForm(r)

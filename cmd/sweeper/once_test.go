@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/notify/slackfake"
+)
+
+// failWrites makes every statement matching event on table fail for the rows
+// cond selects, as a database refusing a write would.
+func failWrites(t *testing.T, dbURL, event, table, cond string) {
+	t.Helper()
+	pool := dbtest.Pool(t, dbURL)
+	ctx := context.Background()
+	name := strings.NewReplacer(".", "_", " ", "_").Replace(strings.ToLower(event + "_" + table))
+	if _, err := pool.Exec(ctx, `CREATE FUNCTION public.fail_`+name+`() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'refused by the test'; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TRIGGER fail_`+name+` BEFORE `+event+` ON `+table+
+		` FOR EACH ROW WHEN (`+cond+`) EXECUTE FUNCTION public.fail_`+name+`()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// summaryLines returns the lines of stderr the command itself printed (not
+// the log's), which start with "sweeper NAME: ".
+func summaryLines(stderr, name string) []string {
+	var out []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "sweeper "+name+": ") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// onceBundle is one case's database, fake Slack and configurations.
+type onceBundle struct {
+	dbURL   string
+	environ map[string]string
+	fake    *slackfake.Server
+	// slackOff is daemonConfig: no [slack].
+	slackOff string
+}
+
+// openDueTickets opens one ticket per not-found key through `sweep --once`
+// with Slack off, so their outbox rows stay pending, and puts their
+// deadlines in the past.
+func (b *onceBundle) openDueTickets(t *testing.T, keys ...string) {
+	t.Helper()
+	seed(t, b.dbURL, keys...)
+	if r := runCLI(t, b.environ, "sweep", "--once", "--config", b.slackOff); r.code != exitOK {
+		t.Fatalf("sweep --once: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	b.exec(t, `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`)
+}
+
+func (b *onceBundle) exec(t *testing.T, sql string) {
+	t.Helper()
+	if _, err := dbtest.Pool(t, b.dbURL).Exec(context.Background(), sql); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOnceExitCodes: every --once command exits 1 when its pass had errors,
+// with one line on stderr saying what went wrong, 0 when the pass was
+// clean, and 2 for a usage or configuration mistake.
+func TestOnceExitCodes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		desc    string
+		prepare func(t *testing.T, b *onceBundle)
+		args    []string
+		// slack runs the command with Slack on, posting to the fake.
+		slack    bool
+		wantCode int
+		// wantSummary starts the command's one stderr line; "" wants none.
+		wantSummary string
+		wantOut     string // in stdout
+		// wantPosts is how many messages the fake Slack holds after.
+		wantPosts int
+	}{
+		{desc: "sweep: clean", args: []string{"sweep", "--once"}, wantCode: exitOK,
+			prepare: func(t *testing.T, b *onceBundle) { seed(t, b.dbURL, "found-x1", "nf-x2") }},
+		{desc: "sweep: a write fails", args: []string{"sweep", "--once"}, wantCode: exitFailure,
+			wantSummary: "sweeper sweep: the pass had errors: 1 operation(s) could not be settled; they stay pending for the next sweep",
+			prepare: func(t *testing.T, b *onceBundle) {
+				seed(t, b.dbURL, "found-x1", "nf-x2", "nf-x3")
+				failWrites(t, b.dbURL, "INSERT", "sweeper.tickets", "NEW.op_key = 'nf-x2'")
+			}},
+		{desc: "sweep: the scan fails", args: []string{"sweep", "--once"}, wantCode: exitFailure,
+			wantSummary: "sweeper sweep: the pass had errors: sweep provider sim: ",
+			prepare: func(t *testing.T, b *onceBundle) {
+				seed(t, b.dbURL, "nf-x1")
+				b.exec(t, `ALTER TABLE ledger.operations RENAME COLUMN first_attempt_at TO first_attempt`)
+			}},
+		{desc: "sweep: a dry run writes nothing, so nothing fails", args: []string{"sweep", "--once", "--dry-run"}, wantCode: exitOK,
+			prepare: func(t *testing.T, b *onceBundle) {
+				seed(t, b.dbURL, "nf-x1")
+				failWrites(t, b.dbURL, "INSERT", "sweeper.tickets", "true")
+			}},
+		{desc: "sweep: without --once", args: []string{"sweep"}, wantCode: exitUsage,
+			wantSummary: "sweeper sweep: --once is required"},
+		{desc: "escalate: clean", args: []string{"escalate", "--once"}, wantCode: exitOK,
+			prepare: func(t *testing.T, b *onceBundle) { b.openDueTickets(t, "nf-x1") }},
+		{desc: "escalate: a ticket cannot be escalated", args: []string{"escalate", "--once"}, wantCode: exitFailure,
+			wantSummary: "sweeper escalate: the pass had errors: 1 ticket(s) could not be handled; they stay due for the next pass",
+			prepare: func(t *testing.T, b *onceBundle) {
+				b.openDueTickets(t, "nf-x1", "nf-x2")
+				failWrites(t, b.dbURL, "UPDATE", "sweeper.tickets", "OLD.op_key = 'nf-x2'")
+			}},
+		{desc: "escalate: without --once", args: []string{"escalate"}, wantCode: exitUsage,
+			wantSummary: "sweeper escalate: --once is required"},
+		{desc: "notify: clean", args: []string{"notify", "--once"}, slack: true, wantCode: exitOK,
+			wantOut: "slack: 1 sent", wantPosts: 1,
+			prepare: func(t *testing.T, b *onceBundle) { b.openDueTickets(t, "nf-x1") }},
+		{desc: "notify: alerts older than slack.max_alert_age are not posted, and that is no error",
+			args: []string{"notify", "--once"}, slack: true, wantCode: exitOK,
+			wantOut: "slack: 1 sent (0 found already posted), 0 uncertain, 0 rate-limited, 0 failed, 0 parked, 2 not posted for their age", wantPosts: 1,
+			prepare: func(t *testing.T, b *onceBundle) {
+				b.openDueTickets(t, "nf-old1", "nf-old2")
+				b.exec(t, `UPDATE sweeper.outbox SET created_at = now() - interval '2 days'`)
+				b.openDueTickets(t, "nf-new1")
+			}},
+		{desc: "notify: Slack refuses the post", args: []string{"notify", "--once"}, slack: true, wantCode: exitFailure,
+			wantSummary: "sweeper notify: the pass had errors: 1 row(s) failed and wait for a retry",
+			prepare: func(t *testing.T, b *onceBundle) {
+				b.openDueTickets(t, "nf-x1")
+				b.fake.Always("chat.postMessage", slackfake.Fault{Status: 403}) // refused before any effect
+			}},
+		{desc: "notify: without --once", args: []string{"notify"}, slack: true, wantCode: exitUsage,
+			wantSummary: "sweeper notify: --once is required"},
+		{desc: "notify: Slack off", args: []string{"notify", "--once"}, wantCode: exitUsage,
+			wantSummary: "sweeper notify: slack.channel is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			b := &onceBundle{dbURL: dbtest.NewDatabase(t), fake: slackfake.New(t), slackOff: writeConfig(t, daemonConfig)}
+			b.environ = map[string]string{
+				config.EnvDatabaseURL:  b.dbURL,
+				config.EnvSlackToken:   slackfake.Token,
+				config.EnvSlackSigning: "signing-secret",
+			}
+			if tt.prepare != nil {
+				tt.prepare(t, b)
+			}
+			cfgFile := b.slackOff
+			if tt.slack {
+				cfgFile = writeConfig(t, slackConfig(b.fake))
+			}
+			r := runCLI(t, b.environ, append(tt.args, "--config", cfgFile)...)
+			if r.code != tt.wantCode {
+				t.Errorf("exit code %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.wantCode, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, tt.wantOut) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantOut, r.stdout)
+			}
+			if n := len(b.fake.Messages()); n != tt.wantPosts {
+				t.Errorf("%d message(s) in Slack, want %d", n, tt.wantPosts)
+			}
+			lines := summaryLines(r.stderr, tt.args[0])
+			switch {
+			case tt.wantSummary == "" && len(lines) > 0:
+				t.Errorf("a clean pass printed %q", lines)
+			case tt.wantSummary != "" && (len(lines) != 1 || !strings.HasPrefix(lines[0], tt.wantSummary)):
+				t.Errorf("stderr lines %q, want one starting %q\nstderr: %s", lines, tt.wantSummary, r.stderr)
+			}
+		})
+	}
+}
+
+// slackConfig is daemonConfig with Slack on, posting to fake.
+func slackConfig(fake *slackfake.Server) string {
+	return daemonConfig + fmt.Sprintf(`
+[slack]
+channel = "C0REVIEW01"
+api_url = %q
+`, fake.URL())
+}
