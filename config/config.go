@@ -79,7 +79,9 @@ type Database struct {
 
 // Schedules holds cron expressions in the standard five-field syntax
 // (cron.ParseStandard), descriptors such as "@every 30s" included; an
-// optional CRON_TZ= prefix sets the time zone (UTC otherwise).
+// optional CRON_TZ= prefix sets the time zone (UTC otherwise). An expression
+// that never fires ("0 0 30 2 *") or fires more often than once a second
+// ("@every 500ms") is refused.
 type Schedules struct {
 	// Sweep finds stale pending operations. Default "*/5 * * * *".
 	Sweep string `toml:"sweep"`
@@ -354,8 +356,8 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 	for _, sch := range []struct{ key, expr string }{
 		{"schedules.sweep", c.Schedules.Sweep}, {"schedules.escalate", c.Schedules.Escalate}, {"schedules.notify", c.Schedules.Notify},
 	} {
-		if _, err := cron.ParseStandard(sch.expr); err != nil {
-			v.add(sch.key, "invalid cron expression %q: %v", sch.expr, err)
+		if err := checkSchedule(sch.expr, time.Now()); err != nil {
+			v.add(sch.key, "%v", err)
 		}
 	}
 
@@ -509,6 +511,38 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 		v.secretEnv("http.river_ui", EnvRiverUIPass, true, getenv)
 	}
 	return v.errs
+}
+
+// checkSchedule parses a cron expression as the job client does
+// (cron.ParseStandard) and refuses one that cannot work as written: one
+// that never fires, since cron's Next then returns the zero time and the
+// job would silently never run, and an interval under a second, which cron
+// silently rounds up to one second.
+func checkSchedule(expr string, now time.Time) error {
+	spec := expr
+	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
+		// cron cuts the zone name at the first space, and panics when
+		// there is none.
+		_, rest, ok := strings.Cut(spec, " ")
+		if !ok {
+			return fmt.Errorf("invalid cron expression %q: a time zone and no schedule after it", expr)
+		}
+		spec = strings.TrimSpace(rest)
+	}
+	schedule, err := cron.ParseStandard(expr)
+	if err != nil {
+		return fmt.Errorf("invalid cron expression %q: %w", expr, err)
+	}
+	if every, ok := strings.CutPrefix(spec, "@every "); ok {
+		if d, err := time.ParseDuration(every); err == nil && d < time.Second {
+			return fmt.Errorf("%q fires more often than once a second (cron would run it every second)", expr)
+		}
+	}
+	if schedule.Next(now).IsZero() {
+		// cron looks five years ahead: February 30, April 31.
+		return fmt.Errorf("%q never fires (no time in the next five years matches it)", expr)
+	}
+	return nil
 }
 
 // validator gathers problems, each prefixed with its key.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +256,43 @@ func TestRiverUICredentials(t *testing.T) {
 		env(map[string]string{config.EnvRiverUIUser: "ops", config.EnvRiverUIPass + "_FILE": file + ".missing"}))
 	if err == nil || !strings.Contains(err.Error(), "http.river_ui: environment variable SWEEPER_RIVERUI_PASSWORD is not set") {
 		t.Errorf("unreadable password file: %v", err)
+	}
+}
+
+// TestSchedulesThatCanNeverWork: a cron expression is refused, under its
+// key, when it never fires or asks for more than one run a second (which
+// cron would silently round to one a second); a time zone prefix with no
+// schedule after it is an error, not a panic.
+func TestSchedulesThatCanNeverWork(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		desc, key, expr string
+		want            string // "" when valid
+	}{
+		{"five fields", "sweep", "*/5 * * * *", ""},
+		{"every second", "notify", "@every 1s", ""},
+		{"time zone and descriptor", "sweep", "CRON_TZ=Europe/Paris @every 30s", ""},
+		{"February 29 fires in leap years", "escalate", "0 0 29 2 *", ""},
+		{"February 30", "sweep", "0 0 30 2 *", `schedules.sweep: "0 0 30 2 *" never fires (no time in the next five years matches it)`},
+		{"April 31 in a time zone", "escalate", "CRON_TZ=UTC 0 0 31 4 *", `schedules.escalate: "CRON_TZ=UTC 0 0 31 4 *" never fires (no time in the next five years matches it)`},
+		{"zero interval", "notify", "@every 0s", `schedules.notify: "@every 0s" fires more often than once a second (cron would run it every second)`},
+		{"one nanosecond", "notify", "@every 1ns", `schedules.notify: "@every 1ns" fires more often than once a second (cron would run it every second)`},
+		{"half a second", "sweep", "@every 500ms", `schedules.sweep: "@every 500ms" fires more often than once a second (cron would run it every second)`},
+		{"negative interval", "sweep", "@every -5s", `schedules.sweep: "@every -5s" fires more often than once a second (cron would run it every second)`},
+		{"sub-second in a time zone", "sweep", "CRON_TZ=UTC @every 10ms", `schedules.sweep: "CRON_TZ=UTC @every 10ms" fires more often than once a second (cron would run it every second)`},
+		{"time zone alone", "sweep", "CRON_TZ=UTC", `schedules.sweep: invalid cron expression "CRON_TZ=UTC": a time zone and no schedule after it`},
+		{"TZ alone", "escalate", "TZ=", `schedules.escalate: invalid cron expression "TZ=": a time zone and no schedule after it`},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			text := minimal + "\n[schedules]\n" + c.key + " = " + strconv.Quote(c.expr) + "\n"
+			_, err := config.Parse(text, kinds, env(nil))
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (err == nil || err.Error() != c.want):
+				t.Errorf("err = %v, want %s", err, c.want)
+			}
+		})
 	}
 }
