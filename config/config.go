@@ -273,7 +273,7 @@ func Parse(text string, kinds []providers.Kind, getenv Getenv) (*Config, error) 
 	switch {
 	case urlErr == nil:
 		cfg.Database.URL = databaseURL
-	case getenv(EnvDatabaseURL+"_FILE") != "":
+	case getenv(EnvDatabaseURL) != "" || getenv(EnvDatabaseURL+"_FILE") != "":
 		problems = append(problems, fmt.Errorf("database.url: %w", urlErr))
 	case hasPassword(cfg.Database.URL):
 		problems = append(problems, errors.New("database.url: must not contain a password; "+
@@ -588,32 +588,50 @@ func (v *validator) secretEnv(key, name string, required bool, getenv Getenv) {
 		}
 	case !envNameRE.MatchString(name):
 		v.add(key, "%q is not an environment variable name", name)
-	case required && !SecretSet(getenv, name):
-		v.add(key, "environment variable %s is not set (nor %s_FILE)", name, name)
+	default:
+		// Set twice is an error even for an optional credential: the
+		// adapter would read one of the two.
+		_, err := Secret(getenv, name)
+		if twice, ok := errors.AsType[*setTwiceError](err); ok {
+			v.add(key, "%v", twice)
+		} else if required && err != nil {
+			v.add(key, "environment variable %s is not set (nor %s_FILE)", name, name)
+		}
 	}
 }
 
 // Secret returns the value of the secret named by environment variable name:
-// the variable itself, else the contents of the file named by name_FILE
+// the variable itself, or the contents of the file named by name_FILE
 // (trailing newline removed), the convention of Docker and Kubernetes
-// secrets. The error never carries the value.
+// secrets. Both set is an error naming both: either could be the stale one,
+// so neither is chosen. Every credential sweeper reads goes through here.
+// The error never carries the value.
 func Secret(getenv Getenv, name string) (string, error) {
-	if v := getenv(name); v != "" {
+	v, file := getenv(name), getenv(name+"_FILE")
+	switch {
+	case v != "" && file != "":
+		return "", &setTwiceError{name: name}
+	case v != "":
 		return v, nil
-	}
-	file := getenv(name + "_FILE")
-	if file == "" {
+	case file == "":
 		return "", fmt.Errorf("environment variable %s is not set (nor %s_FILE)", name, name)
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return "", fmt.Errorf("%s_FILE: %w", name, err)
 	}
-	v := strings.TrimRight(string(b), "\r\n")
+	v = strings.TrimRight(string(b), "\r\n")
 	if v == "" {
 		return "", fmt.Errorf("%s_FILE: %s is empty", name, file)
 	}
 	return v, nil
+}
+
+// setTwiceError is [Secret]'s error when both NAME and NAME_FILE are set.
+type setTwiceError struct{ name string }
+
+func (e *setTwiceError) Error() string {
+	return fmt.Sprintf("both %s and %s_FILE are set; set only one", e.name, e.name)
 }
 
 // SecretSet reports whether [Secret] would find a value for name.

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -31,7 +32,8 @@ func env(vars map[string]string) config.Getenv {
 
 // TestBadConfigs loads one broken config per rule and checks the exact
 // message, kept beside it in a .err file (rewrite with -update, then read
-// the diff).
+// the diff). A .env file beside it, when present, is the environment: one
+// VAR=value a line (paths relative to this package); otherwise it is empty.
 func TestBadConfigs(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("testdata/bad/*.toml")
@@ -42,7 +44,7 @@ func TestBadConfigs(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".toml")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, err := config.Load(file, kinds, env(nil))
+			_, err := config.Load(file, kinds, env(readEnvFile(t, strings.TrimSuffix(file, ".toml")+".env")))
 			if err == nil {
 				t.Fatal("loaded without error")
 			}
@@ -62,6 +64,27 @@ func TestBadConfigs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readEnvFile reads VAR=value lines; a missing file is no variables.
+func readEnvFile(t *testing.T, file string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		name, value, ok := strings.Cut(strings.TrimRight(line, "\n"), "=")
+		if !ok {
+			t.Fatalf("%s: %q is not VAR=value", file, line)
+		}
+		vars[name] = value
+	}
+	return vars
 }
 
 const minimal = `
@@ -291,6 +314,55 @@ func TestSchedulesThatCanNeverWork(t *testing.T) {
 			case c.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
 			case c.want != "" && (err == nil || err.Error() != c.want):
+				t.Errorf("err = %v, want %s", err, c.want)
+			}
+		})
+	}
+}
+
+// TestSecretSetTwice: a secret in both NAME and NAME_FILE is an error
+// naming both, never a silent choice of one, and it carries neither value.
+func TestSecretSetTwice(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("from-the-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := config.Secret(env(map[string]string{"ORDERS_TOKEN": "from-the-variable", "ORDERS_TOKEN_FILE": file}), "ORDERS_TOKEN")
+	if err == nil || err.Error() != "both ORDERS_TOKEN and ORDERS_TOKEN_FILE are set; set only one" {
+		t.Errorf("Secret: err = %v", err)
+	}
+	if config.SecretSet(env(map[string]string{"ORDERS_TOKEN": "from-the-variable", "ORDERS_TOKEN_FILE": file}), "ORDERS_TOKEN") {
+		t.Error("SecretSet reports a secret set twice as usable")
+	}
+
+	slack := minimal + "\n[slack]\nchannel = \"C0OPSREVIEW\"\n"
+	for _, c := range []struct {
+		desc, text, name string
+		others           map[string]string // the other secrets the text needs
+		want             string
+	}{
+		{"database URL", minimal, config.EnvDatabaseURL, nil,
+			"database.url: both SWEEPER_DATABASE_URL and SWEEPER_DATABASE_URL_FILE are set; set only one"},
+		{"Slack token", slack, config.EnvSlackToken, map[string]string{config.EnvSlackSigning: "s"},
+			"slack.channel: both SLACK_BOT_TOKEN and SLACK_BOT_TOKEN_FILE are set; set only one"},
+		{"Slack signing secret", slack, config.EnvSlackSigning, map[string]string{config.EnvSlackToken: "t"},
+			"slack.channel: both SLACK_SIGNING_SECRET and SLACK_SIGNING_SECRET_FILE are set; set only one"},
+		{"River UI password", minimal + "\n[http]\nriver_ui = true\n", config.EnvRiverUIPass, map[string]string{config.EnvRiverUIUser: "ops"},
+			"http.river_ui: both SWEEPER_RIVERUI_PASSWORD and SWEEPER_RIVERUI_PASSWORD_FILE are set; set only one"},
+		{"required provider credential", minimal + "\n[providers.pay]\nkind = \"stripe\"\nsecret_key_env = \"PAY_KEY\"\n", "PAY_KEY", nil,
+			"providers.pay.secret_key_env: both PAY_KEY and PAY_KEY_FILE are set; set only one"},
+		{"optional provider credential", minimal + "\n[providers.orders]\nkind = \"http\"\nurl = \"https://orders.example.com/lookup\"\ntoken_env = \"ORDERS_TOKEN\"\n", "ORDERS_TOKEN", nil,
+			"providers.orders.token_env: both ORDERS_TOKEN and ORDERS_TOKEN_FILE are set; set only one"},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			vars := map[string]string{c.name: "postgres://from-the-variable@db/x", c.name + "_FILE": file}
+			for k, v := range c.others {
+				vars[k] = v
+			}
+			_, err := config.Parse(c.text, kinds, env(vars))
+			if err == nil || err.Error() != c.want {
 				t.Errorf("err = %v, want %s", err, c.want)
 			}
 		})
