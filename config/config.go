@@ -269,15 +269,18 @@ func Parse(text string, kinds []providers.Kind, getenv Getenv) (*Config, error) 
 		}
 		problems = append(problems, fmt.Errorf("%s: unknown key", key))
 	}
+	// A password in the file is refused even when the environment
+	// overrides the URL: the file holds the secret either way.
+	if hasPassword(cfg.Database.URL) {
+		problems = append(problems, errors.New("database.url: must not contain a password; "+
+			"put the URL in SWEEPER_DATABASE_URL, or the password in PGPASSWORD or ~/.pgpass"))
+	}
 	databaseURL, urlErr := Secret(getenv, EnvDatabaseURL)
 	switch {
 	case urlErr == nil:
 		cfg.Database.URL = databaseURL
 	case getenv(EnvDatabaseURL) != "" || getenv(EnvDatabaseURL+"_FILE") != "":
 		problems = append(problems, fmt.Errorf("database.url: %w", urlErr))
-	case hasPassword(cfg.Database.URL):
-		problems = append(problems, errors.New("database.url: must not contain a password; "+
-			"put the URL in SWEEPER_DATABASE_URL, or the password in PGPASSWORD or ~/.pgpass"))
 	}
 	problems = append(problems, cfg.validate(kinds, getenv)...)
 	if len(problems) > 0 {

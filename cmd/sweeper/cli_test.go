@@ -259,7 +259,7 @@ func TestCheckConfigMasksSecrets(t *testing.T) {
 	if strings.Contains(r.stdout+r.stderr, "Pa55") {
 		t.Errorf("a secret was printed:\n%s%s", r.stdout, r.stderr)
 	}
-	for _, want := range []string{"sweeper:xxxxx@db.internal", "# SLACK_BOT_TOKEN = set", "# ORDERS_LOOKUP_TOKEN = set (providers.orders_api.token_env)"} {
+	for _, want := range []string{`url = "postgres://sweeper@db.internal/ledger"`, "printed without its password", "# SLACK_BOT_TOKEN = set", "# ORDERS_LOOKUP_TOKEN = set (providers.orders_api.token_env)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}
