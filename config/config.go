@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -269,19 +270,9 @@ func Parse(text string, kinds []providers.Kind, getenv Getenv) (*Config, error) 
 		}
 		problems = append(problems, fmt.Errorf("%s: unknown key", key))
 	}
-	// A password in the file is refused even when the environment
-	// overrides the URL: the file holds the secret either way.
-	if hasPassword(cfg.Database.URL) {
-		problems = append(problems, errors.New("database.url: must not contain a password; "+
-			"put the URL in SWEEPER_DATABASE_URL, or the password in PGPASSWORD or ~/.pgpass"))
-	}
-	databaseURL, urlErr := Secret(getenv, EnvDatabaseURL)
-	switch {
-	case urlErr == nil:
-		cfg.Database.URL = databaseURL
-	case getenv(EnvDatabaseURL) != "" || getenv(EnvDatabaseURL+"_FILE") != "":
-		problems = append(problems, fmt.Errorf("database.url: %w", urlErr))
-	}
+	var urlProblems []error
+	cfg.Database.URL, urlProblems = databaseURL(cfg.Database.URL, getenv)
+	problems = append(problems, urlProblems...)
 	problems = append(problems, cfg.validate(kinds, getenv)...)
 	if len(problems) > 0 {
 		return nil, &Error{Problems: problems}
@@ -347,11 +338,6 @@ var (
 func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 	var v validator
 
-	if c.Database.URL == "" {
-		v.add("database.url", "required (or set %s)", EnvDatabaseURL)
-	} else if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		v.add("database.url", "must be a postgres:// URL")
-	}
 	if c.Database.MaxConns < 2 {
 		v.add("database.max_conns", "must be at least 2")
 	}
@@ -546,6 +532,127 @@ func checkSchedule(expr string, now time.Time) error {
 		return fmt.Errorf("%q never fires (no time in the next five years matches it)", expr)
 	}
 	return nil
+}
+
+// databaseURL returns the URL sweeper connects with — SWEEPER_DATABASE_URL,
+// or its _FILE, over the file's database.url — and the problems of each.
+// The file's URL is checked even when overridden: a password there is in
+// the file either way. No problem quotes a URL.
+func databaseURL(fileURL string, getenv Getenv) (string, []error) {
+	var problems []error
+	add := func(format string, args ...any) {
+		problems = append(problems, fmt.Errorf("database.url: "+format, args...))
+	}
+	if fileURL != "" {
+		err := CheckDatabaseURL(fileURL)
+		if err != nil {
+			add("%w", err)
+		}
+		if !errors.Is(err, ErrMalformedURL) && hasPassword(fileURL) {
+			add("must not contain a password; put the URL in %s, or the password in PGPASSWORD or ~/.pgpass", EnvDatabaseURL)
+		}
+	}
+	envURL, err := Secret(getenv, EnvDatabaseURL)
+	switch {
+	case err == nil:
+		if err := CheckDatabaseURL(envURL); err != nil {
+			source := EnvDatabaseURL
+			if getenv(EnvDatabaseURL) == "" {
+				source += "_FILE"
+			}
+			add("%s %w", source, err)
+		}
+		return envURL, problems
+	case getenv(EnvDatabaseURL) != "" || getenv(EnvDatabaseURL+"_FILE") != "":
+		add("%w", err)
+	case fileURL == "":
+		add("required (or set %s)", EnvDatabaseURL)
+	}
+	return fileURL, problems
+}
+
+// Errors of [CheckDatabaseURL]. Neither quotes the URL.
+var (
+	ErrNotPostgresURL = errors.New("must be a postgres:// URL")
+	ErrMalformedURL   = errors.New("does not parse as a URL; percent-encode @ / # ? in the password (%40 %2F %23 %3F)")
+)
+
+// CheckDatabaseURL returns nil for a postgres:// (or postgresql://) URL
+// that Go's net/url and PostgreSQL's own parser (libpq's rules, which pgx
+// follows) read the same way, so that what sweeper redacts for display is
+// what pgx takes for the password and the host. Otherwise it returns
+// [ErrNotPostgresURL] or [ErrMalformedURL], which quote nothing of raw: an
+// unescaped @ / # or ? in a password splits it differently in each parser
+// and strands part of it where it would be printed, or looked up in DNS as
+// a host name.
+func CheckDatabaseURL(raw string) error {
+	rest, ok := strings.CutPrefix(raw, "postgres://")
+	if !ok {
+		rest, ok = strings.CutPrefix(raw, "postgresql://")
+	}
+	if !ok {
+		// pgx reads anything else as key=value settings.
+		return ErrNotPostgresURL
+	}
+	// net/url ends the authority at the first '/', '?' or '#'; libpq ends
+	// the user info at the first '@' before any '/', and knows no fragment.
+	// They agree when there is no '#' and every '@' — at most one — is in
+	// the authority. An '@' in a database name or parameter is written %40.
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority := rest[:end]
+	if strings.ContainsAny(rest[end:], "@#") || strings.Count(authority, "@") > 1 {
+		return ErrMalformedURL
+	}
+	hosts := authority[strings.LastIndex(authority, "@")+1:]
+	if hosts != "" {
+		for _, hostPort := range strings.Split(hosts, ",") {
+			if !validHostPort(hostPort) {
+				return ErrMalformedURL
+			}
+		}
+	}
+	if _, err := url.Parse(raw); err != nil {
+		return ErrMalformedURL
+	}
+	return nil
+}
+
+var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$`)
+
+// validHostPort reports whether s is host[:port] with host a host name, an
+// IPv4 address or a bracketed IPv6 address (or empty: the default), and
+// port empty or a number up to 65535.
+func validHostPort(s string) bool {
+	host, port := s, ""
+	if strings.HasPrefix(s, "[") {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return false
+		}
+		if ip := net.ParseIP(s[1:end]); ip == nil || ip.To4() != nil {
+			return false
+		}
+		host, port = "", s[end+1:]
+		if port != "" {
+			var ok bool
+			if port, ok = strings.CutPrefix(port, ":"); !ok {
+				return false
+			}
+		}
+	} else if i := strings.IndexByte(s, ':'); i >= 0 {
+		host, port = s[:i], s[i+1:]
+	}
+	if host != "" && !hostNameRE.MatchString(host) {
+		return false
+	}
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535 && strings.Trim(port, "0123456789") == ""
 }
 
 // validator gathers problems, each prefixed with its key.

@@ -370,3 +370,86 @@ func TestSecretSetTwice(t *testing.T) {
 		})
 	}
 }
+
+// TestDatabaseURLThatDoesNotParse: a database URL that net/url and
+// PostgreSQL's parser (libpq's rules, which pgx follows) would read
+// differently — an unescaped @ / # ? in the password, a fragment, a host
+// that is no host name — is refused, from the file, SWEEPER_DATABASE_URL
+// or its _FILE, by a message quoting none of it.
+func TestDatabaseURLThatDoesNotParse(t *testing.T) {
+	t.Parallel()
+	const malformed = "does not parse as a URL; percent-encode @ / # ? in the password (%40 %2F %23 %3F)"
+	for _, c := range []struct {
+		desc, url string
+		want      string // "" when accepted; else the problem after "database.url: [VARIABLE ]"
+	}{
+		{"host and port", "postgres://127.0.0.1:5432/sweeper", ""},
+		{"postgresql scheme and a query", "postgresql://db.internal/ledger?sslmode=require", ""},
+		{"user without password", "postgres://sweeper@db.internal/ledger", ""},
+		{"socket directory", "postgres:///sweeper?host=/var/run/postgresql", ""},
+		{"IPv6", "postgres://[::1]:5432/sweeper", ""},
+		{"several hosts", "postgres://db1:5432,db2:5433/sweeper?target_session_attrs=read-write", ""},
+		{"underscore in a host name", "postgres://db_1/sweeper", ""},
+		{"encoded @ in a parameter", "postgres://dbhost/sweeper?application_name=ops%40host", ""},
+		{"encoded password", "postgres://app:Xq7%40Zr9%2F%23%3F@dbhost/x", ""},
+		{"colon in the password", "postgres://app:Xq7:Zr9@dbhost/x", ""},
+
+		{"slash in the password", "postgres://app:Xq7/Zr9@dbhost/x", malformed},
+		{"slash after digits in the password", "postgres://app:4567/Zr9@dbhost/x", malformed},
+		{"hash in the password", "postgres://app:Xq7#Zr9@dbhost/x", malformed},
+		{"question mark in the password", "postgres://app:Xq7?Zr9@dbhost/x", malformed},
+		{"at sign in the password", "postgres://app:Xq7@Zr9@dbhost/x", malformed},
+		{"space in the password", "postgres://app:Xq7 Zr9@dbhost/x", malformed},
+		{"bad escape in the password", "postgres://app:Xq7%zzZr9@dbhost/x", malformed},
+		{"fragment", "postgres://dbhost/x#Zr9", malformed},
+		{"port not a number", "postgres://dbhost:Zr9/x", malformed},
+		{"port out of range", "postgres://dbhost:99999/x", malformed},
+		{"host not a host name", "postgres://db%20host/x", malformed},
+		{"at sign in a parameter before any path", "postgres://dbhost?application_name=Xq7@Zr9", malformed},
+		{"IPv6 not an address", "postgres://[Zr9]:5432/x", malformed},
+		{"another scheme", "mysql://dbhost/x", "must be a postgres:// URL"},
+		{"scheme in capitals", "POSTGRES://dbhost/x", "must be a postgres:// URL"},
+		{"one slash", "postgres:/dbhost", "must be a postgres:// URL"},
+		{"key/value", "host=dbhost dbname=x", "must be a postgres:// URL"},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(t.TempDir(), "url")
+			if err := os.WriteFile(file, []byte(c.url+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			noURL := strings.Replace(minimal, `url = "postgres://127.0.0.1:5432/sweeper"`, "", 1)
+			for _, src := range []struct {
+				name, text string
+				vars       map[string]string
+				prefix     string
+			}{
+				{"file", strings.Replace(minimal, "postgres://127.0.0.1:5432/sweeper", strings.ReplaceAll(c.url, `\`, `\\`), 1), nil, "database.url: "},
+				{"variable", noURL, map[string]string{config.EnvDatabaseURL: c.url}, "database.url: SWEEPER_DATABASE_URL "},
+				{"variable's file", noURL, map[string]string{config.EnvDatabaseURL + "_FILE": file}, "database.url: SWEEPER_DATABASE_URL_FILE "},
+			} {
+				_, err := config.Parse(src.text, kinds, env(src.vars))
+				if src.name == "file" && strings.Contains(c.url, ":Xq7") && c.want == "" {
+					// A well-formed password in the file is the password rule's.
+					if err == nil || !strings.Contains(err.Error(), "must not contain a password") {
+						t.Errorf("from the file: %v", err)
+					}
+					continue
+				}
+				switch {
+				case c.want == "" && err != nil:
+					t.Errorf("from the %s: refused: %v", src.name, err)
+				case c.want != "" && (err == nil || err.Error() != src.prefix+c.want):
+					t.Errorf("from the %s: err = %v, want %s%s", src.name, err, src.prefix, c.want)
+				}
+				if err != nil {
+					for _, part := range []string{"Xq7", "Zr9", "4567", "dbhost", "99999"} {
+						if strings.Contains(err.Error(), part) {
+							t.Errorf("from the %s: the error quotes %q: %v", src.name, part, err)
+						}
+					}
+				}
+			}
+		})
+	}
+}
