@@ -381,7 +381,7 @@ func TestMigrateUnreachableDatabase(t *testing.T) {
 func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "database-url")
-	if err := os.WriteFile(file, []byte("postgres://app:4567/Pa55-Qz8v@127.0.0.1:1/ledger\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("postgres://app:8641/Pa55-Qz8v@127.0.0.1:1/ledger\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -397,12 +397,17 @@ func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
 			[]string{"migrate"}, exitUsage},
 		{"at sign in the password", map[string]string{config.EnvDatabaseURL: "postgres://app:Pa55@Qz8v@127.0.0.1:1/ledger"},
 			[]string{"migrate"}, exitUsage},
-		{"hash in the password, check-config", map[string]string{config.EnvDatabaseURL: "postgres://app:12#Pa55-Qz8v@db.internal/ledger"},
+		{"hash in the password, check-config", map[string]string{config.EnvDatabaseURL: "postgres://app:8641#Pa55-Qz8v@db.internal/ledger"},
 			[]string{"check-config"}, exitUsage},
 		{"question mark in the password, check-config", map[string]string{config.EnvDatabaseURL: "postgres://app:Pa55?Qz8v@db.internal/ledger"},
 			[]string{"check-config"}, exitUsage},
 		{"slash after digits, from a file", map[string]string{config.EnvDatabaseURL + "_FILE": file},
 			[]string{"migrate"}, exitUsage},
+		// demo and bench take the server from the variable, not the config.
+		{"hash after digits, demo", map[string]string{config.EnvDatabaseURL: "postgres://app:8641#Pa55-Qz8v@127.0.0.1:1/ledger"},
+			[]string{"demo"}, exitUsage},
+		{"slash after digits, bench", map[string]string{config.EnvDatabaseURL: "postgres://app:8641/Pa55-Qz8v@127.0.0.1:1/ledger"},
+			[]string{"bench"}, exitFailure},
 	} {
 		t.Run(c.desc, func(t *testing.T) {
 			t.Parallel()
@@ -411,10 +416,10 @@ func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
 			if r.code != c.code {
 				t.Fatalf("code %d, want %d\n%s%s", r.code, c.code, r.stdout, r.stderr)
 			}
-			if strings.Contains(r.stdout+r.stderr, "Pa55") || strings.Contains(r.stdout+r.stderr, "Qz8v") {
+			if out := r.stdout + r.stderr; strings.Contains(out, "Pa55") || strings.Contains(out, "Qz8v") || strings.Contains(out, "8641") {
 				t.Errorf("the password was printed:\n%s%s", r.stdout, r.stderr)
 			}
-			if c.code == exitUsage && !strings.Contains(r.stderr, "database.url: SWEEPER_DATABASE_URL") {
+			if c.code == exitUsage && !strings.Contains(r.stderr, "SWEEPER_DATABASE_URL") {
 				t.Errorf("stderr does not name the variable:\n%s", r.stderr)
 			}
 		})
