@@ -407,6 +407,15 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 		for _, err := range p.Settings.Validate() {
 			v.errs = append(v.errs, fmt.Errorf("%s%w", prefix, err))
 		}
+		if sw, ok := p.Settings.(providers.SettleWindowed); ok && p.StaleAfter.err == nil && p.LookupBudget.err == nil {
+			// An empty answer inside the window is retried; the budget
+			// must not run out first.
+			if window := sw.SettleWindowDuration(); window > p.StaleAfter.Duration+p.LookupBudget.Duration {
+				v.add(prefix+"settle_window", "%s is longer than stale_after + lookup_budget (%s + %s); "+
+					"an empty answer before it ends is retried, so the lookup would give up with a lookup_failed ticket first: "+
+					"shorten settle_window or raise lookup_budget", formatDuration(window), p.StaleAfter, p.LookupBudget)
+			}
+		}
 		if holder, ok := p.Settings.(providers.SecretHolder); ok {
 			for _, s := range holder.SecretEnvs() {
 				v.secretEnv(prefix+s.Key, s.Name, s.Required, getenv)
