@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,7 +80,9 @@ type Database struct {
 
 // Schedules holds cron expressions in the standard five-field syntax
 // (cron.ParseStandard), descriptors such as "@every 30s" included; an
-// optional CRON_TZ= prefix sets the time zone (UTC otherwise).
+// optional CRON_TZ= prefix sets the time zone (UTC otherwise). An expression
+// that never fires ("0 0 30 2 *") or fires more often than once a second
+// ("@every 500ms") is refused.
 type Schedules struct {
 	// Sweep finds stale pending operations. Default "*/5 * * * *".
 	Sweep string `toml:"sweep"`
@@ -272,16 +275,9 @@ func Parse(text string, kinds []providers.Kind, getenv Getenv) (*Config, error) 
 		}
 		problems = append(problems, fmt.Errorf("%s: unknown key", key))
 	}
-	databaseURL, urlErr := Secret(getenv, EnvDatabaseURL)
-	switch {
-	case urlErr == nil:
-		cfg.Database.URL = databaseURL
-	case getenv(EnvDatabaseURL+"_FILE") != "":
-		problems = append(problems, fmt.Errorf("database.url: %w", urlErr))
-	case hasPassword(cfg.Database.URL):
-		problems = append(problems, errors.New("database.url: must not contain a password; "+
-			"put the URL in SWEEPER_DATABASE_URL, or the password in PGPASSWORD or ~/.pgpass"))
-	}
+	var urlProblems []error
+	cfg.Database.URL, urlProblems = databaseURL(cfg.Database.URL, getenv)
+	problems = append(problems, urlProblems...)
 	problems = append(problems, cfg.validate(kinds, getenv)...)
 	if len(problems) > 0 {
 		return nil, &Error{Problems: problems}
@@ -348,11 +344,6 @@ var (
 func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 	var v validator
 
-	if c.Database.URL == "" {
-		v.add("database.url", "required (or set %s)", EnvDatabaseURL)
-	} else if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		v.add("database.url", "must be a postgres:// URL")
-	}
 	if c.Database.MaxConns < 2 {
 		v.add("database.max_conns", "must be at least 2")
 	}
@@ -360,8 +351,8 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 	for _, sch := range []struct{ key, expr string }{
 		{"schedules.sweep", c.Schedules.Sweep}, {"schedules.escalate", c.Schedules.Escalate}, {"schedules.notify", c.Schedules.Notify},
 	} {
-		if _, err := cron.ParseStandard(sch.expr); err != nil {
-			v.add(sch.key, "invalid cron expression %q: %v", sch.expr, err)
+		if err := checkSchedule(sch.expr, time.Now()); err != nil {
+			v.add(sch.key, "%v", err)
 		}
 	}
 
@@ -421,6 +412,15 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 		}
 		for _, err := range p.Settings.Validate() {
 			v.errs = append(v.errs, fmt.Errorf("%s%w", prefix, err))
+		}
+		if sw, ok := p.Settings.(providers.SettleWindowed); ok && p.StaleAfter.err == nil && p.LookupBudget.err == nil {
+			// An empty answer inside the window is retried; the budget
+			// must not run out first.
+			if window := sw.SettleWindowDuration(); window > p.StaleAfter.Duration+p.LookupBudget.Duration {
+				v.add(prefix+"settle_window", "%s is longer than stale_after + lookup_budget (%s + %s); "+
+					"an empty answer before it ends is retried, so the lookup would give up with a lookup_failed ticket first: "+
+					"shorten settle_window or raise lookup_budget", formatDuration(window), p.StaleAfter, p.LookupBudget)
+			}
 		}
 		if holder, ok := p.Settings.(providers.SecretHolder); ok {
 			for _, s := range holder.SecretEnvs() {
@@ -523,6 +523,159 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 	return v.errs
 }
 
+// checkSchedule parses a cron expression as the job client does
+// (cron.ParseStandard) and refuses one that cannot work as written: one
+// that never fires, since cron's Next then returns the zero time and the
+// job would silently never run, and an interval under a second, which cron
+// silently rounds up to one second.
+func checkSchedule(expr string, now time.Time) error {
+	spec := expr
+	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
+		// cron cuts the zone name at the first space, and panics when
+		// there is none.
+		_, rest, ok := strings.Cut(spec, " ")
+		if !ok {
+			return fmt.Errorf("invalid cron expression %q: a time zone and no schedule after it", expr)
+		}
+		spec = strings.TrimSpace(rest)
+	}
+	schedule, err := cron.ParseStandard(expr)
+	if err != nil {
+		return fmt.Errorf("invalid cron expression %q: %w", expr, err)
+	}
+	if every, ok := strings.CutPrefix(spec, "@every "); ok {
+		if d, err := time.ParseDuration(every); err == nil && d < time.Second {
+			return fmt.Errorf("%q fires more often than once a second (cron would run it every second)", expr)
+		}
+	}
+	if schedule.Next(now).IsZero() {
+		// cron looks five years ahead: February 30, April 31.
+		return fmt.Errorf("%q never fires (no time in the next five years matches it)", expr)
+	}
+	return nil
+}
+
+// databaseURL returns the URL sweeper connects with — SWEEPER_DATABASE_URL,
+// or its _FILE, over the file's database.url — and the problems of each.
+// The file's URL is checked even when overridden: a password there is in
+// the file either way. No problem quotes a URL.
+func databaseURL(fileURL string, getenv Getenv) (string, []error) {
+	var problems []error
+	add := func(format string, args ...any) {
+		problems = append(problems, fmt.Errorf("database.url: "+format, args...))
+	}
+	if fileURL != "" {
+		err := CheckDatabaseURL(fileURL)
+		if err != nil {
+			add("%w", err)
+		}
+		if !errors.Is(err, ErrMalformedURL) && hasPassword(fileURL) {
+			add("must not contain a password; put the URL in %s, or the password in PGPASSWORD or ~/.pgpass", EnvDatabaseURL)
+		}
+	}
+	envURL, err := Secret(getenv, EnvDatabaseURL)
+	switch {
+	case err == nil:
+		if err := CheckDatabaseURL(envURL); err != nil {
+			source := EnvDatabaseURL
+			if getenv(EnvDatabaseURL) == "" {
+				source += "_FILE"
+			}
+			add("%s %w", source, err)
+		}
+		return envURL, problems
+	case getenv(EnvDatabaseURL) != "" || getenv(EnvDatabaseURL+"_FILE") != "":
+		add("%w", err)
+	case fileURL == "":
+		add("required (or set %s)", EnvDatabaseURL)
+	}
+	return fileURL, problems
+}
+
+// Errors of [CheckDatabaseURL]. Neither quotes the URL.
+var (
+	ErrNotPostgresURL = errors.New("must be a postgres:// URL")
+	ErrMalformedURL   = errors.New("does not parse as a URL; percent-encode @ / # ? in the password (%40 %2F %23 %3F)")
+)
+
+// CheckDatabaseURL returns nil for a postgres:// (or postgresql://) URL
+// that Go's net/url and PostgreSQL's own parser (libpq's rules, which pgx
+// follows) read the same way, so that what sweeper redacts for display is
+// what pgx takes for the password and the host. Otherwise it returns
+// [ErrNotPostgresURL] or [ErrMalformedURL], which quote nothing of raw: an
+// unescaped @ / # or ? in a password splits it differently in each parser
+// and strands part of it where it would be printed, or looked up in DNS as
+// a host name.
+func CheckDatabaseURL(raw string) error {
+	rest, ok := strings.CutPrefix(raw, "postgres://")
+	if !ok {
+		rest, ok = strings.CutPrefix(raw, "postgresql://")
+	}
+	if !ok {
+		// pgx reads anything else as key=value settings.
+		return ErrNotPostgresURL
+	}
+	// net/url ends the authority at the first '/', '?' or '#'; libpq ends
+	// the user info at the first '@' before any '/', and knows no fragment.
+	// They agree when there is no '#' and every '@' — at most one — is in
+	// the authority. An '@' in a database name or parameter is written %40.
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority := rest[:end]
+	if strings.ContainsAny(rest[end:], "@#") || strings.Count(authority, "@") > 1 {
+		return ErrMalformedURL
+	}
+	hosts := authority[strings.LastIndex(authority, "@")+1:]
+	if hosts != "" {
+		for _, hostPort := range strings.Split(hosts, ",") {
+			if !validHostPort(hostPort) {
+				return ErrMalformedURL
+			}
+		}
+	}
+	if _, err := url.Parse(raw); err != nil {
+		return ErrMalformedURL
+	}
+	return nil
+}
+
+var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$`)
+
+// validHostPort reports whether s is host[:port] with host a host name, an
+// IPv4 address or a bracketed IPv6 address (or empty: the default), and
+// port empty or a number up to 65535.
+func validHostPort(s string) bool {
+	host, port := s, ""
+	if strings.HasPrefix(s, "[") {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return false
+		}
+		if ip := net.ParseIP(s[1:end]); ip == nil || ip.To4() != nil {
+			return false
+		}
+		host, port = "", s[end+1:]
+		if port != "" {
+			var ok bool
+			if port, ok = strings.CutPrefix(port, ":"); !ok {
+				return false
+			}
+		}
+	} else if i := strings.IndexByte(s, ':'); i >= 0 {
+		host, port = s[:i], s[i+1:]
+	}
+	if host != "" && !hostNameRE.MatchString(host) {
+		return false
+	}
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535 && strings.Trim(port, "0123456789") == ""
+}
+
 // validator gathers problems, each prefixed with its key.
 type validator struct {
 	errs []error
@@ -566,32 +719,50 @@ func (v *validator) secretEnv(key, name string, required bool, getenv Getenv) {
 		}
 	case !envNameRE.MatchString(name):
 		v.add(key, "%q is not an environment variable name", name)
-	case required && !SecretSet(getenv, name):
-		v.add(key, "environment variable %s is not set (nor %s_FILE)", name, name)
+	default:
+		// Set twice is an error even for an optional credential: the
+		// adapter would read one of the two.
+		_, err := Secret(getenv, name)
+		if twice, ok := errors.AsType[*setTwiceError](err); ok {
+			v.add(key, "%v", twice)
+		} else if required && err != nil {
+			v.add(key, "environment variable %s is not set (nor %s_FILE)", name, name)
+		}
 	}
 }
 
 // Secret returns the value of the secret named by environment variable name:
-// the variable itself, else the contents of the file named by name_FILE
+// the variable itself, or the contents of the file named by name_FILE
 // (trailing newline removed), the convention of Docker and Kubernetes
-// secrets. The error never carries the value.
+// secrets. Both set is an error naming both: either could be the stale one,
+// so neither is chosen. Every credential sweeper reads goes through here.
+// The error never carries the value.
 func Secret(getenv Getenv, name string) (string, error) {
-	if v := getenv(name); v != "" {
+	v, file := getenv(name), getenv(name+"_FILE")
+	switch {
+	case v != "" && file != "":
+		return "", &setTwiceError{name: name}
+	case v != "":
 		return v, nil
-	}
-	file := getenv(name + "_FILE")
-	if file == "" {
+	case file == "":
 		return "", fmt.Errorf("environment variable %s is not set (nor %s_FILE)", name, name)
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return "", fmt.Errorf("%s_FILE: %w", name, err)
 	}
-	v := strings.TrimRight(string(b), "\r\n")
+	v = strings.TrimRight(string(b), "\r\n")
 	if v == "" {
 		return "", fmt.Errorf("%s_FILE: %s is empty", name, file)
 	}
 	return v, nil
+}
+
+// setTwiceError is [Secret]'s error when both NAME and NAME_FILE are set.
+type setTwiceError struct{ name string }
+
+func (e *setTwiceError) Error() string {
+	return fmt.Sprintf("both %s and %s_FILE are set; set only one", e.name, e.name)
 }
 
 // SecretSet reports whether [Secret] would find a value for name.

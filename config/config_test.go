@@ -2,9 +2,12 @@ package config_test
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +33,8 @@ func env(vars map[string]string) config.Getenv {
 
 // TestBadConfigs loads one broken config per rule and checks the exact
 // message, kept beside it in a .err file (rewrite with -update, then read
-// the diff).
+// the diff). A .env file beside it, when present, is the environment: one
+// VAR=value a line (paths relative to this package); otherwise it is empty.
 func TestBadConfigs(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("testdata/bad/*.toml")
@@ -41,7 +45,7 @@ func TestBadConfigs(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".toml")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, err := config.Load(file, kinds, env(nil))
+			_, err := config.Load(file, kinds, env(readEnvFile(t, strings.TrimSuffix(file, ".toml")+".env")))
 			if err == nil {
 				t.Fatal("loaded without error")
 			}
@@ -61,6 +65,27 @@ func TestBadConfigs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readEnvFile reads VAR=value lines; a missing file is no variables.
+func readEnvFile(t *testing.T, file string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		name, value, ok := strings.Cut(strings.TrimRight(line, "\n"), "=")
+		if !ok {
+			t.Fatalf("%s: %q is not VAR=value", file, line)
+		}
+		vars[name] = value
+	}
+	return vars
 }
 
 const minimal = `
@@ -206,12 +231,14 @@ outcome = "found"
 			t.Errorf("output contains secret %q:\n%s", secret, out.String())
 		}
 	}
-	for _, want := range []string{"# SLACK_BOT_TOKEN = set", "# ORDERS_TOKEN = set (providers.orders.token_env)", `url = "postgres://sweeper:xxxxx@db.internal:5432/ledger?password=xxxxx&sslpassword=xxxxx"`} {
+	for _, want := range []string{"# SLACK_BOT_TOKEN = set", "# ORDERS_TOKEN = set (providers.orders.token_env)", `url = "postgres://sweeper@db.internal:5432/ledger"`,
+		"# database.url is printed without its password (SWEEPER_DATABASE_URL has it)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	// The printed file parses back (with the real URL from the environment).
+	// The printed file parses back (with the real URL from the environment):
+	// a masked password would be a password in the file.
 	again, err := config.Parse(out.String(), kinds, getenv)
 	if err != nil {
 		t.Fatalf("printed config does not parse: %v\n%s", err, out.String())
@@ -256,5 +283,210 @@ func TestRiverUICredentials(t *testing.T) {
 		env(map[string]string{config.EnvRiverUIUser: "ops", config.EnvRiverUIPass + "_FILE": file + ".missing"}))
 	if err == nil || !strings.Contains(err.Error(), "http.river_ui: environment variable SWEEPER_RIVERUI_PASSWORD is not set") {
 		t.Errorf("unreadable password file: %v", err)
+	}
+}
+
+// TestSchedulesThatCanNeverWork: a cron expression is refused, under its
+// key, when it never fires or asks for more than one run a second (which
+// cron would silently round to one a second); a time zone prefix with no
+// schedule after it is an error, not a panic.
+func TestSchedulesThatCanNeverWork(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		desc, key, expr string
+		want            string // "" when valid
+	}{
+		{"five fields", "sweep", "*/5 * * * *", ""},
+		{"every second", "notify", "@every 1s", ""},
+		{"time zone and descriptor", "sweep", "CRON_TZ=Europe/Paris @every 30s", ""},
+		{"February 29 fires in leap years", "escalate", "0 0 29 2 *", ""},
+		{"February 30", "sweep", "0 0 30 2 *", `schedules.sweep: "0 0 30 2 *" never fires (no time in the next five years matches it)`},
+		{"April 31 in a time zone", "escalate", "CRON_TZ=UTC 0 0 31 4 *", `schedules.escalate: "CRON_TZ=UTC 0 0 31 4 *" never fires (no time in the next five years matches it)`},
+		{"zero interval", "notify", "@every 0s", `schedules.notify: "@every 0s" fires more often than once a second (cron would run it every second)`},
+		{"one nanosecond", "notify", "@every 1ns", `schedules.notify: "@every 1ns" fires more often than once a second (cron would run it every second)`},
+		{"half a second", "sweep", "@every 500ms", `schedules.sweep: "@every 500ms" fires more often than once a second (cron would run it every second)`},
+		{"negative interval", "sweep", "@every -5s", `schedules.sweep: "@every -5s" fires more often than once a second (cron would run it every second)`},
+		{"sub-second in a time zone", "sweep", "CRON_TZ=UTC @every 10ms", `schedules.sweep: "CRON_TZ=UTC @every 10ms" fires more often than once a second (cron would run it every second)`},
+		{"time zone alone", "sweep", "CRON_TZ=UTC", `schedules.sweep: invalid cron expression "CRON_TZ=UTC": a time zone and no schedule after it`},
+		{"TZ alone", "escalate", "TZ=", `schedules.escalate: invalid cron expression "TZ=": a time zone and no schedule after it`},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			text := minimal + "\n[schedules]\n" + c.key + " = " + strconv.Quote(c.expr) + "\n"
+			_, err := config.Parse(text, kinds, env(nil))
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (err == nil || err.Error() != c.want):
+				t.Errorf("err = %v, want %s", err, c.want)
+			}
+		})
+	}
+}
+
+// TestSecretSetTwice: a secret in both NAME and NAME_FILE is an error
+// naming both, never a silent choice of one, and it carries neither value.
+func TestSecretSetTwice(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("from-the-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := config.Secret(env(map[string]string{"ORDERS_TOKEN": "from-the-variable", "ORDERS_TOKEN_FILE": file}), "ORDERS_TOKEN")
+	if err == nil || err.Error() != "both ORDERS_TOKEN and ORDERS_TOKEN_FILE are set; set only one" {
+		t.Errorf("Secret: err = %v", err)
+	}
+	if config.SecretSet(env(map[string]string{"ORDERS_TOKEN": "from-the-variable", "ORDERS_TOKEN_FILE": file}), "ORDERS_TOKEN") {
+		t.Error("SecretSet reports a secret set twice as usable")
+	}
+
+	slack := minimal + "\n[slack]\nchannel = \"C0OPSREVIEW\"\n"
+	for _, c := range []struct {
+		desc, text, name string
+		others           map[string]string // the other secrets the text needs
+		want             string
+	}{
+		{"database URL", minimal, config.EnvDatabaseURL, nil,
+			"database.url: both SWEEPER_DATABASE_URL and SWEEPER_DATABASE_URL_FILE are set; set only one"},
+		{"Slack token", slack, config.EnvSlackToken, map[string]string{config.EnvSlackSigning: "s"},
+			"slack.channel: both SLACK_BOT_TOKEN and SLACK_BOT_TOKEN_FILE are set; set only one"},
+		{"Slack signing secret", slack, config.EnvSlackSigning, map[string]string{config.EnvSlackToken: "t"},
+			"slack.channel: both SLACK_SIGNING_SECRET and SLACK_SIGNING_SECRET_FILE are set; set only one"},
+		{"River UI password", minimal + "\n[http]\nriver_ui = true\n", config.EnvRiverUIPass, map[string]string{config.EnvRiverUIUser: "ops"},
+			"http.river_ui: both SWEEPER_RIVERUI_PASSWORD and SWEEPER_RIVERUI_PASSWORD_FILE are set; set only one"},
+		{"required provider credential", minimal + "\n[providers.pay]\nkind = \"stripe\"\nsecret_key_env = \"PAY_KEY\"\n", "PAY_KEY", nil,
+			"providers.pay.secret_key_env: both PAY_KEY and PAY_KEY_FILE are set; set only one"},
+		{"optional provider credential", minimal + "\n[providers.orders]\nkind = \"http\"\nurl = \"https://orders.example.com/lookup\"\ntoken_env = \"ORDERS_TOKEN\"\n", "ORDERS_TOKEN", nil,
+			"providers.orders.token_env: both ORDERS_TOKEN and ORDERS_TOKEN_FILE are set; set only one"},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			vars := map[string]string{c.name: "postgres://from-the-variable@db/x", c.name + "_FILE": file}
+			for k, v := range c.others {
+				vars[k] = v
+			}
+			_, err := config.Parse(c.text, kinds, env(vars))
+			if err == nil || err.Error() != c.want {
+				t.Errorf("err = %v, want %s", err, c.want)
+			}
+		})
+	}
+}
+
+// TestDatabaseURLThatDoesNotParse: a database URL that net/url and
+// PostgreSQL's parser (libpq's rules, which pgx follows) would read
+// differently — an unescaped @ / # ? in the password, a fragment, a host
+// that is no host name — is refused, from the file, SWEEPER_DATABASE_URL
+// or its _FILE, by a message quoting none of it.
+func TestDatabaseURLThatDoesNotParse(t *testing.T) {
+	t.Parallel()
+	const malformed = "does not parse as a URL; percent-encode @ / # ? in the password (%40 %2F %23 %3F)"
+	for _, c := range []struct {
+		desc, url string
+		want      string // "" when accepted; else the problem after "database.url: [VARIABLE ]"
+	}{
+		{"host and port", "postgres://127.0.0.1:5432/sweeper", ""},
+		{"postgresql scheme and a query", "postgresql://db.internal/ledger?sslmode=require", ""},
+		{"user without password", "postgres://sweeper@db.internal/ledger", ""},
+		{"socket directory", "postgres:///sweeper?host=/var/run/postgresql", ""},
+		{"IPv6", "postgres://[::1]:5432/sweeper", ""},
+		{"several hosts", "postgres://db1:5432,db2:5433/sweeper?target_session_attrs=read-write", ""},
+		{"underscore in a host name", "postgres://db_1/sweeper", ""},
+		{"encoded @ in a parameter", "postgres://dbhost/sweeper?application_name=ops%40host", ""},
+		{"encoded password", "postgres://app:Xq7%40Zr9%2F%23%3F@dbhost/x", ""},
+		{"colon in the password", "postgres://app:Xq7:Zr9@dbhost/x", ""},
+
+		{"slash in the password", "postgres://app:Xq7/Zr9@dbhost/x", malformed},
+		{"slash after digits in the password", "postgres://app:4567/Zr9@dbhost/x", malformed},
+		{"hash in the password", "postgres://app:Xq7#Zr9@dbhost/x", malformed},
+		{"question mark in the password", "postgres://app:Xq7?Zr9@dbhost/x", malformed},
+		{"at sign in the password", "postgres://app:Xq7@Zr9@dbhost/x", malformed},
+		{"space in the password", "postgres://app:Xq7 Zr9@dbhost/x", malformed},
+		{"bad escape in the password", "postgres://app:Xq7%zzZr9@dbhost/x", malformed},
+		{"fragment", "postgres://dbhost/x#Zr9", malformed},
+		{"port not a number", "postgres://dbhost:Zr9/x", malformed},
+		{"port out of range", "postgres://dbhost:99999/x", malformed},
+		{"host not a host name", "postgres://db%20host/x", malformed},
+		{"at sign in a parameter before any path", "postgres://dbhost?application_name=Xq7@Zr9", malformed},
+		{"IPv6 not an address", "postgres://[Zr9]:5432/x", malformed},
+		{"another scheme", "mysql://dbhost/x", "must be a postgres:// URL"},
+		{"scheme in capitals", "POSTGRES://dbhost/x", "must be a postgres:// URL"},
+		{"one slash", "postgres:/dbhost", "must be a postgres:// URL"},
+		{"key/value", "host=dbhost dbname=x", "must be a postgres:// URL"},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(t.TempDir(), "url")
+			if err := os.WriteFile(file, []byte(c.url+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			noURL := strings.Replace(minimal, `url = "postgres://127.0.0.1:5432/sweeper"`, "", 1)
+			for _, src := range []struct {
+				name, text string
+				vars       map[string]string
+				prefix     string
+			}{
+				{"file", strings.Replace(minimal, "postgres://127.0.0.1:5432/sweeper", strings.ReplaceAll(c.url, `\`, `\\`), 1), nil, "database.url: "},
+				{"variable", noURL, map[string]string{config.EnvDatabaseURL: c.url}, "database.url: SWEEPER_DATABASE_URL "},
+				{"variable's file", noURL, map[string]string{config.EnvDatabaseURL + "_FILE": file}, "database.url: SWEEPER_DATABASE_URL_FILE "},
+			} {
+				_, err := config.Parse(src.text, kinds, env(src.vars))
+				if src.name == "file" && strings.Contains(c.url, ":Xq7") && c.want == "" {
+					// A well-formed password in the file is the password rule's.
+					if err == nil || !strings.Contains(err.Error(), "must not contain a password") {
+						t.Errorf("from the file: %v", err)
+					}
+					continue
+				}
+				switch {
+				case c.want == "" && err != nil:
+					t.Errorf("from the %s: refused: %v", src.name, err)
+				case c.want != "" && (err == nil || err.Error() != src.prefix+c.want):
+					t.Errorf("from the %s: err = %v, want %s%s", src.name, err, src.prefix, c.want)
+				}
+				if err != nil {
+					for _, part := range []string{"Xq7", "Zr9", "4567", "dbhost", "99999"} {
+						if strings.Contains(err.Error(), part) {
+							t.Errorf("from the %s: the error quotes %q: %v", src.name, part, err)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSettleWindowWithinLookup: a settle window that outlasts stale_after +
+// lookup_budget is refused — an empty answer inside it is retried, so the
+// lookup would give up before the window ends — and is checked only when
+// all three durations are valid.
+func TestSettleWindowWithinLookup(t *testing.T) {
+	t.Parallel()
+	const tooLong = "providers.pay.settle_window: %s is longer than stale_after + lookup_budget (%s + %s); an empty answer before it ends is retried, " +
+		"so the lookup would give up with a lookup_failed ticket first: shorten settle_window or raise lookup_budget"
+	for _, c := range []struct {
+		desc, keys string
+		want       string
+	}{
+		{"default", "", ""},
+		{"equal to the sum", `settle_window = "25m"`, ""},
+		{"zero", `settle_window = "0s"`, ""},
+		{"a minute over", `settle_window = "26m"`, fmt.Sprintf(tooLong, "26m", "15m", "10m")},
+		{"longer stale_after and budget", "stale_after = \"1h\"\nlookup_budget = \"1h\"\nsettle_window = \"2h\"", ""},
+		{"short stale_after", "stale_after = \"1m\"\nlookup_budget = \"5m\"\nsettle_window = \"10m\"", fmt.Sprintf(tooLong, "10m", "1m", "5m")},
+		{"invalid settle_window", `settle_window = "later"`, `providers.pay.settle_window: invalid duration "later": use a number and a unit, e.g. 90s, 15m, 24h`},
+		{"invalid lookup_budget", "lookup_budget = \"soon\"\nsettle_window = \"3h\"", `providers.pay.lookup_budget: invalid duration "soon": use a number and a unit, e.g. 90s, 15m, 24h`},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			text := minimal + "\n[providers.pay]\nkind = \"stripe\"\nsecret_key_env = \"PAY_KEY\"\n" + c.keys + "\n"
+			_, err := config.Parse(text, kinds, env(map[string]string{"PAY_KEY": "rk_test_x"}))
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (err == nil || err.Error() != c.want):
+				t.Errorf("err = %v\nwant  %s", err, c.want)
+			}
+		})
 	}
 }

@@ -3,12 +3,14 @@ package config_test
 import (
 	"bytes"
 	"errors"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sweeper/sweeper/config"
 )
@@ -79,6 +81,8 @@ reviewers = ["U0LEAD01"]
 `,
 		"[database]\nurl = \"postgres://127.0.0.1:5432/sweeper?sslmode=disable&password=\"\n[review]\ndefault_owner = \"U0OWNER1\"\n",
 		"[database]\nurl = \"postgres://sweeper:pw@127.0.0.1/sweeper\"\n",
+		"[database]\nurl = \"postgres://app:4567/ss@db/x#frag\"\n[review]\ndefault_owner = \"U0OWNER1\"\n",
+		minimal + "\n[schedules]\nsweep = \"0 0 30 2 *\"\nnotify = \"CRON_TZ=UTC @every 500ms\"\nescalate = \"TZ=UTC\"\n",
 		"[sweep]\nbatch_size = \"many\"\n",
 		"[providers.x]\nkind = \"sim\"\nrules = 3\n",
 		"[[providers]]\n",
@@ -127,6 +131,66 @@ reviewers = ["U0LEAD01"]
 		}
 		if diff := cmp.Diff(cfg, again, opts); diff != "" {
 			t.Errorf("round trip (-parsed +printed and parsed again):\n%s\n--- printed:\n%s", diff, out.String())
+		}
+	})
+}
+
+// FuzzCheckDatabaseURL: a URL that CheckDatabaseURL accepts is read the same
+// way by net/url, which sweeper redacts and prints with, and by pgx, which
+// connects with it: the same user, password and hosts, so a password is
+// never where the redaction does not look. A refusal never quotes the URL.
+func FuzzCheckDatabaseURL(f *testing.F) {
+	for _, seed := range []string{
+		"postgres://127.0.0.1:5432/sweeper",
+		"postgres://sweeper:s3cret@db.internal:5432/ledger?sslmode=disable",
+		"postgres://app:pa/ss@db/x",
+		"postgres://app:4567/ss@db/x",
+		"postgres://app:p#ss@db/x",
+		"postgres://app:p@ss@db/x",
+		"postgres://app:p?ss@db/x",
+		"postgres://db?application_name=a@b",
+		"postgres://app:p%40ss@db/x",
+		"postgres://db1:5432,db2:5433/x",
+		"postgres://[::1]:5432/x",
+		"postgres:///x?host=/tmp",
+		"postgresql://:pw@/x",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		err := config.CheckDatabaseURL(raw)
+		if err != nil {
+			if !errors.Is(err, config.ErrMalformedURL) && !errors.Is(err, config.ErrNotPostgresURL) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatalf("accepted, but net/url: %v", err)
+		}
+		pc, err := pgconn.ParseConfig(raw)
+		if err != nil {
+			return // pgx refuses it (a bad sslmode, a space): connecting says "invalid URL"
+		}
+		if name := u.User.Username(); name != "" && name != pc.User {
+			t.Errorf("user: net/url %q, pgx %q", name, pc.User)
+		}
+		if password, ok := u.User.Password(); ok && password != "" && password != pc.Password {
+			t.Errorf("password: net/url %q, pgx %q", password, pc.Password)
+		}
+		if u.Query().Get("host") == "" && !strings.Contains(u.Host, ",") && u.Hostname() != "" && u.Hostname() != pc.Host {
+			t.Errorf("host: net/url %q, pgx %q", u.Hostname(), pc.Host)
+		}
+		// What stands in the password's place once redacted is the mask.
+		if _, ok := u.User.Password(); ok {
+			redacted, err := url.Parse(config.RedactURL(raw))
+			if err != nil {
+				t.Fatalf("RedactURL %q: %v", config.RedactURL(raw), err)
+			}
+			if masked, _ := redacted.User.Password(); masked != "xxxxx" {
+				t.Errorf("RedactURL %q: password %q", config.RedactURL(raw), masked)
+			}
 		}
 	})
 }

@@ -14,11 +14,13 @@ import (
 
 // WriteTOML writes the effective configuration — defaults applied, the
 // environment's overrides in — as TOML that Parse accepts. No secret is
-// written: the database password is masked, and each credential is shown
-// by the name of its variable and whether it is set.
+// written: the database URL is printed without its password (a masked
+// one would be a password in the file, which Parse refuses), and each
+// credential is shown by the name of its variable and whether it is set.
 func (c *Config) WriteTOML(w io.Writer, getenv Getenv) error {
 	view := *c
-	view.Database.URL = RedactURL(c.Database.URL)
+	var stripped bool
+	view.Database.URL, stripped = withoutSecrets(c.Database.URL)
 	var buf bytes.Buffer
 	enc := toml.NewEncoder(&buf)
 	enc.Indent = ""
@@ -49,6 +51,10 @@ func (c *Config) WriteTOML(w io.Writer, getenv Getenv) error {
 		}
 	}
 	buf.WriteString("\n# Secrets (values are never shown)\n")
+	if stripped {
+		// Only the environment can have put a password in the URL.
+		fmt.Fprintf(&buf, "# database.url is printed without its password (%s has it)\n", EnvDatabaseURL)
+	}
 	for _, s := range c.secrets() {
 		state := "not set"
 		if SecretSet(getenv, s.Name) {
@@ -92,6 +98,33 @@ func toMap(v any) (map[string]any, error) {
 	m := map[string]any{}
 	_, err := toml.Decode(buf.String(), &m)
 	return m, err
+}
+
+// withoutSecrets returns a database URL without its user info password and
+// its non-empty password parameters, and whether there were any. A URL
+// with none is returned as written, not as net/url would re-encode it, so
+// the printed configuration loads as the same one.
+func withoutSecrets(raw string) (string, bool) {
+	if !hasPassword(raw) {
+		return raw, false
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)", true
+	}
+	if name := u.User.Username(); name != "" {
+		u.User = url.User(name)
+	} else {
+		u.User = nil
+	}
+	q := u.Query()
+	for key, values := range q {
+		if isPasswordParam(key) && strings.Join(values, "") != "" {
+			q.Del(key)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), true
 }
 
 // RedactURL masks the password of a database URL for display.

@@ -10,6 +10,7 @@ package providers
 import (
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // Settings is the kind-specific part of a [providers.NAME] block, decoded
@@ -31,6 +32,18 @@ type SecretEnv struct {
 // SecretHolder is implemented by settings that read credentials.
 type SecretHolder interface {
 	SecretEnvs() []SecretEnv
+}
+
+// SettleWindowed is implemented by settings with a settle_window key: how
+// long after an operation's first attempt an empty answer proves nothing
+// yet (the provider's index lags) and is retried. Configuration refuses a
+// window longer than stale_after + lookup_budget: the lookup would give up
+// with a lookup_failed ticket before the window ends, for every operation
+// the provider had not indexed yet.
+type SettleWindowed interface {
+	// SettleWindowDuration returns settle_window; 0 when it is invalid,
+	// which Validate reports.
+	SettleWindowDuration() time.Duration
 }
 
 // Kind is one kind of adapter, as named by a block's kind key.

@@ -259,7 +259,7 @@ func TestCheckConfigMasksSecrets(t *testing.T) {
 	if strings.Contains(r.stdout+r.stderr, "Pa55") {
 		t.Errorf("a secret was printed:\n%s%s", r.stdout, r.stderr)
 	}
-	for _, want := range []string{"sweeper:xxxxx@db.internal", "# SLACK_BOT_TOKEN = set", "# ORDERS_LOOKUP_TOKEN = set (providers.orders_api.token_env)"} {
+	for _, want := range []string{`url = "postgres://sweeper@db.internal/ledger"`, "printed without its password", "# SLACK_BOT_TOKEN = set", "# ORDERS_LOOKUP_TOKEN = set (providers.orders_api.token_env)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}
@@ -372,6 +372,57 @@ func TestMigrateUnreachableDatabase(t *testing.T) {
 	}
 	if strings.Contains(r.stderr, "Pa55") {
 		t.Errorf("stderr carries the password:\n%s", r.stderr)
+	}
+}
+
+// TestDatabaseURLPasswordNeverPrinted: whether the database cannot be
+// reached or its URL does not parse, no command prints any of the password,
+// wherever it sits in the URL and wherever the URL comes from.
+func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "database-url")
+	if err := os.WriteFile(file, []byte("postgres://app:8641/Pa55-Qz8v@127.0.0.1:1/ledger\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		desc    string
+		environ map[string]string
+		args    []string
+		code    int
+	}{
+		{"unreachable: password in the user info and a parameter",
+			map[string]string{config.EnvDatabaseURL: "postgres://sweeper:Pa55-user@127.0.0.1:1/ledger?sslpassword=Pa55-param&connect_timeout=2"},
+			[]string{"migrate"}, exitFailure},
+		{"slash in the password", map[string]string{config.EnvDatabaseURL: "postgres://app:Pa55/Qz8v@127.0.0.1:1/ledger"},
+			[]string{"migrate"}, exitUsage},
+		{"at sign in the password", map[string]string{config.EnvDatabaseURL: "postgres://app:Pa55@Qz8v@127.0.0.1:1/ledger"},
+			[]string{"migrate"}, exitUsage},
+		{"hash in the password, check-config", map[string]string{config.EnvDatabaseURL: "postgres://app:8641#Pa55-Qz8v@db.internal/ledger"},
+			[]string{"check-config"}, exitUsage},
+		{"question mark in the password, check-config", map[string]string{config.EnvDatabaseURL: "postgres://app:Pa55?Qz8v@db.internal/ledger"},
+			[]string{"check-config"}, exitUsage},
+		{"slash after digits, from a file", map[string]string{config.EnvDatabaseURL + "_FILE": file},
+			[]string{"migrate"}, exitUsage},
+		// demo and bench take the server from the variable, not the config.
+		{"hash after digits, demo", map[string]string{config.EnvDatabaseURL: "postgres://app:8641#Pa55-Qz8v@127.0.0.1:1/ledger"},
+			[]string{"demo"}, exitUsage},
+		{"slash after digits, bench", map[string]string{config.EnvDatabaseURL: "postgres://app:8641/Pa55-Qz8v@127.0.0.1:1/ledger"},
+			[]string{"bench"}, exitFailure},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			c.environ[config.EnvConfig] = exampleConfig
+			r := runCLI(t, c.environ, c.args...)
+			if r.code != c.code {
+				t.Fatalf("code %d, want %d\n%s%s", r.code, c.code, r.stdout, r.stderr)
+			}
+			if out := r.stdout + r.stderr; strings.Contains(out, "Pa55") || strings.Contains(out, "Qz8v") || strings.Contains(out, "8641") {
+				t.Errorf("the password was printed:\n%s%s", r.stdout, r.stderr)
+			}
+			if c.code == exitUsage && !strings.Contains(r.stderr, "SWEEPER_DATABASE_URL") {
+				t.Errorf("stderr does not name the variable:\n%s", r.stderr)
+			}
+		})
 	}
 }
 

@@ -208,6 +208,11 @@ func (d *demo) run(ctx context.Context) int {
 func (d *demo) database(ctx context.Context) (string, int) {
 	e := d.e
 	server := e.getenv(config.EnvDatabaseURL)
+	if err := config.CheckDatabaseURL(server); server != "" && err != nil {
+		// Quoting it, even as a host, could show part of a password.
+		fmt.Fprintf(e.stderr, "sweeper demo: %s %v\n", config.EnvDatabaseURL, err)
+		return "", exitUsage
+	}
 	if server != "" {
 		fmt.Fprintf(e.stdout, "  PostgreSQL: %s (from %s)\n", hostOf(server), config.EnvDatabaseURL)
 	} else {

@@ -77,9 +77,14 @@ func runMigrate(ctx context.Context, e *env, args []string) int {
 
 // connect opens a pool on the configured database and checks it answers, so
 // a wrong URL fails here with a clear message rather than mid-command. The
-// message carries the URL with its password masked.
+// message carries the URL with its password masked, or no URL when it does
+// not parse cleanly: configuration refuses those, and this keeps a caller
+// that skipped it from printing one.
 func connect(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, error) {
-	redacted := config.RedactURL(cfg.Database.URL)
+	redacted := "(a URL that does not parse)"
+	if config.CheckDatabaseURL(cfg.Database.URL) == nil {
+		redacted = config.RedactURL(cfg.Database.URL)
+	}
 	poolCfg, err := pgxpool.ParseConfig(cfg.Database.URL)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: invalid URL", redacted)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sweeper/sweeper/config"
 )
 
 // ErrNoBinaries means initdb and pg_ctl were not found. Its message says
@@ -143,8 +145,14 @@ func Find(ctx context.Context, envURL string) (string, *Cluster, error) {
 	return c.URL, c, nil
 }
 
-// Ping connects to u and disconnects, within three seconds.
+// Ping connects to u and disconnects, within three seconds. A URL that
+// does not parse cleanly ([config.CheckDatabaseURL]) is refused unseen by
+// pgx, which would quote it, redacted on a best-effort basis only, and
+// might look part of its password up as a host name.
 func Ping(ctx context.Context, u string) error {
+	if err := config.CheckDatabaseURL(u); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, u)
@@ -154,8 +162,12 @@ func Ping(ctx context.Context, u string) error {
 	return conn.Close(ctx)
 }
 
-// Redact masks the password in a URL for messages.
+// Redact masks the password in a URL for messages. A URL that does not
+// parse cleanly is not shown at all: where its password ends is a guess.
 func Redact(u string) string {
+	if config.CheckDatabaseURL(u) != nil {
+		return "(a URL that does not parse)"
+	}
 	if parsed, err := url.Parse(u); err == nil {
 		return parsed.Redacted()
 	}

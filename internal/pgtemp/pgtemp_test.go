@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +106,28 @@ func TestHaltResumeRestart(t *testing.T) {
 	}
 	if data, err := os.ReadFile(c.LogFile()); err != nil || len(data) == 0 {
 		t.Errorf("server log %s: %v, %d bytes", c.LogFile(), err, len(data))
+	}
+}
+
+// TestMalformedURLNotQuoted: a URL that does not parse cleanly — here a
+// password holding an unescaped / or # — is neither shown by Redact nor
+// handed to pgx, whose error would quote it.
+func TestMalformedURLNotQuoted(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ desc, url string }{
+		{"slash after digits", "postgres://app:4567/Pa55Qz@127.0.0.1:1/x"},
+		{"hash after digits", "postgres://app:12#Pa55Qz@127.0.0.1:1/x"},
+		{"at sign", "postgres://app:Pa55@Qz@127.0.0.1:1/x"},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			if got := pgtemp.Redact(c.url); strings.Contains(got, "Pa55") || strings.Contains(got, "Qz") {
+				t.Errorf("Redact = %q", got)
+			}
+			err := pgtemp.Ping(context.Background(), c.url)
+			if err == nil || strings.Contains(err.Error(), "Pa55") || strings.Contains(err.Error(), "Qz") {
+				t.Errorf("Ping: %v", err)
+			}
+		})
 	}
 }

@@ -50,7 +50,8 @@ type Config struct {
 	// SettleWindow is how long after an operation's first attempt an empty
 	// search still proves nothing: Stripe's search index lags (under a
 	// minute normally, up to an hour during incidents), so until then zero
-	// matches is a transient error. At least 0. Default "10m".
+	// matches is a transient error. At least 0, at most stale_after +
+	// lookup_budget (checked by configuration). Default "10m".
 	SettleWindow config.Duration `toml:"settle_window"`
 }
 
@@ -66,6 +67,7 @@ func newConfig() *Config {
 
 var _ providers.Settings = (*Config)(nil)
 var _ providers.SecretHolder = (*Config)(nil)
+var _ providers.SettleWindowed = (*Config)(nil)
 
 // metadataKeyRE keeps metadata_key free of the quotes and brackets that
 // would need escaping inside metadata['…'] in a search query; Stripe allows
@@ -105,6 +107,15 @@ func (c *Config) Validate() []error {
 		errs = append(errs, errors.New("settle_window: must be at least 0s"))
 	}
 	return errs
+}
+
+// SettleWindowDuration implements providers.SettleWindowed: configuration
+// checks settle_window against stale_after and lookup_budget.
+func (c *Config) SettleWindowDuration() time.Duration {
+	if c.SettleWindow.Err() != nil {
+		return 0
+	}
+	return c.SettleWindow.Duration
 }
 
 // SecretEnvs implements providers.SecretHolder: secret_key_env is required.
