@@ -48,13 +48,28 @@ func attempt(key string) ledger.Attempt {
 	}
 }
 
-// insertWithStatus writes a row the way any workflow could, with raw SQL.
+// insertWithStatus writes a row in the given state with raw SQL, in the
+// shape the ledger allows: a done row with a record (rec-KEY unless given),
+// a row in review as sweeper writes it (declared, the declaration withdrawn
+// after, so that the rest of the transaction is any writer).
 func insertWithStatus(t *testing.T, db ledger.DB, key string, status ledger.Status, recordID string) {
 	t.Helper()
-	_, err := db.Exec(context.Background(), `
+	ctx := context.Background()
+	if status == ledger.StatusDone && recordID == "" {
+		recordID = "rec-" + key
+	}
+	if status == ledger.StatusReview {
+		if err := ledger.DeclareSweeperWriter(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := db.Exec(ctx, `
 		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, status, provider_record_id)
 		VALUES ($1, 'wf', 'mailer', 'send_email', repeat('a', 64), $2, nullif($3, ''))`, key, status, recordID)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `SELECT set_config('sweeper.writer', '', true)`); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -74,7 +89,15 @@ func TestTriggerTransitions(t *testing.T) {
 				ctx := context.Background()
 				key := "trg-" + string(from) + "-" + string(to)
 				insertWithStatus(t, tx, key, from, "")
-				_, err := tx.Exec(ctx, `UPDATE ledger.operations SET status = $2 WHERE op_key = $1`, key, to)
+				// Every move as sweeper, with a record for done: this is
+				// about which moves exist, not who may make them.
+				if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
+					t.Fatal(err)
+				}
+				_, err := tx.Exec(ctx, `UPDATE ledger.operations SET status = $2,
+					provider_record_id = CASE WHEN $2 = 'done' THEN coalesce(provider_record_id, 'rec-' || op_key)
+					                          ELSE provider_record_id END
+					WHERE op_key = $1`, key, to)
 				if legal[[2]ledger.Status{from, to}] {
 					if err != nil {
 						t.Fatalf("legal transition rejected: %v", err)
@@ -412,10 +435,12 @@ func TestStalePendingPagination(t *testing.T) {
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
 	_, err := tx.Exec(ctx, `
-		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, status, first_attempt_at)
+		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, status, first_attempt_at,
+		                               provider_record_id)
 		SELECT 'sp-' || i, 'wf', CASE WHEN i % 5 = 0 THEN 'other' ELSE 'mailer' END, 'send', repeat('a', 64),
 		       CASE WHEN i % 7 = 0 THEN 'done' ELSE 'pending' END,
-		       now() - interval '1 hour' + (i / 3) * interval '1 second'   -- ties on first_attempt_at
+		       now() - interval '1 hour' + (i / 3) * interval '1 second',  -- ties on first_attempt_at
+		       CASE WHEN i % 7 = 0 THEN 'rec_' || i END
 		FROM generate_series(1, 200) i`)
 	if err != nil {
 		t.Fatal(err)
@@ -512,17 +537,25 @@ func TestStaleScanUsesIndex(t *testing.T) {
 	}
 }
 
-// TestStalePendingOddTimestamps: rows a workflow wrote with -infinity or a
-// BC timestamp are still scanned (the first page starts before them).
+// TestStalePendingOddTimestamps: rows a workflow wrote with -infinity (before
+// the ledger refused it) or a BC timestamp are still scanned (the first page
+// starts before them).
 func TestStalePendingOddTimestamps(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	tx := dbtest.Tx(t)
-	_, err := tx.Exec(ctx, `
+	// A database of its own: turning the trigger off locks the table.
+	tx, err := dbtest.NewPool(t).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	_, err = tx.Exec(ctx, `
+		ALTER TABLE ledger.operations DISABLE TRIGGER operations_contract;
 		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, first_attempt_at) VALUES
 		('odd-inf', 'wf', 'mailer', 'send', repeat('a', 64), '-infinity'),
 		('odd-bc', 'wf', 'mailer', 'send', repeat('a', 64), '0100-01-01 00:00:00+00 BC'),
-		('odd-normal', 'wf', 'mailer', 'send', repeat('a', 64), now() - interval '1 hour')`)
+		('odd-normal', 'wf', 'mailer', 'send', repeat('a', 64), now() - interval '1 hour');
+		ALTER TABLE ledger.operations ENABLE TRIGGER operations_contract`)
 	if err != nil {
 		t.Fatal(err)
 	}
