@@ -571,3 +571,163 @@ func TestStalePendingOddTimestamps(t *testing.T) {
 		t.Errorf("scanned (-want +got):\n%s", diff)
 	}
 }
+
+// TestConfirmRecordHeld: one provider record proves at most one operation.
+// A workflow confirming with a record another operation of the provider
+// already holds gets a *RecordHeldError naming that operation, its row stays
+// pending, and its transaction stays usable.
+func TestConfirmRecordHeld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		desc          string
+		holderKey     string
+		holderProv    string
+		wantHolder    string
+		wantConfirmed bool
+	}{
+		{desc: "held by another operation of the provider", holderKey: "held-1", holderProv: "mailer", wantHolder: "held-1"},
+		{desc: "the same id at another provider", holderKey: "held-2", holderProv: "sms", wantConfirmed: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			tx := dbtest.Tx(t)
+			store := ledger.NewStore(tx)
+			holder := attempt(tc.holderKey)
+			holder.Provider = tc.holderProv
+			if _, err := store.Claim(ctx, holder); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.Confirm(ctx, tc.holderKey, "msg_shared"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.Claim(ctx, attempt("second")); err != nil {
+				t.Fatal(err)
+			}
+			op, err := store.Confirm(ctx, "second", "msg_shared")
+			if tc.wantConfirmed {
+				if err != nil || op.Status != ledger.StatusDone {
+					t.Fatalf("Confirm = %+v, %v", op, err)
+				}
+				return
+			}
+			var held *ledger.RecordHeldError
+			if !errors.As(err, &held) || !errors.Is(err, ledger.ErrRecordHeld) {
+				t.Fatalf("Confirm: err = %v, want *RecordHeldError", err)
+			}
+			want := &ledger.RecordHeldError{OpKey: "second", RecordID: "msg_shared", Holder: tc.wantHolder}
+			if diff := cmp.Diff(want, held); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(err.Error(), "leave second pending") {
+				t.Errorf("message %q does not say what to do", err)
+			}
+			if op, err := store.Get(ctx, "second"); err != nil || op.Status != ledger.StatusPending || op.ProviderRecordID != "" {
+				t.Errorf("after the refusal: %+v, %v; want pending without a record", op, err)
+			}
+		})
+	}
+}
+
+// TestConfirmRecordHeldConcurrently: two workflows confirm two operations
+// with one record at the same moment, on separate connections. The unique
+// index decides; the loser's error still names the winner.
+func TestConfirmRecordHeldConcurrently(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	store := ledger.NewStore(pool)
+	ctx := context.Background()
+	for round := range 5 {
+		keys := []string{fmt.Sprintf("race-a-%d", round), fmt.Sprintf("race-b-%d", round)}
+		record := fmt.Sprintf("msg_race_%d", round)
+		for _, key := range keys {
+			if _, err := store.Claim(ctx, attempt(key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var (
+			wg    sync.WaitGroup
+			start = make(chan struct{})
+			errs  = make([]error, len(keys))
+		)
+		for i, key := range keys {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = store.Confirm(ctx, key, record)
+			})
+		}
+		close(start)
+		wg.Wait()
+		winners := 0
+		for i, err := range errs {
+			var held *ledger.RecordHeldError
+			switch {
+			case err == nil:
+				winners++
+			case errors.As(err, &held):
+				if held.Holder != keys[1-i] || held.OpKey != keys[i] {
+					t.Errorf("round %d: %+v; want %s held by %s", round, held, keys[i], keys[1-i])
+				}
+			default:
+				t.Errorf("round %d: Confirm %s: %v", round, keys[i], err)
+			}
+		}
+		if winners != 1 {
+			t.Errorf("round %d: %d confirmations of one record, want 1", round, winners)
+		}
+	}
+}
+
+// TestCompareAndSetRecordHeld: sweeper checks the holder before it writes;
+// should another operation take the record in between, the unique index
+// refuses the write and the error says so.
+func TestCompareAndSetRecordHeld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.Tx(t)
+	insertWithStatus(t, tx, "cas-holder", ledger.StatusDone, "msg_cas")
+	insertWithStatus(t, tx, "cas-second", ledger.StatusPending, "")
+	op, err := ledger.NewStore(tx).Get(ctx, "cas-second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ledger.NewStore(tx).CompareAndSet(ctx, op.ID, ledger.StatusPending, ledger.StatusDone, "msg_cas")
+	if !errors.Is(err, ledger.ErrRecordHeld) || !strings.Contains(err.Error(), "msg_cas") {
+		t.Errorf("err = %v, want ErrRecordHeld naming the record", err)
+	}
+}
+
+// TestStoreMapsGuards: the ledger's refusals reach a store's caller as the
+// package's errors, with the database's explanation.
+func TestStoreMapsGuards(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		desc    string
+		from    ledger.Status
+		to      ledger.Status
+		record  string
+		want    error
+		message string
+	}{
+		{desc: "pending to review without declaring sweeper", from: ledger.StatusPending, to: ledger.StatusReview,
+			want: ledger.ErrIllegalTransition, message: "leave the row pending"},
+		{desc: "review to done without a record", from: ledger.StatusReview, to: ledger.StatusDone,
+			want: ledger.ErrIllegalTransition, message: "done requires provider_record_id"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			tx := dbtest.Tx(t)
+			insertWithStatus(t, tx, "map", tc.from, "")
+			store := ledger.NewStore(tx)
+			op, err := store.Get(ctx, "map")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = store.CompareAndSet(ctx, op.ID, tc.from, tc.to, tc.record)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("err = %v, want %v containing %q", err, tc.want, tc.message)
+			}
+		})
+	}
+}
