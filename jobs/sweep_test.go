@@ -225,15 +225,18 @@ func TestReplayCases(t *testing.T) {
 		b := setup(t, baseConfig, nil)
 		unknown := b.claim(t, "found-unknown", "carrier-pigeon", stale)
 		fine := b.claim(t, "found-fine", "sim", stale)
-		noHash := b.claim(t, "found-nohash", "sim", stale)
-		// A row a workflow wrote without a payload hash.
-		if _, err := b.pool.Exec(context.Background(), `UPDATE ledger.operations SET payload_hash = NULL WHERE op_key = $1`, noHash.OpKey); err != nil {
+		// A row a workflow wrote without a payload hash (its identity cannot
+		// change after the insert, so it is written that way).
+		const noHash = "found-nohash"
+		if _, err := b.pool.Exec(context.Background(), `INSERT INTO ledger.operations
+			(op_key, workflow, provider, action, recipient, first_attempt_at)
+			VALUES ($1, 'billing', 'sim', 'send_email', 'jane.doe@example.com', now() - $2::interval)`, noHash, stale.String()); err != nil {
 			t.Fatal(err)
 		}
 		client := b.startClient(t)
 		b.sweep(t, client)
-		b.waitSettled(t, []string{unknown.OpKey, fine.OpKey, noHash.OpKey}, 30*time.Second)
-		for _, key := range []string{unknown.OpKey, noHash.OpKey} {
+		b.waitSettled(t, []string{unknown.OpKey, fine.OpKey, noHash}, 30*time.Second)
+		for _, key := range []string{unknown.OpKey, noHash} {
 			if tk, _ := b.ticketOf(t, key); tk.Reason != review.ReasonInvalidOperation {
 				t.Errorf("%s: ticket %s, want invalid_operation", key, tk.Reason)
 			}

@@ -86,7 +86,41 @@ var (
 	// ErrNotPending: a compare-and-set found the row no longer in the
 	// expected state. Use errors.As with *StateError for the state found.
 	ErrNotPending = errors.New("ledger: operation is not in the expected state")
+	// ErrRecordHeld: the provider record is already held by another
+	// operation of the provider; one record proves at most one operation.
+	// Use errors.As with *RecordHeldError for which one, where known.
+	ErrRecordHeld = errors.New("ledger: provider record already held by another operation")
+	// ErrRefused: the database refused a write the ledger contract forbids
+	// whoever writes — an identity column changed, first_attempt_at moved
+	// after the row left pending or set to a time no attempt was made at,
+	// a row deleted while its ticket is open. The message is the
+	// database's and says which.
+	ErrRefused = errors.New("ledger: refused by the ledger contract")
 )
+
+// RecordHeldError reports a confirmation with a provider record another
+// operation of the same provider already holds. It matches [ErrRecordHeld].
+type RecordHeldError struct {
+	// OpKey is the operation that was being confirmed; it is still pending.
+	OpKey string
+	// RecordID is the provider record both name.
+	RecordID string
+	// Holder is the op_key of the operation holding the record, or "" when
+	// it could not be read (the refusal aborted the caller's transaction).
+	Holder string
+}
+
+func (e *RecordHeldError) Error() string {
+	holder := "another operation"
+	if e.Holder != "" {
+		holder = "operation " + e.Holder
+	}
+	return fmt.Sprintf("ledger: %s: provider record %s already proves %s; one record proves at most one operation: "+
+		"leave %s pending, and sweeper will look it up and open a ticket for a person", e.OpKey, e.RecordID, holder, e.OpKey)
+}
+
+// Is makes errors.Is(err, ErrRecordHeld) hold.
+func (e *RecordHeldError) Is(target error) bool { return target == ErrRecordHeld }
 
 // StateError reports a compare-and-set that found the operation in another
 // state than the one it required. It matches [ErrNotPending].

@@ -185,7 +185,12 @@ func (s *Store) Claim(ctx context.Context, a Attempt) (Claim, error) {
 
 // Confirm moves a pending operation to done with the provider's record id.
 // Confirming a done operation again with the same record id succeeds and
-// changes nothing; any other state gives a *StateError.
+// changes nothing; any other state gives a *StateError. A record another
+// operation of the provider already holds gives a *RecordHeldError naming
+// it, and the row stays pending: leave it so, sweeper looks it up and opens
+// a ticket with both operations for a person. When the record was taken by
+// a confirmation still in flight, the refusal comes from the database's
+// unique index and, inside a caller's transaction, aborts it.
 func (s *Store) Confirm(ctx context.Context, opKey, providerRecordID string) (Operation, error) {
 	if providerRecordID == "" {
 		return Operation{}, fmt.Errorf("ledger: confirm %s: provider record id required", opKey)
@@ -213,29 +218,70 @@ func (s *Store) Reject(ctx context.Context, opKey string) (Operation, error) {
 	return op, err
 }
 
-// transition is the compare-and-set every status change goes through.
+// transition is the compare-and-set every status change goes through. It
+// does not take a record another operation of the provider holds, so that
+// the usual collision is an answer, not an error that aborts the caller's
+// transaction; the unique index settles a collision with a write in flight.
 func (s *Store) transition(ctx context.Context, opKey string, from, to Status, providerRecordID string) (Operation, error) {
 	rows, err := s.db.Query(ctx, `
-		UPDATE ledger.operations
+		UPDATE ledger.operations o
 		SET status = $3, provider_record_id = coalesce(nullif($4, ''), provider_record_id)
 		WHERE op_key = $1 AND status = $2
+		  AND ($4 = '' OR NOT EXISTS (SELECT 1 FROM ledger.operations h
+		                              WHERE h.provider_record_id = $4 AND h.provider = o.provider AND h.id <> o.id))
 		RETURNING `+operationColumns,
 		opKey, from, to, providerRecordID)
 	if err != nil {
-		return Operation{}, fmt.Errorf("ledger: %s %s: %w", to, opKey, mapError(err))
+		return Operation{}, s.transitionError(ctx, opKey, to, providerRecordID, err)
 	}
 	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
 	if err == nil {
 		return op, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return Operation{}, fmt.Errorf("ledger: %s %s: %w", to, opKey, mapError(err))
+		return Operation{}, s.transitionError(ctx, opKey, to, providerRecordID, err)
 	}
 	current, err := s.Get(ctx, opKey)
 	if err != nil {
 		return Operation{}, err
 	}
+	if current.Status == from && providerRecordID != "" {
+		holder, err := s.holderOfKey(ctx, opKey, providerRecordID)
+		if err != nil {
+			return Operation{}, err
+		}
+		return Operation{}, &RecordHeldError{OpKey: opKey, RecordID: providerRecordID, Holder: holder}
+	}
 	return Operation{}, &StateError{OpKey: opKey, Want: from, Got: current.Status}
+}
+
+// transitionError explains a failed transition: a record the unique index
+// found held becomes a *RecordHeldError, naming the holder when it can
+// still be read.
+func (s *Store) transitionError(ctx context.Context, opKey string, to Status, providerRecordID string, err error) error {
+	err = mapError(err)
+	if errors.Is(err, ErrRecordHeld) {
+		// Inside a caller's transaction the refusal aborted it and the
+		// holder cannot be read; the error says "another operation" then.
+		holder, _ := s.holderOfKey(ctx, opKey, providerRecordID)
+		return &RecordHeldError{OpKey: opKey, RecordID: providerRecordID, Holder: holder}
+	}
+	return fmt.Errorf("ledger: %s %s: %w", to, opKey, err)
+}
+
+// holderOfKey is [Store.HolderOf] for the operation with key opKey.
+func (s *Store) holderOfKey(ctx context.Context, opKey, recordID string) (string, error) {
+	var holder string
+	err := s.db.QueryRow(ctx, `SELECT h.op_key FROM ledger.operations o
+		JOIN ledger.operations h ON h.provider_record_id = $2 AND h.provider = o.provider AND h.id <> o.id
+		WHERE o.op_key = $1 LIMIT 1`, opKey, recordID).Scan(&holder)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("ledger: who holds record %s: %w", recordID, err)
+	}
+	return holder, nil
 }
 
 // StaleCursor is a keyset position in the stale scan: the last row seen.
@@ -427,15 +473,28 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-// mapError turns the ledger trigger's rejections into [ErrIllegalTransition],
-// keeping the database's message (it names the op_key and both states).
+// mapError turns the ledger's refusals into the package's errors, keeping
+// the database's message (it names the op_key and what was refused):
+// [ErrIllegalTransition] for a move the writer may not make, [ErrRecordHeld]
+// for a record another operation holds, [ErrRefused] for the rest of the
+// contract. Other errors are returned as they are.
 func mapError(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.ConstraintName {
-		case "operations_status_transition", "operations_provider_record_id_final", "operations_op_key_final":
-			return fmt.Errorf("%w: %s", ErrIllegalTransition, pgErr.Message)
-		}
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	switch pgErr.ConstraintName {
+	case "operations_status_transition", "operations_provider_record_id_final", "operations_op_key_final",
+		"operations_review_by_sweeper":
+		return fmt.Errorf("%w: %s", ErrIllegalTransition, pgErr.Message)
+	case "operations_done_record_id_check":
+		// The database's message names only the constraint.
+		return fmt.Errorf("%w: done requires provider_record_id (%s)", ErrIllegalTransition, pgErr.Message)
+	case "operations_provider_record_idx":
+		return fmt.Errorf("%w: %s", ErrRecordHeld, pgErr.Detail)
+	case "operations_identity_final", "operations_first_attempt_at_final", "operations_first_attempt_at_check",
+		"operations_open_ticket":
+		return fmt.Errorf("%w: %s", ErrRefused, pgErr.Message)
 	}
 	return err
 }

@@ -48,13 +48,28 @@ func attempt(key string) ledger.Attempt {
 	}
 }
 
-// insertWithStatus writes a row the way any workflow could, with raw SQL.
+// insertWithStatus writes a row in the given state with raw SQL, in the
+// shape the ledger allows: a done row with a record (rec-KEY unless given),
+// a row in review as sweeper writes it (declared, the declaration withdrawn
+// after, so that the rest of the transaction is any writer).
 func insertWithStatus(t *testing.T, db ledger.DB, key string, status ledger.Status, recordID string) {
 	t.Helper()
-	_, err := db.Exec(context.Background(), `
+	ctx := context.Background()
+	if status == ledger.StatusDone && recordID == "" {
+		recordID = "rec-" + key
+	}
+	if status == ledger.StatusReview {
+		if err := ledger.DeclareSweeperWriter(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := db.Exec(ctx, `
 		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, status, provider_record_id)
 		VALUES ($1, 'wf', 'mailer', 'send_email', repeat('a', 64), $2, nullif($3, ''))`, key, status, recordID)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `SELECT set_config('sweeper.writer', '', true)`); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -74,7 +89,15 @@ func TestTriggerTransitions(t *testing.T) {
 				ctx := context.Background()
 				key := "trg-" + string(from) + "-" + string(to)
 				insertWithStatus(t, tx, key, from, "")
-				_, err := tx.Exec(ctx, `UPDATE ledger.operations SET status = $2 WHERE op_key = $1`, key, to)
+				// Every move as sweeper, with a record for done: this is
+				// about which moves exist, not who may make them.
+				if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
+					t.Fatal(err)
+				}
+				_, err := tx.Exec(ctx, `UPDATE ledger.operations SET status = $2,
+					provider_record_id = CASE WHEN $2 = 'done' THEN coalesce(provider_record_id, 'rec-' || op_key)
+					                          ELSE provider_record_id END
+					WHERE op_key = $1`, key, to)
 				if legal[[2]ledger.Status{from, to}] {
 					if err != nil {
 						t.Fatalf("legal transition rejected: %v", err)
@@ -412,10 +435,12 @@ func TestStalePendingPagination(t *testing.T) {
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
 	_, err := tx.Exec(ctx, `
-		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, status, first_attempt_at)
+		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, status, first_attempt_at,
+		                               provider_record_id)
 		SELECT 'sp-' || i, 'wf', CASE WHEN i % 5 = 0 THEN 'other' ELSE 'mailer' END, 'send', repeat('a', 64),
 		       CASE WHEN i % 7 = 0 THEN 'done' ELSE 'pending' END,
-		       now() - interval '1 hour' + (i / 3) * interval '1 second'   -- ties on first_attempt_at
+		       now() - interval '1 hour' + (i / 3) * interval '1 second',  -- ties on first_attempt_at
+		       CASE WHEN i % 7 = 0 THEN 'rec_' || i END
 		FROM generate_series(1, 200) i`)
 	if err != nil {
 		t.Fatal(err)
@@ -512,17 +537,25 @@ func TestStaleScanUsesIndex(t *testing.T) {
 	}
 }
 
-// TestStalePendingOddTimestamps: rows a workflow wrote with -infinity or a
-// BC timestamp are still scanned (the first page starts before them).
+// TestStalePendingOddTimestamps: rows a workflow wrote with -infinity (before
+// the ledger refused it) or a BC timestamp are still scanned (the first page
+// starts before them).
 func TestStalePendingOddTimestamps(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	tx := dbtest.Tx(t)
-	_, err := tx.Exec(ctx, `
+	// A database of its own: turning the trigger off locks the table.
+	tx, err := dbtest.NewPool(t).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	_, err = tx.Exec(ctx, `
+		ALTER TABLE ledger.operations DISABLE TRIGGER operations_contract;
 		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, first_attempt_at) VALUES
 		('odd-inf', 'wf', 'mailer', 'send', repeat('a', 64), '-infinity'),
 		('odd-bc', 'wf', 'mailer', 'send', repeat('a', 64), '0100-01-01 00:00:00+00 BC'),
-		('odd-normal', 'wf', 'mailer', 'send', repeat('a', 64), now() - interval '1 hour')`)
+		('odd-normal', 'wf', 'mailer', 'send', repeat('a', 64), now() - interval '1 hour');
+		ALTER TABLE ledger.operations ENABLE TRIGGER operations_contract`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,5 +569,165 @@ func TestStalePendingOddTimestamps(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"odd-inf", "odd-bc", "odd-normal"}, keys); diff != "" {
 		t.Errorf("scanned (-want +got):\n%s", diff)
+	}
+}
+
+// TestConfirmRecordHeld: one provider record proves at most one operation.
+// A workflow confirming with a record another operation of the provider
+// already holds gets a *RecordHeldError naming that operation, its row stays
+// pending, and its transaction stays usable.
+func TestConfirmRecordHeld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		desc          string
+		holderKey     string
+		holderProv    string
+		wantHolder    string
+		wantConfirmed bool
+	}{
+		{desc: "held by another operation of the provider", holderKey: "held-1", holderProv: "mailer", wantHolder: "held-1"},
+		{desc: "the same id at another provider", holderKey: "held-2", holderProv: "sms", wantConfirmed: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			tx := dbtest.Tx(t)
+			store := ledger.NewStore(tx)
+			holder := attempt(tc.holderKey)
+			holder.Provider = tc.holderProv
+			if _, err := store.Claim(ctx, holder); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.Confirm(ctx, tc.holderKey, "msg_shared"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.Claim(ctx, attempt("second")); err != nil {
+				t.Fatal(err)
+			}
+			op, err := store.Confirm(ctx, "second", "msg_shared")
+			if tc.wantConfirmed {
+				if err != nil || op.Status != ledger.StatusDone {
+					t.Fatalf("Confirm = %+v, %v", op, err)
+				}
+				return
+			}
+			var held *ledger.RecordHeldError
+			if !errors.As(err, &held) || !errors.Is(err, ledger.ErrRecordHeld) {
+				t.Fatalf("Confirm: err = %v, want *RecordHeldError", err)
+			}
+			want := &ledger.RecordHeldError{OpKey: "second", RecordID: "msg_shared", Holder: tc.wantHolder}
+			if diff := cmp.Diff(want, held); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(err.Error(), "leave second pending") {
+				t.Errorf("message %q does not say what to do", err)
+			}
+			if op, err := store.Get(ctx, "second"); err != nil || op.Status != ledger.StatusPending || op.ProviderRecordID != "" {
+				t.Errorf("after the refusal: %+v, %v; want pending without a record", op, err)
+			}
+		})
+	}
+}
+
+// TestConfirmRecordHeldConcurrently: two workflows confirm two operations
+// with one record at the same moment, on separate connections. The unique
+// index decides; the loser's error still names the winner.
+func TestConfirmRecordHeldConcurrently(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	store := ledger.NewStore(pool)
+	ctx := context.Background()
+	for round := range 5 {
+		keys := []string{fmt.Sprintf("race-a-%d", round), fmt.Sprintf("race-b-%d", round)}
+		record := fmt.Sprintf("msg_race_%d", round)
+		for _, key := range keys {
+			if _, err := store.Claim(ctx, attempt(key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var (
+			wg    sync.WaitGroup
+			start = make(chan struct{})
+			errs  = make([]error, len(keys))
+		)
+		for i, key := range keys {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = store.Confirm(ctx, key, record)
+			})
+		}
+		close(start)
+		wg.Wait()
+		winners := 0
+		for i, err := range errs {
+			var held *ledger.RecordHeldError
+			switch {
+			case err == nil:
+				winners++
+			case errors.As(err, &held):
+				if held.Holder != keys[1-i] || held.OpKey != keys[i] {
+					t.Errorf("round %d: %+v; want %s held by %s", round, held, keys[i], keys[1-i])
+				}
+			default:
+				t.Errorf("round %d: Confirm %s: %v", round, keys[i], err)
+			}
+		}
+		if winners != 1 {
+			t.Errorf("round %d: %d confirmations of one record, want 1", round, winners)
+		}
+	}
+}
+
+// TestCompareAndSetRecordHeld: sweeper checks the holder before it writes;
+// should another operation take the record in between, the unique index
+// refuses the write and the error says so.
+func TestCompareAndSetRecordHeld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.Tx(t)
+	insertWithStatus(t, tx, "cas-holder", ledger.StatusDone, "msg_cas")
+	insertWithStatus(t, tx, "cas-second", ledger.StatusPending, "")
+	op, err := ledger.NewStore(tx).Get(ctx, "cas-second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ledger.NewStore(tx).CompareAndSet(ctx, op.ID, ledger.StatusPending, ledger.StatusDone, "msg_cas")
+	if !errors.Is(err, ledger.ErrRecordHeld) || !strings.Contains(err.Error(), "msg_cas") {
+		t.Errorf("err = %v, want ErrRecordHeld naming the record", err)
+	}
+}
+
+// TestStoreMapsGuards: the ledger's refusals reach a store's caller as the
+// package's errors, with the database's explanation.
+func TestStoreMapsGuards(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		desc    string
+		from    ledger.Status
+		to      ledger.Status
+		record  string
+		want    error
+		message string
+	}{
+		{desc: "pending to review without declaring sweeper", from: ledger.StatusPending, to: ledger.StatusReview,
+			want: ledger.ErrIllegalTransition, message: "leave the row pending"},
+		{desc: "review to done without a record", from: ledger.StatusReview, to: ledger.StatusDone,
+			want: ledger.ErrIllegalTransition, message: "done requires provider_record_id"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			tx := dbtest.Tx(t)
+			insertWithStatus(t, tx, "map", tc.from, "")
+			store := ledger.NewStore(tx)
+			op, err := store.Get(ctx, "map")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = store.CompareAndSet(ctx, op.ID, tc.from, tc.to, tc.record)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("err = %v, want %v containing %q", err, tc.want, tc.message)
+			}
+		})
 	}
 }

@@ -257,6 +257,10 @@ func TestOutboxRowInTicketTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
+	// The ticket's transaction is sweeper's: only it puts a row in review.
+	if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
 	var opID, ticketID int64
 	err := tx.QueryRow(ctx, `INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, status)
 		VALUES ('op-tx', 'billing', 'mailer', 'send_email', repeat('a', 64), 'review') RETURNING id`).Scan(&opID)

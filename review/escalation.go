@@ -289,6 +289,9 @@ func (s *Store) Escalate(ctx context.Context, t EscalationTicket, step Escalatio
 		return false, fmt.Errorf("review: escalate ticket %d: %w", t.ID, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
+		return false, fmt.Errorf("review: escalate ticket %d: %w", t.ID, err)
+	}
 	tag, err := tx.Exec(ctx, `
 		UPDATE sweeper.tickets
 		SET owner = $4, priority = $5, escalation_level = $6, deadline = $7, repeat_count = $8,

@@ -215,6 +215,7 @@ const applyDoneSQL = `
 
 func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, error) {
 	batch := &pgx.Batch{}
+	batch.Queue(ledger.SweeperWriterSQL) // moving a row to review is sweeper's alone
 	for _, item := range items {
 		op, d := item.Op, item.Decision
 		if d.Done {
@@ -257,6 +258,10 @@ func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, e
 		}
 	}
 	br := tx.SendBatch(ctx, batch)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, fmt.Errorf("review: apply: %w", err)
+	}
 	results := make([]ItemResult, len(items))
 	for i, item := range items {
 		var settled bool

@@ -125,7 +125,7 @@ func TestChaosSlackOutage(t *testing.T) {
 	// Escalate every ticket once, during the outage, so that replies and
 	// root edits are owed too.
 	waitUntil(t, "tickets escalated", 2*time.Minute, func() string {
-		_, _ = pool.Exec(context.Background(), `UPDATE sweeper.tickets SET deadline = now() - interval '1 second'
+		_ = execAsSweeper(context.Background(), pool, `UPDATE sweeper.tickets SET deadline = now() - interval '1 second'
 			WHERE state = 'open' AND escalation_level = 0 AND deadline > now()`)
 		if n := scalar(pool, `SELECT count(*) FROM sweeper.tickets WHERE escalation_level = 0`); n != 0 {
 			return fmt.Sprintf("%d tickets at level 0", n)

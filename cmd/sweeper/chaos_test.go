@@ -333,7 +333,7 @@ func TestChaos(t *testing.T) {
 	// "exhausted"), or a re-lookup resolved it.
 	waitUntil(t, "every ticket escalated to the end or resolved", size.settle, func() string {
 		healthy()
-		_, _ = pool.Exec(ctx, `UPDATE sweeper.tickets SET deadline = now() - interval '1 second'
+		_ = execAsSweeper(ctx, pool, `UPDATE sweeper.tickets SET deadline = now() - interval '1 second'
 			WHERE state = 'open' AND NOT escalation_exhausted AND deadline > now()`)
 		if n := count(`SELECT count(*) FROM sweeper.tickets WHERE state = 'open' AND NOT escalation_exhausted`); n != 0 {
 			return fmt.Sprintf("%d tickets still to escalate", n)

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
@@ -60,9 +63,23 @@ func seed(t *testing.T, dbURL string, keys ...string) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := pool.Exec(ctx, `UPDATE ledger.operations SET first_attempt_at = now() - interval '2 hours'`); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE ledger.operations SET first_attempt_at = now() - interval '2 hours'
+		WHERE op_key = ANY($1)`, keys); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// execAsSweeper runs sql in a transaction that declares sweeper the writer:
+// a test that moves tickets' deadlines stands in for sweeper's escalation
+// policy, and the database lets no one else change them.
+func execAsSweeper(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, sql, args...)
+		return err
+	})
 }
 
 func writeConfig(t *testing.T, text string) string {

@@ -31,7 +31,7 @@ window = "2h"
 	}
 
 	pool := dbtest.Pool(t, dbURL)
-	if _, err := pool.Exec(context.Background(), `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
+	if err := execAsSweeper(context.Background(), pool, `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
 		t.Fatal(err)
 	}
 	r = runCLI(t, environ, "escalate", "--once", "--json", "--config", cfgFile)

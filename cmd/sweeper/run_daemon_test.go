@@ -152,7 +152,7 @@ func TestDaemonMetricsRiverUIAndSignals(t *testing.T) {
 	})
 	// Both tickets past their deadline: the next escalation pass takes a
 	// step for each.
-	if _, err := pool.Exec(context.Background(), `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
+	if err := execAsSweeper(context.Background(), pool, `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, d, "tickets escalated", func() bool {

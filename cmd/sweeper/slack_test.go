@@ -60,7 +60,7 @@ window = "4h"
 	}
 
 	pool := dbtest.Pool(t, dbURL)
-	if _, err := pool.Exec(context.Background(), `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
+	if err := execAsSweeper(context.Background(), pool, `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
 		t.Fatal(err)
 	}
 	if r := runCLI(t, environ, "escalate", "--once", "--config", cfgFile); r.code != exitOK {
