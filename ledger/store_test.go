@@ -20,7 +20,7 @@ import (
 
 var allStatuses = []ledger.Status{ledger.StatusPending, ledger.StatusDone, ledger.StatusReview, ledger.StatusFailed}
 
-// legal is DESIGN.md's I2, written out independently of ledger.CanTransition.
+// legal is I2 of docs/architecture.md, written out independently of ledger.CanTransition.
 var legal = map[[2]ledger.Status]bool{
 	{"pending", "done"}: true, {"pending", "review"}: true, {"pending", "failed"}: true,
 	{"review", "done"}: true, {"review", "failed"}: true,
@@ -75,7 +75,7 @@ func insertWithStatus(t *testing.T, db ledger.DB, key string, status ledger.Stat
 }
 
 // TestTriggerTransitions tries every status change with plain SQL, bypassing
-// the Go store: only DESIGN.md's forward moves may succeed (I2).
+// the Go store: only the forward moves of docs/architecture.md may succeed (I2).
 func TestTriggerTransitions(t *testing.T) {
 	t.Parallel()
 	for _, from := range allStatuses {

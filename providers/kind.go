@@ -4,7 +4,7 @@
 // is wired in by an explicit list in cmd/sweeper; nothing registers itself.
 //
 // Adapters look things up and nothing else: sweeper never performs a
-// provider's side effect (DESIGN.md, I1).
+// provider's side effect (docs/architecture.md, I1).
 package providers
 
 import (

@@ -7,7 +7,7 @@ import (
 
 // Query is all an adapter is given: the operation's natural key. It holds
 // no payload to send and no handle that could send one: an adapter can only
-// search (DESIGN.md, I1).
+// search (docs/architecture.md, I1).
 type Query struct {
 	// OpKey is the reconciliation key, as carried to the provider in
 	// metadata or a reference field.
