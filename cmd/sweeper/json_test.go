@@ -85,7 +85,7 @@ func TestJSONOutput(t *testing.T) {
 					t.Fatalf("tickets: %v, %d", err, len(tickets))
 				}
 				// Due, for escalate to have something to print.
-				if _, err := dbtest.Pool(t, dbURL).Exec(t.Context(), `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
+				if err := execAsSweeper(t.Context(), dbtest.Pool(t, dbURL), `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
 					t.Fatal(err)
 				}
 			}},

@@ -58,7 +58,9 @@ func (b *onceBundle) openDueTickets(t *testing.T, keys ...string) {
 	if r := runCLI(t, b.environ, "sweep", "--once", "--config", b.slackOff); r.code != exitOK {
 		t.Fatalf("sweep --once: code %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	b.exec(t, `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`)
+	if err := execAsSweeper(context.Background(), dbtest.Pool(t, b.dbURL), `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (b *onceBundle) exec(t *testing.T, sql string) {
