@@ -107,7 +107,17 @@ func Redact(err error, values ...string) error {
 		return nil
 	}
 	msg := err.Error()
-	out := msg
+	out := RedactText(msg, values...)
+	if out == msg {
+		return err
+	}
+	return &redacted{msg: out, err: err}
+}
+
+// RedactText is text with every form of values replaced by "[redacted]",
+// as [Redact] does to an error's message.
+func RedactText(text string, values ...string) string {
+	out := text
 	var forms []string
 	for _, v := range values {
 		if len(v) < 4 {
@@ -134,10 +144,7 @@ func Redact(err error, values ...string) error {
 			out = redactPhone(out, national)
 		}
 	}
-	if out == msg {
-		return err
-	}
-	return &redacted{msg: out, err: err}
+	return out
 }
 
 // phoneSeparators are what may stand between a phone number's digits.
