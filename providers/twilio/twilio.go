@@ -389,23 +389,19 @@ func (a *Adapter) sdkError(ctx context.Context, err error) error {
 }
 
 // withhold replaces an error whose text names the token, the Account SID
-// or the recipient (raw or URL-encoded) with one that keeps only its class:
-// the last guard of I7, for errors from deep in twilio-go or net/http.
+// or the recipient — in any form providers.RedactText finds: any letter
+// case, URL-encoded, the number's digits grouped otherwise (Twilio echoes
+// the E.164 form the adapter searched) — with one that keeps only its
+// class: the last guard of I7, for errors from deep in twilio-go or
+// net/http.
 func (a *Adapter) withhold(err error, recipient string) error {
-	msg := strings.ToLower(err.Error())
-	for _, s := range []string{a.token, a.sid, recipient} {
-		if s == "" {
-			continue
-		}
-		for _, form := range []string{s, url.QueryEscape(s), url.PathEscape(s)} {
-			if strings.Contains(msg, strings.ToLower(form)) {
-				class, delay := providers.Classify(err)
-				return &providers.Error{Class: class, RetryAfter: delay,
-					Err: fmt.Errorf("%s: %s lookup error (details withheld: they named a credential or the recipient)", a.name, class)}
-			}
-		}
+	msg := err.Error()
+	if providers.RedactText(msg, a.token, a.sid, recipient) == msg {
+		return err
 	}
-	return err
+	class, delay := providers.Classify(err)
+	return &providers.Error{Class: class, RetryAfter: delay,
+		Err: fmt.Errorf("%s: %s lookup error (details withheld: they named a credential or the recipient)", a.name, class)}
 }
 
 // toAddress is the To filter for a recipient: its number in E.164

@@ -698,6 +698,9 @@ func TestWithhold(t *testing.T) {
 		{"the token", providers.Transient(errors.New("dial: " + authToken)), false},
 		{"the account", providers.Permanent(errors.New("GET /Accounts/" + strings.ToUpper(accountSID))), false},
 		{"the number, URL-encoded", providers.RateLimited(3*time.Second, errors.New("To="+url.QueryEscape(number))), false},
+		{"the number, grouped otherwise", providers.Permanent(errors.New("Invalid 'To' Phone Number: 555-0100-777")), false},
+		{"the number's digits", providers.Transient(errors.New("queue 15550100777 full")), false},
+		{"the token in upper case", providers.Transient(errors.New("dial: " + strings.ToUpper(authToken))), false},
 		{"nothing secret", providers.Transient(errors.New("connection reset")), true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
