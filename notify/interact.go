@@ -19,6 +19,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -161,7 +162,9 @@ func (h *Interactions) Close() {
 //   - 405 for a method other than POST, 413 for a body over
 //     [MaxInteractionBytes], 401 for a missing or wrong signature or a
 //     timestamp more than five minutes off, 400 for a signed body without
-//     a payload, 403 for another team or app than configured;
+//     a payload or with a malformed one (not JSON, or a key twice in an
+//     object, or two keys differing only in letter case), 403 for another
+//     team or app than configured;
 //   - 200 for the rest: a block_actions request (ack, mark_done, not_sent)
 //     is acted on, and a refusal is explained in an ephemeral message; a
 //     view_submission of the "Mark done" modal answers with an empty body
@@ -239,7 +242,9 @@ func (h *Interactions) verify(header http.Header, body []byte) error {
 	return nil
 }
 
-// interactParse reads the interaction from a verified form body.
+// interactParse reads the interaction from a verified form body. Its JSON
+// payload is read with providers.DecodeJSON: one value, valid UTF-8, no key
+// twice in an object nor two differing only in letter case.
 func interactParse(body []byte) (slack.InteractionCallback, error) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
@@ -249,8 +254,11 @@ func interactParse(body []byte) (slack.InteractionCallback, error) {
 	if payload == "" {
 		return slack.InteractionCallback{}, errors.New("no payload field")
 	}
+	// Read strictly: a key twice in an object, or two differing only in
+	// letter case, is a malformed request rather than whichever one
+	// encoding/json would keep.
 	var ic slack.InteractionCallback
-	if err := json.Unmarshal([]byte(payload), &ic); err != nil {
+	if err := providers.DecodeJSON([]byte(payload), &ic); err != nil {
 		return slack.InteractionCallback{}, err
 	}
 	return ic, nil

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slack-go/slack"
 
+	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -93,6 +94,8 @@ func interactFuzzSeeds() [][]byte {
 		interactFuzzForm(interactSubmission(interactTestOwner, "42", strings.Repeat("x", interactMaxRecordID+1))),
 		interactFuzzForm(map[string]any{"type": "block_actions", "team": map[string]any{"id": "T0OTHER01"}, "api_app_id": interactTestApp}),
 		interactFuzzForm(map[string]any{"type": "view_closed"}),
+		[]byte("payload=" + url.QueryEscape(`{"type":"block_actions","type":"view_submission"}`)),
+		[]byte("payload=" + url.QueryEscape(`{"type":"block_actions","user":{"id":"U1","ID":"U2"}}`)),
 		[]byte("payload=%7B%22type%22%3A"),
 		[]byte("payload=null"),
 		[]byte("payload=%zz"),
@@ -118,8 +121,8 @@ func FuzzInteractParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("interactParse read a body that is not a form (%v)", err)
 		}
-		if payload := form.Get("payload"); payload == "" || !json.Valid([]byte(payload)) {
-			t.Fatalf("interactParse read a body whose payload %q is not JSON", payload)
+		if payload := form.Get("payload"); payload == "" || providers.CheckJSON([]byte(payload)) != nil {
+			t.Fatalf("interactParse read a body whose payload %q is not strict JSON", payload)
 		}
 		refs := []string{ic.View.PrivateMetadata}
 		for _, a := range ic.ActionCallback.BlockActions {

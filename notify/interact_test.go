@@ -301,6 +301,17 @@ func interactForm(t *testing.T, payload any) string {
 	return url.Values{"payload": {string(b)}}.Encode()
 }
 
+// interactFormRaw is interactForm with prefix written at the start of the
+// payload object, where JSON encoding could not put it (a key twice).
+func interactFormRaw(t *testing.T, payload any, prefix string) string {
+	t.Helper()
+	b, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url.Values{"payload": {"{" + prefix + string(b[1:])}}.Encode()
+}
+
 // serve sends one request to the endpoint and checks it answered within
 // Slack's 3 s.
 func (b *interactBundle) serve(t *testing.T, method, body string, header http.Header) *httptest.ResponseRecorder {
@@ -451,6 +462,18 @@ func TestInteractionsRefusesUnverified(t *testing.T) {
 		{desc: "signed, without a payload", want: http.StatusBadRequest,
 			request: func(t *testing.T, click map[string]any) (string, string, http.Header) {
 				body := "command=%2Fsweeper"
+				return http.MethodPost, body, interactSigned(interactTestSecret, time.Now(), body)
+			}},
+		// A payload whose keys a lenient reader takes one way or another
+		// (encoding/json keeps the last of duplicates) is malformed.
+		{desc: "signed, with a key twice in its payload", want: http.StatusBadRequest,
+			request: func(t *testing.T, click map[string]any) (string, string, http.Header) {
+				body := interactFormRaw(t, click, `"user":{"id":"U0OTHER01"},`)
+				return http.MethodPost, body, interactSigned(interactTestSecret, time.Now(), body)
+			}},
+		{desc: "signed, with a key in two letter cases in its payload", want: http.StatusBadRequest,
+			request: func(t *testing.T, click map[string]any) (string, string, http.Header) {
+				body := interactFormRaw(t, click, `"TYPE":"view_closed",`)
 				return http.MethodPost, body, interactSigned(interactTestSecret, time.Now(), body)
 			}},
 		{desc: "GET", want: http.StatusMethodNotAllowed,

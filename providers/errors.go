@@ -3,8 +3,12 @@ package providers
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // ErrUnsupported is returned by an adapter whose provider offers no way to
@@ -82,27 +86,117 @@ func Classify(err error) (Class, time.Duration) {
 	return ClassTransient, 0
 }
 
-// Redact returns err with every occurrence of values — a credential, a
+// Redact returns err with every form of values — a credential, a
 // recipient — in its message replaced by "[redacted]", keeping its class
-// and its chain for errors.Is. Values shorter than four characters are left
-// alone (they would blank out ordinary words). When no value occurs, err is
-// returned as it is.
+// and its chain for errors.Is. A value is found in any letter case (ASCII
+// and Unicode simple folding: JANE.DOE@EXAMPLE.COM for Jane.Doe@Example.com)
+// and URL-escaped (jane.doe%40example.com). A value that looks like a phone
+// number (at least seven digits among +, spaces, brackets, dots, dashes and
+// slashes, after an optional channel prefix such as "whatsapp:") is also
+// found however its digits are grouped: every run of digits and separators
+// in the message whose digits hold the number's last seven (its national
+// part, enough to identify it) is redacted — "+1(555)0100-777",
+// "15550100777", "555-0100-777" for "+1 (555) 0100-777". That may redact
+// an unrelated number holding those digits too; the recipient shows in no
+// form.
+//
+// Values shorter than four characters are left alone (they would blank out
+// ordinary words). When nothing is redacted, err is returned as it is.
 func Redact(err error, values ...string) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
-	changed := false
-	for _, v := range values {
-		if len(v) >= 4 && strings.Contains(msg, v) {
-			msg = strings.ReplaceAll(msg, v, "[redacted]")
-			changed = true
-		}
-	}
-	if !changed {
+	out := RedactText(msg, values...)
+	if out == msg {
 		return err
 	}
-	return &redacted{msg: msg, err: err}
+	return &redacted{msg: out, err: err}
+}
+
+// RedactText is text with every form of values replaced by "[redacted]",
+// as [Redact] does to an error's message.
+func RedactText(text string, values ...string) string {
+	out := text
+	var forms []string
+	for _, v := range values {
+		if len(v) < 4 {
+			continue
+		}
+		for _, f := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
+			if !slices.Contains(forms, f) {
+				forms = append(forms, f)
+			}
+		}
+	}
+	if len(forms) > 0 {
+		// Longest first: alternatives are tried in order.
+		slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+		quoted := make([]string, len(forms))
+		for i, f := range forms {
+			quoted[i] = regexp.QuoteMeta(f)
+		}
+		re := regexp.MustCompile(`(?i)(?:` + strings.Join(quoted, "|") + `)`)
+		out = re.ReplaceAllLiteralString(out, "[redacted]")
+	}
+	for _, v := range values {
+		if national, ok := phoneTail(v); ok {
+			out = redactPhone(out, national)
+		}
+	}
+	return out
+}
+
+// phoneSeparators are what may stand between a phone number's digits.
+const phoneSeparators = " +-()./\u00a0"
+
+// phoneTail returns the last seven digits of v when v looks like a phone
+// number: a "+", digits and separators, at least seven digits, after an
+// optional channel prefix of letters and a colon ("whatsapp:").
+func phoneTail(v string) (string, bool) {
+	v = strings.TrimSpace(v)
+	if prefix, rest, ok := strings.Cut(v, ":"); ok && prefix != "" && strings.IndexFunc(prefix, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 {
+		v = rest
+	}
+	digits := 0
+	for _, r := range v {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case strings.ContainsRune(phoneSeparators, r):
+		default:
+			return "", false
+		}
+	}
+	if digits < 7 {
+		return "", false
+	}
+	d := digitsOf(v)
+	return d[len(d)-7:], true
+}
+
+func digitsOf(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// phoneRun is a run of digits and separators that starts with a digit, "+"
+// or "(" and ends with a digit or ")".
+var phoneRun = regexp.MustCompile(`[+(]*[0-9](?:[0-9 +\-()./\x{00a0}]*[0-9])?\)?`)
+
+// redactPhone redacts every run of digits and separators in text whose
+// digits hold national.
+func redactPhone(text, national string) string {
+	return phoneRun.ReplaceAllStringFunc(text, func(run string) string {
+		if strings.Contains(digitsOf(run), national) {
+			return "[redacted]"
+		}
+		return run
+	})
 }
 
 type redacted struct {

@@ -105,3 +105,56 @@ func TestRedact(t *testing.T) {
 		t.Error("Redact changed an error with nothing to redact")
 	}
 }
+
+// TestRedactForms: a recipient is redacted in whatever letter case or
+// escaping an error quotes it, and a phone number in whatever grouping.
+func TestRedactForms(t *testing.T) {
+	t.Parallel()
+	const (
+		email = "Jane.Doe@Example.com"
+		phone = "+1 (555) 0100-777"
+	)
+	for _, tc := range []struct {
+		desc   string
+		values []string
+		msg    string
+		want   string
+	}{
+		{desc: "an email as written", values: []string{email}, msg: "no mailbox Jane.Doe@Example.com", want: "no mailbox [redacted]"},
+		{desc: "an email in upper case", values: []string{email}, msg: "no mailbox JANE.DOE@EXAMPLE.COM here", want: "no mailbox [redacted] here"},
+		{desc: "an email in lower case, twice", values: []string{email}, msg: "jane.doe@example.com, jane.doe@example.com", want: "[redacted], [redacted]"},
+		{desc: "an email query-escaped", values: []string{email}, msg: "GET /x?to=jane.doe%40example.com&y=1", want: "GET /x?to=[redacted]&y=1"},
+		{desc: "Unicode case", values: []string{"Åsa.Öberg@example.se"}, msg: "for åsa.öBERG@EXAMPLE.SE", want: "for [redacted]"},
+		{desc: "KELVIN SIGN for k", values: []string{"kate@example.com"}, msg: "for \u212aate@example.com", want: "for [redacted]"},
+		{desc: "a phone as written", values: []string{phone}, msg: "To +1 (555) 0100-777 failed", want: "To [redacted] failed"},
+		{desc: "a phone without spaces", values: []string{phone}, msg: "To +1(555)0100-777 failed", want: "To [redacted] failed"},
+		{desc: "a phone's digits", values: []string{phone}, msg: "To 15550100777 failed", want: "To [redacted] failed"},
+		{desc: "a phone in E.164", values: []string{phone}, msg: "Invalid 'To' Phone Number: +15550100777", want: "Invalid 'To' Phone Number: [redacted]"},
+		{desc: "a phone's national number", values: []string{phone}, msg: "number 555-0100-777 is blocked", want: "number [redacted] is blocked"},
+		{desc: "a phone grouped otherwise", values: []string{phone}, msg: "to +1 555 0100 777.", want: "to [redacted]."},
+		{desc: "a phone's last seven digits", values: []string{phone}, msg: "line 0100777 busy", want: "line [redacted] busy"},
+		{desc: "a phone's last seven digits, grouped", values: []string{phone}, msg: "line 010-0777 busy", want: "line [redacted] busy"},
+		{desc: "a phone inside a longer run", values: []string{phone}, msg: "ref 9915550100777123", want: "ref [redacted]"},
+		{desc: "a phone query-escaped", values: []string{phone}, msg: "To=%2B15550100777&x", want: "To=%2B[redacted]&x"},
+		{desc: "a phone given in E.164 found grouped", values: []string{"+15550100777"}, msg: "to (555) 010-0777", want: "to [redacted]"},
+		{desc: "a channel address", values: []string{"whatsapp:+15550100777"}, msg: "to WHATSAPP:+1 555 0100 777", want: "to WHATSAPP:[redacted]"},
+		{desc: "another number stays", values: []string{phone}, msg: "To +1 555 0100 999 at 2026-03-10 10:00, HTTP 429", want: "To +1 555 0100 999 at 2026-03-10 10:00, HTTP 429"},
+		{desc: "a short value is left alone", values: []string{"abc"}, msg: "abc ABC", want: "abc ABC"},
+		{desc: "several values", values: []string{"tok-SECRET-1", email, phone}, msg: "tok-secret-1 for JANE.DOE@example.com at 555 0100 777", want: "[redacted] for [redacted] at [redacted]"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			base := providers.Permanent(errors.New(tc.msg))
+			err := providers.Redact(base, tc.values...)
+			if got := err.Error(); got != tc.want {
+				t.Errorf("Redact(%q) = %q, want %q", tc.msg, got, tc.want)
+			}
+			if tc.want == tc.msg && err != base {
+				t.Error("an error with nothing to redact was changed")
+			}
+			if class, _ := providers.Classify(err); class != providers.ClassPermanent {
+				t.Errorf("class %s lost by redaction", class)
+			}
+		})
+	}
+}

@@ -88,12 +88,30 @@ type Lookup struct {
 }
 
 // NewEvidence assembles the snapshot for op, decided as d after lookup.
+//
+// Recipients are masked and hashed, and every text the snapshot keeps —
+// the op_key, workflow and action, the query's, each error, the decision's
+// detail and differing fields, each excerpt, the strings and keys of each
+// record's fields — is redacted ([providers.RedactText]) for the
+// operation's recipient, the query's and every record's, in any form an
+// adapter or a provider may have quoted them: another letter case,
+// URL-escaped, a phone number grouped otherwise. Record ids are kept as
+// they are: they are what a person resolves the ticket with.
 func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
+	recipients := []string{op.Recipient}
+	if lookup.Query != nil {
+		recipients = append(recipients, lookup.Query.Recipient)
+	}
+	for _, r := range lookup.Outcome.Records() {
+		recipients = append(recipients, r.Recipient)
+	}
+	redact := func(s string) string { return providers.RedactText(s, recipients...) }
+
 	ev := Evidence{
-		OpKey:           op.OpKey,
-		Workflow:        op.Workflow,
+		OpKey:           redact(op.OpKey),
+		Workflow:        redact(op.Workflow),
 		Provider:        op.Provider,
-		Action:          op.Action,
+		Action:          redact(op.Action),
 		RecipientMasked: MaskRecipient(op.Recipient),
 		RecipientHash:   HashRecipient(op.Recipient),
 		PayloadHash:     op.PayloadHash,
@@ -102,20 +120,23 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 		LastAttemptAt:   op.LastAttemptAt,
 		Adapter:         lookup.Adapter,
 		Records:         []EvidenceRecord{},
-		Errors:          lookup.Errors,
+		Errors:          make([]AttemptError, 0, len(lookup.Errors)),
 		LookedUpAt:      lookup.At,
 		Reason:          d.Reason,
-		Detail:          d.Detail,
-		DifferingFields: d.DifferingFields,
+		Detail:          redact(d.Detail),
 	}
-	if ev.Errors == nil {
-		ev.Errors = []AttemptError{}
+	for _, e := range lookup.Errors {
+		e.Class, e.Error = redact(e.Class), redact(e.Error)
+		ev.Errors = append(ev.Errors, e)
+	}
+	for _, f := range d.DifferingFields {
+		ev.DifferingFields = append(ev.DifferingFields, redact(f))
 	}
 	if q := lookup.Query; q != nil {
 		ev.Query = &EvidenceQuery{
-			OpKey:           q.OpKey,
+			OpKey:           redact(q.OpKey),
 			RecipientMasked: MaskRecipient(q.Recipient),
-			Action:          q.Action,
+			Action:          redact(q.Action),
 			PayloadHash:     q.PayloadHash,
 			Since:           q.Since,
 			Until:           q.Until,
@@ -126,12 +147,48 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 			ID:              r.ID,
 			CreatedAt:       r.CreatedAt,
 			RecipientMasked: MaskRecipient(r.Recipient),
-			Fields:          maskFields(r.Fields),
+			Fields:          redactFields(maskFields(r.Fields), redact),
 			PayloadHash:     r.PayloadHash,
-			Excerpt:         truncate(r.Excerpt, 200),
+			// Redacted before it is cut: a recipient cut in half would no
+			// longer be found.
+			Excerpt: truncate(redact(r.Excerpt), 200),
 		})
 	}
 	return ev
+}
+
+// redactFields applies redact to every string and key of masked fields
+// (maskFields' result: maps, slices and scalars of JSON's kinds).
+func redactFields(fields map[string]any, redact func(string) string) map[string]any {
+	if fields == nil {
+		return nil
+	}
+	out := make(map[string]any, len(fields))
+	for k, v := range fields {
+		out[redact(k)] = redactValue(v, redact)
+	}
+	return out
+}
+
+func redactValue(v any, redact func(string) string) any {
+	switch t := v.(type) {
+	case string:
+		return redact(t)
+	case json.Number:
+		if r := redact(t.String()); r != t.String() {
+			return r
+		}
+		return t
+	case map[string]any:
+		return redactFields(t, redact)
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = redactValue(e, redact)
+		}
+		return out
+	}
+	return v
 }
 
 // MaskRecipient keeps enough of an address for a person to recognise it

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -309,5 +310,104 @@ func TestEvidenceHidesFreeTextAndNumericPhones(t *testing.T) {
 	fields := ev.Records[0].Fields
 	if fields["amount"] != float64(1299) || fields["currency"] != "usd" || !strings.HasPrefix(fields["body"].(string), "[text: 28 characters, sha256 ") {
 		t.Errorf("fields = %v", fields)
+	}
+}
+
+// TestEvidenceRedactsEveryFormOfTheRecipient: whatever an adapter, a
+// provider or the decision quoted — in an error, the detail, an excerpt, a
+// field, the op_key — the operation's recipient and every record's appear
+// in no letter case, no escaping and no grouping of a phone number's digits.
+func TestEvidenceRedactsEveryFormOfTheRecipient(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc       string
+		op, record string // the operation's recipient, a record's
+		other      string // another record's recipient
+		quoted     []string
+		kept       []string // what must survive the redaction
+		leaks      func(text string) []string
+	}{
+		{
+			desc: "an email address", op: "Jane.Doe@Example.com", record: "JANE.DOE@EXAMPLE.COM", other: "j.doe@example.org",
+			quoted: []string{"JANE.DOE@EXAMPLE.COM", "jane.doe@example.com", "jane.doe%40example.com", "Jane.Doe%40Example.com", "J.DOE@example.ORG"},
+			kept:   []string{"mailer: HTTP 404 no mailbox [redacted]"},
+			leaks: func(text string) []string {
+				var found []string
+				for _, form := range []string{"jane.doe", "j.doe@", "j.doe%40"} {
+					if strings.Contains(strings.ToLower(text), form) {
+						found = append(found, form)
+					}
+				}
+				return found
+			},
+		},
+		{
+			desc: "a phone number", op: "+1 (555) 0100-777", record: "+15550100777", other: "+44 20 7946 0958",
+			quoted: []string{"+1(555)0100-777", "15550100777", "555-0100-777", "+1 555 0100 777", "%2B15550100777", "+442079460958", "020 7946 0958"},
+			kept:   []string{"mailer: HTTP 404 no mailbox [redacted]"},
+			leaks: func(text string) []string {
+				var found []string
+				for _, run := range regexp.MustCompile(`[0-9][0-9 ()+\-./]*[0-9]`).FindAllString(text, -1) {
+					digits := strings.Map(func(r rune) rune {
+						if r >= '0' && r <= '9' {
+							return r
+						}
+						return -1
+					}, run)
+					if strings.Contains(digits, "0100777") || strings.Contains(digits, "7946095") {
+						found = append(found, run)
+					}
+				}
+				return found
+			},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			q := tc.quoted
+			at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+			op := ledger.Operation{
+				ID: 7, OpKey: "welcome:" + q[1], Workflow: "onboarding", Provider: "mailer", Action: "send",
+				Recipient: tc.op, PayloadHash: strings.Repeat("a", 64), Attempts: 3, FirstAttemptAt: at,
+			}
+			records := []providers.Record{
+				{ID: "msg_1", CreatedAt: at, Recipient: tc.record, PayloadHash: strings.Repeat("b", 64),
+					Fields:  map[string]any{"note": "tel:" + q[0], "to=" + q[2]: true, "list": []any{"cc:" + q[3]}},
+					Excerpt: "delivered to " + q[0] + " " + strings.Repeat("x", 180) + q[1]},
+				{ID: "msg_2", CreatedAt: at, Recipient: tc.other, PayloadHash: strings.Repeat("c", 64),
+					Excerpt: "forwarded to " + q[len(q)-1]},
+			}
+			lookup := review.Lookup{
+				Adapter: "http",
+				Query:   &providers.Query{OpKey: op.OpKey, Recipient: tc.op, Action: op.Action, Since: at, Until: at.Add(time.Hour)},
+				Outcome: review.Answered(records),
+				Errors: []review.AttemptError{
+					{At: at, Attempt: 1, Class: "permanent", Error: "mailer: HTTP 404 no mailbox " + q[0]},
+					{At: at, Attempt: 2, Class: "transient", Error: "GET /lookup?recipient=" + q[2] + "&op_key=x: timeout"},
+					{At: at, Attempt: 3, Class: "transient", Error: "bounced by " + q[len(q)-2] + "; " + q[3]},
+				},
+				At: at.Add(time.Hour),
+			}
+			d := review.Decision{Reason: review.ReasonMultipleMatches,
+				Detail:          "records msg_1 (" + q[1] + ") and msg_2 (" + q[len(q)-1] + ")",
+				DifferingFields: []string{"to:" + q[0]}}
+
+			before := append([]review.AttemptError(nil), lookup.Errors...)
+			raw, err := json.Marshal(review.NewEvidence(op, lookup, d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if leaks := tc.leaks(string(raw)); len(leaks) > 0 {
+				t.Errorf("evidence JSON holds the recipient as %q:\n%s", leaks, raw)
+			}
+			for _, s := range append(tc.kept, `"msg_1"`, `"msg_2"`, "[redacted]") {
+				if !strings.Contains(string(raw), s) {
+					t.Errorf("evidence JSON lacks %q:\n%s", s, raw)
+				}
+			}
+			if diff := cmp.Diff(before, lookup.Errors); diff != "" {
+				t.Errorf("NewEvidence changed the caller's errors (-before +after):\n%s", diff)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/httplookup"
 	"github.com/sweeper/sweeper/providers/providertest"
 )
@@ -27,6 +28,10 @@ func FuzzParseResponse(f *testing.F) {
 		`<html><body>502 Bad Gateway</body></html>`,
 		`{"matches":[{"id":"a"`,
 		``,
+		`{"matches":[{"id":"r","payload_hash":"wrong","payload_hash":"abc"}]}`,
+		`{"matches":[{"id":"r","payload_hash":"wrong","Payload_Hash":"abc"}]}`,
+		`{"matches":[],"matches":[{"id":"r","payload_hash":"abc"}]}`,
+		`{"matches":[{"ID":"r","op_\u212aey":"x"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -46,8 +51,8 @@ func FuzzParseResponse(f *testing.F) {
 			checkNoSecrets(t, err)
 			return
 		}
-		if !json.Valid(body) {
-			t.Fatalf("body %q is not valid JSON, yet Lookup = %v, nil", body, records)
+		if err := providers.CheckJSON(body); err != nil {
+			t.Fatalf("body %q is not strict JSON (%v), yet Lookup = %v, nil", body, err, records)
 		}
 		var top map[string]any
 		if err := json.Unmarshal(body, &top); err != nil {

@@ -6,7 +6,10 @@
 //	Authorization: Bearer <token from token_env>                (when token_env is set)
 //	→ 200 {"matches":[{"id":"…","created_at":"…","recipient":"…","payload_hash":"…"}]}
 //
-// {"matches":[]} means "searched, found none". Any other status, a
+// {"matches":[]} means "searched, found none". Keys are exact and each
+// appears once per object: a body with a key twice, two keys that differ
+// only in letter case, a field under another case ("ID", "Payload_Hash"),
+// invalid UTF-8 or data after the object is malformed. Any other status, a
 // malformed body or a missing matches field is a failed lookup, never "none":
 // 429 waits for Retry-After, 5xx and network errors are retried, 401, 403
 // and other 4xx are permanent.
@@ -14,7 +17,6 @@ package httplookup
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -187,21 +189,21 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 }
 
 // parse reads a 200 body strictly: a missing matches field, or a match
-// without an id or with a bad time, fails the lookup. The body must be one
-// JSON value (json.Unmarshal, unlike a Decoder, rejects data after it), and
-// matches is looked up as an exact key: struct decoding would also take
-// "Matches" or "MATCHES" as the answer.
+// without an id or with a bad time, fails the lookup. The body is read by
+// providers.DecodeJSON: one JSON value, valid UTF-8, no key twice in an
+// object (nor two that differ only in letter case), and field names matched
+// exactly — encoding/json alone would keep the last of duplicate keys and
+// take "Payload_Hash" or "MATCHES" for the field, so a hostile endpoint
+// could make a disagreeing record read as proof.
 func (a *Adapter) parse(body []byte) ([]providers.Record, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
+	var answer struct {
+		// Stays nil for a missing field or null; [] is not nil.
+		Matches []match `json:"matches"`
+	}
+	if err := providers.DecodeJSON(body, &answer); err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed response: %w", a.name, err))
 	}
-	var matches []match // stays nil for a missing field or null; [] is not nil
-	if raw, ok := top["matches"]; ok {
-		if err := json.Unmarshal(raw, &matches); err != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: malformed response: %w", a.name, err))
-		}
-	}
+	matches := answer.Matches
 	if matches == nil {
 		return nil, providers.Transient(fmt.Errorf("%s: response has no matches field", a.name))
 	}

@@ -295,6 +295,22 @@ func TestLookupFailures(t *testing.T) {
 		{desc: "match not an object", respond: reply(200, `{"matches":["jane.doe@example.com"]}`)},
 		{desc: "bad created_at", respond: reply(200, `{"matches":[{"id":"msg_1","created_at":"jane.doe@example.com tok-SECRET-123"}]}`)},
 		{desc: "created_at not RFC 3339", respond: reply(200, `{"matches":[{"id":"msg_1","created_at":"01/05/2024"}]}`)},
+		// Keys a lenient reader would take one way or another: the last of
+		// duplicates, any letter case of a field's name.
+		{desc: "payload_hash twice, the right one last", respond: reply(200, `{"matches":[{"id":"r","payload_hash":"wrong","payload_hash":"abc"}]}`),
+			wantClass: providers.ClassTransient, wantMsg: `duplicate key "payload_hash" at matches[0]`},
+		{desc: "payload_hash and a case variant of it", respond: reply(200, `{"matches":[{"id":"r","payload_hash":"wrong","Payload_Hash":"abc"}]}`),
+			wantClass: providers.ClassTransient, wantMsg: `keys "payload_hash" and "Payload_Hash" at matches[0] differ only in letter case`},
+		{desc: "matches twice, the record last", respond: reply(200, `{"matches":[],"matches":[{"id":"r","payload_hash":"abc"}]}`),
+			wantClass: providers.ClassTransient, wantMsg: `duplicate key "matches"`},
+		{desc: "matches twice, none last", respond: reply(200, `{"matches":[{"id":"r","payload_hash":"abc"}],"matches":[]}`),
+			wantClass: providers.ClassTransient, wantMsg: `duplicate key "matches"`},
+		{desc: "matches and a case variant of it", respond: reply(200, `{"matches":[],"MATCHES":[{"id":"r"}]}`), wantClass: providers.ClassTransient},
+		{desc: "Payload_Hash alone", respond: reply(200, `{"matches":[{"id":"r","Payload_Hash":"abc"}]}`),
+			wantClass: providers.ClassTransient, wantMsg: `key "Payload_Hash" at matches[0] is not "payload_hash"`},
+		{desc: "ID alone", respond: reply(200, `{"matches":[{"ID":"r"}]}`), wantClass: providers.ClassTransient, wantMsg: `key "ID" at matches[0] is not "id"`},
+		{desc: "a KELVIN SIGN in a key", respond: reply(200, `{"matches":[{"id":"r","payload_hash":"abc","\u212aey":"x","key":"y"}]}`), wantClass: providers.ClassTransient},
+		{desc: "invalid UTF-8 in a value", respond: reply(200, "{\"matches\":[{\"id\":\"r\xff\"}]}"), wantClass: providers.ClassTransient, wantMsg: "not valid UTF-8"},
 		{desc: "HTML error page with 200", respond: func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			fmt.Fprint(w, htmlPage)

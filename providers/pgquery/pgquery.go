@@ -18,8 +18,8 @@
 //
 // Result columns, matched by name (others are ignored):
 //
-//	id            required; text or any type PostgreSQL can give as text
-//	              (integers, uuid, numeric). A NULL or empty id fails the
+//	id            required; text (varchar, char), an integer type, numeric
+//	              or uuid, read as text. A NULL or empty id fails the
 //	              lookup: a row is never silently dropped.
 //	created_at    required; timestamptz (or timestamp, date). NULL: unknown.
 //	payload_hash  required; text, the ledger's payload hash of the record.
@@ -28,10 +28,18 @@
 //	recipient     optional; text.
 //	fields        optional; a JSON object (jsonb, json or text): the
 //	              record's normalized fields, as the ledger's payload would
-//	              hold them.
+//	              hold them. Read strictly: a key twice, or two keys that
+//	              differ only in letter case, is an error.
 //
-// A result without id, created_at or payload_hash is a permanent error, as
-// is one of more than [MaxRows] rows: the query is too broad to decide on.
+// Text columns may also be of a type defined in the database (citext, an
+// enum), read as text. A result without id, created_at or payload_hash, or
+// with one of them of another type (an integer payload_hash, a boolean id),
+// is a permanent error naming the column and its type, as is one of more
+// than [MaxRows] rows: the query is too broad to decide on.
+//
+// Rows with the same id are one record when they agree on every column (a
+// join that repeats a row); with the same id and different content they
+// are a permanent error naming the column that differs.
 //
 // The query runs in a READ ONLY transaction that is always rolled back, so
 // the database itself refuses a query that tries to write — a data-modifying
@@ -53,9 +61,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -168,7 +176,49 @@ type columns struct {
 	id, createdAt, payloadHash, recipient, fields int
 }
 
-func columnsOf(fields []pgconn.FieldDescription) (columns, error) {
+// columnType is what a column of the contract may be: the types PostgreSQL
+// gives that are read as the contract says.
+type columnType struct {
+	oids []uint32
+	// text: a type defined in the database (an extension's, citext; an
+	// enum) is read in its text form too.
+	text bool
+	want string
+}
+
+var textOIDs = []uint32{pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.NameOID, pgtype.UnknownOID}
+
+// columnTypes: a column of another type is a query to fix (a permanent
+// error naming it), not a value to read somehow — an integer payload_hash
+// read as its digits would only ever be a silent payload_mismatch.
+var columnTypes = map[string]columnType{
+	"id": {oids: append([]uint32{pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID, pgtype.NumericOID, pgtype.UUIDOID}, textOIDs...),
+		text: true, want: "text, varchar, char, an integer type, numeric or uuid"},
+	"created_at":   {oids: []uint32{pgtype.TimestamptzOID, pgtype.TimestampOID, pgtype.DateOID}, want: "timestamptz, timestamp or date"},
+	"payload_hash": {oids: textOIDs, text: true, want: "text (a bytea hash: encode(col, 'hex'))"},
+	"recipient":    {oids: textOIDs, text: true, want: "text"},
+	"fields":       {oids: append([]uint32{pgtype.JSONBOID, pgtype.JSONOID}, textOIDs...), want: "jsonb, json or text"},
+}
+
+// firstUserOID is where the OIDs of types defined in a database start
+// (FirstNormalObjectId): below it, built-in types.
+const firstUserOID = 16384
+
+// checkType returns an error naming the column and its type when the
+// column's type is not one the contract allows.
+func checkType(f pgconn.FieldDescription, types *pgtype.Map) error {
+	ct := columnTypes[f.Name]
+	if slices.Contains(ct.oids, f.DataTypeOID) || (ct.text && f.DataTypeOID >= firstUserOID) {
+		return nil
+	}
+	name := fmt.Sprintf("type OID %d", f.DataTypeOID)
+	if t, ok := types.TypeForOID(f.DataTypeOID); ok {
+		name = t.Name
+	}
+	return fmt.Errorf("column %s is %s; want %s", f.Name, name, ct.want)
+}
+
+func columnsOf(fields []pgconn.FieldDescription, types *pgtype.Map) (columns, error) {
 	c := columns{-1, -1, -1, -1, -1}
 	for i, f := range fields {
 		var idx *int
@@ -188,6 +238,9 @@ func columnsOf(fields []pgconn.FieldDescription) (columns, error) {
 		}
 		if *idx >= 0 {
 			return c, fmt.Errorf("the result has two columns named %s", f.Name)
+		}
+		if err := checkType(f, types); err != nil {
+			return c, err
 		}
 		*idx = i
 	}
@@ -226,7 +279,7 @@ func (a *Adapter) records(ctx context.Context, tx pgx.Tx, q providers.Query) ([]
 	if err := rows.Err(); !more && err != nil {
 		return nil, a.failure(ctx, "query", err, q)
 	}
-	cols, err := columnsOf(rows.FieldDescriptions())
+	cols, err := columnsOf(rows.FieldDescriptions(), tx.Conn().TypeMap())
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("%s: query: %w", a.name, err))
 	}
@@ -267,7 +320,18 @@ func (a *Adapter) records(ctx context.Context, tx pgx.Tx, q providers.Query) ([]
 	if err := rows.Err(); err != nil {
 		return nil, a.failure(ctx, "query", err, q)
 	}
-	return records, nil
+	// A join may repeat a row: the copies are one record, not several
+	// (which would read as multiple_matches) — when they agree.
+	merged, err := providers.MergeDuplicates(records)
+	var dup *providers.DuplicateError
+	if errors.As(err, &dup) {
+		return nil, providers.Permanent(fmt.Errorf("%s: query: malformed answer: rows %d and %d have the same id %q but different %s; a query that repeats a row must repeat it identically",
+			a.name, dup.First, dup.Second, truncate(dup.ID, 64), dup.Field))
+	}
+	if err != nil {
+		return nil, providers.Permanent(fmt.Errorf("%s: query: %w", a.name, err))
+	}
+	return merged, nil
 }
 
 func (a *Adapter) record(i int, id pgtype.Text, createdAt *time.Time, payloadHash, recipient *string, fields []byte) (providers.Record, error) {
@@ -287,9 +351,13 @@ func (a *Adapter) record(i int, id pgtype.Text, createdAt *time.Time, payloadHas
 		rec.PayloadHash = *payloadHash
 	}
 	if fields != nil && !bytes.Equal(bytes.TrimSpace(fields), []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(fields))
-		dec.UseNumber() // numbers as written, not rounded through float64
-		if err := dec.Decode(&rec.Fields); err != nil || rec.Fields == nil {
+		// Strictly, numbers as written (not rounded through float64): a
+		// json or text column keeps a key twice, which encoding/json would
+		// read as its last value.
+		if err := providers.DecodeJSON(fields, &rec.Fields); err != nil {
+			return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): fields is not a JSON object: %w", a.name, i, truncate(rec.ID, 64), err))
+		}
+		if rec.Fields == nil {
 			return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): fields is not a JSON object", a.name, i, truncate(rec.ID, 64)))
 		}
 		if rec.PayloadHash == "" {

@@ -257,6 +257,23 @@ func TestLookup(t *testing.T) {
 			want:  []providers.Record{{ID: "msg-nt", PayloadHash: "hash-t", Excerpt: "mailer_db row id=msg-nt"}},
 		},
 		{
+			desc: "a join that repeats a row gives it once",
+			sql: `SELECT id, created_at, body_hash AS payload_hash, recipient, fields
+				FROM sent_emails, generate_series(1, 3) WHERE op_key = @op_key ORDER BY id`,
+			query: query("op-dup"),
+			want: []providers.Record{
+				{ID: "msg-2a", CreatedAt: t0.Add(-time.Hour), Recipient: "jane.doe@example.com", PayloadHash: "hash-2"},
+				{ID: "msg-2b", CreatedAt: t0.Add(5 * time.Minute), Recipient: "jane.doe@example.com", PayloadHash: "hash-2"},
+			},
+		},
+		{
+			desc: "every text type is text",
+			sql: `SELECT id::varchar AS id, created_at::timestamp AS created_at, body_hash::char(6) AS payload_hash, recipient::name AS recipient
+				FROM sent_emails WHERE op_key = @op_key`,
+			query: query("op-1"),
+			want:  []providers.Record{{ID: "msg-1", CreatedAt: t0, Recipient: "Jane.Doe@example.com", PayloadHash: "hash-1"}},
+		},
+		{
 			desc: "other columns are ignored, and @action and @payload_hash can be used",
 			sql: `SELECT id, created_at, body_hash AS payload_hash, op_key, 'x' AS note FROM sent_emails
 				WHERE op_key = @op_key AND @action = 'send_email' AND length(@payload_hash) = 64`,
@@ -468,7 +485,40 @@ func TestResultContract(t *testing.T) {
 		{desc: "blank id", sql: byOpKey, opKey: "op-empty-id", want: providers.ClassTransient, wantText: "NULL or empty id"},
 		{desc: "fields not an object", sql: byOpKey, opKey: "op-bad-fields", want: providers.ClassPermanent, wantText: "fields is not a JSON object"},
 		{desc: "created_at of the wrong type", sql: `SELECT id, 'yesterday'::text AS created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
-			opKey: "op-1", want: providers.ClassPermanent, wantText: "created_at"},
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "column created_at is text; want timestamptz, timestamp or date"},
+		// A column of the wrong type is a query to fix, not a mismatch.
+		{desc: "payload_hash an integer", sql: `SELECT id, created_at, 42 AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "column payload_hash is int4; want text"},
+		{desc: "payload_hash bytes", sql: `SELECT id, created_at, sha256(body_hash::bytea) AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "column payload_hash is bytea; want text"},
+		{desc: "a wrongly typed column fails even with no rows", sql: `SELECT id, created_at, 42 AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-unknown", want: providers.ClassPermanent, wantText: "column payload_hash is int4"},
+		{desc: "a boolean id", sql: `SELECT true AS id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "column id is bool; want text"},
+		{desc: "a floating-point id", sql: `SELECT 1.5::float8 AS id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "column id is float8"},
+		{desc: "a JSON id", sql: `SELECT to_jsonb(id) AS id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "column id is jsonb"},
+		{desc: "a numeric recipient", sql: `SELECT id, created_at, body_hash AS payload_hash, 15550100777 AS recipient FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "column recipient is int8; want text"},
+		{desc: "fields an integer", sql: `SELECT id, created_at, body_hash AS payload_hash, 7 AS fields FROM sent_emails WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "column fields is int4; want jsonb, json or text"},
+		// The same id twice: one record when the rows agree, else no answer.
+		{desc: "one id with two payload hashes", sql: `SELECT 'r1' AS id, now() AS created_at, h AS payload_hash FROM (VALUES ('a'), ('b')) v(h) WHERE @op_key::text <> ''`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: `rows 0 and 1 have the same id "r1" but different payload_hash`},
+		{desc: "one id with two recipients", sql: `SELECT id, created_at, body_hash AS payload_hash, r AS recipient FROM sent_emails, (VALUES ('a'), ('b')) v(r) WHERE op_key = @op_key`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: `rows 0 and 1 have the same id "msg-1" but different recipient`},
+		{desc: "one id with two creation times", sql: `SELECT 'r1' AS id, t AS created_at, 'h' AS payload_hash FROM (VALUES (now()), (now() - interval '1 second')) v(t) WHERE @op_key::text <> ''`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "different created_at"},
+		{desc: "one id with two sets of fields", sql: `SELECT 'r1' AS id, now() AS created_at, NULL::text AS payload_hash, f::jsonb AS fields FROM (VALUES ('{"a":1}'), ('{"a":2}')) v(f) WHERE @op_key::text <> ''`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "different fields"},
+		// fields read strictly: json and text keep duplicate keys.
+		{desc: "fields with a key twice", sql: `SELECT 'r1' AS id, now() AS created_at, NULL::text AS payload_hash, '{"amount":1,"amount":1299}'::json AS fields WHERE @op_key::text <> ''`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: `duplicate key "amount"`},
+		{desc: "fields with a key in two cases", sql: `SELECT 'r1' AS id, now() AS created_at, NULL::text AS payload_hash, '{"amount":1,"Amount":1299}'::jsonb AS fields WHERE @op_key::text <> ''`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "differ only in letter case"},
+		{desc: "fields with data after the object", sql: `SELECT 'r1' AS id, now() AS created_at, NULL::text AS payload_hash, '{"amount":1} {}'::text AS fields WHERE @op_key::text <> ''`,
+			opKey: "op-1", want: providers.ClassPermanent, wantText: "fields is not a JSON object"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()

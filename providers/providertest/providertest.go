@@ -25,6 +25,7 @@ package providertest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,6 +37,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -67,6 +70,19 @@ type Harness struct {
 	ErrorBody func(status int) []byte
 	// ContentType of the bodies; default application/json.
 	ContentType string
+	// Recipient, if set, is the recipient of the kit's query instead of
+	// [Recipient], for a provider that searches one kind of address (a
+	// phone number). It must never show either, in any form.
+	Recipient string
+}
+
+// query is the kit's query, with the harness's recipient.
+func (h Harness) query() providers.Query {
+	q := Query()
+	if h.Recipient != "" {
+		q.Recipient = h.Recipient
+	}
+	return q
 }
 
 // Query is the query the kit sends.
@@ -142,14 +158,14 @@ func setup(t *testing.T, h Harness, respond func(*fake, http.ResponseWriter, *ht
 			f.methods.Range(func(k, _ any) bool { methods = append(methods, k.(string)); return true })
 			t.Errorf("I1: the adapter sent %d request(s) that could create or send: %v", n, methods)
 		}
-		checkLeaks(t, "a log line", logs.String())
+		checkLeaks(t, h, "a log line", logs.String())
 	})
 	return f, adapter, logs
 }
 
-// checkLeaks fails when text holds the secret or the recipient, as is or
-// escaped the way URLs and JSON escape them.
-func checkLeaks(t *testing.T, what, text string) {
+// checkLeaks fails when text holds the secret or the query's recipient, as
+// is or escaped the way URLs and JSON escape them.
+func checkLeaks(t *testing.T, h Harness, what, text string) {
 	t.Helper()
 	lower := strings.ToLower(text)
 	for _, form := range leakForms(Secret) {
@@ -157,7 +173,7 @@ func checkLeaks(t *testing.T, what, text string) {
 			t.Errorf("the credential appears in %s: %q", what, text)
 		}
 	}
-	for _, form := range leakForms(Recipient) {
+	for _, form := range leakForms(h.query().Recipient) {
 		if strings.Contains(lower, strings.ToLower(form)) {
 			t.Errorf("the recipient appears in %s: %q", what, text)
 		}
@@ -165,13 +181,24 @@ func checkLeaks(t *testing.T, what, text string) {
 }
 
 // leakForms lists how a value shows up in text: raw, query-escaped,
-// path-escaped, and with "+" read as a space.
+// path-escaped, with "+" read as a space, and, for a phone number, its
+// digits alone.
 func leakForms(v string) []string {
-	return []string{v, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(v, "+", " ")}
+	forms := []string{v, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(v, "+", " ")}
+	digits := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, v)
+	if len(digits) >= 7 && strings.Trim(v, "+0123456789 ()-.") == "" {
+		forms = append(forms, digits)
+	}
+	return forms
 }
 
-// lookup runs one query with a bound on time.
-func lookup(t *testing.T, adapter providers.Lookup, timeout time.Duration) ([]providers.Record, error) {
+// lookup runs the kit's query with a bound on time.
+func lookup(t *testing.T, h Harness, adapter providers.Lookup, timeout time.Duration) ([]providers.Record, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -180,12 +207,12 @@ func lookup(t *testing.T, adapter providers.Lookup, timeout time.Duration) ([]pr
 			t.Fatalf("the adapter panicked: %v", r)
 		}
 	}()
-	records, err := adapter.Lookup(ctx, Query())
+	records, err := adapter.Lookup(ctx, h.query())
 	if err != nil {
-		checkLeaks(t, "an error", err.Error())
+		checkLeaks(t, h, "an error", err.Error())
 	}
 	for _, r := range records {
-		checkLeaks(t, "a record's excerpt", r.Excerpt)
+		checkLeaks(t, h, "a record's excerpt", r.Excerpt)
 	}
 	return records, err
 }
@@ -200,7 +227,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("searched and found nothing is zero records", func(t *testing.T) {
 		t.Parallel()
 		f, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) { f.body(w, 200, h.Empty) })
-		records, err := lookup(t, adapter, 10*time.Second)
+		records, err := lookup(t, h, adapter, 10*time.Second)
 		if err != nil || len(records) != 0 {
 			t.Fatalf("Lookup = %v, %v; want no records and no error", records, err)
 		}
@@ -213,7 +240,7 @@ func Run(t *testing.T, h Harness) {
 		t.Run("one record", func(t *testing.T) {
 			t.Parallel()
 			_, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) { f.body(w, 200, h.Found) })
-			records, err := lookup(t, adapter, 10*time.Second)
+			records, err := lookup(t, h, adapter, 10*time.Second)
 			if err != nil || len(records) != 1 || records[0].ID != h.FoundID {
 				t.Fatalf("Lookup = %+v, %v; want one record %s", records, err, h.FoundID)
 			}
@@ -231,7 +258,7 @@ func Run(t *testing.T, h Harness) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(100*time.Millisecond, cancel)
 		start := time.Now()
-		records, err := adapter.Lookup(ctx, Query())
+		records, err := adapter.Lookup(ctx, h.query())
 		if err == nil {
 			t.Fatalf("Lookup after cancellation = %v, nil; want an error", records)
 		}
@@ -249,7 +276,7 @@ func Run(t *testing.T, h Harness) {
 			}
 		})
 		start := time.Now()
-		records, err := lookup(t, adapter, 200*time.Millisecond)
+		records, err := lookup(t, h, adapter, 200*time.Millisecond)
 		if err == nil {
 			t.Fatalf("Lookup past its deadline = %v, nil; want an error", records)
 		}
@@ -267,7 +294,7 @@ func Run(t *testing.T, h Harness) {
 			w.Header().Set("Retry-After", "7")
 			f.body(w, http.StatusTooManyRequests, f.errorBody(http.StatusTooManyRequests))
 		})
-		_, err := lookup(t, adapter, 10*time.Second)
+		_, err := lookup(t, h, adapter, 10*time.Second)
 		class, delay := providers.Classify(err)
 		if err == nil || class != providers.ClassRateLimited || delay != 7*time.Second {
 			t.Errorf("429: class %s delay %s (%v); want rate_limited 7s", class, delay, err)
@@ -286,7 +313,7 @@ func Run(t *testing.T, h Harness) {
 			_, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) {
 				f.body(w, tc.status, f.errorBody(tc.status))
 			})
-			records, err := lookup(t, adapter, 10*time.Second)
+			records, err := lookup(t, h, adapter, 10*time.Second)
 			if err == nil {
 				t.Fatalf("HTTP %d: Lookup = %v, nil; want an error", tc.status, records)
 			}
@@ -296,16 +323,16 @@ func Run(t *testing.T, h Harness) {
 		})
 	}
 
-	for _, tc := range hostileBodies(h.Empty) {
+	for _, tc := range hostileBodies(t, h) {
 		t.Run("hostile 200 body: "+tc.desc, func(t *testing.T) {
 			t.Parallel()
 			_, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) { f.body(w, 200, tc.body) })
-			records, err := lookup(t, adapter, 20*time.Second)
+			records, err := lookup(t, h, adapter, 20*time.Second)
 			if err == nil {
-				t.Fatalf("Lookup = %d records, nil error; a body that is not the provider's answer must be an error, never zero records", len(records))
+				t.Fatalf("Lookup = %d records, nil error; a body that is not the provider's answer must be an error, never records nor zero records\nbody: %s", len(records), truncate(tc.body, 2000))
 			}
-			if class, _ := providers.Classify(err); class == providers.ClassUnsupported {
-				t.Errorf("a bad body classified unsupported: %v", err)
+			if class, _ := providers.Classify(err); class != providers.ClassTransient {
+				t.Errorf("a malformed answer classified %s, want transient (looked up again, then lookup_failed): %v", class, err)
 			}
 		})
 	}
@@ -318,7 +345,7 @@ func Run(t *testing.T, h Harness) {
 				conn.Close()
 			}
 		})
-		records, err := lookup(t, adapter, 10*time.Second)
+		records, err := lookup(t, h, adapter, 10*time.Second)
 		if err == nil {
 			t.Fatalf("Lookup = %v, nil; want an error", records)
 		}
@@ -333,9 +360,16 @@ type hostileBody struct {
 	body []byte
 }
 
-func hostileBodies(empty []byte) []hostileBody {
+// hostileBodies are the bodies no adapter may read as an answer: broken
+// ones, and ones built from the harness's Empty and Found bodies that a
+// lenient JSON reader would read as records or as none — a duplicate key
+// (encoding/json keeps the last), a key in another letter case or a Unicode
+// fold of it (encoding/json takes either for a struct field).
+func hostileBodies(t *testing.T, h Harness) []hostileBody {
+	t.Helper()
+	empty := h.Empty
 	huge := bytes.Repeat([]byte(" "), 8<<20)
-	return []hostileBody{
+	bodies := []hostileBody{
 		{"empty", []byte{}},
 		{"an empty object", []byte(`{}`)},
 		{"null", []byte(`null`)},
@@ -348,6 +382,242 @@ func hostileBodies(empty []byte) []hostileBody {
 		{"8 MiB of whitespace before the answer", append(huge, empty...)},
 		{"the answer twice", append(append([]byte{}, empty...), empty...)},
 	}
+	if h.Found == nil {
+		return bodies
+	}
+	return append(bodies, keyBodies(t, h.Empty, h.Found)...)
+}
+
+// keyBodies builds the hostile bodies with duplicate and case-variant keys
+// from the provider's empty answer and its answer with one record: the
+// first key whose value differs between them and is an array ("matches",
+// "data", "messages") holds the answer, and its first element the record.
+func keyBodies(t *testing.T, empty, found []byte) []hostileBody {
+	t.Helper()
+	e, err := parseJSON(empty)
+	if err != nil || e.kind != '{' {
+		t.Fatalf("providertest: Harness.Empty is not a JSON object: %v", err)
+	}
+	f, err := parseJSON(found)
+	if err != nil || f.kind != '{' {
+		t.Fatalf("providertest: Harness.Found is not a JSON object: %v", err)
+	}
+	key := ""
+	var none, one jsonValue
+	for _, m := range f.object {
+		if m.value.kind != '[' || len(m.value.array) == 0 {
+			continue
+		}
+		if ev, ok := e.get(m.key); ok && ev.kind == '[' && len(ev.array) == 0 {
+			key, none, one = m.key, ev, m.value
+			break
+		}
+	}
+	if key == "" {
+		t.Fatal("providertest: no key of Harness.Found holds an array of records where Harness.Empty holds []")
+	}
+	record := one.array[0]
+	if record.kind != '{' || len(record.object) == 0 {
+		t.Fatalf("providertest: Harness.Found's %s[0] is not an object", key)
+	}
+	withRecord := func(r jsonValue) []byte {
+		answer := one
+		answer.array = append([]jsonValue{r}, one.array[1:]...)
+		return f.with(key, answer).encode()
+	}
+
+	bodies := []hostileBody{
+		{"duplicate " + key + ": none, then the record", e.plus(key, one).encode()},
+		{"duplicate " + key + ": the record, then none", f.plus(key, none).encode()},
+		{"a case variant of " + key + " holding the record", e.plus(upperFirst(key), one).encode()},
+		{"the record's first key twice", withRecord(record.plus(record.object[0].key, record.object[0].value))},
+		{"the record's first key twice, in another letter case", withRecord(record.plus(strings.ToUpper(record.object[0].key), record.object[0].value))},
+	}
+	if folded, ok := unicodeFold(key); ok {
+		bodies = append(bodies, hostileBody{"a Unicode fold of " + key + " holding the record", e.plus(folded, one).encode()})
+	}
+	if r, ok := record.withFoldedKey(); ok {
+		bodies = append(bodies, hostileBody{"a record's key and its Unicode fold (KELVIN SIGN, LONG S)", withRecord(r)})
+	}
+	return bodies
+}
+
+// upperFirst is k with its first letter upper-cased.
+func upperFirst(k string) string {
+	for i, r := range k {
+		if unicode.IsLower(r) {
+			return k[:i] + string(unicode.ToUpper(r)) + k[i+utf8.RuneLen(r):]
+		}
+	}
+	return strings.ToUpper(k)
+}
+
+// unicodeFold is k with its first k turned into KELVIN SIGN, or failing
+// that its first s into LONG S: a key strings.EqualFold and encoding/json
+// take for k, which no ASCII lower- or upper-casing gives.
+func unicodeFold(k string) (string, bool) {
+	for _, sub := range []struct{ from, to string }{{"k", "\u212a"}, {"K", "\u212a"}, {"s", "\u017f"}, {"S", "\u017f"}} {
+		if strings.Contains(k, sub.from) {
+			return strings.Replace(k, sub.from, sub.to, 1), true
+		}
+	}
+	return "", false
+}
+
+// jsonValue is a JSON value that keeps its objects' keys in order, so that
+// bodies with repeated keys can be written.
+type jsonValue struct {
+	kind   byte // '{', '[' or 's' (a scalar)
+	raw    []byte
+	array  []jsonValue
+	object []member
+}
+
+type member struct {
+	key   string
+	value jsonValue
+}
+
+func parseJSON(data []byte) (jsonValue, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := readJSON(dec)
+	if err != nil {
+		return jsonValue{}, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return jsonValue{}, fmt.Errorf("data after the value")
+	}
+	return v, nil
+}
+
+func readJSON(dec *json.Decoder) (jsonValue, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return jsonValue{}, err
+	}
+	switch tok {
+	case json.Delim('['):
+		v := jsonValue{kind: '['}
+		for dec.More() {
+			e, err := readJSON(dec)
+			if err != nil {
+				return jsonValue{}, err
+			}
+			v.array = append(v.array, e)
+		}
+		_, err := dec.Token()
+		return v, err
+	case json.Delim('{'):
+		v := jsonValue{kind: '{'}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return jsonValue{}, err
+			}
+			e, err := readJSON(dec)
+			if err != nil {
+				return jsonValue{}, err
+			}
+			v.object = append(v.object, member{k.(string), e})
+		}
+		_, err := dec.Token()
+		return v, err
+	}
+	raw, err := json.Marshal(tok)
+	return jsonValue{kind: 's', raw: raw}, err
+}
+
+func (v jsonValue) encode() []byte {
+	var b bytes.Buffer
+	v.write(&b)
+	return b.Bytes()
+}
+
+func (v jsonValue) write(b *bytes.Buffer) {
+	switch v.kind {
+	case '[':
+		b.WriteByte('[')
+		for i, e := range v.array {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			e.write(b)
+		}
+		b.WriteByte(']')
+	case '{':
+		b.WriteByte('{')
+		for i, m := range v.object {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(m.key)
+			b.Write(k)
+			b.WriteByte(':')
+			m.value.write(b)
+		}
+		b.WriteByte('}')
+	default:
+		b.Write(v.raw)
+	}
+}
+
+func (v jsonValue) get(key string) (jsonValue, bool) {
+	for _, m := range v.object {
+		if m.key == key {
+			return m.value, true
+		}
+	}
+	return jsonValue{}, false
+}
+
+// plus is the object v with key: value added after its members.
+func (v jsonValue) plus(key string, value jsonValue) jsonValue {
+	v.object = append(append([]member{}, v.object...), member{key, value})
+	return v
+}
+
+// with is the object v with key's value replaced.
+func (v jsonValue) with(key string, value jsonValue) jsonValue {
+	members := append([]member{}, v.object...)
+	for i := range members {
+		if members[i].key == key {
+			members[i].value = value
+		}
+	}
+	v.object = members
+	return v
+}
+
+// withFoldedKey adds, beside the first key (depth first) that has a
+// Unicode fold, that fold holding the same value.
+func (v jsonValue) withFoldedKey() (jsonValue, bool) {
+	if v.kind != '{' {
+		return v, false
+	}
+	for _, m := range v.object {
+		if folded, ok := unicodeFold(m.key); ok && strings.ContainsAny(m.key, "kK") {
+			return v.plus(folded, m.value), true
+		}
+	}
+	for i, m := range v.object {
+		if inner, ok := m.value.withFoldedKey(); ok {
+			return v.with(v.object[i].key, inner), true
+		}
+	}
+	for _, m := range v.object {
+		if folded, ok := unicodeFold(m.key); ok {
+			return v.plus(folded, m.value), true
+		}
+	}
+	return v, false
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	return append(b[:n:n], "…"...)
 }
 
 // syncBuffer is a bytes.Buffer safe for the adapter's goroutines.

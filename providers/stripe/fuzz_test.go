@@ -46,6 +46,10 @@ func FuzzSearchPage(f *testing.F) {
 		{`{"object":"search_result","data":[],"has_more":false} {"object":"search_result","data":[{"id":"pi_1"}],"has_more":false}`, false},
 		{`{"object":"list","data":[],"has_more":false}`, false},
 		{`{"OBJECT":"search_result","DATA":[],"has_more":false}`, false},
+		{`{"object":"search_result","data":[],"data":[{"id":"pi_1","object":"payment_intent","amount":1299,"currency":"usd","status":"succeeded","metadata":{"op_key":"order-1234-charge"}}],"has_more":false}`, false},
+		{`{"object":"search_result","data":[{"id":"pi_1","object":"payment_intent","amount":1,"Amount":1299,"currency":"usd","status":"succeeded","metadata":{"op_key":"order-1234-charge"}}],"has_more":false}`, false},
+		{`{"object":"search_result","data":[{"ID":"pi_1","object":"payment_intent","amount":1299,"currency":"usd","status":"succeeded","metadata":{"OP_KEY":"order-1234-charge"}}],"has_more":false}`, false},
+		{`{"object":"search_result","data":[{"id":"pi_1","object":"payment_intent","amount":1299,"currency":"usd","status":"succeeded","metadata":{"op_key":"x","op_\u212aey":"order-1234-charge"}}],"has_more":false}`, false},
 		{`{"error":{"type":"api_error","message":"boom"}}`, false},
 		{`{}`, false},
 		{`null`, false},
@@ -84,6 +88,9 @@ func FuzzSearchPage(f *testing.F) {
 				}
 			}
 		} else {
+			if err := providers.CheckJSON(page); err != nil {
+				t.Fatalf("body %q is not strict JSON (%v), yet Lookup = %v, nil", page, err, records)
+			}
 			var top map[string]json.RawMessage
 			if json.Unmarshal(page, &top) != nil || top == nil {
 				t.Fatalf("body %q is not a JSON object, yet Lookup = %v, nil", page, records)

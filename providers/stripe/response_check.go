@@ -3,10 +3,11 @@ package stripe
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/sweeper/sweeper/providers"
 )
 
 // maxBody bounds what is read of a response. A search page holds at most
@@ -69,47 +70,63 @@ func (c responseCheck) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// checkSearchResult accepts one JSON object (json.Unmarshal rejects data
-// after it) with "object":"search_result", a data array of objects, a
-// boolean has_more and, when has_more is true, a next_page cursor. Keys are
-// matched exactly: struct decoding would also take "DATA" as data.
+// searchPage is a search result as responseCheck reads it.
+type searchPage struct {
+	Object   string            `json:"object"`
+	URL      string            `json:"url"`
+	Data     []json.RawMessage `json:"data"` // stays nil for a missing field or null
+	HasMore  *bool             `json:"has_more"`
+	NextPage *string           `json:"next_page"`
+}
+
+// searchObject is what the adapter reads of a found object, whatever its
+// type: decoding it checks those keys are there under their exact names,
+// with the types the SDK expects.
+type searchObject struct {
+	ID            string            `json:"id"`
+	Object        string            `json:"object"`
+	Created       int64             `json:"created"`
+	Amount        int64             `json:"amount"`
+	Currency      *string           `json:"currency"`
+	Status        *string           `json:"status"`
+	Customer      json.RawMessage   `json:"customer"` // an id, an expanded customer, or null
+	ReceiptEmail  *string           `json:"receipt_email"`
+	PaymentIntent json.RawMessage   `json:"payment_intent"` // likewise
+	Metadata      map[string]string `json:"metadata"`
+}
+
+// checkSearchResult accepts one JSON object with "object":"search_result",
+// a data array of objects, a boolean has_more and, when has_more is true, a
+// next_page cursor. The body is read with providers.DecodeJSON: nothing
+// after the object, valid UTF-8, no key twice in any object and no two
+// keys differing only in letter case anywhere (the SDK's encoding/json
+// would keep the last of duplicates, so `"data":[],"data":[…]` or two
+// metadata op_keys could read as another answer), and the names the SDK
+// reads matched exactly: its struct decoding would also take "DATA" for
+// data or "ID" for id.
 func checkSearchResult(body []byte) error {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return &badResponse{reason: "malformed JSON: " + jsonProblem(err)}
+	var page searchPage
+	if err := providers.DecodeJSON(body, &page); err != nil {
+		return &badResponse{reason: err.Error()}
 	}
-	if top == nil {
-		return &badResponse{reason: "null"}
-	}
-	var object string
-	if err := json.Unmarshal(top["object"], &object); err != nil || object != "search_result" {
+	if page.Object != "search_result" {
 		return &badResponse{reason: `object is not "search_result"`}
 	}
-	var data []json.RawMessage // stays nil for a missing field or null
-	if raw, ok := top["data"]; ok {
-		if err := json.Unmarshal(raw, &data); err != nil {
-			return &badResponse{reason: "data is not an array"}
-		}
-	}
-	if data == nil {
+	if page.Data == nil {
 		return &badResponse{reason: "no data array"}
 	}
-	for i, item := range data {
+	for i, item := range page.Data {
 		if len(item) == 0 || item[0] != '{' {
 			return &badResponse{reason: fmt.Sprintf("data[%d] is not an object", i)}
 		}
-	}
-	var hasMore *bool
-	if err := json.Unmarshal(top["has_more"], &hasMore); err != nil || hasMore == nil {
-		return &badResponse{reason: "has_more is not a boolean"}
-	}
-	var nextPage *string
-	if raw, ok := top["next_page"]; ok {
-		if err := json.Unmarshal(raw, &nextPage); err != nil {
-			return &badResponse{reason: "next_page is not a string"}
+		if err := providers.DecodeJSON(item, &searchObject{}); err != nil {
+			return &badResponse{reason: fmt.Sprintf("data[%d]: %v", i, err)}
 		}
 	}
-	if *hasMore && (nextPage == nil || *nextPage == "") {
+	if page.HasMore == nil {
+		return &badResponse{reason: "has_more is not a boolean"}
+	}
+	if *page.HasMore && (page.NextPage == nil || *page.NextPage == "") {
 		return &badResponse{reason: "has_more without a next_page"}
 	}
 	return nil
@@ -123,18 +140,5 @@ func isStripeError(body []byte) bool {
 			Type string `json:"type"`
 		} `json:"error"`
 	}
-	return json.Unmarshal(body, &e) == nil && e.Error != nil && e.Error.Type != ""
-}
-
-// jsonProblem describes a decoding error without quoting the input.
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("syntax error at byte %d", syntax.Offset)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("a JSON %s where an object was expected", typ.Value)
-	}
-	return "unreadable"
+	return providers.DecodeJSON(body, &e) == nil && e.Error != nil && e.Error.Type != ""
 }

@@ -39,9 +39,16 @@
 // fields and payload hash as above, and a short excerpt for people
 // ("payment_intent pi_3Nx… succeeded 1299 usd"), which never holds an email.
 // A charge made by a PaymentIntent that was also found is the same payment
-// and is not returned again. An object whose metadata holds another op_key
-// (Stripe's matching is looser than equality) is another operation's and is
-// left out; one without the key at all (stripe-mock's fixtures) is kept.
+// and is not returned again, and an object listed twice (the index moved
+// between pages) is one record; two different objects under one id are a
+// malformed answer.
+//
+// Only an object whose metadata holds the op_key is returned. The metadata
+// key is found as metadata_key exactly or, failing that, as the one key
+// equal to it in another letter case (OP_KEY); several such keys are a
+// malformed answer. Its value is compared exactly: Stripe's matching is
+// looser than equality, and metadata {"OP_KEY": "order-10"} is not proof
+// for the op_key ORDER-10. An object without the key is no match.
 //
 // Only an object whose status shows Stripe accepted the payment carries a
 // payload hash: a PaymentIntent that succeeded, is processing or awaits
@@ -63,7 +70,9 @@
 // one); 5xx, 408, 409, network errors and timeouts are transient; 401, 403,
 // 400, 404 and other 4xx are permanent. A 200 whose body is not a search
 // result — `{}`, `null`, no data array, another object, data after the
-// JSON, more than 4 MiB — is a transient error, never zero records. More
+// JSON, more than 4 MiB, a key twice in an object or two keys that differ
+// only in letter case anywhere in it, a field the adapter reads under
+// another case ("ID", "Amount") — is a transient error, never zero records. More
 // than 10 pages of matches is a permanent error. Error texts carry neither
 // the secret key nor an email nor a URL with its query.
 package stripe
@@ -199,27 +208,32 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		all = append(all, objs...)
 	}
 
-	// Another operation's object: Stripe's matching is looser than
-	// equality (letter case, for one).
-	other := func(f found) bool { return f.hasOpKey && f.opKey != q.OpKey }
+	// Only an object whose metadata holds the op_key, exactly, is the
+	// operation's: Stripe's matching is looser than equality (letter case,
+	// for one), and an object without the key proves nothing about it.
+	mine := func(f found) bool { return f.hasOpKey && f.opKey == q.OpKey }
 	paymentIntents := map[string]bool{}
 	for _, f := range all {
-		if f.object == "payment_intent" && !other(f) {
+		if f.object == "payment_intent" && mine(f) {
 			paymentIntents[f.id] = true
 		}
 	}
-	seen := map[string]bool{}
 	var records []providers.Record
 	for _, f := range all {
-		if other(f) || seen[f.id] || (f.object == "charge" && paymentIntents[f.paymentIntent]) {
+		if !mine(f) || (f.object == "charge" && paymentIntents[f.paymentIntent]) {
 			continue
 		}
-		seen[f.id] = true
 		rec, err := record(f)
 		if err != nil {
 			return nil, providers.Transient(fmt.Errorf("%s: %s %s: %w", a.name, f.object, word(f.id, 64), err))
 		}
 		records = append(records, rec)
+	}
+	// An object on two pages (the index moved) is one record; two
+	// different objects under one id are no answer to act on.
+	records, err := providers.MergeDuplicates(records)
+	if err != nil {
+		return nil, providers.Transient(fmt.Errorf("%s: malformed answer: %w", a.name, err))
 	}
 
 	if len(records) == 0 {
@@ -276,7 +290,10 @@ func (a *Adapter) searchPage(ctx context.Context, object, query string, page *st
 				object: pi.Object, id: pi.ID, created: pi.Created, amount: pi.Amount,
 				currency: string(pi.Currency), status: string(pi.Status), receiptEmail: pi.ReceiptEmail,
 			}
-			f.opKey, f.hasOpKey = pi.Metadata[a.metadataKey]
+			var err error
+			if f.opKey, f.hasOpKey, err = opKeyOf(pi.Metadata, a.metadataKey); err != nil {
+				return nil, stripego.SearchMeta{}, &badResponse{reason: fmt.Sprintf("data[%d]: %v", i, err)}
+			}
 			if pi.Customer != nil {
 				f.customer = pi.Customer.ID
 			}
@@ -302,7 +319,10 @@ func (a *Adapter) searchPage(ctx context.Context, object, query string, page *st
 				object: ch.Object, id: ch.ID, created: ch.Created, amount: ch.Amount,
 				currency: string(ch.Currency), status: string(ch.Status), receiptEmail: ch.ReceiptEmail,
 			}
-			f.opKey, f.hasOpKey = ch.Metadata[a.metadataKey]
+			var err error
+			if f.opKey, f.hasOpKey, err = opKeyOf(ch.Metadata, a.metadataKey); err != nil {
+				return nil, stripego.SearchMeta{}, &badResponse{reason: fmt.Sprintf("data[%d]: %v", i, err)}
+			}
 			if ch.Customer != nil {
 				f.customer = ch.Customer.ID
 			}
@@ -318,6 +338,27 @@ func (a *Adapter) searchPage(ctx context.Context, object, query string, page *st
 		return objs, res.SearchMeta, nil
 	}
 	return nil, stripego.SearchMeta{}, providers.Permanent(fmt.Errorf("unknown object type %q", object))
+}
+
+// opKeyOf finds the op_key in an object's metadata: under key exactly, or
+// else under the one key equal to it in another letter case (a workflow
+// that wrote OP_KEY; Stripe's search finds it). The value is returned as it
+// is, for an exact comparison. Several keys in other cases are an error: the
+// answer does not say which holds the op_key.
+func opKeyOf(metadata map[string]string, key string) (value string, ok bool, err error) {
+	if v, ok := metadata[key]; ok {
+		return v, true, nil
+	}
+	for k, v := range metadata {
+		if !strings.EqualFold(k, key) {
+			continue
+		}
+		if ok {
+			return "", false, fmt.Errorf("metadata holds %s in several letter cases", key)
+		}
+		value, ok = v, true
+	}
+	return value, ok, nil
 }
 
 // searchParams are the SDK's search parameters for one object type.

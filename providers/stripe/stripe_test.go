@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/ledger"
@@ -440,21 +441,90 @@ func TestLookupQuery(t *testing.T) {
 	}
 }
 
+// TestLookupLeavesOutOtherOperations: Stripe's search matches metadata more
+// loosely than equality; only an object whose metadata holds the op_key,
+// exactly, is the operation's. The metadata key itself may be in another
+// letter case (a workflow that wrote OP_KEY).
 func TestLookupLeavesOutOtherOperations(t *testing.T) {
 	t.Parallel()
+	meta := func(m map[string]string) map[string]any { return map[string]any{"metadata": m} }
 	f := newFake(t, func(_ http.ResponseWriter, r *http.Request) (int, string) {
 		return 200, searchResult(r.URL.Path, "",
-			paymentIntent("pi_other", "OP-1", nil),
-			paymentIntent("pi_mine", "op-1", nil),
-			paymentIntent("pi_unkeyed", "", map[string]any{"metadata": map[string]string{}}))
+			paymentIntent("pi_other", "ORDER-10", nil),
+			paymentIntent("pi_mine", "order-10", nil),
+			paymentIntent("pi_unkeyed", "", meta(map[string]string{})),
+			paymentIntent("pi_other_key", "", meta(map[string]string{"order": "order-10"})),
+			paymentIntent("pi_upper_key_other", "", meta(map[string]string{"OP_KEY": "ORDER-10"})),
+			paymentIntent("pi_upper_key_mine", "", meta(map[string]string{"OP_KEY": "order-10"})),
+			paymentIntent("pi_spaced", "", meta(map[string]string{"op_key": "order-10 "})))
+	})
+	records, err := lookup(t, newLookup(t, f, nil), query("order-10", time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(records), []string{"pi_mine", "pi_upper_key_mine"}; !cmp.Equal(got, want) {
+		t.Errorf("ids %v, want %v", got, want)
+	}
+}
+
+// TestLookupMetadataKeyCase: metadata {"OP_KEY": "order-10"} is not proof
+// for the operation ORDER-10 — the key is found in any letter case, the
+// value compared exactly — and an object without the key is no match, so
+// after the settle window zero records is "not found".
+func TestLookupMetadataKeyCase(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc     string
+		metadata map[string]string
+		opKey    string
+		want     []string
+	}{
+		{desc: "a key in upper case, the value in another case", metadata: map[string]string{"OP_KEY": "order-10"}, opKey: "ORDER-10", want: []string{}},
+		{desc: "the key, the value in another case", metadata: map[string]string{"op_key": "order-10"}, opKey: "ORDER-10", want: []string{}},
+		{desc: "a key in upper case, the same value", metadata: map[string]string{"OP_KEY": "ORDER-10"}, opKey: "ORDER-10", want: []string{"pi_1"}},
+		{desc: "no key", metadata: map[string]string{"note": "ORDER-10"}, opKey: "ORDER-10", want: []string{}},
+		{desc: "no metadata", metadata: nil, opKey: "ORDER-10", want: []string{}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, func(_ http.ResponseWriter, r *http.Request) (int, string) {
+				return 200, searchResult(r.URL.Path, "", paymentIntent("pi_1", "", map[string]any{"metadata": tc.metadata}))
+			})
+			records, err := lookup(t, newLookup(t, f, nil), query(tc.opKey, time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(records); !cmp.Equal(got, tc.want, cmpopts.EquateEmpty()) {
+				t.Errorf("ids %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLookupSameObjectTwice: an object listed twice (the index moved
+// between pages) is one record when both copies agree.
+func TestLookupSameObjectTwice(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, func(_ http.ResponseWriter, r *http.Request) (int, string) {
+		return 200, searchResult(r.URL.Path, "", paymentIntent("pi_1", "op-1", nil), paymentIntent("pi_1", "op-1", nil))
 	})
 	records, err := lookup(t, newLookup(t, f, nil), query("op-1", time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(records); !cmp.Equal(got, []string{"pi_mine", "pi_unkeyed"}) {
-		t.Errorf("ids %v, want [pi_mine pi_unkeyed]", got)
+	if got := ids(records); !cmp.Equal(got, []string{"pi_1"}) {
+		t.Errorf("ids %v, want [pi_1]", got)
 	}
+}
+
+// pi is a payment intent as JSON.
+func pi(t *testing.T, id, opKey string, extra map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(paymentIntent(id, opKey, extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestLookupPayloadProof(t *testing.T) {
@@ -567,6 +637,21 @@ func TestLookupBadBodies(t *testing.T) {
 		{desc: "an object without an id", body: searchResult(path, "", paymentIntent("", "op-1", nil))},
 		{desc: "an amount that is not a number", body: searchResult(path, "", paymentIntent("pi_1", "op-1", map[string]any{"amount": "12.99", "receipt_email": testRecipient}))},
 		{desc: "5 MiB", body: `{"object":"search_result","has_more":false,"data":[],"pad":"` + strings.Repeat("x", 5<<20) + `"}`},
+		// Keys a lenient reader (the SDK's encoding/json) would take one way
+		// or another: the last of duplicates, any letter case of a name.
+		{desc: "data twice, the object last", body: `{"object":"search_result","has_more":false,"data":[],"data":[` + pi(t, "pi_1", "op-1", nil) + `]}`},
+		{desc: "data twice, none last", body: `{"object":"search_result","has_more":false,"data":[` + pi(t, "pi_1", "op-1", nil) + `],"data":[]}`},
+		{desc: "data and DATA", body: `{"object":"search_result","has_more":false,"data":[],"DATA":[` + pi(t, "pi_1", "op-1", nil) + `]}`},
+		{desc: "Has_More alone", body: `{"object":"search_result","Has_More":false,"data":[]}`},
+		{desc: "an amount twice", body: `{"object":"search_result","has_more":false,"data":[` + strings.Replace(pi(t, "pi_1", "op-1", nil), `"amount":1299`, `"amount":1,"amount":1299`, 1) + `]}`},
+		{desc: "amount and Amount", body: `{"object":"search_result","has_more":false,"data":[` + strings.Replace(pi(t, "pi_1", "op-1", nil), `"amount":1299`, `"amount":1,"Amount":1299`, 1) + `]}`},
+		{desc: "ID alone", body: `{"object":"search_result","has_more":false,"data":[` + strings.Replace(pi(t, "pi_1", "op-1", nil), `"id":`, `"ID":`, 1) + `]}`},
+		{desc: "Status alone", body: `{"object":"search_result","has_more":false,"data":[` + strings.Replace(pi(t, "pi_1", "op-1", map[string]any{"status": "canceled"}), `"status":`, `"Status":`, 1) + `]}`},
+		{desc: "the op_key twice in metadata", body: searchResult(path, "", paymentIntent("pi_1", "op-1", map[string]any{"metadata": json.RawMessage(`{"op_key":"op-2","op_key":"op-1"}`)}))},
+		{desc: "op_key and OP_KEY in metadata", body: searchResult(path, "", paymentIntent("pi_1", "op-1", map[string]any{"metadata": json.RawMessage(`{"op_key":"op-1","OP_KEY":"op-2"}`)}))},
+		{desc: "op_key and its KELVIN SIGN fold in metadata", body: searchResult(path, "", paymentIntent("pi_1", "op-1", map[string]any{"metadata": json.RawMessage(`{"op_\u212aey":"op-2","op_key":"op-1"}`)}))},
+		{desc: "invalid UTF-8", body: strings.Replace(searchResult(path, "", paymentIntent("pi_1", "op-1", nil)), "Order 1234", "Order \xff", 1)},
+		{desc: "one object twice with different amounts", body: searchResult(path, "", paymentIntent("pi_1", "op-1", nil), paymentIntent("pi_1", "op-1", map[string]any{"amount": 1}))},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()

@@ -2,7 +2,10 @@ package stripe_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,7 +40,7 @@ func TestStripeMock(t *testing.T) {
 		}
 		return transport.RoundTrip(r)
 	})
-	newMockLookup := func(key string) providers.Lookup {
+	newMockLookup := func(key string, transport http.RoundTripper) providers.Lookup {
 		cfg := stripe.Kind.NewSettings().(*stripe.Config)
 		cfg.APIBase = base
 		cfg.Objects = []string{"payment_intents", "charges"}
@@ -45,11 +48,22 @@ func TestStripeMock(t *testing.T) {
 		if errs := cfg.Validate(); len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		return stripe.New("stripe-mock", cfg, key, counting)
+		return stripe.New("stripe-mock", cfg, key, transport)
 	}
 
+	// stripe-mock's fixtures are the same object whatever the search, and
+	// their metadata does not hold the op_key searched for: as they are,
+	// they are no match.
+	t.Run("fixtures without the op_key are no match", func(t *testing.T) {
+		records, err := lookup(t, newMockLookup("sk_test_123", counting), query("order-1234", time.Hour))
+		if err != nil || len(records) != 0 {
+			t.Fatalf("Lookup = %+v, %v; want no records: the fixtures do not carry the op_key", records, err)
+		}
+	})
+
 	t.Run("search results decode into records", func(t *testing.T) {
-		records, err := lookup(t, newMockLookup("sk_test_123"), query(`order-1234 o'brien \ x`, time.Hour))
+		const opKey = `order-1234 o'brien \ x`
+		records, err := lookup(t, newMockLookup("sk_test_123", withOpKey(t, counting, opKey)), query(opKey, time.Hour))
 		if err != nil {
 			t.Fatalf("Lookup against stripe-mock: %v", err)
 		}
@@ -76,7 +90,7 @@ func TestStripeMock(t *testing.T) {
 	t.Run("a rejected key is permanent and not echoed", func(t *testing.T) {
 		// stripe-mock quotes the Authorization header it rejects.
 		const key = "KIT-not-a-stripe-key-5u9er53cret"
-		records, err := newMockLookup(key).Lookup(context.Background(), query("order-1234", time.Hour))
+		records, err := newMockLookup(key, counting).Lookup(context.Background(), query("order-1234", time.Hour))
 		if err == nil {
 			t.Fatalf("Lookup with a malformed key = %v, nil; want an error", records)
 		}
@@ -92,6 +106,47 @@ func TestStripeMock(t *testing.T) {
 	if n := nonGET.Load(); n != 0 {
 		t.Errorf("I1: %d request(s) other than GET left the adapter", n)
 	}
+}
+
+// withOpKey adds metadata[op_key] = opKey to every object of stripe-mock's
+// search results, as a workflow would have set it, keeping the rest of its
+// fixtures' shapes as they are.
+func withOpKey(t *testing.T, next http.RoundTripper, opKey string) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := next.RoundTrip(r)
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.HasSuffix(r.URL.Path, "/search") {
+			return resp, err
+		}
+		defer resp.Body.Close()
+		dec := json.NewDecoder(resp.Body)
+		dec.UseNumber()
+		var page map[string]any
+		if err := dec.Decode(&page); err != nil {
+			t.Errorf("stripe-mock's search result: %v", err)
+			return nil, err
+		}
+		data, _ := page["data"].([]any)
+		for _, item := range data {
+			obj, ok := item.(map[string]any)
+			if !ok {
+				continue
+			}
+			metadata, _ := obj["metadata"].(map[string]any)
+			if metadata == nil {
+				metadata = map[string]any{}
+			}
+			metadata["op_key"] = opKey
+			obj["metadata"] = metadata
+		}
+		body, err := json.Marshal(page)
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Del("Content-Length")
+		return resp, nil
+	})
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

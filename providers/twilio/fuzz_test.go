@@ -54,6 +54,10 @@ func FuzzMessagesPage(f *testing.F) {
 		[]byte(`<html><body>502 Bad Gateway</body></html>`),
 		[]byte(`{"messages":[{"sid":"SM010"`),
 		{},
+		[]byte(`{"messages":[],"messages":[{"sid":"SM011","to":"+15550100777","body":"Your code is 481516","date_created":"Tue, 10 Mar 2026 10:45:00 +0000"}]}`),
+		[]byte(`{"messages":[{"sid":"SM012","to":"+15550100777","body":"x","Body":"Your code is 481516","date_created":"Tue, 10 Mar 2026 10:45:00 +0000"}]}`),
+		[]byte(`{"messages":[{"SID":"SM013","to":"+15550100777","body":"Your code is 481516","date_created":"Tue, 10 Mar 2026 10:45:00 +0000"}]}`),
+		[]byte(`{"messages":[{"sid":"SM014","date_created":"Tue, 10 Mar 2026 10:45:00 +0000"},{"sid":"SM014","body":"x","date_created":"Tue, 10 Mar 2026 10:45:00 +0000"}]}`),
 	} {
 		f.Add(seed)
 	}
@@ -83,6 +87,9 @@ func FuzzMessagesPage(f *testing.F) {
 				}
 			}
 		} else {
+			if err := providers.CheckJSON(page); err != nil {
+				t.Fatalf("body %q is not strict JSON (%v), yet Lookup = %v, nil", page, err, records)
+			}
 			var top map[string]json.RawMessage
 			if json.Unmarshal(page, &top) != nil || top == nil {
 				t.Fatalf("body %q is not a JSON object, yet Lookup = %v, nil", page, records)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	openapi "github.com/twilio/twilio-go/rest/api/v2010"
+
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -94,23 +96,23 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // checkMessageList accepts exactly one JSON object with a "messages" array:
 // what twilio-go would decode from {}, null or a misspelt key is an empty
-// list, which would read as "searched, found nothing" (I3). json.Unmarshal
-// rejects data after the value; keys are compared exactly, since the SDK's
-// struct decoding would also take "Messages".
+// list, which would read as "searched, found nothing" (I3). The body is read
+// with providers.DecodeJSON against twilio-go's own types: one value,
+// valid UTF-8, no key twice in an object and no two keys differing only in
+// letter case (encoding/json would keep the last, so `"messages":[],
+// "messages":[…]` or two bodies could read as another answer), and every
+// name the SDK reads matched exactly (its struct decoding would also take
+// "Messages", "Body" or "SID").
 func checkMessageList(body []byte) error {
+	if err := providers.DecodeJSON(body, &openapi.ListMessageResponse{}); err != nil {
+		return err
+	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
 		return fmt.Errorf("malformed: %w", err)
 	}
 	if top == nil {
 		return errors.New("null")
-	}
-	for k := range top {
-		for _, want := range []string{"messages", "next_page_uri"} {
-			if k != want && strings.EqualFold(k, want) {
-				return fmt.Errorf("ambiguous key %q", want)
-			}
-		}
 	}
 	raw, ok := top["messages"]
 	if !ok {
@@ -128,7 +130,7 @@ func twilioCode(body []byte) string {
 	var e struct {
 		Code int `json:"code"`
 	}
-	if json.Unmarshal(body, &e) != nil || e.Code == 0 {
+	if providers.DecodeJSON(body, &e) != nil || e.Code == 0 {
 		return ""
 	}
 	return fmt.Sprintf(" (Twilio error %d)", e.Code)

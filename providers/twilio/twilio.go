@@ -18,11 +18,15 @@
 // A message Twilio accepted but has not sent yet (queued, scheduled) has no
 // date_sent and may not be listed: "not found" is never proof (I3).
 //
-// An operation without a recipient cannot be searched: that is a permanent
-// error. The recipient is used exactly as the ledger holds it (Twilio
-// stores E.164 numbers, +15550100, or channel addresses, whatsapp:+15550100).
-// twilio-go deletes any "." followed by digits from query strings, so a
-// recipient or from holding one cannot be searched either (permanent).
+// The To filter is the recipient's number in E.164, as Twilio stores it
+// and matches it: the ledger's "+1 (555) 010-0002" is searched as
+// +15550100002, and a channel address keeps its prefix
+// (whatsapp:+15550100002). A recipient that is not a phone number with its
+// country code — none, an email address, a national number without "+" —
+// cannot be searched: that is a permanent error saying why, never "not
+// found". Records carry the recipient as Twilio gives it. twilio-go deletes
+// any "." followed by digits from query strings, so a from holding one is
+// refused by the configuration.
 //
 // # What a workflow must hash
 //
@@ -53,8 +57,10 @@
 // absent); 5xx, 408, network errors and timeouts are transient; 400, 401,
 // 403, 404 and other statuses are permanent. A 200 body that is not one
 // JSON object with a "messages" array — {}, null, HTML, a truncated body,
-// data after the object, more than 4 MiB — is a transient error, never
-// zero messages. Errors name neither the auth token, the Account SID, nor
+// data after the object, more than 4 MiB, a key twice in an object or two
+// keys differing only in letter case, a field under another case ("Body",
+// "SID") — is a transient error, never zero messages. A message listed
+// twice is one record when both copies agree, else a transient error. Errors name neither the auth token, the Account SID, nor
 // the recipient: URLs are stripped from them, Twilio's error messages are
 // reduced to their code, and a message that still names one is withheld.
 //
@@ -73,9 +79,9 @@ package twilio
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -165,11 +171,14 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 }
 
 func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
-	switch {
-	case q.Recipient == "":
+	if strings.TrimSpace(q.Recipient) == "" {
 		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no recipient; Twilio messages cannot be searched without one", a.name))
-	case !searchable(q.Recipient):
-		return nil, providers.Permanent(fmt.Errorf(`%s: the recipient contains "." followed by a digit, which twilio-go drops from queries`, a.name))
+	}
+	to, err := toAddress(q.Recipient)
+	if err != nil {
+		return nil, providers.Permanent(fmt.Errorf("%s: the recipient cannot be searched: Twilio's To filter matches E.164 numbers exactly: %w", a.name, err))
+	}
+	switch {
 	case q.Since.IsZero():
 		return nil, providers.Permanent(fmt.Errorf("%s: the query has no start time", a.name))
 	}
@@ -185,7 +194,7 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 	api := a.api(ctx)
 	params := &openapi.ListMessageParams{}
 	params.SetPathAccountSid(a.sid)
-	params.SetTo(q.Recipient)
+	params.SetTo(to)
 	if a.from != "" {
 		params.SetFrom(a.from)
 	}
@@ -200,7 +209,6 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		return nil, a.sdkError(ctx, err)
 	}
 	var candidates []providers.Record
-	seen := map[string]bool{}
 	listed := 0
 	for pages := 1; ; pages++ {
 		for i, m := range page.Messages {
@@ -209,10 +217,9 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 			if err != nil {
 				return nil, providers.Transient(fmt.Errorf("%s: page %d, message %d: %w", a.name, pages, i, err))
 			}
-			if seen[rec.ID] || created.Before(since) || created.After(until) {
-				continue // a page boundary that moved, or outside the precise window
+			if created.Before(since) || created.After(until) {
+				continue // outside the precise window
 			}
-			seen[rec.ID] = true
 			candidates = append(candidates, rec)
 		}
 		if page.NextPageUri == nil || *page.NextPageUri == "" {
@@ -229,6 +236,12 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		}
 	}
 
+	// A message on two pages (a page boundary that moved) is one record;
+	// two different messages under one sid are no answer to act on.
+	candidates, err = providers.MergeDuplicates(candidates)
+	if err != nil {
+		return nil, providers.Transient(fmt.Errorf("%s: malformed answer: %w", a.name, err))
+	}
 	records := candidates
 	if matching := slices.DeleteFunc(slices.Clone(candidates), func(r providers.Record) bool {
 		return q.PayloadHash == "" || r.PayloadHash != q.PayloadHash
@@ -285,8 +298,12 @@ func (a *Adapter) nextPage(ctx context.Context, api *openapi.ApiService, uri str
 		return nil, a.sdkError(ctx, err)
 	}
 	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body) // bounded and checked by the transport
+	if err != nil {
+		return nil, providers.Transient(fmt.Errorf("%s: read page: %w", a.name, err))
+	}
 	page := &openapi.ListMessageResponse{}
-	if err := json.NewDecoder(resp.Body).Decode(page); err != nil {
+	if err := providers.DecodeJSON(body, page); err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed page: %w", a.name, err))
 	}
 	return page, nil
@@ -372,23 +389,38 @@ func (a *Adapter) sdkError(ctx context.Context, err error) error {
 }
 
 // withhold replaces an error whose text names the token, the Account SID
-// or the recipient (raw or URL-encoded) with one that keeps only its class:
-// the last guard of I7, for errors from deep in twilio-go or net/http.
+// or the recipient — in any form providers.RedactText finds: any letter
+// case, URL-encoded, the number's digits grouped otherwise (Twilio echoes
+// the E.164 form the adapter searched) — with one that keeps only its
+// class: the last guard of I7, for errors from deep in twilio-go or
+// net/http.
 func (a *Adapter) withhold(err error, recipient string) error {
-	msg := strings.ToLower(err.Error())
-	for _, s := range []string{a.token, a.sid, recipient} {
-		if s == "" {
-			continue
-		}
-		for _, form := range []string{s, url.QueryEscape(s), url.PathEscape(s)} {
-			if strings.Contains(msg, strings.ToLower(form)) {
-				class, delay := providers.Classify(err)
-				return &providers.Error{Class: class, RetryAfter: delay,
-					Err: fmt.Errorf("%s: %s lookup error (details withheld: they named a credential or the recipient)", a.name, class)}
-			}
-		}
+	msg := err.Error()
+	if providers.RedactText(msg, a.token, a.sid, recipient) == msg {
+		return err
 	}
-	return err
+	class, delay := providers.Classify(err)
+	return &providers.Error{Class: class, RetryAfter: delay,
+		Err: fmt.Errorf("%s: %s lookup error (details withheld: they named a credential or the recipient)", a.name, class)}
+}
+
+// toAddress is the To filter for a recipient: its number in E.164
+// ([ledger.NormalizePhone]), after a channel prefix kept as written
+// ("whatsapp:+1 555 0100 777" → "whatsapp:+15550100777"). Twilio stores
+// and matches E.164 exactly, so "+1 (555) 010-0002" searched as written
+// would find nothing though the message exists. The error says why a
+// recipient is not a number, without quoting it.
+func toAddress(recipient string) (string, error) {
+	recipient = strings.TrimSpace(recipient)
+	prefix := ""
+	if channel, rest, ok := strings.Cut(recipient, ":"); ok && channel != "" && strings.Trim(channel, "abcdefghijklmnopqrstuvwxyz") == "" {
+		prefix, recipient = channel+":", rest
+	}
+	number, err := ledger.NormalizePhone(recipient)
+	if err != nil {
+		return "", err
+	}
+	return prefix + number, nil
 }
 
 // dotDigit is what twilio-go's query encoding deletes (it strips array

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -222,6 +223,78 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// TestLookupRecipientE164: Twilio's To filter matches E.164 exactly, so the
+// ledger's recipient is searched in that form, however it was written; the
+// record's recipient is Twilio's.
+func TestLookupRecipientE164(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc, recipient, wantTo string
+	}{
+		{"E.164", number, number},
+		{"spaces and brackets", "+1 (555) 0100-777", number},
+		{"dots and dashes", "+1.555.0100.777", number},
+		{"surrounding space", " +15550100777\n", number},
+		{"a WhatsApp address", "whatsapp:+1 555 0100 777", "whatsapp:" + number},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			at := since.Add(20 * time.Minute)
+			m := sms("SM1", body, at)
+			m.To = tc.wantTo
+			f := newFake(t, m)
+			q := query
+			q.Recipient = tc.recipient
+			records, err := lookup(t, newAdapter(t, f), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(records) != 1 || records[0].ID != "SM1" || records[0].Recipient != tc.wantTo {
+				t.Errorf("records %+v; want SM1 to %s", records, tc.wantTo)
+			}
+			if reqs := f.requests(); len(reqs) != 1 || reqs[0].Query.Get("To") != tc.wantTo {
+				t.Errorf("requests %+v; want one with To=%s", reqs, tc.wantTo)
+			}
+		})
+	}
+}
+
+// TestLookupSameMessageTwice: a message on two pages (the list moved
+// between requests) is one record, even if its status moved on.
+func TestLookupSameMessageTwice(t *testing.T) {
+	t.Parallel()
+	m := sms("SM1", body, since.Add(time.Minute))
+	delivered := m
+	delivered.Status = "delivered"
+	m.Status = "sent"
+	f := newFake(t)
+	f.respond = func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("Page") == "" {
+			next := fmt.Sprintf("/2010-04-01/Accounts/%s/Messages.json?Page=1&PageToken=PASM1", accountSID)
+			w.Write(listPage(accountSID, []message{m}, 0, 1000, &next)) //nolint:errcheck // test
+			return
+		}
+		w.Write(listPage(accountSID, []message{delivered}, 1, 1000, nil)) //nolint:errcheck // test
+	}
+	records, err := lookup(t, newAdapter(t, f), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 1 || records[0].ID != "SM1" {
+		t.Errorf("records %+v; want SM1 once", records)
+	}
+}
+
+// resourceJSON is m as Twilio renders it in a list.
+func resourceJSON(t *testing.T, m message) string {
+	t.Helper()
+	b, err := json.Marshal(m.resource(accountSID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestLookupRequest(t *testing.T) {
 	t.Parallel()
 	f := newFake(t)
@@ -385,6 +458,24 @@ func TestLookupErrors(t *testing.T) {
 		{desc: "200 a message without date", status: 200, body: `{"messages":[{"sid":"SM1","to":"` + number + `"}]}`, class: providers.ClassTransient},
 		{desc: "200 a message with a bad date", status: 200, body: `{"messages":[{"sid":"SM1","to":"` + number + `","date_created":"2026-03-10 09:46"}]}`, class: providers.ClassTransient},
 		{desc: "200 a wrongly typed field", status: 200, body: `{"messages":[{"sid":"SM1","error_code":"` + number + `"}]}`, class: providers.ClassTransient},
+		// Keys a lenient reader (twilio-go's encoding/json) would take one
+		// way or another: the last of duplicates, any letter case of a name.
+		{desc: "200 messages twice, the message last", status: 200, body: `{"messages":[],"messages":[` + resourceJSON(t, sms("SM1", body, since.Add(time.Minute))) + `]}`, class: providers.ClassTransient},
+		{desc: "200 messages twice, none last", status: 200, body: `{"messages":[` + resourceJSON(t, sms("SM1", body, since.Add(time.Minute))) + `],"messages":[]}`, class: providers.ClassTransient},
+		{desc: "200 a body twice, the matching one last", status: 200,
+			body: `{"messages":[` + strings.Replace(resourceJSON(t, sms("SM1", "other text", since.Add(time.Minute))), `"body":`, `"body":"`+body+`","body":`, 1) + `]}`, class: providers.ClassTransient},
+		{desc: "200 body and Body", status: 200,
+			body: `{"messages":[` + strings.Replace(resourceJSON(t, sms("SM1", "other text", since.Add(time.Minute))), `"body":`, `"Body":"`+body+`","body":`, 1) + `]}`, class: providers.ClassTransient},
+		{desc: "200 Body alone", status: 200,
+			body: `{"messages":[` + strings.Replace(resourceJSON(t, sms("SM1", body, since.Add(time.Minute))), `"body":`, `"Body":`, 1) + `]}`, class: providers.ClassTransient},
+		{desc: "200 SID alone", status: 200,
+			body: `{"messages":[` + strings.Replace(resourceJSON(t, sms("SM1", body, since.Add(time.Minute))), `"sid":`, `"SID":`, 1) + `]}`, class: providers.ClassTransient},
+		{desc: "200 a key and its LONG S fold", status: 200,
+			body: `{"messages":[` + strings.Replace(resourceJSON(t, sms("SM1", body, since.Add(time.Minute))), `"sid":`, `"\u017fid":"SM2","sid":`, 1) + `]}`, class: providers.ClassTransient},
+		{desc: "200 invalid UTF-8", status: 200,
+			body: `{"messages":[` + strings.Replace(resourceJSON(t, sms("SM1", "caf~", since.Add(time.Minute))), "~", "\xe9", 1) + `]}`, class: providers.ClassTransient},
+		{desc: "200 one message twice with different bodies", status: 200,
+			body: `{"messages":[` + resourceJSON(t, sms("SM1", body, since.Add(time.Minute))) + `,` + resourceJSON(t, sms("SM1", "other text", since.Add(time.Minute))) + `]}`, class: providers.ClassTransient},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
@@ -415,13 +506,19 @@ func TestLookupErrors(t *testing.T) {
 func TestLookupUnsearchable(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		desc string
-		edit func(*providers.Query)
+		desc    string
+		edit    func(*providers.Query)
+		wantMsg string
 	}{
-		{"no recipient", func(q *providers.Query) { q.Recipient = "" }},
-		{"a recipient twilio-go would mangle", func(q *providers.Query) { q.Recipient = "user.42@example.com" }},
-		{"no start time", func(q *providers.Query) { q.Since = time.Time{} }},
-		{"a window that ends before it starts", func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }},
+		{"no recipient", func(q *providers.Query) { q.Recipient = "" }, "no recipient"},
+		{"an email address", func(q *providers.Query) { q.Recipient = "user.42@example.com" }, "not in international form"},
+		{"a number without its country code", func(q *providers.Query) { q.Recipient = "(555) 010-0777" }, "not in international form"},
+		{"a number without +", func(q *providers.Query) { q.Recipient = "15550100777" }, "not in international form"},
+		{"a number too short for its country", func(q *providers.Query) { q.Recipient = "+1 555 01" }, "wrong length"},
+		{"letters for digits", func(q *providers.Query) { q.Recipient = "+1 555 CALL-NOW" }, "other than digits"},
+		{"a channel address without a number", func(q *providers.Query) { q.Recipient = "messenger:1234567890" }, "not in international form"},
+		{"no start time", func(q *providers.Query) { q.Since = time.Time{} }, "no start time"},
+		{"a window that ends before it starts", func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }, "ends before it starts"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
@@ -431,6 +528,9 @@ func TestLookupUnsearchable(t *testing.T) {
 			_, err := lookup(t, newAdapter(t, f), q)
 			if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent {
 				t.Errorf("Lookup: %v (%s); want a permanent error", err, class)
+			}
+			if err != nil && !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("error %q does not say %q", err, tc.wantMsg)
 			}
 			if n := len(f.requests()); n != 0 {
 				t.Errorf("%d requests, want 0", n)
@@ -598,6 +698,9 @@ func TestWithhold(t *testing.T) {
 		{"the token", providers.Transient(errors.New("dial: " + authToken)), false},
 		{"the account", providers.Permanent(errors.New("GET /Accounts/" + strings.ToUpper(accountSID))), false},
 		{"the number, URL-encoded", providers.RateLimited(3*time.Second, errors.New("To="+url.QueryEscape(number))), false},
+		{"the number, grouped otherwise", providers.Permanent(errors.New("Invalid 'To' Phone Number: 555-0100-777")), false},
+		{"the number's digits", providers.Transient(errors.New("queue 15550100777 full")), false},
+		{"the token in upper case", providers.Transient(errors.New("dial: " + strings.ToUpper(authToken))), false},
 		{"nothing secret", providers.Transient(errors.New("connection reset")), true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
