@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -155,35 +153,27 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 // exactly — an id outside [ledger.CheckRecordID]'s canonical form, a
 // payload hash that is not one, text that is not UTF-8 or holds NUL — so
 // that no answer can leave a write failing forever, and no id is trimmed
-// into another operation's. The same record listed twice counts once; one
-// id with two different contents is malformed. Being transient, a
-// malformed answer is retried within the budget, then becomes a
-// lookup_failed ticket: never records, never "none".
+// into another operation's. A record listed twice is merged by
+// [MergeDuplicates]' one rule. Being transient, a malformed answer is
+// retried within the budget, then becomes a lookup_failed ticket: never
+// records, never "none".
 func checkRecords(records []Record) ([]Record, error) {
-	out := records[:0:0]
 	for i, r := range records {
 		if err := ledger.CheckRecordID(r.ID); err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}
 		if r.PayloadHash != "" {
 			if err := ledger.CheckPayloadHash(r.PayloadHash); err != nil {
-				return nil, fmt.Errorf("record %s: %w", r.ID, err)
+				return nil, fmt.Errorf("record %d: %w", i, err)
 			}
 		}
 		for _, text := range []struct{ name, value string }{{"recipient", r.Recipient}, {"excerpt", r.Excerpt}} {
 			if !utf8.ValidString(text.value) || strings.ContainsRune(text.value, 0) {
-				return nil, fmt.Errorf("record %s: %s is not UTF-8 text without NUL", r.ID, text.name)
+				return nil, fmt.Errorf("record %d: %s is not UTF-8 text without NUL", i, text.name)
 			}
 		}
-		j := slices.IndexFunc(out, func(o Record) bool { return o.ID == r.ID })
-		switch {
-		case j < 0:
-			out = append(out, r)
-		case !reflect.DeepEqual(out[j], r):
-			return nil, fmt.Errorf("record %s: listed twice with different contents", r.ID)
-		}
 	}
-	return out, nil
+	return MergeDuplicates(records)
 }
 
 // lookupResult names a lookup's outcome for the metrics: how many records

@@ -188,7 +188,7 @@ func TestProviderLookup(t *testing.T) {
 			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
 				return []providers.Record{{ID: "r1", Recipient: "a@example.com"}, {ID: "r1", Recipient: "b@example.com"}}, nil
 			},
-			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "listed twice",
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "same id",
 		},
 		{
 			desc: "the same record listed twice counts once",

@@ -380,7 +380,7 @@ func TestEvidenceRedactsEveryFormOfTheRecipient(t *testing.T) {
 			lookup := review.Lookup{
 				Adapter: "http",
 				Query:   &providers.Query{OpKey: op.OpKey, Recipient: tc.op, Action: op.Action, Since: at, Until: at.Add(time.Hour)},
-				Outcome: review.Answered(records),
+				Outcome: review.Answered(providers.Query{}, records),
 				Errors: []review.AttemptError{
 					{At: at, Attempt: 1, Class: "permanent", Error: "mailer: HTTP 404 no mailbox " + q[0]},
 					{At: at, Attempt: 2, Class: "transient", Error: "GET /lookup?recipient=" + q[2] + "&op_key=x: timeout"},
