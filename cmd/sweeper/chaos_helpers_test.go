@@ -60,6 +60,12 @@ var (
 	classFlaky = opClass{prefix: "flaky", status: "done", transitions: []string{"pending>done"}}
 	classLate  = opClass{prefix: "late", status: "done", reason: "not_found", resolved: true,
 		transitions: []string{"pending>review", "review>done"}}
+	// Under the "sms" provider, which matches by resemblance: every
+	// operation has the same recipient and body, at its own time. res-* has
+	// its own message inside its window; amb-* comes in pairs a minute
+	// apart, with one message both windows hold.
+	classRes = opClass{prefix: "res", status: "done", transitions: []string{"pending>done"}}
+	classAmb = opClass{prefix: "amb", status: "review", reason: "ambiguous_owner", transitions: []string{"pending>review"}}
 )
 
 // providerOf returns the provider of op_key k.
@@ -69,6 +75,8 @@ func providerOf(k string) string {
 		return "mail"
 	case "p":
 		return "pay"
+	case "s":
+		return "sms"
 	}
 	panic("no provider in op_key " + k)
 }
@@ -76,7 +84,7 @@ func providerOf(k string) string {
 // classOf returns the class of op_key k.
 func classOf(k string) opClass {
 	prefix, _, _ := strings.Cut(k, "-")
-	for _, c := range []opClass{classFound, classNone, classTwo, classMism, classErr, classDeny, classFlaky, classLate} {
+	for _, c := range []opClass{classFound, classNone, classTwo, classMism, classErr, classDeny, classFlaky, classLate, classRes, classAmb} {
 		if c.prefix == prefix {
 			return c
 		}
@@ -110,6 +118,15 @@ type fakeProvider struct {
 	mu       sync.Mutex
 	calls    map[string]int
 	revealed map[string]bool
+	// messages are what the resemblance endpoint (/sms) holds: found by
+	// recipient and date, whatever the op_key.
+	messages []smsMessage
+}
+
+// smsMessage is one message the resemblance endpoint holds.
+type smsMessage struct {
+	id string
+	at time.Time
 }
 
 func newFakeProvider(t *testing.T, stall time.Duration) *fakeProvider {
@@ -126,6 +143,40 @@ func newFakeProvider(t *testing.T, stall time.Duration) *fakeProvider {
 
 // URL is the lookup endpoint.
 func (p *fakeProvider) URL() string { return p.srv.URL + "/lookup" }
+
+// SMSURL is the endpoint that searches by resemblance: the messages sent
+// to the recipient between since and until.
+func (p *fakeProvider) SMSURL() string { return p.srv.URL + "/sms" }
+
+// Hold adds messages for the resemblance endpoint to find.
+func (p *fakeProvider) Hold(messages ...smsMessage) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.messages = append(p.messages, messages...)
+}
+
+// serveSMS answers a resemblance search: every message dated inside the
+// query's window, the op_key ignored, as a provider without one would.
+func (p *fakeProvider) serveSMS(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	since, err1 := time.Parse(time.RFC3339, q.Get("since"))
+	until, err2 := time.Parse(time.RFC3339, q.Get("until"))
+	if err1 != nil || err2 != nil || q.Get("recipient") != chaosRecipient {
+		http.Error(w, "bad query", http.StatusBadRequest)
+		return
+	}
+	p.mu.Lock()
+	var matches []map[string]string
+	for _, m := range p.messages {
+		if !m.at.Before(since) && !m.at.After(until) {
+			matches = append(matches, map[string]string{"id": m.id, "created_at": m.at.UTC().Format(time.RFC3339),
+				"recipient": chaosRecipient, "payload_hash": p.hash})
+		}
+	}
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"matches": append([]map[string]string{}, matches...)})
+}
 
 // Reveal makes late-* keys answer with their record from now on.
 func (p *fakeProvider) Reveal(keys ...string) {
@@ -144,12 +195,16 @@ func (p *fakeProvider) Calls(k string) int {
 }
 
 func (p *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet || r.URL.Path != "/lookup" {
+	if r.Method != http.MethodGet || (r.URL.Path != "/lookup" && r.URL.Path != "/sms") {
 		p.nonGets.Add(1)
 		http.Error(w, "this provider only answers lookups", http.StatusMethodNotAllowed)
 		return
 	}
 	p.gets.Add(1)
+	if r.URL.Path == "/sms" {
+		p.serveSMS(w, r)
+		return
+	}
 	q := r.URL.Query()
 	key := q.Get("op_key")
 	p.mu.Lock()
@@ -195,7 +250,10 @@ func (p *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
 // seedOps writes operations keyed keys, already stale, spread over
 // workflows wf00…wf(workflows-1) in turn, each under the provider its key
 // names.
-func seedOps(t *testing.T, pool *pgxpool.Pool, workflows int, keys []string) {
+//
+// It returns the time the operations were first attempted at (the "sms"
+// ones are spread before it: see smsTimes).
+func seedOps(t *testing.T, pool *pgxpool.Pool, workflows int, keys []string) time.Time {
 	t.Helper()
 	hash, err := ledger.PayloadHash([]byte(chaosPayload))
 	if err != nil {
@@ -203,9 +261,14 @@ func seedOps(t *testing.T, pool *pgxpool.Pool, workflows int, keys []string) {
 	}
 	rows := make([][]any, len(keys))
 	at := time.Now().Add(-2 * time.Hour)
+	times := smsTimes(keys, at)
 	for i, k := range keys {
+		first := at
+		if t, ok := times[k]; ok {
+			first = t
+		}
 		rows[i] = []any{k, fmt.Sprintf("wf%02d", i%workflows), providerOf(k), "send_email", chaosRecipient,
-			hash, chaosPayload, at, at}
+			hash, chaosPayload, first, first}
 	}
 	_, err = pool.CopyFrom(context.Background(), pgx.Identifier{"ledger", "operations"},
 		[]string{"op_key", "workflow", "provider", "action", "recipient", "payload_hash", "payload", "first_attempt_at", "last_attempt_at"},
@@ -213,6 +276,53 @@ func seedOps(t *testing.T, pool *pgxpool.Pool, workflows int, keys []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return at
+}
+
+// smsTimes spreads the first attempts of the "sms" operations — all to
+// one recipient with one body — so that each res-* window (two minutes
+// before to ten after) holds no other operation, and each amb-* pair shares
+// one: res-* 20 minutes apart before base, amb-* pairs 20 minutes apart
+// before those, a minute between the two of a pair.
+func smsTimes(keys []string, base time.Time) map[string]time.Time {
+	times := map[string]time.Time{}
+	res, amb := 0, 0
+	for _, k := range keys {
+		if classOf(k).prefix == classRes.prefix {
+			times[k] = base.Add(-time.Duration(res) * 20 * time.Minute)
+			res++
+		}
+	}
+	ambBase := base.Add(-time.Duration(res+3) * 20 * time.Minute)
+	for _, k := range keys {
+		if classOf(k).prefix == classAmb.prefix {
+			times[k] = ambBase.Add(-time.Duration(amb/2)*20*time.Minute + time.Duration(amb%2)*time.Minute)
+			amb++
+		}
+	}
+	return times
+}
+
+// smsMessages are the messages the resemblance endpoint holds for keys
+// seeded at base: one for each res-* operation, 30 s into its attempt, and
+// one for each amb-* pair, 30 s into the later attempt — inside both
+// windows. A lone amb-* (an odd count) gets none of its own.
+func smsMessages(keys []string, base time.Time) []smsMessage {
+	times := smsTimes(keys, base)
+	var out []smsMessage
+	var pair []string
+	for _, k := range keys {
+		switch classOf(k).prefix {
+		case classRes.prefix:
+			out = append(out, smsMessage{id: "rec-" + k, at: times[k].Add(30 * time.Second)})
+		case classAmb.prefix:
+			if pair = append(pair, k); len(pair) == 2 {
+				out = append(out, smsMessage{id: "rec-" + pair[0] + "+" + pair[1], at: times[pair[1]].Add(30 * time.Second)})
+				pair = nil
+			}
+		}
+	}
+	return out
 }
 
 // recordTransitions logs every committed status change of the ledger, in

@@ -108,6 +108,22 @@ concurrency = 50
 `, providerURL, slackURL, channels.String())
 }
 
+// smsProviderConfig is the "sms" provider: the fake's resemblance
+// endpoint, which finds messages by recipient and date, not by op_key.
+func smsProviderConfig(url string) string {
+	return fmt.Sprintf(`
+[providers.sms]
+kind = "http"
+url = %q
+search_by = "resemblance"
+stale_after = "1m"
+lookup_timeout = "1s"
+lookup_budget = "10m"
+rate_limit = 2000.0
+concurrency = 50
+`, url)
+}
+
 // TestChaos runs three `sweeper run` processes on one database served by
 // a PostgreSQL cluster of the test's own, with a fake provider answering
 // every kind of outcome and a fake Slack, while it kills a random daemon
@@ -171,17 +187,20 @@ func TestChaos(t *testing.T) {
 	recordTransitions(t, pool)
 
 	var keys []string
-	mix := []string{"found-p", "found-p", "found-p", "flaky-p", "late-p", "none-p", "none-p",
-		"two-p", "mism-p", "err-m", "err-m", "deny-m"}
+	// amb-s come in pairs: keep them together at the start of the mix, so
+	// that a partial last round holds both or neither.
+	mix := []string{"amb-s", "amb-s", "found-p", "found-p", "found-p", "flaky-p", "late-p", "none-p", "none-p",
+		"two-p", "mism-p", "err-m", "err-m", "deny-m", "res-s"}
 	for i := range size.ops {
 		keys = append(keys, fmt.Sprintf("%s-%05d", mix[i%len(mix)], i))
 	}
-	seedOps(t, pool, chaosWorkflows, keys)
+	base := seedOps(t, pool, chaosWorkflows, keys)
 
 	provider := newFakeProvider(t, 0)
+	provider.Hold(smsMessages(keys, base)...)
 	slack := slackfake.New(t)
 	bin := binary(t)
-	cfgFile := writeConfig(t, chaosConfig(provider.URL(), slack.URL()))
+	cfgFile := writeConfig(t, chaosConfig(provider.URL(), slack.URL())+smsProviderConfig(provider.SMSURL()))
 	environ := slackEnv(dbURL)
 	t.Logf("setup: %s", time.Since(started).Round(time.Millisecond))
 
