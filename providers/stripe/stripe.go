@@ -240,7 +240,13 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		if q.FirstAttemptAt.IsZero() {
 			return nil, providers.Transient(fmt.Errorf("%s: stripe search may lag, and the first attempt's time is unknown: zero matches proves nothing", a.name))
 		}
-		if settled := q.FirstAttemptAt.Add(a.settleWindow); time.Now().Before(settled) {
+		// A keyed query's Until is "now" by the database's clock, which
+		// every replica shares; this machine's may be off.
+		now := q.Until
+		if now.IsZero() {
+			now = time.Now()
+		}
+		if settled := q.FirstAttemptAt.Add(a.settleWindow); now.Before(settled) {
 			return nil, providers.Transient(fmt.Errorf("%s: stripe search may lag; zero matches proves nothing until %s (settle_window %s after the first attempt)",
 				a.name, settled.UTC().Format(time.RFC3339), config.NewDuration(a.settleWindow)))
 		}

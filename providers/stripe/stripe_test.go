@@ -367,10 +367,15 @@ func TestLookupSettleWindow(t *testing.T) {
 		desc         string
 		answer       func(http.ResponseWriter, *http.Request) (int, string)
 		firstAttempt time.Duration
-		wantIDs      []string
-		wantErr      string
+		// dbBehind is how far the query's time (the database's clock) is
+		// behind this machine's.
+		dbBehind time.Duration
+		wantIDs  []string
+		wantErr  string
 	}{
 		{desc: "zero matches inside the window is transient", answer: empty, firstAttempt: time.Minute, wantErr: "stripe search may lag"},
+		{desc: "the window is measured by the query's clock, not this machine's", answer: empty, firstAttempt: 8 * time.Minute,
+			dbBehind: 5 * time.Minute, wantErr: "stripe search may lag"},
 		{desc: "zero matches just after the first attempt is transient", answer: empty, firstAttempt: 0, wantErr: "stripe search may lag"},
 		{desc: "zero matches after the window is an empty result", answer: empty, firstAttempt: 11 * time.Minute},
 		{desc: "a match inside the window is returned", answer: found, firstAttempt: time.Minute, wantIDs: []string{"pi_1"}},
@@ -380,7 +385,9 @@ func TestLookupSettleWindow(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, tc.answer)
 			l := newLookup(t, f, func(c *stripe.Config) { c.SettleWindow = config.NewDuration(10 * time.Minute) })
-			records, err := lookup(t, l, query("op-1", tc.firstAttempt))
+			q := query("op-1", tc.firstAttempt)
+			q.FirstAttemptAt, q.Since, q.Until = q.FirstAttemptAt.Add(-tc.dbBehind), q.Since.Add(-tc.dbBehind), q.Until.Add(-tc.dbBehind)
+			records, err := lookup(t, l, q)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Lookup = %v, %v; want an error with %q", records, err, tc.wantErr)
