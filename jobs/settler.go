@@ -61,6 +61,10 @@ func (s *Settler) Attempt(ctx context.Context, op ledger.Operation) Step {
 	if problem := review.Lookable(op); problem != "" {
 		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(problem)}
 	}
+	if now := s.Now(); op.FirstAttemptAt.IsZero() || op.FirstAttemptAt.After(now.Add(ledger.MaxClockSkew)) {
+		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
+			"first_attempt_at is not a time an attempt was made (infinite, or in the future): no lookup window can be drawn")}
+	}
 	if !p.Matching().ByKey && op.Recipient == "" {
 		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
 			"missing recipient: provider " + op.Provider + " matches records by resemblance (recipient, payload, time), not by op_key")}

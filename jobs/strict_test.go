@@ -311,3 +311,35 @@ func TestReplicasWithSkewedClocksDecideAlike(t *testing.T) {
 		t.Errorf("by its own fast clock the replica found %d, want 1 (the test would not catch a skew)", n)
 	}
 }
+
+// TestFutureDatedRowsAreNotLeftPending: rows dated in the future or at
+// +infinity (written before the ledger refused such dates) never age into
+// the stale scan; the sweep finds them anyway and opens invalid_operation
+// tickets, so nothing waits forever unseen.
+func TestFutureDatedRowsAreNotLeftPending(t *testing.T) {
+	t.Parallel()
+	b := setup(t, baseConfig, nil)
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, `
+		ALTER TABLE ledger.operations DISABLE TRIGGER operations_contract;
+		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, first_attempt_at) VALUES
+		('found-future-1', 'wf', 'sim', 'send', repeat('a', 64), now() + interval '3 days'),
+		('found-future-2', 'wf', 'sim', 'send', repeat('a', 64), 'infinity');
+		ALTER TABLE ledger.operations ENABLE TRIGGER operations_contract`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := b.sweeper.SweepOnce(ctx, jobs.OnceOptions{})
+	if err != nil || sum.Errors != 0 {
+		t.Fatalf("sweep: %+v, %v", sum, err)
+	}
+	for _, key := range []string{"found-future-1", "found-future-2"} {
+		tk, ev := b.ticketOf(t, key)
+		if tk.Reason != review.ReasonInvalidOperation || !strings.Contains(ev.Detail, "first_attempt_at") {
+			t.Errorf("%s: ticket %s %q, want invalid_operation about first_attempt_at", key, tk.Reason, ev.Detail)
+		}
+	}
+	if again, _ := b.sweeper.SweepOnce(ctx, jobs.OnceOptions{}); again.Scanned != 0 {
+		t.Errorf("a second sweep scanned %d", again.Scanned)
+	}
+}

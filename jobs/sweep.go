@@ -95,6 +95,12 @@ func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.
 	err := walk("unconfigured providers", metrics.UnconfiguredProvider, func(ctx context.Context, c ledger.StaleCursor) ([]ledger.Operation, error) {
 		return store.StaleOtherProviders(ctx, names, cutoff, c, s.BatchSize)
 	})
+	errs = append(errs, err)
+	// Rows dated in the future (written before the ledger refused them)
+	// would never age into the scans above: they are invalid operations.
+	err = walk("future-dated operations", metrics.UnconfiguredProvider, func(ctx context.Context, c ledger.StaleCursor) ([]ledger.Operation, error) {
+		return store.FutureDated(ctx, now.Add(ledger.MaxClockSkew), c, s.BatchSize)
+	})
 	return scanned, errors.Join(append(errs, err)...)
 }
 

@@ -403,6 +403,32 @@ func (s *Store) StaleOtherProviders(ctx context.Context, known []string, cutoff 
 	return ops, nil
 }
 
+// MaxClockSkew is how far after the database's now() a workflow may date
+// an attempt (its clock running ahead); the ledger refuses later dates on
+// insert, and rows written before that rule are swept as invalid.
+const MaxClockSkew = 5 * time.Minute
+
+// FutureDated returns up to limit pending operations whose first attempt
+// is dated after notBefore (+infinity included) — rows the stale scan,
+// which waits for first_attempt_at to age, would never reach — after
+// cursor in (first_attempt_at, id) order.
+func (s *Store) FutureDated(ctx context.Context, notBefore time.Time, after StaleCursor, limit int) ([]Operation, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+`
+		FROM ledger.operations
+		WHERE status = 'pending' AND first_attempt_at > $1
+		  AND (first_attempt_at, id) > ($2, $3)
+		ORDER BY first_attempt_at, id
+		LIMIT $4`, notBefore, after.position(), after.ID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: scan of future-dated operations: %w", err)
+	}
+	ops, err := pgx.CollectRows(rows, scanOperation)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: scan of future-dated operations: %w", err)
+	}
+	return ops, nil
+}
+
 // Get returns the operation with the given key, or [ErrNotFound].
 func (s *Store) Get(ctx context.Context, opKey string) (Operation, error) {
 	return s.getOne(ctx, "op_key", opKey, opKey)

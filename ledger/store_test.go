@@ -554,7 +554,9 @@ func TestStalePendingOddTimestamps(t *testing.T) {
 		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, first_attempt_at) VALUES
 		('odd-inf', 'wf', 'mailer', 'send', repeat('a', 64), '-infinity'),
 		('odd-bc', 'wf', 'mailer', 'send', repeat('a', 64), '0100-01-01 00:00:00+00 BC'),
-		('odd-normal', 'wf', 'mailer', 'send', repeat('a', 64), now() - interval '1 hour');
+		('odd-normal', 'wf', 'mailer', 'send', repeat('a', 64), now() - interval '1 hour'),
+		('odd-future', 'wf', 'other', 'send', repeat('a', 64), now() + interval '1 hour'),
+		('odd-end', 'wf', 'mailer', 'send', repeat('a', 64), 'infinity');
 		ALTER TABLE ledger.operations ENABLE TRIGGER operations_contract`)
 	if err != nil {
 		t.Fatal(err)
@@ -569,6 +571,19 @@ func TestStalePendingOddTimestamps(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"odd-inf", "odd-bc", "odd-normal"}, keys); diff != "" {
 		t.Errorf("scanned (-want +got):\n%s", diff)
+	}
+	// Rows dated in the future never age into that scan: this one finds
+	// them, whatever their provider.
+	future, err := ledger.NewStore(tx).FutureDated(ctx, time.Now().Add(ledger.MaxClockSkew), ledger.StaleCursor{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys = nil
+	for _, op := range future {
+		keys = append(keys, op.OpKey)
+	}
+	if diff := cmp.Diff([]string{"odd-future", "odd-end"}, keys); diff != "" {
+		t.Errorf("future-dated scan (-want +got):\n%s", diff)
 	}
 }
 
