@@ -16,6 +16,7 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -269,6 +270,17 @@ func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Re
 		return Relookup{Skipped: fmt.Sprintf("the operation is %s; left as it is", op.Status)}, nil, nil
 	}
 	step := e.Settler.Attempt(ctx, op)
+	for step.Class == providers.ClassPaced && !step.Final && ctx.Err() == nil {
+		// Held back by this process's own pacing: wait for it, the
+		// provider has not been asked.
+		select {
+		case <-time.After(max(step.RetryAfter, 100*time.Millisecond)):
+		case <-ctx.Done():
+		}
+		if ctx.Err() == nil {
+			step = e.Settler.Attempt(ctx, op)
+		}
+	}
 	if ctx.Err() != nil {
 		return Relookup{}, nil, ctx.Err()
 	}

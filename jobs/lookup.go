@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -49,10 +50,12 @@ func (LookupArgs) InsertOpts() river.InsertOpts {
 
 // LookupWorker settles one operation per job.
 //
-// Each run is one attempt. A transient error is returned to River, which
-// retries it after [LookupWorker.NextRetry]; a rate-limited answer snoozes
-// the job for the provider's delay without using an attempt. Once the
-// provider's lookup_budget (counted from when the sweep enqueued the job)
+// Each run that asks the provider is one attempt. A transient error is
+// returned to River, which retries it after [LookupWorker.NextRetry]; a
+// rate-limited answer snoozes the job for the provider's delay without
+// using an attempt; a run this process's own rate limit or concurrency cap
+// held back (paced) snoozes too, and spends no budget. Once the provider's
+// lookup_budget — counted from the first time a run asked the provider —
 // cannot fit another try, the operation gets a lookup_failed ticket whose
 // evidence lists every attempt.
 type LookupWorker struct {
@@ -102,13 +105,19 @@ func (w *LookupWorker) Work(ctx context.Context, job *river.Job[LookupArgs]) err
 		return nil // confirmed, rejected or settled meanwhile
 	}
 
+	asked := time.Now()
 	step := w.settler.Attempt(ctx, op)
 	if !step.Final {
 		if ctx.Err() != nil {
 			return ctx.Err() // shutdown or job timeout: not the provider's answer
 		}
+		if step.Class == providers.ClassPaced {
+			// Held back by this process's own pacing: the provider was not
+			// asked, so no attempt, no error and no budget are spent.
+			return river.JobSnooze(max(step.RetryAfter, time.Second))
+		}
 		budget := w.budget(op)
-		deadline := job.CreatedAt.Add(budget)
+		deadline := budgetStart(ctx, job, asked).Add(budget)
 		now := time.Now()
 		// A Retry-After of zero or in the past would make the job spin.
 		wait := max(step.RetryAfter, time.Second)
@@ -124,6 +133,28 @@ func (w *LookupWorker) Work(ctx context.Context, job *river.Job[LookupArgs]) err
 	history := attemptHistory(job, step)
 	_, err = w.settler.Finish(ctx, op, step, history, false)
 	return err
+}
+
+// metadataAskedAt is the job metadata key holding when the provider was
+// first asked for the operation: the start of its lookup budget.
+const metadataAskedAt = "sweeper_first_asked_at"
+
+// budgetStart returns when the lookup budget of job started: the first
+// time one of its runs asked the provider (kept in the job's metadata,
+// which River saves whether the run errs, snoozes or completes), or asked
+// when no run has before. Time spent queued or paced before that is not
+// the provider's, and does not count.
+func budgetStart(ctx context.Context, job *river.Job[LookupArgs], asked time.Time) time.Time {
+	var md map[string]json.RawMessage
+	if json.Unmarshal(job.Metadata, &md) == nil {
+		var at time.Time
+		if raw, ok := md[metadataAskedAt]; ok && json.Unmarshal(raw, &at) == nil && !at.IsZero() {
+			return at
+		}
+	}
+	// Outside a worker (a test's direct call) there is nowhere to keep it.
+	_ = river.MetadataSet(ctx, metadataAskedAt, asked)
+	return asked
 }
 
 func (w *LookupWorker) budget(op ledger.Operation) time.Duration {

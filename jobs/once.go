@@ -124,9 +124,12 @@ func (s *Sweeper) settleOnce(ctx context.Context, settler *Settler, op ledger.Op
 	if p := s.Providers[op.Provider]; p != nil {
 		budget = p.LookupBudget
 	}
-	deadline := s.now().Add(budget)
+	// The budget starts with the first run that asks the provider: waiting
+	// for this process's own pacing spends none of it.
+	var deadline time.Time
 	var history []review.AttemptError
-	for attempt := 1; ; attempt++ {
+	for attempt := 1; ; {
+		asked := s.now()
 		step := settler.Attempt(ctx, op)
 		if step.Final {
 			if step.Err != nil {
@@ -137,13 +140,19 @@ func (s *Sweeper) settleOnce(ctx context.Context, settler *Settler, op ledger.Op
 		if ctx.Err() != nil {
 			return Settled{}, ctx.Err()
 		}
-		history = append(history, review.AttemptError{At: s.now(), Attempt: attempt, Class: step.Class.String(), Error: step.Err.Error()})
-		wait := backoff(attempt)
-		if step.Class == providers.ClassRateLimited {
-			wait = max(step.RetryAfter, time.Second) // never spin on a zero delay
-		}
-		if s.now().Add(wait).After(deadline) {
-			return settler.Finish(ctx, op, Exhausted(step, attempt, budget), history, dryRun)
+		wait := max(step.RetryAfter, time.Second) // never spin on a zero delay
+		if step.Class != providers.ClassPaced {
+			if deadline.IsZero() {
+				deadline = asked.Add(budget)
+			}
+			history = append(history, review.AttemptError{At: s.now(), Attempt: attempt, Class: step.Class.String(), Error: step.Err.Error()})
+			if step.Class != providers.ClassRateLimited {
+				wait = backoff(attempt)
+			}
+			if s.now().Add(wait).After(deadline) {
+				return settler.Finish(ctx, op, Exhausted(step, attempt, budget), history, dryRun)
+			}
+			attempt++
 		}
 		select {
 		case <-time.After(wait):

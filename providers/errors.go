@@ -30,6 +30,11 @@ const (
 	ClassPermanent
 	// ClassUnsupported: the provider cannot search at all.
 	ClassUnsupported
+	// ClassPaced: sweeper's own pacing — the provider's rate limit or
+	// concurrency cap in this process — held the lookup back; the provider
+	// was not asked. Try again after the delay: no attempt, no error
+	// recorded, no lookup budget spent.
+	ClassPaced
 )
 
 func (c Class) String() string {
@@ -40,6 +45,8 @@ func (c Class) String() string {
 		return "permanent"
 	case ClassUnsupported:
 		return "unsupported"
+	case ClassPaced:
+		return "paced"
 	}
 	return "transient"
 }
@@ -47,14 +54,18 @@ func (c Class) String() string {
 // Error is a classified lookup error.
 type Error struct {
 	Class Class
-	// RetryAfter is the provider's requested delay, for ClassRateLimited.
+	// RetryAfter is the provider's requested delay, for ClassRateLimited,
+	// or sweeper's own, for ClassPaced.
 	RetryAfter time.Duration
 	Err        error
 }
 
 func (e *Error) Error() string {
-	if e.Class == ClassRateLimited {
+	switch e.Class {
+	case ClassRateLimited:
 		return fmt.Sprintf("rate limited (retry after %s): %v", e.RetryAfter, e.Err)
+	case ClassPaced:
+		return fmt.Sprintf("paced (ask again after %s): %v", e.RetryAfter, e.Err)
 	}
 	return e.Err.Error()
 }
@@ -70,6 +81,11 @@ func Permanent(err error) error { return &Error{Class: ClassPermanent, Err: err}
 // RateLimited marks err as the provider asking to wait d.
 func RateLimited(d time.Duration, err error) error {
 	return &Error{Class: ClassRateLimited, RetryAfter: d, Err: err}
+}
+
+// Paced marks a lookup sweeper held back itself, to be tried after d.
+func Paced(d time.Duration, err error) error {
+	return &Error{Class: ClassPaced, RetryAfter: d, Err: err}
 }
 
 // Classify returns an error's class and, when rate limited, its delay. An

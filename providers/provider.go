@@ -92,9 +92,10 @@ func (p *Provider) Lookup(ctx context.Context, q Query) ([]Record, error) {
 }
 
 func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err error) {
-	// Waiting for capacity is bounded by lookup_timeout too, so a busy
-	// provider gives a transient error with time left to record it, rather
-	// than using up the caller's whole deadline.
+	// Waiting for this process's own capacity is bounded by lookup_timeout;
+	// past it the lookup is paced — handed back to be tried later — never
+	// failed: the provider was not asked, so nothing was learned and no
+	// budget is spent.
 	waitCtx, cancelWait := context.WithTimeout(ctx, p.LookupTimeout)
 	defer cancelWait()
 	select {
@@ -104,14 +105,26 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, Transient(fmt.Errorf("%s: no free slot within lookup_timeout %s (concurrency %d)", p.Name, p.LookupTimeout, cap(p.slots)))
+		return nil, Paced(time.Second, fmt.Errorf("%s: all %d lookup slots busy", p.Name, cap(p.slots)))
 	}
-	if err := p.limiter.Wait(waitCtx); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	r := p.limiter.Reserve()
+	if delay := r.Delay(); delay > 0 {
+		deadline, _ := waitCtx.Deadline()
+		if time.Now().Add(delay).After(deadline) {
+			r.Cancel()
+			return nil, Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit())))
 		}
-		// The wait would outlast the deadline.
-		return nil, Transient(fmt.Errorf("%s: rate limit: %w", p.Name, err))
+		timer := time.NewTimer(delay)
+		select {
+		case <-timer.C:
+		case <-waitCtx.Done():
+			timer.Stop()
+			r.Cancel()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit())))
+		}
 	}
 
 	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
@@ -187,6 +200,8 @@ func lookupResult(records []Record, err error) string {
 			return metrics.LookupPermanent
 		case ClassUnsupported:
 			return metrics.LookupUnsupported
+		case ClassPaced:
+			return metrics.LookupTransient // not reached: a paced lookup asks nobody
 		default:
 			return metrics.LookupTransient
 		}
