@@ -207,7 +207,11 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	lookup := NewLookupWorker(s.Settler(batcher), s.Pool)
 	river.AddWorker(workers, lookup)
 	sweepTimeout := s.Config.Sweep.Timeout.Duration
-	river.AddWorker(workers, NewSweepWorker(s.Scanner(), sweepTimeout, s.Logger))
+	// The River sweep hands each provider's backlog on in bounded pieces:
+	// the queue, and memory, stay the same with a million stale rows.
+	scanner := s.Scanner()
+	scanner.Admission = AdmissionHorizon
+	river.AddWorker(workers, NewSweepWorker(scanner, sweepTimeout, s.Logger))
 	river.AddWorker(workers, NewEscalateWorker(s))
 	river.AddWorker(workers, NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
 	dispatcher, err := s.Dispatcher()

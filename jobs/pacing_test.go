@@ -66,3 +66,43 @@ func TestOwnPacingIsNeverAFailure(t *testing.T) {
 		}
 	})
 }
+
+// TestSweepAdmitsABoundedBacklog: a provider's backlog far larger than
+// what it can be asked in the admission horizon is handed on in bounded
+// pieces, oldest first: one pass hands on at most rate_limit × horizon
+// operations (at least a batch). The oldest are the ones already queued,
+// so the queue stays about that long whatever the backlog.
+func TestSweepAdmitsABoundedBacklog(t *testing.T) {
+	t.Parallel()
+	b := setup(t, baseConfig, nil)
+	slow := providers.NewProvider("slow", "fake", &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+		func(context.Context, providers.Query) ([]providers.Record, error) { return nil, nil },
+	}}, providers.Limits{StaleAfter: 10 * time.Minute, LookupTimeout: time.Second, LookupBudget: time.Minute, RateLimit: 0.2, Concurrency: 1})
+	b.sweeper.Providers["slow"] = slow
+	if _, err := b.pool.Exec(context.Background(), `
+		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, first_attempt_at)
+		SELECT 'backlog-' || lpad(i::text, 5, '0'), 'wf', 'slow', 'send', repeat('a', 64), now() - interval '1 hour' - i * interval '1 second'
+		FROM generate_series(1, 2000) i`); err != nil {
+		t.Fatal(err)
+	}
+	scanner := b.sweeper.Scanner()
+	scanner.Admission = jobs.AdmissionHorizon // 0.2/s × 300 s = 60 (more than a batch of 50)
+	var handed []string
+	n, err := scanner.Scan(context.Background(), func(_ context.Context, ops []ledger.Operation) error {
+		for _, op := range ops {
+			if op.Provider == "slow" {
+				handed = append(handed, op.OpKey)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 60; len(handed) != want {
+		t.Errorf("one pass handed on %d of the 2000 (scanned %d), want %d", len(handed), n, want)
+	}
+	if len(handed) > 0 && handed[0] != "backlog-02000" {
+		t.Errorf("first handed on %s, want the oldest, backlog-02000", handed[0])
+	}
+}

@@ -72,6 +72,10 @@ func matchingOf(adapter Lookup) Matching {
 	return m
 }
 
+// RateLimit is the provider's rate limit in this process, in requests
+// per second.
+func (p *Provider) RateLimit() float64 { return float64(p.limiter.Limit()) }
+
 // Matching says how the provider's records are tied to operations.
 func (p *Provider) Matching() Matching { return p.matching }
 
