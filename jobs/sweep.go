@@ -42,8 +42,8 @@ type Scanner struct {
 	// can be asked in that time, however large the backlog. Zero hands on
 	// everything (a pass in process, which looks each one up before it
 	// returns).
-	Admission    time.Duration
-	Now          func() time.Time
+	Admission time.Duration
+	Now       func() time.Time
 	// Metrics counts the stale operations found; nil counts none.
 	Metrics *metrics.Metrics
 }
