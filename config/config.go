@@ -160,6 +160,14 @@ type Review struct {
 	RepeatEvery Duration `toml:"repeat_every,omitempty"`
 	// MaxRepeats caps those re-alerts. Default 3.
 	MaxRepeats int `toml:"max_repeats"`
+	// RelookupAfter is when an open not_found or lookup_failed ticket is
+	// first looked up again, from its opening; each later re-lookup waits
+	// twice as long, up to RelookupMax. A ticket whose record turns up is
+	// resolved as done by itself. Default 1m, at least 10s.
+	RelookupAfter Duration `toml:"relookup_after"`
+	// RelookupMax caps the wait between re-lookups. Default 1h, at least
+	// relookup_after.
+	RelookupMax Duration `toml:"relookup_max"`
 }
 
 // Owners maps names to owners.
@@ -313,9 +321,11 @@ func Default() Config {
 		Sweep:     Sweep{BatchSize: defaultBatchSize, QueryTimeout: NewDuration(30 * time.Second), Timeout: NewDuration(2 * time.Minute)},
 		River:     River{MaxWorkers: 100, ShutdownGrace: NewDuration(30 * time.Second)},
 		Review: Review{
-			Window:     NewDuration(24 * time.Hour),
-			Priority:   defaultPriority,
-			MaxRepeats: 3,
+			Window:        NewDuration(24 * time.Hour),
+			Priority:      defaultPriority,
+			MaxRepeats:    3,
+			RelookupAfter: NewDuration(time.Minute),
+			RelookupMax:   NewDuration(time.Hour),
 		},
 		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour)},
 		HTTP:  HTTP{Listen: defaultListen},
@@ -458,6 +468,11 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 	}
 	if c.Review.MaxRepeats < 0 || c.Review.MaxRepeats > 100 {
 		v.add("review.max_repeats", "must be between 0 and 100")
+	}
+	v.duration("review.relookup_after", c.Review.RelookupAfter, 10*time.Second)
+	v.duration("review.relookup_max", c.Review.RelookupMax, 10*time.Second)
+	if c.Review.RelookupMax.Duration < c.Review.RelookupAfter.Duration {
+		v.add("review.relookup_max", "%s is shorter than review.relookup_after (%s)", c.Review.RelookupMax, c.Review.RelookupAfter)
 	}
 
 	if slackOn {

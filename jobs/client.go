@@ -94,6 +94,8 @@ func Policy(cfg *config.Config) review.Policy {
 		ProviderOwners: cfg.Review.Owners.Providers,
 		Window:         cfg.Review.Window.Duration,
 		Priority:       cfg.Review.Priority,
+		RelookupAfter:  cfg.Review.RelookupAfter.Duration,
+		RelookupMax:    cfg.Review.RelookupMax.Duration,
 	}
 }
 
@@ -214,6 +216,7 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	river.AddWorker(workers, NewSweepWorker(scanner, sweepTimeout, s.Logger))
 	river.AddWorker(workers, NewEscalateWorker(s))
 	river.AddWorker(workers, NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
+	river.AddWorker(workers, NewRelookupTicketWorker(s.Escalator(), lookup.Timeout(nil)))
 	dispatcher, err := s.Dispatcher()
 	switch {
 	case errors.Is(err, ErrSlackOff):

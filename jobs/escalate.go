@@ -81,8 +81,10 @@ type Escalator struct {
 	Ledger  *ledger.Store
 	Settler *Settler
 	Policy  review.Escalation
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// Relookups schedules the re-lookups of open tickets.
+	Relookups review.Policy
+	Logger    *slog.Logger
+	Now       func() time.Time
 	// Metrics counts the steps taken once they commit; nil counts none.
 	Metrics *metrics.Metrics
 }
@@ -90,13 +92,14 @@ type Escalator struct {
 // Escalator returns the escalator over s's pool and clock.
 func (s *Sweeper) Escalator() *Escalator {
 	return &Escalator{
-		Reviews: s.Reviews(),
-		Ledger:  ledger.NewStore(s.Pool),
-		Settler: s.Settler(nil),
-		Policy:  EscalationPolicy(s.Config),
-		Logger:  s.Logger,
-		Now:     s.now,
-		Metrics: s.Metrics,
+		Reviews:   s.Reviews(),
+		Ledger:    ledger.NewStore(s.Pool),
+		Settler:   s.Settler(nil),
+		Policy:    EscalationPolicy(s.Config),
+		Relookups: Policy(s.Config),
+		Logger:    s.Logger,
+		Now:       s.now,
+		Metrics:   s.Metrics,
 	}
 }
 
@@ -344,9 +347,11 @@ func NewEscalateWorker(s *Sweeper) *EscalateWorker { return &EscalateWorker{swee
 
 // EscalateOutput is recorded on each escalate job.
 type EscalateOutput struct {
-	Expired    int `json:"expired"`
-	Enqueued   int `json:"enqueued"`
-	Duplicates int `json:"duplicates"`
+	Expired int `json:"expired"`
+	// DueRelookups counts the open tickets whose scheduled re-lookup was due.
+	DueRelookups int `json:"due_relookups"`
+	Enqueued     int `json:"enqueued"`
+	Duplicates   int `json:"duplicates"`
 }
 
 // Timeout bounds a whole scan (sweep.timeout); a scan cut short is
@@ -380,8 +385,26 @@ func (w *EscalateWorker) Work(ctx context.Context, job *river.Job[EscalateArgs])
 	if err != nil {
 		return err
 	}
-	if out.Expired > 0 {
-		s.Logger.Info("escalation scan done", "expired", out.Expired, "enqueued", out.Enqueued, "already_queued", out.Duplicates)
+	out.DueRelookups, err = s.Escalator().ScanDueRelookups(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration,
+		func(ctx context.Context, due []review.DueRelookup) error {
+			params := make([]river.InsertManyParams, len(due))
+			for i, d := range due {
+				params[i] = river.InsertManyParams{Args: RelookupTicketArgs{TicketID: d.ID, Relookups: d.Relookups}}
+			}
+			enqueued, duplicates, err := insertUnique(ctx, client, params)
+			out.Enqueued += enqueued
+			out.Duplicates += duplicates
+			if err != nil {
+				return fmt.Errorf("relookup: enqueue tickets: %w", err)
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	if out.Expired > 0 || out.DueRelookups > 0 {
+		s.Logger.Info("escalation scan done", "expired", out.Expired, "due_relookups", out.DueRelookups,
+			"enqueued", out.Enqueued, "already_queued", out.Duplicates)
 	}
 	return river.RecordOutput(ctx, out)
 }
@@ -450,39 +473,97 @@ func (s *Sweeper) EscalateOnce(ctx context.Context) (EscalationSummary, error) {
 	escalator := s.Escalator()
 	sum := EscalationSummary{Escalated: map[int]int{}}
 	var mu sync.Mutex
-	work := make(chan review.ExpiredTicket)
+	examined, err := inPool(ctx, s.Config.River.MaxWorkers,
+		func(ctx context.Context, page func(context.Context, []review.ExpiredTicket) error) (int, error) {
+			return escalator.ScanExpired(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration, page)
+		},
+		func(t review.ExpiredTicket) {
+			out, err := escalator.Escalate(ctx, t.ID, t.Version, nil)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				sum.Errors++
+				s.Logger.Error("escalation failed; the ticket stays due", "ticket_id", t.ID, "error", err)
+				return
+			}
+			sum.count(out)
+		})
+	sum.Examined = examined
+	return sum, err
+}
+
+// RelookupSummary counts what one pass of scheduled re-lookups did.
+type RelookupSummary struct {
+	// Due counts the open tickets whose re-lookup was due.
+	Due int `json:"due"`
+	// Resolved counts tickets resolved as done by the record found.
+	Resolved int `json:"resolved"`
+	// Relooked counts tickets looked up again without a proof; their next
+	// re-lookup is scheduled.
+	Relooked int `json:"relooked"`
+	// AlreadyHandled counts tickets someone else handled meanwhile.
+	AlreadyHandled int `json:"already_handled"`
+	// Errors counts tickets the pass could not handle; they stay due.
+	Errors int `json:"errors"`
+}
+
+// RelookupOnce runs one pass of the scheduled re-lookups in this process:
+// every open not_found or lookup_failed ticket whose re-lookup is due is
+// looked up again, as the River jobs do, through the same compare-and-set.
+func (s *Sweeper) RelookupOnce(ctx context.Context) (RelookupSummary, error) {
+	escalator := s.Escalator()
+	var sum RelookupSummary
+	var mu sync.Mutex
+	due, err := inPool(ctx, s.Config.River.MaxWorkers,
+		func(ctx context.Context, page func(context.Context, []review.DueRelookup) error) (int, error) {
+			return escalator.ScanDueRelookups(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration, page)
+		},
+		func(t review.DueRelookup) {
+			out, err := escalator.Relookup(ctx, t.ID, t.Relookups, nil)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				sum.Errors++
+				s.Logger.Error("re-lookup failed; the ticket stays due", "ticket_id", t.ID, "error", err)
+			case out.Kind == OutcomeResolved:
+				sum.Resolved++
+			case out.Kind == OutcomeRelooked:
+				sum.Relooked++
+			default:
+				sum.AlreadyHandled++
+			}
+		})
+	sum.Due = due
+	return sum, err
+}
+
+// inPool hands every item scan finds to handle, on workers goroutines, and
+// returns what scan returns once every item is handled.
+func inPool[T any](ctx context.Context, workers int,
+	scan func(context.Context, func(context.Context, []T) error) (int, error), handle func(T)) (int, error) {
+	work := make(chan T)
 	var wg sync.WaitGroup
-	for range s.Config.River.MaxWorkers {
+	for range max(workers, 1) {
 		wg.Go(func() {
-			for t := range work {
-				out, err := escalator.Escalate(ctx, t.ID, t.Version, nil)
-				mu.Lock()
-				switch {
-				case err != nil:
-					sum.Errors++
-					s.Logger.Error("escalation failed; the ticket stays due", "ticket_id", t.ID, "error", err)
-				default:
-					sum.count(out)
-				}
-				mu.Unlock()
+			for item := range work {
+				handle(item)
 			}
 		})
 	}
-	examined, err := escalator.ScanExpired(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration,
-		func(ctx context.Context, tickets []review.ExpiredTicket) error {
-			for _, t := range tickets {
-				select {
-				case work <- t:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
+	n, err := scan(ctx, func(ctx context.Context, items []T) error {
+		for _, item := range items {
+			select {
+			case work <- item:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
-			return nil
-		})
+		}
+		return nil
+	})
 	close(work)
 	wg.Wait()
-	sum.Examined = examined
-	return sum, err
+	return n, err
 }
 
 func (sum *EscalationSummary) count(out EscalationOutcome) {

@@ -45,6 +45,12 @@ const (
 var Reasons = []Reason{ReasonNotFound, ReasonMultipleMatches, ReasonPayloadMismatch,
 	ReasonAmbiguousOwner, ReasonLookupFailed, ReasonLookupUnsupported, ReasonInvalidOperation}
 
+// Relooks reports whether tickets of reason r are looked up again on a
+// schedule while open: not_found (a record indexed late) and
+// lookup_failed (a provider back from an outage) can settle by
+// themselves; the others need a person.
+func (r Reason) Relooks() bool { return r == ReasonNotFound || r == ReasonLookupFailed }
+
 // Describe says what a reason means, in plain words for people.
 func (r Reason) Describe() string {
 	switch r {

@@ -198,6 +198,11 @@ type EscalationTicket struct {
 	OpKey       string
 	State       string
 	Version     int
+	Reason      Reason
+	// Relookups counts the scheduled re-lookups made; RelookupAt is when
+	// the next is due (zero: none).
+	Relookups  int
+	RelookupAt time.Time
 	EscalationState
 }
 
@@ -248,10 +253,16 @@ func (s *Store) ExpiredTickets(ctx context.Context, now time.Time, after Expired
 // [ErrTicketNotFound].
 func (s *Store) EscalationTicket(ctx context.Context, id int64) (EscalationTicket, error) {
 	var t EscalationTicket
-	err := s.db.QueryRow(ctx, `SELECT id, operation_id, op_key, state, version, escalation_level, owner, priority,
+	var relookupAt *time.Time
+	err := s.db.QueryRow(ctx, `SELECT id, operation_id, op_key, state, version, reason, relookups, relookup_at,
+			escalation_level, owner, priority,
 			deadline, repeat_count, escalation_exhausted, coalesce(acknowledged_level = escalation_level, false)
 		FROM sweeper.tickets WHERE id = $1`, id).Scan(&t.ID, &t.OperationID, &t.OpKey, &t.State, &t.Version,
+		&t.Reason, &t.Relookups, &relookupAt,
 		&t.Level, &t.Owner, &t.Priority, &t.Deadline, &t.RepeatCount, &t.Exhausted, &t.Acknowledged)
+	if relookupAt != nil {
+		t.RelookupAt = *relookupAt
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return EscalationTicket{}, fmt.Errorf("%w: %d", ErrTicketNotFound, id)
 	}
@@ -259,6 +270,64 @@ func (s *Store) EscalationTicket(ctx context.Context, id int64) (EscalationTicke
 		return EscalationTicket{}, fmt.Errorf("review: get ticket %d: %w", id, err)
 	}
 	return t, nil
+}
+
+// DueRelookup is one row of [Store.DueRelookups].
+type DueRelookup struct {
+	ID         int64
+	Relookups  int
+	RelookupAt time.Time
+}
+
+// DueRelookups returns up to limit open tickets whose scheduled re-lookup
+// is due at now, oldest due first, after cursor (the zero value starts
+// from the beginning). The partial index tickets_relookup_idx serves it.
+func (s *Store) DueRelookups(ctx context.Context, now time.Time, after DueRelookup, limit int) ([]DueRelookup, error) {
+	var cursor any
+	if after != (DueRelookup{}) {
+		cursor = after.RelookupAt
+	}
+	rows, err := s.db.Query(ctx, `SELECT id, relookups, relookup_at FROM sweeper.tickets
+		WHERE state = 'open' AND relookup_at IS NOT NULL AND relookup_at <= $1
+		  AND ($2::timestamptz IS NULL OR (relookup_at, id) > ($2, $3))
+		ORDER BY relookup_at, id
+		LIMIT $4`, now, cursor, after.ID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("review: due re-lookups: %w", err)
+	}
+	due, err := pgx.CollectRows(rows, pgx.RowToStructByPos[DueRelookup])
+	if err != nil {
+		return nil, fmt.Errorf("review: due re-lookups: %w", err)
+	}
+	return due, nil
+}
+
+// ScheduleRelookup records that ticket id's re-lookup number done+1 was
+// made and found nothing to settle, and sets when the next is due (the
+// zero time: none). It is a compare-and-set on the count, so a re-lookup
+// repeated by a retry or a replica is recorded once; false means someone
+// else recorded it, or the ticket is no longer open. It writes no event:
+// a re-lookup that settles nothing is nothing to tell anyone. inTx runs
+// before the commit.
+func (s *Store) ScheduleRelookup(ctx context.Context, id int64, done int, next time.Time, inTx InTx) (bool, error) {
+	var at any
+	if !next.IsZero() {
+		at = next
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("review: schedule re-lookup of ticket %d: %w", id, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	tag, err := tx.Exec(ctx, `UPDATE sweeper.tickets SET relookups = relookups + 1, relookup_at = $3
+		WHERE id = $1 AND relookups = $2 AND state = 'open'`, id, done, at)
+	if err != nil {
+		return false, fmt.Errorf("review: schedule re-lookup of ticket %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return false, nil
+	}
+	return true, finish(ctx, tx, inTx, id)
 }
 
 // InTx runs inside a store transaction just before it commits — a River

@@ -214,3 +214,30 @@ func TestEscalationStepAlerts(t *testing.T) {
 		}
 	}
 }
+
+func TestNextRelookup(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	p := review.Policy{RelookupAfter: time.Minute, RelookupMax: time.Hour}
+	for _, tc := range []struct {
+		desc   string
+		policy review.Policy
+		done   int
+		want   time.Duration // after now; -1: never
+	}{
+		{desc: "the first after relookup_after", policy: p, done: 0, want: time.Minute},
+		{desc: "then doubling", policy: p, done: 1, want: 2 * time.Minute},
+		{desc: "and doubling", policy: p, done: 5, want: 32 * time.Minute},
+		{desc: "capped at relookup_max", policy: p, done: 6, want: time.Hour},
+		{desc: "capped however many", policy: p, done: 1000, want: time.Hour},
+		{desc: "no relookup_after: never", policy: review.Policy{}, done: 0, want: -1},
+	} {
+		got := tc.policy.NextRelookup(now, tc.done)
+		switch {
+		case tc.want < 0 && !got.IsZero():
+			t.Errorf("%s: NextRelookup = %s, want never", tc.desc, got)
+		case tc.want >= 0 && !got.Equal(now.Add(tc.want)):
+			t.Errorf("%s: NextRelookup = %s after now, want %s", tc.desc, got.Sub(now), tc.want)
+		}
+	}
+}

@@ -77,6 +77,32 @@ type Policy struct {
 	ProviderOwners map[string]string
 	Window         time.Duration
 	Priority       string
+	// RelookupAfter is when a ticket whose reason [Reason.Relooks] is first
+	// looked up again; each later re-lookup waits twice as long, up to
+	// RelookupMax. Zero schedules none.
+	RelookupAfter time.Duration
+	RelookupMax   time.Duration
+}
+
+// NextRelookup is when a ticket that has been looked up again done times
+// since it opened is next due, counted from now: RelookupAfter doubled
+// done times, at most RelookupMax. The zero time means never (no
+// RelookupAfter).
+func (p Policy) NextRelookup(now time.Time, done int) time.Time {
+	if p.RelookupAfter <= 0 {
+		return time.Time{}
+	}
+	wait := p.RelookupAfter
+	for range min(done, 30) {
+		wait *= 2
+		if p.RelookupMax > 0 && wait >= p.RelookupMax {
+			break
+		}
+	}
+	if p.RelookupMax > 0 {
+		wait = min(wait, p.RelookupMax)
+	}
+	return now.Add(wait)
 }
 
 // OwnerFor returns the one person who owns op's ticket: the workflow's
@@ -175,15 +201,16 @@ func (s *Store) ApplyBatch(ctx context.Context, items []Item) ([]ItemResult, err
 // applyReviewSQL moves a pending row to review and opens its ticket and
 // the ticket's first event, in one statement: $1 operation id, $2 op_key,
 // $3 reason, $4 owner, $5 priority, $6 deadline, $7 evidence, $8 event
-// details. It returns whether the row moved and the ticket opened.
+// details, $9 when it is first looked up again (NULL: never). It returns
+// whether the row moved and the ticket opened.
 const applyReviewSQL = `
 	WITH moved AS (
 		UPDATE ledger.operations SET status = 'review'
 		WHERE id = $1 AND status = 'pending'
 		RETURNING id
 	), ticket AS (
-		INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence)
-		SELECT id, $2, $3, $4, $5, $6, $7 FROM moved
+		INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence, relookup_at)
+		SELECT id, $2, $3, $4, $5, $6, $7, $9 FROM moved
 		ON CONFLICT (operation_id) DO NOTHING
 		RETURNING id
 	), event AS (
@@ -197,7 +224,7 @@ const applyReviewSQL = `
 
 // applyDoneSQL moves a pending row to done: $1 id, $2 provider record id,
 // and the identity the lookup was made for: $3 op_key, $4 action, $5
-// recipient (” for none), $6 payload hash.
+// recipient (empty for none), $6 payload hash.
 //
 // It does not move a row whose identity is no longer the one looked up,
 // that already names another record, nor claim a record another operation
@@ -233,7 +260,13 @@ func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, e
 		if err != nil {
 			return nil, err
 		}
-		batch.Queue(applyReviewSQL, op.ID, op.OpKey, d.Reason, owner, s.policy.Priority, deadline, evidence, details)
+		var relookupAt *time.Time
+		if d.Reason.Relooks() {
+			if at := s.policy.NextRelookup(item.Now, 0); !at.IsZero() {
+				relookupAt = &at
+			}
+		}
+		batch.Queue(applyReviewSQL, op.ID, op.OpKey, d.Reason, owner, s.policy.Priority, deadline, evidence, details, relookupAt)
 	}
 
 	tx, err := s.db.Begin(ctx)

@@ -12,7 +12,7 @@ import (
 func runEscalate(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "escalate", "escalate --once [--config FILE] [--json]")
 	configPath := configFlag(fs)
-	once := fs.Bool("once", false, "look up and escalate every ticket past its deadline, then exit (required)")
+	once := fs.Bool("once", false, "look up and escalate every ticket past its deadline, and look up again every ticket whose re-lookup is due, then exit (required)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	if code := parseFlags(e, fs, args); code >= 0 {
 		return code
@@ -27,21 +27,29 @@ func runEscalate(ctx context.Context, e *env, args []string) int {
 	}
 	defer closeDB()
 	sum, err := s.EscalateOnce(ctx)
+	relooked, relookErr := s.RelookupOnce(ctx)
 	if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
 		// The rows stay in the outbox for the daemon or `notify --once`.
 		fmt.Fprintf(e.stderr, "sweeper escalate: delivering to Slack: %v\n", deliverErr)
 	}
 	if *asJSON {
-		printJSON(e, sum)
+		printJSON(e, struct {
+			jobs.EscalationSummary
+			Relookups jobs.RelookupSummary `json:"relookups"`
+		}{sum, relooked})
 	} else {
 		printEscalationSummary(e.stdout, sum)
+		fmt.Fprintf(e.stdout, "re-lookups due %d: resolved %d, looked up again %d, already handled %d, errors %d\n",
+			relooked.Due, relooked.Resolved, relooked.Relooked, relooked.AlreadyHandled, relooked.Errors)
 	}
 	var problems []string
-	if sum.Errors > 0 {
-		problems = append(problems, fmt.Sprintf("%d ticket(s) could not be handled; they stay due for the next pass", sum.Errors))
+	if n := sum.Errors + relooked.Errors; n > 0 {
+		problems = append(problems, fmt.Sprintf("%d ticket(s) could not be handled; they stay due for the next pass", n))
 	}
-	if err != nil {
-		problems = append(problems, err.Error())
+	for _, err := range []error{err, relookErr} {
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
 	if len(problems) > 0 {
 		return passFailed(e, "escalate", problems)

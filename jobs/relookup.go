@@ -1,0 +1,163 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/sweeper/sweeper/review"
+)
+
+// RelookupTicketArgs asks for one open not_found or lookup_failed ticket
+// to be looked up again on its schedule. Relookups is the count the scan
+// saw: a ticket looked up again since is left alone.
+type RelookupTicketArgs struct {
+	TicketID  int64 `json:"ticket_id" river:"unique"`
+	Relookups int   `json:"relookups" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (RelookupTicketArgs) Kind() string { return "relookup_ticket" }
+
+// InsertOpts makes the job unique by (ticket, count) while unfinished, on
+// the lookup queue with every other lookup.
+func (RelookupTicketArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:       QueueLookup,
+		MaxAttempts: 10,
+		UniqueOpts: river.UniqueOpts{
+			ByArgs: true,
+			ByState: []rivertype.JobState{
+				rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+				rivertype.JobStateRunning, rivertype.JobStateScheduled,
+			},
+		},
+	}
+}
+
+// Outcomes of [Escalator.Relookup].
+const (
+	// OutcomeRelooked: looked up again, nothing settled; the next
+	// re-lookup is scheduled.
+	OutcomeRelooked review.EscalationKind = "relooked"
+)
+
+// Relookup makes ticket id's scheduled re-lookup, which the scan saw at
+// done re-lookups: exactly one agreeing record resolves the ticket as done
+// (as the re-lookup before an escalation does, contradictions of a "not
+// sent" included); anything else schedules the next one, later by
+// [review.Policy.NextRelookup], with no event and no alert. It does
+// nothing to a ticket no longer open, looked up again since, not yet due,
+// or whose reason does not relook.
+func (e *Escalator) Relookup(ctx context.Context, id int64, done int, inTx review.InTx) (EscalationOutcome, error) {
+	t, err := e.Reviews.EscalationTicket(ctx, id)
+	if err != nil {
+		return EscalationOutcome{}, err
+	}
+	skip := EscalationOutcome{Kind: OutcomeAlreadyHandled, Level: t.Level}
+	if t.State != review.StateOpen || t.Relookups != done || t.RelookupAt.IsZero() || e.Now().Before(t.RelookupAt) {
+		return skip, nil
+	}
+	logger := e.Logger.With("ticket_id", t.ID, "op_key", t.OpKey)
+	seen, found, err := e.relookup(ctx, t)
+	if err != nil {
+		return EscalationOutcome{}, err
+	}
+	if found != nil {
+		resolved, err := e.Reviews.ResolveByRelookup(ctx, t, found.recordID, found.evidence, e.Now(), inTx)
+		switch {
+		case errors.Is(err, review.ErrNotInReview) || err == nil && !resolved:
+			if err := e.contradicts(ctx, t, found, logger); err != nil {
+				return EscalationOutcome{}, err
+			}
+			if err == nil && !resolved {
+				return skip, nil
+			}
+		case review.Unstorable(err):
+			logger.Warn("re-lookup answer could not be stored", "error", err)
+		case err != nil:
+			return EscalationOutcome{}, err
+		default:
+			e.Metrics.Escalated(t.Level, string(OutcomeResolved))
+			logger.Info("ticket resolved by a scheduled re-lookup", "provider_record_id", found.recordID)
+			return EscalationOutcome{Kind: OutcomeResolved, Level: t.Level}, nil
+		}
+	}
+	var next time.Time
+	if t.Reason.Relooks() && seen.Skipped == "" {
+		// (A ticket whose operation left review needs a person, not
+		// another look.)
+		next = e.Relookups.NextRelookup(e.Now(), done+1)
+	}
+	scheduled, err := e.Reviews.ScheduleRelookup(ctx, t.ID, done, next, inTx)
+	if err != nil {
+		return EscalationOutcome{}, err
+	}
+	if !scheduled {
+		return skip, nil
+	}
+	return EscalationOutcome{Kind: OutcomeRelooked, Level: t.Level}, nil
+}
+
+// ScanDueRelookups walks the open tickets whose scheduled re-lookup is due
+// at now, in pages of batchSize, and calls page for each; it returns how
+// many it saw.
+func (e *Escalator) ScanDueRelookups(ctx context.Context, now time.Time, batchSize int, queryTimeout time.Duration, page func(context.Context, []review.DueRelookup) error) (int, error) {
+	var cursor review.DueRelookup
+	seen := 0
+	for {
+		queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
+		due, err := e.Reviews.DueRelookups(queryCtx, now, cursor, batchSize)
+		cancel()
+		if err != nil {
+			return seen, fmt.Errorf("relookup: %w", err)
+		}
+		if len(due) == 0 {
+			return seen, nil
+		}
+		seen += len(due)
+		if err := page(ctx, due); err != nil {
+			return seen, err
+		}
+		if len(due) < batchSize {
+			return seen, nil
+		}
+		cursor = due[len(due)-1]
+	}
+}
+
+// RelookupTicketWorker makes one scheduled re-lookup per job, completing
+// the job in the transaction that writes its outcome.
+type RelookupTicketWorker struct {
+	river.WorkerDefaults[RelookupTicketArgs]
+	escalator *Escalator
+	timeout   time.Duration
+}
+
+// NewRelookupTicketWorker returns the worker; timeout bounds one run.
+func NewRelookupTicketWorker(e *Escalator, timeout time.Duration) *RelookupTicketWorker {
+	return &RelookupTicketWorker{escalator: e, timeout: timeout}
+}
+
+// Timeout implements river.Worker.
+func (w *RelookupTicketWorker) Timeout(*river.Job[RelookupTicketArgs]) time.Duration {
+	return w.timeout
+}
+
+// Work implements river.Worker.
+func (w *RelookupTicketWorker) Work(ctx context.Context, job *river.Job[RelookupTicketArgs]) error {
+	_, err := w.escalator.Relookup(ctx, job.Args.TicketID, job.Args.Relookups, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+	if errors.Is(err, review.ErrTicketNotFound) {
+		return river.JobCancel(err)
+	}
+	return err
+}
