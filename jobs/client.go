@@ -17,6 +17,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/internal/health"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/providers"
@@ -84,6 +85,21 @@ func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 		})
 	}
 	return out, errors.Join(errs...)
+}
+
+// TrackHealth gives every provider its health tracker over s's pool, so
+// that a provider failing again and again is down for the whole cluster
+// (internal/health): its lookups pause, one probe asks at a time, and when
+// it answers, its open lookup_failed tickets are looked up again at once.
+func (s *Sweeper) TrackHealth() {
+	for name, p := range s.Providers {
+		tracker := health.NewTracker(s.Pool, name, 2*p.LookupTimeout+lookupOverhead)
+		tracker.OnUp = func(ctx context.Context) {
+			n, err := s.Reviews().RelookupNow(ctx, name)
+			s.Logger.Info("provider answers again; lookups resume", "provider", name, "tickets_relooked_now", n, "error", err)
+		}
+		p.SetHealth(tracker)
+	}
 }
 
 // Policy is the review policy the configuration describes.

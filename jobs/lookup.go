@@ -105,7 +105,7 @@ func (w *LookupWorker) Work(ctx context.Context, job *river.Job[LookupArgs]) err
 		return nil // confirmed, rejected or settled meanwhile
 	}
 
-	asked := time.Now()
+	askedAt := time.Now()
 	step := w.settler.Attempt(ctx, op)
 	if !step.Final {
 		if ctx.Err() != nil {
@@ -117,7 +117,7 @@ func (w *LookupWorker) Work(ctx context.Context, job *river.Job[LookupArgs]) err
 			return river.JobSnooze(max(step.RetryAfter, time.Second))
 		}
 		budget := w.budget(op)
-		deadline := budgetStart(ctx, job, asked).Add(budget)
+		deadline := budgetDeadline(ctx, job, w.settler.Providers[op.Provider], budget, askedAt)
 		now := time.Now()
 		// A Retry-After of zero or in the past would make the job spin.
 		wait := max(step.RetryAfter, time.Second)
@@ -135,26 +135,38 @@ func (w *LookupWorker) Work(ctx context.Context, job *river.Job[LookupArgs]) err
 	return err
 }
 
-// metadataAskedAt is the job metadata key holding when the provider was
-// first asked for the operation: the start of its lookup budget.
-const metadataAskedAt = "sweeper_first_asked_at"
+// metadataAsked is the job metadata key holding when the provider was
+// first asked for the operation — the start of its lookup budget — and how
+// long the provider had been down in all by then.
+const metadataAsked = "sweeper_first_asked"
 
-// budgetStart returns when the lookup budget of job started: the first
-// time one of its runs asked the provider (kept in the job's metadata,
-// which River saves whether the run errs, snoozes or completes), or asked
-// when no run has before. Time spent queued or paced before that is not
-// the provider's, and does not count.
-func budgetStart(ctx context.Context, job *river.Job[LookupArgs], asked time.Time) time.Time {
-	var md map[string]json.RawMessage
-	if json.Unmarshal(job.Metadata, &md) == nil {
-		var at time.Time
-		if raw, ok := md[metadataAskedAt]; ok && json.Unmarshal(raw, &at) == nil && !at.IsZero() {
-			return at
-		}
+// asked is the value under metadataAsked.
+type asked struct {
+	At   time.Time     `json:"at"`
+	Down time.Duration `json:"down_ns"`
+}
+
+// budgetDeadline returns when the lookup budget of job runs out: budget
+// after the first time one of its runs asked the provider (kept in the
+// job's metadata, which River saves whether the run errs, snoozes or
+// completes; now when no run has before), plus the time the provider has
+// been down since, during which its lookups waited and asked nobody. Time
+// spent queued or paced before the first ask does not count either.
+func budgetDeadline(ctx context.Context, job *river.Job[LookupArgs], p *providers.Provider, budget time.Duration, now time.Time) time.Time {
+	down := time.Duration(0)
+	if p != nil {
+		down = p.DownTotal(ctx)
 	}
-	// Outside a worker (a test's direct call) there is nowhere to keep it.
-	_ = river.MetadataSet(ctx, metadataAskedAt, asked)
-	return asked
+	first := asked{At: now, Down: down}
+	var md map[string]json.RawMessage
+	var kept asked
+	if json.Unmarshal(job.Metadata, &md) == nil && json.Unmarshal(md[metadataAsked], &kept) == nil && !kept.At.IsZero() {
+		first = kept
+	} else {
+		// Outside a worker (a test's direct call) there is nowhere to keep it.
+		_ = river.MetadataSet(ctx, metadataAsked, first)
+	}
+	return first.At.Add(budget + max(down-first.Down, 0))
 }
 
 func (w *LookupWorker) budget(op ledger.Operation) time.Duration {

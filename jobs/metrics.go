@@ -15,28 +15,32 @@ import (
 // every replica reports the same truth and nothing is lost across restarts:
 // operations by status, open tickets by reason and age, the oldest stale
 // pending operation per provider, outbox rows by state, and River's jobs by
-// queue and state. What this process did — events counted as they happen —
+// queue and state, and each configured provider's health. What this
+// process did — events counted as they happen —
 // is in internal/metrics.
 type StateCollector struct {
-	pool    *pgxpool.Pool
-	timeout time.Duration
+	pool      *pgxpool.Pool
+	timeout   time.Duration
+	providers []string
 
 	operations  *prometheus.Desc
 	openTickets *prometheus.Desc
 	oldest      *prometheus.Desc
 	outbox      *prometheus.Desc
 	jobs        *prometheus.Desc
+	providerUp  *prometheus.Desc
 	up          *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*StateCollector)(nil)
 
-// NewStateCollector returns a collector over pool; each scrape's queries
-// share a 5-second limit.
-func NewStateCollector(pool *pgxpool.Pool) *StateCollector {
+// NewStateCollector returns a collector over pool for the configured
+// providers; each scrape's queries share a 5-second limit.
+func NewStateCollector(pool *pgxpool.Pool, providers []string) *StateCollector {
 	return &StateCollector{
-		pool:    pool,
-		timeout: 5 * time.Second,
+		pool:      pool,
+		timeout:   5 * time.Second,
+		providers: providers,
 		operations: prometheus.NewDesc("sweeper_ledger_operations",
 			"Ledger operations by provider and status.", []string{"provider", "status"}, nil),
 		openTickets: prometheus.NewDesc("sweeper_open_tickets",
@@ -47,6 +51,8 @@ func NewStateCollector(pool *pgxpool.Pool) *StateCollector {
 			"Slack outbox rows by state (parked rows wait for a person).", []string{"state"}, nil),
 		jobs: prometheus.NewDesc("sweeper_river_jobs",
 			"River jobs by queue and state (the queue depth is available+scheduled+retryable).", []string{"queue", "state"}, nil),
+		providerUp: prometheus.NewDesc("sweeper_provider_up",
+			"0 while a provider is down for the cluster (its lookups wait for a probe to be answered), else 1.", []string{"provider"}, nil),
 		up: prometheus.NewDesc("sweeper_database_up",
 			"1 when the last scrape could read the database.", nil, nil),
 	}
@@ -54,7 +60,7 @@ func NewStateCollector(pool *pgxpool.Pool) *StateCollector {
 
 // Describe implements prometheus.Collector.
 func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.operations, c.openTickets, c.oldest, c.outbox, c.jobs, c.up} {
+	for _, d := range []*prometheus.Desc{c.operations, c.openTickets, c.oldest, c.outbox, c.jobs, c.providerUp, c.up} {
 		ch <- d
 	}
 }
@@ -67,22 +73,25 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		desc   *prometheus.Desc
 		labels int
 		query  string
+		args   []any
 	}{
-		{c.operations, 2, `SELECT provider, status, count(*)::float8 FROM ledger.operations GROUP BY 1, 2`},
+		{c.operations, 2, `SELECT provider, status, count(*)::float8 FROM ledger.operations GROUP BY 1, 2`, nil},
 		{c.openTickets, 2, `SELECT reason, CASE
 				WHEN now() - created_at < interval '1 hour' THEN '<1h'
 				WHEN now() - created_at < interval '1 day' THEN '1h-1d'
 				WHEN now() - created_at < interval '7 days' THEN '1d-7d'
 				ELSE '>7d' END, count(*)::float8
-			FROM sweeper.tickets WHERE state = 'open' GROUP BY 1, 2`},
+			FROM sweeper.tickets WHERE state = 'open' GROUP BY 1, 2`, nil},
 		{c.oldest, 1, `SELECT provider, extract(epoch FROM now() - min(first_attempt_at))::float8
-			FROM ledger.operations WHERE status = 'pending' AND first_attempt_at > '-infinity' GROUP BY 1`},
-		{c.outbox, 1, `SELECT state, count(*)::float8 FROM sweeper.outbox GROUP BY 1`},
-		{c.jobs, 2, `SELECT queue, state::text, count(*)::float8 FROM sweeper.river_job GROUP BY 1, 2`},
+			FROM ledger.operations WHERE status = 'pending' AND first_attempt_at > '-infinity' GROUP BY 1`, nil},
+		{c.outbox, 1, `SELECT state, count(*)::float8 FROM sweeper.outbox GROUP BY 1`, nil},
+		{c.jobs, 2, `SELECT queue, state::text, count(*)::float8 FROM sweeper.river_job GROUP BY 1, 2`, nil},
+		{c.providerUp, 1, `SELECT p, CASE WHEN h.state = 'down' THEN 0 ELSE 1 END::float8
+			FROM unnest($1::text[]) p LEFT JOIN sweeper.provider_health h ON h.provider = p`, []any{c.providers}},
 	}
 	up := 1.0
 	for _, q := range queries {
-		rows, err := c.pool.Query(ctx, q.query)
+		rows, err := c.pool.Query(ctx, q.query, q.args...)
 		if err != nil {
 			up = 0
 			continue

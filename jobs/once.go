@@ -121,9 +121,11 @@ func countDecision(sum *Summary, d review.Decision) {
 // with backoff and wait out rate limits, within the provider's budget.
 func (s *Sweeper) settleOnce(ctx context.Context, settler *Settler, op ledger.Operation, dryRun bool) (Settled, error) {
 	var budget time.Duration
-	if p := s.Providers[op.Provider]; p != nil {
+	p := s.Providers[op.Provider]
+	if p != nil {
 		budget = p.LookupBudget
 	}
+	var downAtFirst time.Duration
 	// The budget starts with the first run that asks the provider: waiting
 	// for this process's own pacing spends none of it.
 	var deadline time.Time
@@ -143,8 +145,11 @@ func (s *Sweeper) settleOnce(ctx context.Context, settler *Settler, op ledger.Op
 		wait := max(step.RetryAfter, time.Second) // never spin on a zero delay
 		if step.Class != providers.ClassPaced {
 			if deadline.IsZero() {
-				deadline = asked.Add(budget)
+				deadline, downAtFirst = asked.Add(budget), p.DownTotal(ctx)
 			}
+			// The time the provider was down since does not count.
+			deadline = deadline.Add(max(p.DownTotal(ctx)-downAtFirst, 0))
+			downAtFirst = max(downAtFirst, p.DownTotal(ctx))
 			history = append(history, review.AttemptError{At: s.now(), Attempt: attempt, Class: step.Class.String(), Error: step.Err.Error()})
 			if step.Class != providers.ClassRateLimited {
 				wait = backoff(attempt)

@@ -106,3 +106,39 @@ func TestSweepAdmitsABoundedBacklog(t *testing.T) {
 		t.Errorf("first handed on %s, want the oldest, backlog-02000", handed[0])
 	}
 }
+
+// TestOutageMakesNoTickets: the provider answers 503 for eight seconds,
+// longer than the three-second lookup budget, then holds every record.
+// Its failures take it down for the cluster: the lookups pause, spending
+// no budget, a probe asks at a backoff, and once it answers they resume —
+// every operation done, no lookup_failed ticket.
+func TestOutageMakesNoTickets(t *testing.T) {
+	t.Parallel()
+	outageEnds := time.Now().Add(8 * time.Second)
+	var asked atomic.Int64
+	flaky := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+		func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+			asked.Add(1)
+			if time.Now().Before(outageEnds) {
+				return nil, providers.Transient(fmt.Errorf("HTTP 503"))
+			}
+			return []providers.Record{{ID: "rec_" + q.OpKey, CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
+		},
+	}}
+	b := setup(t, baseConfig, map[string]*providers.Provider{"flaky": fakeProvider("flaky", flaky, 3*time.Second)})
+	b.sweeper.TrackHealth()
+	var keys []string
+	for i := range 20 {
+		keys = append(keys, b.claim(t, fmt.Sprintf("outage-%02d", i), "flaky", stale).OpKey)
+	}
+	client := b.startClient(t)
+	b.sweep(t, client)
+	b.waitSettled(t, keys, 90*time.Second)
+	if n := b.count(t, `SELECT count(*) FROM ledger.operations WHERE status = 'done'`); n != len(keys) {
+		t.Errorf("%d of %d done after the outage; tickets: %d", n, len(keys), b.count(t, `SELECT count(*) FROM sweeper.tickets`))
+	}
+	if n := b.count(t, `SELECT count(*) FROM sweeper.provider_health WHERE provider = 'flaky' AND state = 'up' AND down_seconds > 0`); n != 1 {
+		t.Errorf("provider_health: want flaky up again after a recorded outage")
+	}
+	t.Logf("the provider was asked %d times for %d operations", asked.Load(), len(keys))
+}

@@ -29,6 +29,7 @@ type Provider struct {
 
 	adapter  Lookup
 	matching Matching
+	health   Health
 	limiter  *rate.Limiter
 	slots    chan struct{}
 	metrics  *metrics.Metrics
@@ -72,6 +73,32 @@ func matchingOf(adapter Lookup) Matching {
 	return m
 }
 
+// Health is a provider's health shared by every replica: see
+// internal/health's Tracker, which implements it.
+type Health interface {
+	// Allow says whether a lookup may ask now; probe marks the one lookup
+	// asking a provider that is down. A non-nil error means wait.
+	Allow(ctx context.Context) (probe bool, wait time.Duration, err error)
+	// Done reports how a lookup that asked ended: failed for a transient
+	// failure.
+	Done(ctx context.Context, probe, failed bool, detail string) error
+	// DownTotal is how long the provider has been down in all.
+	DownTotal(ctx context.Context) time.Duration
+}
+
+// SetHealth has the provider's lookups pause while h says it is down
+// (nil: never). Call it before the provider is used.
+func (p *Provider) SetHealth(h Health) { p.health = h }
+
+// DownTotal is how long the provider has been down in all, by its health
+// (zero without one): what a lookup's budget leaves out.
+func (p *Provider) DownTotal(ctx context.Context) time.Duration {
+	if p == nil || p.health == nil {
+		return 0
+	}
+	return p.health.DownTotal(ctx)
+}
+
 // RateLimit is the provider's rate limit in this process, in requests
 // per second.
 func (p *Provider) RateLimit() float64 { return float64(p.limiter.Limit()) }
@@ -111,6 +138,9 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 		}
 		return nil, Paced(time.Second, fmt.Errorf("%s: all %d lookup slots busy", p.Name, cap(p.slots)))
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // the caller gave up while the slot was being taken
+	}
 	r := p.limiter.Reserve()
 	if delay := r.Delay(); delay > 0 {
 		deadline, _ := waitCtx.Deadline()
@@ -129,6 +159,26 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 			}
 			return nil, Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit())))
 		}
+	}
+
+	probe := false
+	if p.health != nil {
+		var wait time.Duration
+		var down error
+		if probe, wait, down = p.health.Allow(ctx); down != nil {
+			return nil, Paced(wait, fmt.Errorf("%s: the provider is down; its lookups wait for a probe to be answered", p.Name))
+		}
+		defer func() {
+			if ctx.Err() == nil {
+				class, _ := Classify(err)
+				failed := err != nil && class == ClassTransient
+				detail := ""
+				if err != nil {
+					detail = Redact(err, q.Recipient).Error()
+				}
+				p.health.Done(context.WithoutCancel(ctx), probe, failed, detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
+			}
+		}()
 	}
 
 	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)

@@ -330,6 +330,19 @@ func (s *Store) ScheduleRelookup(ctx context.Context, id int64, done int, next t
 	return true, finish(ctx, tx, inTx, id)
 }
 
+// RelookupNow makes every open lookup_failed ticket of provider due for
+// its re-lookup at once — the provider is back — and reports how many.
+func (s *Store) RelookupNow(ctx context.Context, provider string) (int64, error) {
+	tag, err := s.db.Exec(ctx, `UPDATE sweeper.tickets t SET relookup_at = now()
+		FROM ledger.operations o
+		WHERE o.id = t.operation_id AND o.provider = $1 AND t.state = 'open' AND t.reason = 'lookup_failed'
+		  AND t.relookup_at IS NOT NULL AND t.relookup_at > now()`, provider)
+	if err != nil {
+		return 0, fmt.Errorf("review: re-lookups of %s now: %w", provider, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // InTx runs inside a store transaction just before it commits — a River
 // job's completion (river.JobCompleteTx), so that the job is done exactly
 // when its outcome is. Its error rolls everything back.

@@ -148,6 +148,7 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 		`sweeper_open_tickets{age="<1h",reason="not_found"} 1`,
 		`sweeper_database_up 1`,
 		`sweeper_river_jobs{queue="lookup",state=`,
+		`sweeper_provider_up{provider="sim"} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s\n%s", want, grepLines(string(body), "sweeper_"))

@@ -50,7 +50,7 @@ func httpServer(serveCtx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon, 
 	registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		jobs.NewStateCollector(s.Pool),
+		jobs.NewStateCollector(s.Pool, slices.Sorted(maps.Keys(s.Providers))),
 	)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {

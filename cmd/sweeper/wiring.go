@@ -58,7 +58,9 @@ func openWaiting(ctx context.Context, e *env, configPath string, logger *slog.Lo
 	} else if offset.Abs() > time.Minute {
 		logger.Warn("this machine's clock disagrees with the database's; deciding by the database's", "offset", offset.String())
 	}
-	return &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: e.getenv, Clock: clock}, pool.Close, -1
+	s := &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: e.getenv, Clock: clock}
+	s.TrackHealth()
+	return s, pool.Close, -1
 }
 
 // reach connects and counts the migrations the database lacks.

@@ -1,0 +1,236 @@
+// Package health keeps each provider's health in PostgreSQL, shared by every
+// replica: a provider whose lookups keep failing transiently is down for the
+// whole cluster. While it is down its lookups pause — they ask nobody, spend
+// no budget and open no lookup_failed tickets — and one probe at a time, in
+// the whole cluster, asks it at a backoff (5 s doubling to 1 min); the first
+// probe it answers brings it up again, and the lookups resume.
+//
+// The table (sweeper.provider_health) is written on state changes and by
+// probes only: a healthy provider costs one cached read a second per
+// process, not a write per lookup.
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sweeper/sweeper/ledger"
+)
+
+// FailureThreshold is how many transient failures in a row, in one
+// process, mark a provider down for the cluster: a timeout or a 5xx now and
+// then is the budget's business; five in a row is an outage.
+const FailureThreshold = 5
+
+// Probe backoff: the first probe five seconds after the provider went
+// down, then twice as long after each failed probe, at most a minute.
+const (
+	FirstProbe = 5 * time.Second
+	MaxProbe   = time.Minute
+)
+
+// cacheFor is how long a process trusts the state it read.
+const cacheFor = time.Second
+
+// State is a provider's health as the table holds it.
+type State struct {
+	Provider string `json:"provider"`
+	Up       bool   `json:"up"`
+	// Since is when the current state began (zero: up since ever).
+	Since time.Time `json:"since,omitzero"`
+	// DownSeconds is the time spent down before the current state.
+	DownSeconds float64 `json:"down_seconds"`
+	// ProbeAt is when the next probe may ask, while down.
+	ProbeAt time.Time `json:"probe_at,omitzero"`
+	// LastError is the failure that took it down, or the last failed
+	// probe's.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// DownTotal is how long the provider has been down in all, at now.
+func (s State) DownTotal(now time.Time) time.Duration {
+	total := time.Duration(s.DownSeconds * float64(time.Second))
+	if !s.Up && now.After(s.Since) {
+		total += now.Sub(s.Since)
+	}
+	return total
+}
+
+// ErrDown is returned by [Tracker.Allow] for a lookup that must wait: the
+// provider is down and another lookup holds the probe, or it is not due.
+var ErrDown = errors.New("provider down")
+
+// Tracker is one provider's health as one process sees and reports it.
+// Safe for concurrent use.
+type Tracker struct {
+	db       ledger.DB
+	provider string
+	lease    time.Duration
+	// OnUp runs after a probe brought the provider up (nil: nothing), for
+	// what recovery should start at once.
+	OnUp func(ctx context.Context)
+
+	mu       sync.Mutex
+	failures int
+	cached   State
+	readAt   time.Time
+}
+
+// NewTracker returns the tracker of provider over db. lease bounds a probe:
+// a probe not reported within it (its process died) frees the turn.
+func NewTracker(db ledger.DB, provider string, lease time.Duration) *Tracker {
+	return &Tracker{db: db, provider: provider, lease: lease}
+}
+
+// State reads the provider's health, at most a second old.
+func (t *Tracker) State(ctx context.Context) (State, error) {
+	t.mu.Lock()
+	if !t.readAt.IsZero() && time.Since(t.readAt) < cacheFor {
+		st := t.cached
+		t.mu.Unlock()
+		return st, nil
+	}
+	t.mu.Unlock()
+	st, err := Read(ctx, t.db, t.provider)
+	if err != nil {
+		return State{}, err
+	}
+	t.mu.Lock()
+	t.cached, t.readAt = st, time.Now()
+	t.mu.Unlock()
+	return st, nil
+}
+
+func (t *Tracker) forget() {
+	t.mu.Lock()
+	t.readAt = time.Time{}
+	t.mu.Unlock()
+}
+
+// Allow says whether a lookup may ask the provider now. Up: yes. Down: yes
+// for the one lookup that takes the probe's turn (probe true), which must
+// report with [Tracker.Done]; the others get [ErrDown] and how long to
+// wait before asking again.
+func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, err error) {
+	st, err := t.State(ctx)
+	if err != nil || st.Up {
+		// Without the database there is no decision to share: let the
+		// lookup ask, as it would with no tracker.
+		return false, 0, nil
+	}
+	var taken bool
+	err = t.db.QueryRow(ctx, `UPDATE sweeper.provider_health
+		SET probe_lease_until = now() + $2::interval, updated_at = now()
+		WHERE provider = $1 AND state = 'down' AND probe_at <= now()
+		  AND (probe_lease_until IS NULL OR probe_lease_until < now())
+		RETURNING true`, t.provider, t.lease).Scan(&taken)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return false, 0, nil
+	case taken:
+		return true, 0, nil
+	}
+	wait = time.Until(st.ProbeAt)
+	return false, min(max(wait, time.Second), 5*time.Second), ErrDown
+}
+
+// Done reports how a lookup that asked the provider ended: failed is true
+// for a transient failure (a timeout, a 5xx, a dropped connection), false
+// for an answer (an error the provider chose to give included). A probe's
+// answer brings the provider up; its failure backs the next probe off.
+// Outside a probe, FailureThreshold failures in a row take the provider
+// down. detail says why, for people; it must hold no secret or recipient.
+func (t *Tracker) Done(ctx context.Context, probe, failed bool, detail string) error {
+	switch {
+	case probe && !failed:
+		return t.up(ctx)
+	case probe:
+		_, err := t.db.Exec(ctx, `UPDATE sweeper.provider_health
+			SET probe_at = now() + probe_backoff, probe_backoff = least(probe_backoff * 2, $2::interval),
+			    probe_lease_until = NULL, last_error = $3, updated_at = now()
+			WHERE provider = $1 AND state = 'down'`, t.provider, MaxProbe, detail)
+		t.forget()
+		return err
+	}
+	t.mu.Lock()
+	if !failed {
+		t.failures = 0
+		t.mu.Unlock()
+		return nil
+	}
+	t.failures++
+	down := t.failures >= FailureThreshold
+	if down {
+		t.failures = 0
+	}
+	t.mu.Unlock()
+	if !down {
+		return nil
+	}
+	_, err := t.db.Exec(ctx, `INSERT INTO sweeper.provider_health AS h (provider, state, since, probe_at, probe_backoff, last_error)
+		VALUES ($1, 'down', now(), now() + $2::interval, $2::interval * 2, $3)
+		ON CONFLICT (provider) DO UPDATE
+		SET state = 'down', since = now(), probe_at = now() + $2::interval, probe_backoff = $2::interval * 2,
+		    probe_lease_until = NULL, last_error = $3, updated_at = now()
+		WHERE h.state = 'up'`, t.provider, FirstProbe, detail)
+	t.forget()
+	return err
+}
+
+func (t *Tracker) up(ctx context.Context) error {
+	tag, err := t.db.Exec(ctx, `UPDATE sweeper.provider_health
+		SET state = 'up', down_seconds = down_seconds + extract(epoch FROM now() - since), since = now(),
+		    probe_at = NULL, probe_lease_until = NULL, probe_backoff = $2::interval, updated_at = now()
+		WHERE provider = $1 AND state = 'down'`, t.provider, FirstProbe)
+	t.forget()
+	if err != nil {
+		return fmt.Errorf("health: %s up: %w", t.provider, err)
+	}
+	t.mu.Lock()
+	t.failures = 0
+	t.mu.Unlock()
+	if tag.RowsAffected() == 1 && t.OnUp != nil {
+		t.OnUp(ctx)
+	}
+	return nil
+}
+
+// Read returns provider's health; a provider without a row is up.
+func Read(ctx context.Context, db ledger.DB, provider string) (State, error) {
+	st := State{Provider: provider, Up: true}
+	var state string
+	var probeAt *time.Time
+	var lastErr *string
+	err := db.QueryRow(ctx, `SELECT state, since, down_seconds, probe_at, last_error
+		FROM sweeper.provider_health WHERE provider = $1`, provider).Scan(&state, &st.Since, &st.DownSeconds, &probeAt, &lastErr)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, nil
+	}
+	if err != nil {
+		return State{}, fmt.Errorf("health: read %s: %w", provider, err)
+	}
+	st.Up = state == "up"
+	if probeAt != nil {
+		st.ProbeAt = *probeAt
+	}
+	if lastErr != nil {
+		st.LastError = *lastErr
+	}
+	return st, nil
+}
+
+// DownTotal is how long the provider has been down in all, as of the
+// state read at most a second ago.
+func (t *Tracker) DownTotal(ctx context.Context) time.Duration {
+	st, err := t.State(ctx)
+	if err != nil {
+		return 0
+	}
+	return st.DownTotal(time.Now())
+}

@@ -1,0 +1,97 @@
+package health_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/health"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// TestDownForTheCluster: five transient failures in a row in one replica
+// take the provider down for every replica; while down only one lookup in
+// the cluster may ask (the probe), a failed probe backs the next one off,
+// and an answered probe brings the provider up for all, with the time it
+// was down counted.
+func TestDownForTheCluster(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	a := health.NewTracker(pool, "mailer", time.Minute)
+	b := health.NewTracker(pool, "mailer", time.Minute)
+	recovered := 0
+	b.OnUp = func(context.Context) { recovered++ }
+
+	for i := range health.FailureThreshold - 1 {
+		if err := a.Done(ctx, false, true, "HTTP 503"); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			// An answer in between starts the count again.
+			if err := a.Done(ctx, false, false, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if st, _ := health.Read(ctx, pool, "mailer"); !st.Up {
+		t.Fatalf("down after failures that were not in a row: %+v", st)
+	}
+	for range health.FailureThreshold {
+		if err := a.Done(ctx, false, true, "HTTP 503"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := health.Read(ctx, pool, "mailer")
+	if err != nil || st.Up || st.LastError != "HTTP 503" {
+		t.Fatalf("after %d failures in a row: %+v, %v; want down", health.FailureThreshold, st, err)
+	}
+
+	// Down: no probe is due yet, in either replica.
+	if probe, wait, err := b.Allow(ctx); !errors.Is(err, health.ErrDown) || probe || wait < time.Second {
+		t.Fatalf("Allow while down = %v, %s, %v; want to wait", probe, wait, err)
+	}
+	// Once due, one replica takes the probe, the other waits.
+	if _, err := pool.Exec(ctx, `UPDATE sweeper.provider_health SET probe_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	probeA, _, errA := a.Allow(ctx)
+	probeB, _, errB := b.Allow(ctx)
+	if !probeA || errA != nil || probeB || !errors.Is(errB, health.ErrDown) {
+		t.Fatalf("probe taken by a: %v %v, by b: %v %v; want exactly a", probeA, errA, probeB, errB)
+	}
+	// The probe fails: the next one is further off.
+	if err := a.Done(ctx, true, true, "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	var gap time.Duration
+	if err := pool.QueryRow(ctx, `SELECT probe_at - now() FROM sweeper.provider_health`).Scan(&gap); err != nil {
+		t.Fatal(err)
+	}
+	if gap < 9*time.Second || gap > 11*time.Second {
+		t.Errorf("after a failed probe the next is %s away, want about 10s", gap)
+	}
+
+	// A probe answered: up for everyone, the downtime counted.
+	if _, err := pool.Exec(ctx, `UPDATE sweeper.provider_health SET probe_at = now() - interval '1 second', since = since - interval '1 minute'`); err != nil {
+		t.Fatal(err)
+	}
+	probe, _, err := b.Allow(ctx)
+	if !probe || err != nil {
+		t.Fatalf("b's probe: %v, %v", probe, err)
+	}
+	if err := b.Done(ctx, true, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	st, err = health.Read(ctx, pool, "mailer")
+	if err != nil || !st.Up || st.DownSeconds < 60 || recovered != 1 {
+		t.Errorf("after an answered probe: %+v, %v, recovered %d; want up, a minute down counted, OnUp once", st, err, recovered)
+	}
+	time.Sleep(1100 * time.Millisecond) // a's cached state expires
+	if probe, _, err := a.Allow(ctx); probe || err != nil {
+		t.Errorf("a after recovery: %v, %v; want an ordinary lookup", probe, err)
+	}
+}
