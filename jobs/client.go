@@ -16,8 +16,8 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/health"
+	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/providers"
