@@ -311,27 +311,37 @@ func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Re
 // keyset pages of batchSize, and calls page for each; it returns how many
 // it saw. Each page's query is bounded by queryTimeout.
 func (e *Escalator) ScanExpired(ctx context.Context, now time.Time, batchSize int, queryTimeout time.Duration, page func(context.Context, []review.ExpiredTicket) error) (int, error) {
-	var cursor review.ExpiredCursor
+	return scanPages(ctx, "escalate", batchSize, queryTimeout, func(ctx context.Context, last review.ExpiredTicket, n int) ([]review.ExpiredTicket, error) {
+		return e.Reviews.ExpiredTickets(ctx, now, review.ExpiredCursor{Deadline: last.Deadline, ID: last.ID}, n)
+	}, page)
+}
+
+// scanPages reads keyset pages of up to batchSize rows with next — after
+// the last row of the page before, the zero row for the first — each under
+// queryTimeout, and hands each page to page; it returns how many rows it
+// saw. what names the scan in its errors.
+func scanPages[T any](ctx context.Context, what string, batchSize int, queryTimeout time.Duration,
+	next func(ctx context.Context, last T, n int) ([]T, error), page func(context.Context, []T) error) (int, error) {
+	var last T
 	seen := 0
 	for {
 		queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
-		tickets, err := e.Reviews.ExpiredTickets(queryCtx, now, cursor, batchSize)
+		rows, err := next(queryCtx, last, batchSize)
 		cancel()
 		if err != nil {
-			return seen, fmt.Errorf("escalate: %w", err)
+			return seen, fmt.Errorf("%s: %w", what, err)
 		}
-		if len(tickets) == 0 {
+		if len(rows) == 0 {
 			return seen, nil
 		}
-		seen += len(tickets)
-		if err := page(ctx, tickets); err != nil {
+		seen += len(rows)
+		if err := page(ctx, rows); err != nil {
 			return seen, err
 		}
-		if len(tickets) < batchSize {
+		if len(rows) < batchSize {
 			return seen, nil
 		}
-		last := tickets[len(tickets)-1]
-		cursor = review.ExpiredCursor{Deadline: last.Deadline, ID: last.ID}
+		last = rows[len(rows)-1]
 	}
 }
 
@@ -430,10 +440,22 @@ func (w *EscalateTicketWorker) Timeout(*river.Job[EscalateTicketArgs]) time.Dura
 
 // Work implements river.Worker.
 func (w *EscalateTicketWorker) Work(ctx context.Context, job *river.Job[EscalateTicketArgs]) error {
-	_, err := w.escalator.Escalate(ctx, job.Args.TicketID, job.Args.Version, func(ctx context.Context, tx pgx.Tx) error {
+	_, err := w.escalator.Escalate(ctx, job.Args.TicketID, job.Args.Version, completing(job))
+	return cancelGone(err)
+}
+
+// completing completes job inside the transaction that writes its outcome,
+// so that the job is done exactly when its outcome is.
+func completing[T river.JobArgs](job *river.Job[T]) review.InTx {
+	return func(ctx context.Context, tx pgx.Tx) error {
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
-	})
+	}
+}
+
+// cancelGone ends, rather than retries, a ticket job whose ticket does not
+// exist.
+func cancelGone(err error) error {
 	if errors.Is(err, review.ErrTicketNotFound) {
 		return river.JobCancel(err)
 	}

@@ -3,12 +3,9 @@ package jobs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/sweeper/sweeper/review"
@@ -109,27 +106,9 @@ func (e *Escalator) Relookup(ctx context.Context, id int64, done int, inTx revie
 // at now, in pages of batchSize, and calls page for each; it returns how
 // many it saw.
 func (e *Escalator) ScanDueRelookups(ctx context.Context, now time.Time, batchSize int, queryTimeout time.Duration, page func(context.Context, []review.DueRelookup) error) (int, error) {
-	var cursor review.DueRelookup
-	seen := 0
-	for {
-		queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
-		due, err := e.Reviews.DueRelookups(queryCtx, now, cursor, batchSize)
-		cancel()
-		if err != nil {
-			return seen, fmt.Errorf("relookup: %w", err)
-		}
-		if len(due) == 0 {
-			return seen, nil
-		}
-		seen += len(due)
-		if err := page(ctx, due); err != nil {
-			return seen, err
-		}
-		if len(due) < batchSize {
-			return seen, nil
-		}
-		cursor = due[len(due)-1]
-	}
+	return scanPages(ctx, "relookup", batchSize, queryTimeout, func(ctx context.Context, last review.DueRelookup, n int) ([]review.DueRelookup, error) {
+		return e.Reviews.DueRelookups(ctx, now, last, n)
+	}, page)
 }
 
 // RelookupTicketWorker makes one scheduled re-lookup per job, completing
@@ -152,12 +131,6 @@ func (w *RelookupTicketWorker) Timeout(*river.Job[RelookupTicketArgs]) time.Dura
 
 // Work implements river.Worker.
 func (w *RelookupTicketWorker) Work(ctx context.Context, job *river.Job[RelookupTicketArgs]) error {
-	_, err := w.escalator.Relookup(ctx, job.Args.TicketID, job.Args.Relookups, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-		return err
-	})
-	if errors.Is(err, review.ErrTicketNotFound) {
-		return river.JobCancel(err)
-	}
-	return err
+	_, err := w.escalator.Relookup(ctx, job.Args.TicketID, job.Args.Relookups, completing(job))
+	return cancelGone(err)
 }
