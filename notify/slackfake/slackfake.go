@@ -11,8 +11,9 @@
 // code, or take the request's effect and then drop the connection without
 // an answer — the post Slack accepted whose answer was lost — or answer
 // ok without a field it documents. It can also do what people do in Slack:
-// delete a message ([Server.Delete]) or revoke the bot token and issue
-// another ([Server.Revoke], [Server.Accept]).
+// delete a message ([Server.Delete]) or a channel ([Server.DeleteChannel]),
+// revoke the bot token and issue another ([Server.Revoke],
+// [Server.Accept]); and [Server.Advance] lets time pass in Slack.
 //
 // slack-go's own slacktest lacks chat.update and the history methods,
 // repeats ts within a second and drops metadata; this fake does not.
@@ -115,12 +116,16 @@ type Server struct {
 	views    int
 	// tokens are the accepted tokens: true while valid, false once revoked.
 	tokens map[string]bool
+	// ahead is how far the fake's clock is ahead of the machine's.
+	ahead time.Duration
+	// gone are the deleted channels.
+	gone map[string]bool
 }
 
 // New starts a fake; it is closed when the test ends.
 func New(t interface{ Cleanup(func()) }) *Server {
 	s := &Server{faults: map[string][]Fault{}, always: map[string]Fault{}, rotating: map[string]*rotation{},
-		tokens: map[string]bool{Token: true}}
+		tokens: map[string]bool{Token: true}, gone: map[string]bool{}}
 	mux := http.NewServeMux()
 	for method, h := range map[string]func(*request) (any, string){
 		"chat.postMessage":      s.postMessage,
@@ -209,6 +214,23 @@ func (s *Server) Delete(channel, ts string) bool {
 		}
 	}
 	return false
+}
+
+// Advance moves the fake's clock forward by d: what is posted from now on
+// is stamped as if d had passed in Slack since the earlier messages, for
+// tests of "much later" that cannot wait.
+func (s *Server) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ahead += d
+}
+
+// DeleteChannel deletes channel: every method naming it answers
+// channel_not_found, as for a channel deleted in Slack.
+func (s *Server) DeleteChannel(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone[channel] = true
 }
 
 // Revoke revokes token: every call made with it answers token_revoked, as
@@ -407,7 +429,13 @@ func (s *Server) nextFault(method string) (Fault, bool) {
 // methods take ids only.
 var channelID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
 
-func resolveChannel(c string, post bool) (string, bool) {
+func (s *Server) resolveChannel(c string, post bool) (string, bool) {
+	s.mu.Lock()
+	gone := s.gone[c]
+	s.mu.Unlock()
+	if gone {
+		return "", false
+	}
 	if channelID.MatchString(c) {
 		return c, true
 	}
@@ -421,7 +449,7 @@ func resolveChannel(c string, post bool) (string, bool) {
 // nextTS returns a ts after every earlier one: now, or one microsecond
 // after the last. Callers hold mu.
 func (s *Server) nextTS() string {
-	now := time.Now().UnixMicro()
+	now := time.Now().Add(s.ahead).UnixMicro()
 	s.lastTS = max(now, s.lastTS+1)
 	return formatTS(s.lastTS)
 }
@@ -467,7 +495,7 @@ func parseMetadata(raw string) (*Metadata, string) {
 }
 
 func (s *Server) postMessage(r *request) (any, string) {
-	channel, ok := resolveChannel(r.get("channel"), true)
+	channel, ok := s.resolveChannel(r.get("channel"), true)
 	if !ok {
 		return nil, "channel_not_found"
 	}
@@ -502,7 +530,7 @@ func (s *Server) postMessage(r *request) (any, string) {
 }
 
 func (s *Server) update(r *request) (any, string) {
-	channel, ok := resolveChannel(r.get("channel"), false)
+	channel, ok := s.resolveChannel(r.get("channel"), false)
 	if !ok {
 		return nil, "channel_not_found"
 	}
@@ -603,7 +631,7 @@ func (w window) page(msgs []*Message, out map[string]any) {
 // history lists a channel's top-level messages (and replies broadcast to
 // it), newest first.
 func (s *Server) history(r *request) (any, string) {
-	channel, ok := resolveChannel(r.get("channel"), false)
+	channel, ok := s.resolveChannel(r.get("channel"), false)
 	if !ok {
 		return nil, "channel_not_found"
 	}
@@ -627,7 +655,7 @@ func (s *Server) history(r *request) (any, string) {
 // replies lists a thread: its root first, then the replies in the window,
 // oldest first.
 func (s *Server) replies(r *request) (any, string) {
-	channel, ok := resolveChannel(r.get("channel"), false)
+	channel, ok := s.resolveChannel(r.get("channel"), false)
 	if !ok {
 		return nil, "channel_not_found"
 	}
@@ -653,7 +681,7 @@ func (s *Server) replies(r *request) (any, string) {
 }
 
 func (s *Server) postEphemeral(r *request) (any, string) {
-	if _, ok := resolveChannel(r.get("channel"), true); !ok {
+	if _, ok := s.resolveChannel(r.get("channel"), true); !ok {
 		return nil, "channel_not_found"
 	}
 	if r.get("user") == "" {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/sweeper/sweeper/notify/slackfake"
 )
@@ -165,6 +167,27 @@ func TestHistoryWindow(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: %v, want %v", tc.desc, got, tc.want)
+		}
+	}
+}
+
+// TestAdvanceAndDeleteChannel: after Advance, messages are stamped later by
+// that much; a deleted channel answers channel_not_found.
+func TestAdvanceAndDeleteChannel(t *testing.T) {
+	fake := slackfake.New(t)
+	before := fake.Add(slackfake.Message{Channel: "C0ADV01", Text: "before"})
+	fake.Advance(time.Hour)
+	after := fake.Add(slackfake.Message{Channel: "C0ADV01", Text: "after"})
+	b, _ := strconv.ParseFloat(before.TS, 64)
+	a, _ := strconv.ParseFloat(after.TS, 64)
+	if gap := a - b; gap < 3600 || gap > 3660 {
+		t.Errorf("messages %s and %s are %.0fs apart, want about an hour", before.TS, after.TS, gap)
+	}
+	fake.DeleteChannel("C0ADV01")
+	for _, method := range []string{"chat.postMessage", "conversations.history"} {
+		out := call(t, fake, method, slackfake.Token, url.Values{"channel": {"C0ADV01"}, "text": {"hi"}})
+		if out["error"] != "channel_not_found" {
+			t.Errorf("%s in a deleted channel: %v, want channel_not_found", method, out)
 		}
 	}
 }
