@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/slack-go/slack"
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
@@ -444,4 +445,34 @@ func TestMessageRefusedRootHoldsNothingBack(t *testing.T) {
 		t.Errorf("escalation in thread %q, want a new root", m.ThreadTS)
 	}
 	b.requireNothingPending(t)
+}
+
+// TestLostHolderWindowEndsWithItsLease: a dispatcher dies after Slack took
+// its post; the row is claimed again later, after chatter. The window to
+// search is the lost holder's claim to the end of its lease, not up to the
+// new claim: the chatter since is out of the search's way.
+func TestLostHolderWindowEndsWithItsLease(t *testing.T) {
+	b := setup(t)
+	id := b.openTicket(t, "onboarding")
+	claimed, err := b.outbox.Claim(b.ctx, "killed", 200*time.Millisecond, 10)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	// What the killed dispatcher managed to do: post, with the key.
+	client := slack.New(slackfake.Token, slack.OptionAPIURL(b.fake.URL()))
+	if _, _, err := client.PostMessage(alertsChannel, slack.MsgOptionText("opened", false),
+		slack.MsgOptionMetadata(slack.SlackMetadata{EventType: "sweeper_ticket",
+			EventPayload: map[string]any{"dedupe_key": openedKey(id), "ticket_id": id}})); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the lease ends
+	for i := range 300 {
+		b.fake.Add(slackfake.Message{Channel: alertsChannel, Text: fmt.Sprintf("chatter %d", i)})
+	}
+	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) { c.SearchPages, c.SearchMargin = 1, 10*time.Millisecond })
+	st := b.drain(t, d)
+	if st.Adopted != 1 {
+		t.Errorf("stats %+v, want adopted after one page", st)
+	}
+	b.requireOne(t, openedKey(id))
 }

@@ -194,7 +194,7 @@ func scanNotification(row pgx.CollectableRow) (Notification, error) {
 // where the row's message goes now.
 const windowOfAttempt = `jsonb_build_array(jsonb_build_object('channel', coalesce(channel, ''),
 	'thread_ts', coalesce(thread_ts, ''), 'from', coalesce(claimed_at, first_attempt_at, now()),
-	'until', greatest(lease_until, now())))`
+	'until', lease_until))`
 
 // historyEntry appends {at, attempt, event, error} to history, keeping the
 // last 50 entries; $N placeholders are the event and the error text.
