@@ -50,7 +50,8 @@ func TestPeriodicRunsAcrossDST(t *testing.T) {
 		{desc: "weekly, New York, spring", expr: "CRON_TZ=America/New_York 30 19 * * 6", from: "2026-02-20", until: "2026-03-25"},
 		{desc: "weekly, New York, autumn", expr: "CRON_TZ=America/New_York 0 20 * * 6", from: "2026-10-15", until: "2026-11-20"},
 		{desc: "in the skipped and repeated hour, New York", expr: "CRON_TZ=America/New_York 30 1 * * *", from: "2026-03-05", until: "2026-11-05"},
-		{desc: "daily, Tokyo (no DST)", expr: "CRON_TZ=Asia/Tokyo 30 19 * * *", from: "2026-03-01", until: "2026-03-15"},
+		{desc: "daily, Tokyo (no DST), over New York's spring change", expr: "CRON_TZ=Asia/Tokyo 30 19 * * *", from: "2026-03-01", until: "2026-03-15"},
+		{desc: "weekly, Tokyo (no DST), over New York's autumn change", expr: "CRON_TZ=Asia/Tokyo 30 9 * * 0", from: "2026-10-15", until: "2026-11-20"},
 		{desc: "every five minutes, New York", expr: "CRON_TZ=America/New_York */5 * * * *", from: "2026-11-01", until: "2026-11-02"},
 		{desc: "every 30s", expr: "@every 30s", from: "2026-03-08", until: "2026-03-08T02:00:00Z"},
 	} {
