@@ -247,7 +247,7 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	if !opts.NoPeriodic {
 		jobs := []struct {
 			id, key, expr string
-			args          river.JobArgs
+			args          periodicArgs
 		}{
 			{"sweep", "schedules.sweep", s.Config.Schedules.Sweep, SweepArgs{}},
 			{"escalate", "schedules.escalate", s.Config.Schedules.Escalate, EscalateArgs{}},
@@ -255,7 +255,7 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		if dispatcher != nil {
 			jobs = append(jobs, struct {
 				id, key, expr string
-				args          river.JobArgs
+				args          periodicArgs
 			}{"notify", "schedules.notify", s.Config.Schedules.Notify, NotifyArgs{}})
 		}
 		for _, j := range jobs {
@@ -263,9 +263,9 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", j.key, err)
 			}
-			period, args := schedulePeriod(schedule, s.now()), j.args
+			args := j.args
 			periodic = append(periodic, river.NewPeriodicJob(schedule, func() (river.JobArgs, *river.InsertOpts) {
-				return args, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: period}}
+				return periodicRun(args, schedule, s.fireClock())
 			}, &river.PeriodicJobOpts{ID: j.id, RunOnStart: true}))
 		}
 	}
@@ -315,18 +315,41 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 // polled only every FetchPollInterval.
 const FetchCooldown = 10 * time.Millisecond
 
-// schedulePeriod is the shortest gap between a schedule's runs around now,
-// the uniqueness window of its periodic job.
-func schedulePeriod(s cron.Schedule, now time.Time) time.Duration {
-	first := s.Next(now)
-	period := time.Duration(0)
-	prev := first
-	for range 4 {
-		next := s.Next(prev)
-		if gap := next.Sub(prev); period == 0 || gap < period {
-			period = gap
-		}
-		prev = next
+// periodicArgs are the args of a periodic job: forRun names one run.
+type periodicArgs interface {
+	river.JobArgs
+	// forRun returns the args of the run whose period ends at nextFire.
+	forRun(nextFire time.Time) river.JobArgs
+}
+
+// fireSlack is how early River may enqueue a periodic run (it fires what
+// is due within 100 ms), rounded up to the second cron works in.
+const fireSlack = time.Second
+
+// periodicRun returns the args and insert options of the run of a periodic
+// job on schedule that River enqueues at now: at one of the schedule's fire
+// times, or at start. A run is unique by the end of its period, the
+// schedule's next fire time after now, read in the schedule's own time
+// zone (CRON_TZ): every fire is a run of its own whatever daylight saving
+// does, and a run on start shares its key with the fire before it, so a
+// restart or a new leader does not add one. (River's unique-by-period
+// windows are UTC: with CRON_TZ, the run after a daylight saving change
+// could fall in the previous run's window and be skipped.) An "@every"
+// schedule keeps windows of its interval: it has no time zone.
+func periodicRun(args periodicArgs, schedule cron.Schedule, now time.Time) (river.JobArgs, *river.InsertOpts) {
+	if every, ok := schedule.(cron.ConstantDelaySchedule); ok {
+		return args, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: max(every.Delay, time.Second)}}
 	}
-	return max(period, time.Second)
+	next := schedule.Next(now.Add(fireSlack)).UTC()
+	return args.forRun(next), &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// fireClock is the clock periodic runs are named by: this machine's, by
+// which River fires them (the database's clock, s.Clock, could name the
+// fire before or after the one River serves), or s.Now in tests.
+func (s *Sweeper) fireClock() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }

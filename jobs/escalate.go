@@ -21,10 +21,17 @@ import (
 )
 
 // EscalateArgs asks for one pass of the escalation scan.
-type EscalateArgs struct{}
+type EscalateArgs struct {
+	// NextFire, for a scheduled run, is the end of the schedule's period
+	// it serves: the next fire time after it. It makes each period's run
+	// unique; zero for a run asked for by hand.
+	NextFire time.Time `json:"next_fire,omitzero"`
+}
 
 // Kind implements river.JobArgs.
 func (EscalateArgs) Kind() string { return "escalate" }
+
+func (EscalateArgs) forRun(nextFire time.Time) river.JobArgs { return EscalateArgs{NextFire: nextFire} }
 
 // EscalateTicketArgs asks for one expired ticket to be looked up once more
 // and escalated or resolved. Version is the ticket's version when the scan

@@ -14,9 +14,10 @@ import (
 // StateCollector reports what the database holds, read at scrape time, so
 // every replica reports the same truth and nothing is lost across restarts:
 // operations by status, open tickets by reason and age, the oldest stale
-// pending operation per provider, outbox rows by state, and River's jobs by
-// queue and state, and each configured provider's health. What this
-// process did — events counted as they happen —
+// pending operation per provider, outbox rows by state, pending outbox rows
+// by age and parked ones by error code, River's jobs by queue and state,
+// and each configured provider's health. What this process did — events
+// counted as they happen —
 // is in internal/metrics.
 type StateCollector struct {
 	pool      *pgxpool.Pool
@@ -27,6 +28,8 @@ type StateCollector struct {
 	openTickets *prometheus.Desc
 	oldest      *prometheus.Desc
 	outbox      *prometheus.Desc
+	pending     *prometheus.Desc
+	parked      *prometheus.Desc
 	jobs        *prometheus.Desc
 	providerUp  *prometheus.Desc
 	up          *prometheus.Desc
@@ -49,6 +52,10 @@ func NewStateCollector(pool *pgxpool.Pool, providers []string) *StateCollector {
 			"Age of the oldest pending operation, per provider.", []string{"provider"}, nil),
 		outbox: prometheus.NewDesc("sweeper_outbox_rows",
 			"Slack outbox rows by state (parked rows wait for a person).", []string{"state"}, nil),
+		pending: prometheus.NewDesc("sweeper_outbox_pending_rows",
+			"Pending Slack outbox rows by age since written (or replayed): <1m, 1m-10m, 10m-1h, >1h. A row past a few minutes is stuck.", []string{"age"}, nil),
+		parked: prometheus.NewDesc("sweeper_outbox_parked_rows",
+			"Parked Slack outbox rows by error code (Slack's, or expired, search_inconclusive, no_channel); they wait for a person: sweeper outbox replay or dismiss.", []string{"error"}, nil),
 		jobs: prometheus.NewDesc("sweeper_river_jobs",
 			"River jobs by queue and state (the queue depth is available+scheduled+retryable).", []string{"queue", "state"}, nil),
 		providerUp: prometheus.NewDesc("sweeper_provider_up",
@@ -60,7 +67,7 @@ func NewStateCollector(pool *pgxpool.Pool, providers []string) *StateCollector {
 
 // Describe implements prometheus.Collector.
 func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.operations, c.openTickets, c.oldest, c.outbox, c.jobs, c.providerUp, c.up} {
+	for _, d := range []*prometheus.Desc{c.operations, c.openTickets, c.oldest, c.outbox, c.pending, c.parked, c.jobs, c.providerUp, c.up} {
 		ch <- d
 	}
 }
@@ -85,6 +92,17 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		{c.oldest, 1, `SELECT provider, extract(epoch FROM now() - min(first_attempt_at))::float8
 			FROM ledger.operations WHERE status = 'pending' AND first_attempt_at > '-infinity' GROUP BY 1`, nil},
 		{c.outbox, 1, `SELECT state, count(*)::float8 FROM sweeper.outbox GROUP BY 1`, nil},
+		// Every bucket, 0 when empty, so that an alert on one has a series.
+		{c.pending, 1, `SELECT b.age, count(o.age)::float8
+			FROM (VALUES (1, '<1m'), (2, '1m-10m'), (3, '10m-1h'), (4, '>1h')) AS b(i, age)
+			LEFT JOIN (SELECT CASE
+					WHEN now() - since < interval '1 minute' THEN '<1m'
+					WHEN now() - since < interval '10 minutes' THEN '1m-10m'
+					WHEN now() - since < interval '1 hour' THEN '10m-1h'
+					ELSE '>1h' END AS age
+				FROM (SELECT greatest(created_at, replayed_at) AS since FROM sweeper.outbox WHERE state = 'pending') AS p) AS o
+			ON o.age = b.age GROUP BY b.i, b.age ORDER BY b.i`, nil},
+		{c.parked, 1, `SELECT coalesce(error_code, 'unknown'), count(*)::float8 FROM sweeper.outbox WHERE state = 'parked' GROUP BY 1`, nil},
 		{c.jobs, 2, `SELECT queue, state::text, count(*)::float8 FROM sweeper.river_job GROUP BY 1, 2`, nil},
 		{c.providerUp, 1, `SELECT p, CASE WHEN h.state = 'down' THEN 0 ELSE 1 END::float8
 			FROM unnest($1::text[]) p LEFT JOIN sweeper.provider_health h ON h.provider = p`, []any{c.providers}},

@@ -11,8 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
+	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -227,4 +229,39 @@ func TestMetricsOfEscalation(t *testing.T) {
 			t.Errorf("lookups (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestStateCollectorOutbox: pending outbox rows are reported by age (since
+// written, or replayed), every bucket present; parked rows by error code.
+func TestStateCollectorOutbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	_, err := pool.Exec(ctx, `
+		BEGIN;
+		SELECT set_config('sweeper.writer', 'sweeper', true);
+		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, status)
+		VALUES ('o-1', 'wf', 'mailer', 'send_email', repeat('a', 64), 'review');
+		INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence)
+		SELECT id, op_key, 'not_found', 'U0OWNER', 'normal', now() + interval '4 hours', '{}' FROM ledger.operations;
+		INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, dedupe_key)
+		SELECT id, 'e' || k, 'sweeper', 'ticket:' || id || ':' || k FROM sweeper.tickets, generate_series(1, 7) AS k;
+		UPDATE sweeper.outbox SET created_at = now() - interval '5 minutes' WHERE kind = 'e2';
+		UPDATE sweeper.outbox SET created_at = now() - interval '2 hours' WHERE kind IN ('e3', 'e4');
+		UPDATE sweeper.outbox SET created_at = now() - interval '2 hours', replayed_at = now() WHERE kind = 'e5';
+		UPDATE sweeper.outbox SET state = 'parked', error_code = 'token_revoked' WHERE kind IN ('e6', 'e7');
+		COMMIT;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(jobs.NewStateCollector(pool, nil))
+	if diff := cmp.Diff(map[string]float64{"age=<1m": 2, "age=1m-10m": 1, "age=10m-1h": 0, "age=>1h": 2},
+		metricstest.Values(t, reg, "sweeper_outbox_pending_rows")); diff != "" {
+		t.Errorf("pending rows by age (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]float64{"error=token_revoked": 2},
+		metricstest.Values(t, reg, "sweeper_outbox_parked_rows")); diff != "" {
+		t.Errorf("parked rows by error (-want +got):\n%s", diff)
+	}
 }

@@ -64,10 +64,17 @@ func (s *Sweeper) Deliver(ctx context.Context) (notify.Stats, error) {
 }
 
 // NotifyArgs asks for one delivery pass of the outbox.
-type NotifyArgs struct{}
+type NotifyArgs struct {
+	// NextFire, for a scheduled run, is the end of the schedule's period
+	// it serves: the next fire time after it. It makes each period's run
+	// unique; zero for a run asked for by hand.
+	NextFire time.Time `json:"next_fire,omitzero"`
+}
 
 // Kind implements river.JobArgs.
 func (NotifyArgs) Kind() string { return "notify" }
+
+func (NotifyArgs) forRun(nextFire time.Time) river.JobArgs { return NotifyArgs{NextFire: nextFire} }
 
 // QueueNotify is the queue outbox deliveries run on. A pass drains the
 // outbox for up to a minute, and one is enqueued every schedules.notify

@@ -24,10 +24,17 @@ import (
 const UnconfiguredStaleAfter = 15 * time.Minute
 
 // SweepArgs asks for one pass of the stale scan.
-type SweepArgs struct{}
+type SweepArgs struct {
+	// NextFire, for a scheduled run, is the end of the schedule's period
+	// it serves: the next fire time after it. It makes each period's run
+	// unique; zero for a run asked for by hand.
+	NextFire time.Time `json:"next_fire,omitzero"`
+}
 
 // Kind implements river.JobArgs.
 func (SweepArgs) Kind() string { return "sweep" }
+
+func (SweepArgs) forRun(nextFire time.Time) river.JobArgs { return SweepArgs{NextFire: nextFire} }
 
 // Scanner walks the stale pending operations, provider by provider, in
 // keyset pages. Memory is one page, whatever the backlog.

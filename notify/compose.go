@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,25 +18,43 @@ import (
 // ticket as it is now and the event the row delivers: "opened" posts the
 // root message; an escalation, an acknowledgement or a resolution edits the
 // root to the ticket's current state and adds a thread reply (broadcast to
-// the channel for escalations, so the new owner is pinged).
+// the channel for escalations, so the new owner is pinged). A message the
+// dispatcher posts as a new root ([Notification.NewRoot], and every
+// KindRootRemoved event) shows the ticket's current state with the event's
+// own text and why it is the root now ([NewRootMessage]).
 type TicketComposer struct{}
 
 var _ Composer = TicketComposer{}
 
 // Compose implements [Composer].
-func (TicketComposer) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
+func (c TicketComposer) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
+	p, a, err := c.compose(ctx, db, n)
+	if err != nil || (n.NewRoot == "" && n.Kind != KindRootRemoved) {
+		return p, err
+	}
+	why, event := cmp.Or(n.NewRoot, NewRootRemoved), p.Text
+	if n.Kind == KindRootRemoved {
+		event = ""
+	}
+	m := NewRootMessage(a, Replacement{Why: why, Event: event, DedupeKey: n.DedupeKey})
+	return Post{Text: m.Text, Blocks: m.Blocks}, nil
+}
+
+// compose is row n's message as a reply (the root message for "opened"),
+// and the alert it shows.
+func (TicketComposer) compose(ctx context.Context, db ledger.DB, n Notification) (Post, Alert, error) {
 	store := review.NewStore(txless{db}, review.Policy{})
 	t, err := store.Get(ctx, n.TicketID)
 	if err != nil {
-		return Post{}, err
+		return Post{}, Alert{}, err
 	}
 	var ev review.Evidence
 	if err := json.Unmarshal(t.Evidence, &ev); err != nil {
-		return Post{}, fmt.Errorf("notify: evidence of ticket %d: %w", t.ID, err)
+		return Post{}, Alert{}, fmt.Errorf("notify: evidence of ticket %d: %w", t.ID, err)
 	}
 	details, err := eventDetails(ctx, db, n.EventID)
 	if err != nil {
-		return Post{}, err
+		return Post{}, Alert{}, err
 	}
 	a := NewAlert(t, ev)
 	root := RootMessage(a)
@@ -46,7 +65,7 @@ func (TicketComposer) Compose(ctx context.Context, db ledger.DB, n Notification)
 
 	switch n.Kind {
 	case review.EventOpened:
-		return Post{Text: root.Text, Blocks: root.Blocks}, nil
+		return Post{Text: root.Text, Blocks: root.Blocks}, a, nil
 	case review.EventEscalated:
 		var d struct {
 			Step      review.EscalationKind `json:"step"`
@@ -55,29 +74,29 @@ func (TicketComposer) Compose(ctx context.Context, db ledger.DB, n Notification)
 			Repeat    int                   `json:"repeat"`
 		}
 		if err := json.Unmarshal(details, &d); err != nil {
-			return Post{}, fmt.Errorf("notify: escalation event %d: %w", n.EventID, err)
+			return Post{}, Alert{}, fmt.Errorf("notify: escalation event %d: %w", n.EventID, err)
 		}
 		reply := EscalationReply(a, EscalationEvent{Kind: d.Step, FromLevel: d.FromLevel, ToLevel: d.ToLevel,
 			Repeat: d.Repeat, DedupeKey: n.DedupeKey})
-		return Post{Text: reply.Text, Blocks: reply.Blocks, Broadcast: true, RootEdit: edit}, nil
+		return Post{Text: reply.Text, Blocks: reply.Blocks, Broadcast: true, RootEdit: edit}, a, nil
 	case review.EventAcknowledged:
-		return Post{Text: fmt.Sprintf("Acknowledged by %s.", mention(t.AcknowledgedBy)), RootEdit: edit}, nil
+		return Post{Text: fmt.Sprintf("Acknowledged by %s.", mention(t.AcknowledgedBy)), RootEdit: edit}, a, nil
 	case review.EventContradicted:
 		var d struct {
 			RecordID string `json:"provider_record_id"`
 		}
 		if err := json.Unmarshal(details, &d); err != nil {
-			return Post{}, fmt.Errorf("notify: contradiction event %d: %w", n.EventID, err)
+			return Post{}, Alert{}, fmt.Errorf("notify: contradiction event %d: %w", n.EventID, err)
 		}
 		return Post{Text: fmt.Sprintf(":warning: The provider holds record %s for this operation, which is marked not sent (ledger: failed). "+
 			"Check before the workflow retries it under a new key: it may do the thing twice.", codeSpan(d.RecordID, 100)),
-			Broadcast: true, RootEdit: edit}, nil
+			Broadcast: true, RootEdit: edit}, a, nil
 	case review.EventResolved, review.EventResolvedByRelookup:
-		return Post{Text: fmt.Sprintf("Resolved: %s, by %s.", escape(t.Resolution), mention(t.ResolvedBy)), RootEdit: edit}, nil
+		return Post{Text: fmt.Sprintf("Resolved: %s, by %s.", escape(t.Resolution), mention(t.ResolvedBy)), RootEdit: edit}, a, nil
 	}
 	// An event kind this build does not know still gets a plain reply, so
 	// the row is delivered rather than stuck.
-	return Post{Text: fmt.Sprintf("Ticket %d: %s.", t.ID, escape(n.Kind)), RootEdit: edit}, nil
+	return Post{Text: fmt.Sprintf("Ticket %d: %s.", t.ID, escape(n.Kind)), RootEdit: edit}, a, nil
 }
 
 func eventDetails(ctx context.Context, db ledger.DB, eventID int64) ([]byte, error) {

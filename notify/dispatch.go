@@ -12,6 +12,7 @@ import (
 	mathrand "math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -115,10 +116,16 @@ type DispatcherConfig struct {
 	// PollInterval is the pause of [Dispatcher.Run] when nothing was
 	// claimable. Default 2s.
 	PollInterval time.Duration
-	// SearchPages caps the pages of history read to find a message after
-	// an uncertain attempt; a search that reaches it without an answer is
-	// inconclusive and retried later, never followed by a post. Default 20.
+	// SearchPages caps the pages of history (200 messages each) read in
+	// one search window to find a message after an uncertain attempt; a
+	// search that reaches it without an answer is inconclusive, never
+	// followed by a post: retried once the window has closed, then parked
+	// for a person. Default 20.
 	SearchPages int
+	// SearchMargin widens each search window on both sides, for the clocks
+	// of the database (which times the attempts) and of Slack (which
+	// stamps the messages) to disagree. Default 2m.
+	SearchMargin time.Duration
 	// Logger receives one line per outcome that is not a plain success.
 	// Default: discard.
 	Logger *slog.Logger
@@ -155,6 +162,7 @@ type Dispatcher struct {
 	backoff  func(int) time.Duration
 	poll     time.Duration
 	pages    int
+	margin   time.Duration
 	gate     *channelGate
 	logger   *slog.Logger
 	metrics  *metrics.Metrics
@@ -177,8 +185,8 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	if cfg.Channel == nil {
 		errs = append(errs, errors.New("notify: dispatcher: Channel is required"))
 	}
-	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.MaxAge < 0 {
-		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages and MaxAge must not be negative"))
+	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 {
+		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin and MaxAge must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -216,6 +224,7 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		backoff:  backoff,
 		poll:     cmp.Or(cfg.PollInterval, 2*time.Second),
 		pages:    cmp.Or(cfg.SearchPages, 20),
+		margin:   cmp.Or(cfg.SearchMargin, 2*time.Minute),
 		gate:     newChannelGate(cmp.Or(cfg.PerChannel, rate.Limit(1))),
 		logger:   logger.With("dispatcher", id),
 		metrics:  cfg.Metrics,
@@ -253,8 +262,10 @@ type Stats struct {
 	// backoff, after an error that certainly posted nothing.
 	RateLimited int `json:"rate_limited"`
 	Failed      int `json:"failed"`
-	// Parked rows wait for a person.
-	Parked int `json:"parked"`
+	// Parked rows wait for a person; Inconclusive of them were parked after
+	// a search that could not finish.
+	Parked       int `json:"parked"`
+	Inconclusive int `json:"inconclusive"`
 	// Expired rows were parked unposted, older than MaxAge: the claimed
 	// ones, and the later rows of their tickets that went with them.
 	Expired int `json:"expired"`
@@ -275,6 +286,7 @@ func (s *Stats) add(o Stats) {
 	s.RateLimited += o.RateLimited
 	s.Failed += o.Failed
 	s.Parked += o.Parked
+	s.Inconclusive += o.Inconclusive
 	s.Expired += o.Expired
 	s.Released += o.Released
 	s.Lost += o.Lost
@@ -348,7 +360,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 type attemptError struct {
 	step    string
 	failure failure
-	// delay is how long Slack asked to wait, for a rate limit.
+	// code is Slack's error code, or sweeper's (a Code constant), for a
+	// parked row.
+	code string
+	// delay is how long Slack asked to wait, for a rate limit, or the least
+	// wait before a retry.
 	delay time.Duration
 	err   error
 }
@@ -363,7 +379,16 @@ func slackError(step string, err error, repeatable bool) *attemptError {
 	if f == failureUncertain && repeatable {
 		f = failureTransient
 	}
-	return &attemptError{step: step, failure: f, delay: delay, err: err}
+	return &attemptError{step: step, failure: f, code: slackCode(err), delay: delay, err: err}
+}
+
+// slackCode is the error code of Slack's ok:false answer in err, or "".
+func slackCode(err error) string {
+	var refused slack.SlackErrorResponse
+	if errors.As(err, &refused) {
+		return refused.Err
+	}
+	return ""
 }
 
 // releaseError: the attempt made no call, and the row goes back as it was.
@@ -395,6 +420,11 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 	var aerr *attemptError
 	var rerr *releaseError
 	switch {
+	case err == nil && res.rootRemoved != nil:
+		werr = d.outbox.markSentRootRemoved(wctx, n, res.rootRemoved.Channel, res.rootRemoved.TS)
+		if werr == nil {
+			st.Sent = 1
+		}
 	case err == nil:
 		werr = d.outbox.MarkSent(wctx, n, n.Channel, res.ts)
 		if werr == nil {
@@ -414,8 +444,12 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 	case errors.As(err, &aerr):
 		switch aerr.failure {
 		case failurePermanent:
-			werr = d.outbox.Park(wctx, n, err)
+			werr = d.outbox.Park(wctx, n, aerr.code, err)
 			st.Parked = 1
+			if aerr.code == CodeSearchInconclusive {
+				st.Inconclusive = 1
+				d.metrics.SlackSearchInconclusive() // the search was inconclusive, recorded or not
+			}
 			if werr == nil {
 				d.metrics.SlackParked()
 			}
@@ -433,7 +467,7 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 			d.metrics.SlackUncertain() // even if not recorded: the attempt was uncertain either way
 			log.Warn("notify: attempt with an unknown result; the message will be searched for before any new post", "retry_in", delay, "err", err)
 		default:
-			delay := d.backoff(n.Attempts)
+			delay := max(d.backoff(n.Attempts), aerr.delay)
 			werr = d.outbox.Retry(wctx, n, failureTransient.String(), err, delay)
 			st.Failed = 1
 			log.Warn("notify: attempt failed", "retry_in", delay, "err", err)
@@ -481,6 +515,9 @@ func dueSince(n Notification) time.Time {
 			since = h.At
 		}
 	}
+	if n.ReplayedAt != nil && n.ReplayedAt.After(since) {
+		since = *n.ReplayedAt
+	}
 	return since
 }
 
@@ -491,7 +528,7 @@ func (d *Dispatcher) expire(parent context.Context, n Notification, cutoff time.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
 	defer cancel()
 	cause := fmt.Errorf("expired: older than slack.max_alert_age (%s); not posted — see sweeper tickets list", shortDuration(d.maxAge))
-	if err := d.outbox.Park(ctx, n, cause); err != nil {
+	if err := d.outbox.Park(ctx, n, CodeExpired, cause); err != nil {
 		log.Warn("notify: outcome not recorded", "err", err, "outcome_of", cause)
 		return Stats{Lost: 1}
 	}
@@ -521,119 +558,186 @@ type attemptResult struct {
 	ts      string
 	posted  bool
 	adopted bool
+	// rootRemoved, for a reply in Slack, is the ticket's root message that
+	// turned out removed when it was to be edited: the row is marked sent
+	// together with the event that posts a new root.
+	rootRemoved *root
 }
 
-// attempt delivers held row n: it finds where the message goes, searches
-// for it first when an earlier attempt may have posted it, posts it
-// otherwise, and edits the ticket's root message for a reply. It updates
-// n's Channel, ThreadTS and TS as it records them.
+// attempt delivers held row n: it searches for the message first where
+// and when an earlier attempt may have posted it, posts it otherwise — in
+// the thread of the ticket's root message, or as a new root when the
+// ticket has none — and edits the root for a reply. It updates n's
+// Channel, ThreadTS and TS as it records them.
 func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Logger) (attemptResult, error) {
 	var res attemptResult
 	r, err := d.outbox.rootOf(ctx, n.TicketID)
 	if err != nil {
 		return res, err
 	}
-	reply := n.Kind != KindOpened && r.Exists
-	if reply && !r.Sent {
-		// Not claimable in this state; a person may have replayed rows out
-		// of order. Wait for the root.
-		return res, &releaseError{until: time.Now().Add(d.poll), err: errors.New("the ticket's root message is not sent yet")}
+	res.ts = n.TS
+	if res.ts == "" && len(n.SearchWindows) > 0 {
+		if err := d.search(ctx, n, r, &res); err != nil {
+			return res, err
+		}
 	}
-	if n.Channel == "" {
-		channel, threadTS := r.Channel, r.TS
-		if !reply {
-			workflow, provider, err := ticketRoute(ctx, d.db, n.TicketID)
-			if err != nil {
+
+	var post *Post
+	for res.ts == "" {
+		if err := d.target(ctx, n, r); err != nil {
+			return res, err
+		}
+		if post, err = d.compose(ctx, *n); err != nil {
+			return res, err
+		}
+		ts, err := d.post(ctx, n, *post)
+		if n.ThreadTS != "" && slackCode(err) == "thread_not_found" {
+			// A person deleted the root message (Slack refused the reply,
+			// so nothing was posted): this message becomes the new root.
+			if _, err := d.outbox.markRemoved(ctx, n.TicketID, n.Channel, n.ThreadTS); err != nil {
 				return res, err
 			}
-			if channel = d.channel(workflow, provider); channel == "" {
-				return res, &attemptError{step: "route", failure: failurePermanent,
-					err: fmt.Errorf("no Slack channel for workflow %q, provider %q", workflow, provider)}
-			}
-			threadTS = ""
+			log.Warn("notify: the ticket's root message was removed from Slack; posting a new root", "channel", n.Channel, "ts", n.ThreadTS)
+			r = root{Removed: true}
+			continue
 		}
-		if err := d.outbox.recordTarget(ctx, *n, channel, threadTS); err != nil {
-			return res, err
-		}
-		n.Channel, n.ThreadTS = channel, threadTS
-	}
-
-	res.ts = n.TS
-	if res.ts == "" && n.Uncertain {
-		since := time.Now().Add(-time.Hour)
-		if n.FirstAttemptAt != nil {
-			since = *n.FirstAttemptAt
-		}
-		found, err := d.search(ctx, *n, since)
 		if err != nil {
 			return res, err
-		}
-		res.ts, res.adopted = found, found != ""
-	}
-
-	var post Post
-	if res.ts == "" || reply {
-		post, err = d.composer.Compose(ctx, d.db, *n)
-		if err != nil {
-			return res, &attemptError{step: "compose", failure: failureTransient, err: err}
-		}
-		if post.Text == "" {
-			return res, &attemptError{step: "compose", failure: failurePermanent, err: errors.New("the composer gave no text")}
-		}
-	}
-
-	if res.ts == "" {
-		if err := d.pace(ctx, n.Channel); err != nil {
-			return res, err
-		}
-		opts := []slack.MsgOption{slack.MsgOptionText(post.Text, false), slack.MsgOptionMetadata(dedupeMetadata(n.DedupeKey, n.TicketID))}
-		if len(post.Blocks) > 0 {
-			opts = append(opts, slack.MsgOptionBlocks(post.Blocks...))
-		}
-		if n.ThreadTS != "" {
-			opts = append(opts, slack.MsgOptionTS(n.ThreadTS))
-			if post.Broadcast {
-				opts = append(opts, slack.MsgOptionBroadcast())
-			}
-		}
-		channel, ts, err := d.client.PostMessageContext(ctx, n.Channel, opts...)
-		if err != nil {
-			return res, slackError("chat.postMessage", err, false)
 		}
 		res.ts, res.posted = ts, true
-		if n.ThreadTS == "" {
-			d.metrics.SlackPosted(metrics.SlackRoot)
-		} else {
-			d.metrics.SlackPosted(metrics.SlackReply)
-		}
-		if channel != "" {
-			n.Channel = channel // Slack answers with the id when given a name
-		}
 	}
 
-	if reply && post.RootEdit != nil {
-		if n.TS == "" {
-			// The reply is in Slack: record it before the edit, so that a
-			// failed edit is retried alone.
-			if err := d.outbox.MarkPosted(ctx, *n, n.Channel, res.ts); err != nil {
-				return res, err
-			}
-			n.TS = res.ts
-			res.posted = false // recorded: no longer at risk of a second post
-		}
-		if err := d.pace(ctx, r.Channel); err != nil {
+	if n.ThreadTS == "" || !r.Live {
+		return res, nil // a root message, or a reply with no root left to edit
+	}
+	if post == nil {
+		if post, err = d.compose(ctx, *n); err != nil {
 			return res, err
 		}
-		_, _, _, err := d.client.UpdateMessageContext(ctx, r.Channel, r.TS,
-			slack.MsgOptionText(post.RootEdit.Text, false),
-			slack.MsgOptionBlocks(post.RootEdit.Blocks...),
-			slack.MsgOptionMetadata(dedupeMetadata(r.DedupeKey, n.TicketID)))
-		if err != nil {
-			return res, slackError("chat.update", err, true)
-		}
-		d.metrics.SlackPosted(metrics.SlackUpdate)
 	}
+	if post.RootEdit == nil {
+		return res, nil
+	}
+	if n.TS == "" {
+		// The reply is in Slack: record it before the edit, so that a
+		// failed edit is retried alone.
+		if err := d.outbox.MarkPosted(ctx, *n, n.Channel, res.ts); err != nil {
+			return res, err
+		}
+		n.TS = res.ts
+		res.posted = false // recorded: no longer at risk of a second post
+	}
+	if err := d.pace(ctx, r.Channel); err != nil {
+		return res, err
+	}
+	_, _, _, err = d.client.UpdateMessageContext(ctx, r.Channel, r.TS,
+		slack.MsgOptionText(post.RootEdit.Text, false),
+		slack.MsgOptionBlocks(post.RootEdit.Blocks...),
+		slack.MsgOptionMetadata(dedupeMetadata(r.DedupeKey, n.TicketID)))
+	if slackCode(err) == "message_not_found" {
+		log.Warn("notify: the ticket's root message was removed from Slack; a new root follows", "channel", r.Channel, "ts", r.TS)
+		res.rootRemoved = &r
+		return res, nil
+	}
+	if err != nil {
+		return res, slackError("chat.update", err, true)
+	}
+	d.metrics.SlackPosted(metrics.SlackUpdate)
 	return res, nil
+}
+
+// target decides where held row n's message goes now, given the ticket's
+// root r, and records it before any post, so that a search after an
+// unknown result looks where the post went. The "opened" event, and the
+// message of any other event when the ticket has no live root, is a root
+// message in the channel configured now; the rest go in the root's thread.
+func (d *Dispatcher) target(ctx context.Context, n *Notification, r root) error {
+	channel, threadTS, newRoot, err := d.where(ctx, *n, r)
+	if err != nil {
+		return err
+	}
+	n.NewRoot = newRoot
+	if channel == n.Channel && threadTS == n.ThreadTS {
+		return nil
+	}
+	if err := d.outbox.recordTarget(ctx, *n, channel, threadTS); err != nil {
+		return err
+	}
+	n.Channel, n.ThreadTS = channel, threadTS
+	return nil
+}
+
+// where says where row n's message goes now, given the ticket's root r,
+// and why it is a new root if it is one (see [Notification.NewRoot]).
+func (d *Dispatcher) where(ctx context.Context, n Notification, r root) (channel, threadTS, newRoot string, err error) {
+	if n.Kind != KindOpened && n.Kind != KindRootRemoved && r.Live {
+		return r.Channel, r.TS, "", nil
+	}
+	workflow, provider, err := ticketRoute(ctx, d.db, n.TicketID)
+	if err != nil {
+		return "", "", "", err
+	}
+	if channel = d.channel(workflow, provider); channel == "" {
+		return "", "", "", &attemptError{step: "route", failure: failurePermanent, code: CodeNoChannel,
+			err: fmt.Errorf("no Slack channel for workflow %q, provider %q", workflow, provider)}
+	}
+	switch {
+	case n.Kind == KindRootRemoved || (n.Kind != KindOpened && r.Removed):
+		newRoot = NewRootRemoved
+	case n.Kind != KindOpened:
+		newRoot = NewRootUndelivered
+	}
+	return channel, "", newRoot, nil
+}
+
+// compose asks the composer for held row n's message.
+func (d *Dispatcher) compose(ctx context.Context, n Notification) (*Post, error) {
+	post, err := d.composer.Compose(ctx, d.db, n)
+	if err != nil {
+		return nil, &attemptError{step: "compose", failure: failureTransient, err: err}
+	}
+	if post.Text == "" {
+		return nil, &attemptError{step: "compose", failure: failurePermanent, code: "no_text", err: errors.New("the composer gave no text")}
+	}
+	return &post, nil
+}
+
+// errNoTS: Slack said ok without saying where the message is.
+var errNoTS = errors.New("answered ok without the message's ts")
+
+// post posts held row n's message p where n says, and returns its ts. A
+// post Slack answered ok without a ts is uncertain, as one it did not
+// answer: the message may be there, and is searched for.
+func (d *Dispatcher) post(ctx context.Context, n *Notification, p Post) (string, error) {
+	if err := d.pace(ctx, n.Channel); err != nil {
+		return "", err
+	}
+	opts := []slack.MsgOption{slack.MsgOptionText(p.Text, false), slack.MsgOptionMetadata(dedupeMetadata(n.DedupeKey, n.TicketID))}
+	if len(p.Blocks) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(p.Blocks...))
+	}
+	if n.ThreadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(n.ThreadTS))
+		if p.Broadcast {
+			opts = append(opts, slack.MsgOptionBroadcast())
+		}
+	}
+	channel, ts, err := d.client.PostMessageContext(ctx, n.Channel, opts...)
+	if err != nil {
+		return "", slackError("chat.postMessage", err, false)
+	}
+	if ts == "" {
+		return "", &attemptError{step: "chat.postMessage", failure: failureUncertain, err: errNoTS}
+	}
+	if n.ThreadTS == "" {
+		d.metrics.SlackPosted(metrics.SlackRoot)
+	} else {
+		d.metrics.SlackPosted(metrics.SlackReply)
+	}
+	if channel != "" {
+		n.Channel = channel // Slack answers with the id when given a name
+	}
+	return ts, nil
 }
 
 // pace waits for channel's turn, or says why the row must go back.
@@ -650,22 +754,81 @@ func (d *Dispatcher) pace(ctx context.Context, channel string) error {
 	}
 }
 
-// searchMargin reaches back before the first attempt, for the clocks of
-// the database and of Slack to disagree.
-const searchMargin = 2 * time.Minute
+// errSearchInconclusive: a window holds more history than the search reads.
+var errSearchInconclusive = errors.New("search inconclusive")
 
-// errSearchInconclusive: the history since the first attempt is longer
-// than the search may read.
-var errSearchInconclusive = errors.New("search inconclusive: more history than the search reads")
+// search looks for row n's message in its search windows: where, and
+// between which times, earlier attempts whose result is unknown may have
+// posted it, each widened by the margin. Nothing after a window is read,
+// so no amount of later chatter makes a search longer. A window whose
+// attempt recorded no target is searched where the message goes now, r
+// being the ticket's root. Found, it sets
+// res.ts and n's Channel and ThreadTS to where the message is. Not found,
+// the windows that had closed before the search began are dropped for
+// good: no message can appear in them any more.
+func (d *Dispatcher) search(ctx context.Context, n *Notification, r root, res *attemptResult) error {
+	began := time.Now()
+	windows := slices.Clone(n.SearchWindows)
+	for i, w := range windows {
+		if w.Channel == "" {
+			channel, threadTS, _, err := d.where(ctx, *n, r)
+			if err != nil {
+				return err
+			}
+			windows[i].Channel, windows[i].ThreadTS = channel, threadTS
+		}
+	}
+	for _, w := range mergeWindows(windows, d.margin) {
+		ts, err := d.searchWindow(ctx, *n, w)
+		if err != nil {
+			return err
+		}
+		if ts != "" {
+			n.Channel, n.ThreadTS = w.Channel, w.ThreadTS
+			res.ts, res.adopted = ts, true
+			return nil
+		}
+	}
+	closedBefore := began.Add(-d.margin)
+	if err := d.outbox.searched(ctx, *n, closedBefore); err != nil {
+		return err
+	}
+	n.SearchWindows = slices.DeleteFunc(n.SearchWindows, func(w SearchWindow) bool { return w.Until.Before(closedBefore) })
+	return nil
+}
 
-// search looks for row n's message in Slack since its first attempt: in
-// the thread for a reply, else in the channel. It returns the message's ts
-// or "" when Slack has no such message.
-func (d *Dispatcher) search(ctx context.Context, n Notification, since time.Time) (string, error) {
-	oldest := slackTS(since.Add(-searchMargin))
+// mergeWindows joins the windows of one channel and thread that overlap
+// once widened by margin, so that no part of the history is read twice.
+func mergeWindows(windows []SearchWindow, margin time.Duration) []SearchWindow {
+	sorted := slices.Clone(windows)
+	slices.SortFunc(sorted, func(a, b SearchWindow) int {
+		return cmp.Or(cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.ThreadTS, b.ThreadTS), a.From.Compare(b.From))
+	})
+	var out []SearchWindow
+	for _, w := range sorted {
+		if last := len(out) - 1; last >= 0 && out[last].Channel == w.Channel && out[last].ThreadTS == w.ThreadTS &&
+			!w.From.Add(-margin).After(out[last].Until.Add(margin)) {
+			if w.Until.After(out[last].Until) {
+				out[last].Until = w.Until
+			}
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// searchWindow looks for row n's message in window w, widened by the
+// margin: the thread's replies, or the channel's history, between oldest
+// and latest. It returns the message's ts, or "" when the window has no
+// such message. A window with more messages than the search reads is
+// inconclusive: retried once it has closed (a slow post may still land
+// in it), then parked for a person.
+func (d *Dispatcher) searchWindow(ctx context.Context, n Notification, w SearchWindow) (string, error) {
+	oldest, latest := slackTS(w.From.Add(-d.margin)), slackTS(w.Until.Add(d.margin))
 	cursor := ""
 	for range d.pages {
-		if err := d.pace(ctx, n.Channel); err != nil {
+		if err := d.pace(ctx, w.Channel); err != nil {
 			return "", err
 		}
 		var (
@@ -674,15 +837,23 @@ func (d *Dispatcher) search(ctx context.Context, n Notification, since time.Time
 			err  error
 		)
 		method := "conversations.history"
-		if n.ThreadTS != "" {
+		if w.ThreadTS != "" {
 			method = "conversations.replies"
 			msgs, more, cursor, err = d.client.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-				ChannelID: n.Channel, Timestamp: n.ThreadTS, Oldest: oldest, Limit: 200, Cursor: cursor, IncludeAllMetadata: true,
+				ChannelID: w.Channel, Timestamp: w.ThreadTS, Oldest: oldest, Latest: latest, Inclusive: true,
+				Limit: 200, Cursor: cursor, IncludeAllMetadata: true,
 			})
+			if slackCode(err) == "thread_not_found" {
+				// The thread's root was deleted, and whatever was posted in
+				// it is gone with it.
+				_, err := d.outbox.markRemoved(ctx, n.TicketID, w.Channel, w.ThreadTS)
+				return "", err
+			}
 		} else {
 			var resp *slack.GetConversationHistoryResponse
 			resp, err = d.client.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
-				ChannelID: n.Channel, Oldest: oldest, Limit: 200, Cursor: cursor, IncludeAllMetadata: true,
+				ChannelID: w.Channel, Oldest: oldest, Latest: latest, Inclusive: true,
+				Limit: 200, Cursor: cursor, IncludeAllMetadata: true,
 			})
 			if resp != nil {
 				msgs, more, cursor = resp.Messages, resp.HasMore, resp.ResponseMetaData.NextCursor
@@ -700,7 +871,21 @@ func (d *Dispatcher) search(ctx context.Context, n Notification, since time.Time
 			return "", nil
 		}
 	}
-	return "", &attemptError{step: "search", failure: failureTransient, err: errSearchInconclusive}
+	where := "channel " + w.Channel
+	if w.ThreadTS != "" {
+		where = fmt.Sprintf("the thread %s of channel %s", w.ThreadTS, w.Channel)
+	}
+	from, until := w.From.Add(-d.margin).UTC(), w.Until.Add(d.margin).UTC()
+	if closes := until; time.Now().Before(closes) {
+		return "", &attemptError{step: "search", failure: failureTransient, delay: time.Until(closes),
+			err: fmt.Errorf("%w: more than %d messages in %s since %s; searching again once the window closes at %s",
+				errSearchInconclusive, d.pages*200, where, from.Format(time.RFC3339), until.Format(time.RFC3339))}
+	}
+	return "", &attemptError{step: "search", failure: failurePermanent, code: CodeSearchInconclusive,
+		err: fmt.Errorf("%w: an attempt may have posted this message, and %s holds more than %d messages between %s and %s, "+
+			"none of them it; look there for the alert of ticket %d: if it is there, close this row with "+
+			"`sweeper outbox dismiss %d --by NAME --note TEXT`; if not, post it with `sweeper outbox replay %d --by NAME --not-posted`",
+			errSearchInconclusive, where, d.pages*200, from.Format(time.RFC3339), until.Format(time.RFC3339), n.TicketID, n.ID, n.ID)}
 }
 
 // dedupeMetadata is what a message carries to be found again.

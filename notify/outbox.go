@@ -9,14 +9,19 @@ package notify
 // records its channel and ts. Because chat.postMessage has no idempotency
 // key, an attempt whose result is unknown marks its row uncertain, and the
 // next attempt first searches Slack for a message carrying the row's dedupe
-// key in its metadata and adopts it when found. Errors a person must fix
-// park the row, to be replayed afterwards.
+// key in its metadata and adopts it when found. The search reads only the
+// windows in which an earlier attempt could have posted (from its claim to
+// the end of its lease), so it ends, whatever came after in the channel.
+// Errors a person must fix park the row, to be replayed afterwards, or
+// dismissed when it can never succeed.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,18 +38,54 @@ const (
 	// OutboxSent: the message is in Slack, at Channel and TS. Final.
 	OutboxSent = "sent"
 	// OutboxParked: Slack refused the message for a reason a person must fix
-	// (LastError); [Outbox.Replay] makes it pending again.
+	// (LastError, ErrorCode); [Outbox.Replay] makes it pending again.
 	OutboxParked = "parked"
+	// OutboxDismissed: a person closed the parked row for good
+	// ([Outbox.Dismiss]); who and why are in its history. Final.
+	OutboxDismissed = "dismissed"
 )
 
-// KindOpened is the event kind whose message is a ticket's root message;
-// every other kind is a reply in that message's thread.
-const KindOpened = "opened"
+// Event kinds with a meaning for the outbox.
+const (
+	// KindOpened is the event whose message is a ticket's root message;
+	// every other kind is a reply in the thread of the ticket's root.
+	KindOpened = "opened"
+	// KindRootRemoved is the event the dispatcher writes when a ticket's
+	// root message is no longer in Slack and nothing else replaces it: its
+	// message is the new root, with the ticket's current state.
+	KindRootRemoved = "slack_root_removed"
+)
+
+// Error codes of parked rows: Slack's own ("channel_not_found",
+// "token_revoked", …) or these.
+const (
+	// CodeExpired: older than the age limit when claimed; not posted.
+	CodeExpired = "expired"
+	// CodeSearchInconclusive: an earlier attempt may have posted the
+	// message, and its window of the channel holds more messages than a
+	// search reads; a person looks.
+	CodeSearchInconclusive = "search_inconclusive"
+	// CodeNoChannel: no channel is configured for the ticket.
+	CodeNoChannel = "no_channel"
+)
+
+// holdingCodes are the errors of a parked root message that hold back its
+// ticket's later messages until a person replays or dismisses it: a wrong
+// channel, a token, a scope would refuse them alike, and an expired root is
+// waited for on purpose. A root parked for any other reason, dismissed, or
+// removed from Slack holds nothing back: the ticket's next message becomes
+// its new root.
+var holdingCodes = []string{
+	CodeExpired, CodeNoChannel,
+	"channel_not_found", "not_in_channel", "is_archived",
+	"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
+	"no_permission", "missing_scope", "not_allowed_token_type", "ekm_access_denied", "restricted_action",
+}
 
 var (
 	// ErrNotificationNotFound: no outbox row has the given id.
 	ErrNotificationNotFound = errors.New("notify: outbox row not found")
-	// ErrNotParked: only a parked row can be replayed.
+	// ErrNotParked: only a parked row can be replayed or dismissed.
 	ErrNotParked = errors.New("notify: outbox row is not parked")
 )
 
@@ -68,15 +109,53 @@ type Notification struct {
 	Channel  string `json:"channel,omitempty"`
 	TS       string `json:"ts,omitempty"`
 	ThreadTS string `json:"thread_ts,omitempty"`
-	// LastError is the last failure; it stays after a replay.
+	// LastError is the last failure; it stays after a replay. ErrorCode is
+	// its code, for a parked row: Slack's error, or one of the Code
+	// constants.
 	LastError string `json:"last_error,omitempty"`
-	// Uncertain: some attempt may have posted the message, so Slack is
-	// searched before the next post.
-	Uncertain      bool            `json:"uncertain"`
-	FirstAttemptAt *time.Time      `json:"first_attempt_at,omitempty"`
-	History        json.RawMessage `json:"history"`
-	CreatedAt      time.Time       `json:"created_at"`
-	SentAt         *time.Time      `json:"sent_at,omitempty"`
+	ErrorCode string `json:"error_code,omitempty"`
+	// Uncertain: some attempt's result was unknown. SearchWindows are where
+	// and when such attempts may have posted the message and nobody has
+	// looked yet: the next attempt searches them before it posts.
+	Uncertain      bool           `json:"uncertain"`
+	SearchWindows  []SearchWindow `json:"search_windows,omitempty"`
+	FirstAttemptAt *time.Time     `json:"first_attempt_at,omitempty"`
+	// ClaimedAt is when the current (or last) claim was made.
+	ClaimedAt *time.Time      `json:"claimed_at,omitempty"`
+	History   json.RawMessage `json:"history"`
+	CreatedAt time.Time       `json:"created_at"`
+	SentAt    *time.Time      `json:"sent_at,omitempty"`
+	// ReplayedAt is when a person last replayed the row.
+	ReplayedAt *time.Time `json:"replayed_at,omitempty"`
+	// RemovedAt, on a root message, is when it was found missing from
+	// Slack (deleted): the ticket's next message is a new root.
+	RemovedAt *time.Time `json:"removed_at,omitempty"`
+
+	// NewRoot is set while a row that is not its ticket's "opened" event is
+	// being posted as the ticket's root message, and says why
+	// (NewRootUndelivered, NewRootRemoved); "" otherwise. Not stored.
+	NewRoot string `json:"-"`
+}
+
+// Why a ticket's message other than "opened" is posted as a new root.
+const (
+	// NewRootUndelivered: the ticket's root message never reached Slack
+	// (parked or dismissed).
+	NewRootUndelivered = "undelivered"
+	// NewRootRemoved: the ticket's root message was removed from Slack.
+	NewRootRemoved = "removed"
+)
+
+// SearchWindow is where, and between which times, an attempt whose result
+// is unknown may have posted a message: from its claim to the end of its
+// lease, in Channel, in the thread ThreadTS ("" for the channel itself).
+// Channel "" means the attempt recorded no target before its holder was
+// lost: the window is searched where the message goes now.
+type SearchWindow struct {
+	Channel  string    `json:"channel"`
+	ThreadTS string    `json:"thread_ts"`
+	From     time.Time `json:"from"`
+	Until    time.Time `json:"until"`
 }
 
 // Outbox reads and writes sweeper.outbox. Every write by a dispatcher is a
@@ -91,15 +170,31 @@ func NewOutbox(db ledger.DB) *Outbox { return &Outbox{db: db} }
 
 const notificationColumns = `id, event_id, ticket_id, dedupe_key, kind, state, attempts, lease_until,
 	coalesce(leased_by, ''), coalesce(channel, ''), coalesce(ts, ''), coalesce(thread_ts, ''),
-	coalesce(last_error, ''), uncertain, first_attempt_at, history, created_at, sent_at`
+	coalesce(last_error, ''), coalesce(error_code, ''), uncertain, search_windows, first_attempt_at, claimed_at,
+	history, created_at, sent_at, replayed_at, removed_at`
 
 func scanNotification(row pgx.CollectableRow) (Notification, error) {
 	var n Notification
+	var windows []byte
 	err := row.Scan(&n.ID, &n.EventID, &n.TicketID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
-		&n.LeasedBy, &n.Channel, &n.TS, &n.ThreadTS, &n.LastError, &n.Uncertain, &n.FirstAttemptAt, &n.History,
-		&n.CreatedAt, &n.SentAt)
-	return n, err
+		&n.LeasedBy, &n.Channel, &n.TS, &n.ThreadTS, &n.LastError, &n.ErrorCode, &n.Uncertain, &windows,
+		&n.FirstAttemptAt, &n.ClaimedAt, &n.History, &n.CreatedAt, &n.SentAt, &n.ReplayedAt, &n.RemovedAt)
+	if err != nil {
+		return n, err
+	}
+	if err := json.Unmarshal(windows, &n.SearchWindows); err != nil {
+		return n, fmt.Errorf("notify: outbox row %d: search windows: %w", n.ID, err)
+	}
+	return n, nil
 }
+
+// windowOfAttempt is the search window of the attempt that holds the row
+// (or held it, in a claim, before the SET), as a one-element jsonb array.
+// Its channel is "" when the attempt recorded no target: it is searched
+// where the row's message goes now.
+const windowOfAttempt = `jsonb_build_array(jsonb_build_object('channel', coalesce(channel, ''),
+	'thread_ts', coalesce(thread_ts, ''), 'from', coalesce(claimed_at, first_attempt_at, now()),
+	'until', lease_until))`
 
 // historyEntry appends {at, attempt, event, error} to history, keeping the
 // last 50 entries; $N placeholders are the event and the error text.
@@ -110,18 +205,22 @@ func historyEntry(event, errText string) string {
 }
 
 // claimSQL leases up to $3 claimable rows to $1 for $2 seconds. A row is
-// claimable when it is pending, its lease or retry time has passed, no
+// claimable when it is pending, its lease or retry time has passed, and no
 // earlier row of its ticket is still pending (a ticket's messages go out in
-// order, one at a time), and it is the ticket's root message or the root
-// message is sent (a reply needs its thread) or the ticket has none. A row
-// whose previous holder never recorded an outcome becomes uncertain.
+// order, one at a time) or is its root message parked for one of the
+// holding codes $4 (a reply would be refused alike, or the root is waited
+// for). A row whose previous holder never recorded an outcome becomes
+// uncertain, with that holder's window to search.
 const claimSQL = `
 	UPDATE sweeper.outbox o
 	SET attempts = o.attempts + 1,
 	    lease_until = now() + make_interval(secs => $2),
 	    leased_by = $1,
+	    claimed_at = now(),
 	    first_attempt_at = coalesce(o.first_attempt_at, now()),
 	    uncertain = o.uncertain OR o.leased_by IS NOT NULL,
+	    search_windows = CASE WHEN o.leased_by IS NULL THEN o.search_windows
+	                     ELSE o.search_windows || ` + windowOfAttempt + ` END,
 	    history = CASE WHEN o.leased_by IS NULL THEN o.history
 	              ELSE (CASE WHEN jsonb_array_length(o.history) >= 50 THEN o.history - 0 ELSE o.history END)
 	                   || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', o.attempts,
@@ -131,9 +230,9 @@ const claimSQL = `
 		SELECT c.id FROM sweeper.outbox c
 		WHERE c.state = 'pending' AND c.lease_until <= now()
 		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox e
-		                  WHERE e.ticket_id = c.ticket_id AND e.id < c.id AND e.state = 'pending')
-		  AND (c.kind = 'opened' OR NOT EXISTS (SELECT 1 FROM sweeper.outbox r
-		                  WHERE r.ticket_id = c.ticket_id AND r.kind = 'opened' AND r.state <> 'sent'))
+		                  WHERE e.ticket_id = c.ticket_id AND e.id < c.id
+		                    AND (e.state = 'pending'
+		                         OR (e.state = 'parked' AND e.kind = 'opened' AND e.error_code = ANY($4))))
 		ORDER BY c.id
 		LIMIT $3
 		FOR UPDATE SKIP LOCKED)
@@ -147,7 +246,7 @@ func (o *Outbox) Claim(ctx context.Context, by string, lease time.Duration, limi
 	if by == "" || lease <= 0 || limit <= 0 {
 		return nil, fmt.Errorf("notify: claim: need a holder, a lease and a limit (got %q, %s, %d)", by, lease, limit)
 	}
-	rows, err := o.db.Query(ctx, claimSQL, by, lease.Seconds(), limit)
+	rows, err := o.db.Query(ctx, claimSQL, by, lease.Seconds(), limit, holdingCodes)
 	if err != nil {
 		return nil, fmt.Errorf("notify: claim outbox rows: %w", err)
 	}
@@ -189,25 +288,39 @@ func (o *Outbox) recordTarget(ctx context.Context, n Notification, channel, thre
 // ts while work remains (the root message's edit), so no later attempt
 // posts it again. [ErrLeaseLost] when the lease has passed.
 func (o *Outbox) MarkPosted(ctx context.Context, n Notification, channel, ts string) error {
-	return o.update(ctx, n, "mark posted", `channel = $4, ts = $5`, channel, ts)
+	return o.update(ctx, n, "mark posted", `channel = $4, ts = $5, thread_ts = nullif($6, ''), search_windows = '[]'`,
+		channel, ts, n.ThreadTS)
 }
 
 // MarkSent records that held row n is done: its message is in Slack at
-// channel and ts. [ErrLeaseLost] when the lease has passed, in which case
-// the row stays pending and its next holder finds the message by search.
+// channel and ts, in the thread n.ThreadTS ("" for a root message).
+// [ErrLeaseLost] when the lease has passed, in which case the row stays
+// pending and its next holder finds the message by search.
 func (o *Outbox) MarkSent(ctx context.Context, n Notification, channel, ts string) error {
-	return o.update(ctx, n, "mark sent", `state = 'sent', channel = $4, ts = $5, sent_at = now(),
-		leased_by = NULL, lease_until = now(), history = `+historyEntry("'sent'", "''"), channel, ts)
+	return o.update(ctx, n, "mark sent", `state = 'sent', channel = $4, ts = $5, thread_ts = nullif($6, ''),
+		sent_at = now(), search_windows = '[]', leased_by = NULL, lease_until = now(),
+		history = `+historyEntry("'sent'", "''"), channel, ts, n.ThreadTS)
 }
 
 // MarkUncertain records an attempt on held row n whose result is unknown
-// (cause), and releases the row for a retry after delay. From now on every
-// attempt searches Slack before it posts. [ErrLeaseLost] when the lease
-// has passed.
+// (cause), and releases the row for a retry after delay. The attempt's
+// window — from its claim to the end of its lease, where it was posting —
+// is searched before any later post. [ErrLeaseLost] when the lease has
+// passed.
 func (o *Outbox) MarkUncertain(ctx context.Context, n Notification, cause error, delay time.Duration) error {
 	return o.update(ctx, n, "mark uncertain", `uncertain = true, last_error = $4,
+		search_windows = search_windows || `+windowOfAttempt+`,
 		leased_by = NULL, lease_until = now() + make_interval(secs => $5),
 		history = `+historyEntry("'uncertain'", "$4"), errorText(cause), delay.Seconds())
+}
+
+// searched records, on held row n, that a search found nothing in the
+// windows that ended before closedBefore: no message can appear in them
+// any more, so they are not searched again.
+func (o *Outbox) searched(ctx context.Context, n Notification, closedBefore time.Time) error {
+	return o.update(ctx, n, "record the search", `search_windows = coalesce((
+		SELECT jsonb_agg(w ORDER BY ord) FROM jsonb_array_elements(search_windows) WITH ORDINALITY AS x(w, ord)
+		WHERE (w->>'until')::timestamptz >= $4), '[]')`, closedBefore)
 }
 
 // Retry records a failed attempt on held row n that certainly did not post
@@ -226,12 +339,13 @@ func (o *Outbox) Release(ctx context.Context, n Notification, delay time.Duratio
 		lease_until = now() + make_interval(secs => $4)`, delay.Seconds())
 }
 
-// Park sets held row n aside with the error a person must fix (cause):
-// it is not tried again until [Outbox.Replay]. [ErrLeaseLost] when the
-// lease has passed.
-func (o *Outbox) Park(ctx context.Context, n Notification, cause error) error {
-	return o.update(ctx, n, "park", `state = 'parked', last_error = $4, leased_by = NULL, lease_until = now(),
-		history = `+historyEntry("'parked'", "$4"), errorText(cause))
+// Park sets held row n aside with the error a person must fix (cause)
+// and its code (Slack's error code, or a Code constant): it is not tried
+// again until [Outbox.Replay], or closed by [Outbox.Dismiss].
+// [ErrLeaseLost] when the lease has passed.
+func (o *Outbox) Park(ctx context.Context, n Notification, code string, cause error) error {
+	return o.update(ctx, n, "park", `state = 'parked', last_error = $4, error_code = nullif($5, ''),
+		leased_by = NULL, lease_until = now(), history = `+historyEntry("'parked'", "$4"), errorText(cause), code)
 }
 
 // parkLater parks, with cause, the pending rows of row n's ticket that
@@ -240,7 +354,7 @@ func (o *Outbox) Park(ctx context.Context, n Notification, cause error) error {
 // held: while n was pending, none of them could be claimed.
 func (o *Outbox) parkLater(ctx context.Context, n Notification, cutoff time.Time, cause error) (int, error) {
 	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox
-		SET state = 'parked', last_error = $4, leased_by = NULL, lease_until = now(),
+		SET state = 'parked', last_error = $4, error_code = '`+CodeExpired+`', leased_by = NULL, lease_until = now(),
 		    history = `+historyEntry("'parked'", "$4")+`
 		WHERE ticket_id = $1 AND id > $2 AND state = 'pending' AND created_at < $3
 		  AND (leased_by IS NULL OR lease_until <= now())
@@ -255,18 +369,72 @@ func (o *Outbox) parkLater(ctx context.Context, n Notification, cutoff time.Time
 // eventReplayed is the history event of [Outbox.Replay].
 const eventReplayed = "replayed"
 
+// replaySet is what a replay changes: the row is pending and due now, and
+// routed again from the configuration when its message was never posted
+// (the windows of uncertain attempts keep where those went). $2 is who.
+var replaySet = `state = 'pending', lease_until = now(), leased_by = NULL, replayed_at = now(),
+	channel = CASE WHEN ts IS NULL THEN NULL ELSE channel END,
+	thread_ts = CASE WHEN ts IS NULL THEN NULL ELSE thread_ts END,
+	history = ` + historyEntry("'"+eventReplayed+"'", "'by ' || $2")
+
 // Replay makes parked row id pending again, due now, after the cause was
-// fixed. Its last error and history stay; an uncertain row stays uncertain.
-// by says who replayed it, for the history. Errors:
-// [ErrNotificationNotFound], [ErrNotParked].
+// fixed; a message never posted is routed again from the configuration as
+// it is now. Its last error and history stay; an uncertain row still
+// searches its windows before posting. by says who replayed it, for the
+// history. Errors: [ErrNotificationNotFound], [ErrNotParked].
 func (o *Outbox) Replay(ctx context.Context, id int64, by string) (Notification, error) {
-	rows, err := o.db.Query(ctx, `UPDATE sweeper.outbox
-		SET state = 'pending', lease_until = now(), leased_by = NULL,
-		    history = `+historyEntry("'"+eventReplayed+"'", "'by ' || $2")+`
-		WHERE id = $1 AND state = 'parked'
-		RETURNING `+notificationColumns, id, by)
+	return o.parkedOne(ctx, id, "replay", replaySet, by)
+}
+
+// ReplayNotPosted is [Outbox.Replay] for a row a person checked is not in
+// Slack (after an inconclusive search): the windows in which earlier
+// attempts may have posted it are forgotten, so it is posted without a
+// search. The history says who vouched for it.
+func (o *Outbox) ReplayNotPosted(ctx context.Context, id int64, by string) (Notification, error) {
+	return o.parkedOne(ctx, id, "replay", `search_windows = '[]', `+strings.Replace(replaySet,
+		"'by ' || $2", "'by ' || $2 || ', who found the message not posted'", 1), by)
+}
+
+// ReplayParked replays every parked row whose error code is code, or with
+// code "" every parked row but those parked for their age (CodeExpired:
+// replaying them is a choice made one code at a time), and returns them,
+// oldest first. A ticket's rows still go out in order.
+func (o *Outbox) ReplayParked(ctx context.Context, code, by string) ([]Notification, error) {
+	rows, err := o.db.Query(ctx, `UPDATE sweeper.outbox SET `+replaySet+`
+		WHERE state = 'parked' AND CASE WHEN $1 = '' THEN error_code IS DISTINCT FROM '`+CodeExpired+`'
+		                                ELSE error_code = $1 END
+		RETURNING `+notificationColumns, code, by)
 	if err != nil {
-		return Notification{}, fmt.Errorf("notify: replay outbox row %d: %w", id, err)
+		return nil, fmt.Errorf("notify: replay parked outbox rows: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, scanNotification)
+	if err != nil {
+		return nil, fmt.Errorf("notify: replay parked outbox rows: %w", err)
+	}
+	slices.SortFunc(list, func(a, b Notification) int { return cmp.Compare(a.ID, b.ID) })
+	return list, nil
+}
+
+// Dismiss closes parked row id for good: its message will never be posted
+// (the channel is gone, or a person found it in Slack after an inconclusive
+// search). by and note go into the row's history. If it was a ticket's root
+// message, the ticket's next message becomes its root. Errors:
+// [ErrNotificationNotFound], [ErrNotParked].
+func (o *Outbox) Dismiss(ctx context.Context, id int64, by, note string) (Notification, error) {
+	return o.parkedOne(ctx, id, "dismiss", `state = 'dismissed', leased_by = NULL, lease_until = now(),
+		history = (CASE WHEN jsonb_array_length(history) >= 50 THEN history - 0 ELSE history END)
+			|| jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempts, 'event', 'dismissed',
+				'by', $2::text, 'note', $3::text))`, by, note)
+}
+
+// parkedOne applies set to parked row id ($1; args are $2…) and returns
+// the row as it is then.
+func (o *Outbox) parkedOne(ctx context.Context, id int64, what, set string, args ...any) (Notification, error) {
+	rows, err := o.db.Query(ctx, `UPDATE sweeper.outbox SET `+set+`
+		WHERE id = $1 AND state = 'parked'
+		RETURNING `+notificationColumns, append([]any{id}, args...)...)
+	if err != nil {
+		return Notification{}, fmt.Errorf("notify: %s outbox row %d: %w", what, id, err)
 	}
 	n, err := pgx.CollectExactlyOneRow(rows, scanNotification)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -277,7 +445,7 @@ func (o *Outbox) Replay(ctx context.Context, id int64, by string) (Notification,
 		return Notification{}, fmt.Errorf("%w: row %d is %s", ErrNotParked, id, found.State)
 	}
 	if err != nil {
-		return Notification{}, fmt.Errorf("notify: replay outbox row %d: %w", id, err)
+		return Notification{}, fmt.Errorf("notify: %s outbox row %d: %w", what, id, err)
 	}
 	return n, nil
 }
@@ -300,7 +468,7 @@ func (o *Outbox) Get(ctx context.Context, id int64) (Notification, error) {
 
 // OutboxFilter selects rows for [Outbox.List].
 type OutboxFilter struct {
-	// State is pending, sent, parked, or "" for all.
+	// State is pending, sent, parked, dismissed, or "" for all.
 	State string
 	// TicketID, when not 0, keeps one ticket's rows.
 	TicketID int64
@@ -327,7 +495,8 @@ func (o *Outbox) List(ctx context.Context, f OutboxFilter) ([]Notification, erro
 	return list, nil
 }
 
-// Counts returns how many rows are in each state; a state with none is 0.
+// Counts returns how many rows are in each state: pending, sent and
+// parked always (0 when none), dismissed when there are any.
 func (o *Outbox) Counts(ctx context.Context) (map[string]int, error) {
 	counts := map[string]int{OutboxPending: 0, OutboxSent: 0, OutboxParked: 0}
 	rows, err := o.db.Query(ctx, `SELECT state, count(*) FROM sweeper.outbox GROUP BY state`)
@@ -343,30 +512,87 @@ func (o *Outbox) Counts(ctx context.Context) (map[string]int, error) {
 	return counts, nil
 }
 
-// root is where a ticket's root message is.
+// root is a ticket's live root message: the root message most recently
+// posted that is not known to be removed from Slack.
 type root struct {
-	// Exists: the ticket has an "opened" row. When it does not (a ticket
-	// from before the outbox), replies go to the channel on their own.
-	Exists    bool
-	Sent      bool
+	// Live: the ticket has one. When it has none, the ticket's next
+	// message is posted as a new root.
+	Live      bool
 	Channel   string
 	TS        string
 	DedupeKey string
+	// Removed: a root message of the ticket was found removed from Slack
+	// (why the next root is new, when there is no live one).
+	Removed bool
 }
 
+// rootOf returns ticketID's live root message. A sent row's message is a
+// root when it is in no thread.
 func (o *Outbox) rootOf(ctx context.Context, ticketID int64) (root, error) {
 	var r root
-	err := o.db.QueryRow(ctx, `SELECT state = 'sent', coalesce(channel, ''), coalesce(ts, ''), dedupe_key
-		FROM sweeper.outbox WHERE ticket_id = $1 AND kind = 'opened' ORDER BY id LIMIT 1`, ticketID).
-		Scan(&r.Sent, &r.Channel, &r.TS, &r.DedupeKey)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return root{}, nil
-	}
+	err := o.db.QueryRow(ctx, `SELECT
+			coalesce(live.channel, ''), coalesce(live.ts, ''), coalesce(live.dedupe_key, ''), live.id IS NOT NULL,
+			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE g.ticket_id = $1 AND g.removed_at IS NOT NULL)
+		FROM (SELECT 1) AS one
+		LEFT JOIN LATERAL (SELECT id, channel, ts, dedupe_key FROM sweeper.outbox
+			WHERE ticket_id = $1 AND state = 'sent' AND thread_ts IS NULL AND removed_at IS NULL
+			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, ticketID).
+		Scan(&r.Channel, &r.TS, &r.DedupeKey, &r.Live, &r.Removed)
 	if err != nil {
 		return root{}, fmt.Errorf("notify: root message of ticket %d: %w", ticketID, err)
 	}
-	r.Exists = true
 	return r, nil
+}
+
+// markRemoved records that ticketID's root message at channel and ts is no
+// longer in Slack, and reports whether it was the ticket's root (not known
+// removed before).
+func (o *Outbox) markRemoved(ctx context.Context, ticketID int64, channel, ts string) (bool, error) {
+	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox SET removed_at = now(),
+			history = `+historyEntry("'removed_from_slack'", "''")+`
+		WHERE ticket_id = $1 AND channel = $2 AND ts = $3 AND state = 'sent' AND thread_ts IS NULL
+		  AND removed_at IS NULL`, ticketID, channel, ts)
+	if err != nil {
+		return false, fmt.Errorf("notify: mark the root message of ticket %d removed: %w", ticketID, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// markSentRootRemoved is [Outbox.MarkSent] for held reply n whose root
+// message at channel and rootTS turned out removed when it was to be
+// edited: in one transaction, the root is marked removed and a
+// KindRootRemoved event is written, whose outbox row posts the new root.
+// The event's key names the removed message, so it is written once.
+func (o *Outbox) markSentRootRemoved(ctx context.Context, n Notification, channel, rootTS string) error {
+	db, ok := o.db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return fmt.Errorf("notify: outbox row %d: the outbox's database cannot begin a transaction", n.ID)
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("notify: outbox row %d: %w", n.ID, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	in := NewOutbox(tx)
+	if _, err := in.markRemoved(ctx, n.TicketID, channel, rootTS); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
+		VALUES ($1, $2, 'sweeper', jsonb_build_object('channel', $3::text, 'ts', $4::text), $5)
+		ON CONFLICT (dedupe_key) DO NOTHING`,
+		n.TicketID, KindRootRemoved, channel, rootTS, fmt.Sprintf("ticket:%d:%s:%s", n.TicketID, KindRootRemoved, rootTS))
+	if err != nil {
+		return fmt.Errorf("notify: outbox row %d: write the %s event: %w", n.ID, KindRootRemoved, err)
+	}
+	if err := in.MarkSent(ctx, n, n.Channel, n.TS); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("notify: outbox row %d: %w", n.ID, err)
+	}
+	return nil
 }
 
 // ticketRoute is what picks a ticket's channel: its workflow and provider,

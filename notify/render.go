@@ -226,6 +226,46 @@ func ResolvedMessage(a Alert, outcome, by, recordID string) Message {
 	return RootMessage(a)
 }
 
+// Replacement is why, and for which event, a ticket's message other than
+// its first is posted as a new root message.
+type Replacement struct {
+	// Why is NewRootUndelivered or NewRootRemoved.
+	Why string
+	// Event is the event's own text, already escaped (an escalation
+	// reply's, with its mention of the new owner); "" when the event is
+	// the replacement itself.
+	Event string
+	// DedupeKey is the key of the event the message delivers.
+	DedupeKey string
+}
+
+// NewRootMessage renders a new root message for a ticket whose root is
+// not in Slack: the ticket's current state as [RootMessage] shows it,
+// buttons included, after a line saying why this message is the root now
+// and what happened (r.Event). The ticket's later replies go in its
+// thread. Its text leads with the event, so a notification shows it.
+func NewRootMessage(a Alert, r Replacement) Message {
+	root := RootMessage(a)
+	note := "ℹ️ The ticket's first alert never reached Slack: this message stands in for it, and the thread continues here."
+	if r.Why == NewRootRemoved {
+		note = "ℹ️ The ticket's previous message was removed from Slack: this message replaces it, and the thread continues here."
+	}
+	lead := note
+	if r.Event != "" {
+		lead = clip(r.Event, maxSectionText-len(note)-2) + "\n" + note
+	}
+	blocks := append([]slack.Block{root.Blocks[0], mrkdwnSection(lead)}, root.Blocks[1:]...)
+	text := root.Text
+	if r.Event != "" {
+		text = oneLine(r.Event) + " — " + text
+	}
+	return Message{
+		Text:     clip(text, maxFallbackText),
+		Blocks:   blocks,
+		Metadata: metadata(r.DedupeKey, a.TicketID, nil),
+	}
+}
+
 // EscalationEvent is one escalation step, as its thread reply tells it.
 type EscalationEvent struct {
 	// Kind is review.EscalationLevelUp, review.EscalationRepeat or

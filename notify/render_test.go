@@ -219,6 +219,19 @@ func renderCases() []renderCase {
 		renderCase{desc: "exhausted reply", golden: "reply_exhausted",
 			render: reply(EscalationEvent{Kind: review.EscalationExhausted, FromLevel: 2, ToLevel: 2,
 				DedupeKey: "outbox:ticket:42:exhausted"}, escalated, true)},
+		renderCase{desc: "escalation as a new root: the first alert never reached Slack", golden: "new_root_escalated",
+			render: func(t *testing.T) Message {
+				tk, ev := fixtureFor(review.ReasonNotFound).ticketAndEvidence(t)
+				escalated(&tk, &ev)
+				a := NewAlert(tk, ev)
+				event := EscalationReply(a, EscalationEvent{Kind: review.EscalationLevelUp, FromLevel: 1, ToLevel: 2})
+				return NewRootMessage(a, Replacement{Why: NewRootUndelivered, Event: event.Text, DedupeKey: "ticket:42:escalated:2"})
+			}},
+		renderCase{desc: "a new root for one removed from Slack", golden: "new_root_removed",
+			render: func(t *testing.T) Message {
+				tk, ev := fixtureFor(review.ReasonPayloadMismatch).ticketAndEvidence(t)
+				return NewRootMessage(NewAlert(tk, ev), Replacement{Why: NewRootRemoved, DedupeKey: "ticket:42:slack_root_removed:1741964966.000100"})
+			}},
 		renderCase{desc: "hostile input is escaped and clipped", golden: "hostile", render: func(t *testing.T) Message {
 			tk, ev := hostileTicket(t)
 			return RootMessage(NewAlert(tk, ev))
@@ -556,14 +569,15 @@ func TestRenderMetadata(t *testing.T) {
 	}
 	// The root keeps its key through every edit; each reply has its own.
 	for golden, want := range map[string]string{
-		"reason_not_found":  "ticket:42:opened",
-		"acknowledged":      "ticket:42:opened",
-		"resolved_done":     "ticket:42:opened",
-		"reply_escalated":   "ticket:42:escalated:2",
-		"reply_repeat":      "ticket:42:repeat:2:2",
-		"reply_exhausted":   "outbox:ticket:42:exhausted",
-		"exhausted_root":    "ticket:42:opened",
-		"resolved_not_sent": "ticket:42:opened",
+		"reason_not_found":   "ticket:42:opened",
+		"acknowledged":       "ticket:42:opened",
+		"resolved_done":      "ticket:42:opened",
+		"reply_escalated":    "ticket:42:escalated:2",
+		"reply_repeat":       "ticket:42:repeat:2:2",
+		"reply_exhausted":    "outbox:ticket:42:exhausted",
+		"exhausted_root":     "ticket:42:opened",
+		"resolved_not_sent":  "ticket:42:opened",
+		"new_root_escalated": "ticket:42:escalated:2",
 	} {
 		if keys[golden] != want {
 			t.Errorf("%s: dedupe_key %q, want %q", golden, keys[golden], want)

@@ -64,7 +64,7 @@ func commands() []command {
 		{"escalate", "escalate --once: look up and escalate every ticket past its deadline, then exit", runEscalate},
 		{"tickets", "tickets list | show ID | resolve ID | ack ID: review tickets and people's decisions", runTickets},
 		{"notify", "notify --once: deliver the outbox (review alerts) to Slack, then exit", runNotify},
-		{"outbox", "outbox list | outbox replay ID: the Slack outbox, parked rows included", runOutbox},
+		{"outbox", "outbox list | replay ID... | dismiss ID...: the Slack outbox, parked rows included", runOutbox},
 		{"providers", "each provider's health (up, or down for the cluster and since when), and what waits on it", runProviders},
 		{"healthcheck", "ask the local daemon's /healthz (for container health checks)", runHealthcheck},
 		{"bench", "bench: measure settle throughput, latency, statements, memory and the idle scan on a scratch database", runBench},

@@ -435,3 +435,32 @@ func TestStaticBuild(t *testing.T) {
 		t.Fatalf("static binary: %v\n%s", err, out)
 	}
 }
+
+// TestCheckConfigShowsNextFireTimes: check-config prints each schedule's
+// next three fire times in the schedule's own time zone, so a person sees
+// what the expression means.
+func TestCheckConfigShowsNextFireTimes(t *testing.T) {
+	t.Parallel()
+	file := writeConfig(t, strings.Replace(daemonConfig, `sweep = "@every 1s"`,
+		`sweep = "CRON_TZ=America/New_York 30 19 * * *"
+escalate = "CRON_TZ=Asia/Tokyo 0 9 * * 1"`, 1))
+	r := runCLI(t, map[string]string{config.EnvDatabaseURL: "postgres://db.internal/ledger"}, "check-config", "--config", file)
+	if r.code != exitOK {
+		t.Fatalf("code %d: %s", r.code, r.stderr)
+	}
+	for _, tc := range []struct {
+		desc, key string
+		line      *regexp.Regexp
+	}{
+		{desc: "daily in New York", key: "schedules.sweep",
+			line: regexp.MustCompile(`(?m)^#   schedules\.sweep +"CRON_TZ=America/New_York 30 19 \* \* \*": (\w{3} \d{4}-\d\d-\d\d 19:30:00 E[SD]T \(-0[45]:00\)(, |$)){3}`)},
+		{desc: "weekly in Tokyo", key: "schedules.escalate",
+			line: regexp.MustCompile(`(?m)^#   schedules\.escalate +"CRON_TZ=Asia/Tokyo 0 9 \* \* 1": (Mon \d{4}-\d\d-\d\d 09:00:00 JST \(\+09:00\)(, |$)){3}`)},
+		{desc: "every 5s", key: "schedules.notify",
+			line: regexp.MustCompile(`(?m)^#   schedules\.notify +"@every 5s": (\w{3} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \([+-]\d\d:\d\d\)(, |$)){3}`)},
+	} {
+		if !tc.line.MatchString(r.stdout) {
+			t.Errorf("%s: no line for %s matching %s in:\n%s", tc.desc, tc.key, tc.line, r.stdout)
+		}
+	}
+}

@@ -69,6 +69,7 @@ type Metrics struct {
 	slackParked    prometheus.Counter
 	slackUncertain prometheus.Counter
 	slackAdopted   prometheus.Counter
+	slackSearches  prometheus.Counter
 }
 
 // New returns the metrics, registered on reg. Series known in advance —
@@ -114,11 +115,15 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 			Name: "sweeper_slack_adopted_total",
 			Help: "Outbox rows marked sent because their message was found in Slack after an uncertain post, instead of posting again.",
 		}),
+		slackSearches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sweeper_slack_search_inconclusive_total",
+			Help: "Outbox rows parked because the search for their message after an uncertain post could not finish (its window of the channel held more than a search reads); a person looks (sweeper outbox dismiss or replay --not-posted).",
+		}),
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{
 		m.scanned, m.settled, m.ticketsOpened, m.lookups, m.escalations,
-		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted,
+		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted, m.slackSearches,
 	} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
@@ -212,4 +217,13 @@ func (m *Metrics) SlackAdopted() {
 		return
 	}
 	m.slackAdopted.Inc()
+}
+
+// SlackSearchInconclusive counts one row parked after a search that could
+// not finish.
+func (m *Metrics) SlackSearchInconclusive() {
+	if m == nil {
+		return
+	}
+	m.slackSearches.Inc()
 }

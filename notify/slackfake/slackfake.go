@@ -9,7 +9,11 @@
 // conversations.replies, chat.postEphemeral, views.open. A test can make
 // any method answer 429 with Retry-After, a 5xx, ok:false with an error
 // code, or take the request's effect and then drop the connection without
-// an answer — the post Slack accepted whose answer was lost.
+// an answer — the post Slack accepted whose answer was lost — or answer
+// ok without a field it documents. It can also do what people do in Slack:
+// delete a message ([Server.Delete]) or a channel ([Server.DeleteChannel]),
+// revoke the bot token and issue another ([Server.Revoke],
+// [Server.Accept]); and [Server.Advance] lets time pass in Slack.
 //
 // slack-go's own slacktest lacks chat.update and the history methods,
 // repeats ts within a second and drops metadata; this fake does not.
@@ -52,6 +56,10 @@ type Fault struct {
 	Drop bool
 	// Delay waits this long before answering (after the effect, if any).
 	Delay time.Duration
+	// Omit leaves these top-level fields out of an ok answer ("ts",
+	// "message"): with Apply, a post Slack took and answered ok without
+	// saying where it is.
+	Omit []string
 }
 
 // Message is a message as the fake holds it.
@@ -106,11 +114,18 @@ type Server struct {
 	rotating map[string]*rotation
 	calls    []Call
 	views    int
+	// tokens are the accepted tokens: true while valid, false once revoked.
+	tokens map[string]bool
+	// ahead is how far the fake's clock is ahead of the machine's.
+	ahead time.Duration
+	// gone are the deleted channels.
+	gone map[string]bool
 }
 
 // New starts a fake; it is closed when the test ends.
 func New(t interface{ Cleanup(func()) }) *Server {
-	s := &Server{faults: map[string][]Fault{}, always: map[string]Fault{}, rotating: map[string]*rotation{}}
+	s := &Server{faults: map[string][]Fault{}, always: map[string]Fault{}, rotating: map[string]*rotation{},
+		tokens: map[string]bool{Token: true}, gone: map[string]bool{}}
 	mux := http.NewServeMux()
 	for method, h := range map[string]func(*request) (any, string){
 		"chat.postMessage":      s.postMessage,
@@ -185,6 +200,55 @@ func (s *Server) Add(m Message) Message {
 	return m
 }
 
+// Delete removes the message at channel and ts as a person deleting it in
+// Slack would, and reports whether there was one. It is gone from the
+// history; a reply to it answers thread_not_found, an edit of it
+// message_not_found. Its replies stay, out of sight but for broadcast ones.
+func (s *Server) Delete(channel, ts string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, m := range s.messages {
+		if m.Channel == channel && m.TS == ts {
+			s.messages = slices.Delete(s.messages, i, i+1)
+			return true
+		}
+	}
+	return false
+}
+
+// Advance moves the fake's clock forward by d: what is posted from now on
+// is stamped as if d had passed in Slack since the earlier messages, for
+// tests of "much later" that cannot wait.
+func (s *Server) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ahead += d
+}
+
+// DeleteChannel deletes channel: every method naming it answers
+// channel_not_found, as for a channel deleted in Slack.
+func (s *Server) DeleteChannel(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone[channel] = true
+}
+
+// Revoke revokes token: every call made with it answers token_revoked, as
+// Slack does once an admin revoked it or the app was uninstalled.
+func (s *Server) Revoke(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens[token] = false
+}
+
+// Accept makes token a valid bot token, besides [Token]: the token a
+// reinstalled app gets.
+func (s *Server) Accept(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens[token] = true
+}
+
 // Messages returns every message, replies included, oldest first.
 func (s *Server) Messages() []Message {
 	s.mu.Lock()
@@ -247,10 +311,15 @@ func (s *Server) handle(method string, h func(*request) (any, string)) http.Hand
 		req := &request{form: form}
 
 		// The call is on record from its arrival, its answer once given.
+		token := req.get("token")
+		if auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			token = auth
+		}
 		s.mu.Lock()
 		fault, faulty := s.nextFault(method)
 		s.calls = append(s.calls, Call{Method: method, At: time.Now(), Form: form})
 		callIndex := len(s.calls) - 1
+		valid, known := s.tokens[token]
 		s.mu.Unlock()
 		answer := func(status int, code string) {
 			s.mu.Lock()
@@ -258,17 +327,15 @@ func (s *Server) handle(method string, h func(*request) (any, string)) http.Hand
 			s.calls[callIndex].Status, s.calls[callIndex].Error = status, code
 		}
 
-		token := req.get("token")
-		if auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			token = auth
-		}
 		var body any
 		var code string
 		switch {
 		case token == "":
 			code = "not_authed"
-		case token != Token:
+		case !known:
 			code = "invalid_auth"
+		case !valid:
+			code = "token_revoked"
 		case !faulty || fault.Apply || fault.Drop:
 			body, code = h(req)
 		}
@@ -307,6 +374,11 @@ func (s *Server) handle(method string, h func(*request) (any, string)) http.Hand
 			b, _ := json.Marshal(body)
 			_ = json.Unmarshal(b, &out)
 			out["ok"] = true
+		}
+		if faulty {
+			for _, k := range fault.Omit {
+				delete(out, k)
+			}
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	}
@@ -357,7 +429,13 @@ func (s *Server) nextFault(method string) (Fault, bool) {
 // methods take ids only.
 var channelID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
 
-func resolveChannel(c string, post bool) (string, bool) {
+func (s *Server) resolveChannel(c string, post bool) (string, bool) {
+	s.mu.Lock()
+	gone := s.gone[c]
+	s.mu.Unlock()
+	if gone {
+		return "", false
+	}
 	if channelID.MatchString(c) {
 		return c, true
 	}
@@ -371,7 +449,7 @@ func resolveChannel(c string, post bool) (string, bool) {
 // nextTS returns a ts after every earlier one: now, or one microsecond
 // after the last. Callers hold mu.
 func (s *Server) nextTS() string {
-	now := time.Now().UnixMicro()
+	now := time.Now().Add(s.ahead).UnixMicro()
 	s.lastTS = max(now, s.lastTS+1)
 	return formatTS(s.lastTS)
 }
@@ -417,7 +495,7 @@ func parseMetadata(raw string) (*Metadata, string) {
 }
 
 func (s *Server) postMessage(r *request) (any, string) {
-	channel, ok := resolveChannel(r.get("channel"), true)
+	channel, ok := s.resolveChannel(r.get("channel"), true)
 	if !ok {
 		return nil, "channel_not_found"
 	}
@@ -452,7 +530,7 @@ func (s *Server) postMessage(r *request) (any, string) {
 }
 
 func (s *Server) update(r *request) (any, string) {
-	channel, ok := resolveChannel(r.get("channel"), false)
+	channel, ok := s.resolveChannel(r.get("channel"), false)
 	if !ok {
 		return nil, "channel_not_found"
 	}
@@ -553,7 +631,7 @@ func (w window) page(msgs []*Message, out map[string]any) {
 // history lists a channel's top-level messages (and replies broadcast to
 // it), newest first.
 func (s *Server) history(r *request) (any, string) {
-	channel, ok := resolveChannel(r.get("channel"), false)
+	channel, ok := s.resolveChannel(r.get("channel"), false)
 	if !ok {
 		return nil, "channel_not_found"
 	}
@@ -577,7 +655,7 @@ func (s *Server) history(r *request) (any, string) {
 // replies lists a thread: its root first, then the replies in the window,
 // oldest first.
 func (s *Server) replies(r *request) (any, string) {
-	channel, ok := resolveChannel(r.get("channel"), false)
+	channel, ok := s.resolveChannel(r.get("channel"), false)
 	if !ok {
 		return nil, "channel_not_found"
 	}
@@ -603,7 +681,7 @@ func (s *Server) replies(r *request) (any, string) {
 }
 
 func (s *Server) postEphemeral(r *request) (any, string) {
-	if _, ok := resolveChannel(r.get("channel"), true); !ok {
+	if _, ok := s.resolveChannel(r.get("channel"), true); !ok {
 		return nil, "channel_not_found"
 	}
 	if r.get("user") == "" {
