@@ -135,6 +135,12 @@ type Provider struct {
 	// Concurrency is the most requests in flight to the provider from this
 	// process. Default 4.
 	Concurrency int `toml:"concurrency"`
+	// OutageAfter is how many transient failures in a row, in one process,
+	// take the provider down for the whole cluster: its lookups then pause,
+	// spending no budget and opening no lookup_failed ticket, until a probe
+	// is answered. 0 turns it off: every operation's lookups spend their
+	// own budget, and end as lookup_failed. Default 5, at most 1000.
+	OutageAfter int `toml:"outage_after"`
 
 	// Settings holds the kind's own keys (url, token_env, rules, …).
 	Settings providers.Settings `toml:"-"`
@@ -339,6 +345,7 @@ func defaultProvider() *Provider {
 		LookupBudget:  NewDuration(10 * time.Minute),
 		RateLimit:     10,
 		Concurrency:   4,
+		OutageAfter:   5,
 	}
 }
 
@@ -413,6 +420,9 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 		}
 		if !(p.RateLimit > 0) || math.IsInf(p.RateLimit, 0) { // NaN fails > 0 too
 			v.add(prefix+"rate_limit", "must be a finite number greater than 0 (requests per second)")
+		}
+		if p.OutageAfter < 0 || p.OutageAfter > 1000 {
+			v.add(prefix+"outage_after", "must be between 0 (off) and 1000")
 		}
 		if p.Concurrency < 1 || p.Concurrency > 1000 {
 			v.add(prefix+"concurrency", "must be between 1 and 1000")

@@ -82,6 +82,7 @@ func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 			LookupBudget:  block.LookupBudget.Duration,
 			RateLimit:     block.RateLimit,
 			Concurrency:   block.Concurrency,
+			OutageAfter:   block.OutageAfter,
 		})
 	}
 	return out, errors.Join(errs...)
@@ -93,7 +94,10 @@ func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 // it answers, its open lookup_failed tickets are looked up again at once.
 func (s *Sweeper) TrackHealth() {
 	for name, p := range s.Providers {
-		tracker := health.NewTracker(s.Pool, name, 2*p.LookupTimeout+lookupOverhead)
+		if p.OutageAfter <= 0 {
+			continue // each operation's lookups spend their own budget
+		}
+		tracker := health.NewTracker(s.Pool, name, p.OutageAfter, 2*p.LookupTimeout+lookupOverhead)
 		tracker.OnUp = func(ctx context.Context) {
 			n, err := s.Reviews().RelookupNow(ctx, name)
 			s.Logger.Info("provider answers again; lookups resume", "provider", name, "tickets_relooked_now", n, "error", err)

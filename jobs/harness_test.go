@@ -280,6 +280,6 @@ func (f *fakeLookup) Matching() providers.Matching {
 func fakeProvider(name string, f providers.Lookup, budget time.Duration) *providers.Provider {
 	return providers.NewProvider(name, "fake", f, providers.Limits{
 		StaleAfter: 10 * time.Minute, LookupTimeout: 2 * time.Second, LookupBudget: budget,
-		RateLimit: 1000, Concurrency: 10,
+		RateLimit: 1000, Concurrency: 10, OutageAfter: 5,
 	})
 }

@@ -20,6 +20,9 @@ import (
 type Provider struct {
 	// Name is the block's name, as in the ledger's provider column.
 	Name string
+	// OutageAfter is how many transient failures in a row take the
+	// provider down for the cluster (see [Provider.SetHealth]); 0: never.
+	OutageAfter int
 	// Kind is the adapter's kind.
 	Kind string
 	// StaleAfter, LookupTimeout and LookupBudget as configured.
@@ -42,6 +45,9 @@ type Limits struct {
 	LookupBudget  time.Duration
 	RateLimit     float64 // requests per second
 	Concurrency   int     // requests in flight
+	// OutageAfter is how many transient failures in a row take the
+	// provider down for the cluster; 0: never.
+	OutageAfter int
 }
 
 // NewProvider wraps adapter with limits.
@@ -53,6 +59,7 @@ func NewProvider(name, kind string, adapter Lookup, limits Limits) *Provider {
 		StaleAfter:    limits.StaleAfter,
 		LookupTimeout: limits.LookupTimeout,
 		LookupBudget:  limits.LookupBudget,
+		OutageAfter:   limits.OutageAfter,
 		adapter:       adapter,
 		matching:      matchingOf(adapter),
 		limiter:       rate.NewLimiter(rate.Limit(limits.RateLimit), burst),

@@ -88,6 +88,10 @@ api_url = %[2]q
 [http]
 listen = "127.0.0.1:0"
 
+# These providers answer some operations with errors for good, and the
+# run checks that each such operation spends its own budget and ends as
+# lookup_failed: the cluster-wide outage pause is off. (It is tried by
+# TestOutageMakesNoTickets.)
 [providers.mail]
 kind = "http"
 url = %[1]q
@@ -96,6 +100,7 @@ lookup_timeout = "1s"
 lookup_budget = "3s"
 rate_limit = 2000.0
 concurrency = 50
+outage_after = 0
 
 [providers.pay]
 kind = "http"
@@ -105,6 +110,7 @@ lookup_timeout = "1s"
 lookup_budget = "10m"
 rate_limit = 2000.0
 concurrency = 50
+outage_after = 0
 `, providerURL, slackURL, channels.String())
 }
 

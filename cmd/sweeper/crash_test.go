@@ -49,6 +49,8 @@ lookup_budget = "2s"
 rate_limit = 1000.0
 concurrency = 20
 latency = "30ms"
+# error-* fails for good and must end as lookup_failed: no outage pause.
+outage_after = 0
 [[providers.sim.rules]]
 match = "found-*"
 outcome = "found"

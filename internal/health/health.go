@@ -22,10 +22,10 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 )
 
-// FailureThreshold is how many transient failures in a row, in one
-// process, mark a provider down for the cluster: a timeout or a 5xx now and
-// then is the budget's business; five in a row is an outage.
-const FailureThreshold = 5
+// DefaultFailures is how many transient failures in a row, in one process,
+// mark a provider down for the cluster by default: a timeout or a 5xx now
+// and then is the budget's business; five in a row is an outage.
+const DefaultFailures = 5
 
 // Probe backoff: the first probe five seconds after the provider went
 // down, then twice as long after each failed probe, at most a minute.
@@ -70,6 +70,7 @@ var ErrDown = errors.New("provider down")
 type Tracker struct {
 	db       ledger.DB
 	provider string
+	failAt   int
 	lease    time.Duration
 	// OnUp runs after a probe brought the provider up (nil: nothing), for
 	// what recovery should start at once.
@@ -81,10 +82,11 @@ type Tracker struct {
 	readAt   time.Time
 }
 
-// NewTracker returns the tracker of provider over db. lease bounds a probe:
-// a probe not reported within it (its process died) frees the turn.
-func NewTracker(db ledger.DB, provider string, lease time.Duration) *Tracker {
-	return &Tracker{db: db, provider: provider, lease: lease}
+// NewTracker returns the tracker of provider over db: failures transient
+// failures in a row take the provider down (at least 1). lease bounds a
+// probe: a probe not reported within it (its process died) frees the turn.
+func NewTracker(db ledger.DB, provider string, failures int, lease time.Duration) *Tracker {
+	return &Tracker{db: db, provider: provider, failAt: max(failures, 1), lease: lease}
 }
 
 // State reads the provider's health, at most a second old.
@@ -144,8 +146,8 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 // for a transient failure (a timeout, a 5xx, a dropped connection), false
 // for an answer (an error the provider chose to give included). A probe's
 // answer brings the provider up; its failure backs the next probe off.
-// Outside a probe, FailureThreshold failures in a row take the provider
-// down. detail says why, for people; it must hold no secret or recipient.
+// Outside a probe, the tracker's number of failures in a row take the
+// provider down. detail says why, for people; it must hold no secret or recipient.
 func (t *Tracker) Done(ctx context.Context, probe, failed bool, detail string) error {
 	switch {
 	case probe && !failed:
@@ -165,7 +167,7 @@ func (t *Tracker) Done(ctx context.Context, probe, failed bool, detail string) e
 		return nil
 	}
 	t.failures++
-	down := t.failures >= FailureThreshold
+	down := t.failures >= t.failAt
 	if down {
 		t.failures = 0
 	}

@@ -21,12 +21,12 @@ func TestDownForTheCluster(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	a := health.NewTracker(pool, "mailer", time.Minute)
-	b := health.NewTracker(pool, "mailer", time.Minute)
+	a := health.NewTracker(pool, "mailer", health.DefaultFailures, time.Minute)
+	b := health.NewTracker(pool, "mailer", health.DefaultFailures, time.Minute)
 	recovered := 0
 	b.OnUp = func(context.Context) { recovered++ }
 
-	for i := range health.FailureThreshold - 1 {
+	for i := range health.DefaultFailures - 1 {
 		if err := a.Done(ctx, false, true, "HTTP 503"); err != nil {
 			t.Fatal(err)
 		}
@@ -40,14 +40,14 @@ func TestDownForTheCluster(t *testing.T) {
 	if st, _ := health.Read(ctx, pool, "mailer"); !st.Up {
 		t.Fatalf("down after failures that were not in a row: %+v", st)
 	}
-	for range health.FailureThreshold {
+	for range health.DefaultFailures {
 		if err := a.Done(ctx, false, true, "HTTP 503"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	st, err := health.Read(ctx, pool, "mailer")
 	if err != nil || st.Up || st.LastError != "HTTP 503" {
-		t.Fatalf("after %d failures in a row: %+v, %v; want down", health.FailureThreshold, st, err)
+		t.Fatalf("after %d failures in a row: %+v, %v; want down", health.DefaultFailures, st, err)
 	}
 
 	// Down: no probe is due yet, in either replica.
