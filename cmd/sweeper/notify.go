@@ -25,7 +25,7 @@ func runNotify(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "sweeper notify: --once is required (the daemon, 'sweeper run', delivers on schedules.notify)")
 		return exitUsage
 	}
-	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
+	s, closeDB, code := openNoLookups(ctx, e, *configPath, newLogger(e.stderr))
 	if s == nil {
 		return code
 	}
@@ -126,7 +126,7 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 			return exitUsage
 		}
 	}
-	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
+	s, closeDB, code := openNoLookups(ctx, e, *configPath, newLogger(e.stderr))
 	if s == nil {
 		return code
 	}
