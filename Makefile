@@ -6,7 +6,7 @@ BIN := bin/sweeper
 
 help:
 	@echo "make quickstart  migrate a database (found or started) and validate config.example.toml"
-	@echo "make test        gofmt check, go vet, go test -race ./..., payload-hash vectors in node"
+	@echo "make test        gofmt check, go vet, go test -race ./..., payload-hash vectors and the n8n Code nodes in node"
 	@echo "make build       static binary in $(BIN), as the Dockerfile builds it"
 	@echo "make fuzz        run each fuzz target for FUZZTIME (default 30s)"
 	@echo "make chaos       the chaos test at full size: kill -9s and a PostgreSQL restart under load"
@@ -30,7 +30,7 @@ gotest:
 
 nodetest:
 	@command -v node >/dev/null || { echo "node is needed for the payload-hash vectors (Debian: apt-get install nodejs)"; exit 1; }
-	node --test ledger/payloadhash_test.mjs
+	node --test ledger/payloadhash_test.mjs examples/n8n/workflows_test.mjs
 
 # Every FuzzXxx function in a _test.go file, one `go test -fuzz` each (Go
 # fuzzes one target per run), stopping at the first failure. A failing
