@@ -359,6 +359,21 @@ func scenarios(ctx context.Context, c *t, n8n *n8nProc, mail *fakeMail, sw *swee
 	ticket(rateLimited, "not_found", "")
 	ticket(held, "multiple_matches", "already proves operation "+opKey(ok.ID))
 	c.check(len(tickets) == 6, "no other ticket", "%d tickets", len(tickets))
+
+	// Every failure above went through an error output: no execution of
+	// either workflow failed.
+	statuses, err := n8n.executions(ctx)
+	failed := 0
+	for id, byStatus := range statuses {
+		for status, n := range byStatus {
+			if status != "success" {
+				failed += n
+			}
+			fmt.Printf("   n8n executions of %s: %d %s\n", id, n, status)
+		}
+	}
+	c.check(err == nil && len(statuses[writerID]) > 0 && len(statuses[lookupID]) > 0 && failed == 0,
+		"every n8n execution of both workflows succeeded: failures took the error outputs", "%v %v", statuses, err)
 	who = "still"
 	want(ok, "done", okRecord)
 	want(refused, "failed", "")
@@ -558,6 +573,8 @@ func (s *sweeperCLI) run(ctx context.Context, withToken bool, args ...string) (s
 // n8nProc is the running n8n.
 type n8nProc struct {
 	cmd     *exec.Cmd
+	bin     string // .cache/n8n/node_modules/.bin/n8n
+	home    string // N8N_USER_FOLDER
 	base    string // http://127.0.0.1:PORT
 	token   string // the lookup webhook's
 	logPath string
@@ -662,7 +679,7 @@ func startN8n(ctx context.Context, bin, root, work string, db *database, fakeURL
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &n8nProc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port), token: lookupToken, logPath: logPath, done: make(chan struct{})}
+	p := &n8nProc{cmd: cmd, bin: bin, home: home, base: fmt.Sprintf("http://127.0.0.1:%d", port), token: lookupToken, logPath: logPath, done: make(chan struct{})}
 	go func() { cmd.Wait(); logFile.Close(); close(p.done) }()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -712,6 +729,29 @@ func (p *n8nProc) printLog(lines int) {
 	for _, l := range all {
 		fmt.Println("   | " + l)
 	}
+}
+
+// executions counts n8n's saved executions by workflow and status, read
+// from its SQLite database with the sqlite3 module n8n installs.
+func (p *n8nProc) executions(ctx context.Context) (map[string]map[string]int, error) {
+	const script = `
+const sqlite3 = require('sqlite3');
+const db = new sqlite3.Database(process.argv[1], sqlite3.OPEN_READONLY);
+db.all('SELECT "workflowId" AS w, status AS s, count(*) AS n FROM execution_entity GROUP BY 1, 2', (err, rows) => {
+  if (err) { console.error(err.message); process.exit(1); }
+  const out = {};
+  for (const r of rows) (out[r.w] ??= {})[r.s] = r.n;
+  console.log(JSON.stringify(out));
+  db.close();
+});`
+	cmd := exec.CommandContext(ctx, "node", "-e", script, filepath.Join(p.home, ".n8n", "database.sqlite"))
+	cmd.Dir = filepath.Dir(filepath.Dir(filepath.Dir(p.bin))) // .cache/n8n, where require finds sqlite3
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("read n8n's executions: %w", err)
+	}
+	var m map[string]map[string]int
+	return m, json.Unmarshal(out, &m)
 }
 
 var client = &http.Client{Timeout: 90 * time.Second}
