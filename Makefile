@@ -6,10 +6,11 @@ BIN := bin/sweeper
 
 help:
 	@echo "make quickstart  migrate a database (found or started) and validate config.example.toml"
-	@echo "make test        gofmt check, go vet, go test -race ./..., payload-hash vectors in node"
+	@echo "make test        gofmt check, go vet, go test -race ./..., payload-hash vectors and the n8n Code nodes in node"
 	@echo "make build       static binary in $(BIN), as the Dockerfile builds it"
 	@echo "make fuzz        run each fuzz target for FUZZTIME (default 30s)"
 	@echo "make chaos       the chaos test at full size: kill -9s and a PostgreSQL restart under load"
+	@echo "make n8n-e2e     the n8n templates in a real n8n (installed into .cache/n8n), with a fake provider and sweeper"
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/sweeper
@@ -30,7 +31,7 @@ gotest:
 
 nodetest:
 	@command -v node >/dev/null || { echo "node is needed for the payload-hash vectors (Debian: apt-get install nodejs)"; exit 1; }
-	node --test ledger/payloadhash_test.mjs
+	node --test ledger/payloadhash_test.mjs examples/n8n/workflows_test.mjs
 
 # Every FuzzXxx function in a _test.go file, one `go test -fuzz` each (Go
 # fuzzes one target per run), stopping at the first failure. A failing
@@ -53,6 +54,14 @@ fuzz:
 .PHONY: chaos
 chaos:
 	$(GO) test -race -count=1 -timeout 30m -run '^TestChaos$$' ./cmd/sweeper -v -chaos.full
+
+# The workflows in examples/n8n run in a real n8n: installs n8n (pinned in
+# examples/n8n/e2e/package.json) into .cache/n8n on first use, a few
+# minutes and about 2.3 GB; needs node and npm, and PostgreSQL as the
+# tests find it. Not part of `make test`.
+.PHONY: n8n-e2e
+n8n-e2e:
+	$(GO) run ./examples/n8n/e2e
 
 clean:
 	rm -rf bin

@@ -238,20 +238,40 @@ var Priorities = []string{"low", "normal", "high", "urgent"}
 // in tests.
 type Getenv func(string) string
 
+// Options change what loading checks.
+type Options struct {
+	// NoLookups is for commands that never call a provider (tickets,
+	// outbox, notify, migrate, healthcheck): the providers' credentials
+	// (token_env, dsn_env, …) are not read, so an unset variable is no
+	// problem. The variables' names are still checked, and everything
+	// else is as strict as without it.
+	NoLookups bool
+}
+
 // Load reads the file at path and returns the validated configuration. The
 // error lists every problem found, one per line.
 func Load(path string, kinds []providers.Kind, getenv Getenv) (*Config, error) {
+	return LoadWith(path, kinds, getenv, Options{})
+}
+
+// LoadWith is [Load] with options.
+func LoadWith(path string, kinds []providers.Kind, getenv Getenv, opts Options) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(string(b), kinds, getenv)
+	return ParseWith(string(b), kinds, getenv, opts)
 }
 
 // Parse decodes TOML text, applies defaults and the environment, and
 // validates. Decoding stops at a syntax or type error (reported with its
 // line); otherwise every unknown key and every invalid value is reported.
 func Parse(text string, kinds []providers.Kind, getenv Getenv) (*Config, error) {
+	return ParseWith(text, kinds, getenv, Options{})
+}
+
+// ParseWith is [Parse] with options.
+func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options) (*Config, error) {
 	// Decoding over the defaults keeps an explicit zero ("batch_size = 0")
 	// apart from an absent key: the first is validated, the second defaulted.
 	var raw struct {
@@ -292,7 +312,7 @@ func Parse(text string, kinds []providers.Kind, getenv Getenv) (*Config, error) 
 	var urlProblems []error
 	cfg.Database.URL, urlProblems = databaseURL(cfg.Database.URL, getenv)
 	problems = append(problems, urlProblems...)
-	problems = append(problems, cfg.validate(kinds, getenv)...)
+	problems = append(problems, cfg.validate(kinds, getenv, opts)...)
 	if len(problems) > 0 {
 		return nil, &Error{Problems: problems}
 	}
@@ -358,7 +378,7 @@ var (
 	slackAppRE     = regexp.MustCompile(`^A[A-Z0-9]{2,}$`)
 )
 
-func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
+func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) []error {
 	var v validator
 
 	if c.Database.MaxConns < 2 {
@@ -443,8 +463,12 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv) []error {
 			}
 		}
 		if holder, ok := p.Settings.(providers.SecretHolder); ok {
+			env := getenv
+			if opts.NoLookups {
+				env = nil // names only: the adapter is never built
+			}
 			for _, s := range holder.SecretEnvs() {
-				v.secretEnv(prefix+s.Key, s.Name, s.Required, getenv)
+				v.secretEnv(prefix+s.Key, s.Name, s.Required, env)
 			}
 		}
 	}
@@ -736,6 +760,9 @@ func (v *validator) owner(key, owner string, slackOn bool) {
 	}
 }
 
+// secretEnv checks the variable name a key gives and, with getenv, that the
+// variable is set (when required) and not set twice; a nil getenv checks
+// the name only.
 func (v *validator) secretEnv(key, name string, required bool, getenv Getenv) {
 	switch {
 	case name == "":
@@ -744,6 +771,8 @@ func (v *validator) secretEnv(key, name string, required bool, getenv Getenv) {
 		}
 	case !envNameRE.MatchString(name):
 		v.add(key, "%q is not an environment variable name", name)
+	case getenv == nil:
+		// Not read: the name is all there is to check.
 	default:
 		// Set twice is an error even for an optional credential: the
 		// adapter would read one of the two.

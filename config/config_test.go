@@ -490,3 +490,45 @@ func TestSettleWindowWithinLookup(t *testing.T) {
 		})
 	}
 }
+
+// TestNoLookupsSkipsProviderCredentials: with NoLookups, a provider whose
+// credential variable is unset loads (the command never builds it), a
+// name that is not a variable name is still refused, and Slack's secrets
+// are still required; without it, the unset variable is a problem.
+func TestNoLookupsSkipsProviderCredentials(t *testing.T) {
+	t.Parallel()
+	text := minimal + `
+[providers.mailer]
+kind = "http"
+url = "https://n8n.example.com/webhook/sweeper-lookup"
+token_env = "MAILER_LOOKUP_TOKEN"
+
+[providers.mailer_db]
+kind = "postgres"
+dsn_env = "MAILER_DB_DSN"
+query = "SELECT id, created_at, payload_hash FROM sent WHERE op_key = @op_key"
+`
+	noLookups := config.Options{NoLookups: true}
+	if _, err := config.ParseWith(text, kinds, env(nil), noLookups); err != nil {
+		t.Errorf("NoLookups, credentials unset: %v", err)
+	}
+	_, err := config.Parse(text, kinds, env(nil))
+	for _, want := range []string{
+		"providers.mailer.token_env: environment variable MAILER_LOOKUP_TOKEN is not set",
+		"providers.mailer_db.dsn_env: environment variable MAILER_DB_DSN is not set",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("strict: error lacks %q: %v", want, err)
+		}
+	}
+	bad := strings.Replace(text, `token_env = "MAILER_LOOKUP_TOKEN"`, `token_env = "MAILER LOOKUP"`, 1)
+	if _, err := config.ParseWith(bad, kinds, env(nil), noLookups); err == nil ||
+		!strings.Contains(err.Error(), `providers.mailer.token_env: "MAILER LOOKUP" is not an environment variable name`) {
+		t.Errorf("NoLookups, bad name: %v", err)
+	}
+	slack := strings.Replace(text, "[providers.mailer]", "[slack]\nchannel = \"C0REVIEW\"\n\n[providers.mailer]", 1)
+	if _, err := config.ParseWith(slack, kinds, env(nil), noLookups); err == nil ||
+		!strings.Contains(err.Error(), "slack.channel: environment variable SLACK_BOT_TOKEN is not set") {
+		t.Errorf("NoLookups, Slack on without its token: %v", err)
+	}
+}

@@ -146,9 +146,20 @@ func configFlag(fs *flag.FlagSet) *string {
 }
 
 // loadConfig resolves the configuration file — --config, else
-// $SWEEPER_CONFIG, else ./sweeper.toml — and loads it. Problems are printed,
-// one per line, and reported as exitUsage.
+// $SWEEPER_CONFIG, else ./sweeper.toml — and loads it, every provider's
+// credentials required. Problems are printed, one per line, and reported
+// as exitUsage.
 func loadConfig(e *env, flagPath string) (*config.Config, string, int) {
+	return loadConfigWith(e, flagPath, config.Options{})
+}
+
+// loadConfigNoLookups is loadConfig for a command that never calls a
+// provider: the providers' credentials need not be set.
+func loadConfigNoLookups(e *env, flagPath string) (*config.Config, string, int) {
+	return loadConfigWith(e, flagPath, config.Options{NoLookups: true})
+}
+
+func loadConfigWith(e *env, flagPath string, opts config.Options) (*config.Config, string, int) {
 	path := flagPath
 	if path == "" {
 		path = e.getenv(config.EnvConfig)
@@ -161,7 +172,7 @@ func loadConfig(e *env, flagPath string) (*config.Config, string, int) {
 			return nil, path, exitUsage
 		}
 	}
-	cfg, err := config.Load(path, providerKinds(), e.getenv)
+	cfg, err := config.LoadWith(path, providerKinds(), e.getenv, opts)
 	if err != nil {
 		var cfgErr *config.Error
 		if errors.As(err, &cfgErr) {

@@ -18,7 +18,7 @@ func runHealthcheck(ctx context.Context, e *env, args []string) int {
 	if code := parseFlags(e, fs, args); code >= 0 {
 		return code
 	}
-	cfg, _, code := loadConfig(e, *configPath)
+	cfg, _, code := loadConfigNoLookups(e, *configPath)
 	if cfg == nil {
 		return code
 	}

@@ -27,7 +27,7 @@ func runNotify(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "sweeper notify: --once is required (the daemon, 'sweeper run', delivers on schedules.notify)")
 		return exitUsage
 	}
-	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
+	s, closeDB, code := openNoLookups(ctx, e, *configPath, newLogger(e.stderr))
 	if s == nil {
 		return code
 	}
@@ -126,7 +126,7 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "sweeper outbox list: --state must be pending, sent, parked, dismissed or all, not %q\n", *state)
 		return exitUsage
 	}
-	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
+	s, closeDB, code := openNoLookups(ctx, e, *configPath, newLogger(e.stderr))
 	if s == nil {
 		return code
 	}
@@ -184,7 +184,7 @@ func runOutboxReplay(ctx context.Context, e *env, args []string) int {
 	if *by == "" {
 		return usage("--by NAME is required")
 	}
-	s, closeDB, exit := open(ctx, e, *configPath, newLogger(e.stderr))
+	s, closeDB, exit := openNoLookups(ctx, e, *configPath, newLogger(e.stderr))
 	if s == nil {
 		return exit
 	}
@@ -240,7 +240,7 @@ func runOutboxDismiss(ctx context.Context, e *env, args []string) int {
 	case strings.TrimSpace(*note) == "":
 		return usage("--note TEXT is required: why the message will never be posted")
 	}
-	s, closeDB, exit := open(ctx, e, *configPath, newLogger(e.stderr))
+	s, closeDB, exit := openNoLookups(ctx, e, *configPath, newLogger(e.stderr))
 	if s == nil {
 		return exit
 	}

@@ -61,7 +61,7 @@ func runTicketsList(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "sweeper tickets list: --state must be open, resolved or all, not %q\n", *state)
 		return exitUsage
 	}
-	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
+	s, closeDB, code := openNoLookups(ctx, e, *configPath, newLogger(e.stderr))
 	if s == nil {
 		return code
 	}
@@ -96,7 +96,7 @@ func runTicketsShow(ctx context.Context, e *env, args []string) int {
 	if code >= 0 {
 		return code
 	}
-	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
+	s, closeDB, code := openNoLookups(ctx, e, *configPath, newLogger(e.stderr))
 	if s == nil {
 		return code
 	}
@@ -156,7 +156,7 @@ func runTicketsResolve(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
+	s, closeDB, code := openNoLookups(ctx, e, *configPath, newLogger(e.stderr))
 	if s == nil {
 		return code
 	}
@@ -191,7 +191,7 @@ func runTicketsAck(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
+	s, closeDB, code := openNoLookups(ctx, e, *configPath, newLogger(e.stderr))
 	if s == nil {
 		return code
 	}

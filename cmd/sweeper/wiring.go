@@ -12,13 +12,26 @@ import (
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/providers"
 )
 
 // open loads the configuration, connects, checks that the database is
-// migrated, and builds the providers: what every command that works on the
-// ledger needs. On failure it has printed why and returns the exit code.
+// migrated, and builds the providers: what every command that looks
+// operations up needs. On failure it has printed why and returns the exit
+// code.
 func open(ctx context.Context, e *env, configPath string, logger *slog.Logger) (*jobs.Sweeper, func(), int) {
 	return openWaiting(ctx, e, configPath, logger, 0)
+}
+
+// openNoLookups is open for a command that never calls a provider
+// (tickets, outbox, notify): no provider is built, so their credentials
+// need not be set, and the Sweeper it returns has none.
+func openNoLookups(ctx context.Context, e *env, configPath string, logger *slog.Logger) (*jobs.Sweeper, func(), int) {
+	cfg, _, code := loadConfigNoLookups(e, configPath)
+	if cfg == nil {
+		return nil, nil, code
+	}
+	return connectSweeper(ctx, e, cfg, nil, logger, 0)
 }
 
 // openWaiting is open, retrying for up to wait while the database cannot
@@ -35,9 +48,16 @@ func openWaiting(ctx context.Context, e *env, configPath string, logger *slog.Lo
 		fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
 		return nil, nil, exitUsage
 	}
+	return connectSweeper(ctx, e, cfg, provs, logger, wait)
+}
+
+// connectSweeper connects (waiting as openWaiting says), checks the
+// migrations and syncs the clock.
+func connectSweeper(ctx context.Context, e *env, cfg *config.Config, provs map[string]*providers.Provider,
+	logger *slog.Logger, wait time.Duration) (*jobs.Sweeper, func(), int) {
 	var pool *pgxpool.Pool
 	var pending int
-	err = retryFor(ctx, logger, wait, "database not ready; trying again", func() error {
+	err := retryFor(ctx, logger, wait, "database not ready; trying again", func() error {
 		var err error
 		pool, pending, err = reach(ctx, cfg)
 		return err
