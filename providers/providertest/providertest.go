@@ -133,6 +133,10 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.gets.Add(1)
+	// A search's body is read first: until it is, the server would not
+	// notice the client going away, and a handler that waits for that
+	// would hold the test.
+	io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20)) //nolint:errcheck // only to drain it
 	f.respond(w, r)
 }
 
