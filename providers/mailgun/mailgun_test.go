@@ -128,6 +128,12 @@ func TestLookupRecord(t *testing.T) {
 	if diff := cmp.Diff(want, records); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
+	// The email adapters' vector in ledger/testdata/payload-hash-vectors.json,
+	// which the JavaScript snippet is checked against too.
+	const vector = "c6827ea22de47ee3ee9aeae11e038ef088082f0c58926577479650e8b0cd314c"
+	if len(records) == 1 && records[0].PayloadHash != vector {
+		t.Errorf("payload hash of {\"subject\": %q} = %s, want the documented vector %s", subject, records[0].PayloadHash, vector)
+	}
 }
 
 func TestLookupRequest(t *testing.T) {
