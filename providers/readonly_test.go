@@ -111,3 +111,88 @@ func TestReadOnlyTransport(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOnlyTransportSearches: a search endpoint an adapter declares —
+// a POST that only reads — passes only when the request is exactly it:
+// method, https, host, path and no query string. Anything near it, and
+// every other method, is refused before it leaves the process.
+func TestReadOnlyTransportSearches(t *testing.T) {
+	t.Parallel()
+	counter := &methodCounter{counts: map[string]int{}}
+	srv := httptest.NewTLSServer(counter)
+	t.Cleanup(srv.Close)
+	host := srv.Listener.Addr().String()
+	search := providers.SearchEndpoint{Method: http.MethodPost, Host: host, Path: "/v3/logs"}
+
+	tests := []struct {
+		desc     string
+		method   string
+		url      string // relative to https://host unless absolute
+		host     string // the request's Host field, when set
+		searches []providers.SearchEndpoint
+		allowed  bool
+	}{
+		{desc: "the declared search passes", method: http.MethodPost, url: "/v3/logs", searches: []providers.SearchEndpoint{search}, allowed: true},
+		{desc: "GET still passes", method: http.MethodGet, url: "/v3/logs/abc", searches: []providers.SearchEndpoint{search}, allowed: true},
+		{desc: "no declared search: POST refused", method: http.MethodPost, url: "/v3/logs"},
+		{desc: "another path", method: http.MethodPost, url: "/v3/mail/send", searches: []providers.SearchEndpoint{search}},
+		{desc: "a path below it", method: http.MethodPost, url: "/v3/logs/abc", searches: []providers.SearchEndpoint{search}},
+		{desc: "a trailing slash", method: http.MethodPost, url: "/v3/logs/", searches: []providers.SearchEndpoint{search}},
+		{desc: "another letter case", method: http.MethodPost, url: "/v3/LOGS", searches: []providers.SearchEndpoint{search}},
+		{desc: "an escaped path", method: http.MethodPost, url: "/v3/%6Cogs", searches: []providers.SearchEndpoint{search}},
+		{desc: "a dot segment", method: http.MethodPost, url: "/v3/mail/../logs", searches: []providers.SearchEndpoint{search}},
+		{desc: "a query string", method: http.MethodPost, url: "/v3/logs?x=1", searches: []providers.SearchEndpoint{search}},
+		{desc: "plain http", method: http.MethodPost, url: "http://" + host + "/v3/logs", searches: []providers.SearchEndpoint{search}},
+		{desc: "another host", method: http.MethodPost, url: "https://localhost:1/v3/logs", searches: []providers.SearchEndpoint{search}},
+		{desc: "a Host header naming another host", method: http.MethodPost, url: "/v3/logs", host: "api.example.com", searches: []providers.SearchEndpoint{search}},
+		{desc: "credentials in the URL", method: http.MethodPost, url: "https://user:pass@" + host + "/v3/logs", searches: []providers.SearchEndpoint{search}},
+		{desc: "PUT to the search path", method: http.MethodPut, url: "/v3/logs", searches: []providers.SearchEndpoint{search}},
+		{desc: "lower-case post", method: "post", url: "/v3/logs", searches: []providers.SearchEndpoint{search}},
+		{desc: "a declared PUT allows nothing", method: http.MethodPut, url: "/v3/logs",
+			searches: []providers.SearchEndpoint{{Method: http.MethodPut, Host: host, Path: "/v3/logs"}}},
+		{desc: "a declared DELETE allows nothing", method: http.MethodDelete, url: "/v3/logs",
+			searches: []providers.SearchEndpoint{{Method: http.MethodDelete, Host: host, Path: "/v3/logs"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			before := counter.snapshot()
+			client := &http.Client{Transport: providers.ReadOnlyTransport{Base: srv.Client().Transport, Searches: tt.searches}}
+			target := tt.url
+			if strings.HasPrefix(target, "/") {
+				target = "https://" + host + target
+			}
+			body := &closeTracker{Reader: strings.NewReader(`{"query":"to_email = \"jane.doe@example.com\""}`)}
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, target, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			resp, err := client.Do(req)
+			if resp != nil {
+				resp.Body.Close()
+			}
+			after := counter.snapshot()
+			reached := after[tt.method] - before[tt.method]
+			if tt.allowed {
+				if err != nil || reached != 1 {
+					t.Errorf("%s %s: %v, %d request(s) reached the server; want it to pass", tt.method, tt.url, err, reached)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("%s %s: no error, want it refused", tt.method, tt.url)
+			}
+			if class, _ := providers.Classify(err); class != providers.ClassPermanent {
+				t.Errorf("error %v is %s, want permanent", err, class)
+			}
+			if !body.closed {
+				t.Error("refused request's body not closed")
+			}
+			if reached != 0 {
+				t.Errorf("%d refused request(s) reached the server", reached)
+			}
+		})
+	}
+}

@@ -14,7 +14,10 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/httplookup"
+	"github.com/sweeper/sweeper/providers/mailgun"
 	"github.com/sweeper/sweeper/providers/pgquery"
+	"github.com/sweeper/sweeper/providers/postmark"
+	"github.com/sweeper/sweeper/providers/sendgrid"
 	"github.com/sweeper/sweeper/providers/sim"
 	"github.com/sweeper/sweeper/providers/stripe"
 	"github.com/sweeper/sweeper/providers/twilio"
@@ -34,6 +37,9 @@ func providerKinds() []providers.Kind {
 		httplookup.Kind,
 		stripe.Kind,
 		twilio.Kind,
+		postmark.Kind,
+		mailgun.Kind,
+		sendgrid.Kind,
 		pgquery.Kind,
 	}
 }

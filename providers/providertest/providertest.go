@@ -10,7 +10,9 @@
 //     transient, 401 and 403 are permanent;
 //   - no credential and no recipient appears in an error, a log line or a
 //     record's excerpt;
-//   - no request other than a GET or HEAD ever reaches the provider (I1).
+//   - no request other than a GET or HEAD — or a search endpoint the
+//     harness declares, a POST that only reads — ever reaches the
+//     provider (I1).
 //
 // Use it from the adapter's tests:
 //
@@ -32,6 +34,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,6 +77,18 @@ type Harness struct {
 	// [Recipient], for a provider that searches one kind of address (a
 	// phone number). It must never show either, in any form.
 	Recipient string
+	// Searches, if set, are the provider's search endpoints that take a
+	// POST and only read, as "METHOD /path" ("POST /v3/logs"): the fake
+	// answers them like GETs. Any other request but a GET or HEAD is still
+	// a write, and fails the test.
+	Searches []string
+	// Answer, if set, is the 200 body for request r when the kit serves
+	// body (Empty, Found or a hostile body), for a provider whose lookup
+	// reads answers of more than one shape — a search, then each record's
+	// details: it returns body for the request the kit's bodies are shaped
+	// for, and the provider's answer for the others. Errors and other
+	// statuses are served to every request as they are.
+	Answer func(r *http.Request, body []byte) []byte
 }
 
 // query is the kit's query, with the harness's recipient.
@@ -111,13 +126,17 @@ type fake struct {
 }
 
 func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !slices.Contains(f.harness.Searches, r.Method+" "+r.URL.Path) {
 		f.writes.Add(1)
 		f.methods.Store(r.Method+" "+r.URL.Path, true)
 		http.Error(w, "sweeper must never create or send", http.StatusMethodNotAllowed)
 		return
 	}
 	f.gets.Add(1)
+	// A search's body is read first: until it is, the server would not
+	// notice the client going away, and a handler that waits for that
+	// would hold the test.
+	io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20)) //nolint:errcheck // only to drain it
 	f.respond(w, r)
 }
 
@@ -129,6 +148,14 @@ func (f *fake) body(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(status)
 	w.Write(body) //nolint:errcheck // the client may be gone
+}
+
+// ok serves body with 200, as Harness.Answer shapes it for r.
+func (f *fake) ok(w http.ResponseWriter, r *http.Request, body []byte) {
+	if f.harness.Answer != nil {
+		body = f.harness.Answer(r, body)
+	}
+	f.body(w, http.StatusOK, body)
 }
 
 func (f *fake) errorBody(status int) []byte {
@@ -226,7 +253,7 @@ func Run(t *testing.T, h Harness) {
 
 	t.Run("searched and found nothing is zero records", func(t *testing.T) {
 		t.Parallel()
-		f, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) { f.body(w, 200, h.Empty) })
+		f, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, r *http.Request) { f.ok(w, r, h.Empty) })
 		records, err := lookup(t, h, adapter, 10*time.Second)
 		if err != nil || len(records) != 0 {
 			t.Fatalf("Lookup = %v, %v; want no records and no error", records, err)
@@ -239,7 +266,7 @@ func Run(t *testing.T, h Harness) {
 	if h.Found != nil {
 		t.Run("one record", func(t *testing.T) {
 			t.Parallel()
-			_, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) { f.body(w, 200, h.Found) })
+			_, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, r *http.Request) { f.ok(w, r, h.Found) })
 			records, err := lookup(t, h, adapter, 10*time.Second)
 			if err != nil || len(records) != 1 || records[0].ID != h.FoundID {
 				t.Fatalf("Lookup = %+v, %v; want one record %s", records, err, h.FoundID)
@@ -326,7 +353,7 @@ func Run(t *testing.T, h Harness) {
 	for _, tc := range hostileBodies(t, h) {
 		t.Run("hostile 200 body: "+tc.desc, func(t *testing.T) {
 			t.Parallel()
-			_, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, _ *http.Request) { f.body(w, 200, tc.body) })
+			_, adapter, _ := setup(t, h, func(f *fake, w http.ResponseWriter, r *http.Request) { f.ok(w, r, tc.body) })
 			records, err := lookup(t, h, adapter, 20*time.Second)
 			if err == nil {
 				t.Fatalf("Lookup = %d records, nil error; a body that is not the provider's answer must be an error, never records nor zero records\nbody: %s", len(records), truncate(tc.body, 2000))

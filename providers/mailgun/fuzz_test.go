@@ -1,0 +1,100 @@
+package mailgun_test
+
+import (
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/mailgun"
+	"github.com/sweeper/sweeper/providers/providertest"
+)
+
+// FuzzEventsPage: whatever Mailgun answers with 200 to an events search,
+// the adapter does not panic and sends nothing; it either fails or returns
+// records that each have an id and a date, and only when the body is one
+// JSON object with an items array and a paging object with a next URL
+// (anything else is a failed lookup, never "found none"). The same body
+// read again gives the same answer.
+func FuzzEventsPage(f *testing.F) {
+	at := firstAttempt.Add(time.Minute)
+	self := "https://api.mailgun.net/v3/" + domain + "/events/c2VsZg"
+	for _, seed := range [][]byte{
+		eventsPage(self),
+		eventsPage(self, accepted("e1", messageID, at)),
+		eventsPage(self, accepted("e1", messageID, at), delivered("e2", messageID, at.Add(time.Second)), accepted("e3", "other@x", at)),
+		eventsPage(self, event{ID: "e1", Name: "failed", At: at, Recipient: recipient, MessageID: messageID, Subject: subject, Vars: map[string]any{"op_key": opKey}}),
+		eventsPage(self, event{ID: "e1", Name: "accepted", At: at, Recipient: recipient, MessageID: messageID, Subject: subject, Vars: map[string]any{"op_key": 7}}),
+		eventsPage("https://evil.example/v3/"+domain+"/events/x", accepted("e1", messageID, at)),
+		[]byte(`{"items":[{"event":"accepted","timestamp":1773151260.5,"recipient":"r","message":{"headers":{"message-id":"m1"}},"user-variables":{"op_key":"order-1042-receipt"}}],"paging":{"next":"` + self + `"}}`),
+		[]byte(`{"items":[{"event":"accepted","timestamp":-5,"message":{"headers":{"message-id":"m1"}},"user-variables":{"op_key":"order-1042-receipt"}}],"paging":{"next":"` + self + `"}}`),
+		[]byte(`{"items":[{"event":"accepted","timestamp":1773151260,"message":{"headers":{"message-id":""}},"user-variables":{"op_key":"order-1042-receipt"}}],"paging":{"next":"` + self + `"}}`),
+		[]byte(`{"items":[{"event":"accepted","timestamp":1773151260,"message":{"headers":{"message-id":"m1"}},"user-variables":{"op_key":"x","op_\u212aey":"order-1042-receipt"}}],"paging":{"next":"` + self + `"}}`),
+		[]byte(`{"items":[null],"paging":{"next":"` + self + `"}}`),
+		[]byte(`{"items":[],"paging":{}}`),
+		[]byte(`{"items":null,"paging":{"next":"` + self + `"}}`),
+		[]byte(`{"items":[],"items":[{"event":"accepted"}],"paging":{"next":"` + self + `"}}`),
+		[]byte(`{"Items":[],"Paging":{"Next":"x"}}`),
+		[]byte(`{"message":"Domain not found"}`),
+		[]byte(`{}`),
+		[]byte(`null`),
+		[]byte(`<html><body>502 Bad Gateway</body></html>`),
+		{},
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, page []byte) {
+		cfg := mailgun.Kind.NewSettings().(*mailgun.Config)
+		cfg.Domain = domain
+		cfg.SettleWindow = config.NewDuration(0)
+		var nonGET atomic.Int64
+		a, err := mailgun.New("mailer", cfg, apiKey, providertest.FixedBody{Body: page, NonGET: &nonGET})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		records, err := a.Lookup(t.Context(), query)
+
+		if n := nonGET.Load(); n != 0 {
+			t.Fatalf("%d requests that were not GETs, want 0", n)
+		}
+		if err != nil {
+			if records != nil {
+				t.Errorf("records %v alongside error %v", records, err)
+			}
+			if class, _ := providers.Classify(err); class != providers.ClassTransient && class != providers.ClassPermanent {
+				t.Errorf("a 200 answer gave a %s error: %v", class, err)
+			}
+			for _, secret := range []string{apiKey, recipient} {
+				if strings.Contains(strings.ToLower(err.Error()), strings.ToLower(secret)) {
+					t.Errorf("error names %q: %v", secret, err)
+				}
+			}
+		} else {
+			if err := providers.CheckJSON(page); err != nil {
+				t.Fatalf("body %q is not strict JSON (%v), yet Lookup = %v, nil", page, err, records)
+			}
+			var top struct {
+				Items  []json.RawMessage `json:"items"`
+				Paging *struct {
+					Next string `json:"next"`
+				} `json:"paging"`
+			}
+			if json.Unmarshal(page, &top) != nil || top.Items == nil || top.Paging == nil || top.Paging.Next == "" {
+				t.Fatalf("body %q is not a page of events, yet Lookup = %v, nil", page, records)
+			}
+			for i, r := range records {
+				if strings.TrimSpace(r.ID) == "" || r.CreatedAt.IsZero() {
+					t.Errorf("record %d has no id or no date: %+v", i, r)
+				}
+			}
+		}
+
+		providertest.SameAnswer(t, records, err, func() ([]providers.Record, error) {
+			return a.Lookup(t.Context(), query)
+		})
+	})
+}

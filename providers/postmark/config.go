@@ -1,0 +1,110 @@
+package postmark
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"time"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// Defaults applied by [Kind]'s NewSettings.
+const (
+	DefaultAPIBase      = "https://api.postmarkapp.com"
+	DefaultMetadataKey  = "op_key"
+	DefaultSettleWindow = 5 * time.Minute
+)
+
+// Config is the kind-specific part of a postmark provider block.
+type Config struct {
+	// ServerTokenEnv names the environment variable holding the Postmark
+	// server's API token (NAME_FILE, a file holding it, works too): the
+	// token of the server the workflow sends through, sent as
+	// X-Postmark-Server-Token. Required.
+	ServerTokenEnv string `toml:"server_token_env"`
+	// APIBase is the address of Postmark's API, overridden for tests and
+	// proxies: an absolute http or https URL whose path is kept as a prefix.
+	// Default https://api.postmarkapp.com.
+	APIBase string `toml:"api_base"`
+	// MetadataKey is the Metadata key under which the workflow sends the
+	// ledger's op_key: 1-40 letters, digits, '_', '-' or '.'. Default
+	// "op_key".
+	MetadataKey string `toml:"metadata_key"`
+	// MessageStream, when set, is the message stream searched
+	// ("outbound", "broadcast", a stream's id). Default "": Postmark's
+	// default for the search.
+	MessageStream string `toml:"message_stream"`
+	// SettleWindow is how long after an operation's first attempt an empty
+	// search still proves nothing (Postmark lists a message moments after it
+	// accepts it; the window covers that lag): until then zero matches is a
+	// transient error. At least 0, at most stale_after + lookup_budget
+	// (checked by configuration). Default "5m".
+	SettleWindow config.Duration `toml:"settle_window"`
+}
+
+// newConfig returns a Config holding the defaults.
+func newConfig() *Config {
+	return &Config{
+		APIBase:      DefaultAPIBase,
+		MetadataKey:  DefaultMetadataKey,
+		SettleWindow: config.NewDuration(DefaultSettleWindow),
+	}
+}
+
+var (
+	_ providers.Settings       = (*Config)(nil)
+	_ providers.SecretHolder   = (*Config)(nil)
+	_ providers.SettleWindowed = (*Config)(nil)
+)
+
+var (
+	// metadataKeyRE keeps metadata_key a plain name, so that
+	// metadata_<key> is one query parameter.
+	metadataKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
+	streamRE      = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// Validate implements providers.Settings. Each message starts with the key
+// it concerns. server_token_env is checked by the configuration, through
+// SecretEnvs.
+func (c *Config) Validate() []error {
+	var errs []error
+	if c.APIBase != "" {
+		if err := providers.CheckBaseURL(c.APIBase, "server_token_env"); err != nil {
+			errs = append(errs, fmt.Errorf("api_base: %w", err))
+		} else if u, _ := url.Parse(c.APIBase); u.RawQuery != "" || u.ForceQuery {
+			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
+		}
+	}
+	if !metadataKeyRE.MatchString(c.MetadataKey) {
+		errs = append(errs, errors.New("metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"))
+	}
+	if c.MessageStream != "" && !streamRE.MatchString(c.MessageStream) {
+		errs = append(errs, errors.New("message_stream: must be a stream id: 1-64 letters, digits, '_' or '-'"))
+	}
+	switch {
+	case c.SettleWindow.Err() != nil:
+		errs = append(errs, fmt.Errorf("settle_window: %w", c.SettleWindow.Err()))
+	case c.SettleWindow.Duration < 0:
+		errs = append(errs, errors.New("settle_window: must be at least 0s"))
+	}
+	return errs
+}
+
+// SettleWindowDuration implements providers.SettleWindowed: configuration
+// checks settle_window against stale_after and lookup_budget.
+func (c *Config) SettleWindowDuration() time.Duration {
+	if c.SettleWindow.Err() != nil {
+		return 0
+	}
+	return c.SettleWindow.Duration
+}
+
+// SecretEnvs implements providers.SecretHolder: server_token_env is
+// required.
+func (c *Config) SecretEnvs() []providers.SecretEnv {
+	return []providers.SecretEnv{{Key: "server_token_env", Name: c.ServerTokenEnv, Required: true}}
+}

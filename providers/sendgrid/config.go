@@ -1,0 +1,109 @@
+package sendgrid
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"time"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// Regions, as named by the region key (and by sendgrid-go): where the
+// account's data lives.
+const (
+	RegionGlobal = "global"
+	RegionEU     = "eu"
+)
+
+// Defaults applied by [Kind]'s NewSettings.
+const (
+	DefaultRegion       = RegionGlobal
+	DefaultCustomArg    = "op_key"
+	DefaultSettleWindow = 5 * time.Minute
+)
+
+// Config is the kind-specific part of a sendgrid provider block.
+type Config struct {
+	// APIKeyEnv names the environment variable holding a SendGrid API key
+	// of the account (or subuser) that sends, with read access to Email
+	// Logs (NAME_FILE, a file holding it, works too). Required.
+	APIKeyEnv string `toml:"api_key_env"`
+	// Region is where the account's data lives: "global"
+	// (api.sendgrid.com) or "eu" (api.eu.sendgrid.com, EU regional
+	// subusers). Default "global".
+	Region string `toml:"region"`
+	// APIBase, when set, is the http or https URL the region's API is
+	// reached at instead (tests, proxies); a path is kept as a prefix.
+	// Default "": SendGrid's host for the region.
+	APIBase string `toml:"api_base"`
+	// CustomArg is the custom_args key the workflow sends the op_key
+	// under: 1-40 letters, digits, '_', '-' or '.'. Default "op_key".
+	CustomArg string `toml:"custom_arg"`
+	// SettleWindow is how long after an operation's first attempt an empty
+	// search still proves nothing (SendGrid shows a message in Email Logs
+	// in near real time; the window covers that lag). Until then zero
+	// matches is a transient error. At least 0, at most stale_after +
+	// lookup_budget (checked by configuration). Default "5m".
+	SettleWindow config.Duration `toml:"settle_window"`
+}
+
+// newConfig returns a Config holding the defaults.
+func newConfig() *Config {
+	return &Config{
+		Region:       DefaultRegion,
+		CustomArg:    DefaultCustomArg,
+		SettleWindow: config.NewDuration(DefaultSettleWindow),
+	}
+}
+
+var (
+	_ providers.Settings       = (*Config)(nil)
+	_ providers.SecretHolder   = (*Config)(nil)
+	_ providers.SettleWindowed = (*Config)(nil)
+)
+
+var customArgRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
+
+// Validate implements providers.Settings. Each message starts with the key
+// it concerns. api_key_env is checked by the configuration, through
+// SecretEnvs.
+func (c *Config) Validate() []error {
+	var errs []error
+	if c.Region != RegionGlobal && c.Region != RegionEU {
+		errs = append(errs, fmt.Errorf("region: must be %q or %q", RegionGlobal, RegionEU))
+	}
+	if c.APIBase != "" {
+		if err := providers.CheckBaseURL(c.APIBase, "api_key_env"); err != nil {
+			errs = append(errs, fmt.Errorf("api_base: %w", err))
+		} else if u, _ := url.Parse(c.APIBase); u.RawQuery != "" || u.ForceQuery {
+			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
+		}
+	}
+	if !customArgRE.MatchString(c.CustomArg) {
+		errs = append(errs, errors.New("custom_arg: must be 1-40 letters, digits, '_', '-' or '.'"))
+	}
+	switch {
+	case c.SettleWindow.Err() != nil:
+		errs = append(errs, fmt.Errorf("settle_window: %w", c.SettleWindow.Err()))
+	case c.SettleWindow.Duration < 0:
+		errs = append(errs, errors.New("settle_window: must be at least 0s"))
+	}
+	return errs
+}
+
+// SettleWindowDuration implements providers.SettleWindowed: configuration
+// checks settle_window against stale_after and lookup_budget.
+func (c *Config) SettleWindowDuration() time.Duration {
+	if c.SettleWindow.Err() != nil {
+		return 0
+	}
+	return c.SettleWindow.Duration
+}
+
+// SecretEnvs implements providers.SecretHolder: api_key_env is required.
+func (c *Config) SecretEnvs() []providers.SecretEnv {
+	return []providers.SecretEnv{{Key: "api_key_env", Name: c.APIKeyEnv, Required: true}}
+}
