@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -456,36 +455,40 @@ func TestDatabaseURLThatDoesNotParse(t *testing.T) {
 	}
 }
 
-// TestSettleWindowWithinLookup: a settle window that outlasts stale_after +
-// lookup_budget is refused — an empty answer inside it is retried, so the
-// lookup would give up before the window ends — and is checked only when
-// all three durations are valid.
-func TestSettleWindowWithinLookup(t *testing.T) {
+// TestSettleWindow: settle_window is a key of every provider block; when
+// not written it is the kind's (Stripe's search lags, the http protocol's
+// does not), and waiting it out spends no budget, so it may be longer than
+// stale_after + lookup_budget.
+func TestSettleWindow(t *testing.T) {
 	t.Parallel()
-	const tooLong = "providers.pay.settle_window: %s is longer than stale_after + lookup_budget (%s + %s); an empty answer before it ends is retried, " +
-		"so the lookup would give up with a lookup_failed ticket first: shorten settle_window or raise lookup_budget"
 	for _, c := range []struct {
-		desc, keys string
-		want       string
+		desc, block string
+		want        time.Duration
+		wantErr     string
 	}{
-		{"default", "", ""},
-		{"equal to the sum", `settle_window = "25m"`, ""},
-		{"zero", `settle_window = "0s"`, ""},
-		{"a minute over", `settle_window = "26m"`, fmt.Sprintf(tooLong, "26m", "15m", "10m")},
-		{"longer stale_after and budget", "stale_after = \"1h\"\nlookup_budget = \"1h\"\nsettle_window = \"2h\"", ""},
-		{"short stale_after", "stale_after = \"1m\"\nlookup_budget = \"5m\"\nsettle_window = \"10m\"", fmt.Sprintf(tooLong, "10m", "1m", "5m")},
-		{"invalid settle_window", `settle_window = "later"`, `providers.pay.settle_window: invalid duration "later": use a number and a unit, e.g. 90s, 15m, 24h`},
-		{"invalid lookup_budget", "lookup_budget = \"soon\"\nsettle_window = \"3h\"", `providers.pay.lookup_budget: invalid duration "soon": use a number and a unit, e.g. 90s, 15m, 24h`},
+		{desc: "stripe's default", block: "kind = \"stripe\"\nsecret_key_env = \"PAY_KEY\"", want: 10 * time.Minute},
+		{desc: "http's default", block: "kind = \"http\"\nurl = \"https://lookup.example.com/\"", want: 0},
+		{desc: "written for http", block: "kind = \"http\"\nurl = \"https://lookup.example.com/\"\nsettle_window = \"2m\"", want: 2 * time.Minute},
+		{desc: "zero for stripe", block: "kind = \"stripe\"\nsecret_key_env = \"PAY_KEY\"\nsettle_window = \"0s\"", want: 0},
+		{desc: "longer than stale_after + lookup_budget", block: "kind = \"stripe\"\nsecret_key_env = \"PAY_KEY\"\nstale_after = \"1m\"\nlookup_budget = \"5m\"\nsettle_window = \"1h\"", want: time.Hour},
+		{desc: "negative", block: "kind = \"stripe\"\nsecret_key_env = \"PAY_KEY\"\nsettle_window = \"-1m\"",
+			wantErr: "providers.pay.settle_window: must be between 0s and 24h"},
+		{desc: "invalid", block: "kind = \"stripe\"\nsecret_key_env = \"PAY_KEY\"\nsettle_window = \"later\"",
+			wantErr: `providers.pay.settle_window: invalid duration "later": use a number and a unit, e.g. 90s, 15m, 24h`},
 	} {
 		t.Run(c.desc, func(t *testing.T) {
 			t.Parallel()
-			text := minimal + "\n[providers.pay]\nkind = \"stripe\"\nsecret_key_env = \"PAY_KEY\"\n" + c.keys + "\n"
-			_, err := config.Parse(text, kinds, env(map[string]string{"PAY_KEY": "rk_test_x"}))
+			text := minimal + "\n[providers.pay]\n" + c.block + "\n"
+			cfg, err := config.Parse(text, kinds, env(map[string]string{"PAY_KEY": "rk_test_x"}))
 			switch {
-			case c.want == "" && err != nil:
+			case c.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Errorf("err = %v\nwant  %s", err, c.wantErr)
+				}
+			case err != nil:
 				t.Errorf("refused: %v", err)
-			case c.want != "" && (err == nil || err.Error() != c.want):
-				t.Errorf("err = %v\nwant  %s", err, c.want)
+			case cfg.Providers["pay"].SettleWindow.Duration != c.want:
+				t.Errorf("settle_window = %s, want %s", cfg.Providers["pay"].SettleWindow.Duration, c.want)
 			}
 		})
 	}

@@ -83,6 +83,7 @@ func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 			RateLimit:     block.RateLimit,
 			Concurrency:   block.Concurrency,
 			OutageAfter:   block.OutageAfter,
+			SettleWindow:  block.SettleWindow.Duration,
 		})
 	}
 	return out, errors.Join(errs...)

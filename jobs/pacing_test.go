@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/review"
 )
 
 // TestOwnPacingIsNeverAFailure: 60 stale operations whose records the
@@ -141,4 +143,65 @@ func TestOutageMakesNoTickets(t *testing.T) {
 		t.Errorf("provider_health: want flaky up again after a recorded outage")
 	}
 	t.Logf("the provider was asked %d times for %d operations", asked.Load(), len(keys))
+}
+
+// TestSettleWindowWaitsForALaggingSearch: a provider whose search lists a
+// record only a while after it exists (settle_window, a key of every
+// provider). An empty answer inside the window is asked again when the
+// window ends — no attempt, no budget, no ticket — and the record found
+// then settles the operation; an empty answer after the window is
+// not_found, as for any provider.
+func TestSettleWindowWaitsForALaggingSearch(t *testing.T) {
+	t.Parallel()
+	var listed atomic.Bool
+	lagging := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+		func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+			if strings.HasPrefix(q.OpKey, "indexed") && listed.Load() {
+				return []providers.Record{{ID: "rec_" + q.OpKey, CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
+			}
+			return nil, nil
+		},
+	}}
+	p := providers.NewProvider("lagging", "fake", lagging, providers.Limits{
+		StaleAfter: 10 * time.Minute, LookupTimeout: time.Second, LookupBudget: time.Second,
+		RateLimit: 1000, Concurrency: 10, SettleWindow: 3 * time.Second,
+	})
+	b := setup(t, baseConfig, map[string]*providers.Provider{"lagging": p})
+	// First attempted just now: the window is still open. (A stale row
+	// is older than any window; the window is about young rows.)
+	indexed := b.claim(t, "indexed-1", "lagging", 0)
+	never := b.claim(t, "never-1", "lagging", 0)
+	time.AfterFunc(1500*time.Millisecond, func() { listed.Store(true) })
+	// Looked up directly, as their lookup jobs would be.
+	settler := b.sweeper.Settler(nil)
+	for _, op := range []ledger.Operation{indexed, never} {
+		step := settler.Attempt(context.Background(), op)
+		if step.Final || step.Class != providers.ClassPaced || step.RetryAfter <= 0 || step.RetryAfter > 3*time.Second {
+			t.Fatalf("%s inside the window: final %v, class %s, retry after %s; want paced until the window ends", op.OpKey, step.Final, step.Class, step.RetryAfter)
+		}
+		if !strings.Contains(step.Err.Error(), "settle_window") {
+			t.Errorf("%s: %v, want the reason", op.OpKey, step.Err)
+		}
+	}
+	time.Sleep(3100 * time.Millisecond)
+	for _, tc := range []struct {
+		op   ledger.Operation
+		want string
+	}{{indexed, "done"}, {never, string(review.ReasonNotFound)}} {
+		step := settler.Attempt(context.Background(), tc.op)
+		if !step.Final {
+			t.Fatalf("%s after the window: not final (%v)", tc.op.OpKey, step.Err)
+		}
+		settled, err := settler.Finish(context.Background(), tc.op, step, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(settled.Decision.Reason)
+		if settled.Decision.Done {
+			got = "done"
+		}
+		if got != tc.want {
+			t.Errorf("%s after the window: %s, want %s", tc.op.OpKey, got, tc.want)
+		}
+	}
 }

@@ -69,10 +69,20 @@ func (s *Settler) Attempt(ctx context.Context, op ledger.Operation) Step {
 		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
 			"missing recipient: provider " + op.Provider + " matches records by resemblance (recipient, payload, time), not by op_key")}
 	}
-	q := review.SearchFor(op, p.Matching(), s.Now())
+	now := s.Now()
+	q := review.SearchFor(op, p.Matching(), now)
 	records, err := p.Lookup(ctx, q)
 	step := Step{Query: &q, Adapter: p.Kind}
 	if err == nil {
+		if settled := op.FirstAttemptAt.Add(p.SettleWindow); len(records) == 0 && now.Before(settled) {
+			// The provider's search may not list the record yet: ask again
+			// once the window has passed, spending no attempt or budget;
+			// only an empty answer after it is not_found.
+			step.Class, step.RetryAfter = providers.ClassPaced, settled.Sub(now)
+			step.Err = fmt.Errorf("%s: no record yet, but its search may lag until %s (settle_window %s after the first attempt)",
+				op.Provider, settled.UTC().Format(time.RFC3339), p.SettleWindow)
+			return step
+		}
 		step.Final, step.Outcome = true, review.Answered(q, records)
 		return step
 	}

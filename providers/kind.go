@@ -34,18 +34,6 @@ type SecretHolder interface {
 	SecretEnvs() []SecretEnv
 }
 
-// SettleWindowed is implemented by settings with a settle_window key: how
-// long after an operation's first attempt an empty answer proves nothing
-// yet (the provider's index lags) and is retried. Configuration refuses a
-// window longer than stale_after + lookup_budget: the lookup would give up
-// with a lookup_failed ticket before the window ends, for every operation
-// the provider had not indexed yet.
-type SettleWindowed interface {
-	// SettleWindowDuration returns settle_window; 0 when it is invalid,
-	// which Validate reports.
-	SettleWindowDuration() time.Duration
-}
-
 // Kind is one kind of adapter, as named by a block's kind key.
 type Kind struct {
 	// Name is the value of the kind key, e.g. "http".
@@ -56,6 +44,17 @@ type Kind struct {
 	// New builds the adapter for the block named name from its validated
 	// settings.
 	New func(name string, s Settings, env Env) (Lookup, error)
+	// SettleWindow is the kind's default settle_window: how long after an
+	// operation's first attempt its provider's search may still miss a
+	// record it holds (an index that lags). Zero for a search that is
+	// current.
+	SettleWindow time.Duration
+}
+
+// WithSettleWindow returns k with d as its default settle_window.
+func (k Kind) WithSettleWindow(d time.Duration) Kind {
+	k.SettleWindow = d
+	return k
 }
 
 // Env is what an adapter may take from the process.

@@ -23,6 +23,9 @@ type Provider struct {
 	// OutageAfter is how many transient failures in a row take the
 	// provider down for the cluster (see [Provider.SetHealth]); 0: never.
 	OutageAfter int
+	// SettleWindow is how long after an operation's first attempt an
+	// empty answer proves nothing yet: the provider's search may lag.
+	SettleWindow time.Duration
 	// Kind is the adapter's kind.
 	Kind string
 	// StaleAfter, LookupTimeout and LookupBudget as configured.
@@ -48,6 +51,9 @@ type Limits struct {
 	// OutageAfter is how many transient failures in a row take the
 	// provider down for the cluster; 0: never.
 	OutageAfter int
+	// SettleWindow is how long after an operation's first attempt an
+	// empty answer proves nothing yet.
+	SettleWindow time.Duration
 }
 
 // NewProvider wraps adapter with limits.
@@ -60,6 +66,7 @@ func NewProvider(name, kind string, adapter Lookup, limits Limits) *Provider {
 		LookupTimeout: limits.LookupTimeout,
 		LookupBudget:  limits.LookupBudget,
 		OutageAfter:   limits.OutageAfter,
+		SettleWindow:  limits.SettleWindow,
 		adapter:       adapter,
 		matching:      matchingOf(adapter),
 		limiter:       rate.NewLimiter(rate.Limit(limits.RateLimit), burst),

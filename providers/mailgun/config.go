@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -44,28 +43,19 @@ type Config struct {
 	// (v:op_key, shown in events as user-variables.op_key): 1-40 letters,
 	// digits, '_', '-' or '.'. Default "op_key".
 	Variable string `toml:"variable"`
-	// SettleWindow is how long after an operation's first attempt an empty
-	// search still proves nothing: Mailgun's events are not all searchable
-	// at once (its guidance for polling them is to trust only events older
-	// than half an hour). Until then zero matches is a transient error. At
-	// least 0, at most stale_after + lookup_budget (checked by
-	// configuration). Default "30m".
-	SettleWindow config.Duration `toml:"settle_window"`
 }
 
 // newConfig returns a Config holding the defaults.
 func newConfig() *Config {
 	return &Config{
-		Region:       DefaultRegion,
-		Variable:     DefaultVariable,
-		SettleWindow: config.NewDuration(DefaultSettleWindow),
+		Region:   DefaultRegion,
+		Variable: DefaultVariable,
 	}
 }
 
 var (
-	_ providers.Settings       = (*Config)(nil)
-	_ providers.SecretHolder   = (*Config)(nil)
-	_ providers.SettleWindowed = (*Config)(nil)
+	_ providers.Settings     = (*Config)(nil)
+	_ providers.SecretHolder = (*Config)(nil)
 )
 
 var (
@@ -98,22 +88,7 @@ func (c *Config) Validate() []error {
 	if !variableRE.MatchString(c.Variable) {
 		errs = append(errs, errors.New("variable: must be 1-40 letters, digits, '_', '-' or '.'"))
 	}
-	switch {
-	case c.SettleWindow.Err() != nil:
-		errs = append(errs, fmt.Errorf("settle_window: %w", c.SettleWindow.Err()))
-	case c.SettleWindow.Duration < 0:
-		errs = append(errs, errors.New("settle_window: must be at least 0s"))
-	}
 	return errs
-}
-
-// SettleWindowDuration implements providers.SettleWindowed: configuration
-// checks settle_window against stale_after and lookup_budget.
-func (c *Config) SettleWindowDuration() time.Duration {
-	if c.SettleWindow.Err() != nil {
-		return 0
-	}
-	return c.SettleWindow.Duration
 }
 
 // SecretEnvs implements providers.SecretHolder: api_key_env is required.

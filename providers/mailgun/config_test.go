@@ -10,7 +10,6 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/mailgun"
 )
@@ -18,7 +17,7 @@ import (
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
 	cfg := mailgun.Kind.NewSettings().(*mailgun.Config)
-	if cfg.Region != "us" || cfg.APIBase != "" || cfg.Variable != "op_key" || cfg.SettleWindow.Duration != 30*time.Minute {
+	if cfg.Region != "us" || cfg.APIBase != "" || cfg.Variable != "op_key" || mailgun.Kind.SettleWindow != 30*time.Minute {
 		t.Errorf("defaults %+v", cfg)
 	}
 	cfg.Domain = domain
@@ -40,7 +39,6 @@ domain = "mg.acme.example"
 region = "eu"
 api_base = "http://127.0.0.1:8025"
 variable = "sweeper_op"
-settle_window = "45m"
 `
 	md, err := toml.Decode(block, cfg)
 	if err != nil {
@@ -50,7 +48,7 @@ settle_window = "45m"
 		t.Errorf("keys without a field: %v", md.Undecoded())
 	}
 	if cfg.APIKeyEnv != "MAILGUN_API_KEY" || cfg.Domain != domain || cfg.Region != "eu" || cfg.APIBase != "http://127.0.0.1:8025" ||
-		cfg.Variable != "sweeper_op" || cfg.SettleWindowDuration() != 45*time.Minute {
+		cfg.Variable != "sweeper_op" {
 		t.Errorf("decoded %+v", cfg)
 	}
 	if errs := cfg.Validate(); len(errs) != 0 {
@@ -86,10 +84,6 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{"variable: must be 1-40 letters, digits, '_', '-' or '.'"}},
 		{desc: "variable with v: prefix", change: func(c *mailgun.Config) { c.Variable = "v:op_key" },
 			want: []string{"variable: must be 1-40 letters, digits, '_', '-' or '.'"}},
-		{desc: "negative settle_window", change: func(c *mailgun.Config) { c.SettleWindow = config.NewDuration(-time.Second) },
-			want: []string{"settle_window: must be at least 0s"}},
-		{desc: "malformed settle_window", block: `settle_window = "half an hour"`,
-			want: []string{`settle_window: invalid duration "half an hour": use a number and a unit, e.g. 90s, 15m, 24h`}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()

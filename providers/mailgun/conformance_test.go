@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/mailgun"
 	"github.com/sweeper/sweeper/providers/providertest"
@@ -31,7 +30,6 @@ func TestConformance(t *testing.T) {
 			cfg.APIKeyEnv, cfg.Domain, cfg.APIBase = "KIT_MAILGUN_KEY", domain, baseURL
 			// The kit's first attempt was 2h ago; a short window keeps its
 			// "zero records" control an empty result.
-			cfg.SettleWindow = config.NewDuration(time.Minute)
 			if errs := cfg.Validate(); len(errs) != 0 {
 				t.Fatal(errs)
 			}

@@ -57,13 +57,6 @@
 // never an address or the subject. Events of one message that disagree on
 // its subject or recipient are a malformed answer.
 //
-// # Search lag
-//
-// Zero matches before settle_window has passed since the operation's first
-// attempt (measured by the query's Until, the database's now) is a
-// transient error, not an empty result; an unknown first attempt proves
-// nothing either. Records found are returned at any time.
-//
 // # Errors
 //
 // 429 is rate-limited for its Retry-After (1s without one); 5xx, 408,

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/mailgun"
 	"github.com/sweeper/sweeper/providers/providertest"
@@ -49,7 +48,6 @@ func FuzzEventsPage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, page []byte) {
 		cfg := mailgun.Kind.NewSettings().(*mailgun.Config)
 		cfg.Domain = domain
-		cfg.SettleWindow = config.NewDuration(0)
 		var nonGET atomic.Int64
 		a, err := mailgun.New("mailer", cfg, apiKey, providertest.FixedBody{Body: page, NonGET: &nonGET})
 		if err != nil {

@@ -31,7 +31,7 @@ var Kind = providers.NewKind("mailgun", newConfig,
 			return nil, fmt.Errorf("api_key_env: %w", err)
 		}
 		return New(name, cfg, key, nil)
-	})
+	}).WithSettleWindow(DefaultSettleWindow)
 
 const (
 	// pageLimit is the most events Mailgun returns per page.
@@ -49,13 +49,12 @@ var regionBases = map[string]string{RegionUS: mg.APIBaseUS, RegionEU: mg.APIBase
 
 // Adapter looks operations up in one Mailgun domain's events.
 type Adapter struct {
-	name         string
-	key          string
-	domain       string
-	variable     string
-	settleWindow time.Duration
-	public       string // the region's API base, for mailgun-go
-	client       *http.Client
+	name     string
+	key      string
+	domain   string
+	variable string
+	public   string // the region's API base, for mailgun-go
+	client   *http.Client
 }
 
 var _ providers.MatchingLookup = (*Adapter)(nil)
@@ -76,12 +75,11 @@ func New(name string, cfg *Config, key string, transport http.RoundTripper) (*Ad
 		}
 	}
 	return &Adapter{
-		name:         name,
-		key:          key,
-		domain:       cfg.Domain,
-		variable:     cmp.Or(cfg.Variable, DefaultVariable),
-		settleWindow: cfg.SettleWindow.Duration,
-		public:       public.String(),
+		name:     name,
+		key:      key,
+		domain:   cfg.Domain,
+		variable: cmp.Or(cfg.Variable, DefaultVariable),
+		public:   public.String(),
 		client: &http.Client{
 			Transport: providers.ReadOnlyTransport{Base: &apiTransport{
 				name:    name,
@@ -204,15 +202,6 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 	records := make([]providers.Record, 0, len(order))
 	for _, id := range order {
 		records = append(records, record(found[id]))
-	}
-	if len(records) == 0 {
-		if q.FirstAttemptAt.IsZero() {
-			return nil, providers.Transient(fmt.Errorf("%s: Mailgun's events may lag, and the first attempt's time is unknown: zero matches proves nothing", a.name))
-		}
-		if settled := q.FirstAttemptAt.Add(a.settleWindow); now.Before(settled) {
-			return nil, providers.Transient(fmt.Errorf("%s: Mailgun's events may lag; zero matches proves nothing until %s (settle_window %s after the first attempt)",
-				a.name, settled.UTC().Format(time.RFC3339), config.NewDuration(a.settleWindow)))
-		}
 	}
 	return records, nil
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	mg "github.com/mailgun/mailgun-go/v4"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/mailgun"
@@ -324,42 +323,6 @@ func TestLookupForeignNextPage(t *testing.T) {
 	}
 }
 
-func TestLookupSettleWindow(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		desc    string
-		since   time.Duration // q.Until - first attempt
-		events  []event
-		zero    bool
-		wantErr bool
-		want    int
-	}{
-		{desc: "zero matches inside the window is retried", since: 20 * time.Minute, wantErr: true},
-		{desc: "zero matches after the window is none", since: 31 * time.Minute},
-		{desc: "a match inside the window is returned", since: time.Minute, events: []event{accepted("e1", messageID, firstAttempt)}, want: 1},
-		{desc: "an unknown first attempt proves nothing", since: time.Hour, zero: true, wantErr: true},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			q := query
-			q.Until = firstAttempt.Add(tc.since)
-			if tc.zero {
-				q.FirstAttemptAt = time.Time{}
-			}
-			records, err := lookup(t, newAdapter(t, newFake(t, tc.events...)), q)
-			if tc.wantErr {
-				if class, _ := providers.Classify(err); err == nil || class != providers.ClassTransient {
-					t.Fatalf("Lookup = %v, %v (%s); want a transient error", records, err, class)
-				}
-				return
-			}
-			if err != nil || len(records) != tc.want {
-				t.Fatalf("Lookup = %v, %v; want %d records", records, err, tc.want)
-			}
-		})
-	}
-}
-
 // itemJSON is e as Mailgun lists it.
 func itemJSON(t *testing.T, e event) string {
 	t.Helper()
@@ -519,17 +482,5 @@ func TestMatching(t *testing.T) {
 	l := newAdapter(t, newFake(t)).(providers.MatchingLookup)
 	if got := l.Matching(); got != (providers.Matching{ByKey: true}) {
 		t.Errorf("Matching = %+v, want by key", got)
-	}
-}
-
-func TestSettleWindowDefault(t *testing.T) {
-	t.Parallel()
-	cfg := mailgun.Kind.NewSettings().(*mailgun.Config)
-	if got := cfg.SettleWindowDuration(); got != 30*time.Minute {
-		t.Errorf("default settle_window %s, want 30m", got)
-	}
-	cfg.SettleWindow = config.NewDuration(time.Minute)
-	if got := cfg.SettleWindowDuration(); got != time.Minute {
-		t.Errorf("settle_window %s, want 1m", got)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -37,27 +36,19 @@ type Config struct {
 	// ("outbound", "broadcast", a stream's id). Default "": Postmark's
 	// default for the search.
 	MessageStream string `toml:"message_stream"`
-	// SettleWindow is how long after an operation's first attempt an empty
-	// search still proves nothing (Postmark lists a message moments after it
-	// accepts it; the window covers that lag): until then zero matches is a
-	// transient error. At least 0, at most stale_after + lookup_budget
-	// (checked by configuration). Default "5m".
-	SettleWindow config.Duration `toml:"settle_window"`
 }
 
 // newConfig returns a Config holding the defaults.
 func newConfig() *Config {
 	return &Config{
-		APIBase:      DefaultAPIBase,
-		MetadataKey:  DefaultMetadataKey,
-		SettleWindow: config.NewDuration(DefaultSettleWindow),
+		APIBase:     DefaultAPIBase,
+		MetadataKey: DefaultMetadataKey,
 	}
 }
 
 var (
-	_ providers.Settings       = (*Config)(nil)
-	_ providers.SecretHolder   = (*Config)(nil)
-	_ providers.SettleWindowed = (*Config)(nil)
+	_ providers.Settings     = (*Config)(nil)
+	_ providers.SecretHolder = (*Config)(nil)
 )
 
 var (
@@ -85,22 +76,7 @@ func (c *Config) Validate() []error {
 	if c.MessageStream != "" && !streamRE.MatchString(c.MessageStream) {
 		errs = append(errs, errors.New("message_stream: must be a stream id: 1-64 letters, digits, '_' or '-'"))
 	}
-	switch {
-	case c.SettleWindow.Err() != nil:
-		errs = append(errs, fmt.Errorf("settle_window: %w", c.SettleWindow.Err()))
-	case c.SettleWindow.Duration < 0:
-		errs = append(errs, errors.New("settle_window: must be at least 0s"))
-	}
 	return errs
-}
-
-// SettleWindowDuration implements providers.SettleWindowed: configuration
-// checks settle_window against stale_after and lookup_budget.
-func (c *Config) SettleWindowDuration() time.Duration {
-	if c.SettleWindow.Err() != nil {
-		return 0
-	}
-	return c.SettleWindow.Duration
 }
 
 // SecretEnvs implements providers.SecretHolder: server_token_env is

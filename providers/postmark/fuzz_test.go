@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/postmark"
 	"github.com/sweeper/sweeper/providers/providertest"
@@ -51,7 +50,6 @@ func FuzzSearchPage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, page []byte) {
 		cfg := postmark.Kind.NewSettings().(*postmark.Config)
 		cfg.APIBase = "https://api.postmark.test"
-		cfg.SettleWindow = config.NewDuration(0)
 		var nonGET atomic.Int64
 		a, err := postmark.New("mailer", cfg, serverToken, providertest.FixedBody{Body: page, NonGET: &nonGET})
 		if err != nil {

@@ -29,7 +29,7 @@ var Kind = providers.NewKind("postmark", newConfig,
 			return nil, fmt.Errorf("server_token_env: %w", err)
 		}
 		return New(name, cfg, token, nil)
-	})
+	}).WithSettleWindow(DefaultSettleWindow)
 
 const (
 	// searchPath is the outbound message search.
@@ -52,13 +52,12 @@ var est = time.FixedZone("EST", -5*60*60)
 
 // Adapter looks operations up in one Postmark server's outbound messages.
 type Adapter struct {
-	name         string
-	token        string
-	base         *url.URL
-	metadataKey  string
-	stream       string
-	settleWindow time.Duration
-	client       *http.Client
+	name        string
+	token       string
+	base        *url.URL
+	metadataKey string
+	stream      string
+	client      *http.Client
 }
 
 var _ providers.MatchingLookup = (*Adapter)(nil)
@@ -73,12 +72,11 @@ func New(name string, cfg *Config, token string, transport http.RoundTripper) (*
 		return nil, errors.New("api_base: must be an absolute http or https URL")
 	}
 	return &Adapter{
-		name:         name,
-		token:        token,
-		base:         base,
-		metadataKey:  cmp.Or(cfg.MetadataKey, DefaultMetadataKey),
-		stream:       cfg.MessageStream,
-		settleWindow: cfg.SettleWindow.Duration,
+		name:        name,
+		token:       token,
+		base:        base,
+		metadataKey: cmp.Or(cfg.MetadataKey, DefaultMetadataKey),
+		stream:      cfg.MessageStream,
 		client: &http.Client{
 			Transport: providers.ReadOnlyTransport{Base: transport},
 			CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -191,15 +189,6 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 	records, err := providers.MergeDuplicates(records)
 	if err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed answer: %w", a.name, err))
-	}
-	if len(records) == 0 {
-		if q.FirstAttemptAt.IsZero() {
-			return nil, providers.Transient(fmt.Errorf("%s: Postmark may list a message late, and the first attempt's time is unknown: zero matches proves nothing", a.name))
-		}
-		if settled := q.FirstAttemptAt.Add(a.settleWindow); now.Before(settled) {
-			return nil, providers.Transient(fmt.Errorf("%s: Postmark may list a message late; zero matches proves nothing until %s (settle_window %s after the first attempt)",
-				a.name, settled.UTC().Format(time.RFC3339), config.NewDuration(a.settleWindow)))
-		}
 	}
 	return records, nil
 }

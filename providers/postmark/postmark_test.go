@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/postmark"
@@ -324,43 +323,6 @@ func TestLookupPageLimits(t *testing.T) {
 	}
 }
 
-func TestLookupSettleWindow(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		desc     string
-		since    time.Duration // q.Until - first attempt
-		messages []message
-		zero     bool // no first attempt time
-		wantErr  bool
-		want     int
-	}{
-		{desc: "zero matches inside the window is retried", since: 2 * time.Minute, wantErr: true},
-		{desc: "zero matches after the window is none", since: 6 * time.Minute, want: 0},
-		{desc: "exactly at the window's end is none", since: 5 * time.Minute, want: 0},
-		{desc: "a match inside the window is returned", since: time.Minute, messages: []message{sent("m1", firstAttempt)}, want: 1},
-		{desc: "an unknown first attempt proves nothing", since: time.Hour, zero: true, wantErr: true},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			q := query
-			q.Until = firstAttempt.Add(tc.since)
-			if tc.zero {
-				q.FirstAttemptAt = time.Time{}
-			}
-			records, err := lookup(t, newAdapter(t, newFake(t, tc.messages...)), q)
-			if tc.wantErr {
-				if class, _ := providers.Classify(err); err == nil || class != providers.ClassTransient {
-					t.Fatalf("Lookup = %v, %v (%s); want a transient error", records, err, class)
-				}
-				return
-			}
-			if err != nil || len(records) != tc.want {
-				t.Fatalf("Lookup = %v, %v; want %d records", records, err, tc.want)
-			}
-		})
-	}
-}
-
 // resourceJSON is m as Postmark lists it.
 func resourceJSON(t *testing.T, m message) string {
 	t.Helper()
@@ -526,19 +488,5 @@ func TestMatching(t *testing.T) {
 	l := newAdapter(t, newFake(t)).(providers.MatchingLookup)
 	if got := l.Matching(); got != (providers.Matching{ByKey: true}) {
 		t.Errorf("Matching = %+v, want by key", got)
-	}
-}
-
-// TestSettleWindowDefault: Postmark lists a message as soon as it accepts
-// it; the default window covers a short lag.
-func TestSettleWindowDefault(t *testing.T) {
-	t.Parallel()
-	cfg := postmark.Kind.NewSettings().(*postmark.Config)
-	if got := cfg.SettleWindowDuration(); got != 5*time.Minute {
-		t.Errorf("default settle_window %s, want 5m", got)
-	}
-	cfg.SettleWindow = config.NewDuration(time.Minute)
-	if got := cfg.SettleWindowDuration(); got != time.Minute {
-		t.Errorf("settle_window %s, want 1m", got)
 	}
 }

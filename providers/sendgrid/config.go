@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -42,27 +41,19 @@ type Config struct {
 	// CustomArg is the custom_args key the workflow sends the op_key
 	// under: 1-40 letters, digits, '_', '-' or '.'. Default "op_key".
 	CustomArg string `toml:"custom_arg"`
-	// SettleWindow is how long after an operation's first attempt an empty
-	// search still proves nothing (SendGrid shows a message in Email Logs
-	// in near real time; the window covers that lag). Until then zero
-	// matches is a transient error. At least 0, at most stale_after +
-	// lookup_budget (checked by configuration). Default "5m".
-	SettleWindow config.Duration `toml:"settle_window"`
 }
 
 // newConfig returns a Config holding the defaults.
 func newConfig() *Config {
 	return &Config{
-		Region:       DefaultRegion,
-		CustomArg:    DefaultCustomArg,
-		SettleWindow: config.NewDuration(DefaultSettleWindow),
+		Region:    DefaultRegion,
+		CustomArg: DefaultCustomArg,
 	}
 }
 
 var (
-	_ providers.Settings       = (*Config)(nil)
-	_ providers.SecretHolder   = (*Config)(nil)
-	_ providers.SettleWindowed = (*Config)(nil)
+	_ providers.Settings     = (*Config)(nil)
+	_ providers.SecretHolder = (*Config)(nil)
 )
 
 var customArgRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
@@ -85,22 +76,7 @@ func (c *Config) Validate() []error {
 	if !customArgRE.MatchString(c.CustomArg) {
 		errs = append(errs, errors.New("custom_arg: must be 1-40 letters, digits, '_', '-' or '.'"))
 	}
-	switch {
-	case c.SettleWindow.Err() != nil:
-		errs = append(errs, fmt.Errorf("settle_window: %w", c.SettleWindow.Err()))
-	case c.SettleWindow.Duration < 0:
-		errs = append(errs, errors.New("settle_window: must be at least 0s"))
-	}
 	return errs
-}
-
-// SettleWindowDuration implements providers.SettleWindowed: configuration
-// checks settle_window against stale_after and lookup_budget.
-func (c *Config) SettleWindowDuration() time.Duration {
-	if c.SettleWindow.Err() != nil {
-		return 0
-	}
-	return c.SettleWindow.Duration
 }
 
 // SecretEnvs implements providers.SecretHolder: api_key_env is required.

@@ -9,7 +9,6 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/sendgrid"
 )
@@ -17,7 +16,7 @@ import (
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
 	cfg := sendgrid.Kind.NewSettings().(*sendgrid.Config)
-	if cfg.Region != "global" || cfg.APIBase != "" || cfg.CustomArg != "op_key" || cfg.SettleWindow.Duration != 5*time.Minute {
+	if cfg.Region != "global" || cfg.APIBase != "" || cfg.CustomArg != "op_key" || sendgrid.Kind.SettleWindow != 5*time.Minute {
 		t.Errorf("defaults %+v", cfg)
 	}
 	if errs := cfg.Validate(); len(errs) != 0 {
@@ -37,7 +36,6 @@ api_key_env = "SENDGRID_API_KEY"
 region = "eu"
 api_base = "http://127.0.0.1:3030"
 custom_arg = "sweeper_op"
-settle_window = "2m"
 `
 	md, err := toml.Decode(block, cfg)
 	if err != nil {
@@ -47,7 +45,7 @@ settle_window = "2m"
 		t.Errorf("keys without a field: %v", md.Undecoded())
 	}
 	if cfg.APIKeyEnv != "SENDGRID_API_KEY" || cfg.Region != "eu" || cfg.APIBase != "http://127.0.0.1:3030" ||
-		cfg.CustomArg != "sweeper_op" || cfg.SettleWindowDuration() != 2*time.Minute {
+		cfg.CustomArg != "sweeper_op" {
 		t.Errorf("decoded %+v", cfg)
 	}
 	if errs := cfg.Validate(); len(errs) != 0 {
@@ -75,10 +73,6 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{"custom_arg: must be 1-40 letters, digits, '_', '-' or '.'"}},
 		{desc: "custom_arg with a quote", change: func(c *sendgrid.Config) { c.CustomArg = `op"key` },
 			want: []string{"custom_arg: must be 1-40 letters, digits, '_', '-' or '.'"}},
-		{desc: "negative settle_window", change: func(c *sendgrid.Config) { c.SettleWindow = config.NewDuration(-time.Second) },
-			want: []string{"settle_window: must be at least 0s"}},
-		{desc: "malformed settle_window", block: `settle_window = "soon"`,
-			want: []string{`settle_window: invalid duration "soon": use a number and a unit, e.g. 90s, 15m, 24h`}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()

@@ -77,13 +77,6 @@
 // to done. A message listed twice is one record when both copies agree,
 // else a malformed answer.
 //
-// # Search lag
-//
-// Zero matches before settle_window has passed since the operation's first
-// attempt (measured by the query's Until, the database's now) is a
-// transient error, not an empty result; an unknown first attempt proves
-// nothing either. Records found are returned at any time.
-//
 // # Errors
 //
 // 429 is rate-limited for Retry-After, else until X-RateLimit-Reset, else

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/sendgrid"
@@ -82,7 +81,6 @@ func FuzzLogs(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, search, detail []byte) {
 		cfg := sendgrid.Kind.NewSettings().(*sendgrid.Config)
-		cfg.SettleWindow = config.NewDuration(0)
 		var writes atomic.Int64
 		a, err := sendgrid.New("mailer", cfg, apiKey, twoBodies{search: search, detail: detail, writes: &writes})
 		if err != nil {

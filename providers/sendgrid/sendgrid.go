@@ -33,7 +33,7 @@ var Kind = providers.NewKind("sendgrid", newConfig,
 			return nil, fmt.Errorf("api_key_env: %w", err)
 		}
 		return New(name, cfg, key, nil)
-	})
+	}).WithSettleWindow(DefaultSettleWindow)
 
 const (
 	// searchLimit is the most messages one Email Logs search returns; it
@@ -49,13 +49,12 @@ var regionHosts = map[string]string{RegionGlobal: "api.sendgrid.com", RegionEU: 
 
 // Adapter looks operations up in one SendGrid account's Email Logs.
 type Adapter struct {
-	name         string
-	key          string
-	region       string
-	customArg    string
-	settleWindow time.Duration
-	client       *http.Client
-	sdk          *rest.Client
+	name      string
+	key       string
+	region    string
+	customArg string
+	client    *http.Client
+	sdk       *rest.Client
 }
 
 var _ providers.MatchingLookup = (*Adapter)(nil)
@@ -91,13 +90,12 @@ func New(name string, cfg *Config, key string, transport http.RoundTripper) (*Ad
 		},
 	}
 	return &Adapter{
-		name:         name,
-		key:          key,
-		region:       region,
-		customArg:    cmp.Or(cfg.CustomArg, DefaultCustomArg),
-		settleWindow: cfg.SettleWindow.Duration,
-		client:       client,
-		sdk:          &rest.Client{HTTPClient: client},
+		name:      name,
+		key:       key,
+		region:    region,
+		customArg: cmp.Or(cfg.CustomArg, DefaultCustomArg),
+		client:    client,
+		sdk:       &rest.Client{HTTPClient: client},
 	}, nil
 }
 
@@ -181,15 +179,6 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 	records, err = providers.MergeDuplicates(records)
 	if err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed answer: %w", a.name, err))
-	}
-	if len(records) == 0 {
-		if q.FirstAttemptAt.IsZero() {
-			return nil, providers.Transient(fmt.Errorf("%s: Email Logs may list a message late, and the first attempt's time is unknown: zero matches proves nothing", a.name))
-		}
-		if settled := q.FirstAttemptAt.Add(a.settleWindow); now.Before(settled) {
-			return nil, providers.Transient(fmt.Errorf("%s: Email Logs may list a message late; zero matches proves nothing until %s (settle_window %s after the first attempt)",
-				a.name, settled.UTC().Format(time.RFC3339), config.NewDuration(a.settleWindow)))
-		}
 	}
 	return records, nil
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/sendgrid/rest"
 	sg "github.com/sendgrid/sendgrid-go"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/sendgrid"
@@ -269,44 +268,6 @@ func TestLookupTooMany(t *testing.T) {
 	}
 }
 
-func TestLookupSettleWindow(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		desc     string
-		since    time.Duration
-		messages []message
-		zero     bool
-		wantErr  bool
-		want     int
-	}{
-		{desc: "zero matches inside the window is retried", since: 2 * time.Minute, wantErr: true},
-		{desc: "zero matches after the window is none", since: 6 * time.Minute},
-		{desc: "a candidate without the key inside the window is retried", since: 2 * time.Minute,
-			messages: []message{{ID: "m1", To: recipient, Subject: subject, Created: firstAttempt}}, wantErr: true},
-		{desc: "a match inside the window is returned", since: time.Minute, messages: []message{sent("m1", firstAttempt)}, want: 1},
-		{desc: "an unknown first attempt proves nothing", since: time.Hour, zero: true, wantErr: true},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			q := query
-			q.Until = firstAttempt.Add(tc.since)
-			if tc.zero {
-				q.FirstAttemptAt = time.Time{}
-			}
-			records, err := lookup(t, newAdapter(t, newFake(t, tc.messages...)), q)
-			if tc.wantErr {
-				if class, _ := providers.Classify(err); err == nil || class != providers.ClassTransient {
-					t.Fatalf("Lookup = %v, %v (%s); want a transient error", records, err, class)
-				}
-				return
-			}
-			if err != nil || len(records) != tc.want {
-				t.Fatalf("Lookup = %v, %v; want %d records", records, err, tc.want)
-			}
-		})
-	}
-}
-
 func jsonOf(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -466,17 +427,5 @@ func TestMatching(t *testing.T) {
 	l := newAdapter(t, newFake(t)).(providers.MatchingLookup)
 	if got := l.Matching(); got != (providers.Matching{ByKey: true}) {
 		t.Errorf("Matching = %+v, want by key", got)
-	}
-}
-
-func TestSettleWindowDefault(t *testing.T) {
-	t.Parallel()
-	cfg := sendgrid.Kind.NewSettings().(*sendgrid.Config)
-	if got := cfg.SettleWindowDuration(); got != 5*time.Minute {
-		t.Errorf("default settle_window %s, want 5m", got)
-	}
-	cfg.SettleWindow = config.NewDuration(time.Minute)
-	if got := cfg.SettleWindowDuration(); got != time.Minute {
-		t.Errorf("settle_window %s, want 1m", got)
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	stripego "github.com/stripe/stripe-go/v82"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -47,27 +46,19 @@ type Config struct {
 	// Objects are the Stripe object types searched for an operation,
 	// "payment_intents" and/or "charges". Default ["payment_intents"].
 	Objects []string `toml:"objects"`
-	// SettleWindow is how long after an operation's first attempt an empty
-	// search still proves nothing: Stripe's search index lags (under a
-	// minute normally, up to an hour during incidents), so until then zero
-	// matches is a transient error. At least 0, at most stale_after +
-	// lookup_budget (checked by configuration). Default "10m".
-	SettleWindow config.Duration `toml:"settle_window"`
 }
 
 // newConfig returns a Config holding the defaults.
 func newConfig() *Config {
 	return &Config{
-		APIBase:      stripego.APIURL,
-		MetadataKey:  DefaultMetadataKey,
-		Objects:      []string{ObjectPaymentIntents},
-		SettleWindow: config.NewDuration(DefaultSettleWindow),
+		APIBase:     stripego.APIURL,
+		MetadataKey: DefaultMetadataKey,
+		Objects:     []string{ObjectPaymentIntents},
 	}
 }
 
 var _ providers.Settings = (*Config)(nil)
 var _ providers.SecretHolder = (*Config)(nil)
-var _ providers.SettleWindowed = (*Config)(nil)
 
 // metadataKeyRE keeps metadata_key free of the quotes and brackets that
 // would need escaping inside metadata['…'] in a search query; Stripe allows
@@ -100,22 +91,7 @@ func (c *Config) Validate() []error {
 			errs = append(errs, fmt.Errorf("objects: %q is listed twice", o))
 		}
 	}
-	switch {
-	case c.SettleWindow.Err() != nil:
-		errs = append(errs, fmt.Errorf("settle_window: %w", c.SettleWindow.Err()))
-	case c.SettleWindow.Duration < 0:
-		errs = append(errs, errors.New("settle_window: must be at least 0s"))
-	}
 	return errs
-}
-
-// SettleWindowDuration implements providers.SettleWindowed: configuration
-// checks settle_window against stale_after and lookup_budget.
-func (c *Config) SettleWindowDuration() time.Duration {
-	if c.SettleWindow.Err() != nil {
-		return 0
-	}
-	return c.SettleWindow.Duration
 }
 
 // SecretEnvs implements providers.SecretHolder: secret_key_env is required.

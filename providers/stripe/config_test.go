@@ -10,7 +10,6 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/stripe"
 )
@@ -19,7 +18,7 @@ func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
 	cfg := stripe.Kind.NewSettings().(*stripe.Config)
 	if cfg.APIBase != "https://api.stripe.com" || cfg.MetadataKey != "op_key" ||
-		!cmp.Equal(cfg.Objects, []string{"payment_intents"}) || cfg.SettleWindow.Duration != 10*time.Minute {
+		!cmp.Equal(cfg.Objects, []string{"payment_intents"}) || stripe.Kind.SettleWindow != 10*time.Minute {
 		t.Errorf("defaults %+v", cfg)
 	}
 	if errs := cfg.Validate(); len(errs) != 0 {
@@ -39,7 +38,6 @@ secret_key_env = "STRIPE_RESTRICTED_KEY"
 api_base = "http://127.0.0.1:12111"
 metadata_key = "sweeper_op"
 objects = ["charges", "payment_intents"]
-settle_window = "90s"
 `
 	md, err := toml.Decode(block, cfg)
 	if err != nil {
@@ -49,7 +47,7 @@ settle_window = "90s"
 		t.Errorf("keys without a field: %v", md.Undecoded())
 	}
 	if cfg.SecretKeyEnv != "STRIPE_RESTRICTED_KEY" || cfg.APIBase != "http://127.0.0.1:12111" || cfg.MetadataKey != "sweeper_op" ||
-		!cmp.Equal(cfg.Objects, []string{"charges", "payment_intents"}) || cfg.SettleWindow.Duration != 90*time.Second {
+		!cmp.Equal(cfg.Objects, []string{"charges", "payment_intents"}) {
 		t.Errorf("decoded %+v", cfg)
 	}
 	if errs := cfg.Validate(); len(errs) != 0 {
@@ -86,11 +84,6 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{`objects: unknown object type "invoices": one of payment_intents, charges`}},
 		{desc: "object twice", change: func(c *stripe.Config) { c.Objects = []string{"charges", "charges"} },
 			want: []string{`objects: "charges" is listed twice`}},
-		{desc: "negative settle_window", change: func(c *stripe.Config) { c.SettleWindow = config.NewDuration(-time.Second) },
-			want: []string{"settle_window: must be at least 0s"}},
-		{desc: "zero settle_window", change: func(c *stripe.Config) { c.SettleWindow = config.NewDuration(0) }},
-		{desc: "malformed settle_window", block: `settle_window = "ten minutes"`,
-			want: []string{`settle_window: invalid duration "ten minutes": use a number and a unit, e.g. 90s, 15m, 24h`}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/stripe"
@@ -65,7 +64,6 @@ func FuzzSearchPage(f *testing.F) {
 		if charges {
 			cfg.Objects = []string{stripe.ObjectCharges}
 		}
-		cfg.SettleWindow = config.NewDuration(0)
 		var nonGET atomic.Int64
 		a := stripe.New("payments", cfg, testKey, providertest.FixedBody{Body: page, NonGET: &nonGET, Header: http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_fuzz"}}})
 		q := query(opKey, time.Hour)

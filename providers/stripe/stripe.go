@@ -59,10 +59,9 @@
 //
 // # Search lag
 //
-// Stripe's search index lags behind writes, so zero matches before
-// settle_window has passed since the operation's first attempt is a
-// transient error ("stripe search may lag"), not an empty result; after it,
-// zero matches is an empty result. Records found are returned at any time.
+// Stripe's search index lags behind writes: the kind's default
+// settle_window is ten minutes, during which sweeper asks again rather
+// than take zero matches for an answer.
 //
 // # Errors
 //
@@ -110,7 +109,7 @@ var Kind = providers.NewKind("stripe", newConfig,
 			return nil, fmt.Errorf("secret_key_env: %w", err)
 		}
 		return New(name, cfg, key, nil), nil
-	})
+	}).WithSettleWindow(DefaultSettleWindow)
 
 const (
 	// pageSize is the most Stripe's search returns per page.
@@ -122,13 +121,12 @@ const (
 
 // Adapter looks operations up with Stripe's Search API.
 type Adapter struct {
-	name         string
-	key          string
-	host         string
-	metadataKey  string
-	objects      []string
-	settleWindow time.Duration
-	backend      stripego.Backend
+	name        string
+	key         string
+	host        string
+	metadataKey string
+	objects     []string
+	backend     stripego.Backend
 }
 
 var _ providers.Lookup = (*Adapter)(nil)
@@ -165,13 +163,12 @@ func New(name string, cfg *Config, key string, transport http.RoundTripper) *Ada
 		URL:               stripego.String(base),
 	})
 	return &Adapter{
-		name:         name,
-		key:          key,
-		host:         host,
-		metadataKey:  cmp.Or(cfg.MetadataKey, DefaultMetadataKey),
-		objects:      objects,
-		settleWindow: cfg.SettleWindow.Duration,
-		backend:      backend,
+		name:        name,
+		key:         key,
+		host:        host,
+		metadataKey: cmp.Or(cfg.MetadataKey, DefaultMetadataKey),
+		objects:     objects,
+		backend:     backend,
 	}
 }
 
@@ -236,21 +233,6 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		return nil, providers.Transient(fmt.Errorf("%s: malformed answer: %w", a.name, err))
 	}
 
-	if len(records) == 0 {
-		if q.FirstAttemptAt.IsZero() {
-			return nil, providers.Transient(fmt.Errorf("%s: stripe search may lag, and the first attempt's time is unknown: zero matches proves nothing", a.name))
-		}
-		// A keyed query's Until is "now" by the database's clock, which
-		// every replica shares; this machine's may be off.
-		now := q.Until
-		if now.IsZero() {
-			now = time.Now()
-		}
-		if settled := q.FirstAttemptAt.Add(a.settleWindow); now.Before(settled) {
-			return nil, providers.Transient(fmt.Errorf("%s: stripe search may lag; zero matches proves nothing until %s (settle_window %s after the first attempt)",
-				a.name, settled.UTC().Format(time.RFC3339), config.NewDuration(a.settleWindow)))
-		}
-	}
 	return records, nil
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/stripe"
@@ -354,59 +353,6 @@ func TestLookupTooManyPages(t *testing.T) {
 	}
 	if got := len(f.requests()); got != 10 {
 		t.Errorf("%d pages read, want 10", got)
-	}
-}
-
-func TestLookupSettleWindow(t *testing.T) {
-	t.Parallel()
-	empty := func(_ http.ResponseWriter, r *http.Request) (int, string) { return 200, searchResult(r.URL.Path, "") }
-	found := func(_ http.ResponseWriter, r *http.Request) (int, string) {
-		return 200, searchResult(r.URL.Path, "", paymentIntent("pi_1", "op-1", nil))
-	}
-	for _, tc := range []struct {
-		desc         string
-		answer       func(http.ResponseWriter, *http.Request) (int, string)
-		firstAttempt time.Duration
-		// dbBehind is how far the query's time (the database's clock) is
-		// behind this machine's.
-		dbBehind time.Duration
-		wantIDs  []string
-		wantErr  string
-	}{
-		{desc: "zero matches inside the window is transient", answer: empty, firstAttempt: time.Minute, wantErr: "stripe search may lag"},
-		{desc: "the window is measured by the query's clock, not this machine's", answer: empty, firstAttempt: 8 * time.Minute,
-			dbBehind: 5 * time.Minute, wantErr: "stripe search may lag"},
-		{desc: "zero matches just after the first attempt is transient", answer: empty, firstAttempt: 0, wantErr: "stripe search may lag"},
-		{desc: "zero matches after the window is an empty result", answer: empty, firstAttempt: 11 * time.Minute},
-		{desc: "a match inside the window is returned", answer: found, firstAttempt: time.Minute, wantIDs: []string{"pi_1"}},
-		{desc: "a match after the window is returned", answer: found, firstAttempt: time.Hour, wantIDs: []string{"pi_1"}},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			f := newFake(t, tc.answer)
-			l := newLookup(t, f, func(c *stripe.Config) { c.SettleWindow = config.NewDuration(10 * time.Minute) })
-			q := query("op-1", tc.firstAttempt)
-			q.FirstAttemptAt, q.Since, q.Until = q.FirstAttemptAt.Add(-tc.dbBehind), q.Since.Add(-tc.dbBehind), q.Until.Add(-tc.dbBehind)
-			records, err := lookup(t, l, q)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Lookup = %v, %v; want an error with %q", records, err, tc.wantErr)
-				}
-				if class, _ := providers.Classify(err); class != providers.ClassTransient {
-					t.Errorf("class %s, want transient", class)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := ids(records); !cmp.Equal(got, tc.wantIDs) {
-				t.Errorf("ids %v, want %v", got, tc.wantIDs)
-			}
-			if records == nil && tc.wantIDs == nil && len(f.requests()) == 0 {
-				t.Error("answered without asking Stripe")
-			}
-		})
 	}
 }
 

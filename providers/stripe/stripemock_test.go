@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/stripe"
 )
@@ -44,7 +43,6 @@ func TestStripeMock(t *testing.T) {
 		cfg := stripe.Kind.NewSettings().(*stripe.Config)
 		cfg.APIBase = base
 		cfg.Objects = []string{"payment_intents", "charges"}
-		cfg.SettleWindow = config.NewDuration(0)
 		if errs := cfg.Validate(); len(errs) > 0 {
 			t.Fatal(errs)
 		}
