@@ -304,7 +304,7 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		RescueStuckJobsAfter: rescueAfter,
 		FetchCooldown:        FetchCooldown,
 		FetchPollInterval:    opts.FetchPollInterval,
-		Logger:               s.Logger,
+		Logger:               riverLogger(s.Logger),
 	})
 	if err != nil {
 		return nil, err

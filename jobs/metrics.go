@@ -82,15 +82,21 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		query  string
 		args   []any
 	}{
-		{c.operations, 2, `SELECT provider, status, count(*)::float8 FROM ledger.operations GROUP BY 1, 2`, nil},
+		// The ledger's provider column is written by workflows: a name with
+		// no [providers.NAME] block is folded into one label, as the event
+		// counters do, so that label values stay bounded.
+		{c.operations, 2, `SELECT CASE WHEN provider = ANY($1) THEN provider ELSE '` + metrics.UnconfiguredProvider + `' END,
+				status, count(*)::float8
+			FROM ledger.operations GROUP BY 1, 2`, []any{c.providers}},
 		{c.openTickets, 2, `SELECT reason, CASE
 				WHEN now() - created_at < interval '1 hour' THEN '<1h'
 				WHEN now() - created_at < interval '1 day' THEN '1h-1d'
 				WHEN now() - created_at < interval '7 days' THEN '1d-7d'
 				ELSE '>7d' END, count(*)::float8
 			FROM sweeper.tickets WHERE state = 'open' GROUP BY 1, 2`, nil},
-		{c.oldest, 1, `SELECT provider, extract(epoch FROM now() - min(first_attempt_at))::float8
-			FROM ledger.operations WHERE status = 'pending' AND first_attempt_at > '-infinity' GROUP BY 1`, nil},
+		{c.oldest, 1, `SELECT CASE WHEN provider = ANY($1) THEN provider ELSE '` + metrics.UnconfiguredProvider + `' END,
+				extract(epoch FROM now() - min(first_attempt_at))::float8
+			FROM ledger.operations WHERE status = 'pending' AND first_attempt_at > '-infinity' GROUP BY 1`, []any{c.providers}},
 		{c.outbox, 1, `SELECT state, count(*)::float8 FROM sweeper.outbox GROUP BY 1`, nil},
 		// Every bucket, 0 when empty, so that an alert on one has a series.
 		{c.pending, 1, `SELECT b.age, count(o.age)::float8

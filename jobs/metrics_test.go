@@ -265,3 +265,32 @@ func TestStateCollectorOutbox(t *testing.T) {
 		t.Errorf("parked rows by error (-want +got):\n%s", diff)
 	}
 }
+
+// TestStateCollectorFoldsUnconfiguredProviders: the ledger's provider
+// column is written by workflows, so operations of a provider with no
+// block share the label "unconfigured" — a typo cannot mint series — and
+// each configured provider reports its health.
+func TestStateCollectorFoldsUnconfiguredProviders(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	if _, err := pool.Exec(ctx, `INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, first_attempt_at)
+		VALUES ('s-1', 'wf', 'sim', 'send', repeat('a', 64), now() - interval '1 hour'),
+		       ('t-1', 'wf', 'simm', 'send', repeat('a', 64), now() - interval '2 hours'),
+		       ('t-2', 'wf', 'Sim ', 'send', repeat('a', 64), now() - interval '3 hours')`); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(jobs.NewStateCollector(pool, []string{"sim"}))
+	if diff := cmp.Diff(map[string]float64{"provider=sim,status=pending": 1, "provider=unconfigured,status=pending": 2},
+		metricstest.Values(t, reg, "sweeper_ledger_operations")); diff != "" {
+		t.Errorf("operations (-want +got):\n%s", diff)
+	}
+	oldest := metricstest.Values(t, reg, "sweeper_oldest_pending_seconds")
+	if len(oldest) != 2 || oldest["provider=unconfigured"] < 3*3600-60 {
+		t.Errorf("oldest pending = %v, want sim and unconfigured (about three hours)", oldest)
+	}
+	if diff := cmp.Diff(map[string]float64{"provider=sim": 1}, metricstest.Values(t, reg, "sweeper_provider_up")); diff != "" {
+		t.Errorf("provider up (-want +got):\n%s", diff)
+	}
+}

@@ -71,6 +71,7 @@ func scalar(pool *pgxpool.Pool, query string, args ...any) int {
 // none posted twice although Slack had taken some of them during the
 // outage without saying so.
 func TestChaosSlackOutage(t *testing.T) {
+	skipLong(t)
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	pool := dbtest.Pool(t, dbURL)
@@ -201,6 +202,7 @@ func TestChaosSlackOutage(t *testing.T) {
 // once the budget is spent; pay's wait, retried. After the provider
 // recovers, pay's operations settle by its answers. None is lost.
 func TestChaosProviderOutage(t *testing.T) {
+	skipLong(t)
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	pool := dbtest.Pool(t, dbURL)

@@ -155,6 +155,7 @@ concurrency = 50
 // By default it runs at CI size; -chaos.full runs 5,000 operations and 20
 // kills (see the Makefile's chaos target).
 func TestChaos(t *testing.T) {
+	skipLong(t)
 	t.Parallel() // most of a run is waiting for leases and rescues
 	size := chaosSize{ops: 600, kills: 4, window: 25 * time.Second, settle: 4 * time.Minute}
 	if *chaosFull {

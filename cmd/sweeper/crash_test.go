@@ -81,6 +81,7 @@ func startDaemon(t *testing.T, bin, cfgFile, dbURL string) *daemonProc {
 // each — and no job is left unfinished: the dead process's running jobs are
 // rescued and run again.
 func TestKillNineLosesNothing(t *testing.T) {
+	skipLong(t)
 	t.Parallel()
 	bin := binary(t)
 	dbURL := dbtest.NewDatabase(t)

@@ -38,6 +38,7 @@ var (
 // simulated providers dictate, at least one escalation, Slack messages,
 // no raw recipient anywhere, and its database gone afterwards.
 func TestDemo(t *testing.T) {
+	skipLong(t)
 	t.Parallel()
 	const ops = 30
 	server := dbtest.ServerURL(t)
@@ -131,6 +132,7 @@ func TestDemo(t *testing.T) {
 // (the files git tracks or would track, no build artefacts), with no
 // database configured, so the demo starts and removes a throwaway cluster.
 func TestDemoReadmeFirstCommand(t *testing.T) {
+	skipLong(t)
 	t.Parallel()
 	root, err := filepath.Abs("../..")
 	if err != nil {

@@ -67,3 +67,13 @@ func runCLI(t *testing.T, environ map[string]string, args ...string) result {
 	code := run(context.Background(), args, &stdout, &stderr, func(k string) string { return environ[k] })
 	return result{code, stdout.String(), stderr.String()}
 }
+
+// skipLong skips a test that runs real processes for a minute or more
+// (chaos, kill -9, the demo) under `go test -short`; `make test` runs
+// them all.
+func skipLong(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a long process test: not under -short")
+	}
+}

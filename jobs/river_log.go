@@ -1,0 +1,39 @@
+package jobs
+
+import (
+	"context"
+	"log/slog"
+)
+
+// riverLogger is the logger River's client gets: its INFO lines — a
+// "Producer job counts" line every five seconds per queue among them — are
+// about River's bookkeeping, not sweeper's work, so they are logged at
+// DEBUG; River's warnings and errors stay as they are.
+func riverLogger(logger *slog.Logger) *slog.Logger {
+	return slog.New(demoteInfo{logger.Handler()})
+}
+
+// demoteInfo is a handler that logs INFO records at DEBUG.
+type demoteInfo struct{ slog.Handler }
+
+func (h demoteInfo) Enabled(ctx context.Context, level slog.Level) bool {
+	if level == slog.LevelInfo {
+		level = slog.LevelDebug
+	}
+	return h.Handler.Enabled(ctx, level)
+}
+
+func (h demoteInfo) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelInfo {
+		r.Level = slog.LevelDebug
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h demoteInfo) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return demoteInfo{h.Handler.WithAttrs(attrs)}
+}
+
+func (h demoteInfo) WithGroup(name string) slog.Handler {
+	return demoteInfo{h.Handler.WithGroup(name)}
+}

@@ -1,0 +1,28 @@
+package jobs
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// TestRiverLoggerDemotesInfo: River's INFO lines are kept out of an INFO
+// log, its warnings are not.
+func TestRiverLoggerDemotesInfo(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	logger := riverLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "river"))
+	logger.Info("lookup: Producer job counts", "running", 3)
+	logger.Warn("lookup: job rescued")
+	out := buf.String()
+	if strings.Contains(out, "Producer job counts") || !strings.Contains(out, "job rescued") || !strings.Contains(out, "component=river") {
+		t.Errorf("River's log at INFO:\n%s\nwant the warning only, with its attributes", out)
+	}
+	buf.Reset()
+	debug := riverLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	debug.Info("lookup: Producer job counts")
+	if !strings.Contains(buf.String(), "level=DEBUG") {
+		t.Errorf("at DEBUG: %q, want the line at DEBUG", buf.String())
+	}
+}
