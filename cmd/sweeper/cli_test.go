@@ -198,6 +198,8 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{desc: "unknown flag", args: []string{"migrate", "--force"}, wantCode: exitUsage, wantErr: "flag provided but not defined: -force"},
 		{desc: "stray argument", args: []string{"check-config", "extra"}, wantCode: exitUsage, wantErr: `unexpected argument "extra"`},
 		{desc: "version", args: []string{"version"}, wantCode: exitOK, wantOut: "sweeper "},
+		{desc: "healthcheck of an undocumented path", args: []string{"healthcheck", "--path", "/debug/pprof"}, wantCode: exitUsage,
+			wantErr: `--path must be /healthz or /readyz, not "/debug/pprof"`},
 		{desc: "no config file", args: []string{"check-config"}, wantCode: exitUsage, wantErr: "no configuration: ./sweeper.toml does not exist"},
 		{desc: "missing config file", args: []string{"check-config", "--config", "nope.toml"}, wantCode: exitUsage, wantErr: "nope.toml: no such file or directory"},
 		{desc: "broken config", args: []string{"check-config", "--config", "../../config/testdata/bad/many_problems.toml"}, wantCode: exitUsage,

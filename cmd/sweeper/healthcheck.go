@@ -18,6 +18,10 @@ func runHealthcheck(ctx context.Context, e *env, args []string) int {
 	if code := parseFlags(e, fs, args); code >= 0 {
 		return code
 	}
+	if *path != "/healthz" && *path != "/readyz" {
+		fmt.Fprintf(e.stderr, "sweeper healthcheck: --path must be /healthz or /readyz, not %q\n", *path)
+		return exitUsage
+	}
 	cfg, _, code := loadConfigNoLookups(e, *configPath)
 	if cfg == nil {
 		return code
