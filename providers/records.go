@@ -3,7 +3,6 @@ package providers
 import (
 	"fmt"
 	"reflect"
-	"unicode/utf8"
 )
 
 // DuplicateError is a provider's answer that lists one record id twice
@@ -18,15 +17,7 @@ type DuplicateError struct {
 }
 
 func (e *DuplicateError) Error() string {
-	id := e.ID
-	if len(id) > 64 {
-		n := 64
-		for n > 0 && !utf8.RuneStart(id[n]) {
-			n--
-		}
-		id = id[:n] + "…"
-	}
-	return fmt.Sprintf("records %d and %d have the same id %q but different %s", e.First, e.Second, id, e.Field)
+	return fmt.Sprintf("records %d and %d have the same id %q but different %s", e.First, e.Second, Truncate(e.ID, 64), e.Field)
 }
 
 // MergeDuplicates returns records with each id once, in the order of first

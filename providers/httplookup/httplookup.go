@@ -22,7 +22,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -175,7 +174,7 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return nil, providers.RateLimited(retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s: HTTP 429", a.name))
+		return nil, providers.RateLimited(providers.RetryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s: HTTP 429", a.name))
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout:
 		return nil, providers.Transient(fmt.Errorf("%s: HTTP %d", a.name, resp.StatusCode))
 	case resp.StatusCode != http.StatusOK:
@@ -220,28 +219,8 @@ func (a *Adapter) parse(body []byte) ([]providers.Record, error) {
 			}
 			rec.CreatedAt = t
 		}
-		rec.Excerpt = fmt.Sprintf("%s id=%s", a.name, truncate(m.ID, 64))
+		rec.Excerpt = fmt.Sprintf("%s id=%s", a.name, providers.Truncate(m.ID, 64))
 		records = append(records, rec)
 	}
 	return records, nil
-}
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date); absent
-// or unreadable, it is one second.
-func retryAfter(h string) time.Duration {
-	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs >= 0 {
-		// Capped before multiplying: a large value would overflow.
-		return time.Duration(min(secs, int(time.Hour/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return min(max(time.Until(t), 0), time.Hour)
-	}
-	return time.Second
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

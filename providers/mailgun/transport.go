@@ -8,9 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mailgun/mailgun-go/v4/events"
 
@@ -72,7 +70,7 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	switch status := resp.StatusCode; {
 	case status == http.StatusTooManyRequests:
-		return nil, providers.RateLimited(retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s: HTTP 429", t.name))
+		return nil, providers.RateLimited(providers.RetryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s: HTTP 429", t.name))
 	case status >= 500 || status == http.StatusRequestTimeout:
 		return nil, providers.Transient(fmt.Errorf("%s: HTTP %d", t.name, status))
 	case status != http.StatusOK:
@@ -157,17 +155,4 @@ func checkEventsPage(body []byte) error {
 		}
 	}
 	return nil
-}
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date); absent
-// or unreadable, it is one second.
-func retryAfter(h string) time.Duration {
-	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs >= 0 {
-		// Capped before multiplying: a large value would overflow.
-		return time.Duration(min(secs, int(time.Hour/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return min(max(time.Until(t), 0), time.Hour)
-	}
-	return time.Second
 }

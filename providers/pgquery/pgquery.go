@@ -66,7 +66,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -326,7 +325,7 @@ func (a *Adapter) records(ctx context.Context, tx pgx.Tx, q providers.Query) ([]
 	var dup *providers.DuplicateError
 	if errors.As(err, &dup) {
 		return nil, providers.Permanent(fmt.Errorf("%s: query: malformed answer: rows %d and %d have the same id %q but different %s; a query that repeats a row must repeat it identically",
-			a.name, dup.First, dup.Second, truncate(dup.ID, 64), dup.Field))
+			a.name, dup.First, dup.Second, providers.Truncate(dup.ID, 64), dup.Field))
 	}
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("%s: query: %w", a.name, err))
@@ -355,20 +354,20 @@ func (a *Adapter) record(i int, id pgtype.Text, createdAt *time.Time, payloadHas
 		// json or text column keeps a key twice, which encoding/json would
 		// read as its last value.
 		if err := providers.DecodeJSON(fields, &rec.Fields); err != nil {
-			return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): fields is not a JSON object: %w", a.name, i, truncate(rec.ID, 64), err))
+			return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): fields is not a JSON object: %w", a.name, i, providers.Truncate(rec.ID, 64), err))
 		}
 		if rec.Fields == nil {
-			return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): fields is not a JSON object", a.name, i, truncate(rec.ID, 64)))
+			return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): fields is not a JSON object", a.name, i, providers.Truncate(rec.ID, 64)))
 		}
 		if rec.PayloadHash == "" {
 			h, err := ledger.PayloadHashOf(rec.Fields)
 			if err != nil {
-				return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): payload hash of fields: %w", a.name, i, truncate(rec.ID, 64), err))
+				return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): payload hash of fields: %w", a.name, i, providers.Truncate(rec.ID, 64), err))
 			}
 			rec.PayloadHash = h
 		}
 	}
-	rec.Excerpt = fmt.Sprintf("%s row id=%s", a.name, truncate(rec.ID, 64))
+	rec.Excerpt = fmt.Sprintf("%s row id=%s", a.name, providers.Truncate(rec.ID, 64))
 	if !rec.CreatedAt.IsZero() {
 		rec.Excerpt += " created_at=" + rec.CreatedAt.UTC().Format(time.RFC3339)
 	}
@@ -380,15 +379,4 @@ func redactPassword(text, password string) string {
 		return text
 	}
 	return strings.ReplaceAll(text, password, "xxxxx")
-}
-
-// truncate keeps the first n bytes of s, cut at a character boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

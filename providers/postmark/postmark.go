@@ -226,7 +226,7 @@ func (a *Adapter) page(ctx context.Context, params url.Values) (*searchResult, e
 
 	switch status := resp.StatusCode; {
 	case status == http.StatusTooManyRequests:
-		return nil, providers.RateLimited(retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s: HTTP 429%s", a.name, errorCode(body)))
+		return nil, providers.RateLimited(providers.RetryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s: HTTP 429%s", a.name, errorCode(body)))
 	case status >= 500 || status == http.StatusRequestTimeout:
 		return nil, providers.Transient(fmt.Errorf("%s: HTTP %d%s", a.name, status, errorCode(body)))
 	case status != http.StatusOK:
@@ -307,19 +307,6 @@ func errorCode(body []byte) string {
 		return ""
 	}
 	return fmt.Sprintf(" (Postmark ErrorCode %d)", *e.ErrorCode)
-}
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date); absent
-// or unreadable, it is one second.
-func retryAfter(h string) time.Duration {
-	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs >= 0 {
-		// Capped before multiplying: a large value would overflow.
-		return time.Duration(min(secs, int(time.Hour/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return min(max(time.Until(t), 0), time.Hour)
-	}
-	return time.Second
 }
 
 // word keeps a short enumeration value (a status, a stream id) and nothing

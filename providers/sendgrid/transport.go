@@ -192,14 +192,8 @@ func decodeDetail(body []byte) (*details, error) {
 // an HTTP date), else until X-RateLimit-Reset (a Unix time), else one
 // second; at most an hour.
 func retryDelay(h http.Header) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
-			// Capped before multiplying: a large value would overflow.
-			return time.Duration(min(secs, int(time.Hour/time.Second))) * time.Second
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return min(max(time.Until(t), 0), time.Hour)
-		}
+	if wait, ok := providers.ParseRetryAfter(h.Get("Retry-After")); ok {
+		return wait
 	}
 	if reset, err := strconv.ParseInt(strings.TrimSpace(h.Get("X-RateLimit-Reset")), 10, 64); err == nil && reset > 0 && reset < 1<<40 {
 		return min(max(time.Until(time.Unix(reset, 0)), 0), time.Hour)

@@ -84,11 +84,9 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	stripego "github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/form"
@@ -447,7 +445,7 @@ func (a *Adapter) lookupError(ctx context.Context, object string, err error) err
 func classify(status int, header http.Header, err error) error {
 	switch {
 	case status == http.StatusTooManyRequests:
-		return providers.RateLimited(retryAfter(header.Get("Retry-After")), err)
+		return providers.RateLimited(providers.RetryAfter(header.Get("Retry-After")), err)
 	case status >= 500, status == http.StatusRequestTimeout, status == http.StatusConflict:
 		return providers.Transient(err)
 	case status >= 300:
@@ -456,19 +454,6 @@ func classify(status int, header http.Header, err error) error {
 		return providers.Permanent(err)
 	}
 	return providers.Transient(err)
-}
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date); absent
-// or unreadable, it is one second.
-func retryAfter(h string) time.Duration {
-	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs >= 0 {
-		// Capped before multiplying: a large value would overflow.
-		return time.Duration(min(secs, int(time.Hour/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return min(max(time.Until(t), 0), time.Hour)
-	}
-	return time.Second
 }
 
 var (
@@ -494,7 +479,7 @@ func (a *Adapter) redact(s string) string {
 		}
 		return r
 	}, s)
-	return truncate(strings.TrimSpace(s), 200)
+	return providers.Truncate(strings.TrimSpace(s), 200)
 }
 
 // redacted is an error whose text was redacted, still unwrapping to the
@@ -515,16 +500,5 @@ func word(s string, n int) string {
 			return "?"
 		}
 	}
-	return truncate(s, n)
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return providers.Truncate(s, n)
 }

@@ -9,9 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	openapi "github.com/twilio/twilio-go/rest/api/v2010"
 
@@ -72,7 +70,7 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	switch status := resp.StatusCode; {
 	case status == http.StatusTooManyRequests:
-		return nil, providers.RateLimited(retryAfter(resp.Header.Get("Retry-After")),
+		return nil, providers.RateLimited(providers.RetryAfter(resp.Header.Get("Retry-After")),
 			fmt.Errorf("%s: HTTP 429%s", t.name, twilioCode(body)))
 	case status >= 500 || status == http.StatusRequestTimeout:
 		return nil, providers.Transient(fmt.Errorf("%s: HTTP %d%s", t.name, status, twilioCode(body)))
@@ -134,17 +132,4 @@ func twilioCode(body []byte) string {
 		return ""
 	}
 	return fmt.Sprintf(" (Twilio error %d)", e.Code)
-}
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date); absent
-// or unreadable, it is one second.
-func retryAfter(h string) time.Duration {
-	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs >= 0 {
-		// Capped before multiplying: a large value would overflow.
-		return time.Duration(min(secs, int(time.Hour/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return min(max(time.Until(t), 0), time.Hour)
-	}
-	return time.Second
 }
