@@ -113,6 +113,14 @@ func (p *Provider) DownTotal(ctx context.Context) time.Duration {
 	return p.health.DownTotal(ctx)
 }
 
+// Close releases what the adapter holds (a connection pool), for an
+// adapter that holds anything; the provider is not used after it.
+func (p *Provider) Close() {
+	if c, ok := p.adapter.(interface{ Close() }); ok {
+		c.Close()
+	}
+}
+
 // RateLimit is the provider's rate limit in this process, in requests
 // per second.
 func (p *Provider) RateLimit() float64 { return float64(p.limiter.Limit()) }

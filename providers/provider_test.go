@@ -458,3 +458,25 @@ func TestProviderRateLimitPastDeadline(t *testing.T) {
 		t.Errorf("adapter called %d times, want 1", n)
 	}
 }
+
+// closer is an adapter holding something to release.
+type closer struct {
+	lookupFunc
+	closed bool
+}
+
+func (c *closer) Close() { c.closed = true }
+
+// TestProviderClose: a provider closes an adapter that holds anything (a
+// postgres provider's pool), and closing one that holds nothing is fine.
+func TestProviderClose(t *testing.T) {
+	t.Parallel()
+	c := &closer{lookupFunc: func(context.Context, providers.Query) ([]providers.Record, error) { return nil, nil }}
+	providers.NewProvider("db", "test", c, limits(time.Minute)).Close()
+	if !c.closed {
+		t.Error("the adapter was not closed")
+	}
+	providers.NewProvider("http", "test", lookupFunc(func(context.Context, providers.Query) ([]providers.Record, error) {
+		return nil, nil
+	}), limits(time.Minute)).Close()
+}

@@ -80,7 +80,12 @@ func connectSweeper(ctx context.Context, e *env, cfg *config.Config, provs map[s
 	}
 	s := &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: e.getenv, Clock: clock}
 	s.TrackHealth()
-	return s, pool.Close, -1
+	return s, func() {
+		for _, p := range provs {
+			p.Close() // a postgres provider's own pool
+		}
+		pool.Close()
+	}, -1
 }
 
 // reach connects and counts the migrations the database lacks.
