@@ -228,8 +228,11 @@ func passFailed(e *env, name string, problems []string) int {
 
 // newLogger logs text to a terminal and JSON anywhere else (a container's
 // log collector, a file).
-func newLogger(w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+func newLogger(w io.Writer) *slog.Logger { return newLoggerAt(w, slog.LevelInfo) }
+
+// newLoggerAt is newLogger from level up.
+func newLoggerAt(w io.Writer, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
 	if isTerminal(w) {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}

@@ -302,16 +302,23 @@ func TestMigrateProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	outs := make([]string, 2)
 	errs := make([]error, 2)
+	stderrs := make([]string, 2)
 	for i := range 2 {
 		wg.Go(func() {
-			var stderr string
-			outs[i], stderr, errs[i] = sweeper("migrate")
+			outs[i], stderrs[i], errs[i] = sweeper("migrate")
 			if errs[i] != nil {
-				errs[i] = &buildError{errs[i], []byte(stderr)}
+				errs[i] = &buildError{errs[i], []byte(stderrs[i])}
 			}
 		})
 	}
 	wg.Wait()
+	// What was applied is said once, on stdout; River's migrator does not
+	// echo it as log lines.
+	for i, stderr := range stderrs {
+		if strings.TrimSpace(stderr) != "" {
+			t.Errorf("replica %d wrote to stderr:\n%s", i, stderr)
+		}
+	}
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("replica %d: %v", i, err)

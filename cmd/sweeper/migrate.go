@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"text/tabwriter"
 	"time"
 
@@ -30,7 +31,9 @@ func runMigrate(ctx context.Context, e *env, args []string) int {
 		return exitFailure
 	}
 	defer pool.Close()
-	migrator := migrations.New(pool, newLogger(e.stderr))
+	// The command says what it applied; River's migrator would say it
+	// again, as log lines: only its warnings are shown.
+	migrator := migrations.New(pool, newLoggerAt(e.stderr, slog.LevelWarn))
 
 	if *status {
 		versions, err := migrator.Status(ctx)
