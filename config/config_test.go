@@ -14,17 +14,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/providers/httplookup"
-	"github.com/sweeper/sweeper/providers/pgquery"
+	allkinds "github.com/sweeper/sweeper/providers/kinds"
 	"github.com/sweeper/sweeper/providers/sim"
-	"github.com/sweeper/sweeper/providers/stripe"
-	"github.com/sweeper/sweeper/providers/twilio"
 )
 
 var update = flag.Bool("update", false, "rewrite the .err golden files under testdata/bad")
 
-var kinds = []providers.Kind{sim.Kind, httplookup.Kind, stripe.Kind, twilio.Kind, pgquery.Kind}
+var kinds = allkinds.All()
 
 func env(vars map[string]string) config.Getenv {
 	return func(k string) string { return vars[k] }

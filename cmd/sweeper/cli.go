@@ -13,14 +13,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/providers/httplookup"
-	"github.com/sweeper/sweeper/providers/mailgun"
-	"github.com/sweeper/sweeper/providers/pgquery"
-	"github.com/sweeper/sweeper/providers/postmark"
-	"github.com/sweeper/sweeper/providers/sendgrid"
-	"github.com/sweeper/sweeper/providers/sim"
-	"github.com/sweeper/sweeper/providers/stripe"
-	"github.com/sweeper/sweeper/providers/twilio"
+	"github.com/sweeper/sweeper/providers/kinds"
 )
 
 // Exit codes.
@@ -30,19 +23,8 @@ const (
 	exitUsage   = 2 // bad flags or a bad configuration
 )
 
-// providerKinds is the explicit list of adapters this build knows.
-func providerKinds() []providers.Kind {
-	return []providers.Kind{
-		sim.Kind,
-		httplookup.Kind,
-		stripe.Kind,
-		twilio.Kind,
-		postmark.Kind,
-		mailgun.Kind,
-		sendgrid.Kind,
-		pgquery.Kind,
-	}
-}
+// providerKinds is the list of adapters this build knows.
+func providerKinds() []providers.Kind { return kinds.All() }
 
 // env is what a command sees of the process: its output streams and
 // environment, so tests can run commands in-process.
