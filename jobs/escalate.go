@@ -258,6 +258,10 @@ func (e *Escalator) contradicts(ctx context.Context, t review.EscalationTicket, 
 	return nil
 }
 
+// relookupPacedWait bounds how long a re-lookup waits for this process's
+// pacing before it gives up asking.
+const relookupPacedWait = 5 * time.Second
+
 // proof is a re-lookup that proves the effect.
 type proof struct {
 	recordID string
@@ -280,13 +284,21 @@ func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Re
 		return Relookup{Skipped: fmt.Sprintf("the operation is %s; left as it is", op.Status)}, nil, nil
 	}
 	step := e.Settler.Attempt(ctx, op)
-	for step.Class == providers.ClassPaced && !step.Final && ctx.Err() == nil {
-		// Held back by this process's own pacing: wait for it, the
-		// provider has not been asked.
+	// Held back by this process's own pacing (the provider was not asked):
+	// wait a little for it, but no longer than relookupPacedWait in all —
+	// a provider that is down, or a settle window, would hold the
+	// escalation back for its whole length; the step is taken without a
+	// lookup instead, and the next re-lookup tries again.
+	for waited := time.Duration(0); step.Class == providers.ClassPaced && !step.Final && ctx.Err() == nil; {
+		wait := max(step.RetryAfter, 100*time.Millisecond)
+		if waited+wait > relookupPacedWait {
+			break
+		}
 		select {
-		case <-time.After(max(step.RetryAfter, 100*time.Millisecond)):
+		case <-time.After(wait):
 		case <-ctx.Done():
 		}
+		waited += wait
 		if ctx.Err() == nil {
 			step = e.Settler.Attempt(ctx, op)
 		}

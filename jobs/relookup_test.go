@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -93,5 +94,33 @@ func TestScheduledRelookups(t *testing.T) {
 	tk, err := review.NewStore(b.pool, review.Policy{}).Get(context.Background(), ids["lagging-1"])
 	if err != nil || tk.State != review.StateResolved || tk.ResolvedBy != review.ActorSweeper {
 		t.Errorf("lagging-1's ticket %+v, %v; want resolved by sweeper", tk, err)
+	}
+}
+
+// TestEscalationGoesOnWhileTheProviderIsDown: a ticket's deadline passes
+// while its provider is down for the cluster. The re-lookup before the
+// step asks nobody (the lookups wait for a probe) and the escalation is
+// taken anyway, within a few seconds, saying why nothing was looked up.
+func TestEscalationGoesOnWhileTheProviderIsDown(t *testing.T) {
+	t.Parallel()
+	nothing := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+		func(context.Context, providers.Query) ([]providers.Record, error) { return nil, nil },
+	}}
+	b := setupEscalation(t, escalationConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", nothing, 5*time.Second)})
+	id := b.openTickets(t, "fake", "down-1")["down-1"]
+	b.sweeper.TrackHealth()
+	if _, err := b.pool.Exec(context.Background(), `INSERT INTO sweeper.provider_health (provider, state, since, probe_at, last_error)
+		VALUES ('fake', 'down', now(), now() + interval '1 hour', 'HTTP 503')`); err != nil {
+		t.Fatal(err)
+	}
+	b.passDue(t, id)
+	start := time.Now()
+	sum := b.escalateOnce(t)
+	if took := time.Since(start); sum.Escalated[1] != 1 || took > 15*time.Second {
+		t.Fatalf("escalation while down: %+v in %s; want one step, promptly", sum, took)
+	}
+	raw, _ := json.Marshal(b.lastDetails(t, id))
+	if !strings.Contains(string(raw), "down") {
+		t.Errorf("the escalated event's re-lookup does not say the provider is down: %s", raw)
 	}
 }
