@@ -1,7 +1,8 @@
 // Package providers is sweeper's extension point: the kinds of lookup
 // adapter a [providers.NAME] config block can name, and (with the sweep) the
 // lookup interface they implement. Each adapter lives in a sub-package and
-// is wired in by an explicit list in cmd/sweeper; nothing registers itself.
+// is wired in by the explicit list in providers/kinds; nothing registers
+// itself.
 //
 // Adapters look things up and nothing else: sweeper never performs a
 // provider's side effect (docs/architecture.md, I1).

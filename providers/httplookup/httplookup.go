@@ -29,7 +29,7 @@ import (
 	"github.com/sweeper/sweeper/providers"
 )
 
-// Kind is the http adapter's kind, for the explicit list in cmd/sweeper.
+// Kind is the http adapter's kind, for the list in providers/kinds.
 var Kind = providers.NewKind("http", func() *Config { return &Config{} },
 	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
 		token := ""

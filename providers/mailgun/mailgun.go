@@ -20,7 +20,7 @@ import (
 	"github.com/sweeper/sweeper/providers"
 )
 
-// Kind is the mailgun adapter's kind, for the explicit list in cmd/sweeper.
+// Kind is the mailgun adapter's kind, for the list in providers/kinds.
 var Kind = providers.NewKind("mailgun", newConfig,
 	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
 		if cfg.APIKeyEnv == "" {

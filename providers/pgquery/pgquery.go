@@ -78,7 +78,7 @@ import (
 	"github.com/sweeper/sweeper/providers"
 )
 
-// Kind is the postgres adapter's kind, for the explicit list in cmd/sweeper.
+// Kind is the postgres adapter's kind, for the list in providers/kinds.
 var Kind = providers.NewKind("postgres", NewConfig,
 	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
 		// The variable, or NAME_FILE, as configuration validation checks.

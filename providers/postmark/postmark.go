@@ -18,7 +18,7 @@ import (
 	"github.com/sweeper/sweeper/providers"
 )
 
-// Kind is the postmark adapter's kind, for the explicit list in cmd/sweeper.
+// Kind is the postmark adapter's kind, for the list in providers/kinds.
 var Kind = providers.NewKind("postmark", newConfig,
 	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
 		if cfg.ServerTokenEnv == "" {

@@ -21,8 +21,7 @@ import (
 	"github.com/sweeper/sweeper/providers"
 )
 
-// Kind is the sendgrid adapter's kind, for the explicit list in
-// cmd/sweeper.
+// Kind is the sendgrid adapter's kind, for the list in providers/kinds.
 var Kind = providers.NewKind("sendgrid", newConfig,
 	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
 		if cfg.APIKeyEnv == "" {

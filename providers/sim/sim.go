@@ -40,7 +40,7 @@ const (
 // Outcomes lists every outcome, in the order documented above.
 var Outcomes = []string{OutcomeFound, OutcomeNotFound, OutcomeMany, OutcomeMismatch, OutcomeError, OutcomeSlow, OutcomeUnsupported}
 
-// Kind is the sim adapter's kind, for the explicit list in cmd/sweeper.
+// Kind is the sim adapter's kind, for the list in providers/kinds.
 var Kind = providers.NewKind("sim", func() *Config { return &Config{} },
 	func(name string, cfg *Config, _ providers.Env) (providers.Lookup, error) { return New(name, cfg), nil })
 

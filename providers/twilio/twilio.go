@@ -98,7 +98,7 @@ import (
 	"github.com/sweeper/sweeper/providers"
 )
 
-// Kind is the twilio adapter's kind, for the explicit list in cmd/sweeper.
+// Kind is the twilio adapter's kind, for the list in providers/kinds.
 var Kind = providers.NewKind("twilio", func() *Config { return &Config{APIBase: DefaultAPIBase} },
 	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
 		sid, err := config.Secret(env.Getenv, cfg.AccountSIDEnv)
