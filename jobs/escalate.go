@@ -160,7 +160,7 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 		e.Policy.Next(t.EscalationState, e.Now()).Kind == review.EscalationNone {
 		return skip, nil
 	}
-	logger := e.Logger.With("ticket_id", t.ID, "op_key", t.OpKey)
+	logger := e.Logger.With("ticket_id", t.ID)
 
 	relookup, done, err := e.relookup(ctx, t)
 	if err != nil {

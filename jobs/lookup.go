@@ -126,7 +126,7 @@ func (w *LookupWorker) Work(ctx context.Context, job *river.Job[LookupArgs]) err
 		case step.Class == providers.ClassRateLimited && now.Add(wait).Before(deadline):
 			return river.JobSnooze(wait)
 		case step.Class == providers.ClassTransient && now.Add(backoff(job.Attempt)).Before(deadline) && !lastAttempt:
-			return fmt.Errorf("lookup %s: %w", op.OpKey, step.Err)
+			return fmt.Errorf("lookup of operation %d: %w", op.ID, step.Err)
 		}
 		step = Exhausted(step, job.Attempt, budget)
 	}

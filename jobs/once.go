@@ -1,8 +1,10 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -22,8 +24,12 @@ type Summary struct {
 	AlreadySettled int `json:"already_settled"`
 	// Errors counts operations the pass could not settle (database errors);
 	// they stay pending for the next sweep.
-	Errors int  `json:"errors"`
-	DryRun bool `json:"dry_run"`
+	Errors int `json:"errors"`
+	// LeftPending counts operations the pass left pending without asking
+	// long: their provider is down for the cluster, or its search may still
+	// lag (settle_window). The daemon, or a later pass, settles them.
+	LeftPending int  `json:"left_pending"`
+	DryRun      bool `json:"dry_run"`
 	// Decisions lists each decision, for --dry-run.
 	Decisions []DecisionLine `json:"decisions,omitempty"`
 }
@@ -42,7 +48,20 @@ type OnceOptions struct {
 	// Concurrency is how many operations are looked up at once; default
 	// river.max_workers.
 	Concurrency int
+	// MaxPaced is how long, in all, the pass waits for one operation's
+	// provider to be asked — down for the cluster, or a settle window still
+	// open — before it leaves the operation pending; default 30s.
+	MaxPaced time.Duration
 }
+
+// ErrLeftPending: a pass in the foreground left an operation pending
+// rather than wait longer than OnceOptions.MaxPaced for its provider (down for the
+// cluster, or a settle window still open). Nothing was decided.
+var ErrLeftPending = errors.New("left pending for a later pass")
+
+// defaultMaxPaced is how long a pass in the foreground waits, in all, for
+// one operation's provider to be asked.
+const defaultMaxPaced = 30 * time.Second
 
 // SweepOnce runs one full pass in this process: the scan, every lookup it
 // causes (retrying within each provider's budget), every decision. It
@@ -57,6 +76,13 @@ func (s *Sweeper) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, err
 		concurrency = s.Config.River.MaxWorkers
 	}
 	sum := Summary{Tickets: map[review.Reason]int{}, DryRun: opts.DryRun}
+	if opts.DryRun {
+		// A dry run writes nothing — not even a provider's health, which
+		// would pause (or resume) the lookups of every replica.
+		for _, p := range s.Providers {
+			p.SetHealth(nil)
+		}
+	}
 	// A dry run writes nothing, so the database cannot tell it that a
 	// record was already claimed by an earlier decision of the same pass:
 	// it remembers, so that its decisions are the real pass's.
@@ -67,12 +93,15 @@ func (s *Sweeper) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, err
 	for range concurrency {
 		wg.Go(func() {
 			for op := range work {
-				settled, err := s.settleOnce(ctx, settler, op, opts.DryRun)
+				settled, err := s.settleOnce(ctx, settler, op, opts.DryRun, opts.MaxPaced)
 				mu.Lock()
 				switch {
+				case errors.Is(err, ErrLeftPending):
+					sum.LeftPending++
+					s.Logger.Info("left pending for a later pass", "op_key", logKey(op), "why", err)
 				case err != nil:
 					sum.Errors++
-					s.Logger.Error("settle failed; the operation stays pending", "op_key", op.OpKey, "error", err)
+					s.Logger.Error("settle failed; the operation stays pending", "op_key", logKey(op), "error", err)
 				case opts.DryRun:
 					if d := settled.Decision; d.Done {
 						key := ledger.RecordLockKey(op.Provider, d.ProviderRecordID)
@@ -119,13 +148,13 @@ func countDecision(sum *Summary, d review.Decision) {
 
 // settleOnce is the lookup job's loop, in process: retry transient errors
 // with backoff and wait out rate limits, within the provider's budget.
-func (s *Sweeper) settleOnce(ctx context.Context, settler *Settler, op ledger.Operation, dryRun bool) (Settled, error) {
+func (s *Sweeper) settleOnce(ctx context.Context, settler *Settler, op ledger.Operation, dryRun bool, maxPaced time.Duration) (Settled, error) {
 	var budget time.Duration
 	p := s.Providers[op.Provider]
 	if p != nil {
 		budget = p.LookupBudget
 	}
-	var downAtFirst time.Duration
+	var downAtFirst, paced time.Duration
 	// The budget starts with the first run that asks the provider: waiting
 	// for this process's own pacing spends none of it.
 	var deadline time.Time
@@ -143,7 +172,13 @@ func (s *Sweeper) settleOnce(ctx context.Context, settler *Settler, op ledger.Op
 			return Settled{}, ctx.Err()
 		}
 		wait := max(step.RetryAfter, time.Second) // never spin on a zero delay
-		if step.Class != providers.ClassPaced {
+		if step.Class == providers.ClassPaced {
+			// A pass in the foreground does not wait out an outage or a
+			// long settle window: it leaves the operation for later.
+			if paced += wait; paced > cmp.Or(maxPaced, defaultMaxPaced) {
+				return Settled{}, fmt.Errorf("%w: %w", ErrLeftPending, step.Err)
+			}
+		} else {
 			if deadline.IsZero() {
 				deadline, downAtFirst = asked.Add(budget), p.DownTotal(ctx)
 			}

@@ -205,3 +205,30 @@ func TestSettleWindowWaitsForALaggingSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepOnceLeavesADownProviderForLater: `sweep --once` while a provider
+// is down for the cluster does not wait out the outage: it leaves that
+// provider's operations pending, says so, and returns.
+func TestSweepOnceLeavesADownProviderForLater(t *testing.T) {
+	t.Parallel()
+	holds := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+		func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+			return []providers.Record{{ID: "rec_" + q.OpKey, CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
+		},
+	}}
+	b := setup(t, baseConfig, map[string]*providers.Provider{"down": fakeProvider("down", holds, 5*time.Second)})
+	b.sweeper.TrackHealth()
+	if _, err := b.pool.Exec(context.Background(), `INSERT INTO sweeper.provider_health (provider, state, since, probe_at, last_error)
+		VALUES ('down', 'down', now(), now() + interval '1 hour', 'HTTP 503')`); err != nil {
+		t.Fatal(err)
+	}
+	op := b.claim(t, "waiting-1", "down", stale)
+	start := time.Now()
+	sum, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{MaxPaced: 2 * time.Second})
+	if err != nil || sum.LeftPending != 1 || sum.Errors != 0 || time.Since(start) > 15*time.Second {
+		t.Fatalf("sweep --once while down: %+v, %v in %s; want one left pending, promptly", sum, err, time.Since(start))
+	}
+	if got := b.status(t, op.OpKey); got.Status != ledger.StatusPending {
+		t.Errorf("%s is %s, want pending", op.OpKey, got.Status)
+	}
+}

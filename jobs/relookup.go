@@ -61,7 +61,7 @@ func (e *Escalator) Relookup(ctx context.Context, id int64, done int, inTx revie
 	if t.State != review.StateOpen || t.Relookups != done || t.RelookupAt.IsZero() || e.Now().Before(t.RelookupAt) {
 		return skip, nil
 	}
-	logger := e.Logger.With("ticket_id", t.ID, "op_key", t.OpKey)
+	logger := e.Logger.With("ticket_id", t.ID)
 	seen, found, err := e.relookup(ctx, t)
 	if err != nil {
 		return EscalationOutcome{}, err

@@ -160,7 +160,7 @@ func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, hi
 }
 
 func (s *Settler) logSettled(op ledger.Operation, d review.Decision, applied review.Applied) {
-	logger := s.Logger.With("op_key", op.OpKey, "provider", op.Provider)
+	logger := s.Logger.With("op_key", logKey(op), "provider", op.Provider)
 	switch {
 	case !applied.Settled:
 		logger.Info("operation no longer pending; nothing to do")
@@ -173,6 +173,11 @@ func (s *Settler) logSettled(op ledger.Operation, d review.Decision, applied rev
 		logger.Info("review ticket opened", "ticket_id", applied.TicketID, "reason", d.Reason)
 	}
 }
+
+// logKey is an operation's op_key as logs show it: a workflow may have
+// built it from the recipient ("welcome:jane@example.com"), which no log
+// line carries.
+func logKey(op ledger.Operation) string { return providers.RedactText(op.OpKey, op.Recipient) }
 
 // unstorable is the final outcome for an answer the database refused to
 // store: a failed lookup, whose evidence holds no records.

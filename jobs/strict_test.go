@@ -89,6 +89,29 @@ func TestResemblanceProvesOnlyItsOwnMessage(t *testing.T) {
 		}
 	})
 
+	t.Run("a crowd of the same message to other numbers hides no owner", func(t *testing.T) {
+		t.Parallel()
+		var sentAt time.Time
+		b := setup(t, baseConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", smsAnswer(func() time.Time { return sentAt }), 5*time.Second)})
+		// A bulk reminder: the same text to 150 other numbers, just before.
+		for i := range 150 {
+			a := reminder(fmt.Sprintf("bulk-%03d", i))
+			a.Recipient = fmt.Sprintf("+1 555 02%02d %03d", i/100, i%1000)
+			b.claimAs(t, a, 13*time.Minute)
+		}
+		b.claimAs(t, reminder("tw-x"), 12*time.Minute)
+		second := b.claimAs(t, reminder("tw-y"), 11*time.Minute)
+		sentAt = second.FirstAttemptAt.Add(5 * time.Second)
+		if _, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"tw-x", "tw-y"} {
+			if op := b.status(t, key); op.Status == ledger.StatusDone {
+				t.Errorf("%s is done with %s: the other operation to the same number could own it", key, op.ProviderRecordID)
+			}
+		}
+	})
+
 	t.Run("the re-lookup searches the operation's own window, not up to now", func(t *testing.T) {
 		t.Parallel()
 		var queries []providers.Query

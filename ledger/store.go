@@ -525,20 +525,40 @@ func mapError(err error) error {
 	return err
 }
 
+// LookalikeLimit is the most operations [Store.Lookalikes] returns; a
+// caller given this many cannot know it saw every candidate.
+const LookalikeLimit = 1000
+
 // Lookalikes returns the other operations of provider, pending or in
-// review, that carry payloadHash and whose own window — from before ahead
-// of their first attempt to after past their last — contains at: the
-// operations a record found by resemblance, dated at, could belong to.
-// Recipients are not compared here (the caller normalizes them); the
-// partial index operations_lookalike_idx serves the query.
-func (s *Store) Lookalikes(ctx context.Context, provider, payloadHash string, exceptID int64, at time.Time, before, after time.Duration) ([]Operation, error) {
+// review, that carry payloadHash, whose own window — from before ahead of
+// their first attempt to after past their last — contains at, and whose
+// recipient may be the same: for a phone number (phone true), one whose
+// digits end with the last seven of recipient's, or that holds fewer than
+// seven digits (it cannot be told apart); otherwise one that contains
+// recipient, both lower-cased. That is wider than the exact comparison,
+// which the caller makes on what is returned; at most [LookalikeLimit]
+// rows. The partial index operations_lookalike_idx serves the query.
+func (s *Store) Lookalikes(ctx context.Context, provider, payloadHash string, exceptID int64, at time.Time, before, after time.Duration, recipient string, phone bool) ([]Operation, error) {
+	key := strings.TrimSpace(recipient)
+	if phone {
+		digits := strings.Map(func(r rune) rune {
+			if '0' <= r && r <= '9' {
+				return r
+			}
+			return -1
+		}, key)
+		key = digits[max(0, len(digits)-7):]
+	}
 	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+`
 		FROM ledger.operations
 		WHERE provider = $1 AND payload_hash = $2 AND id <> $3 AND status IN ('pending', 'review')
 		  AND first_attempt_at - $5::interval <= $4
 		  AND greatest(first_attempt_at, coalesce(last_attempt_at, first_attempt_at)) + $6::interval >= $4
+		  AND CASE WHEN $8 THEN length(regexp_replace(coalesce(recipient, ''), '[^0-9]', '', 'g')) < 7
+		                        OR right(regexp_replace(coalesce(recipient, ''), '[^0-9]', '', 'g'), 7) = $7
+		           ELSE strpos(lower(coalesce(recipient, '')), lower($7)) > 0 END
 		ORDER BY first_attempt_at, id
-		LIMIT 100`, provider, payloadHash, exceptID, at, before, after)
+		LIMIT $9`, provider, payloadHash, exceptID, at, before, after, key, phone, LookalikeLimit)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: operations like %d: %w", exceptID, err)
 	}

@@ -131,7 +131,7 @@ func NewAlert(t review.Ticket, ev review.Evidence) Alert {
 		Resolution:         t.Resolution,
 		ResolvedBy:         t.ResolvedBy,
 		ResolutionRecordID: t.ResolutionRecordID,
-		OpKey:              cmp.Or(t.OpKey, ev.OpKey),
+		OpKey:              cmp.Or(ev.OpKey, t.OpKey), // the evidence's is redacted
 		Workflow:           ev.Workflow,
 		Provider:           ev.Provider,
 		Action:             ev.Action,

@@ -703,3 +703,17 @@ func TestScrubPersonal(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderOpKeyHoldingTheRecipient: a workflow built its op_key from the
+// address ("welcome:jane.doe@example.com"); the ticket's column holds it
+// raw, but the message shows the evidence's redacted form.
+func TestRenderOpKeyHoldingTheRecipient(t *testing.T) {
+	t.Parallel()
+	f := fixtureFor(review.ReasonNotFound)
+	f.op.OpKey = "welcome:" + rawEmail
+	tk, ev := f.ticketAndEvidence(t)
+	m := RootMessage(NewAlert(tk, ev))
+	if s := m.Text + string(messageJSON(t, m)); strings.Contains(s, rawEmail) || strings.Contains(s, "jane.doe") {
+		t.Errorf("the message holds the address from the op_key:\n%s", s)
+	}
+}

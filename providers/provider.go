@@ -93,9 +93,9 @@ type Health interface {
 	// Allow says whether a lookup may ask now; probe marks the one lookup
 	// asking a provider that is down. A non-nil error means wait.
 	Allow(ctx context.Context) (probe bool, wait time.Duration, err error)
-	// Done reports how a lookup that asked ended: failed for a transient
-	// failure.
-	Done(ctx context.Context, probe, failed bool, detail string) error
+	// Done reports how a lookup for operation op (its op_key) that asked
+	// ended: failed for a transient failure.
+	Done(ctx context.Context, probe, failed bool, op, detail string) error
 	// DownTotal is how long the provider has been down in all.
 	DownTotal(ctx context.Context) time.Duration
 }
@@ -198,7 +198,7 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 				if err != nil {
 					detail = Redact(err, q.Recipient).Error()
 				}
-				p.health.Done(context.WithoutCancel(ctx), probe, failed, detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
+				p.health.Done(context.WithoutCancel(ctx), probe, failed, q.OpKey, detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
 			}
 		}()
 	}

@@ -85,13 +85,20 @@ func Prove(ctx context.Context, db ledger.DB, op ledger.Operation, out Outcome) 
 	if margin <= 0 {
 		margin = providers.DefaultMargin
 	}
-	others, err := store.Lookalikes(ctx, op.Provider, op.PayloadHash, op.ID, rec.CreatedAt, ResemblanceSkew, margin)
+	others, err := store.Lookalikes(ctx, op.Provider, op.PayloadHash, op.ID, rec.CreatedAt, ResemblanceSkew, margin, op.Recipient, q.Match.Phone)
 	if err != nil {
 		return Decision{}, err
 	}
+	if len(others) >= ledger.LookalikeLimit {
+		// Not every candidate was read: it cannot be shown that none is
+		// the owner.
+		return Decision{Reason: ReasonAmbiguousOwner, RecordIDs: d.RecordIDs,
+			Detail: fmt.Sprintf("record %s agrees, but was found by resemblance and %d or more unsettled operations with the same payload could own it: a person decides",
+				d.ProviderRecordID, ledger.LookalikeLimit)}, nil
+	}
 	var candidates []string
 	for _, other := range others {
-		if sameRecipient(q.Match, other.Recipient, op.Recipient) {
+		if couldBeSame(q.Match, other.Recipient, op.Recipient) {
 			candidates = append(candidates, other.OpKey)
 		}
 	}
@@ -101,6 +108,18 @@ func Prove(ctx context.Context, db ledger.DB, op ledger.Operation, out Outcome) 
 	return Decision{Reason: ReasonAmbiguousOwner, RecordIDs: d.RecordIDs, Candidates: candidates,
 		Detail: fmt.Sprintf("record %s agrees, but was found by resemblance and could as well be %s's (same recipient and payload, dated inside its window): a person decides",
 			d.ProviderRecordID, strings.Join(candidates, ", "))}, nil
+}
+
+// couldBeSame reports whether another operation's recipient may be the
+// same as op's: equal by the rule proof uses, or — for a phone number
+// that does not parse — not to be told apart, and so a possible owner.
+func couldBeSame(m providers.Matching, other, op string) bool {
+	if m.Phone {
+		if _, err := ledger.NormalizePhone(other); err != nil {
+			return true
+		}
+	}
+	return sameRecipient(m, other, op)
 }
 
 // HeldElsewhere is the decision for a record that would prove an

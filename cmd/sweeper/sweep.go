@@ -74,4 +74,7 @@ func printSummary(w io.Writer, sum jobs.Summary) {
 			fmt.Fprintf(w, "  %-20s %d\n", r, n)
 		}
 	}
+	if sum.LeftPending > 0 {
+		fmt.Fprintf(w, "left pending %d: their provider is down, or its search may still lag (settle_window); the daemon or a later pass settles them\n", sum.LeftPending)
+	}
 }

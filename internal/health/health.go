@@ -78,8 +78,11 @@ type Tracker struct {
 
 	mu       sync.Mutex
 	failures int
-	cached   State
-	readAt   time.Time
+	// failing are the operations the failures in a row were for: one
+	// operation's bad answers, however many, are not an outage.
+	failing map[string]bool
+	cached  State
+	readAt  time.Time
 }
 
 // NewTracker returns the tracker of provider over db: failures transient
@@ -142,13 +145,16 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 	return false, min(max(wait, time.Second), 5*time.Second), ErrDown
 }
 
-// Done reports how a lookup that asked the provider ended: failed is true
-// for a transient failure (a timeout, a 5xx, a dropped connection), false
-// for an answer (an error the provider chose to give included). A probe's
-// answer brings the provider up; its failure backs the next probe off.
-// Outside a probe, the tracker's number of failures in a row take the
-// provider down. detail says why, for people; it must hold no secret or recipient.
-func (t *Tracker) Done(ctx context.Context, probe, failed bool, detail string) error {
+// Done reports how a lookup for operation op that asked the provider
+// ended: failed is true for a transient failure (a timeout, a 5xx, a
+// dropped connection, a malformed answer), false for an answer (an error
+// the provider chose to give included). A probe's answer brings the
+// provider up; its failure backs the next probe off. Outside a probe, the
+// tracker's number of failures in a row, for at least two different
+// operations, take the provider down: one operation whose answers are
+// always bad is that operation's problem, and its budget ends it. detail
+// says why, for people; it must hold no secret or recipient.
+func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail string) error {
 	switch {
 	case probe && !failed:
 		return t.up(ctx)
@@ -162,14 +168,18 @@ func (t *Tracker) Done(ctx context.Context, probe, failed bool, detail string) e
 	}
 	t.mu.Lock()
 	if !failed {
-		t.failures = 0
+		t.failures, t.failing = 0, nil
 		t.mu.Unlock()
 		return nil
 	}
 	t.failures++
-	down := t.failures >= t.failAt
+	if t.failing == nil {
+		t.failing = map[string]bool{}
+	}
+	t.failing[op] = true
+	down := t.failures >= t.failAt && len(t.failing) >= 2
 	if down {
-		t.failures = 0
+		t.failures, t.failing = 0, nil
 	}
 	t.mu.Unlock()
 	if !down {
@@ -195,7 +205,7 @@ func (t *Tracker) up(ctx context.Context) error {
 		return fmt.Errorf("health: %s up: %w", t.provider, err)
 	}
 	t.mu.Lock()
-	t.failures = 0
+	t.failures, t.failing = 0, nil
 	t.mu.Unlock()
 	if tag.RowsAffected() == 1 && t.OnUp != nil {
 		t.OnUp(ctx)

@@ -3,6 +3,7 @@ package health_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -25,14 +26,16 @@ func TestDownForTheCluster(t *testing.T) {
 	b := health.NewTracker(pool, "mailer", health.DefaultFailures, time.Minute)
 	recovered := 0
 	b.OnUp = func(context.Context) { recovered++ }
+	ops := 0
+	n := func() int { ops++; return ops }
 
 	for i := range health.DefaultFailures - 1 {
-		if err := a.Done(ctx, false, true, "HTTP 503"); err != nil {
+		if err := a.Done(ctx, false, true, fmt.Sprintf("op-%d", n()), "HTTP 503"); err != nil {
 			t.Fatal(err)
 		}
 		if i == 1 {
 			// An answer in between starts the count again.
-			if err := a.Done(ctx, false, false, ""); err != nil {
+			if err := a.Done(ctx, false, false, "op-x", ""); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -41,7 +44,7 @@ func TestDownForTheCluster(t *testing.T) {
 		t.Fatalf("down after failures that were not in a row: %+v", st)
 	}
 	for range health.DefaultFailures {
-		if err := a.Done(ctx, false, true, "HTTP 503"); err != nil {
+		if err := a.Done(ctx, false, true, fmt.Sprintf("op-%d", n()), "HTTP 503"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -64,7 +67,7 @@ func TestDownForTheCluster(t *testing.T) {
 		t.Fatalf("probe taken by a: %v %v, by b: %v %v; want exactly a", probeA, errA, probeB, errB)
 	}
 	// The probe fails: the next one is further off.
-	if err := a.Done(ctx, true, true, "timeout"); err != nil {
+	if err := a.Done(ctx, true, true, "op-p", "timeout"); err != nil {
 		t.Fatal(err)
 	}
 	var gap time.Duration
@@ -83,7 +86,7 @@ func TestDownForTheCluster(t *testing.T) {
 	if !probe || err != nil {
 		t.Fatalf("b's probe: %v, %v", probe, err)
 	}
-	if err := b.Done(ctx, true, false, ""); err != nil {
+	if err := b.Done(ctx, true, false, "op-q", ""); err != nil {
 		t.Fatal(err)
 	}
 	st, err = health.Read(ctx, pool, "mailer")
@@ -93,5 +96,30 @@ func TestDownForTheCluster(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // a's cached state expires
 	if probe, _, err := a.Allow(ctx); probe || err != nil {
 		t.Errorf("a after recovery: %v, %v; want an ordinary lookup", probe, err)
+	}
+}
+
+// TestOneOperationIsNoOutage: one operation whose answers are always bad
+// (malformed, or failing for that record alone) fails again and again; the
+// provider stays up for everyone else, and the operation's own budget
+// ends it.
+func TestOneOperationIsNoOutage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	tr := health.NewTracker(pool, "mailer", health.DefaultFailures, time.Minute)
+	for range 3 * health.DefaultFailures {
+		if err := tr.Done(ctx, false, true, "op-broken", "malformed answer"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := health.Read(ctx, pool, "mailer"); err != nil || !st.Up {
+		t.Fatalf("after one operation's failures: %+v, %v; want up", st, err)
+	}
+	if err := tr.Done(ctx, false, true, "op-other", "HTTP 503"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := health.Read(ctx, pool, "mailer"); err != nil || st.Up {
+		t.Errorf("failures in a row for two operations: %+v, %v; want down", st, err)
 	}
 }

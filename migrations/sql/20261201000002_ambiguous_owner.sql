@@ -16,7 +16,9 @@ CREATE INDEX operations_lookalike_idx ON ledger.operations (payload_hash, provid
     WHERE status IN ('pending', 'review') AND payload_hash IS NOT NULL;
 
 -- +goose Down
+-- Tickets are never deleted or rewritten, so ambiguous_owner tickets may
+-- remain: the narrower check binds new rows only (NOT VALID).
 DROP INDEX ledger.operations_lookalike_idx;
 ALTER TABLE sweeper.tickets DROP CONSTRAINT tickets_reason_check;
 ALTER TABLE sweeper.tickets ADD CONSTRAINT tickets_reason_check CHECK (reason IN ('not_found',
-    'multiple_matches', 'payload_mismatch', 'lookup_failed', 'lookup_unsupported', 'invalid_operation'));
+    'multiple_matches', 'payload_mismatch', 'lookup_failed', 'lookup_unsupported', 'invalid_operation')) NOT VALID;
