@@ -92,8 +92,11 @@ type DispatcherConfig struct {
 	// HTTPClient makes the calls. Default: a client with a 30s timeout.
 	// It must not retry POST requests on its own.
 	HTTPClient *http.Client
-	// Composer says what each row's message is. Required.
+	// Composer says what each ticket row's message is. Required.
 	Composer Composer
+	// IncidentComposer says what each provider incident row's message is.
+	// Default [IncidentComposer].
+	IncidentComposer Composer
 	// Channel picks a ticket's channel from the workflow and provider in
 	// its evidence, such as [Channels.For]. Required.
 	Channel func(workflow, provider string) string
@@ -154,6 +157,7 @@ type Dispatcher struct {
 	outbox   *Outbox
 	client   *slack.Client
 	composer Composer
+	incident Composer
 	channel  func(workflow, provider string) string
 	id       string
 	lease    time.Duration
@@ -207,6 +211,10 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	// already taken is a second message.
 	client := slack.New(cfg.Token, slack.OptionAPIURL(apiURL), slack.OptionHTTPClient(httpClient))
 	id := cmp.Or(cfg.ID, defaultID())
+	var incidentComposer Composer = IncidentComposer{}
+	if cfg.IncidentComposer != nil {
+		incidentComposer = cfg.IncidentComposer
+	}
 	backoff := cfg.Backoff
 	if backoff == nil {
 		backoff = defaultBackoff
@@ -216,6 +224,7 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		outbox:   NewOutbox(db),
 		client:   client,
 		composer: cfg.Composer,
+		incident: incidentComposer,
 		channel:  cfg.Channel,
 		id:       id,
 		lease:    cmp.Or(cfg.Lease, 2*time.Minute),
@@ -571,7 +580,7 @@ type attemptResult struct {
 // Channel, ThreadTS and TS as it records them.
 func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Logger) (attemptResult, error) {
 	var res attemptResult
-	r, err := d.outbox.rootOf(ctx, n.TicketID)
+	r, err := d.outbox.rootOf(ctx, *n)
 	if err != nil {
 		return res, err
 	}
@@ -594,7 +603,7 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 		if n.ThreadTS != "" && slackCode(err) == "thread_not_found" {
 			// A person deleted the root message (Slack refused the reply,
 			// so nothing was posted): this message becomes the new root.
-			if _, err := d.outbox.markRemoved(ctx, n.TicketID, n.Channel, n.ThreadTS); err != nil {
+			if _, err := d.outbox.markRemoved(ctx, *n, n.Channel, n.ThreadTS); err != nil {
 				return res, err
 			}
 			log.Warn("notify: the ticket's root message was removed from Slack; posting a new root", "channel", n.Channel, "ts", n.ThreadTS)
@@ -633,7 +642,7 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 	_, _, _, err = d.client.UpdateMessageContext(ctx, r.Channel, r.TS,
 		slack.MsgOptionText(post.RootEdit.Text, false),
 		slack.MsgOptionBlocks(post.RootEdit.Blocks...),
-		slack.MsgOptionMetadata(dedupeMetadata(r.DedupeKey, n.TicketID)))
+		slack.MsgOptionMetadata(dedupeMetadata(r.DedupeKey, *n)))
 	if slackCode(err) == "message_not_found" {
 		log.Warn("notify: the ticket's root message was removed from Slack; a new root follows", "channel", r.Channel, "ts", r.TS)
 		res.rootRemoved = &r
@@ -670,10 +679,16 @@ func (d *Dispatcher) target(ctx context.Context, n *Notification, r root) error 
 // where says where row n's message goes now, given the ticket's root r,
 // and why it is a new root if it is one (see [Notification.NewRoot]).
 func (d *Dispatcher) where(ctx context.Context, n Notification, r root) (channel, threadTS, newRoot string, err error) {
-	if n.Kind != KindOpened && n.Kind != KindRootRemoved && r.Live {
+	if !isRootKind(n.Kind) && r.Live {
 		return r.Channel, r.TS, "", nil
 	}
-	workflow, provider, err := ticketRoute(ctx, d.db, n.TicketID)
+	var workflow, provider string
+	if n.IncidentID != 0 {
+		// An incident is the provider's: its channel, or the default.
+		provider, err = incidentProvider(ctx, d.db, n.IncidentID)
+	} else {
+		workflow, provider, err = ticketRoute(ctx, d.db, n.TicketID)
+	}
 	if err != nil {
 		return "", "", "", err
 	}
@@ -682,6 +697,7 @@ func (d *Dispatcher) where(ctx context.Context, n Notification, r root) (channel
 			err: fmt.Errorf("no Slack channel for workflow %q, provider %q", workflow, provider)}
 	}
 	switch {
+	case n.IncidentID != 0 && n.Kind == KindIncidentOpened:
 	case n.Kind == KindRootRemoved || (n.Kind != KindOpened && r.Removed):
 		newRoot = NewRootRemoved
 	case n.Kind != KindOpened:
@@ -692,7 +708,11 @@ func (d *Dispatcher) where(ctx context.Context, n Notification, r root) (channel
 
 // compose asks the composer for held row n's message.
 func (d *Dispatcher) compose(ctx context.Context, n Notification) (*Post, error) {
-	post, err := d.composer.Compose(ctx, d.db, n)
+	composer := d.composer
+	if n.IncidentID != 0 {
+		composer = d.incident
+	}
+	post, err := composer.Compose(ctx, d.db, n)
 	if err != nil {
 		return nil, &attemptError{step: "compose", failure: failureTransient, err: err}
 	}
@@ -712,7 +732,7 @@ func (d *Dispatcher) post(ctx context.Context, n *Notification, p Post) (string,
 	if err := d.pace(ctx, n.Channel); err != nil {
 		return "", err
 	}
-	opts := []slack.MsgOption{slack.MsgOptionText(p.Text, false), slack.MsgOptionMetadata(dedupeMetadata(n.DedupeKey, n.TicketID))}
+	opts := []slack.MsgOption{slack.MsgOptionText(p.Text, false), slack.MsgOptionMetadata(dedupeMetadata(n.DedupeKey, *n))}
 	if len(p.Blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(p.Blocks...))
 	}
@@ -846,7 +866,7 @@ func (d *Dispatcher) searchWindow(ctx context.Context, n Notification, w SearchW
 			if slackCode(err) == "thread_not_found" {
 				// The thread's root was deleted, and whatever was posted in
 				// it is gone with it.
-				_, err := d.outbox.markRemoved(ctx, n.TicketID, w.Channel, w.ThreadTS)
+				_, err := d.outbox.markRemoved(ctx, n, w.Channel, w.ThreadTS)
 				return "", err
 			}
 		} else {
@@ -888,10 +908,16 @@ func (d *Dispatcher) searchWindow(ctx context.Context, n Notification, w SearchW
 			errSearchInconclusive, where, d.pages*200, from.Format(time.RFC3339), until.Format(time.RFC3339), n.TicketID, n.ID, n.ID)}
 }
 
-// dedupeMetadata is what a message carries to be found again.
-func dedupeMetadata(dedupeKey string, ticketID int64) slack.SlackMetadata {
+// dedupeMetadata is what a message of row n's ticket or incident carries
+// to be found again: opaque ids only.
+func dedupeMetadata(dedupeKey string, n Notification) slack.SlackMetadata {
+	if n.IncidentID != 0 {
+		return slack.SlackMetadata{EventType: outboxEventType, EventPayload: map[string]any{
+			"dedupe_key": dedupeKey, "incident_id": n.IncidentID,
+		}}
+	}
 	return slack.SlackMetadata{EventType: outboxEventType, EventPayload: map[string]any{
-		"dedupe_key": dedupeKey, "ticket_id": ticketID,
+		"dedupe_key": dedupeKey, "ticket_id": n.TicketID,
 	}}
 }
 

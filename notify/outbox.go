@@ -54,7 +54,18 @@ const (
 	// root message is no longer in Slack and nothing else replaces it: its
 	// message is the new root, with the ticket's current state.
 	KindRootRemoved = "slack_root_removed"
+	// KindIncidentOpened is the row of a provider incident's start: its
+	// message is the incident's root message.
+	KindIncidentOpened = "incident_opened"
+	// KindIncidentClosed is the row of a provider incident's end: it edits
+	// the incident's root message and replies in its thread.
+	KindIncidentClosed = "incident_closed"
 )
+
+// isRootKind reports whether rows of kind post a root message.
+func isRootKind(kind string) bool {
+	return kind == KindOpened || kind == KindRootRemoved || kind == KindIncidentOpened
+}
 
 // Error codes of parked rows: Slack's own ("channel_not_found",
 // "token_revoked", …) or these.
@@ -91,12 +102,18 @@ var (
 
 // Notification is one outbox row: the Slack message one ticket event owes.
 type Notification struct {
-	ID        int64  `json:"id"`
-	EventID   int64  `json:"event_id"`
-	TicketID  int64  `json:"ticket_id"`
-	DedupeKey string `json:"dedupe_key"`
-	Kind      string `json:"kind"`
-	State     string `json:"state"`
+	ID int64 `json:"id"`
+	// EventID and TicketID are the ticket event the row delivers; 0 for an
+	// incident's row.
+	EventID  int64 `json:"event_id"`
+	TicketID int64 `json:"ticket_id"`
+	// IncidentID is the provider incident whose start or end the row
+	// delivers (KindIncidentOpened, KindIncidentClosed); 0 for a ticket's
+	// row. A row belongs to exactly one ticket or one incident.
+	IncidentID int64  `json:"incident_id,omitempty"`
+	DedupeKey  string `json:"dedupe_key"`
+	Kind       string `json:"kind"`
+	State      string `json:"state"`
 	// Attempts counts the claims of the row.
 	Attempts int `json:"attempts"`
 	// LeaseUntil is when the current lease ends, or when a retry is due.
@@ -168,7 +185,7 @@ type Outbox struct {
 // NewOutbox returns an Outbox over db: a pool, or a transaction.
 func NewOutbox(db ledger.DB) *Outbox { return &Outbox{db: db} }
 
-const notificationColumns = `id, event_id, ticket_id, dedupe_key, kind, state, attempts, lease_until,
+const notificationColumns = `id, coalesce(event_id, 0), coalesce(ticket_id, 0), coalesce(incident_id, 0), dedupe_key, kind, state, attempts, lease_until,
 	coalesce(leased_by, ''), coalesce(channel, ''), coalesce(ts, ''), coalesce(thread_ts, ''),
 	coalesce(last_error, ''), coalesce(error_code, ''), uncertain, search_windows, first_attempt_at, claimed_at,
 	history, created_at, sent_at, replayed_at, removed_at`
@@ -176,7 +193,7 @@ const notificationColumns = `id, event_id, ticket_id, dedupe_key, kind, state, a
 func scanNotification(row pgx.CollectableRow) (Notification, error) {
 	var n Notification
 	var windows []byte
-	err := row.Scan(&n.ID, &n.EventID, &n.TicketID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
+	err := row.Scan(&n.ID, &n.EventID, &n.TicketID, &n.IncidentID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
 		&n.LeasedBy, &n.Channel, &n.TS, &n.ThreadTS, &n.LastError, &n.ErrorCode, &n.Uncertain, &windows,
 		&n.FirstAttemptAt, &n.ClaimedAt, &n.History, &n.CreatedAt, &n.SentAt, &n.ReplayedAt, &n.RemovedAt)
 	if err != nil {
@@ -206,8 +223,8 @@ func historyEntry(event, errText string) string {
 
 // claimSQL leases up to $3 claimable rows to $1 for $2 seconds. A row is
 // claimable when it is pending, its lease or retry time has passed, and no
-// earlier row of its ticket is still pending (a ticket's messages go out in
-// order, one at a time) or is its root message parked for one of the
+// earlier row of its ticket (or incident) is still pending (a ticket's
+// messages go out in order, one at a time) or is its root message parked for one of the
 // holding codes $4 (a reply would be refused alike, or the root is waited
 // for). A row whose previous holder never recorded an outcome becomes
 // uncertain, with that holder's window to search.
@@ -230,9 +247,10 @@ const claimSQL = `
 		SELECT c.id FROM sweeper.outbox c
 		WHERE c.state = 'pending' AND c.lease_until <= now()
 		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox e
-		                  WHERE e.ticket_id = c.ticket_id AND e.id < c.id
+		                  WHERE (e.ticket_id = c.ticket_id OR e.incident_id = c.incident_id) AND e.id < c.id
 		                    AND (e.state = 'pending'
-		                         OR (e.state = 'parked' AND e.kind = 'opened' AND e.error_code = ANY($4))))
+		                         OR (e.state = 'parked' AND e.kind IN ('opened', 'incident_opened')
+		                             AND e.error_code = ANY($4))))
 		ORDER BY c.id
 		LIMIT $3
 		FOR UPDATE SKIP LOCKED)
@@ -526,34 +544,42 @@ type root struct {
 	Removed bool
 }
 
-// rootOf returns ticketID's live root message. A sent row's message is a
-// root when it is in no thread.
-func (o *Outbox) rootOf(ctx context.Context, ticketID int64) (root, error) {
+// rootOf returns the live root message of row n's ticket or incident. A
+// sent row's message is a root when it is in no thread.
+func (o *Outbox) rootOf(ctx context.Context, n Notification) (root, error) {
 	var r root
 	err := o.db.QueryRow(ctx, `SELECT
 			coalesce(live.channel, ''), coalesce(live.ts, ''), coalesce(live.dedupe_key, ''), live.id IS NOT NULL,
-			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE g.ticket_id = $1 AND g.removed_at IS NOT NULL)
+			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE (g.ticket_id = $1 OR g.incident_id = $2) AND g.removed_at IS NOT NULL)
 		FROM (SELECT 1) AS one
 		LEFT JOIN LATERAL (SELECT id, channel, ts, dedupe_key FROM sweeper.outbox
-			WHERE ticket_id = $1 AND state = 'sent' AND thread_ts IS NULL AND removed_at IS NULL
-			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, ticketID).
+			WHERE (ticket_id = $1 OR incident_id = $2) AND state = 'sent' AND thread_ts IS NULL AND removed_at IS NULL
+			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, n.TicketID, n.IncidentID).
 		Scan(&r.Channel, &r.TS, &r.DedupeKey, &r.Live, &r.Removed)
 	if err != nil {
-		return root{}, fmt.Errorf("notify: root message of ticket %d: %w", ticketID, err)
+		return root{}, fmt.Errorf("notify: root message of %s: %w", owner(n), err)
 	}
 	return r, nil
 }
 
-// markRemoved records that ticketID's root message at channel and ts is no
-// longer in Slack, and reports whether it was the ticket's root (not known
-// removed before).
-func (o *Outbox) markRemoved(ctx context.Context, ticketID int64, channel, ts string) (bool, error) {
+// owner names row n's ticket or incident, for errors.
+func owner(n Notification) string {
+	if n.IncidentID != 0 {
+		return fmt.Sprintf("incident %d", n.IncidentID)
+	}
+	return fmt.Sprintf("ticket %d", n.TicketID)
+}
+
+// markRemoved records that the root message of row n's ticket or incident
+// at channel and ts is no longer in Slack, and reports whether it was its
+// root (not known removed before).
+func (o *Outbox) markRemoved(ctx context.Context, n Notification, channel, ts string) (bool, error) {
 	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox SET removed_at = now(),
 			history = `+historyEntry("'removed_from_slack'", "''")+`
-		WHERE ticket_id = $1 AND channel = $2 AND ts = $3 AND state = 'sent' AND thread_ts IS NULL
-		  AND removed_at IS NULL`, ticketID, channel, ts)
+		WHERE (ticket_id = $1 OR incident_id = $4) AND channel = $2 AND ts = $3 AND state = 'sent' AND thread_ts IS NULL
+		  AND removed_at IS NULL`, n.TicketID, channel, ts, n.IncidentID)
 	if err != nil {
-		return false, fmt.Errorf("notify: mark the root message of ticket %d removed: %w", ticketID, err)
+		return false, fmt.Errorf("notify: mark the root message of %s removed: %w", owner(n), err)
 	}
 	return tag.RowsAffected() > 0, nil
 }
@@ -576,8 +602,19 @@ func (o *Outbox) markSentRootRemoved(ctx context.Context, n Notification, channe
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	in := NewOutbox(tx)
-	if _, err := in.markRemoved(ctx, n.TicketID, channel, rootTS); err != nil {
+	if _, err := in.markRemoved(ctx, n, channel, rootTS); err != nil {
 		return err
+	}
+	if n.IncidentID != 0 {
+		// An incident has no events to write: its next message, if any,
+		// finds no live root and is posted as one.
+		if err := in.MarkSent(ctx, n, n.Channel, n.TS); err != nil {
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return fmt.Errorf("notify: outbox row %d: %w", n.ID, err)
+		}
+		return nil
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
 		VALUES ($1, $2, 'sweeper', jsonb_build_object('channel', $3::text, 'ts', $4::text), $5)
@@ -604,6 +641,16 @@ func ticketRoute(ctx context.Context, db ledger.DB, ticketID int64) (workflow, p
 		return "", "", fmt.Errorf("notify: ticket %d: %w", ticketID, err)
 	}
 	return workflow, provider, nil
+}
+
+// incidentProvider is what picks an incident's channel: its provider.
+func incidentProvider(ctx context.Context, db ledger.DB, incidentID int64) (string, error) {
+	var provider string
+	err := db.QueryRow(ctx, `SELECT provider FROM sweeper.incidents WHERE id = $1`, incidentID).Scan(&provider)
+	if err != nil {
+		return "", fmt.Errorf("notify: incident %d: %w", incidentID, err)
+	}
+	return provider, nil
 }
 
 // errorText is what is stored of an error: its message, bounded.

@@ -145,7 +145,11 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTICKET\tKIND\tSTATE\tATTEMPTS\tTS\tCODE\tLAST ERROR")
 	for _, n := range rows {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, n.TicketID, n.Kind, n.State, n.Attempts, n.TS, n.ErrorCode, n.LastError)
+		ticket := strconv.FormatInt(n.TicketID, 10)
+		if n.IncidentID != 0 {
+			ticket = fmt.Sprintf("incident %d", n.IncidentID)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, ticket, n.Kind, n.State, n.Attempts, n.TS, n.ErrorCode, n.LastError)
 	}
 	tw.Flush()
 	fmt.Fprintf(e.stdout, "%d row(s)\n", len(rows))
