@@ -135,6 +135,11 @@ type DispatcherConfig struct {
 	// Metrics counts posts, parked rows, uncertain posts and adopted
 	// messages. Default nil: none.
 	Metrics *metrics.Metrics
+	// GroupWait is how long a ticket's "opened" row waits before it is
+	// claimed (slack.group_wait); a ticket resolved by then is never
+	// alerted: its rows up to the resolution are skipped
+	// ([CodeSettledBeforeAlert]). Default 0: no wait.
+	GroupWait time.Duration
 	// MaxAge is the age (slack.max_alert_age) past which a row is parked
 	// unposted when claimed, with the ticket's later rows as old: an alert
 	// that old is news nobody waits for, and the rows written while Slack
@@ -171,6 +176,7 @@ type Dispatcher struct {
 	logger   *slog.Logger
 	metrics  *metrics.Metrics
 	maxAge   time.Duration
+	wait     time.Duration
 }
 
 // NewDispatcher returns a Dispatcher over db (a pool) configured by cfg.
@@ -189,8 +195,8 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	if cfg.Channel == nil {
 		errs = append(errs, errors.New("notify: dispatcher: Channel is required"))
 	}
-	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 {
-		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin and MaxAge must not be negative"))
+	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 || cfg.GroupWait < 0 {
+		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin, MaxAge and GroupWait must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -238,6 +244,7 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		logger:   logger.With("dispatcher", id),
 		metrics:  cfg.Metrics,
 		maxAge:   cfg.MaxAge,
+		wait:     cfg.GroupWait,
 	}, nil
 }
 
@@ -278,6 +285,10 @@ type Stats struct {
 	// Expired rows were parked unposted, older than MaxAge: the claimed
 	// ones, and the later rows of their tickets that went with them.
 	Expired int `json:"expired"`
+	// Skipped rows were never posted: their ticket was resolved before its
+	// first alert was due (GroupWait). The claimed ones, and the later rows
+	// of their tickets that went with them.
+	Skipped int `json:"skipped"`
 	// Released rows were given back without an attempt (the channel was
 	// paced or closed, or the dispatcher stopping).
 	Released int `json:"released"`
@@ -297,6 +308,7 @@ func (s *Stats) add(o Stats) {
 	s.Parked += o.Parked
 	s.Inconclusive += o.Inconclusive
 	s.Expired += o.Expired
+	s.Skipped += o.Skipped
 	s.Released += o.Released
 	s.Lost += o.Lost
 }
@@ -304,7 +316,7 @@ func (s *Stats) add(o Stats) {
 // DispatchOnce claims one batch of rows and delivers them. Its error is
 // for the claim; what happened to each row is in the Stats (and the log).
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
-	claimed, err := d.outbox.Claim(ctx, d.id, d.lease, d.batch)
+	claimed, err := d.outbox.ClaimAfter(ctx, d.id, d.lease, d.batch, d.wait)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -414,6 +426,13 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 	if d.maxAge > 0 {
 		if cutoff := time.Now().Add(-d.maxAge); dueSince(n).Before(cutoff) {
 			return d.expire(parent, n, cutoff, log)
+		}
+	}
+	if n.Kind == KindOpened && n.TicketID != 0 && n.TS == "" && !n.Uncertain && len(n.SearchWindows) == 0 {
+		// Nothing of the ticket is in Slack yet, nor may be: if it is
+		// settled already, nobody needs to hear of it.
+		if st, done := d.skipSettled(parent, n, log); done {
+			return st
 		}
 	}
 	ctx, cancel := context.WithDeadline(parent, deadline)
@@ -548,6 +567,29 @@ func (d *Dispatcher) expire(parent context.Context, n Notification, cutoff time.
 	}
 	log.Info("notify: not posted: older than the age limit", "max_age", d.maxAge, "created_at", n.CreatedAt, "later_rows", later)
 	return Stats{Expired: 1 + later}
+}
+
+// skipSettled skips held row n and its ticket's rows up to the resolution
+// when the ticket is resolved, and reports whether it did (or lost the
+// row trying): then there is nothing to attempt.
+func (d *Dispatcher) skipSettled(parent context.Context, n Notification, log *slog.Logger) (Stats, bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
+	defer cancel()
+	resolved, skipped, err := d.outbox.skipSettled(ctx, n)
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		log.Warn("notify: outcome not recorded", "err", err)
+		return Stats{Lost: 1}, true
+	case err != nil:
+		// Not known to be settled: the alert goes out as it would have.
+		log.Warn("notify: could not check whether the ticket settled before its alert", "err", err)
+		return Stats{}, false
+	case !resolved:
+		return Stats{}, false
+	}
+	d.metrics.SlackSkipped(skipped)
+	log.Info("notify: not posted: the ticket was resolved before its first alert was due", "rows", skipped)
+	return Stats{Skipped: skipped}, true
 }
 
 // shortDuration writes 24h rather than 24h0m0s, as the configuration does.

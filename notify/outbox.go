@@ -43,6 +43,9 @@ const (
 	// OutboxDismissed: a person closed the parked row for good
 	// ([Outbox.Dismiss]); who and why are in its history. Final.
 	OutboxDismissed = "dismissed"
+	// OutboxSkipped: the message was never posted because nobody needs it
+	// (ErrorCode says why: [CodeSettledBeforeAlert]). Final.
+	OutboxSkipped = "skipped"
 )
 
 // Event kinds with a meaning for the outbox.
@@ -78,6 +81,10 @@ const (
 	CodeSearchInconclusive = "search_inconclusive"
 	// CodeNoChannel: no channel is configured for the ticket.
 	CodeNoChannel = "no_channel"
+	// CodeSettledBeforeAlert, on a skipped row: its ticket was resolved
+	// before its first alert was due (slack.group_wait), so none of the
+	// ticket's messages up to the resolution was posted.
+	CodeSettledBeforeAlert = "settled_before_alert"
 )
 
 // holdingCodes are the errors of a parked root message that hold back its
@@ -246,6 +253,7 @@ const claimSQL = `
 	WHERE o.id IN (
 		SELECT c.id FROM sweeper.outbox c
 		WHERE c.state = 'pending' AND c.lease_until <= now()
+		  AND (c.kind <> 'opened' OR c.created_at <= now() - make_interval(secs => $5))
 		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox e
 		                  WHERE (e.ticket_id = c.ticket_id OR e.incident_id = c.incident_id) AND e.id < c.id
 		                    AND (e.state = 'pending'
@@ -259,12 +267,21 @@ const claimSQL = `
 // Claim leases up to limit claimable rows to by for lease, oldest first,
 // and returns them with Attempts counting this claim. Concurrent claims
 // never return the same row. A claimed row whose previous lease ended
-// without an outcome comes back Uncertain.
+// without an outcome comes back Uncertain. A ticket's "opened" row is
+// claimable only once it is older than groupWait ([Outbox.ClaimAfter]); Claim
+// waits for none.
 func (o *Outbox) Claim(ctx context.Context, by string, lease time.Duration, limit int) ([]Notification, error) {
-	if by == "" || lease <= 0 || limit <= 0 {
-		return nil, fmt.Errorf("notify: claim: need a holder, a lease and a limit (got %q, %s, %d)", by, lease, limit)
+	return o.ClaimAfter(ctx, by, lease, limit, 0)
+}
+
+// ClaimAfter is [Outbox.Claim] with the wait of each ticket's "opened" row
+// (slack.group_wait): it is claimable only once it is older than groupWait.
+func (o *Outbox) ClaimAfter(ctx context.Context, by string, lease time.Duration, limit int, groupWait time.Duration) ([]Notification, error) {
+	if by == "" || lease <= 0 || limit <= 0 || groupWait < 0 {
+		return nil, fmt.Errorf("notify: claim: need a holder, a lease, a limit and a wait of at least 0 (got %q, %s, %d, %s)",
+			by, lease, limit, groupWait)
 	}
-	rows, err := o.db.Query(ctx, claimSQL, by, lease.Seconds(), limit, holdingCodes)
+	rows, err := o.db.Query(ctx, claimSQL, by, lease.Seconds(), limit, holdingCodes, groupWait.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("notify: claim outbox rows: %w", err)
 	}
@@ -365,6 +382,47 @@ func (o *Outbox) Park(ctx context.Context, n Notification, code string, cause er
 	return o.update(ctx, n, "park", `state = 'parked', last_error = $4, error_code = nullif($5, ''),
 		leased_by = NULL, lease_until = now(), history = `+historyEntry("'parked'", "$4"), errorText(cause), code)
 }
+
+// skipSettled marks held row n, a ticket's "opened" row never attempted,
+// skipped (CodeSettledBeforeAlert) when its ticket is resolved, and with it
+// the ticket's other rows written so far that are pending and not held:
+// the events up to the resolution, which nobody needs either. A later
+// event's row (a contradiction) is posted as the ticket's root. It reports
+// whether the ticket was resolved, and how many rows it skipped.
+// [ErrLeaseLost] when the lease has passed.
+func (o *Outbox) skipSettled(ctx context.Context, n Notification) (bool, int, error) {
+	var resolved bool
+	var skipped int
+	err := o.db.QueryRow(ctx, `WITH t AS (
+			SELECT id FROM sweeper.tickets WHERE id = $4 AND state = 'resolved'),
+		me AS (
+			UPDATE sweeper.outbox SET state = 'skipped', error_code = '`+CodeSettledBeforeAlert+`',
+				leased_by = NULL, lease_until = now(),
+				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
+			`+leaseHeld+` AND EXISTS (SELECT 1 FROM t)
+			RETURNING id),
+		later AS (
+			UPDATE sweeper.outbox SET state = 'skipped', error_code = '`+CodeSettledBeforeAlert+`',
+				leased_by = NULL, lease_until = now(),
+				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
+			WHERE ticket_id = $4 AND id > $1 AND state = 'pending' AND ts IS NULL AND NOT uncertain
+			  AND kind <> '`+eventContradicted+`' AND (leased_by IS NULL OR lease_until <= now())
+			  AND EXISTS (SELECT 1 FROM me)
+			RETURNING id)
+		SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM me) + (SELECT count(*) FROM later)`,
+		n.ID, n.LeasedBy, n.Attempts, n.TicketID).Scan(&resolved, &skipped)
+	if err != nil {
+		return false, 0, fmt.Errorf("notify: outbox row %d: skip a settled ticket's rows: %w", n.ID, err)
+	}
+	if resolved && skipped == 0 {
+		return true, 0, fmt.Errorf("%w: row %d (%s), skip", ErrLeaseLost, n.ID, n.DedupeKey)
+	}
+	return resolved, skipped, nil
+}
+
+// eventContradicted is review.EventContradicted: news about a resolved
+// ticket, never skipped.
+const eventContradicted = "record_found_after_not_sent"
 
 // parkLater parks, with cause, the pending rows of row n's ticket that
 // come after it, were written before cutoff, were never replayed and are
