@@ -223,6 +223,23 @@ type Slack struct {
 	// opened meanwhile for the same provider and reason in the same channel
 	// may be posted as one group. Default 30s; 0 posts at once.
 	GroupWait Duration `toml:"group_wait"`
+	// GroupThreshold is how many tickets, at least, opened within the wait
+	// for the same provider and reason and bound for the same channel, are
+	// posted as one group message rather than one message each; a ticket
+	// whose alert is due while such a group has open tickets joins it.
+	// Default 3; 0 never groups.
+	GroupThreshold *int `toml:"group_threshold"`
+}
+
+// DefaultGroupThreshold is slack.group_threshold's default.
+const DefaultGroupThreshold = 3
+
+// Threshold is slack.group_threshold, or its default when unset.
+func (s Slack) Threshold() int {
+	if s.GroupThreshold == nil {
+		return DefaultGroupThreshold
+	}
+	return *s.GroupThreshold
 }
 
 // HTTP configures the daemon's endpoint.
@@ -565,6 +582,9 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 		v.add("slack.group_wait", "%v", d.err)
 	case d.Duration < 0:
 		v.add("slack.group_wait", "must not be negative")
+	}
+	if n := c.Slack.GroupThreshold; n != nil && *n < 0 {
+		v.add("slack.group_threshold", "must not be negative")
 	}
 	if c.Slack.APIURL != "" {
 		if u, err := url.Parse(c.Slack.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -46,14 +46,15 @@ func (s *Sweeper) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error
 	}
 	channels := notify.Channels{Default: cfg.Channel, Workflows: cfg.Channels.Workflows, Providers: cfg.Channels.Providers}
 	return notify.NewDispatcher(s.Pool, notify.DispatcherConfig{
-		Token:     token,
-		APIURL:    cfg.APIURL,
-		Composer:  notify.TicketComposer{},
-		Channel:   channels.For,
-		Logger:    s.Logger,
-		Metrics:   s.Metrics,
-		MaxAge:    cfg.MaxAlertAge.Duration,
-		GroupWait: groupWait,
+		Token:          token,
+		APIURL:         cfg.APIURL,
+		Composer:       notify.TicketComposer{},
+		Channel:        channels.For,
+		Logger:         s.Logger,
+		Metrics:        s.Metrics,
+		MaxAge:         cfg.MaxAlertAge.Duration,
+		GroupWait:      groupWait,
+		GroupThreshold: cfg.Threshold(),
 	})
 }
 

@@ -140,6 +140,12 @@ type DispatcherConfig struct {
 	// alerted: its rows up to the resolution are skipped
 	// ([CodeSettledBeforeAlert]). Default 0: no wait.
 	GroupWait time.Duration
+	// GroupThreshold is how many tickets, at least, opened for the same
+	// provider and reason and bound for the same channel, are posted as one
+	// group message (slack.group_threshold), whose thread holds each
+	// ticket's alert. A ticket whose alert is due while such a group has
+	// open tickets joins it. Default 0: never.
+	GroupThreshold int
 	// MaxAge is the age (slack.max_alert_age) past which a row is parked
 	// unposted when claimed, with the ticket's later rows as old: an alert
 	// that old is news nobody waits for, and the rows written while Slack
@@ -177,6 +183,10 @@ type Dispatcher struct {
 	metrics  *metrics.Metrics
 	maxAge   time.Duration
 	wait     time.Duration
+	grouping int
+
+	touchedMu sync.Mutex
+	touched   map[int64]struct{} // alert groups whose message is out of date
 }
 
 // NewDispatcher returns a Dispatcher over db (a pool) configured by cfg.
@@ -195,8 +205,8 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	if cfg.Channel == nil {
 		errs = append(errs, errors.New("notify: dispatcher: Channel is required"))
 	}
-	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 || cfg.GroupWait < 0 {
-		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin, MaxAge and GroupWait must not be negative"))
+	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 || cfg.GroupWait < 0 || cfg.GroupThreshold < 0 {
+		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin, MaxAge, GroupWait and GroupThreshold must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -245,6 +255,8 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		metrics:  cfg.Metrics,
 		maxAge:   cfg.MaxAge,
 		wait:     cfg.GroupWait,
+		grouping: cfg.GroupThreshold,
+		touched:  map[int64]struct{}{},
 	}, nil
 }
 
@@ -323,6 +335,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
 	// Half the lease for the calls: see DispatcherConfig.Lease.
 	deadline := time.Now().Add(d.lease / 2)
 	total := Stats{Claimed: len(claimed)}
+	claimed = d.groupBatch(ctx, claimed, &total)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, d.workers)
@@ -337,6 +350,9 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
 		})
 	}
 	wg.Wait()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.lease/2)
+	defer cancel()
+	d.refreshGroups(rctx)
 	return total, nil
 }
 
@@ -525,6 +541,9 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 		st = Stats{Lost: 1}
 		log.Warn("notify: outcome not recorded", "err", werr, "outcome_of", err)
 	}
+	if st.Sent > 0 && n.TicketID != 0 {
+		d.touchGroup(wctx, n)
+	}
 	return st
 }
 
@@ -569,6 +588,39 @@ func (d *Dispatcher) expire(parent context.Context, n Notification, cutoff time.
 	return Stats{Expired: 1 + later}
 }
 
+// groupBatch decides, one row at a time, which of the claimed rows' alerts
+// go in an alert group's thread (see [Dispatcher.group]); it releases the
+// rows that wait for their group's message and returns the others.
+func (d *Dispatcher) groupBatch(ctx context.Context, claimed []Notification, total *Stats) []Notification {
+	if d.grouping <= 0 {
+		return claimed
+	}
+	out := claimed[:0]
+	for _, n := range claimed {
+		err := d.group(ctx, &n)
+		if err == nil {
+			out = append(out, n)
+			continue
+		}
+		log := d.logger.With("outbox_id", n.ID, "ticket_id", n.TicketID, "dedupe_key", n.DedupeKey, "attempt", n.Attempts)
+		var rerr *releaseError
+		delay := time.Duration(0)
+		if !errors.As(err, &rerr) {
+			log.Warn("notify: could not decide the alert's group; trying again", "err", err)
+			delay = time.Second
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if werr := d.outbox.Release(wctx, n, delay); werr != nil {
+			log.Warn("notify: outcome not recorded", "err", werr)
+			total.Lost++
+		} else {
+			total.Released++
+		}
+		cancel()
+	}
+	return out
+}
+
 // skipSettled skips held row n and its ticket's rows up to the resolution
 // when the ticket is resolved, and reports whether it did (or lost the
 // row trying): then there is nothing to attempt.
@@ -589,6 +641,7 @@ func (d *Dispatcher) skipSettled(parent context.Context, n Notification, log *sl
 	}
 	d.metrics.SlackSkipped(skipped)
 	log.Info("notify: not posted: the ticket was resolved before its first alert was due", "rows", skipped)
+	d.touchGroup(ctx, n)
 	return Stats{Skipped: skipped}, true
 }
 
@@ -722,7 +775,22 @@ func (d *Dispatcher) target(ctx context.Context, n *Notification, r root) error 
 // and why it is a new root if it is one (see [Notification.NewRoot]).
 func (d *Dispatcher) where(ctx context.Context, n Notification, r root) (channel, threadTS, newRoot string, err error) {
 	if !isRootKind(n.Kind) && r.Live {
-		return r.Channel, r.TS, "", nil
+		return r.Channel, r.Thread, "", nil
+	}
+	if isGroupRow(n) {
+		channel, err := groupChannel(ctx, d.db, n.GroupID)
+		return channel, "", "", err
+	}
+	if n.Kind == KindOpened && n.GroupID != 0 {
+		// A grouped ticket's alert goes in its group's thread, while the
+		// group's message is there.
+		g, err := d.outbox.rootOf(ctx, Notification{GroupID: n.GroupID})
+		if err != nil {
+			return "", "", "", err
+		}
+		if g.Live {
+			return g.Channel, g.TS, "", nil
+		}
 	}
 	var workflow, provider string
 	if n.IncidentID != 0 {
@@ -751,8 +819,11 @@ func (d *Dispatcher) where(ctx context.Context, n Notification, r root) (channel
 // compose asks the composer for held row n's message.
 func (d *Dispatcher) compose(ctx context.Context, n Notification) (*Post, error) {
 	composer := d.composer
-	if n.IncidentID != 0 {
+	switch {
+	case n.IncidentID != 0:
 		composer = d.incident
+	case isGroupRow(n):
+		composer = GroupComposer{}
 	}
 	post, err := composer.Compose(ctx, d.db, n)
 	if err != nil {
@@ -953,6 +1024,11 @@ func (d *Dispatcher) searchWindow(ctx context.Context, n Notification, w SearchW
 // dedupeMetadata is what a message of row n's ticket or incident carries
 // to be found again: opaque ids only.
 func dedupeMetadata(dedupeKey string, n Notification) slack.SlackMetadata {
+	if isGroupRow(n) {
+		return slack.SlackMetadata{EventType: outboxEventType, EventPayload: map[string]any{
+			"dedupe_key": dedupeKey, "group_id": n.GroupID,
+		}}
+	}
 	if n.IncidentID != 0 {
 		return slack.SlackMetadata{EventType: outboxEventType, EventPayload: map[string]any{
 			"dedupe_key": dedupeKey, "incident_id": n.IncidentID,

@@ -63,12 +63,18 @@ const (
 	// KindIncidentClosed is the row of a provider incident's end: it edits
 	// the incident's root message and replies in its thread.
 	KindIncidentClosed = "incident_closed"
+	// KindGroupOpened is the row of an alert group's message: a root whose
+	// thread holds its tickets' alerts, edited as they join and resolve.
+	KindGroupOpened = "group_opened"
 )
 
 // isRootKind reports whether rows of kind post a root message.
 func isRootKind(kind string) bool {
-	return kind == KindOpened || kind == KindRootRemoved || kind == KindIncidentOpened
+	return kind == KindOpened || kind == KindRootRemoved || kind == KindIncidentOpened || kind == KindGroupOpened
 }
+
+// isGroupRow reports whether row n is an alert group's own message.
+func isGroupRow(n Notification) bool { return n.GroupID != 0 && n.TicketID == 0 }
 
 // Error codes of parked rows: Slack's own ("channel_not_found",
 // "token_revoked", …) or these.
@@ -117,10 +123,14 @@ type Notification struct {
 	// IncidentID is the provider incident whose start or end the row
 	// delivers (KindIncidentOpened, KindIncidentClosed); 0 for a ticket's
 	// row. A row belongs to exactly one ticket or one incident.
-	IncidentID int64  `json:"incident_id,omitempty"`
-	DedupeKey  string `json:"dedupe_key"`
-	Kind       string `json:"kind"`
-	State      string `json:"state"`
+	IncidentID int64 `json:"incident_id,omitempty"`
+	// GroupID, on a ticket's "opened" row, is the alert group whose thread
+	// holds the ticket's alert; on a row with no ticket and no incident,
+	// the group whose message the row is (KindGroupOpened).
+	GroupID   int64  `json:"group_id,omitempty"`
+	DedupeKey string `json:"dedupe_key"`
+	Kind      string `json:"kind"`
+	State     string `json:"state"`
 	// Attempts counts the claims of the row.
 	Attempts int `json:"attempts"`
 	// LeaseUntil is when the current lease ends, or when a retry is due.
@@ -192,7 +202,7 @@ type Outbox struct {
 // NewOutbox returns an Outbox over db: a pool, or a transaction.
 func NewOutbox(db ledger.DB) *Outbox { return &Outbox{db: db} }
 
-const notificationColumns = `id, coalesce(event_id, 0), coalesce(ticket_id, 0), coalesce(incident_id, 0), dedupe_key, kind, state, attempts, lease_until,
+const notificationColumns = `id, coalesce(event_id, 0), coalesce(ticket_id, 0), coalesce(incident_id, 0), coalesce(group_id, 0), dedupe_key, kind, state, attempts, lease_until,
 	coalesce(leased_by, ''), coalesce(channel, ''), coalesce(ts, ''), coalesce(thread_ts, ''),
 	coalesce(last_error, ''), coalesce(error_code, ''), uncertain, search_windows, first_attempt_at, claimed_at,
 	history, created_at, sent_at, replayed_at, removed_at`
@@ -200,7 +210,7 @@ const notificationColumns = `id, coalesce(event_id, 0), coalesce(ticket_id, 0), 
 func scanNotification(row pgx.CollectableRow) (Notification, error) {
 	var n Notification
 	var windows []byte
-	err := row.Scan(&n.ID, &n.EventID, &n.TicketID, &n.IncidentID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
+	err := row.Scan(&n.ID, &n.EventID, &n.TicketID, &n.IncidentID, &n.GroupID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
 		&n.LeasedBy, &n.Channel, &n.TS, &n.ThreadTS, &n.LastError, &n.ErrorCode, &n.Uncertain, &windows,
 		&n.FirstAttemptAt, &n.ClaimedAt, &n.History, &n.CreatedAt, &n.SentAt, &n.ReplayedAt, &n.RemovedAt)
 	if err != nil {
@@ -254,6 +264,9 @@ const claimSQL = `
 		SELECT c.id FROM sweeper.outbox c
 		WHERE c.state = 'pending' AND c.lease_until <= now()
 		  AND (c.kind <> 'opened' OR c.created_at <= now() - make_interval(secs => $5))
+		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox g
+		                  WHERE c.ticket_id IS NOT NULL AND g.group_id = c.group_id AND g.ticket_id IS NULL
+		                    AND g.state = 'pending')
 		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox e
 		                  WHERE (e.ticket_id = c.ticket_id OR e.incident_id = c.incident_id) AND e.id < c.id
 		                    AND (e.state = 'pending'
@@ -593,35 +606,56 @@ func (o *Outbox) Counts(ctx context.Context) (map[string]int, error) {
 type root struct {
 	// Live: the ticket has one. When it has none, the ticket's next
 	// message is posted as a new root.
-	Live      bool
-	Channel   string
-	TS        string
+	Live    bool
+	Channel string
+	TS      string
+	// Thread is where the ticket's replies go: the root's own ts, or the
+	// thread of its group's message when the root is a reply there.
+	Thread    string
 	DedupeKey string
 	// Removed: a root message of the ticket was found removed from Slack
 	// (why the next root is new, when there is no live one).
 	Removed bool
 }
 
-// rootOf returns the live root message of row n's ticket or incident. A
-// sent row's message is a root when it is in no thread.
+// rootOf returns the live root message of row n's ticket, incident or
+// group. A sent row's message is a root when it is in no thread, or when it
+// is a grouped ticket's alert in its group's thread.
 func (o *Outbox) rootOf(ctx context.Context, n Notification) (root, error) {
 	var r root
 	err := o.db.QueryRow(ctx, `SELECT
-			coalesce(live.channel, ''), coalesce(live.ts, ''), coalesce(live.dedupe_key, ''), live.id IS NOT NULL,
-			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE (g.ticket_id = $1 OR g.incident_id = $2) AND g.removed_at IS NOT NULL)
+			coalesce(live.channel, ''), coalesce(live.ts, ''), coalesce(live.thread, ''), coalesce(live.dedupe_key, ''),
+			live.id IS NOT NULL,
+			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE `+ownedBy+` AND g.removed_at IS NOT NULL)
 		FROM (SELECT 1) AS one
-		LEFT JOIN LATERAL (SELECT id, channel, ts, dedupe_key FROM sweeper.outbox
-			WHERE (ticket_id = $1 OR incident_id = $2) AND state = 'sent' AND thread_ts IS NULL AND removed_at IS NULL
-			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, n.TicketID, n.IncidentID).
-		Scan(&r.Channel, &r.TS, &r.DedupeKey, &r.Live, &r.Removed)
+		LEFT JOIN LATERAL (SELECT id, channel, ts, coalesce(thread_ts, ts) AS thread, dedupe_key FROM sweeper.outbox g
+			WHERE `+ownedBy+` AND state = 'sent' AND removed_at IS NULL
+			  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
+			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, n.TicketID, n.IncidentID, groupOwner(n)).
+		Scan(&r.Channel, &r.TS, &r.Thread, &r.DedupeKey, &r.Live, &r.Removed)
 	if err != nil {
 		return root{}, fmt.Errorf("notify: root message of %s: %w", owner(n), err)
 	}
 	return r, nil
 }
 
+// ownedBy selects the rows g of one owner: the ticket $1, the incident $2
+// or the group $3 (its own message, not its tickets' rows).
+const ownedBy = `(g.ticket_id = $1 OR g.incident_id = $2 OR (g.group_id = $3 AND g.ticket_id IS NULL))`
+
+// groupOwner is the group row n is the message of, or 0.
+func groupOwner(n Notification) int64 {
+	if isGroupRow(n) {
+		return n.GroupID
+	}
+	return 0
+}
+
 // owner names row n's ticket or incident, for errors.
 func owner(n Notification) string {
+	if isGroupRow(n) {
+		return fmt.Sprintf("alert group %d", n.GroupID)
+	}
 	if n.IncidentID != 0 {
 		return fmt.Sprintf("incident %d", n.IncidentID)
 	}
@@ -632,10 +666,11 @@ func owner(n Notification) string {
 // at channel and ts is no longer in Slack, and reports whether it was its
 // root (not known removed before).
 func (o *Outbox) markRemoved(ctx context.Context, n Notification, channel, ts string) (bool, error) {
-	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox SET removed_at = now(),
+	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox g SET removed_at = now(),
 			history = `+historyEntry("'removed_from_slack'", "''")+`
-		WHERE (ticket_id = $1 OR incident_id = $4) AND channel = $2 AND ts = $3 AND state = 'sent' AND thread_ts IS NULL
-		  AND removed_at IS NULL`, n.TicketID, channel, ts, n.IncidentID)
+		WHERE `+ownedBy+` AND channel = $4 AND ts = $5 AND state = 'sent'
+		  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
+		  AND removed_at IS NULL`, n.TicketID, n.IncidentID, groupOwner(n), channel, ts)
 	if err != nil {
 		return false, fmt.Errorf("notify: mark the root message of %s removed: %w", owner(n), err)
 	}
@@ -663,8 +698,8 @@ func (o *Outbox) markSentRootRemoved(ctx context.Context, n Notification, channe
 	if _, err := in.markRemoved(ctx, n, channel, rootTS); err != nil {
 		return err
 	}
-	if n.IncidentID != 0 {
-		// An incident has no events to write: its next message, if any,
+	if n.TicketID == 0 {
+		// An incident or a group has no events to write: its next message, if any,
 		// finds no live root and is posted as one.
 		if err := in.MarkSent(ctx, n, n.Channel, n.TS); err != nil {
 			return err
