@@ -187,6 +187,11 @@ type Dispatcher struct {
 
 	touchedMu sync.Mutex
 	touched   map[int64]struct{} // alert groups whose message is out of date
+
+	incidentMu    sync.Mutex
+	incidentEvery time.Duration
+	incidentsAt   time.Time
+	incidentShown map[int64]string // the text of each incident's root as last edited
 }
 
 // NewDispatcher returns a Dispatcher over db (a pool) configured by cfg.
@@ -257,6 +262,9 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		wait:     cfg.GroupWait,
 		grouping: cfg.GroupThreshold,
 		touched:  map[int64]struct{}{},
+
+		incidentEvery: incidentRefresh,
+		incidentShown: map[int64]string{},
 	}, nil
 }
 
@@ -353,6 +361,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.lease/2)
 	defer cancel()
 	d.refreshGroups(rctx)
+	d.refreshIncidents(rctx)
 	return total, nil
 }
 

@@ -16,8 +16,81 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/slack-go/slack"
 
+	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
 )
+
+// incidentRefresh is how often a dispatcher brings the root message of an
+// incident that ended within the last hour up to date, while its counts
+// change: the provider's backlog settles after it is back.
+const incidentRefresh = 30 * time.Second
+
+// refreshIncidents edits the root message of each incident that ended
+// within the last hour and whose end is in Slack to its counts as they are
+// now, when they changed since this dispatcher last showed them, at most
+// every incidentRefresh. An edit can be made again, so a failed one is
+// only logged.
+func (d *Dispatcher) refreshIncidents(ctx context.Context) {
+	d.incidentMu.Lock()
+	due := time.Since(d.incidentsAt) >= d.incidentEvery
+	if due {
+		d.incidentsAt = time.Now()
+	}
+	d.incidentMu.Unlock()
+	if !due {
+		return
+	}
+	rows, err := d.db.Query(ctx, `SELECT i.id FROM sweeper.incidents i
+		WHERE i.ended_at > now() - interval '1 hour'
+		  AND EXISTS (SELECT 1 FROM sweeper.outbox c WHERE c.incident_id = i.id AND c.kind = $1 AND c.state = 'sent')
+		ORDER BY i.id`, KindIncidentClosed)
+	if err != nil {
+		d.logger.Warn("notify: incidents to bring up to date", "err", err)
+		return
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		d.logger.Warn("notify: incidents to bring up to date", "err", err)
+		return
+	}
+	for _, id := range ids {
+		if err := d.refreshIncident(ctx, id); err != nil {
+			d.logger.Warn("notify: the incident's message was not brought up to date", "incident_id", id, "err", err)
+		}
+	}
+}
+
+func (d *Dispatcher) refreshIncident(ctx context.Context, id int64) error {
+	r, err := d.outbox.rootOf(ctx, Notification{IncidentID: id})
+	if err != nil || !r.Live {
+		return err
+	}
+	in, err := ReadIncident(ctx, d.db, id)
+	if err != nil {
+		return err
+	}
+	m := IncidentMessage(in)
+	d.incidentMu.Lock()
+	same := d.incidentShown[id] == m.Text
+	d.incidentMu.Unlock()
+	if same {
+		return nil
+	}
+	if err := d.pace(ctx, r.Channel); err != nil {
+		return err
+	}
+	_, _, _, err = d.client.UpdateMessageContext(ctx, r.Channel, r.TS,
+		slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...),
+		slack.MsgOptionMetadata(dedupeMetadata(r.DedupeKey, Notification{IncidentID: id})))
+	if err != nil {
+		return err
+	}
+	d.metrics.SlackPosted(metrics.SlackUpdate)
+	d.incidentMu.Lock()
+	d.incidentShown[id] = m.Text
+	d.incidentMu.Unlock()
+	return nil
+}
 
 // Incident is a provider's outage as sweeper.incidents records it, with
 // what became of the provider's operations since it began.
@@ -63,7 +136,8 @@ func ReadIncident(ctx context.Context, db ledger.DB, id int64) (Incident, error)
 // IncidentComposer turns an incident's outbox rows into Slack messages:
 // KindIncidentOpened posts the root ([IncidentMessage] while down);
 // KindIncidentClosed edits the root to the incident as it ended and replies
-// with the counts ([IncidentClosedReply]). A closed row posted as a new
+// with the counts ([IncidentClosedReply]). For an hour after the end, the
+// dispatcher keeps editing the root to the counts as the backlog settles. A closed row posted as a new
 // root (the opening never reached Slack, or was removed) is the ended
 // incident's root message itself.
 type IncidentComposer struct{}

@@ -129,6 +129,26 @@ func TestIncidentOneMessage(t *testing.T) {
 		t.Errorf("%d messages, want 2", got)
 	}
 
+	// As the backlog settles, the root follows it: edited when the counts
+	// change, not otherwise.
+	notify.SetIncidentRefresh(d, 0)
+	if _, err := b.pool.Exec(b.ctx, `UPDATE ledger.operations SET status = 'done', provider_record_id = 'rec-' || id
+		WHERE id IN (SELECT id FROM ledger.operations WHERE provider = 'acme' ORDER BY id LIMIT 10)`); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := d.DispatchOnce(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root = b.fake.WithKey(incidentKey(ids[0], "opened"))[0]
+	if root.Edits != 2 || !strings.Contains(root.Text, "10 settled, 0 need review, 2 still being looked up") {
+		t.Errorf("root as the backlog settles = %d edits, %q; want 2 edits and the counts", root.Edits, root.Text)
+	}
+	if got := len(b.fake.Messages()); got != 2 {
+		t.Errorf("%d messages, want still 2", got)
+	}
+
 	// The next outage is another incident, another message.
 	b.down(t, tr)
 	b.drain(t, d)
