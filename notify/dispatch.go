@@ -707,7 +707,7 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 		if n.ThreadTS != "" && slackCode(err) == "thread_not_found" {
 			// A person deleted the root message (Slack refused the reply,
 			// so nothing was posted): this message becomes the new root.
-			if _, err := d.outbox.markRemoved(ctx, *n, n.Channel, n.ThreadTS); err != nil {
+			if err := d.threadRemoved(ctx, *n, n.Channel, n.ThreadTS); err != nil {
 				return res, err
 			}
 			log.Warn("notify: the ticket's root message was removed from Slack; posting a new root", "channel", n.Channel, "ts", n.ThreadTS)
@@ -757,6 +757,21 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 	}
 	d.metrics.SlackPosted(metrics.SlackUpdate)
 	return res, nil
+}
+
+// threadRemoved records that the thread at channel and threadTS, where
+// row n's message was to go, is gone from Slack: its root is the root of
+// n's ticket or incident or, for a grouped ticket's alert, of its group.
+func (d *Dispatcher) threadRemoved(ctx context.Context, n Notification, channel, threadTS string) error {
+	if _, err := d.outbox.markRemoved(ctx, n, channel, threadTS); err != nil {
+		return err
+	}
+	if n.GroupID != 0 && n.TicketID != 0 {
+		if _, err := d.outbox.markRemoved(ctx, Notification{GroupID: n.GroupID}, channel, threadTS); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // target decides where held row n's message goes now, given the ticket's
@@ -988,7 +1003,7 @@ func (d *Dispatcher) searchWindow(ctx context.Context, n Notification, w SearchW
 			if slackCode(err) == "thread_not_found" {
 				// The thread's root was deleted, and whatever was posted in
 				// it is gone with it.
-				_, err := d.outbox.markRemoved(ctx, n, w.Channel, w.ThreadTS)
+				err := d.threadRemoved(ctx, n, w.Channel, w.ThreadTS)
 				return "", err
 			}
 		} else {

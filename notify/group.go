@@ -106,15 +106,16 @@ func (d *Dispatcher) group(ctx context.Context, n *Notification) error {
 
 // newGroup makes the due, ungrouped alerts of channel, provider and reason
 // a group in tx, with its message's outbox row, when there are at least
-// the threshold of them, and returns its id (0: too few).
+// the threshold of them, and returns its id (0: too few). The alerts held
+// by other dispatchers count, and join the group when their holder decides
+// (under the same lock, it finds the group); the others join now.
 func (d *Dispatcher) newGroup(ctx context.Context, tx pgx.Tx, n Notification, channel, provider, reason string) (int64, error) {
 	rows, err := tx.Query(ctx, `SELECT o.id, coalesce(t.evidence->>'workflow', '') FROM sweeper.outbox o
 		JOIN sweeper.tickets t ON t.id = o.ticket_id
 		WHERE o.kind = 'opened' AND o.state = 'pending' AND o.group_id IS NULL AND o.ts IS NULL
 		  AND NOT o.uncertain AND o.search_windows = '[]' AND t.state = 'open'
 		  AND t.reason = $1 AND t.evidence->>'provider' = $2
-		  AND (o.id = $3 OR o.leased_by IS NULL OR o.lease_until <= now() OR o.leased_by = $4)
-		ORDER BY o.id`, reason, provider, n.ID, n.LeasedBy)
+		ORDER BY o.id`, reason, provider)
 	if err != nil {
 		return 0, fmt.Errorf("notify: alert group candidates: %w", err)
 	}
@@ -149,8 +150,8 @@ func (d *Dispatcher) newGroup(ctx context.Context, tx pgx.Tx, n Notification, ch
 	if err != nil {
 		return 0, fmt.Errorf("notify: alert group %d: %w", group, err)
 	}
-	if tag.RowsAffected() < int64(d.grouping) {
-		return 0, nil // rolled back: fewer joined than counted
+	if tag.RowsAffected() == 0 {
+		return 0, ErrLeaseLost // rolled back: not even n's row is held
 	}
 	return group, nil
 }

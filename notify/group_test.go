@@ -154,3 +154,33 @@ func TestAlertGroupsTwoDispatchers(t *testing.T) {
 		t.Errorf("%d posts, want %d", got, tickets+1)
 	}
 }
+
+// TestAlertGroupRemoved: a group message a person deleted before its
+// tickets' alerts went in its thread leaves each alert posted once, as a
+// root of its own.
+func TestAlertGroupRemoved(t *testing.T) {
+	b := setup(t)
+	d := b.groupDispatcher(t, "d1")
+	var ids []int64
+	for range 3 {
+		ids = append(ids, b.openTicket(t, "onboarding"))
+	}
+	for range 2 { // the group is made, then its message posted
+		if _, err := d.DispatchOnce(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groups := b.groupRoots()
+	if len(groups) != 1 || len(b.fake.Messages()) != 1 {
+		t.Fatalf("%d group messages of %d messages, want the group's alone", len(groups), len(b.fake.Messages()))
+	}
+	if !b.fake.Delete(groups[0].Channel, groups[0].TS) {
+		t.Fatal("could not delete the group's message")
+	}
+	b.drain(t, d)
+	for _, id := range ids {
+		if m := b.requireOne(t, openedKey(id)); m.ThreadTS != "" {
+			t.Errorf("ticket %d's alert in thread %q, want a root of its own", id, m.ThreadTS)
+		}
+	}
+}
