@@ -138,7 +138,8 @@ type DispatcherConfig struct {
 	// GroupWait is how long a ticket's "opened" row waits before it is
 	// claimed (slack.group_wait); a ticket resolved by then is never
 	// alerted: its rows up to the resolution are skipped
-	// ([CodeSettledBeforeAlert]). Default 0: no wait.
+	// ([CodeSettledBeforeAlert]). Default 0: no wait, and nothing skipped —
+	// every ticket event gets its message.
 	GroupWait time.Duration
 	// GroupThreshold is how many tickets, at least, opened for the same
 	// provider and reason and bound for the same channel, are posted as one
@@ -453,7 +454,7 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 			return d.expire(parent, n, cutoff, log)
 		}
 	}
-	if n.Kind == KindOpened && n.TicketID != 0 && n.TS == "" && !n.Uncertain && len(n.SearchWindows) == 0 {
+	if d.wait > 0 && n.Kind == KindOpened && n.TicketID != 0 && n.TS == "" && !n.Uncertain && len(n.SearchWindows) == 0 {
 		// Nothing of the ticket is in Slack yet, nor may be: if it is
 		// settled already, nobody needs to hear of it.
 		if st, done := d.skipSettled(parent, n, log); done {

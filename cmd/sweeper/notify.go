@@ -150,8 +150,11 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 	fmt.Fprintln(tw, "ID\tTICKET\tKIND\tSTATE\tATTEMPTS\tTS\tCODE\tLAST ERROR")
 	for _, n := range rows {
 		ticket := strconv.FormatInt(n.TicketID, 10)
-		if n.IncidentID != 0 {
+		switch {
+		case n.IncidentID != 0:
 			ticket = fmt.Sprintf("incident %d", n.IncidentID)
+		case n.TicketID == 0 && n.GroupID != 0:
+			ticket = fmt.Sprintf("group %d", n.GroupID)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, ticket, n.Kind, n.State, n.Attempts, n.TS, n.ErrorCode, n.LastError)
 	}
