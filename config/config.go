@@ -225,6 +225,28 @@ type Slack struct {
 	// off, and turning Slack on must not post a backlog of stale alerts.
 	// Default 24h; greater than 0.
 	MaxAlertAge Duration `toml:"max_alert_age"`
+	// GroupWait is how long a ticket's first alert waits before it is
+	// posted: a ticket resolved by then is never alerted, and the tickets
+	// opened meanwhile for the same provider and reason in the same channel
+	// may be posted as one group. Default 30s; 0 posts at once.
+	GroupWait Duration `toml:"group_wait"`
+	// GroupThreshold is how many tickets, at least, opened within the wait
+	// for the same provider and reason and bound for the same channel, are
+	// posted as one group message rather than one message each; a ticket
+	// whose alert is due while such a group has open tickets joins it.
+	// Default 3; 0 never groups.
+	GroupThreshold *int `toml:"group_threshold"`
+}
+
+// DefaultGroupThreshold is slack.group_threshold's default.
+const DefaultGroupThreshold = 3
+
+// Threshold is slack.group_threshold, or its default when unset.
+func (s Slack) Threshold() int {
+	if s.GroupThreshold == nil {
+		return DefaultGroupThreshold
+	}
+	return *s.GroupThreshold
 }
 
 // HTTP configures the daemon's endpoint.
@@ -363,7 +385,7 @@ func Default() Config {
 			RelookupAfter: NewDuration(time.Minute),
 			RelookupMax:   NewDuration(time.Hour),
 		},
-		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour)},
+		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour), GroupWait: NewDuration(30 * time.Second)},
 		HTTP:  HTTP{Listen: defaultListen},
 	}
 }
@@ -561,6 +583,15 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 		v.add("slack.max_alert_age", "%v", d.err)
 	case d.Duration <= 0:
 		v.add("slack.max_alert_age", "must be greater than 0")
+	}
+	switch d := c.Slack.GroupWait; {
+	case d.err != nil:
+		v.add("slack.group_wait", "%v", d.err)
+	case d.Duration < 0:
+		v.add("slack.group_wait", "must not be negative")
+	}
+	if n := c.Slack.GroupThreshold; n != nil && *n < 0 {
+		v.add("slack.group_threshold", "must not be negative")
 	}
 	if c.Slack.APIURL != "" {
 		if u, err := url.Parse(c.Slack.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -121,6 +121,8 @@ func TestDefaults(t *testing.T) {
 		{"http.listen", cfg.HTTP.Listen, "127.0.0.1:8080"},
 		{"slack.channel", cfg.Slack.Channel, ""},
 		{"slack.max_alert_age", cfg.Slack.MaxAlertAge.Duration, 24 * time.Hour},
+		{"slack.group_wait", cfg.Slack.GroupWait.Duration, 30 * time.Second},
+		{"slack.group_threshold", cfg.Slack.Threshold(), 3},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)

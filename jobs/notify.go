@@ -23,6 +23,19 @@ const notifyDrainTimeout = time.Minute
 
 // Dispatcher returns the outbox's dispatcher to Slack, or ErrSlackOff.
 func (s *Sweeper) Dispatcher() (*notify.Dispatcher, error) {
+	return s.dispatcher(s.Config.Slack.GroupWait.Duration)
+}
+
+// DispatcherNow is [Sweeper.Dispatcher] without slack.group_wait: for a
+// delivery asked for now (`notify --once`, and what `sweep --once` and
+// `escalate --once` caused).
+func (s *Sweeper) DispatcherNow() (*notify.Dispatcher, error) {
+	return s.dispatcher(0)
+}
+
+// dispatcher is [Sweeper.Dispatcher] with groupWait for each ticket's first
+// alert.
+func (s *Sweeper) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 	cfg := s.Config.Slack
 	if cfg.Channel == "" {
 		return nil, ErrSlackOff
@@ -33,13 +46,15 @@ func (s *Sweeper) Dispatcher() (*notify.Dispatcher, error) {
 	}
 	channels := notify.Channels{Default: cfg.Channel, Workflows: cfg.Channels.Workflows, Providers: cfg.Channels.Providers}
 	return notify.NewDispatcher(s.Pool, notify.DispatcherConfig{
-		Token:    token,
-		APIURL:   cfg.APIURL,
-		Composer: notify.TicketComposer{},
-		Channel:  channels.For,
-		Logger:   s.Logger,
-		Metrics:  s.Metrics,
-		MaxAge:   cfg.MaxAlertAge.Duration,
+		Token:          token,
+		APIURL:         cfg.APIURL,
+		Composer:       notify.TicketComposer{},
+		Channel:        channels.For,
+		Logger:         s.Logger,
+		Metrics:        s.Metrics,
+		MaxAge:         cfg.MaxAlertAge.Duration,
+		GroupWait:      groupWait,
+		GroupThreshold: cfg.Threshold(),
 	})
 }
 
@@ -52,8 +67,9 @@ func (s *Sweeper) getenv(name string) string {
 
 // Deliver drains the outbox once when Slack is on (nothing to do when it
 // is off): what `sweep --once` and `escalate --once` call before they exit.
+// It does not wait slack.group_wait: they deliver what they caused now.
 func (s *Sweeper) Deliver(ctx context.Context) (notify.Stats, error) {
-	d, err := s.Dispatcher()
+	d, err := s.DispatcherNow()
 	if errors.Is(err, ErrSlackOff) {
 		return notify.Stats{}, nil
 	}

@@ -92,8 +92,11 @@ type DispatcherConfig struct {
 	// HTTPClient makes the calls. Default: a client with a 30s timeout.
 	// It must not retry POST requests on its own.
 	HTTPClient *http.Client
-	// Composer says what each row's message is. Required.
+	// Composer says what each ticket row's message is. Required.
 	Composer Composer
+	// IncidentComposer says what each provider incident row's message is.
+	// Default [IncidentComposer].
+	IncidentComposer Composer
 	// Channel picks a ticket's channel from the workflow and provider in
 	// its evidence, such as [Channels.For]. Required.
 	Channel func(workflow, provider string) string
@@ -132,6 +135,18 @@ type DispatcherConfig struct {
 	// Metrics counts posts, parked rows, uncertain posts and adopted
 	// messages. Default nil: none.
 	Metrics *metrics.Metrics
+	// GroupWait is how long a ticket's "opened" row waits before it is
+	// claimed (slack.group_wait); a ticket resolved by then is never
+	// alerted: its rows up to the resolution are skipped
+	// ([CodeSettledBeforeAlert]). Default 0: no wait, and nothing skipped —
+	// every ticket event gets its message.
+	GroupWait time.Duration
+	// GroupThreshold is how many tickets, at least, opened for the same
+	// provider and reason and bound for the same channel, are posted as one
+	// group message (slack.group_threshold), whose thread holds each
+	// ticket's alert. A ticket whose alert is due while such a group has
+	// open tickets joins it. Default 0: never.
+	GroupThreshold int
 	// MaxAge is the age (slack.max_alert_age) past which a row is parked
 	// unposted when claimed, with the ticket's later rows as old: an alert
 	// that old is news nobody waits for, and the rows written while Slack
@@ -154,6 +169,7 @@ type Dispatcher struct {
 	outbox   *Outbox
 	client   *slack.Client
 	composer Composer
+	incident Composer
 	channel  func(workflow, provider string) string
 	id       string
 	lease    time.Duration
@@ -167,6 +183,16 @@ type Dispatcher struct {
 	logger   *slog.Logger
 	metrics  *metrics.Metrics
 	maxAge   time.Duration
+	wait     time.Duration
+	grouping int
+
+	touchedMu sync.Mutex
+	touched   map[int64]struct{} // alert groups whose message is out of date
+
+	incidentMu    sync.Mutex
+	incidentEvery time.Duration
+	incidentsAt   time.Time
+	incidentShown map[int64]string // the text of each incident's root as last edited
 }
 
 // NewDispatcher returns a Dispatcher over db (a pool) configured by cfg.
@@ -185,8 +211,8 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	if cfg.Channel == nil {
 		errs = append(errs, errors.New("notify: dispatcher: Channel is required"))
 	}
-	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 {
-		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin and MaxAge must not be negative"))
+	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 || cfg.GroupWait < 0 || cfg.GroupThreshold < 0 {
+		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin, MaxAge, GroupWait and GroupThreshold must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -207,6 +233,10 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	// already taken is a second message.
 	client := slack.New(cfg.Token, slack.OptionAPIURL(apiURL), slack.OptionHTTPClient(httpClient))
 	id := cmp.Or(cfg.ID, defaultID())
+	var incidentComposer Composer = IncidentComposer{}
+	if cfg.IncidentComposer != nil {
+		incidentComposer = cfg.IncidentComposer
+	}
 	backoff := cfg.Backoff
 	if backoff == nil {
 		backoff = defaultBackoff
@@ -216,6 +246,7 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		outbox:   NewOutbox(db),
 		client:   client,
 		composer: cfg.Composer,
+		incident: incidentComposer,
 		channel:  cfg.Channel,
 		id:       id,
 		lease:    cmp.Or(cfg.Lease, 2*time.Minute),
@@ -229,6 +260,12 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		logger:   logger.With("dispatcher", id),
 		metrics:  cfg.Metrics,
 		maxAge:   cfg.MaxAge,
+		wait:     cfg.GroupWait,
+		grouping: cfg.GroupThreshold,
+		touched:  map[int64]struct{}{},
+
+		incidentEvery: incidentRefresh,
+		incidentShown: map[int64]string{},
 	}, nil
 }
 
@@ -269,6 +306,10 @@ type Stats struct {
 	// Expired rows were parked unposted, older than MaxAge: the claimed
 	// ones, and the later rows of their tickets that went with them.
 	Expired int `json:"expired"`
+	// Skipped rows were never posted: their ticket was resolved before its
+	// first alert was due (GroupWait). The claimed ones, and the later rows
+	// of their tickets that went with them.
+	Skipped int `json:"skipped"`
 	// Released rows were given back without an attempt (the channel was
 	// paced or closed, or the dispatcher stopping).
 	Released int `json:"released"`
@@ -288,6 +329,7 @@ func (s *Stats) add(o Stats) {
 	s.Parked += o.Parked
 	s.Inconclusive += o.Inconclusive
 	s.Expired += o.Expired
+	s.Skipped += o.Skipped
 	s.Released += o.Released
 	s.Lost += o.Lost
 }
@@ -295,13 +337,14 @@ func (s *Stats) add(o Stats) {
 // DispatchOnce claims one batch of rows and delivers them. Its error is
 // for the claim; what happened to each row is in the Stats (and the log).
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
-	claimed, err := d.outbox.Claim(ctx, d.id, d.lease, d.batch)
+	claimed, err := d.outbox.ClaimAfter(ctx, d.id, d.lease, d.batch, d.wait)
 	if err != nil {
 		return Stats{}, err
 	}
 	// Half the lease for the calls: see DispatcherConfig.Lease.
 	deadline := time.Now().Add(d.lease / 2)
 	total := Stats{Claimed: len(claimed)}
+	claimed = d.groupBatch(ctx, claimed, &total)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, d.workers)
@@ -316,6 +359,10 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
 		})
 	}
 	wg.Wait()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.lease/2)
+	defer cancel()
+	d.refreshGroups(rctx)
+	d.refreshIncidents(rctx)
 	return total, nil
 }
 
@@ -405,6 +452,13 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 	if d.maxAge > 0 {
 		if cutoff := time.Now().Add(-d.maxAge); dueSince(n).Before(cutoff) {
 			return d.expire(parent, n, cutoff, log)
+		}
+	}
+	if d.wait > 0 && n.Kind == KindOpened && n.TicketID != 0 && n.TS == "" && !n.Uncertain && len(n.SearchWindows) == 0 {
+		// Nothing of the ticket is in Slack yet, nor may be: if it is
+		// settled already, nobody needs to hear of it.
+		if st, done := d.skipSettled(parent, n, log); done {
+			return st
 		}
 	}
 	ctx, cancel := context.WithDeadline(parent, deadline)
@@ -497,6 +551,9 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 		st = Stats{Lost: 1}
 		log.Warn("notify: outcome not recorded", "err", werr, "outcome_of", err)
 	}
+	if st.Sent > 0 && n.TicketID != 0 {
+		d.touchGroup(wctx, n)
+	}
 	return st
 }
 
@@ -541,6 +598,63 @@ func (d *Dispatcher) expire(parent context.Context, n Notification, cutoff time.
 	return Stats{Expired: 1 + later}
 }
 
+// groupBatch decides, one row at a time, which of the claimed rows' alerts
+// go in an alert group's thread (see [Dispatcher.group]); it releases the
+// rows that wait for their group's message and returns the others.
+func (d *Dispatcher) groupBatch(ctx context.Context, claimed []Notification, total *Stats) []Notification {
+	if d.grouping <= 0 {
+		return claimed
+	}
+	out := claimed[:0]
+	for _, n := range claimed {
+		err := d.group(ctx, &n)
+		if err == nil {
+			out = append(out, n)
+			continue
+		}
+		log := d.logger.With("outbox_id", n.ID, "ticket_id", n.TicketID, "dedupe_key", n.DedupeKey, "attempt", n.Attempts)
+		var rerr *releaseError
+		delay := time.Duration(0)
+		if !errors.As(err, &rerr) {
+			log.Warn("notify: could not decide the alert's group; trying again", "err", err)
+			delay = time.Second
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if werr := d.outbox.Release(wctx, n, delay); werr != nil {
+			log.Warn("notify: outcome not recorded", "err", werr)
+			total.Lost++
+		} else {
+			total.Released++
+		}
+		cancel()
+	}
+	return out
+}
+
+// skipSettled skips held row n and its ticket's rows up to the resolution
+// when the ticket is resolved, and reports whether it did (or lost the
+// row trying): then there is nothing to attempt.
+func (d *Dispatcher) skipSettled(parent context.Context, n Notification, log *slog.Logger) (Stats, bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
+	defer cancel()
+	resolved, skipped, err := d.outbox.skipSettled(ctx, n)
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		log.Warn("notify: outcome not recorded", "err", err)
+		return Stats{Lost: 1}, true
+	case err != nil:
+		// Not known to be settled: the alert goes out as it would have.
+		log.Warn("notify: could not check whether the ticket settled before its alert", "err", err)
+		return Stats{}, false
+	case !resolved:
+		return Stats{}, false
+	}
+	d.metrics.SlackSkipped(skipped)
+	log.Info("notify: not posted: the ticket was resolved before its first alert was due", "rows", skipped)
+	d.touchGroup(ctx, n)
+	return Stats{Skipped: skipped}, true
+}
+
 // shortDuration writes 24h rather than 24h0m0s, as the configuration does.
 func shortDuration(d time.Duration) string {
 	s := d.String()
@@ -571,7 +685,7 @@ type attemptResult struct {
 // Channel, ThreadTS and TS as it records them.
 func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Logger) (attemptResult, error) {
 	var res attemptResult
-	r, err := d.outbox.rootOf(ctx, n.TicketID)
+	r, err := d.outbox.rootOf(ctx, *n)
 	if err != nil {
 		return res, err
 	}
@@ -594,7 +708,7 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 		if n.ThreadTS != "" && slackCode(err) == "thread_not_found" {
 			// A person deleted the root message (Slack refused the reply,
 			// so nothing was posted): this message becomes the new root.
-			if _, err := d.outbox.markRemoved(ctx, n.TicketID, n.Channel, n.ThreadTS); err != nil {
+			if err := d.threadRemoved(ctx, *n, n.Channel, n.ThreadTS); err != nil {
 				return res, err
 			}
 			log.Warn("notify: the ticket's root message was removed from Slack; posting a new root", "channel", n.Channel, "ts", n.ThreadTS)
@@ -633,7 +747,7 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 	_, _, _, err = d.client.UpdateMessageContext(ctx, r.Channel, r.TS,
 		slack.MsgOptionText(post.RootEdit.Text, false),
 		slack.MsgOptionBlocks(post.RootEdit.Blocks...),
-		slack.MsgOptionMetadata(dedupeMetadata(r.DedupeKey, n.TicketID)))
+		slack.MsgOptionMetadata(dedupeMetadata(r.DedupeKey, *n)))
 	if slackCode(err) == "message_not_found" {
 		log.Warn("notify: the ticket's root message was removed from Slack; a new root follows", "channel", r.Channel, "ts", r.TS)
 		res.rootRemoved = &r
@@ -644,6 +758,21 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 	}
 	d.metrics.SlackPosted(metrics.SlackUpdate)
 	return res, nil
+}
+
+// threadRemoved records that the thread at channel and threadTS, where
+// row n's message was to go, is gone from Slack: its root is the root of
+// n's ticket or incident or, for a grouped ticket's alert, of its group.
+func (d *Dispatcher) threadRemoved(ctx context.Context, n Notification, channel, threadTS string) error {
+	if _, err := d.outbox.markRemoved(ctx, n, channel, threadTS); err != nil {
+		return err
+	}
+	if n.GroupID != 0 && n.TicketID != 0 {
+		if _, err := d.outbox.markRemoved(ctx, Notification{GroupID: n.GroupID}, channel, threadTS); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // target decides where held row n's message goes now, given the ticket's
@@ -670,10 +799,31 @@ func (d *Dispatcher) target(ctx context.Context, n *Notification, r root) error 
 // where says where row n's message goes now, given the ticket's root r,
 // and why it is a new root if it is one (see [Notification.NewRoot]).
 func (d *Dispatcher) where(ctx context.Context, n Notification, r root) (channel, threadTS, newRoot string, err error) {
-	if n.Kind != KindOpened && n.Kind != KindRootRemoved && r.Live {
-		return r.Channel, r.TS, "", nil
+	if !isRootKind(n.Kind) && r.Live {
+		return r.Channel, r.Thread, "", nil
 	}
-	workflow, provider, err := ticketRoute(ctx, d.db, n.TicketID)
+	if isGroupRow(n) {
+		channel, err := groupChannel(ctx, d.db, n.GroupID)
+		return channel, "", "", err
+	}
+	if n.Kind == KindOpened && n.GroupID != 0 {
+		// A grouped ticket's alert goes in its group's thread, while the
+		// group's message is there.
+		g, err := d.outbox.rootOf(ctx, Notification{GroupID: n.GroupID})
+		if err != nil {
+			return "", "", "", err
+		}
+		if g.Live {
+			return g.Channel, g.TS, "", nil
+		}
+	}
+	var workflow, provider string
+	if n.IncidentID != 0 {
+		// An incident is the provider's: its channel, or the default.
+		provider, err = incidentProvider(ctx, d.db, n.IncidentID)
+	} else {
+		workflow, provider, err = ticketRoute(ctx, d.db, n.TicketID)
+	}
 	if err != nil {
 		return "", "", "", err
 	}
@@ -682,6 +832,7 @@ func (d *Dispatcher) where(ctx context.Context, n Notification, r root) (channel
 			err: fmt.Errorf("no Slack channel for workflow %q, provider %q", workflow, provider)}
 	}
 	switch {
+	case n.IncidentID != 0 && n.Kind == KindIncidentOpened:
 	case n.Kind == KindRootRemoved || (n.Kind != KindOpened && r.Removed):
 		newRoot = NewRootRemoved
 	case n.Kind != KindOpened:
@@ -692,7 +843,14 @@ func (d *Dispatcher) where(ctx context.Context, n Notification, r root) (channel
 
 // compose asks the composer for held row n's message.
 func (d *Dispatcher) compose(ctx context.Context, n Notification) (*Post, error) {
-	post, err := d.composer.Compose(ctx, d.db, n)
+	composer := d.composer
+	switch {
+	case n.IncidentID != 0:
+		composer = d.incident
+	case isGroupRow(n):
+		composer = GroupComposer{}
+	}
+	post, err := composer.Compose(ctx, d.db, n)
 	if err != nil {
 		return nil, &attemptError{step: "compose", failure: failureTransient, err: err}
 	}
@@ -712,7 +870,7 @@ func (d *Dispatcher) post(ctx context.Context, n *Notification, p Post) (string,
 	if err := d.pace(ctx, n.Channel); err != nil {
 		return "", err
 	}
-	opts := []slack.MsgOption{slack.MsgOptionText(p.Text, false), slack.MsgOptionMetadata(dedupeMetadata(n.DedupeKey, n.TicketID))}
+	opts := []slack.MsgOption{slack.MsgOptionText(p.Text, false), slack.MsgOptionMetadata(dedupeMetadata(n.DedupeKey, *n))}
 	if len(p.Blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(p.Blocks...))
 	}
@@ -846,7 +1004,7 @@ func (d *Dispatcher) searchWindow(ctx context.Context, n Notification, w SearchW
 			if slackCode(err) == "thread_not_found" {
 				// The thread's root was deleted, and whatever was posted in
 				// it is gone with it.
-				_, err := d.outbox.markRemoved(ctx, n.TicketID, w.Channel, w.ThreadTS)
+				err := d.threadRemoved(ctx, n, w.Channel, w.ThreadTS)
 				return "", err
 			}
 		} else {
@@ -888,10 +1046,21 @@ func (d *Dispatcher) searchWindow(ctx context.Context, n Notification, w SearchW
 			errSearchInconclusive, where, d.pages*200, from.Format(time.RFC3339), until.Format(time.RFC3339), n.TicketID, n.ID, n.ID)}
 }
 
-// dedupeMetadata is what a message carries to be found again.
-func dedupeMetadata(dedupeKey string, ticketID int64) slack.SlackMetadata {
+// dedupeMetadata is what a message of row n's ticket or incident carries
+// to be found again: opaque ids only.
+func dedupeMetadata(dedupeKey string, n Notification) slack.SlackMetadata {
+	if isGroupRow(n) {
+		return slack.SlackMetadata{EventType: outboxEventType, EventPayload: map[string]any{
+			"dedupe_key": dedupeKey, "group_id": n.GroupID,
+		}}
+	}
+	if n.IncidentID != 0 {
+		return slack.SlackMetadata{EventType: outboxEventType, EventPayload: map[string]any{
+			"dedupe_key": dedupeKey, "incident_id": n.IncidentID,
+		}}
+	}
 	return slack.SlackMetadata{EventType: outboxEventType, EventPayload: map[string]any{
-		"dedupe_key": dedupeKey, "ticket_id": ticketID,
+		"dedupe_key": dedupeKey, "ticket_id": n.TicketID,
 	}}
 }
 

@@ -43,6 +43,9 @@ const (
 	// OutboxDismissed: a person closed the parked row for good
 	// ([Outbox.Dismiss]); who and why are in its history. Final.
 	OutboxDismissed = "dismissed"
+	// OutboxSkipped: the message was never posted because nobody needs it
+	// (ErrorCode says why: [CodeSettledBeforeAlert]). Final.
+	OutboxSkipped = "skipped"
 )
 
 // Event kinds with a meaning for the outbox.
@@ -54,7 +57,24 @@ const (
 	// root message is no longer in Slack and nothing else replaces it: its
 	// message is the new root, with the ticket's current state.
 	KindRootRemoved = "slack_root_removed"
+	// KindIncidentOpened is the row of a provider incident's start: its
+	// message is the incident's root message.
+	KindIncidentOpened = "incident_opened"
+	// KindIncidentClosed is the row of a provider incident's end: it edits
+	// the incident's root message and replies in its thread.
+	KindIncidentClosed = "incident_closed"
+	// KindGroupOpened is the row of an alert group's message: a root whose
+	// thread holds its tickets' alerts, edited as they join and resolve.
+	KindGroupOpened = "group_opened"
 )
+
+// isRootKind reports whether rows of kind post a root message.
+func isRootKind(kind string) bool {
+	return kind == KindOpened || kind == KindRootRemoved || kind == KindIncidentOpened || kind == KindGroupOpened
+}
+
+// isGroupRow reports whether row n is an alert group's own message.
+func isGroupRow(n Notification) bool { return n.GroupID != 0 && n.TicketID == 0 }
 
 // Error codes of parked rows: Slack's own ("channel_not_found",
 // "token_revoked", …) or these.
@@ -67,6 +87,10 @@ const (
 	CodeSearchInconclusive = "search_inconclusive"
 	// CodeNoChannel: no channel is configured for the ticket.
 	CodeNoChannel = "no_channel"
+	// CodeSettledBeforeAlert, on a skipped row: its ticket was resolved
+	// before its first alert was due (slack.group_wait), so none of the
+	// ticket's messages up to the resolution was posted.
+	CodeSettledBeforeAlert = "settled_before_alert"
 )
 
 // holdingCodes are the errors of a parked root message that hold back its
@@ -91,9 +115,19 @@ var (
 
 // Notification is one outbox row: the Slack message one ticket event owes.
 type Notification struct {
-	ID        int64  `json:"id"`
-	EventID   int64  `json:"event_id"`
-	TicketID  int64  `json:"ticket_id"`
+	ID int64 `json:"id"`
+	// EventID and TicketID are the ticket event the row delivers; 0 for an
+	// incident's row.
+	EventID  int64 `json:"event_id"`
+	TicketID int64 `json:"ticket_id"`
+	// IncidentID is the provider incident whose start or end the row
+	// delivers (KindIncidentOpened, KindIncidentClosed); 0 for a ticket's
+	// row. A row belongs to exactly one ticket or one incident.
+	IncidentID int64 `json:"incident_id,omitempty"`
+	// GroupID, on a ticket's "opened" row, is the alert group whose thread
+	// holds the ticket's alert; on a row with no ticket and no incident,
+	// the group whose message the row is (KindGroupOpened).
+	GroupID   int64  `json:"group_id,omitempty"`
 	DedupeKey string `json:"dedupe_key"`
 	Kind      string `json:"kind"`
 	State     string `json:"state"`
@@ -168,7 +202,7 @@ type Outbox struct {
 // NewOutbox returns an Outbox over db: a pool, or a transaction.
 func NewOutbox(db ledger.DB) *Outbox { return &Outbox{db: db} }
 
-const notificationColumns = `id, event_id, ticket_id, dedupe_key, kind, state, attempts, lease_until,
+const notificationColumns = `id, coalesce(event_id, 0), coalesce(ticket_id, 0), coalesce(incident_id, 0), coalesce(group_id, 0), dedupe_key, kind, state, attempts, lease_until,
 	coalesce(leased_by, ''), coalesce(channel, ''), coalesce(ts, ''), coalesce(thread_ts, ''),
 	coalesce(last_error, ''), coalesce(error_code, ''), uncertain, search_windows, first_attempt_at, claimed_at,
 	history, created_at, sent_at, replayed_at, removed_at`
@@ -176,7 +210,7 @@ const notificationColumns = `id, event_id, ticket_id, dedupe_key, kind, state, a
 func scanNotification(row pgx.CollectableRow) (Notification, error) {
 	var n Notification
 	var windows []byte
-	err := row.Scan(&n.ID, &n.EventID, &n.TicketID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
+	err := row.Scan(&n.ID, &n.EventID, &n.TicketID, &n.IncidentID, &n.GroupID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
 		&n.LeasedBy, &n.Channel, &n.TS, &n.ThreadTS, &n.LastError, &n.ErrorCode, &n.Uncertain, &windows,
 		&n.FirstAttemptAt, &n.ClaimedAt, &n.History, &n.CreatedAt, &n.SentAt, &n.ReplayedAt, &n.RemovedAt)
 	if err != nil {
@@ -206,8 +240,8 @@ func historyEntry(event, errText string) string {
 
 // claimSQL leases up to $3 claimable rows to $1 for $2 seconds. A row is
 // claimable when it is pending, its lease or retry time has passed, and no
-// earlier row of its ticket is still pending (a ticket's messages go out in
-// order, one at a time) or is its root message parked for one of the
+// earlier row of its ticket (or incident) is still pending (a ticket's
+// messages go out in order, one at a time) or is its root message parked for one of the
 // holding codes $4 (a reply would be refused alike, or the root is waited
 // for). A row whose previous holder never recorded an outcome becomes
 // uncertain, with that holder's window to search.
@@ -229,10 +263,15 @@ const claimSQL = `
 	WHERE o.id IN (
 		SELECT c.id FROM sweeper.outbox c
 		WHERE c.state = 'pending' AND c.lease_until <= now()
+		  AND (c.kind <> 'opened' OR c.created_at <= now() - make_interval(secs => $5))
+		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox g
+		                  WHERE c.ticket_id IS NOT NULL AND g.group_id = c.group_id AND g.ticket_id IS NULL
+		                    AND g.state = 'pending')
 		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox e
-		                  WHERE e.ticket_id = c.ticket_id AND e.id < c.id
+		                  WHERE (e.ticket_id = c.ticket_id OR e.incident_id = c.incident_id) AND e.id < c.id
 		                    AND (e.state = 'pending'
-		                         OR (e.state = 'parked' AND e.kind = 'opened' AND e.error_code = ANY($4))))
+		                         OR (e.state = 'parked' AND e.kind IN ('opened', 'incident_opened')
+		                             AND e.error_code = ANY($4))))
 		ORDER BY c.id
 		LIMIT $3
 		FOR UPDATE SKIP LOCKED)
@@ -241,12 +280,21 @@ const claimSQL = `
 // Claim leases up to limit claimable rows to by for lease, oldest first,
 // and returns them with Attempts counting this claim. Concurrent claims
 // never return the same row. A claimed row whose previous lease ended
-// without an outcome comes back Uncertain.
+// without an outcome comes back Uncertain. A ticket's "opened" row is
+// claimable only once it is older than groupWait ([Outbox.ClaimAfter]); Claim
+// waits for none.
 func (o *Outbox) Claim(ctx context.Context, by string, lease time.Duration, limit int) ([]Notification, error) {
-	if by == "" || lease <= 0 || limit <= 0 {
-		return nil, fmt.Errorf("notify: claim: need a holder, a lease and a limit (got %q, %s, %d)", by, lease, limit)
+	return o.ClaimAfter(ctx, by, lease, limit, 0)
+}
+
+// ClaimAfter is [Outbox.Claim] with the wait of each ticket's "opened" row
+// (slack.group_wait): it is claimable only once it is older than groupWait.
+func (o *Outbox) ClaimAfter(ctx context.Context, by string, lease time.Duration, limit int, groupWait time.Duration) ([]Notification, error) {
+	if by == "" || lease <= 0 || limit <= 0 || groupWait < 0 {
+		return nil, fmt.Errorf("notify: claim: need a holder, a lease, a limit and a wait of at least 0 (got %q, %s, %d, %s)",
+			by, lease, limit, groupWait)
 	}
-	rows, err := o.db.Query(ctx, claimSQL, by, lease.Seconds(), limit, holdingCodes)
+	rows, err := o.db.Query(ctx, claimSQL, by, lease.Seconds(), limit, holdingCodes, groupWait.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("notify: claim outbox rows: %w", err)
 	}
@@ -347,6 +395,47 @@ func (o *Outbox) Park(ctx context.Context, n Notification, code string, cause er
 	return o.update(ctx, n, "park", `state = 'parked', last_error = $4, error_code = nullif($5, ''),
 		leased_by = NULL, lease_until = now(), history = `+historyEntry("'parked'", "$4"), errorText(cause), code)
 }
+
+// skipSettled marks held row n, a ticket's "opened" row never attempted,
+// skipped (CodeSettledBeforeAlert) when its ticket is resolved, and with it
+// the ticket's other rows written so far that are pending and not held:
+// the events up to the resolution, which nobody needs either. A later
+// event's row (a contradiction) is posted as the ticket's root. It reports
+// whether the ticket was resolved, and how many rows it skipped.
+// [ErrLeaseLost] when the lease has passed.
+func (o *Outbox) skipSettled(ctx context.Context, n Notification) (bool, int, error) {
+	var resolved bool
+	var skipped int
+	err := o.db.QueryRow(ctx, `WITH t AS (
+			SELECT id FROM sweeper.tickets WHERE id = $4 AND state = 'resolved'),
+		me AS (
+			UPDATE sweeper.outbox SET state = 'skipped', error_code = '`+CodeSettledBeforeAlert+`',
+				leased_by = NULL, lease_until = now(),
+				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
+			`+leaseHeld+` AND EXISTS (SELECT 1 FROM t)
+			RETURNING id),
+		later AS (
+			UPDATE sweeper.outbox SET state = 'skipped', error_code = '`+CodeSettledBeforeAlert+`',
+				leased_by = NULL, lease_until = now(),
+				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
+			WHERE ticket_id = $4 AND id > $1 AND state = 'pending' AND ts IS NULL AND NOT uncertain
+			  AND kind <> '`+eventContradicted+`' AND (leased_by IS NULL OR lease_until <= now())
+			  AND EXISTS (SELECT 1 FROM me)
+			RETURNING id)
+		SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM me) + (SELECT count(*) FROM later)`,
+		n.ID, n.LeasedBy, n.Attempts, n.TicketID).Scan(&resolved, &skipped)
+	if err != nil {
+		return false, 0, fmt.Errorf("notify: outbox row %d: skip a settled ticket's rows: %w", n.ID, err)
+	}
+	if resolved && skipped == 0 {
+		return true, 0, fmt.Errorf("%w: row %d (%s), skip", ErrLeaseLost, n.ID, n.DedupeKey)
+	}
+	return resolved, skipped, nil
+}
+
+// eventContradicted is review.EventContradicted: news about a resolved
+// ticket, never skipped.
+const eventContradicted = "record_found_after_not_sent"
 
 // parkLater parks, with cause, the pending rows of row n's ticket that
 // come after it, were written before cutoff, were never replayed and are
@@ -517,43 +606,73 @@ func (o *Outbox) Counts(ctx context.Context) (map[string]int, error) {
 type root struct {
 	// Live: the ticket has one. When it has none, the ticket's next
 	// message is posted as a new root.
-	Live      bool
-	Channel   string
-	TS        string
+	Live    bool
+	Channel string
+	TS      string
+	// Thread is where the ticket's replies go: the root's own ts, or the
+	// thread of its group's message when the root is a reply there.
+	Thread    string
 	DedupeKey string
 	// Removed: a root message of the ticket was found removed from Slack
 	// (why the next root is new, when there is no live one).
 	Removed bool
 }
 
-// rootOf returns ticketID's live root message. A sent row's message is a
-// root when it is in no thread.
-func (o *Outbox) rootOf(ctx context.Context, ticketID int64) (root, error) {
+// rootOf returns the live root message of row n's ticket, incident or
+// group. A sent row's message is a root when it is in no thread, or when it
+// is a grouped ticket's alert in its group's thread.
+func (o *Outbox) rootOf(ctx context.Context, n Notification) (root, error) {
 	var r root
 	err := o.db.QueryRow(ctx, `SELECT
-			coalesce(live.channel, ''), coalesce(live.ts, ''), coalesce(live.dedupe_key, ''), live.id IS NOT NULL,
-			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE g.ticket_id = $1 AND g.removed_at IS NOT NULL)
+			coalesce(live.channel, ''), coalesce(live.ts, ''), coalesce(live.thread, ''), coalesce(live.dedupe_key, ''),
+			live.id IS NOT NULL,
+			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE `+ownedBy+` AND g.removed_at IS NOT NULL)
 		FROM (SELECT 1) AS one
-		LEFT JOIN LATERAL (SELECT id, channel, ts, dedupe_key FROM sweeper.outbox
-			WHERE ticket_id = $1 AND state = 'sent' AND thread_ts IS NULL AND removed_at IS NULL
-			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, ticketID).
-		Scan(&r.Channel, &r.TS, &r.DedupeKey, &r.Live, &r.Removed)
+		LEFT JOIN LATERAL (SELECT id, channel, ts, coalesce(thread_ts, ts) AS thread, dedupe_key FROM sweeper.outbox g
+			WHERE `+ownedBy+` AND state = 'sent' AND removed_at IS NULL
+			  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
+			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, n.TicketID, n.IncidentID, groupOwner(n)).
+		Scan(&r.Channel, &r.TS, &r.Thread, &r.DedupeKey, &r.Live, &r.Removed)
 	if err != nil {
-		return root{}, fmt.Errorf("notify: root message of ticket %d: %w", ticketID, err)
+		return root{}, fmt.Errorf("notify: root message of %s: %w", owner(n), err)
 	}
 	return r, nil
 }
 
-// markRemoved records that ticketID's root message at channel and ts is no
-// longer in Slack, and reports whether it was the ticket's root (not known
-// removed before).
-func (o *Outbox) markRemoved(ctx context.Context, ticketID int64, channel, ts string) (bool, error) {
-	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox SET removed_at = now(),
+// ownedBy selects the rows g of one owner: the ticket $1, the incident $2
+// or the group $3 (its own message, not its tickets' rows).
+const ownedBy = `(g.ticket_id = $1 OR g.incident_id = $2 OR (g.group_id = $3 AND g.ticket_id IS NULL))`
+
+// groupOwner is the group row n is the message of, or 0.
+func groupOwner(n Notification) int64 {
+	if isGroupRow(n) {
+		return n.GroupID
+	}
+	return 0
+}
+
+// owner names row n's ticket or incident, for errors.
+func owner(n Notification) string {
+	if isGroupRow(n) {
+		return fmt.Sprintf("alert group %d", n.GroupID)
+	}
+	if n.IncidentID != 0 {
+		return fmt.Sprintf("incident %d", n.IncidentID)
+	}
+	return fmt.Sprintf("ticket %d", n.TicketID)
+}
+
+// markRemoved records that the root message of row n's ticket or incident
+// at channel and ts is no longer in Slack, and reports whether it was its
+// root (not known removed before).
+func (o *Outbox) markRemoved(ctx context.Context, n Notification, channel, ts string) (bool, error) {
+	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox g SET removed_at = now(),
 			history = `+historyEntry("'removed_from_slack'", "''")+`
-		WHERE ticket_id = $1 AND channel = $2 AND ts = $3 AND state = 'sent' AND thread_ts IS NULL
-		  AND removed_at IS NULL`, ticketID, channel, ts)
+		WHERE `+ownedBy+` AND channel = $4 AND ts = $5 AND state = 'sent'
+		  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
+		  AND removed_at IS NULL`, n.TicketID, n.IncidentID, groupOwner(n), channel, ts)
 	if err != nil {
-		return false, fmt.Errorf("notify: mark the root message of ticket %d removed: %w", ticketID, err)
+		return false, fmt.Errorf("notify: mark the root message of %s removed: %w", owner(n), err)
 	}
 	return tag.RowsAffected() > 0, nil
 }
@@ -576,8 +695,19 @@ func (o *Outbox) markSentRootRemoved(ctx context.Context, n Notification, channe
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	in := NewOutbox(tx)
-	if _, err := in.markRemoved(ctx, n.TicketID, channel, rootTS); err != nil {
+	if _, err := in.markRemoved(ctx, n, channel, rootTS); err != nil {
 		return err
+	}
+	if n.TicketID == 0 {
+		// An incident or a group has no events to write: its next message, if any,
+		// finds no live root and is posted as one.
+		if err := in.MarkSent(ctx, n, n.Channel, n.TS); err != nil {
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return fmt.Errorf("notify: outbox row %d: %w", n.ID, err)
+		}
+		return nil
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
 		VALUES ($1, $2, 'sweeper', jsonb_build_object('channel', $3::text, 'ts', $4::text), $5)
@@ -604,6 +734,16 @@ func ticketRoute(ctx context.Context, db ledger.DB, ticketID int64) (workflow, p
 		return "", "", fmt.Errorf("notify: ticket %d: %w", ticketID, err)
 	}
 	return workflow, provider, nil
+}
+
+// incidentProvider is what picks an incident's channel: its provider.
+func incidentProvider(ctx context.Context, db ledger.DB, incidentID int64) (string, error) {
+	var provider string
+	err := db.QueryRow(ctx, `SELECT provider FROM sweeper.incidents WHERE id = $1`, incidentID).Scan(&provider)
+	if err != nil {
+		return "", fmt.Errorf("notify: incident %d: %w", incidentID, err)
+	}
+	return provider, nil
 }
 
 // errorText is what is stored of an error: its message, bounded.

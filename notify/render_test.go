@@ -302,9 +302,25 @@ func unescapeHTML(b []byte) []byte {
 	return out
 }
 
+// incidentRenderCases are the messages of a provider incident; the
+// dispatcher adds their metadata.
+func incidentRenderCases() []renderCase {
+	incident := Incident{ID: 7, Provider: "acme", StartedAt: renderT0, Waiting: 1400}
+	ended := incident
+	ended.EndedAt, ended.Settled, ended.Review = renderT0.Add(4*time.Minute+10*time.Second), 1380, 20
+	return []renderCase{
+		{desc: "provider incident, down", golden: "incident_down",
+			render: func(*testing.T) Message { return IncidentMessage(incident) }},
+		{desc: "provider incident, ended", golden: "incident_ended",
+			render: func(*testing.T) Message { return IncidentMessage(ended) }},
+		{desc: "provider incident, the reply at its end", golden: "incident_ended_reply",
+			render: func(*testing.T) Message { return IncidentClosedReply(ended) }},
+	}
+}
+
 func TestRenderGolden(t *testing.T) {
 	t.Parallel()
-	for _, tc := range renderCases() {
+	for _, tc := range append(renderCases(), incidentRenderCases()...) {
 		t.Run(tc.golden, func(t *testing.T) {
 			t.Parallel()
 			got := messageJSON(t, tc.render(t))

@@ -334,6 +334,9 @@ func scanTicket(row pgx.CollectableRow) (Ticket, error) {
 type ListFilter struct {
 	// State is "open", "resolved", or "" for all.
 	State string
+	// Provider and Reason, when not "", keep the tickets of that provider
+	// (as the evidence names it) and of that reason.
+	Provider, Reason string
 	// Limit caps the rows; 0 means 1000.
 	Limit int
 }
@@ -345,7 +348,8 @@ func (s *Store) List(ctx context.Context, f ListFilter) ([]Ticket, error) {
 		limit = 1000
 	}
 	rows, err := s.db.Query(ctx, `SELECT `+ticketColumns+` FROM sweeper.tickets
-		WHERE $1 = '' OR state = $1 ORDER BY id LIMIT $2`, f.State, limit)
+		WHERE ($1 = '' OR state = $1) AND ($3 = '' OR evidence->>'provider' = $3) AND ($4 = '' OR reason = $4)
+		ORDER BY id LIMIT $2`, f.State, limit, f.Provider, f.Reason)
 	if err != nil {
 		return nil, fmt.Errorf("review: list tickets: %w", err)
 	}

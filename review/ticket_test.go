@@ -564,8 +564,12 @@ func TestListAndGet(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var ids []int64
-	for i := range 3 {
-		op := claim(t, b.tx, fmt.Sprintf("list-%d", i), "onboarding", "mailer")
+	for i := range 4 {
+		provider := "mailer"
+		if i == 3 {
+			provider = "acme"
+		}
+		op := claim(t, b.tx, fmt.Sprintf("list-%d", i), "onboarding", provider)
 		d, ev := notFound(op, b.now)
 		applied, err := b.store.Apply(b.ctx, op, d, ev, b.now)
 		if err != nil {
@@ -586,7 +590,10 @@ func TestListAndGet(t *testing.T) {
 		filter review.ListFilter
 		want   []int64
 	}{
-		{desc: "open", filter: review.ListFilter{State: review.StateOpen}, want: []int64{ids[0], ids[2]}},
+		{desc: "open", filter: review.ListFilter{State: review.StateOpen}, want: []int64{ids[0], ids[2], ids[3]}},
+		{desc: "open, one provider", filter: review.ListFilter{State: review.StateOpen, Provider: "acme"}, want: []int64{ids[3]}},
+		{desc: "one provider and reason", filter: review.ListFilter{Provider: "mailer", Reason: string(review.ReasonNotFound)}, want: ids[:3]},
+		{desc: "another reason", filter: review.ListFilter{Reason: string(review.ReasonLookupFailed)}, want: nil},
 		{desc: "resolved", filter: review.ListFilter{State: review.StateResolved}, want: []int64{ids[1]}},
 		{desc: "all", filter: review.ListFilter{}, want: ids},
 		{desc: "all, limited", filter: review.ListFilter{Limit: 2}, want: ids[:2]},

@@ -83,6 +83,10 @@ window = "1m"
 [slack]
 channel = "C0CHAOSDEF"
 api_url = %[2]q
+# Every ticket event has its own message here, posted at once: the run
+# checks each one (checkSlack). Grouping and the wait are TestToil's.
+group_wait = "0s"
+group_threshold = 0
 [slack.channels.workflows]
 %[3]s
 [http]

@@ -442,6 +442,9 @@ window = "1m"
 [slack]
 channel = "C0OPSREVIEW"
 api_url = %q
+# The demo's alerts go out one per ticket, at once, to be watched live.
+group_wait = "0s"
+group_threshold = 0
 
 [slack.channels.workflows]
 order-receipts = "C0RECEIPTS"

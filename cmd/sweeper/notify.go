@@ -32,7 +32,8 @@ func runNotify(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	defer closeDB()
-	d, err := s.Dispatcher()
+	// By hand: what is owed goes now, without slack.group_wait.
+	d, err := s.DispatcherNow()
 	if errors.Is(err, jobs.ErrSlackOff) {
 		fmt.Fprintln(e.stderr, "sweeper notify: slack.channel is empty: nothing to deliver to")
 		return exitUsage
@@ -86,10 +87,13 @@ func printStats(w io.Writer, s notify.Stats) {
 	if s.Expired > 0 {
 		fmt.Fprintf(w, ", %d not posted for their age (slack.max_alert_age)", s.Expired)
 	}
+	if s.Skipped > 0 {
+		fmt.Fprintf(w, ", %d not posted: their ticket settled before its first alert was due", s.Skipped)
+	}
 	fmt.Fprintln(w)
 }
 
-const outboxUsage = `Usage: sweeper outbox list [--state pending|sent|parked|dismissed|all] [--json]
+const outboxUsage = `Usage: sweeper outbox list [--state pending|sent|parked|dismissed|skipped|all] [--json]
        sweeper outbox replay ID... --by NAME [--not-posted]
        sweeper outbox replay --all-parked [--error CODE] --by NAME
        sweeper outbox dismiss ID... --by NAME --note TEXT`
@@ -112,7 +116,7 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 	}
 	fs := newFlagSet(e, "outbox list", "outbox list [--config FILE] [--state pending|sent|parked|dismissed|all] [--json]")
 	configPath := configFlag(fs)
-	state := fs.String("state", "all", "pending, sent, parked, dismissed or all")
+	state := fs.String("state", "all", "pending, sent, parked, dismissed, skipped or all")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if code := parseFlags(e, fs, args); code >= 0 {
 		return code
@@ -121,9 +125,9 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 	switch *state {
 	case "all":
 		filter.State = ""
-	case notify.OutboxPending, notify.OutboxSent, notify.OutboxParked, notify.OutboxDismissed:
+	case notify.OutboxPending, notify.OutboxSent, notify.OutboxParked, notify.OutboxDismissed, notify.OutboxSkipped:
 	default:
-		fmt.Fprintf(e.stderr, "sweeper outbox list: --state must be pending, sent, parked, dismissed or all, not %q\n", *state)
+		fmt.Fprintf(e.stderr, "sweeper outbox list: --state must be pending, sent, parked, dismissed, skipped or all, not %q\n", *state)
 		return exitUsage
 	}
 	s, closeDB, code := openNoLookups(ctx, e, *configPath, newLogger(e.stderr))
@@ -145,7 +149,14 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTICKET\tKIND\tSTATE\tATTEMPTS\tTS\tCODE\tLAST ERROR")
 	for _, n := range rows {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, n.TicketID, n.Kind, n.State, n.Attempts, n.TS, n.ErrorCode, n.LastError)
+		ticket := strconv.FormatInt(n.TicketID, 10)
+		switch {
+		case n.IncidentID != 0:
+			ticket = fmt.Sprintf("incident %d", n.IncidentID)
+		case n.TicketID == 0 && n.GroupID != 0:
+			ticket = fmt.Sprintf("group %d", n.GroupID)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, ticket, n.Kind, n.State, n.Attempts, n.TS, n.ErrorCode, n.LastError)
 	}
 	tw.Flush()
 	fmt.Fprintf(e.stdout, "%d row(s)\n", len(rows))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,7 +17,7 @@ import (
 	"github.com/sweeper/sweeper/review"
 )
 
-const ticketsUsage = `Usage: sweeper tickets list [--state open|resolved|all] [--json]
+const ticketsUsage = `Usage: sweeper tickets list [--state open|resolved|all] [--provider P] [--reason R] [--json]
        sweeper tickets show ID [--json]
        sweeper tickets resolve ID --outcome done|not_sent|duplicate [--provider-record-id X] --by NAME [--note TEXT] [--json]
        sweeper tickets ack ID --by NAME [--json]
@@ -45,14 +46,20 @@ func runTickets(ctx context.Context, e *env, args []string) int {
 }
 
 func runTicketsList(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "tickets list", "tickets list [--config FILE] [--state open|resolved|all] [--json]")
+	fs := newFlagSet(e, "tickets list", "tickets list [--config FILE] [--state open|resolved|all] [--provider P] [--reason R] [--json]")
 	configPath := configFlag(fs)
 	state := fs.String("state", "open", "open, resolved or all")
+	provider := fs.String("provider", "", "only the tickets of this provider")
+	reason := fs.String("reason", "", "only the tickets of this reason (not_found, lookup_failed, …)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if code := parseFlags(e, fs, args); code >= 0 {
 		return code
 	}
-	filter := review.ListFilter{State: *state}
+	if *reason != "" && !slices.Contains(review.Reasons, review.Reason(*reason)) {
+		fmt.Fprintf(e.stderr, "sweeper tickets list: --reason %q is not a reason: %v\n", *reason, review.Reasons)
+		return exitUsage
+	}
+	filter := review.ListFilter{State: *state, Provider: *provider, Reason: *reason}
 	switch *state {
 	case review.StateOpen, review.StateResolved:
 	case "all":

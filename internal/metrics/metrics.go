@@ -69,6 +69,7 @@ type Metrics struct {
 	slackParked    prometheus.Counter
 	slackUncertain prometheus.Counter
 	slackAdopted   prometheus.Counter
+	slackSkipped   prometheus.Counter
 	slackSearches  prometheus.Counter
 }
 
@@ -115,6 +116,10 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 			Name: "sweeper_slack_adopted_total",
 			Help: "Outbox rows marked sent because their message was found in Slack after an uncertain post, instead of posting again.",
 		}),
+		slackSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sweeper_slack_skipped_total",
+			Help: "Outbox rows never posted because their ticket was resolved before its first alert was due (slack.group_wait): alerts for what settled itself.",
+		}),
 		slackSearches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sweeper_slack_search_inconclusive_total",
 			Help: "Outbox rows parked because the search for their message after an uncertain post could not finish (its window of the channel held more than a search reads); a person looks (sweeper outbox dismiss or replay --not-posted).",
@@ -123,7 +128,7 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 	var errs []error
 	for _, c := range []prometheus.Collector{
 		m.scanned, m.settled, m.ticketsOpened, m.lookups, m.escalations,
-		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted, m.slackSearches,
+		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted, m.slackSkipped, m.slackSearches,
 	} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
@@ -217,6 +222,15 @@ func (m *Metrics) SlackAdopted() {
 		return
 	}
 	m.slackAdopted.Inc()
+}
+
+// SlackSkipped counts n rows skipped, their ticket resolved before its
+// first alert was due.
+func (m *Metrics) SlackSkipped(n int) {
+	if m == nil {
+		return
+	}
+	m.slackSkipped.Add(float64(n))
 }
 
 // SlackSearchInconclusive counts one row parked after a search that could

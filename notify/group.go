@@ -1,0 +1,328 @@
+package notify
+
+// Alert groups. The tickets opened within slack.group_wait for the same
+// provider and reason, bound for the same channel, are posted as one root
+// message once there are at least slack.group_threshold of them
+// (Alertmanager's group_by and group_wait): counts, the first tickets, how
+// to list the rest. Each ticket's own alert, with its buttons, is a reply
+// in that message's thread, where its later messages go too; the group's
+// message is edited as tickets join it and resolve. Every ticket event
+// still has exactly one outbox row and at most one Slack message; the
+// group's message is one more row, with its own dedupe key.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/slack-go/slack"
+
+	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
+)
+
+// groupShown is how many of a group's open tickets its message lists.
+const groupShown = 5
+
+// group decides, before the first attempt on a ticket's "opened" row n
+// (one row at a time per dispatcher: the rows of its batch that it makes a
+// group of are the group's when their turn comes),
+// whether its alert goes in an alert group's thread: it joins a group of
+// its provider, reason and channel that still has open tickets or, when at
+// least the threshold of such tickets' alerts are due and none is grouped,
+// makes them a new group, whose message goes first. It sets n.GroupID, and
+// returns a *releaseError when n must wait for the group's message.
+func (d *Dispatcher) group(ctx context.Context, n *Notification) error {
+	if d.grouping <= 0 || n.TicketID == 0 || n.Kind != KindOpened || n.GroupID != 0 ||
+		n.TS != "" || n.Uncertain || len(n.SearchWindows) > 0 {
+		return nil
+	}
+	var workflow, provider, reason string
+	err := d.db.QueryRow(ctx, `SELECT coalesce(evidence->>'workflow', ''), coalesce(evidence->>'provider', ''), reason
+		FROM sweeper.tickets WHERE id = $1`, n.TicketID).Scan(&workflow, &provider, &reason)
+	if err != nil {
+		return fmt.Errorf("notify: ticket %d: %w", n.TicketID, err)
+	}
+	channel := d.channel(workflow, provider)
+	if channel == "" {
+		return nil // where() parks it
+	}
+	db, ok := d.db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return errors.New("notify: grouping alerts needs a database that begins transactions")
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("notify: group the alert of ticket %d: %w", n.TicketID, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// One decision at a time per channel, provider and reason, across
+	// every dispatcher: two never make two groups of the same tickets.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sweeper.alert_group'), hashtext($1 || ' ' || $2 || ' ' || $3))`,
+		channel, provider, reason); err != nil {
+		return fmt.Errorf("notify: group the alert of ticket %d: %w", n.TicketID, err)
+	}
+	var group int64
+	err = tx.QueryRow(ctx, `SELECT g.id FROM sweeper.alert_groups g
+		WHERE g.channel = $1 AND g.provider = $2 AND g.reason = $3
+		  AND EXISTS (SELECT 1 FROM sweeper.outbox m JOIN sweeper.tickets t ON t.id = m.ticket_id
+		              WHERE m.group_id = g.id AND t.state = 'open' AND m.state IN ('pending', 'sent'))
+		  AND EXISTS (SELECT 1 FROM sweeper.outbox r WHERE r.group_id = g.id AND r.ticket_id IS NULL
+		              AND r.state IN ('pending', 'sent') AND r.removed_at IS NULL)
+		ORDER BY g.id DESC LIMIT 1`, channel, provider, reason).Scan(&group)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		group, err = d.newGroup(ctx, tx, *n, channel, provider, reason)
+		if err != nil || group == 0 {
+			return err // too few: posted alone (the deferred rollback ends tx)
+		}
+	case err != nil:
+		return fmt.Errorf("notify: group the alert of ticket %d: %w", n.TicketID, err)
+	default:
+		if err := NewOutbox(tx).update(ctx, *n, "join an alert group", `group_id = $4`, group); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("notify: group the alert of ticket %d: %w", n.TicketID, err)
+	}
+	n.GroupID = group
+	g, err := d.outbox.rootOf(ctx, Notification{GroupID: group})
+	if err != nil {
+		return err
+	}
+	if !g.Live {
+		// The group's message goes first; the claim holds n until then.
+		return &releaseError{until: time.Now(), err: fmt.Errorf("ticket %d joined alert group %d, whose message is not posted yet", n.TicketID, group)}
+	}
+	return nil
+}
+
+// newGroup makes the due, ungrouped alerts of channel, provider and reason
+// a group in tx, with its message's outbox row, when there are at least
+// the threshold of them, and returns its id (0: too few). The alerts held
+// by other dispatchers count, and join the group when their holder decides
+// (under the same lock, it finds the group); the others join now.
+func (d *Dispatcher) newGroup(ctx context.Context, tx pgx.Tx, n Notification, channel, provider, reason string) (int64, error) {
+	rows, err := tx.Query(ctx, `SELECT o.id, coalesce(t.evidence->>'workflow', '') FROM sweeper.outbox o
+		JOIN sweeper.tickets t ON t.id = o.ticket_id
+		WHERE o.kind = 'opened' AND o.state = 'pending' AND o.group_id IS NULL AND o.ts IS NULL
+		  AND NOT o.uncertain AND o.search_windows = '[]' AND t.state = 'open'
+		  AND t.reason = $1 AND t.evidence->>'provider' = $2
+		ORDER BY o.id`, reason, provider)
+	if err != nil {
+		return 0, fmt.Errorf("notify: alert group candidates: %w", err)
+	}
+	var ids []int64
+	var id int64
+	var workflow string
+	_, err = pgx.ForEachRow(rows, []any{&id, &workflow}, func() error {
+		if d.channel(workflow, provider) == channel {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("notify: alert group candidates: %w", err)
+	}
+	if len(ids) < d.grouping {
+		return 0, nil
+	}
+	var group int64
+	if err := tx.QueryRow(ctx, `INSERT INTO sweeper.alert_groups (channel, provider, reason) VALUES ($1, $2, $3) RETURNING id`,
+		channel, provider, reason).Scan(&group); err != nil {
+		return 0, fmt.Errorf("notify: new alert group: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO sweeper.outbox (group_id, dedupe_key, kind) VALUES ($1::bigint, 'group:' || $1::bigint::text || ':opened', $2)`,
+		group, KindGroupOpened); err != nil {
+		return 0, fmt.Errorf("notify: alert group %d: %w", group, err)
+	}
+	tag, err := tx.Exec(ctx, `UPDATE sweeper.outbox SET group_id = $1
+		WHERE id = ANY($2) AND state = 'pending' AND group_id IS NULL
+		  AND ((id = $3 AND leased_by = $4 AND attempts = $5) OR leased_by IS NULL OR lease_until <= now() OR leased_by = $4)`,
+		group, ids, n.ID, n.LeasedBy, n.Attempts)
+	if err != nil {
+		return 0, fmt.Errorf("notify: alert group %d: %w", group, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return 0, ErrLeaseLost // rolled back: not even n's row is held
+	}
+	return group, nil
+}
+
+// groupChannel is where an alert group's message goes: the channel its
+// tickets were bound for when it was made.
+func groupChannel(ctx context.Context, db ledger.DB, group int64) (string, error) {
+	var channel string
+	if err := db.QueryRow(ctx, `SELECT channel FROM sweeper.alert_groups WHERE id = $1`, group).Scan(&channel); err != nil {
+		return "", fmt.Errorf("notify: alert group %d: %w", group, err)
+	}
+	return channel, nil
+}
+
+// touchGroup notes that the alert group of row n's ticket, if it has one,
+// changed (one of its tickets' messages went out or was skipped): its
+// message is brought up to date once at the end of the dispatch, however
+// many of its tickets changed.
+func (d *Dispatcher) touchGroup(ctx context.Context, n Notification) {
+	var group int64
+	err := d.db.QueryRow(ctx, `SELECT coalesce(max(group_id), 0) FROM sweeper.outbox WHERE ticket_id = $1`, n.TicketID).Scan(&group)
+	if err != nil || group == 0 {
+		return
+	}
+	d.touchedMu.Lock()
+	d.touched[group] = struct{}{}
+	d.touchedMu.Unlock()
+}
+
+// refreshGroups edits the message of each alert group touched since the
+// last call, if it is in Slack, to the group as it is now. An edit can be
+// made again, so a failed one is only logged; a later change shows the
+// group as it is then.
+func (d *Dispatcher) refreshGroups(ctx context.Context) {
+	d.touchedMu.Lock()
+	touched := d.touched
+	d.touched = map[int64]struct{}{}
+	d.touchedMu.Unlock()
+	for group := range touched {
+		if err := d.refreshGroup(ctx, group); err != nil {
+			d.logger.Warn("notify: the alert group's message was not brought up to date", "group_id", group, "err", err)
+		}
+	}
+}
+
+func (d *Dispatcher) refreshGroup(ctx context.Context, group int64) error {
+	g, err := d.outbox.rootOf(ctx, Notification{GroupID: group})
+	if err != nil || !g.Live {
+		return err
+	}
+	row := Notification{GroupID: group, Kind: KindGroupOpened, DedupeKey: g.DedupeKey}
+	post, err := GroupComposer{}.Compose(ctx, d.db, row)
+	if err != nil {
+		return err
+	}
+	if err := d.pace(ctx, g.Channel); err != nil {
+		return err
+	}
+	_, _, _, err = d.client.UpdateMessageContext(ctx, g.Channel, g.TS,
+		slack.MsgOptionText(post.Text, false), slack.MsgOptionBlocks(post.Blocks...),
+		slack.MsgOptionMetadata(dedupeMetadata(g.DedupeKey, row)))
+	if err != nil {
+		return err
+	}
+	d.metrics.SlackPosted(metrics.SlackUpdate)
+	return nil
+}
+
+// AlertGroup is an alert group as its message shows it.
+type AlertGroup struct {
+	ID       int64
+	Provider string
+	Reason   string
+	// Open and Resolved count its tickets; Shown are the first open ones.
+	Open, Resolved int
+	Shown          []GroupedTicket
+}
+
+// GroupedTicket is what a group's message shows of one open ticket.
+type GroupedTicket struct {
+	ID       int64
+	Workflow string
+	OpKey    string
+	OpenedAt time.Time
+}
+
+// ReadAlertGroup returns alert group id as it is now.
+func ReadAlertGroup(ctx context.Context, db ledger.DB, id int64) (AlertGroup, error) {
+	g := AlertGroup{ID: id}
+	err := db.QueryRow(ctx, `SELECT provider, reason,
+			(SELECT count(*) FROM sweeper.outbox m JOIN sweeper.tickets t ON t.id = m.ticket_id
+			 WHERE m.group_id = g.id AND t.state = 'open'),
+			(SELECT count(*) FROM sweeper.outbox m JOIN sweeper.tickets t ON t.id = m.ticket_id
+			 WHERE m.group_id = g.id AND t.state = 'resolved')
+		FROM sweeper.alert_groups g WHERE id = $1`, id).Scan(&g.Provider, &g.Reason, &g.Open, &g.Resolved)
+	if err != nil {
+		return AlertGroup{}, fmt.Errorf("notify: alert group %d: %w", id, err)
+	}
+	rows, err := db.Query(ctx, `SELECT t.id, coalesce(t.evidence->>'workflow', ''), t.op_key, t.created_at
+		FROM sweeper.outbox m JOIN sweeper.tickets t ON t.id = m.ticket_id
+		WHERE m.group_id = $1 AND t.state = 'open' ORDER BY t.id LIMIT $2`, id, groupShown)
+	if err != nil {
+		return AlertGroup{}, fmt.Errorf("notify: alert group %d: %w", id, err)
+	}
+	var t GroupedTicket
+	_, err = pgx.ForEachRow(rows, []any{&t.ID, &t.Workflow, &t.OpKey, &t.OpenedAt}, func() error {
+		g.Shown = append(g.Shown, t)
+		return nil
+	})
+	if err != nil {
+		return AlertGroup{}, fmt.Errorf("notify: alert group %d: %w", id, err)
+	}
+	return g, nil
+}
+
+// GroupComposer is the message of an alert group's row: [GroupMessage].
+type GroupComposer struct{}
+
+var _ Composer = GroupComposer{}
+
+// Compose implements [Composer].
+func (GroupComposer) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
+	g, err := ReadAlertGroup(ctx, db, n.GroupID)
+	if err != nil {
+		return Post{}, err
+	}
+	m := GroupMessage(g)
+	return Post{Text: m.Text, Blocks: m.Blocks}, nil
+}
+
+// GroupMessage is an alert group's message: how many of its tickets are
+// open and resolved, the first open ones, how to list them all; each
+// ticket's alert, with its buttons, is in the thread.
+func GroupMessage(g AlertGroup) Message {
+	provider := codeSpan(g.Provider, 100)
+	reason := reasonWords(review.Reason(g.Reason))
+	var text string
+	if g.Open == 0 {
+		text = fmt.Sprintf(":white_check_mark: All %d review tickets for %s, %s, are resolved.", g.Resolved, provider, reason)
+	} else {
+		text = fmt.Sprintf(":warning: %d review tickets open for %s: %s", g.Open, provider, reason)
+		if g.Resolved > 0 {
+			text += fmt.Sprintf(" (%d more resolved)", g.Resolved)
+		}
+		text += "."
+	}
+	blocks := []slack.Block{mrkdwnSection(text)}
+	if len(g.Shown) > 0 {
+		var lines []string
+		for _, t := range g.Shown {
+			lines = append(lines, fmt.Sprintf("• #%d · %s · op_key %s · opened %s", t.ID, codeSpan(t.Workflow, 100),
+				codeSpan(t.OpKey, 200), slackDate(t.OpenedAt)))
+		}
+		if more := g.Open - len(g.Shown); more > 0 {
+			lines = append(lines, fmt.Sprintf("…and %d more.", more))
+		}
+		blocks = append(blocks, mrkdwnSection(strings.Join(lines, "\n")))
+	}
+	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf(
+		"sweeper · alert group #%d · each ticket's alert, with its buttons, is in this thread · list them: `sweeper tickets list --provider %s --reason %s`",
+		g.ID, shellWord(g.Provider), shellWord(g.Reason)))))
+	return Message{Text: text, Blocks: blocks}
+}
+
+// shellWord shows s as one word a shell reads back as s.
+func shellWord(s string) string {
+	s = oneLine(clip(s, 100))
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(escape(s), "'", `'\''`) + "'"
+}

@@ -1,0 +1,223 @@
+package notify_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sweeper/sweeper/internal/health"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/slackfake"
+)
+
+const acmeChannel = "C0ACME"
+
+// incidentChannels route the acme provider's alerts to a channel of its own.
+var incidentChannels = notify.Channels{Default: alertsChannel, Providers: map[string]string{"acme": acmeChannel}}
+
+// pending writes n pending operations of provider, as workflows do before
+// they call it.
+func (b *bundle) pending(t *testing.T, provider string, n int) {
+	t.Helper()
+	for range n {
+		_, err := ledger.NewStore(b.pool).Claim(b.ctx, ledger.Attempt{
+			OpKey: fmt.Sprintf("op-%s-%d", t.Name(), b.ops.Add(1)), Workflow: "onboarding", Provider: provider,
+			Action: "send_email", Recipient: "jane.doe@example.com", Payload: json.RawMessage(`{"template":"welcome"}`),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// down has a tracker see failures in a row until provider is down.
+func (b *bundle) down(t *testing.T, tr *health.Tracker) {
+	t.Helper()
+	for range health.DefaultFailures {
+		if err := tr.Done(b.ctx, false, true, "503 Service Unavailable"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// up has a probe answered: the provider is up again.
+func (b *bundle) up(t *testing.T, tr *health.Tracker, provider string) {
+	t.Helper()
+	if _, err := b.pool.Exec(b.ctx, `UPDATE sweeper.provider_health SET probe_at = now() WHERE provider = $1`, provider); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the tracker's cached state
+	probe, _, err := tr.Allow(b.ctx)
+	if err != nil || !probe {
+		t.Fatalf("probe: %v, %v", probe, err)
+	}
+	if err := tr.Done(b.ctx, true, false, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *bundle) incidentIDs(t *testing.T, provider string) []int64 {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `SELECT id FROM sweeper.incidents WHERE provider = $1 ORDER BY id`, provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func incidentKey(id int64, what string) string { return fmt.Sprintf("incident:%d:%s", id, what) }
+
+func (b *bundle) incidentDispatcher(t *testing.T, id string) *notify.Dispatcher {
+	return b.dispatcher(t, id, func(c *notify.DispatcherConfig) { c.Channel = incidentChannels.For })
+}
+
+// TestIncidentOneMessage: a provider going down posts one root message in
+// its channel, whatever the number of operations waiting; coming back edits
+// it and replies once in its thread.
+func TestIncidentOneMessage(t *testing.T) {
+	b := setup(t)
+	d := b.incidentDispatcher(t, "d1")
+	b.pending(t, "acme", 12)
+	tr := health.NewTracker(b.pool, "acme", health.DefaultFailures, time.Minute)
+
+	b.down(t, tr)
+	b.down(t, health.NewTracker(b.pool, "acme", health.DefaultFailures, time.Minute)) // another replica agrees
+	if st := b.drain(t, d); st.Sent != 1 {
+		t.Fatalf("down: %+v, want one message", st)
+	}
+	ids := b.incidentIDs(t, "acme")
+	if len(ids) != 1 {
+		t.Fatalf("incidents %v, want 1", ids)
+	}
+	root := b.requireOne(t, incidentKey(ids[0], "opened"))
+	if root.Channel != acmeChannel || root.ThreadTS != "" || !strings.Contains(root.Text, "12 operations waiting") ||
+		!strings.Contains(root.Text, "unreachable since") {
+		t.Errorf("root = %+v", root)
+	}
+	if got, _ := root.Metadata.EventPayload["incident_id"].(float64); int64(got) != ids[0] || len(root.Metadata.EventPayload) != 2 {
+		t.Errorf("root metadata = %+v, want the dedupe key and the incident id alone", root.Metadata)
+	}
+
+	b.up(t, tr, "acme")
+	if st := b.drain(t, d); st.Sent != 1 {
+		t.Fatalf("up: %+v, want one reply", st)
+	}
+	reply := b.requireOne(t, incidentKey(ids[0], "closed"))
+	if reply.Channel != acmeChannel || reply.ThreadTS != root.TS || !strings.Contains(reply.Text, "Back after") ||
+		!strings.Contains(reply.Text, "0 settled, 0 need review, 12 still being looked up") {
+		t.Errorf("reply = %+v", reply)
+	}
+	root = b.fake.WithKey(incidentKey(ids[0], "opened"))[0]
+	if root.Edits != 1 || !strings.Contains(root.Text, "back since") || root.DedupeKey() != incidentKey(ids[0], "opened") {
+		t.Errorf("root after the end = %+v, want edited once to the ended incident", root)
+	}
+	if got := len(b.fake.Messages()); got != 2 {
+		t.Errorf("%d messages, want 2", got)
+	}
+
+	// As the backlog settles, the root follows it: edited when the counts
+	// change, not otherwise.
+	notify.SetIncidentRefresh(d, 0)
+	if _, err := b.pool.Exec(b.ctx, `UPDATE ledger.operations SET status = 'done', provider_record_id = 'rec-' || id
+		WHERE id IN (SELECT id FROM ledger.operations WHERE provider = 'acme' ORDER BY id LIMIT 10)`); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := d.DispatchOnce(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root = b.fake.WithKey(incidentKey(ids[0], "opened"))[0]
+	if root.Edits != 2 || !strings.Contains(root.Text, "10 settled, 0 need review, 2 still being looked up") {
+		t.Errorf("root as the backlog settles = %d edits, %q; want 2 edits and the counts", root.Edits, root.Text)
+	}
+	if got := len(b.fake.Messages()); got != 2 {
+		t.Errorf("%d messages, want still 2", got)
+	}
+
+	// The next outage is another incident, another message.
+	b.down(t, tr)
+	b.drain(t, d)
+	if ids = b.incidentIDs(t, "acme"); len(ids) != 2 {
+		t.Fatalf("incidents %v, want 2", ids)
+	}
+	b.requireOne(t, incidentKey(ids[1], "opened"))
+}
+
+// TestIncidentUncertainRootFound: a post of the incident's root whose answer
+// was lost is found by its key, not posted again.
+func TestIncidentUncertainRootFound(t *testing.T) {
+	b := setup(t)
+	d := b.incidentDispatcher(t, "d1")
+	b.pending(t, "acme", 1)
+	b.down(t, health.NewTracker(b.pool, "acme", health.DefaultFailures, time.Minute))
+	b.fake.Inject("chat.postMessage", slackfake.Fault{Drop: true})
+	if st, err := d.DispatchOnce(b.ctx); err != nil || st.Uncertain != 1 {
+		t.Fatalf("first attempt: %+v, %v; want uncertain", st, err)
+	}
+	if st := b.drain(t, d); st.Adopted != 1 {
+		t.Errorf("second attempt: %+v, want the message adopted", st)
+	}
+	b.requireOne(t, incidentKey(b.incidentIDs(t, "acme")[0], "opened"))
+	if got := len(b.fake.Calls("chat.postMessage")); got != 1 {
+		t.Errorf("%d posts, want 1", got)
+	}
+	if len(b.fake.Calls("conversations.history")) == 0 {
+		t.Error("the root was not searched for")
+	}
+}
+
+// TestIncidentCrashAndDuplicateDispatch: a dispatcher killed after its post
+// and before recording it, then two dispatchers draining at once, leave
+// one root and one reply.
+func TestIncidentCrashAndDuplicateDispatch(t *testing.T) {
+	b := setup(t)
+	b.pending(t, "acme", 3)
+	tr := health.NewTracker(b.pool, "acme", health.DefaultFailures, time.Minute)
+	b.down(t, tr)
+	claimed, err := b.outbox.Claim(b.ctx, "killed", 50*time.Millisecond, 10)
+	if err != nil || len(claimed) != 1 || claimed[0].IncidentID == 0 {
+		t.Fatalf("claim: %+v, %v", claimed, err)
+	}
+	// The killed dispatcher's post, with its key, in the incident's channel.
+	b.fake.Add(slackfake.Message{Channel: acmeChannel, Text: "acme unreachable",
+		Metadata: &slackfake.Metadata{EventType: "sweeper_ticket",
+			EventPayload: map[string]any{"dedupe_key": claimed[0].DedupeKey, "incident_id": claimed[0].IncidentID}}})
+	time.Sleep(100 * time.Millisecond) // the lease ends
+	b.up(t, tr, "acme")
+
+	var wg sync.WaitGroup
+	for i := range 2 {
+		d := b.incidentDispatcher(t, fmt.Sprintf("d%d", i))
+		wg.Go(func() {
+			if _, err := d.Drain(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	b.drain(t, b.incidentDispatcher(t, "d3"))
+	id := claimed[0].IncidentID
+	root := b.requireOne(t, incidentKey(id, "opened"))
+	reply := b.requireOne(t, incidentKey(id, "closed"))
+	if reply.ThreadTS != root.TS {
+		t.Errorf("reply in thread %q, root %s", reply.ThreadTS, root.TS)
+	}
+	if got := len(b.fake.Calls("chat.postMessage")); got != 1 {
+		t.Errorf("%d posts by the dispatchers, want 1 (the reply; the root was adopted)", got)
+	}
+}
