@@ -38,8 +38,8 @@ func (b *bundle) pending(t *testing.T, provider string, n int) {
 // down has a tracker see failures in a row until provider is down.
 func (b *bundle) down(t *testing.T, tr *health.Tracker) {
 	t.Helper()
-	for range health.DefaultFailures {
-		if err := tr.Done(b.ctx, false, true, "503 Service Unavailable"); err != nil {
+	for i := range health.DefaultFailures {
+		if err := tr.Done(b.ctx, false, true, fmt.Sprintf("op-%d", i), "503 Service Unavailable"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,7 +56,7 @@ func (b *bundle) up(t *testing.T, tr *health.Tracker, provider string) {
 	if err != nil || !probe {
 		t.Fatalf("probe: %v, %v", probe, err)
 	}
-	if err := tr.Done(b.ctx, true, false, ""); err != nil {
+	if err := tr.Done(b.ctx, true, false, "op-probe", ""); err != nil {
 		t.Fatal(err)
 	}
 }
