@@ -857,6 +857,20 @@ func (e *setTwiceError) Error() string {
 	return fmt.Sprintf("both %s and %s_FILE are set; set only one", e.name, e.name)
 }
 
+// BlockSecret is [Secret] for a credential a provider block names by key
+// (e.g. "secret_key_env"): name empty is "required", and every error
+// starts with the key.
+func BlockSecret(getenv Getenv, key, name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%s: required: the name of an environment variable", key)
+	}
+	v, err := Secret(getenv, name)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", key, err)
+	}
+	return v, nil
+}
+
 // SecretSet reports whether [Secret] would find a value for name.
 func SecretSet(getenv Getenv, name string) bool {
 	_, err := Secret(getenv, name)

@@ -20,6 +20,7 @@ import (
 	"github.com/slack-go/slack"
 	"golang.org/x/time/rate"
 
+	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
 )
@@ -584,7 +585,7 @@ func dueSince(n Notification) time.Time {
 func (d *Dispatcher) expire(parent context.Context, n Notification, cutoff time.Time, log *slog.Logger) Stats {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
 	defer cancel()
-	cause := fmt.Errorf("expired: older than slack.max_alert_age (%s); not posted — see sweeper tickets list", shortDuration(d.maxAge))
+	cause := fmt.Errorf("expired: older than slack.max_alert_age (%s); not posted — see sweeper tickets list", config.NewDuration(d.maxAge))
 	if err := d.outbox.Park(ctx, n, CodeExpired, cause); err != nil {
 		log.Warn("notify: outcome not recorded", "err", err, "outcome_of", cause)
 		return Stats{Lost: 1}
@@ -653,18 +654,6 @@ func (d *Dispatcher) skipSettled(parent context.Context, n Notification, log *sl
 	log.Info("notify: not posted: the ticket was resolved before its first alert was due", "rows", skipped)
 	d.touchGroup(ctx, n)
 	return Stats{Skipped: skipped}, true
-}
-
-// shortDuration writes 24h rather than 24h0m0s, as the configuration does.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }
 
 // attemptResult is what a successful attempt found or did.

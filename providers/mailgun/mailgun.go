@@ -23,12 +23,9 @@ import (
 // Kind is the mailgun adapter's kind, for the list in providers/kinds.
 var Kind = providers.NewKind("mailgun", newConfig,
 	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
-		if cfg.APIKeyEnv == "" {
-			return nil, errors.New("api_key_env: required: the name of an environment variable")
-		}
-		key, err := config.Secret(env.Getenv, cfg.APIKeyEnv)
+		key, err := config.BlockSecret(env.Getenv, "api_key_env", cfg.APIKeyEnv)
 		if err != nil {
-			return nil, fmt.Errorf("api_key_env: %w", err)
+			return nil, err
 		}
 		return New(name, cfg, key, nil)
 	}).WithSettleWindow(DefaultSettleWindow)

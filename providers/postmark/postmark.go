@@ -21,12 +21,9 @@ import (
 // Kind is the postmark adapter's kind, for the list in providers/kinds.
 var Kind = providers.NewKind("postmark", newConfig,
 	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
-		if cfg.ServerTokenEnv == "" {
-			return nil, errors.New("server_token_env: required: the name of an environment variable")
-		}
-		token, err := config.Secret(env.Getenv, cfg.ServerTokenEnv)
+		token, err := config.BlockSecret(env.Getenv, "server_token_env", cfg.ServerTokenEnv)
 		if err != nil {
-			return nil, fmt.Errorf("server_token_env: %w", err)
+			return nil, err
 		}
 		return New(name, cfg, token, nil)
 	}).WithSettleWindow(DefaultSettleWindow)

@@ -99,12 +99,9 @@ import (
 // Kind is the stripe adapter's kind, for the list in providers/kinds.
 var Kind = providers.NewKind("stripe", newConfig,
 	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
-		if cfg.SecretKeyEnv == "" {
-			return nil, errors.New("secret_key_env: required: the name of an environment variable")
-		}
-		key, err := config.Secret(env.Getenv, cfg.SecretKeyEnv)
+		key, err := config.BlockSecret(env.Getenv, "secret_key_env", cfg.SecretKeyEnv)
 		if err != nil {
-			return nil, fmt.Errorf("secret_key_env: %w", err)
+			return nil, err
 		}
 		return New(name, cfg, key, nil), nil
 	}).WithSettleWindow(DefaultSettleWindow)
