@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/notify"
-	"github.com/sweeper/sweeper/notify/slackfake"
+	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/review"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/sweeper/sweeper/internal/health"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
-	"github.com/sweeper/sweeper/notify/slackfake"
+	"github.com/sweeper/sweeper/internal/slackfake"
 )
 
 const acmeChannel = "C0ACME"

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/internal/dbtest"
-	"github.com/sweeper/sweeper/notify/slackfake"
+	"github.com/sweeper/sweeper/internal/slackfake"
 )
 
 // startOutageDaemons starts n daemons on dbURL with cfgFile and returns

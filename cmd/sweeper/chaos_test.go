@@ -22,7 +22,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/pgtemp"
 	"github.com/sweeper/sweeper/migrations"
-	"github.com/sweeper/sweeper/notify/slackfake"
+	"github.com/sweeper/sweeper/internal/slackfake"
 )
 
 var chaosFull = flag.Bool("chaos.full", false,

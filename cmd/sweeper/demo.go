@@ -25,7 +25,7 @@ import (
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
-	"github.com/sweeper/sweeper/notify/slackfake"
+	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/providers/sim"
 	"github.com/sweeper/sweeper/review"
 )

@@ -21,7 +21,7 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/internal/pgtemp"
-	"github.com/sweeper/sweeper/notify/slackfake"
+	"github.com/sweeper/sweeper/internal/slackfake"
 )
 
 var (

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/dbtest"
-	"github.com/sweeper/sweeper/notify/slackfake"
+	"github.com/sweeper/sweeper/internal/slackfake"
 )
 
 // slackCase is a database, a fake Slack and a configuration for driving

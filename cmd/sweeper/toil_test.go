@@ -17,7 +17,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
-	"github.com/sweeper/sweeper/notify/slackfake"
+	"github.com/sweeper/sweeper/internal/slackfake"
 )
 
 var toilFull = flag.Bool("toil.full", false, "TestToil at full size: 1,000 operations (make toil)")
