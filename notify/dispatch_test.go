@@ -18,9 +18,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
-	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )

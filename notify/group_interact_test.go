@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/ledger"
 )
 
 // TestGroupedTicketButtons: the buttons of a ticket's alert in its group's

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/review"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/review"
 )
 

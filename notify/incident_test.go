@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/health"
+	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
-	"github.com/sweeper/sweeper/internal/slackfake"
 )
 
 const acmeChannel = "C0ACME"

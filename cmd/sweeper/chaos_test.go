@@ -21,8 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/internal/pgtemp"
-	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/migrations"
 )
 
 var chaosFull = flag.Bool("chaos.full", false,

@@ -7,9 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/migrations"
 )
 
@@ -25,7 +23,7 @@ func runMigrate(ctx context.Context, e *env, args []string) int {
 	if cfg == nil {
 		return code
 	}
-	pool, err := connect(ctx, cfg)
+	pool, err := app.Connect(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper migrate: %v\n", err)
 		return exitFailure
@@ -76,32 +74,4 @@ func runMigrate(ctx context.Context, e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "%d migration(s) applied\n", len(applied))
 	return exitOK
-}
-
-// connect opens a pool on the configured database and checks it answers, so
-// a wrong URL fails here with a clear message rather than mid-command. The
-// message carries the URL with its password masked, or no URL when it does
-// not parse cleanly: configuration refuses those, and this keeps a caller
-// that skipped it from printing one.
-func connect(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, error) {
-	redacted := "(a URL that does not parse)"
-	if config.CheckDatabaseURL(cfg.Database.URL) == nil {
-		redacted = config.RedactURL(cfg.Database.URL)
-	}
-	poolCfg, err := pgxpool.ParseConfig(cfg.Database.URL)
-	if err != nil {
-		return nil, fmt.Errorf("database %s: invalid URL", redacted)
-	}
-	poolCfg.MaxConns = cfg.Database.MaxConns
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-	if err != nil {
-		return nil, fmt.Errorf("database %s: %w", redacted, err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("database %s is not reachable: %w", redacted, err)
-	}
-	return pool, nil
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sweeper/sweeper/internal/dbtest"
-	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/ledger"
 )
 
 var toilFull = flag.Bool("toil.full", false, "TestToil at full size: 1,000 operations (make toil)")

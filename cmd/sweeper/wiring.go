@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
@@ -90,7 +91,7 @@ func connectSweeper(ctx context.Context, e *env, cfg *config.Config, provs map[s
 
 // reach connects and counts the migrations the database lacks.
 func reach(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, int, error) {
-	pool, err := connect(ctx, cfg)
+	pool, err := app.Connect(ctx, cfg)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -1,0 +1,438 @@
+// Package bench is `sweeper bench`: settle throughput, latency, statements,
+// memory and the idle scan, measured on a scratch database.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/benchkit"
+	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/providers/kinds"
+)
+
+// Options are `sweeper bench`'s settings; the CLI's flags of the same
+// names set them.
+type Options struct {
+	Ops         int
+	Stale       float64
+	Latency     time.Duration
+	Concurrency int
+	CommitBatch int
+	BatchSize   int
+	MaxConns    int
+	RiverJobs   int
+	IdleTicks   int
+	RssBaseline float64
+	Timeout     time.Duration
+	Cpuprofile  string
+	Keep        bool
+
+	Stdout, Stderr io.Writer
+	Getenv         config.Getenv // SWEEPER_DATABASE_URL: the server to use
+}
+
+// benchRiverSchema holds the River tables of the no-op yardstick, apart from
+// sweeper's own.
+const benchRiverSchema = "bench_river"
+
+// Validate says what is wrong with the options, every problem joined.
+func (f *Options) Validate() error {
+	var errs []error
+	if f.Ops < 1 {
+		errs = append(errs, errors.New("--ops: must be at least 1"))
+	}
+	if !(f.Stale >= 0 && f.Stale <= 1) {
+		errs = append(errs, errors.New("--stale: must be between 0 and 1"))
+	}
+	if f.Latency < 0 {
+		errs = append(errs, errors.New("--latency: must not be negative"))
+	}
+	if f.Concurrency < 1 || f.Concurrency > 1000 {
+		errs = append(errs, errors.New("--concurrency: must be between 1 and 1000"))
+	}
+	if f.CommitBatch < 1 {
+		errs = append(errs, errors.New("--commit-batch: must be at least 1"))
+	}
+	if f.BatchSize < 1 || f.BatchSize > 10000 {
+		errs = append(errs, errors.New("--batch: must be between 1 and 10000"))
+	}
+	if f.MaxConns < 2 {
+		errs = append(errs, errors.New("--max-conns: must be at least 2"))
+	}
+	if f.RiverJobs < 0 {
+		errs = append(errs, errors.New("--river-jobs: must not be negative"))
+	}
+	if f.IdleTicks < 1 {
+		errs = append(errs, errors.New("--idle-ticks: must be at least 1"))
+	}
+	if f.RssBaseline < 0 {
+		errs = append(errs, errors.New("--rss-baseline: must not be negative"))
+	}
+	if f.Timeout <= 0 {
+		errs = append(errs, errors.New("--timeout: must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// benchConfig is the configuration the benchmark runs sweeper with: the
+// defaults, but for the sim provider and the flags.
+func benchConfig(f Options, dbURL string) string {
+	return fmt.Sprintf(`
+[database]
+url = %q
+max_conns = %d
+
+[sweep]
+batch_size = %d
+query_timeout = "1m"
+timeout = "2h"
+
+[river]
+max_workers = %d
+
+[review]
+default_owner = "bench-owner"
+
+[providers.sim]
+kind = "sim"
+stale_after = "10m"
+lookup_timeout = %q
+lookup_budget = "10m"
+rate_limit = 1000000.0
+concurrency = %d
+latency = %q
+`, dbURL, f.MaxConns, f.BatchSize, f.Concurrency, max(10*time.Second, 2*f.Latency).String(),
+		f.Concurrency, f.Latency.String()) + benchkit.SimRules
+}
+
+// benchResult gathers the figures the targets are checked against.
+type benchResult struct {
+	settledPerSec float64
+	noopPerSec    float64
+	peakRSSMiB    float64
+	idleScan      time.Duration
+	idleRows      int
+	idleIndexOnly bool
+}
+
+// Run fills a scratch database, settles it with the real sweep and lookup
+// jobs, times River alone and an idle tick, and prints the figures beside
+// their targets on f.Stdout.
+func Run(ctx context.Context, f Options) (err error) {
+	if f.RiverJobs == 0 {
+		f.RiverJobs = max(1000, 50*f.Concurrency)
+	}
+	out := f.Stdout
+	server, err := benchkit.FindServer(ctx, f.Getenv(config.EnvDatabaseURL))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := server.Close(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
+	db, err := server.CreateDatabase(ctx, "sweeper_bench")
+	if err != nil {
+		return err
+	}
+	if f.Keep {
+		fmt.Fprintf(out, "database: %s (kept: --keep)\n", db.Name)
+	} else {
+		fmt.Fprintf(out, "database: %s (dropped at the end)\n", db.Name)
+		defer func() {
+			if dropErr := db.Drop(); dropErr != nil && err == nil {
+				err = dropErr
+			}
+		}()
+	}
+
+	noEnv := func(string) string { return "" } // SWEEPER_DATABASE_URL must not redirect the config
+	cfg, err := config.Parse(benchConfig(f, db.URL), kinds.All(), noEnv)
+	if err != nil {
+		return fmt.Errorf("bench configuration: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(f.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	provs, err := jobs.BuildProviders(cfg, kinds.All(), noEnv, logger)
+	if err != nil {
+		return err
+	}
+	counter := &benchkit.StatementCounter{}
+	pool, err := benchPool(ctx, db.URL, int32(f.MaxConns), counter)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := migrations.New(pool, nil).Up(ctx); err != nil {
+		return err
+	}
+	// The benchmark's own reads go through a connection of their own, so
+	// they are not counted as sweeper's statements.
+	monitor, err := pgx.Connect(ctx, db.URL)
+	if err != nil {
+		return err
+	}
+	defer monitor.Close(context.WithoutCancel(ctx))
+
+	fill, err := benchkit.FillLedger(ctx, monitor, f.Ops, f.Stale, benchkit.DefaultMix)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "setup: %d operations, %d stale pending (%s), the rest done; sim latency %s; concurrency %d "+
+		"(river.max_workers and provider concurrency); commit batch %d; sweep.batch_size %d; database.max_conns %d\n",
+		fill.Rows, fill.Stale, benchkit.DefaultMix, f.Latency, f.Concurrency, f.CommitBatch, f.BatchSize, f.MaxConns)
+	fmt.Fprintf(out, "fill: %d rows in %s (INSERT … SELECT generate_series, then ANALYZE)\n", fill.Rows, fill.Elapsed.Round(time.Millisecond))
+
+	s := &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger}
+	var res benchResult
+	if fill.Stale > 0 {
+		if err := benchSettle(ctx, out, f, s, monitor, counter, fill.Stale, &res); err != nil {
+			return err
+		}
+		noopPool, err := benchPool(ctx, db.URL, int32(f.MaxConns), nil)
+		if err != nil {
+			return err
+		}
+		noop, err := benchkit.RiverNoop(ctx, noopPool, benchRiverSchema, f.Concurrency, f.RiverJobs)
+		noopPool.Close()
+		if err != nil {
+			return err
+		}
+		res.noopPerSec = noop.PerSecond()
+		fmt.Fprintf(out, "river_noop_per_sec=%.1f  (River alone: %d no-op jobs inserted with InsertMany, %d workers, "+
+			"schema %s of the same database, from the client's start until all completed: %s)\n",
+			res.noopPerSec, noop.Jobs, f.Concurrency, benchRiverSchema, noop.Elapsed.Round(time.Millisecond))
+	}
+	if err := benchIdle(ctx, out, f, s, monitor, &res); err != nil {
+		return err
+	}
+	benchTargets(out, f, res, fill.Stale > 0)
+	if fill.Stale > 0 {
+		fmt.Fprintf(out, "ratio_vs_river=%.3f\n", res.settledPerSec/res.noopPerSec)
+	}
+	return nil
+}
+
+// benchPool opens a pool on u of maxConns connections, counting its
+// statements with counter unless nil.
+func benchPool(ctx context.Context, u string, maxConns int32, counter *benchkit.StatementCounter) (*pgxpool.Pool, error) {
+	poolCfg, err := pgxpool.ParseConfig(u)
+	if err != nil {
+		return nil, err
+	}
+	poolCfg.MaxConns = maxConns
+	if counter != nil {
+		poolCfg.ConnConfig.Tracer = counter
+	}
+	return pgxpool.NewWithConfig(ctx, poolCfg)
+}
+
+// benchSettle runs a real River client with sweeper's jobs, inserts one
+// sweep job, and waits until no stale row is pending.
+func benchSettle(ctx context.Context, out io.Writer, f Options, s *jobs.Sweeper, monitor *pgx.Conn,
+	counter *benchkit.StatementCounter, stale int, res *benchResult) error {
+	daemon, err := s.NewDaemon(jobs.ClientOptions{NoPeriodic: true, CommitBatch: f.CommitBatch})
+	if err != nil {
+		return err
+	}
+	if f.Cpuprofile != "" {
+		pf, err := os.Create(f.Cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rssSource := "reset before the settle phase"
+	if err := benchkit.ResetPeakRSS(); err != nil {
+		rssSource = "the whole process: it could not be reset"
+	}
+	counter.Start()
+	start := time.Now()
+	if err := daemon.Start(ctx); err != nil {
+		return err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = daemon.StopAndCancel(stopCtx)
+		}
+	}()
+	if _, err := daemon.Client.Insert(ctx, jobs.SweepArgs{}, nil); err != nil {
+		return err
+	}
+	deadline := start.Add(f.Timeout)
+	for {
+		// EXISTS, not count(*): counting a large backlog every few
+		// milliseconds would take a core from the database being measured.
+		var left bool
+		if err := monitor.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM ledger.operations WHERE status = 'pending')").Scan(&left); err != nil {
+			return err
+		}
+		if !left {
+			break
+		}
+		if time.Now().After(deadline) {
+			var pending int
+			if err := monitor.QueryRow(ctx, "SELECT count(*) FROM ledger.operations WHERE status = 'pending'").Scan(&pending); err != nil {
+				return err
+			}
+			// What a cut-short run still shows: memory under the backlog.
+			if peak, rssHow, err := benchkit.PeakRSS(); err == nil {
+				fmt.Fprintf(out, "settle: cut short by --timeout: %d of %d settled in %s\n", stale-pending, stale, f.Timeout)
+				fmt.Fprintf(out, "peak_rss_mib=%.1f  (%s, %s, until --timeout)\n", float64(peak)/(1<<20), rssHow, rssSource)
+			}
+			return fmt.Errorf("settle: %d of %d stale operations still pending after %s", pending, stale, f.Timeout)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	statements := counter.Stop()
+	pprof.StopCPUProfile()
+	peak, rssHow, err := benchkit.PeakRSS()
+	if err != nil {
+		return err
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	err = daemon.Stop(stopCtx)
+	cancel()
+	stopped = true
+	if err != nil {
+		return fmt.Errorf("stop the River client: %w", err)
+	}
+
+	settled, err := benchkit.Settled(ctx, monitor)
+	if err != nil {
+		return err
+	}
+	n := settled.Done + settled.Review
+	res.settledPerSec = float64(n) / elapsed.Seconds()
+	res.peakRSSMiB = float64(peak) / (1 << 20)
+	fmt.Fprintf(out, "settle: %d operations settled (%d done, %d review) in %s, from the sweep job's insert until none is pending\n",
+		n, settled.Done, settled.Review, elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "settled_per_sec=%.1f\n", res.settledPerSec)
+	fmt.Fprintf(out, "latency_p50_ms=%.1f latency_p99_ms=%.1f  (per operation, lookup job created_at → operations.updated_at "+
+		"of the transaction that wrote the outcome, the ticket's too)\n",
+		float64(settled.P50)/float64(time.Millisecond), float64(settled.P99)/float64(time.Millisecond))
+	fmt.Fprintf(out, "statements_per_op=%.2f  (%d statements counted by a pgx QueryTracer/BatchTracer on the pool River and "+
+		"sweeper share — BEGIN/COMMIT and River's own included — ÷ %d settled)\n", float64(statements)/float64(n), statements, n)
+	for _, st := range counter.Top(10) {
+		fmt.Fprintf(out, "  %7.3f/op %s\n", float64(st.Count)/float64(n), st.SQL)
+	}
+	fmt.Fprintf(out, "peak_rss_mib=%.1f  (%s, %s)\n", res.peakRSSMiB, rssHow, rssSource)
+	if f.Cpuprofile != "" {
+		fmt.Fprintf(out, "cpu profile: %s (go tool pprof -top %s)\n", f.Cpuprofile, f.Cpuprofile)
+	}
+	return nil
+}
+
+// benchIdle times the stale scan over a ledger with nothing pending, as a
+// sweep tick runs it, and prints the plan of its query.
+func benchIdle(ctx context.Context, out io.Writer, f Options, s *jobs.Sweeper, monitor *pgx.Conn, res *benchResult) error {
+	// After a settle phase the partial index holds the settled rows' dead
+	// entries until vacuum; autovacuum would have removed them by the next
+	// tick.
+	if _, err := monitor.Exec(ctx, "VACUUM (ANALYZE) ledger.operations"); err != nil {
+		return err
+	}
+	var rows, pending int
+	if err := monitor.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'pending') FROM ledger.operations`).Scan(&rows, &pending); err != nil {
+		return err
+	}
+	scanner := s.Scanner()
+	ticks := make([]time.Duration, f.IdleTicks)
+	for i := range ticks {
+		start := time.Now()
+		if _, err := scanner.Scan(ctx, func(context.Context, []ledger.Operation) error { return nil }); err != nil {
+			return err
+		}
+		ticks[i] = time.Since(start)
+	}
+	slices.Sort(ticks)
+	res.idleScan, res.idleRows = ticks[len(ticks)/2], rows
+	fmt.Fprintf(out, "idle_scan_ms=%.3f  (one sweep tick's scan — every provider's stale query and the unconfigured-providers "+
+		"query — median of %d, min %.3f, max %.3f; %d rows, %d pending; after VACUUM ANALYZE)\n",
+		ms(res.idleScan), len(ticks), ms(ticks[0]), ms(ticks[len(ticks)-1]), rows, pending)
+
+	negInf := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	cutoff := time.Now().Add(-s.Providers["sim"].StaleAfter)
+	planRows, err := monitor.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+ledger.StalePendingQuery,
+		"sim", cutoff, negInf, int64(0), f.BatchSize)
+	if err != nil {
+		return err
+	}
+	plan, err := pgx.CollectRows(planRows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	text := strings.Join(plan, "\n")
+	res.idleIndexOnly = strings.Contains(text, "Index") && !strings.Contains(text, "Seq Scan")
+	fmt.Fprintln(out, "idle plan (EXPLAIN (ANALYZE, BUFFERS) of ledger.StalePendingQuery, provider sim):")
+	for _, line := range plan {
+		fmt.Fprintf(out, "  %s\n", line)
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// benchTargets prints each target beside its figure, MET or MISSED.
+func benchTargets(out io.Writer, f Options, r benchResult, settled bool) {
+	verdict := func(ok bool) string {
+		if ok {
+			return "MET   "
+		}
+		return "MISSED"
+	}
+	fmt.Fprintln(out, "targets (benchmarks on a possibly shared machine, not timed tests):")
+	switch {
+	case !settled:
+		fmt.Fprintln(out, "  n/a    throughput: nothing stale (--stale 0)")
+	case f.Latency == 0:
+		want := 0.3 * r.noopPerSec
+		fmt.Fprintf(out, "  %s latency 0: settled/s %.1f ≥ 0.3 × River no-op jobs/s %.1f = %.1f\n",
+			verdict(r.settledPerSec >= want), r.settledPerSec, r.noopPerSec, want)
+	default:
+		want := 0.8 * float64(f.Concurrency) / f.Latency.Seconds()
+		fmt.Fprintf(out, "  %s latency %s, concurrency %d: settled/s %.1f ≥ 0.8 × %d / %.3fs = %.1f\n",
+			verdict(r.settledPerSec >= want), f.Latency, f.Concurrency, r.settledPerSec, f.Concurrency, f.Latency.Seconds(), want)
+	}
+	switch {
+	case !settled:
+		fmt.Fprintln(out, "  n/a    peak RSS: no settle phase")
+	case f.RssBaseline > 0:
+		growth := r.peakRSSMiB/f.RssBaseline - 1
+		fmt.Fprintf(out, "  %s peak RSS %.1f MiB vs --rss-baseline %.1f MiB: growth %+.1f%% < 20%%\n",
+			verdict(growth < 0.2), r.peakRSSMiB, f.RssBaseline, 100*growth)
+	default:
+		fmt.Fprintf(out, "  n/a    peak RSS %.1f MiB: growth from a 10k to a 1M backlog must stay under 20%%; "+
+			"compare peak_rss_mib of a --ops 10000 run and a --ops 1000000 run, or pass --rss-baseline MiB\n", r.peakRSSMiB)
+	}
+	scale := ""
+	if r.idleRows < 1_000_000 {
+		scale = fmt.Sprintf(" (on %d rows; the target is stated for 1,000,000)", r.idleRows)
+	}
+	fmt.Fprintf(out, "  %s idle tick %.3f ms < 10 ms%s\n", verdict(r.idleScan < 10*time.Millisecond), ms(r.idleScan), scale)
+	fmt.Fprintf(out, "  %s idle plan uses an index, no sequential scan\n", verdict(r.idleIndexOnly))
+}

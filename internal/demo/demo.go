@@ -1,0 +1,1017 @@
+// Package demo is `sweeper demo`: a seeded throwaway ledger, the real
+// daemon over simulated providers and a fake Slack, and a running account
+// of what happens.
+package demo
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/internal/pgtemp"
+	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/providers/kinds"
+	"github.com/sweeper/sweeper/providers/sim"
+	"github.com/sweeper/sweeper/review"
+)
+
+// The demo compresses a day into seconds: fast schedules, and a review
+// window far below the one-minute floor review.window has in a real
+// configuration, so that an escalation happens while one watches.
+const (
+	demoReviewWindow = 8 * time.Second
+	demoPollEvery    = 250 * time.Millisecond
+	demoStopGrace    = 10 * time.Second
+	DefaultOps       = 40
+	MinOps           = 10
+	MaxOps           = 500
+)
+
+// Exit codes Run returns.
+const (
+	exitOK      = 0
+	exitFailure = 1 // timed out, interrupted or a runtime failure
+	exitUsage   = 2 // bad options, or no PostgreSQL to run on
+)
+
+// Options are what `sweeper demo` takes.
+type Options struct {
+	Ops     int           // stale operations to seed, MinOps to MaxOps
+	Timeout time.Duration // give up after this long
+	Stdout  io.Writer     // the running account
+	Stderr  io.Writer     // errors, and the daemon's warnings
+	Getenv  config.Getenv // SWEEPER_DATABASE_URL and SWEEPER_PG_BINDIR
+}
+
+// env is what the demo sees of the process.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         config.Getenv
+}
+
+// Run is `sweeper demo`: a throwaway ledger, the real daemon over
+// simulated providers and a fake Slack, and a running account of what
+// happens, until everything seeded is settled and a ticket has escalated.
+// It returns the exit code.
+func Run(ctx context.Context, o Options) int {
+	e := &env{stdout: o.Stdout, stderr: o.Stderr, getenv: o.Getenv}
+	if o.Ops < MinOps || o.Ops > MaxOps {
+		fmt.Fprintf(e.stderr, "sweeper demo: --ops must be between %d and %d\n", MinOps, MaxOps)
+		return exitUsage
+	}
+	if o.Timeout <= 0 {
+		fmt.Fprintln(e.stderr, "sweeper demo: --timeout must be positive")
+		return exitUsage
+	}
+	d := &demo{
+		e:       e,
+		out:     &demoPrinter{w: e.stdout, start: time.Now()},
+		plan:    demoPlan(o.Ops),
+		timeout: o.Timeout,
+		// The daemon's own log would bury the account on stdout: only its
+		// warnings and errors show, on stderr.
+		logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	defer d.cleanup()
+	return d.run(ctx)
+}
+
+// demo is one run of `sweeper demo` and everything it has to undo.
+type demo struct {
+	e       *env
+	out     *demoPrinter
+	plan    []demoOp
+	timeout time.Duration
+	logger  *slog.Logger
+
+	undo demoCleanups
+}
+
+// demoCleanups collects what to undo, and runs it last first. It is what
+// slackfake.New registers its server's Close with.
+type demoCleanups []func()
+
+// Cleanup registers f.
+func (c *demoCleanups) Cleanup(f func()) { *c = append(*c, f) }
+
+func (c *demoCleanups) run() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
+	*c = nil
+}
+
+func (d *demo) cleanup() { d.undo.run() }
+
+func (d *demo) run(ctx context.Context) int {
+	e, out := d.e, d.out
+	deadline := out.start.Add(d.timeout)
+	setupCtx, cancelSetup := context.WithDeadline(ctx, deadline)
+	defer cancelSetup()
+
+	fmt.Fprintln(e.stdout, "sweeper demo: a seeded ledger, the real daemon, simulated providers and a fake Slack.")
+	dbURL, code := d.database(setupCtx)
+	if dbURL == "" {
+		return code
+	}
+
+	fake := slackfake.New(&d.undo)
+	getenv := demoEnv(dbURL)
+	cfg, err := config.Parse(demoConfig(d.plan, fake.URL()), kinds.All(), getenv)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper demo: configuration: %v\n", err)
+		return exitFailure
+	}
+	cfg.Review.Window = config.NewDuration(demoReviewWindow)
+
+	pool, err := app.Connect(setupCtx, cfg)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper demo: %v\n", err)
+		return exitFailure
+	}
+	d.undo.Cleanup(pool.Close)
+	applied, err := migrations.New(pool, nil).Up(setupCtx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper demo: migrate: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintf(e.stdout, "  migrated:   %d migration(s) applied\n", len(applied))
+	provs, err := jobs.BuildProviders(cfg, kinds.All(), getenv, d.logger)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper demo: %v\n", err)
+		return exitFailure
+	}
+	if err := seedDemo(setupCtx, pool, d.plan); err != nil {
+		fmt.Fprintf(e.stderr, "sweeper demo: seed the ledger: %v\n", err)
+		return exitFailure
+	}
+	d.describe(fake)
+
+	s := &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: d.logger, Getenv: getenv}
+	daemon, err := s.NewDaemon(jobs.ClientOptions{FetchPollInterval: 100 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper demo: %v\n", err)
+		return exitFailure
+	}
+	if err := daemon.Start(ctx); err != nil {
+		fmt.Fprintf(e.stderr, "sweeper demo: start the daemon: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintln(e.stdout, "\ndaemon started; what happens, as it happens:")
+
+	w := newDemoWatch(pool, fake, out, len(d.plan))
+	outcome := w.watch(ctx, deadline)
+
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), demoStopGrace)
+	defer cancelStop()
+	if err := daemon.Stop(stopCtx); err != nil {
+		cancelCtx, cancel := context.WithTimeout(context.Background(), demoStopGrace)
+		defer cancel()
+		if err := daemon.StopAndCancel(cancelCtx); err != nil {
+			fmt.Fprintf(e.stderr, "sweeper demo: stop the daemon: %v\n", err)
+		}
+	}
+	// What the last jobs did before the daemon stopped.
+	if err := w.poll(context.Background()); err != nil && outcome == nil {
+		outcome = err
+	}
+	w.summary(e.stdout)
+
+	var timedOut *demoTimeout
+	switch {
+	case errors.As(outcome, &timedOut):
+		// As it stands after the daemon's last jobs.
+		fmt.Fprintf(e.stdout, "\ngave up after %s (--timeout): unfinished: %s\n", d.timeout, w.unfinished())
+		return exitFailure
+	case errors.Is(outcome, context.Canceled):
+		fmt.Fprintln(e.stdout, "\ninterrupted: stopped the daemon; cleaning up")
+		return exitFailure
+	case outcome != nil:
+		fmt.Fprintf(e.stderr, "sweeper demo: %v\n", outcome)
+		return exitFailure
+	}
+	fmt.Fprintln(e.stdout, "\nnothing was sent: sweeper only looked. Cleaning up.")
+	return exitOK
+}
+
+// database finds a server and creates the demo's own database there,
+// registering its removal. It returns the database's URL, or "" and the
+// exit code after saying why.
+func (d *demo) database(ctx context.Context) (string, int) {
+	e := d.e
+	server := e.getenv(config.EnvDatabaseURL)
+	if err := config.CheckDatabaseURL(server); server != "" && err != nil {
+		// Quoting it, even as a host, could show part of a password.
+		fmt.Fprintf(e.stderr, "sweeper demo: %s %v\n", config.EnvDatabaseURL, err)
+		return "", exitUsage
+	}
+	if server != "" {
+		fmt.Fprintf(e.stdout, "  PostgreSQL: %s (from %s)\n", hostOf(server), config.EnvDatabaseURL)
+	} else {
+		fmt.Fprintln(e.stdout, "  PostgreSQL: starting a throwaway cluster with initdb and pg_ctl …")
+		cluster, err := pgtemp.Start(ctx)
+		if errors.Is(err, pgtemp.ErrNoBinaries) {
+			fmt.Fprintf(e.stderr, "sweeper demo: no PostgreSQL: %s is not set, and initdb and pg_ctl were not found.\n"+
+				"Install PostgreSQL's server binaries (nothing is installed for you):\n"+
+				"  Debian/Ubuntu: apt-get install postgresql\n"+
+				"  macOS:         brew install postgresql\n"+
+				"or set %s to a server this user may create databases on.\n", config.EnvDatabaseURL, config.EnvDatabaseURL)
+			return "", exitUsage
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "sweeper demo: start a throwaway PostgreSQL: %v\n", err)
+			return "", exitFailure
+		}
+		d.undo.Cleanup(func() {
+			if err := cluster.Stop(); err != nil {
+				fmt.Fprintf(e.stderr, "sweeper demo: remove the throwaway cluster: %v\n", err)
+				return
+			}
+			fmt.Fprintln(e.stdout, "removed the throwaway cluster")
+		})
+		server = cluster.URL
+		fmt.Fprintf(e.stdout, "  PostgreSQL: throwaway cluster on %s (removed at the end)\n", hostOf(server))
+	}
+	name := "sweeper_demo_" + randomHex(6)
+	if err := adminExec(ctx, server, "CREATE DATABASE "+name); err != nil {
+		fmt.Fprintf(e.stderr, "sweeper demo: %v\n", err)
+		return "", exitFailure
+	}
+	d.undo.Cleanup(func() {
+		if err := adminExec(context.Background(), server, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			fmt.Fprintf(e.stderr, "sweeper demo: %v\n", err)
+			return
+		}
+		fmt.Fprintf(e.stdout, "dropped database %s\n", name)
+	})
+	fmt.Fprintf(e.stdout, "  database:   %s (dropped at the end)\n", name)
+	u, err := url.Parse(server)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sweeper demo: %s is not a postgres:// URL\n", config.EnvDatabaseURL)
+		return "", exitUsage
+	}
+	u.Path = "/" + name
+	return u.String(), -1
+}
+
+// adminExec runs one statement on a connection of its own (CREATE and DROP
+// DATABASE cannot run in a transaction), within a minute.
+func adminExec(ctx context.Context, server, stmt string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return fmt.Errorf("database %s: %w", hostOf(server), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("%s: %w", stmt, err)
+	}
+	return nil
+}
+
+// hostOf is where a database URL points, without credentials.
+func hostOf(u string) string {
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.Host == "" {
+		return "(a local socket)"
+	}
+	return parsed.Host
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// demoEnv is the environment the demo's configuration and daemon see: its
+// own database and the fake Slack's credentials, nothing of the process's
+// (a real SLACK_BOT_TOKEN must never reach the fake, nor the fake's
+// messages a real workspace).
+func demoEnv(dbURL string) config.Getenv {
+	environ := map[string]string{
+		config.EnvDatabaseURL:  dbURL,
+		config.EnvSlackToken:   slackfake.Token,
+		config.EnvSlackSigning: "sweeper-demo-signing-secret",
+	}
+	return func(k string) string { return environ[k] }
+}
+
+// Scenarios: what the simulated provider answers for an operation, plus one
+// the configuration does not know.
+const (
+	scenarioFound       = sim.OutcomeFound
+	scenarioNotFound    = sim.OutcomeNotFound
+	scenarioMany        = sim.OutcomeMany
+	scenarioMismatch    = sim.OutcomeMismatch
+	scenarioError       = sim.OutcomeError
+	scenarioSlow        = sim.OutcomeSlow
+	scenarioUnsupported = sim.OutcomeUnsupported
+	scenarioNoProvider  = "no_provider"
+)
+
+// demoScenarios is the mix, repeated: about two in three operations are
+// provably done, as after a typical outage.
+var demoScenarios = []string{
+	scenarioFound, scenarioFound, scenarioNotFound, scenarioFound, scenarioMany,
+	scenarioFound, scenarioFound, scenarioMismatch, scenarioFound, scenarioError,
+	scenarioFound, scenarioUnsupported, scenarioFound, scenarioFound, scenarioNotFound,
+	scenarioFound, scenarioFound, scenarioNoProvider, scenarioFound, scenarioSlow,
+}
+
+// scenarioWords says what a scenario is, for people.
+var scenarioWords = map[string]string{
+	scenarioFound:       "one matching record",
+	scenarioNotFound:    "no record",
+	scenarioMany:        "two records",
+	scenarioMismatch:    "a record with another payload",
+	scenarioError:       "HTTP 503 on every try",
+	scenarioSlow:        "no answer in time",
+	scenarioUnsupported: "no search API",
+	scenarioNoProvider:  "a provider sweeper has no block for",
+}
+
+// demoFlow is one kind of workflow operation the demo seeds.
+type demoFlow struct {
+	workflow, provider, action string
+	key                        func(n int) string
+	recipient                  func(n int) string
+	payload                    func(n int) string
+}
+
+var demoFirstNames = []string{"ada", "ben", "chloe", "dev", "emma", "farid", "grace", "hugo", "ines", "jon"}
+
+func demoEmail(domain string) func(int) string {
+	return func(n int) string {
+		return fmt.Sprintf("%s.%d@%s", demoFirstNames[n%len(demoFirstNames)], n, domain)
+	}
+}
+
+var demoFlows = []demoFlow{
+	{"order-receipts", "mailer", "send_email",
+		func(n int) string { return fmt.Sprintf("order-%d-receipt", 1000+n) },
+		demoEmail("example.com"),
+		func(n int) string { return fmt.Sprintf(`{"template":"receipt-v3","order":"%d"}`, 1000+n) }},
+	{"delivery-updates", "sms", "send_sms",
+		func(n int) string { return fmt.Sprintf("parcel-%d-out-for-delivery", 5000+n) },
+		func(n int) string { return fmt.Sprintf("+1555010%04d", n) },
+		func(n int) string { return fmt.Sprintf(`{"template":"out-for-delivery","parcel":"%d"}`, 5000+n) }},
+	{"subscription-renewals", "payments", "charge",
+		func(n int) string { return fmt.Sprintf("renewal-%d-2026-11", 300+n) },
+		demoEmail("example.org"),
+		func(n int) string { return fmt.Sprintf(`{"amount":%d,"currency":"EUR","plan":"pro"}`, 900+100*(n%5)) }},
+	{"password-resets", "mailer", "send_email",
+		func(n int) string { return fmt.Sprintf("reset-%d-link", 7000+n) },
+		demoEmail("example.net"),
+		func(n int) string { return fmt.Sprintf(`{"template":"reset-link","user":"%d"}`, 7000+n) }},
+}
+
+// legacyFlow names a provider the configuration has no block for.
+var legacyFlow = demoFlow{"legacy-invoices", "fax", "send_fax",
+	func(n int) string { return fmt.Sprintf("invoice-%d-fax", 8800+n) },
+	func(n int) string { return fmt.Sprintf("+1555020%04d", n) },
+	func(n int) string { return fmt.Sprintf(`{"invoice":"%d"}`, 8800+n) }}
+
+// demoOp is one seeded operation and what its provider will say.
+type demoOp struct {
+	attempt  ledger.Attempt
+	scenario string
+	age      time.Duration // since the first attempt
+}
+
+// demoPlan lays out n operations: the scenario mix, spread over the
+// workflows, each between 20 minutes and two hours old.
+func demoPlan(n int) []demoOp {
+	plan := make([]demoOp, n)
+	for i := range plan {
+		scenario := demoScenarios[i%len(demoScenarios)]
+		flow := demoFlows[i%len(demoFlows)]
+		if scenario == scenarioNoProvider {
+			flow = legacyFlow
+		}
+		plan[i] = demoOp{
+			attempt: ledger.Attempt{
+				OpKey: flow.key(i), Workflow: flow.workflow, Provider: flow.provider, Action: flow.action,
+				Recipient: flow.recipient(i), Payload: json.RawMessage(flow.payload(i)),
+			},
+			scenario: scenario,
+			age:      time.Duration(20+(i*37)%100) * time.Minute,
+		}
+	}
+	return plan
+}
+
+// demoConfigText is the demo's configuration; %s are the fake Slack's URL
+// and the providers' blocks. The review window is shortened in code (see
+// demoReviewWindow).
+const demoConfigText = `
+[schedules]
+sweep = "@every 2s"
+escalate = "@every 2s"
+notify = "@every 1s"
+
+[review]
+default_owner = "U0OPSDESK"
+window = "1m"
+
+[review.owners.workflows]
+order-receipts = "U0ANNA"
+password-resets = "U0ANNA"
+delivery-updates = "U0BEN"
+subscription-renewals = "U0CHLOE"
+
+[[review.escalation]]
+owner = "U0OPSLEAD"
+priority = "high"
+window = "1m"
+
+[[review.escalation]]
+owner = "U0HEADOFOPS"
+priority = "urgent"
+window = "1m"
+
+[slack]
+channel = "C0OPSREVIEW"
+api_url = %q
+# The demo's alerts go out one per ticket, at once, to be watched live.
+group_wait = "0s"
+group_threshold = 0
+
+[slack.channels.workflows]
+order-receipts = "C0RECEIPTS"
+password-resets = "C0ACCOUNTS"
+delivery-updates = "C0DELIVERY"
+subscription-renewals = "C0BILLING"
+
+[http]
+listen = "127.0.0.1:0"
+%s`
+
+// demoConfig is the configuration text for plan: one sim block per
+// configured provider, with a rule per operation whose answer is not "no
+// record" (the sim's default).
+func demoConfig(plan []demoOp, slackURL string) string {
+	var blocks strings.Builder
+	for _, flow := range demoFlows {
+		name := flow.provider
+		if strings.Contains(blocks.String(), "[providers."+name+"]") {
+			continue
+		}
+		fmt.Fprintf(&blocks, `
+[providers.%s]
+kind = "sim"
+stale_after = "15m"
+latency = "60ms"
+lookup_timeout = "500ms"
+lookup_budget = "3s"
+rate_limit = 50
+concurrency = 8
+`, name)
+		for _, op := range plan {
+			if op.attempt.Provider != name || op.scenario == scenarioNotFound {
+				continue
+			}
+			fmt.Fprintf(&blocks, "[[providers.%s.rules]]\nmatch = %q\noutcome = %q\n", name, op.attempt.OpKey, op.scenario)
+		}
+	}
+	return fmt.Sprintf(demoConfigText, slackURL, blocks.String())
+}
+
+// seedDemo writes plan as a workflow would — a claim before the provider
+// call that was never confirmed — and ages each row.
+func seedDemo(ctx context.Context, pool *pgxpool.Pool, plan []demoOp) error {
+	store := ledger.NewStore(pool)
+	for _, op := range plan {
+		if _, err := store.Claim(ctx, op.attempt); err != nil {
+			return err
+		}
+		if _, err := pool.Exec(ctx, `UPDATE ledger.operations
+			SET first_attempt_at = now() - make_interval(secs => $2), last_attempt_at = now() - make_interval(secs => $2)
+			WHERE op_key = $1`, op.attempt.OpKey, op.age.Seconds()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describe prints what was seeded and how the daemon is set up.
+func (d *demo) describe(fake *slackfake.Server) {
+	w := d.e.stdout
+	byProvider, byScenario := map[string]int{}, map[string]int{}
+	oldest, youngest := time.Duration(0), time.Duration(1<<62)
+	for _, op := range d.plan {
+		byProvider[op.attempt.Provider]++
+		byScenario[op.scenario]++
+		oldest, youngest = max(oldest, op.age), min(youngest, op.age)
+	}
+	fmt.Fprintf(w, "  seeded:     %d pending operations, claimed %s to %s ago and never confirmed: %s\n",
+		len(d.plan), youngest, oldest, countList(byProvider, nil))
+	fmt.Fprintf(w, "  providers:  mailer, sms and payments are simulated (sim); fax has no [providers.fax] block\n")
+	var mix []string
+	for _, sc := range []string{scenarioFound, scenarioNotFound, scenarioMany, scenarioMismatch, scenarioError, scenarioSlow, scenarioUnsupported, scenarioNoProvider} {
+		if byScenario[sc] > 0 {
+			mix = append(mix, fmt.Sprintf("%d %s", byScenario[sc], scenarioWords[sc]))
+		}
+	}
+	fmt.Fprintf(w, "  they hold:  %s\n", strings.Join(mix, ", "))
+	fmt.Fprintf(w, "  schedules:  sweep every 2s, escalate every 2s, notify every 1s; lookups retried for 3s\n")
+	fmt.Fprintf(w, "  review:     owners @U0ANNA (email), @U0BEN (sms), @U0CHLOE (payments), @U0OPSDESK (the rest);\n"+
+		"              %s to act, then @U0OPSLEAD (high), then @U0HEADOFOPS (urgent)\n", demoReviewWindow)
+	fmt.Fprintf(w, "  Slack:      a local fake of the Web API at %s; channel per workflow, #C0OPSREVIEW for the rest\n",
+		strings.TrimSuffix(fake.URL(), "/api/"))
+}
+
+// countList renders counts as "a 3, b 2", largest first (then by name),
+// with names mapped through label when given.
+func countList(counts map[string]int, label func(string) string) string {
+	keys := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b))
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		name := k
+		if label != nil {
+			name = label(k)
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", name, counts[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// demoPrinter writes one line per event, stamped with the time since the
+// demo started.
+type demoPrinter struct {
+	w     io.Writer
+	start time.Time
+}
+
+func (p *demoPrinter) event(tag, format string, args ...any) {
+	fmt.Fprintf(p.w, "%6.1fs  %-8s %s\n", time.Since(p.start).Seconds(), tag, fmt.Sprintf(format, args...))
+}
+
+// detail continues the last event on an indented line.
+func (p *demoPrinter) detail(text string) {
+	fmt.Fprintf(p.w, "%18s│ %s\n", "", text)
+}
+
+// demoTimeout is the watch giving up; unfinished says what was left.
+type demoTimeout struct{ unfinished string }
+
+func (t *demoTimeout) Error() string { return "timed out: " + t.unfinished }
+
+// demoWatch polls the database and the fake Slack and prints what changed.
+type demoWatch struct {
+	pool   *pgxpool.Pool
+	fake   *slackfake.Server
+	out    *demoPrinter
+	seeded int
+
+	status      map[string]string // op_key → status last seen
+	printed     map[int64]bool    // ticket event ids
+	firstOwners map[string]int
+	messages    map[string]int // channel/ts → edits seen
+	shownFull   map[string]bool
+	escalations int
+	outboxOpen  int
+	pending     []string
+
+	// For the summary.
+	posts, replies, edits int
+	channels              map[string]bool
+}
+
+func newDemoWatch(pool *pgxpool.Pool, fake *slackfake.Server, out *demoPrinter, seeded int) *demoWatch {
+	return &demoWatch{
+		pool: pool, fake: fake, out: out, seeded: seeded,
+		status: map[string]string{}, messages: map[string]int{}, shownFull: map[string]bool{},
+		printed: map[int64]bool{}, firstOwners: map[string]int{},
+		channels: map[string]bool{},
+	}
+}
+
+// watch polls until every seeded operation is settled, a ticket has
+// escalated and every ticket event has reached Slack; or until ctx ends
+// (its error) or deadline passes (a *demoTimeout).
+func (w *demoWatch) watch(ctx context.Context, deadline time.Time) error {
+	tick := time.NewTicker(demoPollEvery)
+	defer tick.Stop()
+	for {
+		if err := w.poll(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		if w.finished() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(deadline)):
+			return &demoTimeout{unfinished: w.unfinished()}
+		case <-tick.C:
+		}
+	}
+}
+
+func (w *demoWatch) finished() bool {
+	return len(w.status) == w.seeded && len(w.pending) == 0 && w.escalations > 0 && w.outboxOpen == 0
+}
+
+func (w *demoWatch) unfinished() string {
+	var parts []string
+	if n := len(w.pending); n > 0 {
+		keys := w.pending[:min(n, 5)]
+		more := ""
+		if n > 5 {
+			more = fmt.Sprintf(" and %d more", n-5)
+		}
+		parts = append(parts, fmt.Sprintf("%d operation(s) still pending (%s%s)", n, strings.Join(keys, ", "), more))
+	}
+	if w.escalations == 0 {
+		parts = append(parts, "no ticket has escalated yet")
+	}
+	if w.outboxOpen > 0 {
+		parts = append(parts, fmt.Sprintf("%d Slack message(s) not yet delivered", w.outboxOpen))
+	}
+	if len(parts) == 0 {
+		return "nothing (it finished as time ran out)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// poll prints what changed since the last poll: settled operations, each
+// review followed by its ticket, then other ticket events, then Slack.
+func (w *demoWatch) poll(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// Events first: an operation's review and its ticket commit together,
+	// so the ticket read here is there for the review read next.
+	events, err := w.newEvents(ctx)
+	if err != nil {
+		return err
+	}
+	opened := map[string]demoEvent{}
+	for _, ev := range events {
+		if ev.kind == review.EventOpened {
+			opened[ev.opKey] = ev
+		}
+	}
+	if err := w.pollOperations(ctx, opened); err != nil {
+		return err
+	}
+	for _, ev := range events {
+		if ev.kind == review.EventOpened && w.printed[ev.id] {
+			continue
+		}
+		w.printEvent(ev)
+	}
+	if err := w.pool.QueryRow(ctx, `SELECT count(*) FROM sweeper.outbox WHERE state = 'pending'`).Scan(&w.outboxOpen); err != nil {
+		return fmt.Errorf("read the outbox: %w", err)
+	}
+	w.pollSlack()
+	return nil
+}
+
+func (w *demoWatch) pollOperations(ctx context.Context, opened map[string]demoEvent) error {
+	rows, err := w.pool.Query(ctx, `
+		SELECT o.op_key, o.provider, o.action, coalesce(o.recipient, ''), o.status, coalesce(o.provider_record_id, ''),
+		       coalesce(t.reason, ''), coalesce(t.evidence->>'detail', '')
+		FROM ledger.operations o LEFT JOIN sweeper.tickets t ON t.operation_id = o.id
+		ORDER BY o.updated_at, o.id`)
+	if err != nil {
+		return fmt.Errorf("read the ledger: %w", err)
+	}
+	defer rows.Close()
+	w.pending = w.pending[:0]
+	for rows.Next() {
+		var opKey, provider, action, recipient, status, recordID, reason, detail string
+		if err := rows.Scan(&opKey, &provider, &action, &recipient, &status, &recordID, &reason, &detail); err != nil {
+			return err
+		}
+		if status == string(ledger.StatusPending) {
+			w.pending = append(w.pending, opKey)
+		}
+		prev, seen := w.status[opKey]
+		w.status[opKey] = status
+		if (seen && prev == status) || status == string(ledger.StatusPending) {
+			continue
+		}
+		what := fmt.Sprintf("%s  %s %s to %s", opKey, provider, action, review.MaskRecipient(recipient))
+		switch status {
+		case string(ledger.StatusDone):
+			via := "one matching record"
+			if prev == string(ledger.StatusReview) {
+				via = "ticket resolved"
+			}
+			w.out.event("done", "%s: %s, %s", what, via, recordID)
+		case string(ledger.StatusReview):
+			w.out.event("review", "%s: %s: %s", what, reason, detail)
+			if ev, ok := opened[opKey]; ok {
+				w.printEvent(ev)
+			}
+		default:
+			w.out.event(status, "%s", what)
+		}
+	}
+	return rows.Err()
+}
+
+// demoEvent is one ticket event as the demo shows it.
+type demoEvent struct {
+	id, ticket  int64
+	kind, opKey string
+	details     struct {
+		Reason    string    `json:"reason"`
+		Owner     string    `json:"owner"`
+		Priority  string    `json:"priority"`
+		Deadline  time.Time `json:"deadline"`
+		Step      string    `json:"step"`
+		FromLevel int       `json:"from_level"`
+		ToLevel   int       `json:"to_level"`
+		Record    string    `json:"provider_record_id"`
+		Relookup  struct {
+			Reason  string `json:"reason"`
+			Error   string `json:"error"`
+			Skipped string `json:"skipped"`
+		} `json:"relookup"`
+	}
+}
+
+// newEvents reads the ticket events not printed yet. Events commit out of
+// id order (concurrent transactions), so every event is read and the
+// printed ones are skipped, rather than reading past the highest id seen.
+func (w *demoWatch) newEvents(ctx context.Context) ([]demoEvent, error) {
+	rows, err := w.pool.Query(ctx, `
+		SELECT e.id, e.ticket_id, e.kind, e.details, t.op_key
+		FROM sweeper.ticket_events e JOIN sweeper.tickets t ON t.id = e.ticket_id
+		ORDER BY e.id`)
+	if err != nil {
+		return nil, fmt.Errorf("read ticket events: %w", err)
+	}
+	defer rows.Close()
+	var events []demoEvent
+	for rows.Next() {
+		var ev demoEvent
+		var raw []byte
+		if err := rows.Scan(&ev.id, &ev.ticket, &ev.kind, &raw, &ev.opKey); err != nil {
+			return nil, err
+		}
+		if w.printed[ev.id] {
+			continue
+		}
+		_ = json.Unmarshal(raw, &ev.details) // a detail it cannot read is left out
+		events = append(events, ev)
+	}
+	return events, rows.Err()
+}
+
+func (w *demoWatch) printEvent(ev demoEvent) {
+	w.printed[ev.id] = true
+	d := ev.details
+	switch ev.kind {
+	case review.EventOpened:
+		w.firstOwners[d.Owner]++
+		w.out.event("ticket", "#%d opened for %s: owner @%s, %s, %s priority, deadline %s",
+			ev.ticket, ev.opKey, d.Owner, d.Reason, d.Priority, clock(d.Deadline))
+	case review.EventEscalated:
+		w.escalations++
+		found := cmp.Or(d.Relookup.Reason, d.Relookup.Skipped)
+		if found == "" && d.Relookup.Error != "" {
+			found = "the lookup failed again"
+		}
+		found = cmp.Or(found, "nothing new")
+		step := fmt.Sprintf("to level %d", d.ToLevel)
+		if d.Step != string(review.EscalationLevelUp) {
+			step = fmt.Sprintf("(%s, level %d)", d.Step, d.ToLevel)
+		}
+		w.out.event("escalate", "#%d %s past its deadline: looked up once more (%s); escalated %s: owner @%s, %s priority, deadline %s",
+			ev.ticket, ev.opKey, found, step, d.Owner, d.Priority, clock(d.Deadline))
+	case review.EventResolvedByRelookup:
+		w.out.event("resolved", "#%d %s: looked up once more and found record %s", ev.ticket, ev.opKey, d.Record)
+	default:
+		w.out.event("ticket", "#%d %s: %s", ev.ticket, ev.opKey, ev.kind)
+	}
+}
+
+// pollSlack prints the fake Slack's new messages and edits. The first of
+// each kind is shown in full, the others by their first line.
+func (w *demoWatch) pollSlack() {
+	for _, m := range w.fake.Messages() {
+		key := m.Channel + "/" + m.TS
+		edits, seen := w.messages[key]
+		w.messages[key] = m.Edits
+		reply := m.ThreadTS != "" && m.ThreadTS != m.TS
+		var kind string
+		switch {
+		case !seen && reply:
+			w.replies++
+			kind = "reply"
+		case !seen:
+			w.posts++
+			kind = "post"
+		case m.Edits > edits:
+			w.edits += m.Edits - edits
+			kind = "edit"
+		default:
+			continue
+		}
+		w.channels[m.Channel] = true
+		lines := slackLines(m)
+		if len(lines) == 0 {
+			continue
+		}
+		switch kind {
+		case "post":
+			w.out.event("slack", "#%s posted: %s", m.Channel, lines[0])
+		case "reply":
+			also := ""
+			if m.Broadcast {
+				also = ", also to the channel"
+			}
+			w.out.event("slack", "#%s thread reply%s: %s", m.Channel, also, lines[0])
+		case "edit":
+			w.out.event("slack", "#%s message edited: %s", m.Channel, lines[0])
+		}
+		if !w.shownFull[kind] {
+			w.shownFull[kind] = true
+			for _, l := range lines[1:] {
+				w.out.detail(l)
+			}
+		}
+	}
+}
+
+// summary prints the counts.
+func (w *demoWatch) summary(out io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	byStatus := map[string]int{}
+	rows, err := w.pool.Query(ctx, `SELECT status, count(*) FROM ledger.operations GROUP BY status`)
+	if err == nil {
+		for rows.Next() {
+			var s string
+			var n int
+			if rows.Scan(&s, &n) == nil {
+				byStatus[s] = n
+			}
+		}
+		rows.Close()
+	}
+	reasons, owners := map[string]int{}, map[string]int{}
+	var tickets, open int
+	rows, err = w.pool.Query(ctx, `SELECT reason, owner, state FROM sweeper.tickets`)
+	if err == nil {
+		for rows.Next() {
+			var reason, owner, state string
+			if rows.Scan(&reason, &owner, &state) == nil {
+				reasons[reason]++
+				owners[owner]++
+				tickets++
+				if state == review.StateOpen {
+					open++
+				}
+			}
+		}
+		rows.Close()
+	}
+	var escalated int
+	_ = w.pool.QueryRow(ctx, `SELECT count(DISTINCT ticket_id) FROM sweeper.ticket_events WHERE kind = 'escalated'`).Scan(&escalated)
+
+	fmt.Fprintf(out, "\nsummary after %.1fs\n", time.Since(w.out.start).Seconds())
+	fmt.Fprintf(out, "  operations: %d seeded: %d done, %d review, %d failed, %d pending\n", w.seeded,
+		byStatus["done"], byStatus["review"], byStatus["failed"], byStatus["pending"])
+	fmt.Fprintf(out, "  review by reason: %s\n", countList(reasons, nil))
+	mention := func(o string) string { return "@" + o }
+	fmt.Fprintf(out, "  tickets: %d (%d open); opened for %s; owned now by %s\n", tickets, open,
+		countList(w.firstOwners, mention), countList(owners, mention))
+	fmt.Fprintf(out, "  escalations: %d, of %d ticket(s)\n", w.escalations, escalated)
+	fmt.Fprintf(out, "  slack: %d messages posted (%d root messages, %d thread replies) and %d edits, in %d channel(s)\n",
+		w.posts+w.replies, w.posts, w.replies, w.edits, len(w.channels))
+}
+
+// clock shows a deadline in local time, with how far off it is.
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "(none)"
+	}
+	return fmt.Sprintf("%s (in %s)", t.Local().Format("15:04:05"), time.Until(t).Round(time.Second))
+}
+
+// slackLines renders a message's Block Kit blocks as plain text, one line
+// per header, section or context block; its text when it has no blocks.
+func slackLines(m slackfake.Message) []string {
+	var blocks []struct {
+		Type string `json:"type"`
+		Text *struct {
+			Text string `json:"text"`
+		} `json:"text"`
+		Fields []struct {
+			Text string `json:"text"`
+		} `json:"fields"`
+		Elements []struct {
+			Type string `json:"type"`
+			Text any    `json:"text"`
+		} `json:"elements"`
+	}
+	var lines []string
+	if len(m.Blocks) > 0 && json.Unmarshal(m.Blocks, &blocks) == nil {
+		for _, b := range blocks {
+			var parts []string
+			switch b.Type {
+			case "header", "section":
+				if b.Text != nil {
+					parts = append(parts, b.Text.Text)
+				}
+				var fields []string
+				for _, f := range b.Fields {
+					fields = append(fields, strings.Replace(f.Text, "\n", ": ", 1))
+				}
+				if len(fields) > 0 {
+					parts = append(parts, strings.Join(fields, ", "))
+				}
+			case "context":
+				for _, el := range b.Elements {
+					if s, ok := el.Text.(string); ok {
+						parts = append(parts, s)
+					}
+				}
+			case "actions":
+				var labels []string
+				for _, el := range b.Elements {
+					if t, ok := el.Text.(map[string]any); ok {
+						if s, ok := t["text"].(string); ok {
+							labels = append(labels, "["+s+"]")
+						}
+					}
+				}
+				parts = append(parts, strings.Join(labels, " "))
+			}
+			if line := plainText(strings.Join(parts, " · ")); line != "" {
+				lines = append(lines, line)
+			}
+		}
+	}
+	if len(lines) == 0 && m.Text != "" {
+		lines = append(lines, plainText(m.Text))
+	}
+	return lines
+}
+
+var (
+	slackMention = regexp.MustCompile(`<@([A-Z0-9]+)>`)
+	slackDate    = regexp.MustCompile(`<!date\^[0-9]+\^[^|>]*\|([^>]*)>`)
+	slackLink    = regexp.MustCompile(`<[^|>]+\|([^>]*)>`)
+	slackMarks   = strings.NewReplacer("*", "", "\n>", " — ", "\n• ", " • ", "\n", " · ")
+	slackEntity  = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
+)
+
+// plainText turns Slack mrkdwn into one line of plain text: mentions as
+// @id, dates in local time, links as their label, emphasis marks and line
+// breaks gone (underscores stay: they are in names like op_key). Code spans keep their text as it is: a masked recipient
+// (j***@***.com) is made of asterisks.
+func plainText(s string) string {
+	s = slackMention.ReplaceAllString(s, "@$1")
+	s = slackDate.ReplaceAllStringFunc(s, func(m string) string {
+		fallback := slackDate.FindStringSubmatch(m)[1]
+		if t, err := time.Parse(time.RFC3339, fallback); err == nil {
+			return t.Local().Format("15:04:05")
+		}
+		return fallback
+	})
+	s = slackLink.ReplaceAllString(s, "$1")
+	parts := strings.Split(s, "`")
+	for i := range parts {
+		if i%2 == 0 { // outside a code span
+			parts[i] = slackMarks.Replace(parts[i])
+		}
+		parts[i] = slackEntity.Replace(parts[i])
+	}
+	return strings.Join(strings.Fields(strings.Join(parts, "")), " ")
+}
