@@ -412,7 +412,20 @@ var (
 
 func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) []error {
 	var v validator
+	slackOn := c.Slack.Channel != ""
+	if slackOn && !slackChannelRE.MatchString(c.Slack.Channel) {
+		v.add("slack.channel", "must be a channel id (C… or G…), not a name: got %q", c.Slack.Channel)
+	}
+	c.validateRuntime(&v)
+	c.validateProviders(&v, kinds, getenv, opts)
+	c.validateReview(&v, slackOn)
+	c.validateSlack(&v, slackOn, getenv)
+	c.validateHTTP(&v, getenv)
+	return v.errs
+}
 
+// validateRuntime checks the database, schedules, sweep and River keys.
+func (c *Config) validateRuntime(v *validator) {
 	if c.Database.MaxConns < 2 {
 		v.add("database.max_conns", "must be at least 2")
 	}
@@ -440,7 +453,11 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 	if c.River.ShutdownGrace.Duration > maxShutdownGrace {
 		v.add("river.shutdown_grace", "must be at most %s", formatDuration(maxShutdownGrace))
 	}
+}
 
+// validateProviders checks each [providers.NAME] block: the common keys,
+// then the kind's own settings and the secrets it names.
+func (c *Config) validateProviders(v *validator, kinds []providers.Kind, getenv Getenv, opts Options) {
 	kindNames := make([]string, len(kinds))
 	for i, k := range kinds {
 		kindNames[i] = k.Name
@@ -501,11 +518,11 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 			}
 		}
 	}
+}
 
-	slackOn := c.Slack.Channel != ""
-	if slackOn && !slackChannelRE.MatchString(c.Slack.Channel) {
-		v.add("slack.channel", "must be a channel id (C… or G…), not a name: got %q", c.Slack.Channel)
-	}
+// validateReview checks owners, the review window, escalation levels and
+// re-lookups. Owners must be Slack user ids when Slack is on.
+func (c *Config) validateReview(v *validator, slackOn bool) {
 	v.owner("review.default_owner", c.Review.DefaultOwner, slackOn)
 	for _, group := range []struct {
 		kind   string
@@ -537,7 +554,11 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 	if c.Review.RelookupMax.Duration < c.Review.RelookupAfter.Duration {
 		v.add("review.relookup_max", "%s is shorter than review.relookup_after (%s)", c.Review.RelookupMax, c.Review.RelookupAfter)
 	}
+}
 
+// validateSlack checks the [slack] keys that need Slack on, and Slack's
+// own ids, channels and alert pacing.
+func (c *Config) validateSlack(v *validator, slackOn bool, getenv Getenv) {
 	if slackOn {
 		v.secretEnv("slack.channel", EnvSlackToken, true, getenv)
 		v.secretEnv("slack.channel", EnvSlackSigning, true, getenv)
@@ -598,7 +619,10 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 			v.add("slack.api_url", "must be an http(s) URL")
 		}
 	}
+}
 
+// validateHTTP checks the listen address and the River UI's credentials.
+func (c *Config) validateHTTP(v *validator, getenv Getenv) {
 	if _, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil || port == "" {
 		v.add("http.listen", "must be host:port, e.g. 127.0.0.1:8080")
 	}
@@ -607,7 +631,6 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 		v.secretEnv("http.river_ui", EnvRiverUIUser, true, getenv)
 		v.secretEnv("http.river_ui", EnvRiverUIPass, true, getenv)
 	}
-	return v.errs
 }
 
 // checkSchedule parses a cron expression as the job client does
