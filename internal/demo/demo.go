@@ -448,8 +448,9 @@ func demoPlan(n int) []demoOp {
 }
 
 // demoConfigText is the demo's configuration; %s are the fake Slack's URL
-// and the providers' blocks. The review window is shortened in code (see
-// demoReviewWindow).
+// and the providers' blocks. The review window and the re-lookups' wait
+// are shortened in code, below the floors validation keeps for real
+// configurations (see demoReviewWindow).
 const demoConfigText = `
 [schedules]
 sweep = "@every 2s"
