@@ -35,16 +35,32 @@ import (
 	"github.com/sweeper/sweeper/review"
 )
 
-// The demo compresses a day into seconds: fast schedules, and a review
-// window far below the one-minute floor review.window has in a real
-// configuration, so that an escalation happens while one watches.
+// The demo compresses a day into seconds: fast schedules, a review window
+// far below the one-minute floor review.window has in a real configuration,
+// so that an escalation happens while one watches, and re-lookups of open
+// tickets far below the ten-second floor of review.relookup_after, so that
+// a ticket settles by itself before its deadline. The lagging records turn
+// up after their tickets' alerts are in Slack (slack.group_wait, 3s) and
+// before their re-lookup; the outage outlasts the first probe (5s after
+// the provider goes down), so the second one, 10s later, brings it back.
 const (
-	demoReviewWindow = 8 * time.Second
-	demoPollEvery    = 250 * time.Millisecond
-	demoStopGrace    = 10 * time.Second
-	DefaultOps       = 40
-	MinOps           = 10
-	MaxOps           = 500
+	demoReviewWindow  = 12 * time.Second
+	demoRelookupAfter = 8 * time.Second
+	demoRelookupMax   = 30 * time.Second
+	demoLag           = 5 * time.Second
+	demoOutage        = 8 * time.Second
+	// demoOutageProvider is the simulated provider that is down when the
+	// daemon starts asking, and the only one whose health is tracked: the
+	// others each hold two operations that always fail (error, slow), which
+	// is those operations' trouble and, as the demo wants to show it,
+	// their budgets' business, not an outage.
+	demoOutageProvider = "payments"
+
+	demoPollEvery = 250 * time.Millisecond
+	demoStopGrace = 10 * time.Second
+	DefaultOps    = 40
+	MinOps        = 10
+	MaxOps        = 500
 )
 
 // Exit codes Run returns.
@@ -143,6 +159,8 @@ func (d *demo) run(ctx context.Context) int {
 		return exitFailure
 	}
 	cfg.Review.Window = config.NewDuration(demoReviewWindow)
+	cfg.Review.RelookupAfter = config.NewDuration(demoRelookupAfter)
+	cfg.Review.RelookupMax = config.NewDuration(demoRelookupMax)
 
 	pool, err := app.Connect(setupCtx, cfg)
 	if err != nil {
@@ -168,6 +186,7 @@ func (d *demo) run(ctx context.Context) int {
 	d.describe(fake)
 
 	s := &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: d.logger, Getenv: getenv}
+	s.TrackHealth()
 	daemon, err := s.NewDaemon(jobs.ClientOptions{FetchPollInterval: 100 * time.Millisecond})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper demo: %v\n", err)
@@ -328,15 +347,20 @@ const (
 	scenarioError       = sim.OutcomeError
 	scenarioSlow        = sim.OutcomeSlow
 	scenarioUnsupported = sim.OutcomeUnsupported
+	scenarioLagging     = "lagging" // found, but only demoLag after the first answer
 	scenarioNoProvider  = "no_provider"
 )
 
-// demoScenarios is the mix, repeated: about two in three operations are
-// provably done, as after a typical outage.
+// demoScenarios is the mix, repeated: more than half the operations are
+// provably done at their first lookup and a tenth a few seconds later, as
+// after a typical outage. Its slots follow demoFlows': the lagging ones
+// are one email and one SMS, so that no three open tickets of one provider
+// and reason share a channel but the payments provider's not_found ones,
+// which Slack shows as one alert group.
 var demoScenarios = []string{
 	scenarioFound, scenarioFound, scenarioNotFound, scenarioFound, scenarioMany,
 	scenarioFound, scenarioFound, scenarioMismatch, scenarioFound, scenarioError,
-	scenarioFound, scenarioUnsupported, scenarioFound, scenarioFound, scenarioNotFound,
+	scenarioFound, scenarioUnsupported, scenarioLagging, scenarioLagging, scenarioNotFound,
 	scenarioFound, scenarioFound, scenarioNoProvider, scenarioFound, scenarioSlow,
 }
 
@@ -349,6 +373,7 @@ var scenarioWords = map[string]string{
 	scenarioError:       "HTTP 503 on every try",
 	scenarioSlow:        "no answer in time",
 	scenarioUnsupported: "no search API",
+	scenarioLagging:     fmt.Sprintf("a record its search shows only %s after the first lookup", demoLag),
 	scenarioNoProvider:  "a provider sweeper has no block for",
 }
 
@@ -423,8 +448,9 @@ func demoPlan(n int) []demoOp {
 }
 
 // demoConfigText is the demo's configuration; %s are the fake Slack's URL
-// and the providers' blocks. The review window is shortened in code (see
-// demoReviewWindow).
+// and the providers' blocks. The review window and the re-lookups' wait
+// are shortened in code, below the floors validation keeps for real
+// configurations (see demoReviewWindow).
 const demoConfigText = `
 [schedules]
 sweep = "@every 2s"
@@ -454,9 +480,11 @@ window = "1m"
 [slack]
 channel = "C0OPSREVIEW"
 api_url = %q
-# The demo's alerts go out one per ticket, at once, to be watched live.
-group_wait = "0s"
-group_threshold = 0
+# A ticket's first alert waits 3s, not 30s: long enough for the tickets a
+# provider's recovery opens together to be posted as one group (at least 3,
+# the default group_threshold, of one provider and reason in one channel),
+# short enough to be watched live.
+group_wait = "3s"
 
 [slack.channels.workflows]
 order-receipts = "C0RECEIPTS"
@@ -470,7 +498,9 @@ listen = "127.0.0.1:0"
 
 // demoConfig is the configuration text for plan: one sim block per
 // configured provider, with a rule per operation whose answer is not "no
-// record" (the sim's default).
+// record" (the sim's default). The outage provider answers transient
+// errors for its first demoOutage and goes down for the cluster after
+// outage_after (default 5) of them; the others have no health tracking.
 func demoConfig(plan []demoOp, slackURL string) string {
 	var blocks strings.Builder
 	for _, flow := range demoFlows {
@@ -488,11 +518,20 @@ lookup_budget = "3s"
 rate_limit = 50
 concurrency = 8
 `, name)
+		if name == demoOutageProvider {
+			fmt.Fprintf(&blocks, "fail_for = %q\n", config.NewDuration(demoOutage))
+		} else {
+			blocks.WriteString("outage_after = 0\n")
+		}
 		for _, op := range plan {
 			if op.attempt.Provider != name || op.scenario == scenarioNotFound {
 				continue
 			}
-			fmt.Fprintf(&blocks, "[[providers.%s.rules]]\nmatch = %q\noutcome = %q\n", name, op.attempt.OpKey, op.scenario)
+			outcome, after := op.scenario, ""
+			if op.scenario == scenarioLagging {
+				outcome, after = sim.OutcomeFound, fmt.Sprintf("after = %q\n", config.NewDuration(demoLag))
+			}
+			fmt.Fprintf(&blocks, "[[providers.%s.rules]]\nmatch = %q\noutcome = %q\n%s", name, op.attempt.OpKey, outcome, after)
 		}
 	}
 	return fmt.Sprintf(demoConfigText, slackURL, blocks.String())
@@ -529,16 +568,22 @@ func (d *demo) describe(fake *slackfake.Server) {
 		len(d.plan), youngest, oldest, countList(byProvider, nil))
 	fmt.Fprintf(w, "  providers:  mailer, sms and payments are simulated (sim); fax has no [providers.fax] block\n")
 	var mix []string
-	for _, sc := range []string{scenarioFound, scenarioNotFound, scenarioMany, scenarioMismatch, scenarioError, scenarioSlow, scenarioUnsupported, scenarioNoProvider} {
+	for _, sc := range []string{scenarioFound, scenarioLagging, scenarioNotFound, scenarioMany, scenarioMismatch, scenarioError, scenarioSlow, scenarioUnsupported, scenarioNoProvider} {
 		if byScenario[sc] > 0 {
 			mix = append(mix, fmt.Sprintf("%d %s", byScenario[sc], scenarioWords[sc]))
 		}
 	}
 	fmt.Fprintf(w, "  they hold:  %s\n", strings.Join(mix, ", "))
+	fmt.Fprintf(w, "  outage:     %s answers HTTP 503 to everything for its first %s: after outage_after (5) failures in a row\n"+
+		"              it is down for the cluster, its lookups wait without spending budget, one probe asks at a backoff\n",
+		demoOutageProvider, demoOutage)
 	fmt.Fprintf(w, "  schedules:  sweep every 2s, escalate every 2s, notify every 1s; lookups retried for 3s\n")
 	fmt.Fprintf(w, "  review:     owners @U0ANNA (email), @U0BEN (sms), @U0CHLOE (payments), @U0OPSDESK (the rest);\n"+
-		"              %s to act, then @U0OPSLEAD (high), then @U0HEADOFOPS (urgent)\n", demoReviewWindow)
-	fmt.Fprintf(w, "  Slack:      a local fake of the Web API at %s; channel per workflow, #C0OPSREVIEW for the rest\n",
+		"              %s to act, then @U0OPSLEAD (high), then @U0HEADOFOPS (urgent);\n"+
+		"              open not_found and lookup_failed tickets looked up again after %s, then twice as long\n",
+		demoReviewWindow, demoRelookupAfter)
+	fmt.Fprintf(w, "  Slack:      a local fake of the Web API at %s; channel per workflow, #C0OPSREVIEW for the rest;\n"+
+		"              alerts wait 3s, and 3 or more of one provider and reason in a channel go out as one group\n",
 		strings.TrimSuffix(fake.URL(), "/api/"))
 }
 
@@ -596,13 +641,23 @@ type demoWatch struct {
 	firstOwners map[string]int
 	messages    map[string]int // channel/ts → edits seen
 	shownFull   map[string]bool
+	health      map[string]demoHealth // provider → health last seen
 	escalations int
 	outboxOpen  int
 	pending     []string
 
 	// For the summary.
 	posts, replies, edits int
+	roots                 map[string]int // root messages by what they are about
 	channels              map[string]bool
+}
+
+// demoHealth is a provider's row of sweeper.provider_health as the demo
+// shows it.
+type demoHealth struct {
+	up             bool
+	since, probeAt time.Time
+	lastError      string
 }
 
 func newDemoWatch(pool *pgxpool.Pool, fake *slackfake.Server, out *demoPrinter, seeded int) *demoWatch {
@@ -610,7 +665,7 @@ func newDemoWatch(pool *pgxpool.Pool, fake *slackfake.Server, out *demoPrinter, 
 		pool: pool, fake: fake, out: out, seeded: seeded,
 		status: map[string]string{}, messages: map[string]int{}, shownFull: map[string]bool{},
 		printed: map[int64]bool{}, firstOwners: map[string]int{},
-		channels: map[string]bool{},
+		health: map[string]demoHealth{}, roots: map[string]int{}, channels: map[string]bool{},
 	}
 }
 
@@ -666,8 +721,9 @@ func (w *demoWatch) unfinished() string {
 	return strings.Join(parts, "; ")
 }
 
-// poll prints what changed since the last poll: settled operations, each
-// review followed by its ticket, then other ticket events, then Slack.
+// poll prints what changed since the last poll: providers going down or
+// up, settled operations, each review followed by its ticket, then other
+// ticket events, then Slack.
 func (w *demoWatch) poll(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -683,9 +739,17 @@ func (w *demoWatch) poll(ctx context.Context) error {
 			opened[ev.opKey] = ev
 		}
 	}
-	if err := w.pollOperations(ctx, opened); err != nil {
+	ops, err := w.readOperations(ctx)
+	if err != nil {
 		return err
 	}
+	// Health after the operations: a provider comes up before the probe's
+	// answer settles anything, so what is read here is there for every
+	// operation read above.
+	if err := w.pollHealth(ctx); err != nil {
+		return err
+	}
+	w.printOperations(ops, opened)
 	for _, ev := range events {
 		if ev.kind == review.EventOpened && w.printed[ev.id] {
 			continue
@@ -699,22 +763,36 @@ func (w *demoWatch) poll(ctx context.Context) error {
 	return nil
 }
 
-func (w *demoWatch) pollOperations(ctx context.Context, opened map[string]demoEvent) error {
+// demoOperation is one ledger row as the demo shows it.
+type demoOperation struct {
+	opKey, provider, action, recipient, status, recordID, reason, detail string
+}
+
+func (w *demoWatch) readOperations(ctx context.Context) ([]demoOperation, error) {
 	rows, err := w.pool.Query(ctx, `
 		SELECT o.op_key, o.provider, o.action, coalesce(o.recipient, ''), o.status, coalesce(o.provider_record_id, ''),
 		       coalesce(t.reason, ''), coalesce(t.evidence->>'detail', '')
 		FROM ledger.operations o LEFT JOIN sweeper.tickets t ON t.operation_id = o.id
 		ORDER BY o.updated_at, o.id`)
 	if err != nil {
-		return fmt.Errorf("read the ledger: %w", err)
+		return nil, fmt.Errorf("read the ledger: %w", err)
 	}
 	defer rows.Close()
-	w.pending = w.pending[:0]
+	var ops []demoOperation
 	for rows.Next() {
-		var opKey, provider, action, recipient, status, recordID, reason, detail string
-		if err := rows.Scan(&opKey, &provider, &action, &recipient, &status, &recordID, &reason, &detail); err != nil {
-			return err
+		var o demoOperation
+		if err := rows.Scan(&o.opKey, &o.provider, &o.action, &o.recipient, &o.status, &o.recordID, &o.reason, &o.detail); err != nil {
+			return nil, err
 		}
+		ops = append(ops, o)
+	}
+	return ops, rows.Err()
+}
+
+func (w *demoWatch) printOperations(ops []demoOperation, opened map[string]demoEvent) {
+	w.pending = w.pending[:0]
+	for _, o := range ops {
+		opKey, provider, action, recipient, status, recordID, reason, detail := o.opKey, o.provider, o.action, o.recipient, o.status, o.recordID, o.reason, o.detail
 		if status == string(ledger.StatusPending) {
 			w.pending = append(w.pending, opKey)
 		}
@@ -728,7 +806,7 @@ func (w *demoWatch) pollOperations(ctx context.Context, opened map[string]demoEv
 		case string(ledger.StatusDone):
 			via := "one matching record"
 			if prev == string(ledger.StatusReview) {
-				via = "ticket resolved"
+				via = "its ticket resolved"
 			}
 			w.out.event("done", "%s: %s, %s", what, via, recordID)
 		case string(ledger.StatusReview):
@@ -738,6 +816,41 @@ func (w *demoWatch) pollOperations(ctx context.Context, opened map[string]demoEv
 			}
 		default:
 			w.out.event(status, "%s", what)
+		}
+	}
+}
+
+// pollHealth prints each provider going down for the cluster, each probe
+// that found it still failing, and its coming back.
+func (w *demoWatch) pollHealth(ctx context.Context) error {
+	rows, err := w.pool.Query(ctx, `SELECT provider, state = 'up', since, probe_at, coalesce(last_error, '')
+		FROM sweeper.provider_health ORDER BY provider`)
+	if err != nil {
+		return fmt.Errorf("read the providers' health: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var provider string
+		var h demoHealth
+		var probeAt *time.Time
+		if err := rows.Scan(&provider, &h.up, &h.since, &probeAt, &h.lastError); err != nil {
+			return err
+		}
+		if probeAt != nil {
+			h.probeAt = *probeAt
+		}
+		prev, seen := w.health[provider]
+		w.health[provider] = h
+		switch {
+		case !h.up && (!seen || prev.up):
+			w.out.event("down", "%s is down for the whole cluster: transient errors in a row, for more than one operation (last: %s). "+
+				"Its lookups wait, spending no budget and opening no ticket; one probe will ask at %s",
+				provider, h.lastError, clock(h.probeAt))
+		case !h.up && !h.probeAt.Equal(prev.probeAt):
+			w.out.event("probe", "%s still fails (%s); the next probe asks at %s", provider, h.lastError, clock(h.probeAt))
+		case h.up && seen && !prev.up:
+			w.out.event("up", "%s answered a probe: back after %s down; its lookups resume, with their budgets where they stopped",
+				provider, h.since.Sub(prev.since).Round(100*time.Millisecond))
 		}
 	}
 	return rows.Err()
@@ -814,14 +927,36 @@ func (w *demoWatch) printEvent(ev demoEvent) {
 		w.out.event("escalate", "#%d %s past its deadline: looked up once more (%s); escalated %s: owner @%s, %s priority, deadline %s",
 			ev.ticket, ev.opKey, found, step, d.Owner, d.Priority, clock(d.Deadline))
 	case review.EventResolvedByRelookup:
-		w.out.event("resolved", "#%d %s: looked up once more and found record %s", ev.ticket, ev.opKey, d.Record)
+		w.out.event("resolved", "#%d %s settled by itself: looked up again, record %s is there now; resolved as done, nobody had to act",
+			ev.ticket, ev.opKey, d.Record)
 	default:
 		w.out.event("ticket", "#%d %s: %s", ev.ticket, ev.opKey, ev.kind)
 	}
 }
 
+// Root messages are about a ticket, an alert group or a provider incident.
+const (
+	aboutTicket   = "ticket"
+	aboutGroup    = "alert group"
+	aboutIncident = "incident"
+)
+
+// slackAbout says what a message is about, by the ids its metadata holds.
+func slackAbout(m slackfake.Message) string {
+	if m.Metadata != nil {
+		if _, ok := m.Metadata.EventPayload["incident_id"]; ok {
+			return aboutIncident
+		}
+		if _, ok := m.Metadata.EventPayload["group_id"]; ok {
+			return aboutGroup
+		}
+	}
+	return aboutTicket
+}
+
 // pollSlack prints the fake Slack's new messages and edits. The first of
-// each kind is shown in full, the others by their first line.
+// each kind, for each of tickets, groups and incidents, is shown in full,
+// the others by their first line.
 func (w *demoWatch) pollSlack() {
 	for _, m := range w.fake.Messages() {
 		key := m.Channel + "/" + m.TS
@@ -835,6 +970,7 @@ func (w *demoWatch) pollSlack() {
 			kind = "reply"
 		case !seen:
 			w.posts++
+			w.roots[slackAbout(m)]++
 			kind = "post"
 		case m.Edits > edits:
 			w.edits += m.Edits - edits
@@ -859,8 +995,8 @@ func (w *demoWatch) pollSlack() {
 		case "edit":
 			w.out.event("slack", "#%s message edited: %s", m.Channel, lines[0])
 		}
-		if !w.shownFull[kind] {
-			w.shownFull[kind] = true
+		if full := kind + " " + slackAbout(m); !w.shownFull[full] {
+			w.shownFull[full] = true
 			for _, l := range lines[1:] {
 				w.out.detail(l)
 			}
@@ -914,6 +1050,37 @@ func (w *demoWatch) summary(out io.Writer) {
 	fmt.Fprintf(out, "  escalations: %d, of %d ticket(s)\n", w.escalations, escalated)
 	fmt.Fprintf(out, "  slack: %d messages posted (%d root messages, %d thread replies) and %d edits, in %d channel(s)\n",
 		w.posts+w.replies, w.posts, w.replies, w.edits, len(w.channels))
+
+	// Least toil: what nobody had to look at.
+	var outages []string
+	rows, err = w.pool.Query(ctx, `SELECT provider, extract(epoch FROM ended_at - started_at)::float8 FROM sweeper.incidents ORDER BY id`)
+	if err == nil {
+		for rows.Next() {
+			var provider string
+			var lasted *float64
+			if rows.Scan(&provider, &lasted) == nil {
+				if lasted == nil {
+					outages = append(outages, provider+" still down")
+				} else {
+					outages = append(outages, fmt.Sprintf("%s down for %.1fs", provider, *lasted))
+				}
+			}
+		}
+		rows.Close()
+	}
+	var selfSettled, groups, grouped int
+	_ = w.pool.QueryRow(ctx, `SELECT count(DISTINCT ticket_id) FROM sweeper.ticket_events WHERE kind = $1`,
+		review.EventResolvedByRelookup).Scan(&selfSettled)
+	_ = w.pool.QueryRow(ctx, `SELECT count(DISTINCT group_id), count(DISTINCT ticket_id) FROM sweeper.outbox
+		WHERE group_id IS NOT NULL AND ticket_id IS NOT NULL`).Scan(&groups, &grouped)
+	incidents := "none"
+	if len(outages) > 0 {
+		incidents = strings.Join(outages, ", ")
+	}
+	fmt.Fprintf(out, "  incidents: %d (%s), one Slack message each, edited in place when it ended\n", len(outages), incidents)
+	fmt.Fprintf(out, "  settled by themselves: %d ticket(s), resolved as done when a scheduled re-lookup found the record\n", selfSettled)
+	fmt.Fprintf(out, "  root Slack messages: %d for %d tickets opened (%d ticket alerts, %d alert group(s) holding %d tickets, %d incident(s))\n",
+		w.posts, tickets, w.roots[aboutTicket], w.roots[aboutGroup], grouped, w.roots[aboutIncident])
 }
 
 // clock shows a deadline in local time, with how far off it is.
@@ -988,14 +1155,16 @@ var (
 	slackMention = regexp.MustCompile(`<@([A-Z0-9]+)>`)
 	slackDate    = regexp.MustCompile(`<!date\^[0-9]+\^[^|>]*\|([^>]*)>`)
 	slackLink    = regexp.MustCompile(`<[^|>]+\|([^>]*)>`)
-	slackMarks   = strings.NewReplacer("*", "", "\n>", " — ", "\n• ", " • ", "\n", " · ")
-	slackEntity  = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
+	slackMarks   = strings.NewReplacer("*", "", "\n>", " — ", "\n• ", " • ", "\n", " · ",
+		":rotating_light:", "🚨", ":white_check_mark:", "✅", ":warning:", "⚠️")
+	slackEntity = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
 )
 
 // plainText turns Slack mrkdwn into one line of plain text: mentions as
-// @id, dates in local time, links as their label, emphasis marks and line
-// breaks gone (underscores stay: they are in names like op_key). Code spans keep their text as it is: a masked recipient
-// (j***@***.com) is made of asterisks.
+// @id, dates in local time, links as their label, the emoji codes sweeper
+// uses as emoji, emphasis marks and line breaks gone (underscores stay:
+// they are in names like op_key). Code spans keep their text as it is: a
+// masked recipient (j***@***.com) is made of asterisks.
 func plainText(s string) string {
 	s = slackMention.ReplaceAllString(s, "@$1")
 	s = slackDate.ReplaceAllStringFunc(s, func(m string) string {

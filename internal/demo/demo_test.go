@@ -21,6 +21,9 @@ var (
 	demoOpsLine      = regexp.MustCompile(`(?m)^  operations: (\d+) seeded: (\d+) done, (\d+) review, (\d+) failed, (\d+) pending$`)
 	demoEscalations  = regexp.MustCompile(`(?m)^  escalations: (\d+),`)
 	demoSlackLine    = regexp.MustCompile(`(?m)^  slack: (\d+) messages posted \((\d+) root messages, (\d+) thread replies\)`)
+	demoIncidents    = regexp.MustCompile(`(?m)^  incidents: (\d+) \(([^)]*)\)`)
+	demoSelfSettled  = regexp.MustCompile(`(?m)^  settled by themselves: (\d+) ticket`)
+	demoRoots        = regexp.MustCompile(`(?m)^  root Slack messages: (\d+) for (\d+) tickets opened \((\d+) ticket alerts, (\d+) alert group\(s\) holding (\d+) tickets, (\d+) incident\(s\)\)$`)
 	// An address or phone number as the demo seeds them, unmasked.
 	rawRecipient = regexp.MustCompile(`[a-z]+\.\d+@example\.(com|org|net)|\+1555\d{7}`)
 )
@@ -38,7 +41,8 @@ func skipLong(t *testing.T) {
 // TestDemo runs `sweeper demo` against the tests' server and checks that
 // it reaches its summary with every seeded operation settled as the
 // simulated providers dictate, at least one escalation, Slack messages,
-// no raw recipient anywhere, and its database gone afterwards.
+// no raw recipient anywhere, and its database gone afterwards; and that it
+// tells the least-toil story (testDemoStory).
 func TestDemo(t *testing.T) {
 	skipLong(t)
 	t.Parallel()
@@ -74,20 +78,26 @@ func TestDemo(t *testing.T) {
 	if seeded != ops || done+inReview+failed != ops || pending != 0 {
 		t.Errorf("summary %q: want %d seeded, all settled, none pending", m[0], ops)
 	}
-	wantDone := 0
+	wantDone, lagging := 0, 0
 	for _, op := range demoPlan(ops) {
-		if op.scenario == scenarioFound {
+		switch op.scenario {
+		case scenarioFound:
 			wantDone++
+		case scenarioLagging:
+			lagging++
 		}
 	}
-	if done != wantDone || inReview != ops-wantDone {
-		t.Errorf("summary %q: want %d done (one matching record each) and %d in review", m[0], wantDone, ops-wantDone)
+	if done != wantDone+lagging || inReview != ops-wantDone-lagging {
+		t.Errorf("summary %q: want %d done (one matching record each, %d of them found late) and %d in review",
+			m[0], wantDone+lagging, lagging, ops-wantDone-lagging)
 	}
 	if got := strings.Count(r.stdout, "  done     "); got != done {
 		t.Errorf("%d done lines, summary says %d", got, done)
 	}
-	if got := strings.Count(r.stdout, "  ticket   #"); got != inReview {
-		t.Errorf("%d ticket lines, summary says %d operations in review", got, inReview)
+	// A ticket for every operation in review, and one for every lagging
+	// operation, which its re-lookup resolved.
+	if got := len(regexp.MustCompile(`(?m)^ +[0-9.]+s  ticket   #\d+ opened for `).FindAllString(r.stdout, -1)); got != inReview+lagging {
+		t.Errorf("%d ticket lines, want %d: the summary's %d operations in review and %d lagging ones", got, inReview+lagging, inReview, lagging)
 	}
 
 	if m := demoEscalations.FindStringSubmatch(r.stdout); m == nil || m[1] == "0" {
@@ -96,9 +106,7 @@ func TestDemo(t *testing.T) {
 	if !regexp.MustCompile(`(?m)  escalate #\d+ .*escalated to level 1: owner @U0OPSLEAD`).MatchString(r.stdout) {
 		t.Errorf("no escalation to the next owner among the events:\n%s", r.stdout)
 	}
-	if m := demoSlackLine.FindStringSubmatch(r.stdout); m == nil || m[2] != strconv.Itoa(inReview) || m[3] == "0" {
-		t.Errorf("slack summary %q: want one root message per ticket (%d) and thread replies", m, inReview)
-	}
+	testDemoStory(t, r.stdout, demoPlan(ops), inReview+lagging, lagging)
 	if !strings.Contains(r.stdout, "thread reply, also to the channel: 🔺 Escalated from level 0 to level 1: @U0OPSLEAD") {
 		t.Errorf("the escalation's Slack reply is not shown as text:\n%s", r.stdout)
 	}
@@ -140,6 +148,105 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// testDemoStory checks the least-toil story in the demo's output: the
+// outage provider down, exactly one incident message for it, nothing
+// decided for its operations until it is back, then its operations settled
+// with no lookup_failed ticket and the incident message edited; the
+// lagging operations' tickets resolved by a re-lookup, each with its own
+// root message edited and no second one; an alert group; and a summary
+// whose root messages add up.
+func testDemoStory(t *testing.T, stdout string, plan []demoOp, tickets, lagging int) {
+	t.Helper()
+	down := lineIndex(stdout, `  down     `+demoOutageProvider+` is down for the whole cluster`)
+	up := lineIndex(stdout, `  up       `+demoOutageProvider+` answered a probe`)
+	if down < 0 || up < down {
+		t.Fatalf("want %s down, then up again (lines %d, %d):\n%s", demoOutageProvider, down, up, stdout)
+	}
+	incident := regexp.MustCompile(`(?m)^ +[0-9.]+s  slack    #\w+ posted: 🚨 ` + demoOutageProvider + ` unreachable since `)
+	if got := len(incident.FindAllString(stdout, -1)); got != 1 {
+		t.Errorf("%d incident messages for %s, want exactly 1", got, demoOutageProvider)
+	}
+	if at := lineIndex(stdout, `message edited: ✅ `+demoOutageProvider+` was unreachable from `); at < up {
+		t.Errorf("the incident message is not edited to say %s is back, after it is (line %d, up at %d)", demoOutageProvider, at, up)
+	}
+	if lineIndex(stdout, `thread reply: Back after `) < up {
+		t.Errorf("no \"Back after\" reply in the incident's thread")
+	}
+	outageOps := 0
+	for _, op := range plan {
+		if op.attempt.Provider != demoOutageProvider {
+			continue
+		}
+		outageOps++
+		key := op.attempt.OpKey
+		decided := lineIndex(stdout, `  done     `+key+` `)
+		if op.scenario != scenarioFound {
+			decided = lineIndex(stdout, `  review   `+key+` `)
+		}
+		if decided < up {
+			t.Errorf("%s (%s): decided at line %d, want after %s is back (line %d)", key, op.scenario, decided, demoOutageProvider, up)
+		}
+		if regexp.MustCompile(`  review   ` + regexp.QuoteMeta(key) + ` .*: lookup_failed: `).MatchString(stdout) {
+			t.Errorf("%s: a lookup_failed ticket, want none: the outage spent no budget", key)
+		}
+	}
+	if outageOps == 0 {
+		t.Fatalf("the plan has no operation of %s", demoOutageProvider)
+	}
+
+	resolved := regexp.MustCompile(`(?m)^ +[0-9.]+s  resolved #(\d+) (\S+) settled by itself: `).FindAllStringSubmatch(stdout, -1)
+	if len(resolved) != lagging || lagging == 0 {
+		t.Errorf("%d tickets settled by themselves, want the %d lagging operations'", len(resolved), lagging)
+	}
+	for _, m := range resolved {
+		id := regexp.QuoteMeta(m[1])
+		posted := regexp.MustCompile(`(?m)^ +[0-9.]+s  slack    #\w+ posted: .*review ticket #` + id + ` · `)
+		if got := len(posted.FindAllString(stdout, -1)); got != 1 {
+			t.Errorf("ticket #%s (%s): %d root messages, want 1", m[1], m[2], got)
+		}
+		at := lineIndex(stdout, "  resolved #"+m[1]+" ")
+		if edited := lineIndex(stdout, "message edited: ✅ Resolved · review ticket #"+m[1]+" · done"); edited < at {
+			t.Errorf("ticket #%s (%s): its root message is not edited to resolved after the re-lookup (lines %d, %d)", m[1], m[2], at, edited)
+		}
+	}
+
+	m := demoIncidents.FindStringSubmatch(stdout)
+	if m == nil || m[1] != "1" || !regexp.MustCompile(`^`+demoOutageProvider+` down for [0-9.]+s$`).MatchString(m[2]) {
+		t.Errorf("incidents summary %q: want 1, %s down for some seconds", m, demoOutageProvider)
+	}
+	if m := demoSelfSettled.FindStringSubmatch(stdout); m == nil || m[1] != strconv.Itoa(lagging) {
+		t.Errorf("settled-by-themselves summary %q: want %d", m, lagging)
+	}
+	roots := demoRoots.FindStringSubmatch(stdout)
+	if roots == nil {
+		t.Fatalf("no summary of root messages:\n%s", stdout)
+	}
+	n := make([]int, len(roots)-1)
+	for i := range n {
+		n[i], _ = strconv.Atoi(roots[i+1])
+	}
+	all, opened, alerts, groups, grouped, incidents := n[0], n[1], n[2], n[3], n[4], n[5]
+	if opened != tickets || alerts != opened-grouped || all != alerts+groups+incidents || incidents != 1 {
+		t.Errorf("root messages %q: want one per ticket (%d) but those in a group, one per group, one incident", roots[0], tickets)
+	}
+	if groups == 0 || grouped < 3 {
+		t.Errorf("root messages %q: want an alert group of at least 3 tickets", roots[0])
+	}
+	if slack := demoSlackLine.FindStringSubmatch(stdout); slack == nil || slack[2] != roots[1] || slack[3] == "0" {
+		t.Errorf("slack summary %q: want the %s root messages and thread replies", slack, roots[1])
+	}
+}
+
+// lineIndex is the number of the first line of s holding sub, or -1.
+func lineIndex(s, sub string) int {
+	for i, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, sub) {
+			return i
+		}
+	}
+	return -1
+}
+
 func TestPlainText(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -151,6 +258,7 @@ func TestPlainText(t *testing.T) {
 		{desc: "line breaks and a quote", mrkdwn: "*Why:* no record\n>the provider was searched", want: "Why: no record — the provider was searched"},
 		{desc: "entities", mrkdwn: "a &lt;b&gt; &amp; c", want: "a <b> & c"},
 		{desc: "underscores stay", mrkdwn: "*op_key* `order-1-receipt`", want: "op_key order-1-receipt"},
+		{desc: "emoji codes", mrkdwn: ":rotating_light: *acme* down", want: "🚨 acme down"},
 	}
 	for _, tt := range tests {
 		if got := plainText(tt.mrkdwn); got != tt.want {

@@ -5,9 +5,16 @@
 //	[providers.sim]
 //	kind = "sim"
 //	latency = "0s"
+//	fail_for = "0s"     # every lookup a transient error (HTTP 503) for this long from the first
 //	[[providers.sim.rules]]
 //	match = "found-*"   # glob on op_key (path.Match syntax)
 //	outcome = "found"
+//	after = "0s"        # nothing found until this long after the op_key's first answered lookup
+//
+// fail_for plays a provider that is down when sweeper starts asking and
+// then recovers; a rule's after plays a search index that lags behind the
+// provider's own records. Both count from lookups, not from the adapter's
+// construction, so that a slow start does not eat into them.
 package sim
 
 import (
@@ -48,6 +55,11 @@ var Kind = providers.NewKind("sim", func() *Config { return &Config{} },
 type Config struct {
 	// Latency is added to every lookup. Default 0s.
 	Latency config.Duration `toml:"latency"`
+	// FailFor makes every lookup fail with a transient error (a simulated
+	// HTTP 503), whatever the rules say, until this long after the
+	// adapter's first lookup: an outage that ends by itself. Default 0s:
+	// never.
+	FailFor config.Duration `toml:"fail_for"`
 	// Rules are tried in order against the op_key.
 	Rules []Rule `toml:"rules"`
 }
@@ -58,7 +70,16 @@ type Rule struct {
 	Match string `toml:"match"`
 	// Outcome is one of [Outcomes].
 	Outcome string `toml:"outcome"`
+	// After holds the outcome back: until this long after the op_key's
+	// first answered lookup, the search finds nothing (a search index that
+	// lags behind the provider's records). Only for outcomes that return
+	// records: found, many, mismatch. Default 0s.
+	After config.Duration `toml:"after"`
 }
+
+// recordOutcomes are the outcomes that return records, which a rule's
+// After can hold back.
+var recordOutcomes = []string{OutcomeFound, OutcomeMany, OutcomeMismatch}
 
 // Validate implements providers.Settings.
 func (c *Config) Validate() []error {
@@ -67,6 +88,11 @@ func (c *Config) Validate() []error {
 		errs = append(errs, fmt.Errorf("latency: %w", err))
 	} else if c.Latency.Duration < 0 {
 		errs = append(errs, errors.New("latency: must not be negative"))
+	}
+	if err := c.FailFor.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("fail_for: %w", err))
+	} else if c.FailFor.Duration < 0 {
+		errs = append(errs, errors.New("fail_for: must not be negative"))
 	}
 	for i, r := range c.Rules {
 		if r.Match == "" {
@@ -77,19 +103,31 @@ func (c *Config) Validate() []error {
 		if !slices.Contains(Outcomes, r.Outcome) {
 			errs = append(errs, fmt.Errorf("rules[%d].outcome: must be one of %s", i, strings.Join(Outcomes, ", ")))
 		}
+		switch err := r.After.Err(); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("rules[%d].after: %w", i, err))
+		case r.After.Duration < 0:
+			errs = append(errs, fmt.Errorf("rules[%d].after: must not be negative", i))
+		case r.After.Duration > 0 && slices.Contains(Outcomes, r.Outcome) && !slices.Contains(recordOutcomes, r.Outcome):
+			errs = append(errs, fmt.Errorf("rules[%d].after: only for an outcome that returns records (%s), not %s",
+				i, strings.Join(recordOutcomes, ", "), r.Outcome))
+		}
 	}
 	return errs
 }
 
 // OutcomeFor returns the outcome of the first rule matching opKey, or
 // not_found.
-func (c *Config) OutcomeFor(opKey string) string {
+func (c *Config) OutcomeFor(opKey string) string { return c.ruleFor(opKey).Outcome }
+
+// ruleFor returns the first rule matching opKey, or a not_found one.
+func (c *Config) ruleFor(opKey string) Rule {
 	for _, r := range c.Rules {
 		if ok, _ := path.Match(r.Match, opKey); ok {
-			return r.Outcome
+			return r
 		}
 	}
-	return OutcomeNotFound
+	return Rule{Outcome: OutcomeNotFound}
 }
 
 // Sim is the simulated adapter.
@@ -99,6 +137,11 @@ type Sim struct {
 
 	mu      sync.Mutex
 	lookups int
+	// started is the first lookup's time, from which FailFor counts.
+	started time.Time
+	// answered is each op_key's first answered lookup, from which its
+	// rule's After counts.
+	answered map[string]time.Time
 }
 
 var _ providers.Lookup = (*Sim)(nil)
@@ -113,10 +156,15 @@ func (s *Sim) Lookups() int {
 	return s.lookups
 }
 
-// Lookup implements providers.Lookup by the first matching rule.
+// Lookup implements providers.Lookup by the first matching rule, once
+// FailFor has passed and the rule's After has.
 func (s *Sim) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
 	s.mu.Lock()
 	s.lookups++
+	if s.started.IsZero() {
+		s.started = time.Now()
+	}
+	failing := time.Since(s.started) < s.cfg.FailFor.Duration
 	s.mu.Unlock()
 	if d := s.cfg.Latency.Duration; d > 0 {
 		select {
@@ -125,8 +173,15 @@ func (s *Sim) Lookup(ctx context.Context, q providers.Query) ([]providers.Record
 			return nil, ctx.Err()
 		}
 	}
+	if failing {
+		return nil, providers.Transient(errors.New("sim: simulated provider outage (HTTP 503), as fail_for says"))
+	}
+	rule := s.cfg.ruleFor(q.OpKey)
+	if after := rule.After.Duration; after > 0 && !s.heldSince(q.OpKey, after) {
+		return nil, nil
+	}
 	created := q.Since.Add(time.Second)
-	switch s.cfg.OutcomeFor(q.OpKey) {
+	switch rule.Outcome {
 	case OutcomeFound:
 		return []providers.Record{s.record(q, "1", q.PayloadHash, created)}, nil
 	case OutcomeMany:
@@ -145,6 +200,22 @@ func (s *Sim) Lookup(ctx context.Context, q providers.Query) ([]providers.Record
 		return nil, providers.ErrUnsupported
 	}
 	return nil, nil
+}
+
+// heldSince reports whether opKey's first answered lookup, this one if it
+// is the first, was at least after ago.
+func (s *Sim) heldSince(opKey string, after time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, seen := s.answered[opKey]
+	if !seen {
+		if s.answered == nil {
+			s.answered = map[string]time.Time{}
+		}
+		first = time.Now()
+		s.answered[opKey] = first
+	}
+	return time.Since(first) >= after
 }
 
 // record builds a record whose id is derived from the op_key, so that the

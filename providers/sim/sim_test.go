@@ -325,6 +325,29 @@ func TestConfigValidate(t *testing.T) {
 		{desc: "malformed latency", cfg: sim.Config{Latency: badLatency}, want: []string{
 			`latency: invalid duration "soon": use a number and a unit, e.g. 90s, 15m, 24h`,
 		}},
+		{desc: "an outage and a lag are valid", cfg: sim.Config{FailFor: config.NewDuration(8 * time.Second), Rules: []sim.Rule{
+			{Match: "lag-*", Outcome: sim.OutcomeFound, After: config.NewDuration(4 * time.Second)},
+			{Match: "dup-*", Outcome: sim.OutcomeMany, After: config.NewDuration(time.Second)},
+			{Match: "err-*", Outcome: sim.OutcomeError, After: config.NewDuration(0)},
+		}}},
+		{desc: "negative fail_for", cfg: sim.Config{FailFor: config.NewDuration(-time.Second)}, want: []string{
+			"fail_for: must not be negative",
+		}},
+		{desc: "malformed fail_for", cfg: sim.Config{FailFor: badLatency}, want: []string{
+			`fail_for: invalid duration "soon": use a number and a unit, e.g. 90s, 15m, 24h`,
+		}},
+		{desc: "after on an outcome without records", cfg: sim.Config{Rules: []sim.Rule{
+			{Match: "*", Outcome: sim.OutcomeError, After: config.NewDuration(time.Second)},
+		}}, want: []string{
+			"rules[0].after: only for an outcome that returns records (found, many, mismatch), not error",
+		}},
+		{desc: "negative and malformed after", cfg: sim.Config{Rules: []sim.Rule{
+			{Match: "a-*", Outcome: sim.OutcomeFound, After: config.NewDuration(-time.Second)},
+			{Match: "b-*", Outcome: sim.OutcomeFound, After: badLatency},
+		}}, want: []string{
+			"rules[0].after: must not be negative",
+			`rules[1].after: invalid duration "soon": use a number and a unit, e.g. 90s, 15m, 24h`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -337,6 +360,71 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("Validate() (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestFailFor: within fail_for of the first lookup every lookup is a
+// transient error, whatever the rules say; after it, the rules answer.
+func TestFailFor(t *testing.T) {
+	t.Parallel()
+	down := everyOutcome()
+	down.FailFor = config.NewDuration(time.Hour)
+	s := sim.New("sim", down)
+	for _, key := range []string{"found-1", "unsupported-1", "not_found-1"} {
+		records, err := s.Lookup(t.Context(), queryFor(key))
+		if records != nil || !isTransient(err) {
+			t.Errorf("%s within fail_for: %v, %v; want a transient error and no records", key, records, err)
+		}
+	}
+
+	brief := everyOutcome()
+	brief.FailFor = config.NewDuration(50 * time.Millisecond)
+	s = sim.New("sim", brief)
+	if _, err := s.Lookup(t.Context(), queryFor("found-1")); !isTransient(err) {
+		t.Fatalf("first lookup: %v, want a transient error", err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if records, err := s.Lookup(t.Context(), queryFor("found-1")); err != nil || len(records) != 1 {
+		t.Errorf("after fail_for: %v, %v; want the one record the rule gives", records, err)
+	}
+	if got := s.Lookups(); got != 2 {
+		t.Errorf("Lookups() = %d, want 2: failed lookups count too", got)
+	}
+}
+
+// TestRuleAfter: a rule's after holds its records back until that long
+// after the op_key's own first answered lookup; lookups failed by fail_for
+// do not start the wait, and other op_keys have their own.
+func TestRuleAfter(t *testing.T) {
+	t.Parallel()
+	const lag = 80 * time.Millisecond
+	cfg := &sim.Config{Rules: []sim.Rule{
+		{Match: "lag-*", Outcome: sim.OutcomeFound, After: config.NewDuration(lag)},
+		{Match: "later-*", Outcome: sim.OutcomeMany, After: config.NewDuration(time.Hour)},
+	}}
+	s := sim.New("sim", cfg)
+	if records, err := s.Lookup(t.Context(), queryFor("lag-1")); err != nil || records != nil {
+		t.Fatalf("first lookup: %v, %v; want nothing found yet", records, err)
+	}
+	time.Sleep(lag + 20*time.Millisecond)
+	if records, err := s.Lookup(t.Context(), queryFor("lag-1")); err != nil || len(records) != 1 {
+		t.Errorf("lookup after the lag: %v, %v; want the record", records, err)
+	}
+	if records, err := s.Lookup(t.Context(), queryFor("lag-2")); err != nil || records != nil {
+		t.Errorf("another op_key's first lookup: %v, %v; want nothing: its lag starts now", records, err)
+	}
+	if records, err := s.Lookup(t.Context(), queryFor("later-1")); err != nil || records != nil {
+		t.Errorf("within an hour's lag: %v, %v; want nothing", records, err)
+	}
+
+	down := &sim.Config{FailFor: config.NewDuration(lag), Rules: cfg.Rules}
+	s = sim.New("sim", down)
+	if _, err := s.Lookup(t.Context(), queryFor("lag-1")); !isTransient(err) {
+		t.Fatalf("within fail_for: %v, want a transient error", err)
+	}
+	time.Sleep(lag + 20*time.Millisecond)
+	if records, err := s.Lookup(t.Context(), queryFor("lag-1")); err != nil || records != nil {
+		t.Errorf("first answered lookup after fail_for: %v, %v; want nothing: the lag starts at the first answer", records, err)
 	}
 }
 
@@ -366,4 +454,11 @@ func TestKind(t *testing.T) {
 	if _, err := sim.Kind.New("sim", otherSettings{}, providers.Env{}); err == nil {
 		t.Errorf("Kind.New with foreign settings: no error")
 	}
+}
+
+// isTransient reports whether err is classified transient by the adapter
+// itself (Classify calls any unclassified error transient too).
+func isTransient(err error) bool {
+	var e *providers.Error
+	return errors.As(err, &e) && e.Class == providers.ClassTransient
 }
