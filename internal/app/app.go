@@ -1,4 +1,4 @@
-package jobs
+package app
 
 import (
 	"cmp"
@@ -14,19 +14,20 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/robfig/cron/v3"
-
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/health"
 	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/internal/settle"
+	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
-// Sweeper is sweeper's work, wired: the configuration, the database, the
+// App is sweeper's work, wired: the configuration, the database, the
 // providers, and the pieces the jobs and the CLI share.
-type Sweeper struct {
+type App struct {
 	Config    *config.Config
 	Pool      *pgxpool.Pool
 	Providers map[string]*providers.Provider
@@ -93,12 +94,12 @@ func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 // that a provider failing again and again is down for the whole cluster
 // (internal/health): its lookups pause, one probe asks at a time, and when
 // it answers, its open lookup_failed tickets are looked up again at once.
-func (s *Sweeper) TrackHealth() {
+func (s *App) TrackHealth() {
 	for name, p := range s.Providers {
 		if p.OutageAfter <= 0 {
 			continue // each operation's lookups spend their own budget
 		}
-		tracker := health.NewTracker(s.Pool, name, p.OutageAfter, 2*p.LookupTimeout+lookupOverhead)
+		tracker := health.NewTracker(s.Pool, name, p.OutageAfter, 2*p.LookupTimeout+jobs.LookupOverhead)
 		tracker.OnUp = func(ctx context.Context) {
 			n, err := s.Reviews().RelookupNow(ctx, name)
 			s.Logger.Info("provider answers again; lookups resume", "provider", name, "tickets_relooked_now", n, "error", err)
@@ -120,7 +121,7 @@ func Policy(cfg *config.Config) review.Policy {
 	}
 }
 
-func (s *Sweeper) now() time.Time {
+func (s *App) now() time.Time {
 	switch {
 	case s.Now != nil:
 		return s.Now()
@@ -132,19 +133,19 @@ func (s *Sweeper) now() time.Time {
 
 // Settler returns the settler the lookup worker and `sweep --once` use,
 // writing through applier (nil: a transaction per decision).
-func (s *Sweeper) Settler(applier Applier) *Settler {
+func (s *App) Settler(applier settle.Applier) *settle.Settler {
 	if applier == nil {
 		applier = s.Reviews()
 	}
-	return &Settler{Providers: s.Providers, Reviews: applier, DB: s.Pool, Logger: s.Logger, Now: s.now, Metrics: s.Metrics}
+	return &settle.Settler{Providers: s.Providers, Reviews: applier, DB: s.Pool, Logger: s.Logger, Now: s.now, Metrics: s.Metrics}
 }
 
 // Reviews returns the ticket store under the configured policy.
-func (s *Sweeper) Reviews() *review.Store { return review.NewStore(s.Pool, Policy(s.Config)) }
+func (s *App) Reviews() *review.Store { return review.NewStore(s.Pool, Policy(s.Config)) }
 
 // Scanner returns the stale scan.
-func (s *Sweeper) Scanner() *Scanner {
-	return &Scanner{
+func (s *App) Scanner() *settle.Scanner {
+	return &settle.Scanner{
 		DB:           s.Pool,
 		Providers:    s.Providers,
 		BatchSize:    s.Config.Sweep.BatchSize,
@@ -224,20 +225,24 @@ func (d *Daemon) stopBatcher() {
 // River's leader alone enqueues them, and each sweep and escalation scan is
 // unique per period of its schedule, so a restart or a leader change does
 // not double it.
-func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
+func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	batcher := review.NewBatcher(s.Reviews(), cmp.Or(opts.CommitBatch, 100))
 	workers := river.NewWorkers()
-	lookup := NewLookupWorker(s.Settler(batcher), s.Pool)
+	lookup := jobs.NewLookupWorker(s.Settler(batcher), s.Pool)
 	river.AddWorker(workers, lookup)
 	sweepTimeout := s.Config.Sweep.Timeout.Duration
 	// The River sweep hands each provider's backlog on in bounded pieces:
 	// the queue, and memory, stay the same with a million stale rows.
 	scanner := s.Scanner()
-	scanner.Admission = AdmissionHorizon
-	river.AddWorker(workers, NewSweepWorker(scanner, sweepTimeout, s.Logger))
-	river.AddWorker(workers, NewEscalateWorker(s))
-	river.AddWorker(workers, NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
-	river.AddWorker(workers, NewRelookupTicketWorker(s.Escalator(), lookup.Timeout(nil)))
+	scanner.Admission = settle.AdmissionHorizon
+	river.AddWorker(workers, jobs.NewSweepWorker(scanner, sweepTimeout, s.Logger))
+	river.AddWorker(workers, jobs.NewEscalateWorker(s.Escalator(), jobs.Scan{
+		Timeout:      sweepTimeout,
+		BatchSize:    s.Config.Sweep.BatchSize,
+		QueryTimeout: s.Config.Sweep.QueryTimeout.Duration,
+	}, s.Logger))
+	river.AddWorker(workers, jobs.NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
+	river.AddWorker(workers, jobs.NewRelookupTicketWorker(s.Escalator(), lookup.Timeout(nil)))
 	dispatcher, err := s.Dispatcher()
 	switch {
 	case errors.Is(err, ErrSlackOff):
@@ -245,33 +250,30 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	case err != nil:
 		return nil, err
 	default:
-		river.AddWorker(workers, &NotifyWorker{dispatcher: dispatcher})
+		river.AddWorker(workers, jobs.NewNotifyWorker(dispatcher))
 	}
 
 	var periodic []*river.PeriodicJob
 	if !opts.NoPeriodic {
-		jobs := []struct {
+		schedules := []struct {
 			id, key, expr string
-			args          periodicArgs
+			args          jobs.PeriodicArgs
 		}{
-			{"sweep", "schedules.sweep", s.Config.Schedules.Sweep, SweepArgs{}},
-			{"escalate", "schedules.escalate", s.Config.Schedules.Escalate, EscalateArgs{}},
+			{"sweep", "schedules.sweep", s.Config.Schedules.Sweep, jobs.SweepArgs{}},
+			{"escalate", "schedules.escalate", s.Config.Schedules.Escalate, jobs.EscalateArgs{}},
 		}
 		if dispatcher != nil {
-			jobs = append(jobs, struct {
+			schedules = append(schedules, struct {
 				id, key, expr string
-				args          periodicArgs
-			}{"notify", "schedules.notify", s.Config.Schedules.Notify, NotifyArgs{}})
+				args          jobs.PeriodicArgs
+			}{"notify", "schedules.notify", s.Config.Schedules.Notify, jobs.NotifyArgs{}})
 		}
-		for _, j := range jobs {
+		for _, j := range schedules {
 			schedule, err := cron.ParseStandard(j.expr)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", j.key, err)
 			}
-			args := j.args
-			periodic = append(periodic, river.NewPeriodicJob(schedule, func() (river.JobArgs, *river.InsertOpts) {
-				return periodicRun(args, schedule, s.fireClock())
-			}, &river.PeriodicJobOpts{ID: j.id, RunOnStart: true}))
+			periodic = append(periodic, jobs.NewPeriodicJob(j.id, schedule, j.args, s.fireClock))
 		}
 	}
 
@@ -290,10 +292,10 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	rescueAfter := jobTimeout + 30*time.Second
 	queues := map[string]river.QueueConfig{
 		river.QueueDefault: {MaxWorkers: 4},
-		QueueLookup:        {MaxWorkers: s.Config.River.MaxWorkers},
+		jobs.QueueLookup:   {MaxWorkers: s.Config.River.MaxWorkers},
 	}
 	if dispatcher != nil {
-		queues[QueueNotify] = river.QueueConfig{MaxWorkers: 4}
+		queues[jobs.QueueNotify] = river.QueueConfig{MaxWorkers: 4}
 	}
 	client, err := river.NewClient(riverpgxv5.New(s.Pool), &river.Config{
 		Schema:               migrations.Schema,
@@ -302,9 +304,9 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		PeriodicJobs:         periodic,
 		JobTimeout:           jobTimeout,
 		RescueStuckJobsAfter: rescueAfter,
-		FetchCooldown:        FetchCooldown,
+		FetchCooldown:        jobs.FetchCooldown,
 		FetchPollInterval:    opts.FetchPollInterval,
-		Logger:               riverLogger(s.Logger),
+		Logger:               jobs.RiverLogger(s.Logger),
 	})
 	if err != nil {
 		return nil, err
@@ -312,47 +314,10 @@ func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	return &Daemon{Client: client, batcher: batcher}, nil
 }
 
-// FetchCooldown is the River client's pause between fetches. River fetches
-// at most a queue's free slots per fetch, so its default of 100 ms caps a
-// process at max_workers×10 lookups a second however fast the provider
-// answers; 10 ms moves that cap past what the database settles and keeps a
-// 50 ms lookup from waiting on the fetch loop. An idle queue is still
-// polled only every FetchPollInterval.
-const FetchCooldown = 10 * time.Millisecond
-
-// periodicArgs are the args of a periodic job: forRun names one run.
-type periodicArgs interface {
-	river.JobArgs
-	// forRun returns the args of the run whose period ends at nextFire.
-	forRun(nextFire time.Time) river.JobArgs
-}
-
-// fireSlack is how early River may enqueue a periodic run (it fires what
-// is due within 100 ms), rounded up to the second cron works in.
-const fireSlack = time.Second
-
-// periodicRun returns the args and insert options of the run of a periodic
-// job on schedule that River enqueues at now: at one of the schedule's fire
-// times, or at start. A run is unique by the end of its period, the
-// schedule's next fire time after now, read in the schedule's own time
-// zone (CRON_TZ): every fire is a run of its own whatever daylight saving
-// does, and a run on start shares its key with the fire before it, so a
-// restart or a new leader does not add one. (River's unique-by-period
-// windows are UTC: with CRON_TZ, the run after a daylight saving change
-// could fall in the previous run's window and be skipped.) An "@every"
-// schedule keeps windows of its interval: it has no time zone.
-func periodicRun(args periodicArgs, schedule cron.Schedule, now time.Time) (river.JobArgs, *river.InsertOpts) {
-	if every, ok := schedule.(cron.ConstantDelaySchedule); ok {
-		return args, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: max(every.Delay, time.Second)}}
-	}
-	next := schedule.Next(now.Add(fireSlack)).UTC()
-	return args.forRun(next), &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
-}
-
 // fireClock is the clock periodic runs are named by: this machine's, by
 // which River fires them (the database's clock, s.Clock, could name the
 // fire before or after the one River serves), or s.Now in tests.
-func (s *Sweeper) fireClock() time.Time {
+func (s *App) fireClock() time.Time {
 	if s.Now != nil {
 		return s.Now()
 	}
