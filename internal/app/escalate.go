@@ -4,40 +4,9 @@ import (
 	"context"
 	"sync"
 
-	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/settle"
-	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
 )
-
-// EscalationPolicy is the escalation policy the configuration describes.
-func EscalationPolicy(cfg *config.Config) review.Escalation {
-	r := cfg.Review
-	levels := make([]review.EscalationLevel, len(r.Escalation))
-	for i, l := range r.Escalation {
-		levels[i] = review.EscalationLevel{Owner: l.Owner, Priority: l.Priority, Window: l.Window.Duration}
-	}
-	return review.Escalation{
-		Levels:      levels,
-		RepeatEvery: r.RepeatEvery.Duration,
-		FirstWindow: r.Window.Duration,
-		MaxRepeats:  r.MaxRepeats,
-	}
-}
-
-// Escalator returns the escalator over s's pool and clock.
-func (s *App) Escalator() *settle.Escalator {
-	return &settle.Escalator{
-		Reviews:   s.Reviews(),
-		Ledger:    ledger.NewStore(s.Pool),
-		Settler:   s.Settler(nil),
-		Policy:    EscalationPolicy(s.Config),
-		Relookups: Policy(s.Config),
-		Logger:    s.Logger,
-		Now:       s.now,
-		Metrics:   s.Metrics,
-	}
-}
 
 // EscalationSummary counts what one escalation pass did.
 type EscalationSummary struct {

@@ -36,7 +36,7 @@ priority = "urgent"
 window = "4h"
 `
 
-// testClock is a clock a test moves by hand; every Sweeper of a test
+// testClock is a clock a test moves by hand; every App of a test
 // reads the same one.
 type testClock struct{ ns atomic.Int64 }
 
@@ -68,7 +68,7 @@ func setupEscalation(t *testing.T, cfgText string, fakes map[string]*providers.P
 	return b
 }
 
-// replica wires another Sweeper on the same database and clock.
+// replica wires another App on the same database and clock.
 func (b *escalationBundle) replica(t *testing.T) *app.App {
 	t.Helper()
 	r := wire(t, b.url, b.cfg, b.fakes).sweeper
