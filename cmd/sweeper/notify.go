@@ -331,7 +331,10 @@ func deliverAfterPass(ctx context.Context, e *env, s *app.App) error {
 	defer cancel()
 	stats, err := s.Deliver(ctx)
 	if stats.Claimed > 0 {
-		printStats(e.stderr, stats) // stderr: stdout may be the pass's JSON
+		printStats(e.stderr, stats.Stats) // stderr: stdout may be the pass's JSON
+	}
+	if stats.Left > 0 {
+		fmt.Fprintf(e.stderr, "slack: %d alert(s) left in the outbox for the daemon\n", stats.Left)
 	}
 	return err
 }

@@ -59,18 +59,59 @@ func (s *App) getenv(name string) string {
 	return ""
 }
 
-// Deliver drains the outbox once when Slack is on (nothing to do when it
-// is off): what `sweep --once` and `escalate --once` call before they exit.
-// It does not wait slack.group_wait: they deliver what they caused now.
-func (s *App) Deliver(ctx context.Context) (notify.Stats, error) {
+// Delivery is what [App.Deliver] did.
+type Delivery struct {
+	notify.Stats
+	// Left counts the outbox rows still pending when Deliver returned: the
+	// daemon, or `sweeper notify --once`, delivers them.
+	Left int `json:"left"`
+}
+
+// deliverWait bounds how long, in all, [App.Deliver] waits for rows Slack
+// rate-limited to be due again: a command in the foreground waits out a
+// Retry-After of a second or two, not a long one.
+const deliverWait = 5 * time.Second
+
+// Deliver drains the outbox when Slack is on (nothing to do when it is
+// off): what `sweep --once` and `escalate --once` call before they exit, so
+// that the alerts their pass produced go out without a daemon. It does not
+// wait slack.group_wait: they deliver what they caused now. Rows Slack
+// rate-limited are delivered once their Retry-After has passed, as long as
+// that is within deliverWait in all; what is still pending then is left,
+// and counted in Left. The error is the claim's or the count's.
+func (s *App) Deliver(ctx context.Context) (Delivery, error) {
 	d, err := s.DispatcherNow()
 	if errors.Is(err, ErrSlackOff) {
-		return notify.Stats{}, nil
+		return Delivery{}, nil
 	}
 	if err != nil {
-		return notify.Stats{}, err
+		return Delivery{}, err
 	}
-	return d.Drain(ctx)
+	outbox := notify.NewOutbox(s.Pool)
+	var out Delivery
+	deadline := time.Now().Add(deliverWait)
+	for {
+		st, err := d.Drain(ctx)
+		out.Add(st)
+		if err != nil {
+			return out, err
+		}
+		left, due, err := outbox.Pending(ctx)
+		if err != nil {
+			return out, err
+		}
+		out.Left = left
+		// Only a rate limit is waited for: a row failed or uncertain waits
+		// its backoff, longer than a command should.
+		if left == 0 || out.RateLimited == 0 || time.Now().Add(due).After(deadline) {
+			return out, nil
+		}
+		select {
+		case <-time.After(max(due, 50*time.Millisecond)):
+		case <-ctx.Done():
+			return out, nil
+		}
+	}
 }
 
 // Interactions returns the Slack interactivity endpoint (button clicks and
