@@ -5,18 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
-
-	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/metrics"
-	"github.com/sweeper/sweeper/ledger"
-	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -61,318 +56,31 @@ func (EscalateTicketArgs) InsertOpts() river.InsertOpts {
 	}
 }
 
-// EscalationPolicy is the escalation policy the configuration describes.
-func EscalationPolicy(cfg *config.Config) review.Escalation {
-	r := cfg.Review
-	levels := make([]review.EscalationLevel, len(r.Escalation))
-	for i, l := range r.Escalation {
-		levels[i] = review.EscalationLevel{Owner: l.Owner, Priority: l.Priority, Window: l.Window.Duration}
-	}
-	return review.Escalation{
-		Levels:      levels,
-		RepeatEvery: r.RepeatEvery.Duration,
-		FirstWindow: r.Window.Duration,
-		MaxRepeats:  r.MaxRepeats,
-	}
-}
-
-// Escalator takes one escalation step for a ticket past its deadline: one
-// more lookup first, then either the ticket resolved as done (exactly one
-// agreeing record) or the policy's next step. The River job and `sweeper
-// escalate --once` share it.
-//
-// It never sends, never deletes, and never changes an operation that is
-// done or failed: the only ledger write is review→done, by compare-and-set.
-type Escalator struct {
-	Reviews *review.Store
-	Ledger  *ledger.Store
-	Settler *Settler
-	Policy  review.Escalation
-	// Relookups schedules the re-lookups of open tickets.
-	Relookups review.Policy
-	Logger    *slog.Logger
-	Now       func() time.Time
-	// Metrics counts the steps taken once they commit; nil counts none.
-	Metrics *metrics.Metrics
-}
-
-// Escalator returns the escalator over s's pool and clock.
-func (s *Sweeper) Escalator() *Escalator {
-	return &Escalator{
-		Reviews:   s.Reviews(),
-		Ledger:    ledger.NewStore(s.Pool),
-		Settler:   s.Settler(nil),
-		Policy:    EscalationPolicy(s.Config),
-		Relookups: Policy(s.Config),
-		Logger:    s.Logger,
-		Now:       s.now,
-		Metrics:   s.Metrics,
-	}
-}
-
-// EscalationOutcome says what [Escalator.Escalate] did.
-type EscalationOutcome struct {
-	// Kind is the policy step taken ("level", "repeat", "exhausted",
-	// "held"), or OutcomeResolved, or OutcomeAlreadyHandled.
-	Kind review.EscalationKind
-	// Level is the ticket's escalation level after the step.
-	Level int
-}
-
-// Outcomes of [Escalator.Escalate] besides the policy's steps.
-const (
-	// OutcomeResolved: the re-lookup proved the effect; ticket resolved,
-	// ledger done.
-	OutcomeResolved review.EscalationKind = "resolved"
-	// OutcomeAlreadyHandled: the ticket was resolved, changed or no longer
-	// due by the time it was read or written; nothing was written.
-	OutcomeAlreadyHandled review.EscalationKind = "already_handled"
-)
-
-// Relookup is what the lookup before an escalation found, as the
-// "escalated" event records it.
-type Relookup struct {
-	Reason    review.Reason `json:"reason,omitempty"`
-	Detail    string        `json:"detail,omitempty"`
-	RecordIDs []string      `json:"record_ids,omitempty"`
-	// Error is a lookup that did not answer: not proof either way.
-	Error string `json:"error,omitempty"`
-	// Skipped says why there was no lookup.
-	Skipped string `json:"skipped,omitempty"`
-}
-
-// Escalate takes at most one step for ticket id, which the caller saw at
-// version. It does nothing when the ticket is no longer open, changed, is
-// exhausted, or is not yet due by e.Now. Otherwise it looks the operation
-// up once through the Settler; exactly one agreeing record resolves the
-// ticket, anything else — an error included — escalates it by the policy.
-// Each write is one transaction ending with inTx (nil: none); the
-// compare-and-set on the ticket's version and the events' dedupe keys make
-// a step happen at most once per ticket and level, whatever retries and
-// replicas do. It returns [review.ErrTicketNotFound] for an unknown id.
-func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx review.InTx) (EscalationOutcome, error) {
-	t, err := e.Reviews.EscalationTicket(ctx, id)
-	if err != nil {
-		return EscalationOutcome{}, err
-	}
-	skip := EscalationOutcome{Kind: OutcomeAlreadyHandled, Level: t.Level}
-	if t.State != review.StateOpen || t.Version != version || t.Exhausted ||
-		e.Policy.Next(t.EscalationState, e.Now()).Kind == review.EscalationNone {
-		return skip, nil
-	}
-	logger := e.Logger.With("ticket_id", t.ID)
-
-	relookup, done, err := e.relookup(ctx, t)
-	if err != nil {
-		return EscalationOutcome{}, err
-	}
-	if done != nil {
-		resolved, err := e.Reviews.ResolveByRelookup(ctx, t, done.recordID, done.evidence, e.Now(), inTx)
-		switch {
-		case review.Unstorable(err):
-			// What the provider answered cannot be written: escalate as
-			// for a failed lookup, rather than retry forever.
-			relookup = Relookup{Error: "the provider's answer could not be stored: " + err.Error()}
-			logger.Warn("re-lookup answer could not be stored; escalating", "error", err)
-		case errors.Is(err, review.ErrNotInReview):
-			if err := e.contradicts(ctx, t, done, logger); err != nil {
-				return EscalationOutcome{}, err
-			}
-			relookup.Skipped = "a record was found, but the operation is no longer in review; left as it is"
-			logger.Warn("re-lookup found a record, but the operation is no longer in review", "provider_record_id", done.recordID)
-		case err != nil:
-			return EscalationOutcome{}, err
-		case !resolved:
-			// Someone resolved or changed the ticket meanwhile — perhaps
-			// as not sent, which the record found contradicts.
-			if err := e.contradicts(ctx, t, done, logger); err != nil {
-				return EscalationOutcome{}, err
-			}
-			return skip, nil
-		default:
-			e.Metrics.Escalated(t.Level, string(OutcomeResolved))
-			logger.Info("ticket resolved by re-lookup", "provider_record_id", done.recordID)
-			return EscalationOutcome{Kind: OutcomeResolved, Level: t.Level}, nil
-		}
-	}
-
-	// The lookup took time: decide with the clock as it is now.
-	step := e.Policy.Next(t.EscalationState, e.Now())
-	if step.Kind == review.EscalationNone {
-		return skip, nil
-	}
-	details := map[string]any{
-		"step":       step.Kind,
-		"from_level": step.FromLevel,
-		"to_level":   step.ToLevel,
-		"owner":      step.Owner,
-		"priority":   step.Priority,
-		"deadline":   step.Deadline,
-		"relookup":   relookup,
-	}
-	switch step.Kind {
-	case review.EscalationRepeat:
-		details["repeat"], details["max_repeats"] = step.RepeatCount, e.Policy.MaxRepeats
-	case review.EscalationExhausted:
-		details["repeats"] = step.RepeatCount
-	}
-	taken, err := e.Reviews.Escalate(ctx, t, step, details, inTx)
-	if err != nil {
-		return EscalationOutcome{}, err
-	}
-	if !taken {
-		return skip, nil
-	}
-	e.Metrics.Escalated(step.ToLevel, string(step.Kind))
-	if step.Alerts() {
-		logger.Info("ticket escalated", "step", step.Kind, "level", step.ToLevel, "owner", step.Owner,
-			"priority", step.Priority, "repeat", step.RepeatCount)
-	}
-	return EscalationOutcome{Kind: step.Kind, Level: step.ToLevel}, nil
-}
-
-// contradicts raises the alarm when a re-lookup proved the effect of an
-// operation that is failed — a person resolved it as not sent, or it was
-// marked failed outside sweeper — while the lookup ran: a workflow may now
-// retry it under a new key and do the thing twice. The ledger stays as it
-// is (failed is final); the ticket gets one "record_found_after_not_sent"
-// event with the new evidence, which is alerted like any other.
-func (e *Escalator) contradicts(ctx context.Context, t review.EscalationTicket, p *proof, logger *slog.Logger) error {
-	op, err := e.Ledger.GetByID(ctx, t.OperationID)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if op.Status != ledger.StatusFailed {
-		return nil
-	}
-	added, err := e.Reviews.RecordContradiction(ctx, t.ID, p.recordID, p.evidence)
-	if err != nil {
-		return err
-	}
-	if added {
-		logger.Warn("the provider holds a record for an operation marked not sent", "provider_record_id", p.recordID)
-	}
-	return nil
-}
-
-// relookupPacedWait bounds how long a re-lookup waits for this process's
-// pacing before it gives up asking.
-const relookupPacedWait = 5 * time.Second
-
-// proof is a re-lookup that proves the effect.
-type proof struct {
-	recordID string
-	evidence review.Evidence
-}
-
-// relookup looks t's operation up once. It returns a proof when exactly one
-// agreeing record was found, else what the lookup saw for the event. Only a
-// cancelled ctx (shutdown, job timeout) is an error: a failed lookup is a
-// finding, not a reason to hold the escalation back.
-func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Relookup, *proof, error) {
-	op, err := e.Ledger.GetByID(ctx, t.OperationID)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return Relookup{Skipped: "the ledger row is gone"}, nil, nil
-	}
-	if err != nil {
-		return Relookup{}, nil, err
-	}
-	if op.Status != ledger.StatusReview {
-		return Relookup{Skipped: fmt.Sprintf("the operation is %s; left as it is", op.Status)}, nil, nil
-	}
-	step := e.Settler.Attempt(ctx, op)
-	// Held back by this process's own pacing (the provider was not asked):
-	// wait a little for it, but no longer than relookupPacedWait in all —
-	// a provider that is down, or a settle window, would hold the
-	// escalation back for its whole length; the step is taken without a
-	// lookup instead, and the next re-lookup tries again.
-	for waited := time.Duration(0); step.Class == providers.ClassPaced && !step.Final && ctx.Err() == nil; {
-		wait := max(step.RetryAfter, 100*time.Millisecond)
-		if waited+wait > relookupPacedWait {
-			break
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-		waited += wait
-		if ctx.Err() == nil {
-			step = e.Settler.Attempt(ctx, op)
-		}
-	}
-	if ctx.Err() != nil {
-		return Relookup{}, nil, ctx.Err()
-	}
-	if !step.Final {
-		return Relookup{Error: step.Err.Error()}, nil, nil
-	}
-	d, err := review.Prove(ctx, e.Settler.DB, op, step.Outcome)
-	if err != nil {
-		return Relookup{}, nil, err
-	}
-	if !d.Done {
-		r := Relookup{Reason: d.Reason, Detail: d.Detail, RecordIDs: d.RecordIDs}
-		if step.Err != nil {
-			r.Error = step.Err.Error()
-		}
-		return r, nil, nil
-	}
-	ev := review.NewEvidence(op, review.Lookup{
-		Adapter: step.Adapter, Query: step.Query, Outcome: step.Outcome, At: e.Now(),
-	}, d)
-	return Relookup{Detail: d.Detail, RecordIDs: d.RecordIDs}, &proof{recordID: d.ProviderRecordID, evidence: ev}, nil
-}
-
-// ScanExpired walks the open tickets whose deadline has passed at now, in
-// keyset pages of batchSize, and calls page for each; it returns how many
-// it saw. Each page's query is bounded by queryTimeout.
-func (e *Escalator) ScanExpired(ctx context.Context, now time.Time, batchSize int, queryTimeout time.Duration, page func(context.Context, []review.ExpiredTicket) error) (int, error) {
-	return scanPages(ctx, "escalate", batchSize, queryTimeout, func(ctx context.Context, last review.ExpiredTicket, n int) ([]review.ExpiredTicket, error) {
-		return e.Reviews.ExpiredTickets(ctx, now, review.ExpiredCursor{Deadline: last.Deadline, ID: last.ID}, n)
-	}, page)
-}
-
-// scanPages reads keyset pages of up to batchSize rows with next — after
-// the last row of the page before, the zero row for the first — each under
-// queryTimeout, and hands each page to page; it returns how many rows it
-// saw. what names the scan in its errors.
-func scanPages[T any](ctx context.Context, what string, batchSize int, queryTimeout time.Duration,
-	next func(ctx context.Context, last T, n int) ([]T, error), page func(context.Context, []T) error) (int, error) {
-	var last T
-	seen := 0
-	for {
-		queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
-		rows, err := next(queryCtx, last, batchSize)
-		cancel()
-		if err != nil {
-			return seen, fmt.Errorf("%s: %w", what, err)
-		}
-		if len(rows) == 0 {
-			return seen, nil
-		}
-		seen += len(rows)
-		if err := page(ctx, rows); err != nil {
-			return seen, err
-		}
-		if len(rows) < batchSize {
-			return seen, nil
-		}
-		last = rows[len(rows)-1]
-	}
-}
-
 // EscalateWorker runs the escalation scan and enqueues one escalate_ticket
-// job per expired ticket.
+// job per expired ticket, and one relookup_ticket job per ticket whose
+// scheduled re-lookup is due.
 type EscalateWorker struct {
 	river.WorkerDefaults[EscalateArgs]
-	sweeper *Sweeper
+	escalator *settle.Escalator
+	scan      Scan
+	logger    *slog.Logger
 }
 
-// NewEscalateWorker returns the worker.
-func NewEscalateWorker(s *Sweeper) *EscalateWorker { return &EscalateWorker{sweeper: s} }
+// Scan bounds a periodic scan: sweep.timeout, sweep.batch_size and
+// sweep.query_timeout.
+type Scan struct {
+	// Timeout bounds a whole scan.
+	Timeout time.Duration
+	// BatchSize is how many rows one page reads.
+	BatchSize int
+	// QueryTimeout bounds each page's query.
+	QueryTimeout time.Duration
+}
+
+// NewEscalateWorker returns the worker; scan bounds each pass.
+func NewEscalateWorker(e *settle.Escalator, scan Scan, logger *slog.Logger) *EscalateWorker {
+	return &EscalateWorker{escalator: e, scan: scan, logger: logger}
+}
 
 // EscalateOutput is recorded on each escalate job.
 type EscalateOutput struct {
@@ -386,7 +94,7 @@ type EscalateOutput struct {
 // Timeout bounds a whole scan (sweep.timeout); a scan cut short is
 // harmless, the next one starts over.
 func (w *EscalateWorker) Timeout(*river.Job[EscalateArgs]) time.Duration {
-	return w.sweeper.Config.Sweep.Timeout.Duration
+	return w.scan.Timeout
 }
 
 // Work implements river.Worker.
@@ -395,9 +103,9 @@ func (w *EscalateWorker) Work(ctx context.Context, job *river.Job[EscalateArgs])
 	if err != nil {
 		return river.JobCancel(err)
 	}
-	s := w.sweeper
+	e := w.escalator
 	var out EscalateOutput
-	out.Expired, err = s.Escalator().ScanExpired(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration,
+	out.Expired, err = e.ScanExpired(ctx, e.Now(), w.scan.BatchSize, w.scan.QueryTimeout,
 		func(ctx context.Context, tickets []review.ExpiredTicket) error {
 			params := make([]river.InsertManyParams, len(tickets))
 			for i, t := range tickets {
@@ -414,7 +122,7 @@ func (w *EscalateWorker) Work(ctx context.Context, job *river.Job[EscalateArgs])
 	if err != nil {
 		return err
 	}
-	out.DueRelookups, err = s.Escalator().ScanDueRelookups(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration,
+	out.DueRelookups, err = e.ScanDueRelookups(ctx, e.Now(), w.scan.BatchSize, w.scan.QueryTimeout,
 		func(ctx context.Context, due []review.DueRelookup) error {
 			params := make([]river.InsertManyParams, len(due))
 			for i, d := range due {
@@ -432,7 +140,7 @@ func (w *EscalateWorker) Work(ctx context.Context, job *river.Job[EscalateArgs])
 		return err
 	}
 	if out.Expired > 0 || out.DueRelookups > 0 {
-		s.Logger.Info("escalation scan done", "expired", out.Expired, "due_relookups", out.DueRelookups,
+		w.logger.Info("escalation scan done", "expired", out.Expired, "due_relookups", out.DueRelookups,
 			"enqueued", out.Enqueued, "already_queued", out.Duplicates)
 	}
 	return river.RecordOutput(ctx, out)
@@ -442,13 +150,13 @@ func (w *EscalateWorker) Work(ctx context.Context, job *river.Job[EscalateArgs])
 // job in the transaction that writes the step.
 type EscalateTicketWorker struct {
 	river.WorkerDefaults[EscalateTicketArgs]
-	escalator *Escalator
+	escalator *settle.Escalator
 	timeout   time.Duration
 }
 
 // NewEscalateTicketWorker returns the worker; timeout bounds one run (the
 // lookup included).
-func NewEscalateTicketWorker(e *Escalator, timeout time.Duration) *EscalateTicketWorker {
+func NewEscalateTicketWorker(e *settle.Escalator, timeout time.Duration) *EscalateTicketWorker {
 	return &EscalateTicketWorker{escalator: e, timeout: timeout}
 }
 
@@ -479,147 +187,4 @@ func cancelGone(err error) error {
 		return river.JobCancel(err)
 	}
 	return err
-}
-
-// EscalationSummary counts what one escalation pass did.
-type EscalationSummary struct {
-	// Examined counts the expired tickets the scan found.
-	Examined int `json:"examined"`
-	// Escalated counts level steps, by the level reached.
-	Escalated map[int]int `json:"escalated"`
-	// Repeats counts re-alerts at the top level.
-	Repeats int `json:"repeats"`
-	// Exhausted counts final steps.
-	Exhausted int `json:"exhausted"`
-	// Held counts tickets acknowledged at the top level: no alert, the
-	// deadline moved on.
-	Held int `json:"held"`
-	// ResolvedByRelookup counts tickets resolved as done because the lookup
-	// found exactly one agreeing record.
-	ResolvedByRelookup int `json:"resolved_by_relookup"`
-	// AlreadyHandled counts tickets resolved, changed or escalated by
-	// someone else meanwhile.
-	AlreadyHandled int `json:"already_handled"`
-	// Errors counts tickets the pass could not handle (database errors);
-	// they stay due for the next pass.
-	Errors int `json:"errors"`
-}
-
-// EscalateOnce runs one escalation pass in this process: the scan, and for
-// every expired ticket the re-lookup and the step. Tickets that fail are
-// counted in Errors and stay due; the error is the scan's. It writes exactly what
-// the River jobs write, through the same compare-and-set, so it is safe
-// beside a running daemon or another EscalateOnce.
-func (s *Sweeper) EscalateOnce(ctx context.Context) (EscalationSummary, error) {
-	escalator := s.Escalator()
-	sum := EscalationSummary{Escalated: map[int]int{}}
-	var mu sync.Mutex
-	examined, err := inPool(ctx, s.Config.River.MaxWorkers,
-		func(ctx context.Context, page func(context.Context, []review.ExpiredTicket) error) (int, error) {
-			return escalator.ScanExpired(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration, page)
-		},
-		func(t review.ExpiredTicket) {
-			out, err := escalator.Escalate(ctx, t.ID, t.Version, nil)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				sum.Errors++
-				s.Logger.Error("escalation failed; the ticket stays due", "ticket_id", t.ID, "error", err)
-				return
-			}
-			sum.count(out)
-		})
-	sum.Examined = examined
-	return sum, err
-}
-
-// RelookupSummary counts what one pass of scheduled re-lookups did.
-type RelookupSummary struct {
-	// Due counts the open tickets whose re-lookup was due.
-	Due int `json:"due"`
-	// Resolved counts tickets resolved as done by the record found.
-	Resolved int `json:"resolved"`
-	// Relooked counts tickets looked up again without a proof; their next
-	// re-lookup is scheduled.
-	Relooked int `json:"relooked"`
-	// AlreadyHandled counts tickets someone else handled meanwhile.
-	AlreadyHandled int `json:"already_handled"`
-	// Errors counts tickets the pass could not handle; they stay due.
-	Errors int `json:"errors"`
-}
-
-// RelookupOnce runs one pass of the scheduled re-lookups in this process:
-// every open not_found or lookup_failed ticket whose re-lookup is due is
-// looked up again, as the River jobs do, through the same compare-and-set.
-func (s *Sweeper) RelookupOnce(ctx context.Context) (RelookupSummary, error) {
-	escalator := s.Escalator()
-	var sum RelookupSummary
-	var mu sync.Mutex
-	due, err := inPool(ctx, s.Config.River.MaxWorkers,
-		func(ctx context.Context, page func(context.Context, []review.DueRelookup) error) (int, error) {
-			return escalator.ScanDueRelookups(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration, page)
-		},
-		func(t review.DueRelookup) {
-			out, err := escalator.Relookup(ctx, t.ID, t.Relookups, nil)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				sum.Errors++
-				s.Logger.Error("re-lookup failed; the ticket stays due", "ticket_id", t.ID, "error", err)
-			case out.Kind == OutcomeResolved:
-				sum.Resolved++
-			case out.Kind == OutcomeRelooked:
-				sum.Relooked++
-			default:
-				sum.AlreadyHandled++
-			}
-		})
-	sum.Due = due
-	return sum, err
-}
-
-// inPool hands every item scan finds to handle, on workers goroutines, and
-// returns what scan returns once every item is handled.
-func inPool[T any](ctx context.Context, workers int,
-	scan func(context.Context, func(context.Context, []T) error) (int, error), handle func(T)) (int, error) {
-	work := make(chan T)
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for item := range work {
-				handle(item)
-			}
-		})
-	}
-	n, err := scan(ctx, func(ctx context.Context, items []T) error {
-		for _, item := range items {
-			select {
-			case work <- item:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	})
-	close(work)
-	wg.Wait()
-	return n, err
-}
-
-func (sum *EscalationSummary) count(out EscalationOutcome) {
-	switch out.Kind {
-	case review.EscalationLevelUp:
-		sum.Escalated[out.Level]++
-	case review.EscalationRepeat:
-		sum.Repeats++
-	case review.EscalationExhausted:
-		sum.Exhausted++
-	case review.EscalationHeld:
-		sum.Held++
-	case OutcomeResolved:
-		sum.ResolvedByRelookup++
-	default:
-		sum.AlreadyHandled++
-	}
 }

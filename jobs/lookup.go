@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -60,12 +61,12 @@ func (LookupArgs) InsertOpts() river.InsertOpts {
 // evidence lists every attempt.
 type LookupWorker struct {
 	river.WorkerDefaults[LookupArgs]
-	settler *Settler
+	settler *settle.Settler
 	store   func() *ledger.Store
 }
 
 // NewLookupWorker returns the worker. db reads operations.
-func NewLookupWorker(settler *Settler, db ledger.DB) *LookupWorker {
+func NewLookupWorker(settler *settle.Settler, db ledger.DB) *LookupWorker {
 	return &LookupWorker{settler: settler, store: func() *ledger.Store { return ledger.NewStore(db) }}
 }
 
@@ -73,11 +74,11 @@ func NewLookupWorker(settler *Settler, db ledger.DB) *LookupWorker {
 // rate limiter (at most lookup_timeout), the call (lookup_timeout) and the
 // database; longer than that, the job is cancelled.
 func (w *LookupWorker) Timeout(*river.Job[LookupArgs]) time.Duration {
-	return 2*w.maxLookupTimeout() + lookupOverhead
+	return 2*w.maxLookupTimeout() + LookupOverhead
 }
 
-// lookupOverhead is a run's time beyond the provider call.
-const lookupOverhead = 10 * time.Second
+// LookupOverhead is a lookup run's time beyond the provider call.
+const LookupOverhead = 10 * time.Second
 
 func (w *LookupWorker) maxLookupTimeout() time.Duration {
 	var longest time.Duration
@@ -89,7 +90,7 @@ func (w *LookupWorker) maxLookupTimeout() time.Duration {
 
 // NextRetry spaces attempts exponentially (1s, 2s, 4s, … 1m, jittered).
 func (w *LookupWorker) NextRetry(job *river.Job[LookupArgs]) time.Time {
-	return time.Now().Add(backoff(job.Attempt))
+	return time.Now().Add(settle.Backoff(job.Attempt))
 }
 
 // Work implements river.Worker.
@@ -125,10 +126,10 @@ func (w *LookupWorker) Work(ctx context.Context, job *river.Job[LookupArgs]) err
 		switch {
 		case step.Class == providers.ClassRateLimited && now.Add(wait).Before(deadline):
 			return river.JobSnooze(wait)
-		case step.Class == providers.ClassTransient && now.Add(backoff(job.Attempt)).Before(deadline) && !lastAttempt:
+		case step.Class == providers.ClassTransient && now.Add(settle.Backoff(job.Attempt)).Before(deadline) && !lastAttempt:
 			return fmt.Errorf("lookup of operation %d: %w", op.ID, step.Err)
 		}
-		step = Exhausted(step, job.Attempt, budget)
+		step = settle.Exhausted(step, job.Attempt, budget)
 	}
 	history := attemptHistory(job, step)
 	_, err = w.settler.Finish(ctx, op, step, history, false)
@@ -178,7 +179,7 @@ func (w *LookupWorker) budget(op ledger.Operation) time.Duration {
 
 // attemptHistory turns River's record of failed runs, plus the final step's
 // own error, into the evidence's error list.
-func attemptHistory(job *river.Job[LookupArgs], step Step) []review.AttemptError {
+func attemptHistory(job *river.Job[LookupArgs], step settle.Step) []review.AttemptError {
 	var history []review.AttemptError
 	for _, e := range job.Errors {
 		history = append(history, review.AttemptError{At: e.At, Attempt: e.Attempt, Class: "transient", Error: e.Error})

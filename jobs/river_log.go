@@ -5,11 +5,11 @@ import (
 	"log/slog"
 )
 
-// riverLogger is the logger River's client gets: its INFO lines — a
+// RiverLogger is the logger River's client gets: its INFO lines — a
 // "Producer job counts" line every five seconds per queue among them — are
 // about River's bookkeeping, not sweeper's work, so they are logged at
 // DEBUG; River's warnings and errors stay as they are.
-func riverLogger(logger *slog.Logger) *slog.Logger {
+func RiverLogger(logger *slog.Logger) *slog.Logger {
 	return slog.New(demoteInfo{logger.Handler()})
 }
 

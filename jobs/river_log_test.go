@@ -12,7 +12,7 @@ import (
 func TestRiverLoggerDemotesInfo(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	logger := riverLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "river"))
+	logger := RiverLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "river"))
 	logger.Info("lookup: Producer job counts", "running", 3)
 	logger.Warn("lookup: job rescued")
 	out := buf.String()
@@ -20,7 +20,7 @@ func TestRiverLoggerDemotesInfo(t *testing.T) {
 		t.Errorf("River's log at INFO:\n%s\nwant the warning only, with its attributes", out)
 	}
 	buf.Reset()
-	debug := riverLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	debug := RiverLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	debug.Info("lookup: Producer job counts")
 	if !strings.Contains(buf.String(), "level=DEBUG") {
 		t.Errorf("at DEBUG: %q, want the line at DEBUG", buf.String())

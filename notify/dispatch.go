@@ -320,7 +320,8 @@ type Stats struct {
 	Lost int `json:"lost"`
 }
 
-func (s *Stats) add(o Stats) {
+// Add adds o's counts to s's.
+func (s *Stats) Add(o Stats) {
 	s.Claimed += o.Claimed
 	s.Sent += o.Sent
 	s.Adopted += o.Adopted
@@ -355,7 +356,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
 			defer func() { <-sem }()
 			st := d.deliver(ctx, n, deadline)
 			mu.Lock()
-			total.add(st)
+			total.Add(st)
 			mu.Unlock()
 		})
 	}
@@ -373,7 +374,7 @@ func (d *Dispatcher) Drain(ctx context.Context) (Stats, error) {
 	var total Stats
 	for {
 		st, err := d.DispatchOnce(ctx)
-		total.add(st)
+		total.Add(st)
 		if err != nil || st.Claimed == 0 || ctx.Err() != nil {
 			return total, err
 		}

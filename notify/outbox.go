@@ -601,6 +601,21 @@ func (o *Outbox) Counts(ctx context.Context) (map[string]int, error) {
 	return counts, nil
 }
 
+// Pending returns how many rows are pending and, when there are any, how
+// long from now (by the database's clock) until the first of them is due:
+// 0 when one is due already. A due row may still wait for an earlier row
+// of its ticket; the wait is a lower bound.
+func (o *Outbox) Pending(ctx context.Context) (int, time.Duration, error) {
+	var n int
+	var wait float64
+	err := o.db.QueryRow(ctx, `SELECT count(*), coalesce(greatest(extract(epoch FROM min(lease_until) - now()), 0), 0)::float8
+		FROM sweeper.outbox WHERE state = 'pending'`).Scan(&n, &wait)
+	if err != nil {
+		return 0, 0, fmt.Errorf("notify: count pending outbox rows: %w", err)
+	}
+	return n, time.Duration(wait * float64(time.Second)), nil
+}
+
 // root is a ticket's live root message: the root message most recently
 // posted that is not known to be removed from Slack.
 type root struct {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/internal/app"
 )
 
 func runEscalate(ctx context.Context, e *env, args []string) int {
@@ -34,8 +34,8 @@ func runEscalate(ctx context.Context, e *env, args []string) int {
 	}
 	if *asJSON {
 		printJSON(e, struct {
-			jobs.EscalationSummary
-			Relookups jobs.RelookupSummary `json:"relookups"`
+			app.EscalationSummary
+			Relookups app.RelookupSummary `json:"relookups"`
 		}{sum, relooked})
 	} else {
 		printEscalationSummary(e.stdout, sum)
@@ -57,7 +57,7 @@ func runEscalate(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-func printEscalationSummary(w io.Writer, sum jobs.EscalationSummary) {
+func printEscalationSummary(w io.Writer, sum app.EscalationSummary) {
 	escalated := 0
 	levels := make([]int, 0, len(sum.Escalated))
 	for level, n := range sum.Escalated {

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/notify"
 )
 
@@ -34,7 +34,7 @@ func runNotify(ctx context.Context, e *env, args []string) int {
 	defer closeDB()
 	// By hand: what is owed goes now, without slack.group_wait.
 	d, err := s.DispatcherNow()
-	if errors.Is(err, jobs.ErrSlackOff) {
+	if errors.Is(err, app.ErrSlackOff) {
 		fmt.Fprintln(e.stderr, "sweeper notify: slack.channel is empty: nothing to deliver to")
 		return exitUsage
 	}
@@ -326,12 +326,15 @@ func parseIDsAndFlags(e *env, fs *flag.FlagSet, args []string) ([]string, int) {
 
 // deliverAfterPass drains the outbox after a --once pass, so the
 // notifications the pass caused go out before the command exits.
-func deliverAfterPass(ctx context.Context, e *env, s *jobs.Sweeper) error {
+func deliverAfterPass(ctx context.Context, e *env, s *app.App) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	stats, err := s.Deliver(ctx)
 	if stats.Claimed > 0 {
-		printStats(e.stderr, stats) // stderr: stdout may be the pass's JSON
+		printStats(e.stderr, stats.Stats) // stderr: stdout may be the pass's JSON
+	}
+	if stats.Left > 0 {
+		fmt.Fprintf(e.stderr, "slack: %d alert(s) left in the outbox for the daemon\n", stats.Left)
 	}
 	return err
 }

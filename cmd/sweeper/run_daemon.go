@@ -23,8 +23,8 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/metrics"
-	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/notify"
 )
@@ -42,7 +42,7 @@ const riverUIPrefix = "/riverui"
 // when http.river_ui is on, and /slack/interactions when Slack is on.
 // serveCtx bounds the UI's background work: end it once the server has
 // shut down.
-func httpServer(serveCtx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon, registry *prometheus.Registry) (*http.Server, *notify.Interactions, error) {
+func httpServer(serveCtx context.Context, s *app.App, daemon *app.Daemon, registry *prometheus.Registry) (*http.Server, *notify.Interactions, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -50,7 +50,7 @@ func httpServer(serveCtx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon, 
 	registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		jobs.NewStateCollector(s.Pool, slices.Sorted(maps.Keys(s.Providers))),
+		app.NewStateCollector(s.Pool, slices.Sorted(maps.Keys(s.Providers))),
 	)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +69,7 @@ func httpServer(serveCtx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon, 
 	}
 	interactions, err := s.Interactions()
 	switch {
-	case errors.Is(err, jobs.ErrSlackOff):
+	case errors.Is(err, app.ErrSlackOff):
 		interactions = nil
 	case err != nil:
 		return nil, nil, err
@@ -86,7 +86,7 @@ func httpServer(serveCtx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon, 
 
 // ready says why the daemon cannot do its work, or "" when it can: the
 // database answers, its migrations are current, and the River client runs.
-func ready(ctx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon) string {
+func ready(ctx context.Context, s *app.App, daemon *app.Daemon) string {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := s.Pool.Ping(ctx); err != nil {
@@ -111,7 +111,7 @@ func ready(ctx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon) string {
 // HTTP basic auth with the credentials of SWEEPER_RIVERUI_USER and
 // SWEEPER_RIVERUI_PASSWORD (or their _FILE variants): the UI has no
 // authentication of its own, and it can cancel, retry and delete jobs.
-func riverUI(ctx context.Context, s *jobs.Sweeper, daemon *jobs.Daemon) (http.Handler, error) {
+func riverUI(ctx context.Context, s *app.App, daemon *app.Daemon) (http.Handler, error) {
 	user, err := config.Secret(s.Getenv, config.EnvRiverUIUser)
 	if err != nil {
 		return nil, fmt.Errorf("http.river_ui: %w", err)
@@ -164,8 +164,8 @@ func basicAuth(realm, user, password string, next http.Handler) http.Handler {
 // retried with a new client for up to startupWait, as reaching the database
 // is. The client's own context outlives ctx: the signal ends ctx, and the
 // stop in runDaemon is what lets running jobs finish.
-func startJobs(ctx context.Context, e *env, s *jobs.Sweeper, logger *slog.Logger) (*jobs.Daemon, int) {
-	daemon, err := s.NewDaemon(jobs.ClientOptions{})
+func startJobs(ctx context.Context, e *env, s *app.App, logger *slog.Logger) (*app.Daemon, int) {
+	daemon, err := s.NewDaemon(app.ClientOptions{})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
 		return nil, exitUsage
@@ -175,7 +175,7 @@ func startJobs(ctx context.Context, e *env, s *jobs.Sweeper, logger *slog.Logger
 		if err != nil {
 			// The next try gets a client that was never started; this
 			// configuration built one a moment ago, so it builds again.
-			if fresh, newErr := s.NewDaemon(jobs.ClientOptions{}); newErr == nil {
+			if fresh, newErr := s.NewDaemon(app.ClientOptions{}); newErr == nil {
 				daemon = fresh
 			}
 		}

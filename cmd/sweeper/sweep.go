@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -27,7 +27,7 @@ func runSweep(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	defer closeDB()
-	sum, err := s.SweepOnce(ctx, jobs.OnceOptions{DryRun: *dryRun})
+	sum, err := s.SweepOnce(ctx, app.OnceOptions{DryRun: *dryRun})
 	if !*dryRun {
 		if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
 			// The rows stay in the outbox for the daemon or `notify --once`.
@@ -52,7 +52,7 @@ func runSweep(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-func printSummary(w io.Writer, sum jobs.Summary) {
+func printSummary(w io.Writer, sum app.Summary) {
 	if sum.DryRun {
 		fmt.Fprintln(w, "dry run: nothing was written")
 		for _, d := range sum.Decisions {

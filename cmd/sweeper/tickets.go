@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
 )
@@ -141,7 +141,7 @@ func runTicketsShow(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-func reviews(s *jobs.Sweeper) *review.Store { return review.NewStore(s.Pool, jobs.Policy(s.Config)) }
+func reviews(s *app.App) *review.Store { return review.NewStore(s.Pool, app.Policy(s.Config)) }
 
 func runTicketsResolve(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "tickets resolve", "tickets resolve ID --outcome done|not_sent|duplicate "+

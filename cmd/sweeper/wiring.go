@@ -10,7 +10,6 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/providers"
@@ -20,14 +19,14 @@ import (
 // migrated, and builds the providers: what every command that looks
 // operations up needs. On failure it has printed why and returns the exit
 // code.
-func open(ctx context.Context, e *env, configPath string, logger *slog.Logger) (*jobs.Sweeper, func(), int) {
+func open(ctx context.Context, e *env, configPath string, logger *slog.Logger) (*app.App, func(), int) {
 	return openWaiting(ctx, e, configPath, logger, 0)
 }
 
 // openNoLookups is open for a command that never calls a provider
 // (tickets, outbox, notify): no provider is built, so their credentials
 // need not be set, and the Sweeper it returns has none.
-func openNoLookups(ctx context.Context, e *env, configPath string, logger *slog.Logger) (*jobs.Sweeper, func(), int) {
+func openNoLookups(ctx context.Context, e *env, configPath string, logger *slog.Logger) (*app.App, func(), int) {
 	cfg, _, code := loadConfigNoLookups(e, configPath)
 	if cfg == nil {
 		return nil, nil, code
@@ -39,12 +38,12 @@ func openNoLookups(ctx context.Context, e *env, configPath string, logger *slog.
 // be reached or answered with an error (it is starting, restarting, or
 // failing over): a daemon started beside its database waits for it
 // instead of exiting. A missing migration is not waited for.
-func openWaiting(ctx context.Context, e *env, configPath string, logger *slog.Logger, wait time.Duration) (*jobs.Sweeper, func(), int) {
+func openWaiting(ctx context.Context, e *env, configPath string, logger *slog.Logger, wait time.Duration) (*app.App, func(), int) {
 	cfg, _, code := loadConfig(e, configPath)
 	if cfg == nil {
 		return nil, nil, code
 	}
-	provs, err := jobs.BuildProviders(cfg, providerKinds(), e.getenv, logger)
+	provs, err := app.BuildProviders(cfg, providerKinds(), e.getenv, logger)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
 		return nil, nil, exitUsage
@@ -55,7 +54,7 @@ func openWaiting(ctx context.Context, e *env, configPath string, logger *slog.Lo
 // connectSweeper connects (waiting as openWaiting says), checks the
 // migrations and syncs the clock.
 func connectSweeper(ctx context.Context, e *env, cfg *config.Config, provs map[string]*providers.Provider,
-	logger *slog.Logger, wait time.Duration) (*jobs.Sweeper, func(), int) {
+	logger *slog.Logger, wait time.Duration) (*app.App, func(), int) {
 	var pool *pgxpool.Pool
 	var pending int
 	err := retryFor(ctx, logger, wait, "database not ready; trying again", func() error {
@@ -79,7 +78,7 @@ func connectSweeper(ctx context.Context, e *env, cfg *config.Config, provs map[s
 	} else if offset.Abs() > time.Minute {
 		logger.Warn("this machine's clock disagrees with the database's; deciding by the database's", "offset", offset.String())
 	}
-	s := &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: e.getenv, Clock: clock}
+	s := &app.App{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: e.getenv, Clock: clock}
 	s.TrackHealth()
 	return s, func() {
 		for _, p := range provs {

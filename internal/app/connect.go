@@ -1,5 +1,3 @@
-// Package app wires sweeper together: configuration into providers and
-// policies, the database pool, and the runners the commands call.
 package app
 
 import (

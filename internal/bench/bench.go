@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/benchkit"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
@@ -169,7 +170,7 @@ func Run(ctx context.Context, f Options) (err error) {
 		return fmt.Errorf("bench configuration: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(f.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	provs, err := jobs.BuildProviders(cfg, kinds.All(), noEnv, logger)
+	provs, err := app.BuildProviders(cfg, kinds.All(), noEnv, logger)
 	if err != nil {
 		return err
 	}
@@ -199,7 +200,7 @@ func Run(ctx context.Context, f Options) (err error) {
 		fill.Rows, fill.Stale, benchkit.DefaultMix, f.Latency, f.Concurrency, f.CommitBatch, f.BatchSize, f.MaxConns)
 	fmt.Fprintf(out, "fill: %d rows in %s (INSERT … SELECT generate_series, then ANALYZE)\n", fill.Rows, fill.Elapsed.Round(time.Millisecond))
 
-	s := &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger}
+	s := &app.App{Config: cfg, Pool: pool, Providers: provs, Logger: logger}
 	var res benchResult
 	if fill.Stale > 0 {
 		if err := benchSettle(ctx, out, f, s, monitor, counter, fill.Stale, &res); err != nil {
@@ -245,9 +246,9 @@ func benchPool(ctx context.Context, u string, maxConns int32, counter *benchkit.
 
 // benchSettle runs a real River client with sweeper's jobs, inserts one
 // sweep job, and waits until no stale row is pending.
-func benchSettle(ctx context.Context, out io.Writer, f Options, s *jobs.Sweeper, monitor *pgx.Conn,
+func benchSettle(ctx context.Context, out io.Writer, f Options, s *app.App, monitor *pgx.Conn,
 	counter *benchkit.StatementCounter, stale int, res *benchResult) error {
-	daemon, err := s.NewDaemon(jobs.ClientOptions{NoPeriodic: true, CommitBatch: f.CommitBatch})
+	daemon, err := s.NewDaemon(app.ClientOptions{NoPeriodic: true, CommitBatch: f.CommitBatch})
 	if err != nil {
 		return err
 	}
@@ -349,7 +350,7 @@ func benchSettle(ctx context.Context, out io.Writer, f Options, s *jobs.Sweeper,
 
 // benchIdle times the stale scan over a ledger with nothing pending, as a
 // sweep tick runs it, and prints the plan of its query.
-func benchIdle(ctx context.Context, out io.Writer, f Options, s *jobs.Sweeper, monitor *pgx.Conn, res *benchResult) error {
+func benchIdle(ctx context.Context, out io.Writer, f Options, s *app.App, monitor *pgx.Conn, res *benchResult) error {
 	// After a settle phase the partial index holds the settled rows' dead
 	// entries until vacuum; autovacuum would have removed them by the next
 	// tick.

@@ -27,7 +27,6 @@ import (
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/pgtemp"
 	"github.com/sweeper/sweeper/internal/slackfake"
-	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/providers/kinds"
@@ -174,7 +173,7 @@ func (d *demo) run(ctx context.Context) int {
 		return exitFailure
 	}
 	fmt.Fprintf(e.stdout, "  migrated:   %d migration(s) applied\n", len(applied))
-	provs, err := jobs.BuildProviders(cfg, kinds.All(), getenv, d.logger)
+	provs, err := app.BuildProviders(cfg, kinds.All(), getenv, d.logger)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper demo: %v\n", err)
 		return exitFailure
@@ -185,9 +184,9 @@ func (d *demo) run(ctx context.Context) int {
 	}
 	d.describe(fake)
 
-	s := &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: d.logger, Getenv: getenv}
+	s := &app.App{Config: cfg, Pool: pool, Providers: provs, Logger: d.logger, Getenv: getenv}
 	s.TrackHealth()
-	daemon, err := s.NewDaemon(jobs.ClientOptions{FetchPollInterval: 100 * time.Millisecond})
+	daemon, err := s.NewDaemon(app.ClientOptions{FetchPollInterval: 100 * time.Millisecond})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper demo: %v\n", err)
 		return exitFailure

@@ -1,7 +1,7 @@
 // Package metrics counts what happens in one sweeper process, as it
 // happens: operations scanned and settled, tickets opened, lookups and how
 // long they took, escalation steps, Slack posts. What the database holds
-// (backlogs, open tickets, outbox rows) is not here: jobs.StateCollector
+// (backlogs, open tickets, outbox rows) is not here: app.StateCollector
 // reads it at scrape time.
 //
 // Every label value comes from a small fixed set or from the configuration

@@ -1,4 +1,4 @@
-package jobs_test
+package app_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/internal/app"
 )
 
 // BenchmarkSettleThroughput measures operations settled per second by the
@@ -40,7 +40,7 @@ func benchSettle(b *testing.B, workers, batch int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	client := bundle.startClient(b, jobs.ClientOptions{CommitBatch: batch})
+	client := bundle.startClient(b, app.ClientOptions{CommitBatch: batch})
 	b.ResetTimer()
 	start := time.Now()
 	bundle.sweep(b, client)

@@ -1,4 +1,4 @@
-package jobs_test
+package app_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -389,7 +389,7 @@ func TestSweepOnce(t *testing.T) {
 	}
 	b.claim(t, "found-young", "sim", time.Minute)
 
-	dry, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{DryRun: true})
+	dry, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +398,7 @@ func TestSweepOnce(t *testing.T) {
 		t.Fatalf("dry run: %d decisions, and it wrote something", len(dry.Decisions))
 	}
 
-	sum, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{})
+	sum, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +415,7 @@ func TestSweepOnce(t *testing.T) {
 	if sum.Scanned != len(keys) {
 		t.Errorf("scanned %d, want %d", sum.Scanned, len(keys))
 	}
-	again, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{})
+	again, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{})
 	if err != nil || again.Scanned != 0 {
 		t.Errorf("second pass scanned %d (%v), want 0", again.Scanned, err)
 	}

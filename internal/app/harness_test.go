@@ -1,4 +1,4 @@
-package jobs_test
+package app_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
@@ -76,7 +77,7 @@ outcome = "unsupported"
 type bundle struct {
 	url     string
 	pool    *pgxpool.Pool
-	sweeper *jobs.Sweeper
+	sweeper *app.App
 	ledger  *ledger.Store
 }
 
@@ -95,7 +96,7 @@ func wire(t testing.TB, url, cfgText string, fakes map[string]*providers.Provide
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	provs, err := jobs.BuildProviders(cfg, kinds, func(string) string { return "" }, logger)
+	provs, err := app.BuildProviders(cfg, kinds, func(string) string { return "" }, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func wire(t testing.TB, url, cfgText string, fakes map[string]*providers.Provide
 	return &bundle{
 		url:     url,
 		pool:    pool,
-		sweeper: &jobs.Sweeper{Config: cfg, Pool: pool, Providers: provs, Logger: logger},
+		sweeper: &app.App{Config: cfg, Pool: pool, Providers: provs, Logger: logger},
 		ledger:  ledger.NewStore(pool),
 	}
 }
@@ -155,9 +156,9 @@ func (b *bundle) claimAs(t testing.TB, attempt ledger.Attempt, age time.Duration
 
 // startClient starts a River client on b's pool with fast polling, stopped
 // (softly) when the test ends.
-func (b *bundle) startClient(t testing.TB, opts ...jobs.ClientOptions) *river.Client[pgx.Tx] {
+func (b *bundle) startClient(t testing.TB, opts ...app.ClientOptions) *river.Client[pgx.Tx] {
 	t.Helper()
-	o := jobs.ClientOptions{FetchPollInterval: 200 * time.Millisecond, NoPeriodic: true}
+	o := app.ClientOptions{FetchPollInterval: 200 * time.Millisecond, NoPeriodic: true}
 	if len(opts) > 0 {
 		o.CommitBatch = opts[0].CommitBatch
 	}

@@ -1,4 +1,4 @@
-package jobs_test
+package app_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -39,7 +39,7 @@ func TestScheduledRelookups(t *testing.T) {
 	b := setupEscalation(t, escalationConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", lagging, 5*time.Second)})
 	ids := b.openTickets(t, "fake", "lagging-1", "never-1", "differs-1")
 	opened := b.clock.Now()
-	relookups := func() jobs.RelookupSummary {
+	relookups := func() app.RelookupSummary {
 		t.Helper()
 		sum, err := b.sweeper.RelookupOnce(context.Background())
 		if err != nil {
@@ -61,7 +61,7 @@ func TestScheduledRelookups(t *testing.T) {
 	}
 
 	b.clock.set(opened.Add(61 * time.Second))
-	if diff := cmp.Diff(jobs.RelookupSummary{Due: 2, Relooked: 2}, relookups()); diff != "" {
+	if diff := cmp.Diff(app.RelookupSummary{Due: 2, Relooked: 2}, relookups()); diff != "" {
 		t.Errorf("first re-lookups (-want +got):\n%s", diff)
 	}
 	if n, at := due("never-1"); n != 1 || !at.Equal(b.clock.Now().Add(2*time.Minute)) {
@@ -73,7 +73,7 @@ func TestScheduledRelookups(t *testing.T) {
 
 	indexed.Store(true)
 	b.clock.set(b.clock.Now().Add(2*time.Minute + time.Second))
-	if diff := cmp.Diff(jobs.RelookupSummary{Due: 2, Resolved: 1, Relooked: 1}, relookups()); diff != "" {
+	if diff := cmp.Diff(app.RelookupSummary{Due: 2, Resolved: 1, Relooked: 1}, relookups()); diff != "" {
 		t.Errorf("second re-lookups (-want +got):\n%s", diff)
 	}
 	if op := b.status(t, "lagging-1"); op.Status != ledger.StatusDone || op.ProviderRecordID != "rec_lagging-1" {

@@ -1,4 +1,4 @@
-package jobs_test
+package app_test
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
-	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -255,7 +255,7 @@ func TestStateCollectorOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(jobs.NewStateCollector(pool, nil))
+	reg.MustRegister(app.NewStateCollector(pool, nil))
 	if diff := cmp.Diff(map[string]float64{"age=<1m": 2, "age=1m-10m": 1, "age=10m-1h": 0, "age=>1h": 2},
 		metricstest.Values(t, reg, "sweeper_outbox_pending_rows")); diff != "" {
 		t.Errorf("pending rows by age (-want +got):\n%s", diff)
@@ -281,7 +281,7 @@ func TestStateCollectorFoldsUnconfiguredProviders(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(jobs.NewStateCollector(pool, []string{"sim"}))
+	reg.MustRegister(app.NewStateCollector(pool, []string{"sim"}))
 	if diff := cmp.Diff(map[string]float64{"provider=sim,status=pending": 1, "provider=unconfigured,status=pending": 2},
 		metricstest.Values(t, reg, "sweeper_ledger_operations")); diff != "" {
 		t.Errorf("operations (-want +got):\n%s", diff)

@@ -1,4 +1,4 @@
-package jobs_test
+package app_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package jobs_test
+package app_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/riverqueue/river"
 
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
@@ -35,7 +36,7 @@ priority = "urgent"
 window = "4h"
 `
 
-// testClock is a clock a test moves by hand; every Sweeper of a test
+// testClock is a clock a test moves by hand; every App of a test
 // reads the same one.
 type testClock struct{ ns atomic.Int64 }
 
@@ -67,8 +68,8 @@ func setupEscalation(t *testing.T, cfgText string, fakes map[string]*providers.P
 	return b
 }
 
-// replica wires another Sweeper on the same database and clock.
-func (b *escalationBundle) replica(t *testing.T) *jobs.Sweeper {
+// replica wires another App on the same database and clock.
+func (b *escalationBundle) replica(t *testing.T) *app.App {
 	t.Helper()
 	r := wire(t, b.url, b.cfg, b.fakes).sweeper
 	r.Now = b.clock.Now
@@ -108,7 +109,7 @@ func (b *escalationBundle) passDue(t *testing.T, id int64) {
 	b.clock.set(b.ticket(t, id).Deadline.Add(time.Second))
 }
 
-func (b *escalationBundle) escalateOnce(t *testing.T) jobs.EscalationSummary {
+func (b *escalationBundle) escalateOnce(t *testing.T) app.EscalationSummary {
 	t.Helper()
 	sum, err := b.sweeper.EscalateOnce(context.Background())
 	if err != nil {
@@ -154,8 +155,8 @@ func (b *escalationBundle) lastDetails(t *testing.T, id int64) map[string]any {
 	return d
 }
 
-func summary(escalated map[int]int, f func(*jobs.EscalationSummary)) jobs.EscalationSummary {
-	s := jobs.EscalationSummary{Escalated: escalated}
+func summary(escalated map[int]int, f func(*app.EscalationSummary)) app.EscalationSummary {
+	s := app.EscalationSummary{Escalated: escalated}
 	if s.Escalated == nil {
 		s.Escalated = map[int]int{}
 	}
@@ -188,7 +189,7 @@ func TestEscalationWalksEveryLevel(t *testing.T) {
 	b.clock.set(start.Deadline.Add(100 * time.Hour))
 	steps := []struct {
 		desc      string
-		want      jobs.EscalationSummary
+		want      app.EscalationSummary
 		level     int
 		owner     string
 		priority  string
@@ -201,11 +202,11 @@ func TestEscalationWalksEveryLevel(t *testing.T) {
 			fmt.Sprintf("escalated ticket:%d:escalated:1", id)},
 		{"to level 2, the last", summary(map[int]int{2: 1}, nil), 2, "U0ONCALL01", "urgent", 4 * time.Hour, 0, false,
 			fmt.Sprintf("escalated ticket:%d:escalated:2", id)},
-		{"repeat 1", summary(nil, func(s *jobs.EscalationSummary) { s.Repeats = 1 }), 2, "U0ONCALL01", "urgent", 30 * time.Minute, 1, false,
+		{"repeat 1", summary(nil, func(s *app.EscalationSummary) { s.Repeats = 1 }), 2, "U0ONCALL01", "urgent", 30 * time.Minute, 1, false,
 			fmt.Sprintf("escalated ticket:%d:repeat:2:1", id)},
-		{"repeat 2, the cap", summary(nil, func(s *jobs.EscalationSummary) { s.Repeats = 1 }), 2, "U0ONCALL01", "urgent", 30 * time.Minute, 2, false,
+		{"repeat 2, the cap", summary(nil, func(s *app.EscalationSummary) { s.Repeats = 1 }), 2, "U0ONCALL01", "urgent", 30 * time.Minute, 2, false,
 			fmt.Sprintf("escalated ticket:%d:repeat:2:2", id)},
-		{"exhausted", summary(nil, func(s *jobs.EscalationSummary) { s.Exhausted = 1 }), 2, "U0ONCALL01", "urgent", 0, 2, true,
+		{"exhausted", summary(nil, func(s *app.EscalationSummary) { s.Exhausted = 1 }), 2, "U0ONCALL01", "urgent", 0, 2, true,
 			fmt.Sprintf("escalated ticket:%d:exhausted", id)},
 	}
 	wantEvents := []string{fmt.Sprintf("opened ticket:%d:opened", id)}
@@ -282,7 +283,7 @@ func TestEscalationRelookup(t *testing.T) {
 		b.passDue(t, id)
 
 		got := b.escalateOnce(t)
-		if diff := cmp.Diff(summary(nil, func(s *jobs.EscalationSummary) { s.Examined, s.ResolvedByRelookup = 1, 1 }), got); diff != "" {
+		if diff := cmp.Diff(summary(nil, func(s *app.EscalationSummary) { s.Examined, s.ResolvedByRelookup = 1, 1 }), got); diff != "" {
 			t.Errorf("summary (-want +got):\n%s", diff)
 		}
 		op := b.status(t, key)
@@ -334,7 +335,7 @@ func TestEscalationRelookup(t *testing.T) {
 		id := b.openTickets(t, "fake", key)[key]
 		b.passDue(t, id)
 		got := b.escalateOnce(t)
-		if diff := cmp.Diff(summary(map[int]int{1: 1}, func(s *jobs.EscalationSummary) { s.Examined = 1 }), got); diff != "" {
+		if diff := cmp.Diff(summary(map[int]int{1: 1}, func(s *app.EscalationSummary) { s.Examined = 1 }), got); diff != "" {
 			t.Errorf("summary (-want +got):\n%s", diff)
 		}
 		if tk := b.ticket(t, id); tk.Level != 1 || tk.Owner != "U0SECOND01" {
@@ -390,7 +391,7 @@ func TestEscalationOnceAcrossReplicas(t *testing.T) {
 			total = summary(nil, nil)
 			wg    sync.WaitGroup
 		)
-		for _, s := range []*jobs.Sweeper{b.sweeper, other, b.sweeper, other} {
+		for _, s := range []*app.App{b.sweeper, other, b.sweeper, other} {
 			wg.Go(func() {
 				sum, err := s.EscalateOnce(context.Background())
 				if err != nil {
@@ -433,13 +434,13 @@ func TestEscalationRiverJobs(t *testing.T) {
 		// leader, and only the leader enqueues periodic jobs.
 		const key = "lost-periodic"
 		b.claim(t, key, "sim", stale)
-		if _, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{}); err != nil {
+		if _, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		tk, _ := b.ticketOf(t, key)
 		id := tk.ID
 		b.passDue(t, id)
-		daemon, err := b.sweeper.NewDaemon(jobs.ClientOptions{FetchPollInterval: 200 * time.Millisecond})
+		daemon, err := b.sweeper.NewDaemon(app.ClientOptions{FetchPollInterval: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -511,7 +512,7 @@ func TestEscalationAcknowledged(t *testing.T) {
 	b := setupEscalation(t, escalationConfig, nil)
 	const key = "lost-ack"
 	id := b.openTickets(t, "sim", key)[key]
-	store := review.NewStore(b.pool, jobs.Policy(b.sweeper.Config))
+	store := review.NewStore(b.pool, app.Policy(b.sweeper.Config))
 	ctx := context.Background()
 
 	b.passDue(t, id)
@@ -537,7 +538,7 @@ func TestEscalationAcknowledged(t *testing.T) {
 		before := b.ticket(t, id)
 		b.passDue(t, id)
 		got := b.escalateOnce(t)
-		if diff := cmp.Diff(summary(nil, func(s *jobs.EscalationSummary) { s.Examined, s.Held = 1, 1 }), got); diff != "" {
+		if diff := cmp.Diff(summary(nil, func(s *app.EscalationSummary) { s.Examined, s.Held = 1, 1 }), got); diff != "" {
 			t.Errorf("acknowledged at the top: summary (-want +got):\n%s", diff)
 		}
 		tk := b.ticket(t, id)

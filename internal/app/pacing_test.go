@@ -1,4 +1,4 @@
-package jobs_test
+package app_test
 
 import (
 	"context"
@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -57,7 +58,7 @@ func TestOwnPacingIsNeverAFailure(t *testing.T) {
 		for i := range 30 {
 			more = append(more, b.claim(t, fmt.Sprintf("paced-once-%02d", i), "paced", stale).OpKey)
 		}
-		sum, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{Concurrency: 30})
+		sum, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{Concurrency: 30})
 		if err != nil || sum.Errors != 0 || sum.Done != len(more) || len(sum.Tickets) != 0 {
 			t.Errorf("sweep --once: %+v, %v; want %d done, no ticket", sum, err, len(more))
 		}
@@ -88,7 +89,7 @@ func TestSweepAdmitsABoundedBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	scanner := b.sweeper.Scanner()
-	scanner.Admission = jobs.AdmissionHorizon // 0.2/s × 300 s = 60 (more than a batch of 50)
+	scanner.Admission = settle.AdmissionHorizon // 0.2/s × 300 s = 60 (more than a batch of 50)
 	var handed []string
 	n, err := scanner.Scan(context.Background(), func(_ context.Context, ops []ledger.Operation) error {
 		for _, op := range ops {
@@ -224,7 +225,7 @@ func TestSweepOnceLeavesADownProviderForLater(t *testing.T) {
 	}
 	op := b.claim(t, "waiting-1", "down", stale)
 	start := time.Now()
-	sum, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{MaxPaced: 2 * time.Second})
+	sum, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{MaxPaced: 2 * time.Second})
 	if err != nil || sum.LeftPending != 1 || sum.Errors != 0 || time.Since(start) > 15*time.Second {
 		t.Fatalf("sweep --once while down: %+v, %v in %s; want one left pending, promptly", sum, err, time.Since(start))
 	}

@@ -1,7 +1,4 @@
-// Package jobs runs sweeper's work on River: the periodic sweep that finds
-// stale pending operations, and the lookup that settles each one. It is
-// where configuration, providers, the ledger and review are wired together.
-package jobs
+package settle
 
 import (
 	"context"
@@ -160,7 +157,7 @@ func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, hi
 }
 
 func (s *Settler) logSettled(op ledger.Operation, d review.Decision, applied review.Applied) {
-	logger := s.Logger.With("op_key", logKey(op), "provider", op.Provider)
+	logger := s.Logger.With("op_key", LogKey(op), "provider", op.Provider)
 	switch {
 	case !applied.Settled:
 		logger.Info("operation no longer pending; nothing to do")
@@ -174,10 +171,10 @@ func (s *Settler) logSettled(op ledger.Operation, d review.Decision, applied rev
 	}
 }
 
-// logKey is an operation's op_key as logs show it: a workflow may have
+// LogKey is an operation's op_key as logs show it: a workflow may have
 // built it from the recipient ("welcome:jane@example.com"), which no log
 // line carries.
-func logKey(op ledger.Operation) string { return providers.RedactText(op.OpKey, op.Recipient) }
+func LogKey(op ledger.Operation) string { return providers.RedactText(op.OpKey, op.Recipient) }
 
 // unstorable is the final outcome for an answer the database refused to
 // store: a failed lookup, whose evidence holds no records.
@@ -195,13 +192,23 @@ func Exhausted(step Step, attempts int, budget time.Duration) Step {
 	return step
 }
 
-// backoff is the wait before retry number attempt (1-based): 1s, 2s, 4s, …
+// Backoff is the wait before retry number attempt (1-based): 1s, 2s, 4s, …
 // up to a minute, with ±20% jitter so replicas do not retry in step.
-func backoff(attempt int) time.Duration {
+func Backoff(attempt int) time.Duration {
 	d := time.Minute
 	if attempt < 7 {
 		d = time.Second << (attempt - 1)
 	}
 	jitter := 0.8 + 0.4*rand.Float64()
 	return time.Duration(float64(d) * jitter)
+}
+
+// providerLabel is the provider label of an operation's metrics: its
+// provider's name when configured. The ledger's provider column is written
+// by workflows, so anything else shares one label.
+func providerLabel(configured map[string]*providers.Provider, name string) string {
+	if configured[name] == nil {
+		return metrics.UnconfiguredProvider
+	}
+	return name
 }

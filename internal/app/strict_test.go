@@ -1,4 +1,4 @@
-package jobs_test
+package app_test
 
 import (
 	"context"
@@ -12,7 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -47,7 +48,7 @@ func TestResemblanceProvesOnlyItsOwnMessage(t *testing.T) {
 		b := setup(t, baseConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", smsAnswer(func() time.Time { return sentAt }), 5*time.Second)})
 		old := b.claimAs(t, reminder("tw-b"), 20*time.Minute) // never sent
 		b.claimAs(t, reminder("tw-a"), 30*time.Second)        // sent SM_A, confirmation not yet written
-		sum, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{})
+		sum, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{})
 		if err != nil || sum.Errors != 0 {
 			t.Fatalf("sweep: %+v, %v", sum, err)
 		}
@@ -72,7 +73,7 @@ func TestResemblanceProvesOnlyItsOwnMessage(t *testing.T) {
 		first := b.claimAs(t, reminder("tw-1"), 12*time.Minute)
 		second := b.claimAs(t, reminder("tw-2"), 11*time.Minute)
 		sentAt = second.FirstAttemptAt.Add(5 * time.Second)
-		if _, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{}); err != nil {
+		if _, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, op := range []ledger.Operation{first, second} {
@@ -102,7 +103,7 @@ func TestResemblanceProvesOnlyItsOwnMessage(t *testing.T) {
 		b.claimAs(t, reminder("tw-x"), 12*time.Minute)
 		second := b.claimAs(t, reminder("tw-y"), 11*time.Minute)
 		sentAt = second.FirstAttemptAt.Add(5 * time.Second)
-		if _, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{}); err != nil {
+		if _, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, key := range []string{"tw-x", "tw-y"} {
@@ -127,7 +128,7 @@ func TestResemblanceProvesOnlyItsOwnMessage(t *testing.T) {
 		}}
 		b := setupEscalation(t, escalationConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", today, 5*time.Second)})
 		old := b.claimAs(t, reminder("tw-old"), 72*time.Hour)
-		if _, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{}); err != nil {
+		if _, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		tk, _ := b.ticketOf(t, old.OpKey)
@@ -162,15 +163,15 @@ func TestChangedRowIsLookedUpAgain(t *testing.T) {
 	was.PayloadHash = strings.Repeat("e", 64)
 	q := review.SearchFor(was, providers.Matching{ByKey: true}, time.Now())
 	rec := providers.Record{ID: "rec_old", CreatedAt: current.FirstAttemptAt.Add(time.Second), Recipient: was.Recipient, PayloadHash: was.PayloadHash}
-	step := jobs.Step{Final: true, Outcome: review.Answered(q, []providers.Record{rec}), Query: &q, Adapter: "sim"}
+	step := settle.Step{Final: true, Outcome: review.Answered(q, []providers.Record{rec}), Query: &q, Adapter: "sim"}
 
 	settler := b.sweeper.Settler(nil)
-	if _, err := settler.Finish(ctx, current, step, nil, false); !errors.Is(err, jobs.ErrOperationChanged) {
+	if _, err := settler.Finish(ctx, current, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
 		t.Errorf("Finish on the current row with the old answer: %v, want ErrOperationChanged", err)
 	}
 	// The same, had the job read the row before it changed: the write
 	// refuses, and the row is read again.
-	if _, err := settler.Finish(ctx, was, step, nil, false); !errors.Is(err, jobs.ErrOperationChanged) {
+	if _, err := settler.Finish(ctx, was, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
 		t.Errorf("Finish on the row as it was: %v, want ErrOperationChanged", err)
 	}
 	d := review.Decision{Done: true, ProviderRecordID: "rec_old", RecordIDs: []string{"rec_old"}}
@@ -247,7 +248,7 @@ func TestUnstorableAnswerEndsInATicket(t *testing.T) {
 	}}
 	b := setup(t, baseConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", nul, 5*time.Second)})
 	op := b.claim(t, "nul-1", "fake", stale)
-	sum, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{})
+	sum, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{})
 	if err != nil || sum.Errors != 0 {
 		t.Fatalf("sweep: %+v, %v", sum, err)
 	}
@@ -271,18 +272,18 @@ func TestDryRunAgreesWithTheRealPass(t *testing.T) {
 	for _, k := range []string{"twin-a", "twin-b", "twin-c"} {
 		b.claim(t, k, "fake", stale)
 	}
-	count := func(sum jobs.Summary) map[string]int {
+	count := func(sum app.Summary) map[string]int {
 		got := map[string]int{"done": sum.Done}
 		for r, n := range sum.Tickets {
 			got[string(r)] = n
 		}
 		return got
 	}
-	dry, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{DryRun: true})
+	dry, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	real, err := b.sweeper.SweepOnce(context.Background(), jobs.OnceOptions{})
+	real, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,14 +306,14 @@ func TestReplicasWithSkewedClocksDecideAlike(t *testing.T) {
 	b.claim(t, "found-skew-1", "sim", 9*time.Minute)
 	fast := func() time.Time { return time.Now().Add(7 * time.Minute) }
 
-	scanned := func(s *jobs.Sweeper) int {
-		sum, err := s.SweepOnce(context.Background(), jobs.OnceOptions{DryRun: true})
+	scanned := func(s *app.App) int {
+		sum, err := s.SweepOnce(context.Background(), app.OnceOptions{DryRun: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return sum.Scanned
 	}
-	replicas := map[string]*jobs.Sweeper{}
+	replicas := map[string]*app.App{}
 	for name, local := range map[string]func() time.Time{"on time": time.Now, "seven minutes fast": fast} {
 		r := wire(t, b.url, baseConfig, nil).sweeper
 		r.Clock = ledger.NewClock(r.Pool, local)
@@ -352,7 +353,7 @@ func TestFutureDatedRowsAreNotLeftPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := b.sweeper.SweepOnce(ctx, jobs.OnceOptions{})
+	sum, err := b.sweeper.SweepOnce(ctx, app.OnceOptions{})
 	if err != nil || sum.Errors != 0 {
 		t.Fatalf("sweep: %+v, %v", sum, err)
 	}
@@ -362,7 +363,7 @@ func TestFutureDatedRowsAreNotLeftPending(t *testing.T) {
 			t.Errorf("%s: ticket %s %q, want invalid_operation about first_attempt_at", key, tk.Reason, ev.Detail)
 		}
 	}
-	if again, _ := b.sweeper.SweepOnce(ctx, jobs.OnceOptions{}); again.Scanned != 0 {
+	if again, _ := b.sweeper.SweepOnce(ctx, app.OnceOptions{}); again.Scanned != 0 {
 		t.Errorf("a second sweep scanned %d", again.Scanned)
 	}
 }

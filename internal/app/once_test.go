@@ -1,4 +1,4 @@
-package jobs_test
+package app_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -34,7 +34,7 @@ func TestDecisionLineJSON(t *testing.T) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(jobs.DecisionLine{OpKey: "op-1", Provider: "sim", Decision: d}); err != nil {
+	if err := enc.Encode(app.DecisionLine{OpKey: "op-1", Provider: "sim", Decision: d}); err != nil {
 		t.Fatal(err)
 	}
 	b := buf.Bytes()

@@ -1,4 +1,4 @@
-package jobs
+package app
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sweeper/sweeper/internal/metrics"
-	"github.com/sweeper/sweeper/providers"
 )
 
 // StateCollector reports what the database holds, read at scrape time, so
@@ -139,14 +138,4 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
-}
-
-// providerLabel is the provider label of an operation's metrics: its
-// provider's name when configured. The ledger's provider column is written
-// by workflows, so anything else shares one label.
-func providerLabel(configured map[string]*providers.Provider, name string) string {
-	if configured[name] == nil {
-		return metrics.UnconfiguredProvider
-	}
-	return name
 }

@@ -1,42 +1,12 @@
-package jobs
+package settle
 
 import (
 	"context"
 	"errors"
 	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
-
 	"github.com/sweeper/sweeper/review"
 )
-
-// RelookupTicketArgs asks for one open not_found or lookup_failed ticket
-// to be looked up again on its schedule. Relookups is the count the scan
-// saw: a ticket looked up again since is left alone.
-type RelookupTicketArgs struct {
-	TicketID  int64 `json:"ticket_id" river:"unique"`
-	Relookups int   `json:"relookups" river:"unique"`
-}
-
-// Kind implements river.JobArgs.
-func (RelookupTicketArgs) Kind() string { return "relookup_ticket" }
-
-// InsertOpts makes the job unique by (ticket, count) while unfinished, on
-// the lookup queue with every other lookup.
-func (RelookupTicketArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{
-		Queue:       QueueLookup,
-		MaxAttempts: 10,
-		UniqueOpts: river.UniqueOpts{
-			ByArgs: true,
-			ByState: []rivertype.JobState{
-				rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
-				rivertype.JobStateRunning, rivertype.JobStateScheduled,
-			},
-		},
-	}
-}
 
 // Outcomes of [Escalator.Relookup].
 const (
@@ -109,28 +79,4 @@ func (e *Escalator) ScanDueRelookups(ctx context.Context, now time.Time, batchSi
 	return scanPages(ctx, "relookup", batchSize, queryTimeout, func(ctx context.Context, last review.DueRelookup, n int) ([]review.DueRelookup, error) {
 		return e.Reviews.DueRelookups(ctx, now, last, n)
 	}, page)
-}
-
-// RelookupTicketWorker makes one scheduled re-lookup per job, completing
-// the job in the transaction that writes its outcome.
-type RelookupTicketWorker struct {
-	river.WorkerDefaults[RelookupTicketArgs]
-	escalator *Escalator
-	timeout   time.Duration
-}
-
-// NewRelookupTicketWorker returns the worker; timeout bounds one run.
-func NewRelookupTicketWorker(e *Escalator, timeout time.Duration) *RelookupTicketWorker {
-	return &RelookupTicketWorker{escalator: e, timeout: timeout}
-}
-
-// Timeout implements river.Worker.
-func (w *RelookupTicketWorker) Timeout(*river.Job[RelookupTicketArgs]) time.Duration {
-	return w.timeout
-}
-
-// Work implements river.Worker.
-func (w *RelookupTicketWorker) Work(ctx context.Context, job *river.Job[RelookupTicketArgs]) error {
-	_, err := w.escalator.Relookup(ctx, job.Args.TicketID, job.Args.Relookups, completing(job))
-	return cancelGone(err)
 }

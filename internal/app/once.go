@@ -1,4 +1,4 @@
-package jobs
+package app
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -41,7 +42,7 @@ type DecisionLine struct {
 	Decision review.Decision `json:"decision"`
 }
 
-// OnceOptions tune [Sweeper.SweepOnce].
+// OnceOptions tune [App.SweepOnce].
 type OnceOptions struct {
 	// DryRun looks up and decides, and writes nothing.
 	DryRun bool
@@ -69,7 +70,7 @@ const defaultMaxPaced = 30 * time.Second
 // write, through the same compare-and-set, so it is safe beside a running
 // daemon: whichever settles an operation first wins, the other finds
 // nothing to do.
-func (s *Sweeper) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) {
+func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) {
 	settler := s.Settler(nil)
 	concurrency := opts.Concurrency
 	if concurrency <= 0 {
@@ -98,10 +99,10 @@ func (s *Sweeper) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, err
 				switch {
 				case errors.Is(err, ErrLeftPending):
 					sum.LeftPending++
-					s.Logger.Info("left pending for a later pass", "op_key", logKey(op), "why", err)
+					s.Logger.Info("left pending for a later pass", "op_key", settle.LogKey(op), "why", err)
 				case err != nil:
 					sum.Errors++
-					s.Logger.Error("settle failed; the operation stays pending", "op_key", logKey(op), "error", err)
+					s.Logger.Error("settle failed; the operation stays pending", "op_key", settle.LogKey(op), "error", err)
 				case opts.DryRun:
 					if d := settled.Decision; d.Done {
 						key := ledger.RecordLockKey(op.Provider, d.ProviderRecordID)
@@ -148,7 +149,7 @@ func countDecision(sum *Summary, d review.Decision) {
 
 // settleOnce is the lookup job's loop, in process: retry transient errors
 // with backoff and wait out rate limits, within the provider's budget.
-func (s *Sweeper) settleOnce(ctx context.Context, settler *Settler, op ledger.Operation, dryRun bool, maxPaced time.Duration) (Settled, error) {
+func (s *App) settleOnce(ctx context.Context, settler *settle.Settler, op ledger.Operation, dryRun bool, maxPaced time.Duration) (settle.Settled, error) {
 	var budget time.Duration
 	p := s.Providers[op.Provider]
 	if p != nil {
@@ -169,14 +170,14 @@ func (s *Sweeper) settleOnce(ctx context.Context, settler *Settler, op ledger.Op
 			return settler.Finish(ctx, op, step, history, dryRun)
 		}
 		if ctx.Err() != nil {
-			return Settled{}, ctx.Err()
+			return settle.Settled{}, ctx.Err()
 		}
 		wait := max(step.RetryAfter, time.Second) // never spin on a zero delay
 		if step.Class == providers.ClassPaced {
 			// A pass in the foreground does not wait out an outage or a
 			// long settle window: it leaves the operation for later.
 			if paced += wait; paced > cmp.Or(maxPaced, defaultMaxPaced) {
-				return Settled{}, fmt.Errorf("%w: %w", ErrLeftPending, step.Err)
+				return settle.Settled{}, fmt.Errorf("%w: %w", ErrLeftPending, step.Err)
 			}
 		} else {
 			if deadline.IsZero() {
@@ -187,17 +188,17 @@ func (s *Sweeper) settleOnce(ctx context.Context, settler *Settler, op ledger.Op
 			downAtFirst = max(downAtFirst, p.DownTotal(ctx))
 			history = append(history, review.AttemptError{At: s.now(), Attempt: attempt, Class: step.Class.String(), Error: step.Err.Error()})
 			if step.Class != providers.ClassRateLimited {
-				wait = backoff(attempt)
+				wait = settle.Backoff(attempt)
 			}
 			if s.now().Add(wait).After(deadline) {
-				return settler.Finish(ctx, op, Exhausted(step, attempt, budget), history, dryRun)
+				return settler.Finish(ctx, op, settle.Exhausted(step, attempt, budget), history, dryRun)
 			}
 			attempt++
 		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return Settled{}, errors.Join(ctx.Err(), step.Err)
+			return settle.Settled{}, errors.Join(ctx.Err(), step.Err)
 		}
 	}
 }

@@ -1,0 +1,104 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/health"
+	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/internal/settle"
+	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/review"
+)
+
+// App is sweeper's work, wired: the configuration, the database, the
+// providers, and the pieces the jobs and the CLI share.
+type App struct {
+	Config    *config.Config
+	Pool      *pgxpool.Pool
+	Providers map[string]*providers.Provider
+	Logger    *slog.Logger
+	// Now is the clock, when a test sets it.
+	Now func() time.Time
+	// Clock is the database's clock, by which every time-based decision is
+	// taken when Now is not set (replicas with skewed clocks decide alike);
+	// nil: this machine's.
+	Clock *ledger.Clock
+	// Getenv reads secrets (SLACK_BOT_TOKEN); nil reads none.
+	Getenv func(string) string
+	// Metrics counts the events of the work wired from here (scans,
+	// settlements, escalations, Slack); nil counts none. Lookups are
+	// counted by each provider ([providers.Provider.SetMetrics]).
+	Metrics *metrics.Metrics
+}
+
+// TrackHealth gives every provider its health tracker over s's pool, so
+// that a provider failing again and again is down for the whole cluster
+// (internal/health): its lookups pause, one probe asks at a time, and when
+// it answers, its open lookup_failed tickets are looked up again at once.
+func (s *App) TrackHealth() {
+	for name, p := range s.Providers {
+		if p.OutageAfter <= 0 {
+			continue // each operation's lookups spend their own budget
+		}
+		tracker := health.NewTracker(s.Pool, name, p.OutageAfter, 2*p.LookupTimeout+jobs.LookupOverhead)
+		tracker.OnUp = func(ctx context.Context) {
+			n, err := s.Reviews().RelookupNow(ctx, name)
+			s.Logger.Info("provider answers again; lookups resume", "provider", name, "tickets_relooked_now", n, "error", err)
+		}
+		p.SetHealth(tracker)
+	}
+}
+
+func (s *App) now() time.Time {
+	switch {
+	case s.Now != nil:
+		return s.Now()
+	case s.Clock != nil:
+		return s.Clock.Now()
+	}
+	return time.Now()
+}
+
+// Settler returns the settler the lookup worker and `sweep --once` use,
+// writing through applier (nil: a transaction per decision).
+func (s *App) Settler(applier settle.Applier) *settle.Settler {
+	if applier == nil {
+		applier = s.Reviews()
+	}
+	return &settle.Settler{Providers: s.Providers, Reviews: applier, DB: s.Pool, Logger: s.Logger, Now: s.now, Metrics: s.Metrics}
+}
+
+// Reviews returns the ticket store under the configured policy.
+func (s *App) Reviews() *review.Store { return review.NewStore(s.Pool, Policy(s.Config)) }
+
+// Scanner returns the stale scan.
+func (s *App) Scanner() *settle.Scanner {
+	return &settle.Scanner{
+		DB:           s.Pool,
+		Providers:    s.Providers,
+		BatchSize:    s.Config.Sweep.BatchSize,
+		QueryTimeout: s.Config.Sweep.QueryTimeout.Duration,
+		Now:          s.now,
+		Metrics:      s.Metrics,
+	}
+}
+
+// Escalator returns the escalator over s's pool and clock.
+func (s *App) Escalator() *settle.Escalator {
+	return &settle.Escalator{
+		Reviews:   s.Reviews(),
+		Ledger:    ledger.NewStore(s.Pool),
+		Settler:   s.Settler(nil),
+		Policy:    EscalationPolicy(s.Config),
+		Relookups: Policy(s.Config),
+		Logger:    s.Logger,
+		Now:       s.now,
+		Metrics:   s.Metrics,
+	}
+}

@@ -1,0 +1,187 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/robfig/cron/v3"
+	"github.com/sweeper/sweeper/internal/settle"
+	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/review"
+)
+
+// ClientOptions tune a River client beyond the configuration, for tests
+// and the demo.
+type ClientOptions struct {
+	// FetchPollInterval overrides River's poll interval (default 1s).
+	FetchPollInterval time.Duration
+	// NoPeriodic leaves the periodic jobs, sweep and escalate, out (tests
+	// insert them).
+	NoPeriodic bool
+	// CommitBatch caps how many lookup outcomes share one commit; 1 gives
+	// each its own transaction. Default 100.
+	CommitBatch int
+}
+
+// Daemon is a River client running sweeper's jobs, and the batcher its
+// lookups write through.
+type Daemon struct {
+	// Client is the River client, for inserting jobs.
+	Client  *river.Client[pgx.Tx]
+	batcher *review.Batcher
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// Start starts the batcher and the client. ctx bounds neither: stop them
+// with Stop or StopAndCancel.
+func (d *Daemon) Start(ctx context.Context) error {
+	batchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.cancel, d.done = cancel, make(chan struct{})
+	go func() {
+		defer close(d.done)
+		d.batcher.Run(batchCtx)
+	}()
+	if err := d.Client.Start(context.WithoutCancel(ctx)); err != nil {
+		d.stopBatcher()
+		return err
+	}
+	return nil
+}
+
+// Stop stops fetching jobs and waits, within ctx, for running jobs to
+// finish and their outcomes to commit.
+func (d *Daemon) Stop(ctx context.Context) error {
+	err := d.Client.Stop(ctx)
+	if err == nil {
+		d.stopBatcher()
+	}
+	return err
+}
+
+// StopAndCancel cancels running jobs (they are retried by the next process)
+// and waits for them to return.
+func (d *Daemon) StopAndCancel(ctx context.Context) error {
+	err := d.Client.StopAndCancel(ctx)
+	d.stopBatcher()
+	return err
+}
+
+func (d *Daemon) stopBatcher() {
+	if d.cancel != nil {
+		d.cancel()
+		<-d.done
+		d.cancel = nil
+	}
+}
+
+// NewDaemon returns a River client running sweeper's workers and periodic
+// jobs in schema sweeper. Every replica registers the same periodic jobs;
+// River's leader alone enqueues them, and each sweep and escalation scan is
+// unique per period of its schedule, so a restart or a leader change does
+// not double it.
+func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
+	batcher := review.NewBatcher(s.Reviews(), cmp.Or(opts.CommitBatch, 100))
+	workers := river.NewWorkers()
+	lookup := jobs.NewLookupWorker(s.Settler(batcher), s.Pool)
+	river.AddWorker(workers, lookup)
+	sweepTimeout := s.Config.Sweep.Timeout.Duration
+	// The River sweep hands each provider's backlog on in bounded pieces:
+	// the queue, and memory, stay the same with a million stale rows.
+	scanner := s.Scanner()
+	scanner.Admission = settle.AdmissionHorizon
+	river.AddWorker(workers, jobs.NewSweepWorker(scanner, sweepTimeout, s.Logger))
+	river.AddWorker(workers, jobs.NewEscalateWorker(s.Escalator(), jobs.Scan{
+		Timeout:      sweepTimeout,
+		BatchSize:    s.Config.Sweep.BatchSize,
+		QueryTimeout: s.Config.Sweep.QueryTimeout.Duration,
+	}, s.Logger))
+	river.AddWorker(workers, jobs.NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
+	river.AddWorker(workers, jobs.NewRelookupTicketWorker(s.Escalator(), lookup.Timeout(nil)))
+	dispatcher, err := s.Dispatcher()
+	switch {
+	case errors.Is(err, ErrSlackOff):
+		dispatcher = nil
+	case err != nil:
+		return nil, err
+	default:
+		river.AddWorker(workers, jobs.NewNotifyWorker(dispatcher))
+	}
+
+	var periodic []*river.PeriodicJob
+	if !opts.NoPeriodic {
+		schedules := []struct {
+			id, key, expr string
+			args          jobs.PeriodicArgs
+		}{
+			{"sweep", "schedules.sweep", s.Config.Schedules.Sweep, jobs.SweepArgs{}},
+			{"escalate", "schedules.escalate", s.Config.Schedules.Escalate, jobs.EscalateArgs{}},
+		}
+		if dispatcher != nil {
+			schedules = append(schedules, struct {
+				id, key, expr string
+				args          jobs.PeriodicArgs
+			}{"notify", "schedules.notify", s.Config.Schedules.Notify, jobs.NotifyArgs{}})
+		}
+		for _, j := range schedules {
+			schedule, err := cron.ParseStandard(j.expr)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", j.key, err)
+			}
+			periodic = append(periodic, jobs.NewPeriodicJob(j.id, schedule, j.args, s.fireClock))
+		}
+	}
+
+	// A job that outlives its timeout is cancelled, so a job still marked
+	// running past its timeout belongs to a process that died (kill -9, a
+	// lost machine): River rescues it, and it runs again. River's rescuer
+	// considers jobs running longer than RescueStuckJobsAfter and leaves
+	// alone each whose own Timeout has not yet passed, so that is set from
+	// the lookups' limit — a dead replica's lookups resume about a minute
+	// later — while the longer sweep and delivery passes wait for their
+	// own. Were a live job rescued after all, running it twice is harmless:
+	// lookups only read, and every write is a compare-and-set. (Every
+	// worker sets its own Timeout; River wants its default, JobTimeout, no
+	// longer than RescueStuckJobsAfter.)
+	jobTimeout := lookup.Timeout(nil)
+	rescueAfter := jobTimeout + 30*time.Second
+	queues := map[string]river.QueueConfig{
+		river.QueueDefault: {MaxWorkers: 4},
+		jobs.QueueLookup:   {MaxWorkers: s.Config.River.MaxWorkers},
+	}
+	if dispatcher != nil {
+		queues[jobs.QueueNotify] = river.QueueConfig{MaxWorkers: 4}
+	}
+	client, err := river.NewClient(riverpgxv5.New(s.Pool), &river.Config{
+		Schema:               migrations.Schema,
+		Queues:               queues,
+		Workers:              workers,
+		PeriodicJobs:         periodic,
+		JobTimeout:           jobTimeout,
+		RescueStuckJobsAfter: rescueAfter,
+		FetchCooldown:        jobs.FetchCooldown,
+		FetchPollInterval:    opts.FetchPollInterval,
+		Logger:               jobs.RiverLogger(s.Logger),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Daemon{Client: client, batcher: batcher}, nil
+}
+
+// fireClock is the clock periodic runs are named by: this machine's, by
+// which River fires them (the database's clock, s.Clock, could name the
+// fire before or after the one River serves), or s.Now in tests.
+func (s *App) fireClock() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,9 @@
+// Package app wires sweeper together, in one place: configuration into
+// providers and policies, the database pool, the River client with its
+// workers and periodic jobs (NewDaemon), the once-runners the commands call
+// (SweepOnce, EscalateOnce, RelookupOnce, Deliver), Slack's dispatcher and
+// interactivity endpoint, and the collector of what the database holds.
+// Everything it builds comes from [App]; the packages below it (jobs,
+// internal/settle, review, notify, providers, ledger) receive what they
+// need through their constructors.
+package app

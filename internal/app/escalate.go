@@ -1,0 +1,152 @@
+package app
+
+import (
+	"context"
+	"sync"
+
+	"github.com/sweeper/sweeper/internal/settle"
+	"github.com/sweeper/sweeper/review"
+)
+
+// EscalationSummary counts what one escalation pass did.
+type EscalationSummary struct {
+	// Examined counts the expired tickets the scan found.
+	Examined int `json:"examined"`
+	// Escalated counts level steps, by the level reached.
+	Escalated map[int]int `json:"escalated"`
+	// Repeats counts re-alerts at the top level.
+	Repeats int `json:"repeats"`
+	// Exhausted counts final steps.
+	Exhausted int `json:"exhausted"`
+	// Held counts tickets acknowledged at the top level: no alert, the
+	// deadline moved on.
+	Held int `json:"held"`
+	// ResolvedByRelookup counts tickets resolved as done because the lookup
+	// found exactly one agreeing record.
+	ResolvedByRelookup int `json:"resolved_by_relookup"`
+	// AlreadyHandled counts tickets resolved, changed or escalated by
+	// someone else meanwhile.
+	AlreadyHandled int `json:"already_handled"`
+	// Errors counts tickets the pass could not handle (database errors);
+	// they stay due for the next pass.
+	Errors int `json:"errors"`
+}
+
+// EscalateOnce runs one escalation pass in this process: the scan, and for
+// every expired ticket the re-lookup and the step. Tickets that fail are
+// counted in Errors and stay due; the error is the scan's. It writes exactly what
+// the River jobs write, through the same compare-and-set, so it is safe
+// beside a running daemon or another EscalateOnce.
+func (s *App) EscalateOnce(ctx context.Context) (EscalationSummary, error) {
+	escalator := s.Escalator()
+	sum := EscalationSummary{Escalated: map[int]int{}}
+	var mu sync.Mutex
+	examined, err := inPool(ctx, s.Config.River.MaxWorkers,
+		func(ctx context.Context, page func(context.Context, []review.ExpiredTicket) error) (int, error) {
+			return escalator.ScanExpired(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration, page)
+		},
+		func(t review.ExpiredTicket) {
+			out, err := escalator.Escalate(ctx, t.ID, t.Version, nil)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				sum.Errors++
+				s.Logger.Error("escalation failed; the ticket stays due", "ticket_id", t.ID, "error", err)
+				return
+			}
+			sum.count(out)
+		})
+	sum.Examined = examined
+	return sum, err
+}
+
+// RelookupSummary counts what one pass of scheduled re-lookups did.
+type RelookupSummary struct {
+	// Due counts the open tickets whose re-lookup was due.
+	Due int `json:"due"`
+	// Resolved counts tickets resolved as done by the record found.
+	Resolved int `json:"resolved"`
+	// Relooked counts tickets looked up again without a proof; their next
+	// re-lookup is scheduled.
+	Relooked int `json:"relooked"`
+	// AlreadyHandled counts tickets someone else handled meanwhile.
+	AlreadyHandled int `json:"already_handled"`
+	// Errors counts tickets the pass could not handle; they stay due.
+	Errors int `json:"errors"`
+}
+
+// RelookupOnce runs one pass of the scheduled re-lookups in this process:
+// every open not_found or lookup_failed ticket whose re-lookup is due is
+// looked up again, as the River jobs do, through the same compare-and-set.
+func (s *App) RelookupOnce(ctx context.Context) (RelookupSummary, error) {
+	escalator := s.Escalator()
+	var sum RelookupSummary
+	var mu sync.Mutex
+	due, err := inPool(ctx, s.Config.River.MaxWorkers,
+		func(ctx context.Context, page func(context.Context, []review.DueRelookup) error) (int, error) {
+			return escalator.ScanDueRelookups(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration, page)
+		},
+		func(t review.DueRelookup) {
+			out, err := escalator.Relookup(ctx, t.ID, t.Relookups, nil)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				sum.Errors++
+				s.Logger.Error("re-lookup failed; the ticket stays due", "ticket_id", t.ID, "error", err)
+			case out.Kind == settle.OutcomeResolved:
+				sum.Resolved++
+			case out.Kind == settle.OutcomeRelooked:
+				sum.Relooked++
+			default:
+				sum.AlreadyHandled++
+			}
+		})
+	sum.Due = due
+	return sum, err
+}
+
+// inPool hands every item scan finds to handle, on workers goroutines, and
+// returns what scan returns once every item is handled.
+func inPool[T any](ctx context.Context, workers int,
+	scan func(context.Context, func(context.Context, []T) error) (int, error), handle func(T)) (int, error) {
+	work := make(chan T)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for item := range work {
+				handle(item)
+			}
+		})
+	}
+	n, err := scan(ctx, func(ctx context.Context, items []T) error {
+		for _, item := range items {
+			select {
+			case work <- item:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	close(work)
+	wg.Wait()
+	return n, err
+}
+
+func (sum *EscalationSummary) count(out settle.EscalationOutcome) {
+	switch out.Kind {
+	case review.EscalationLevelUp:
+		sum.Escalated[out.Level]++
+	case review.EscalationRepeat:
+		sum.Repeats++
+	case review.EscalationExhausted:
+		sum.Exhausted++
+	case review.EscalationHeld:
+		sum.Held++
+	case settle.OutcomeResolved:
+		sum.ResolvedByRelookup++
+	default:
+		sum.AlreadyHandled++
+	}
+}

@@ -1,0 +1,147 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/notify"
+)
+
+// ErrSlackOff is returned by [App.Dispatcher] when slack.channel is
+// empty: there is nowhere to deliver.
+var ErrSlackOff = errors.New("slack is off (slack.channel is empty)")
+
+// Dispatcher returns the outbox's dispatcher to Slack, or ErrSlackOff.
+func (s *App) Dispatcher() (*notify.Dispatcher, error) {
+	return s.dispatcher(s.Config.Slack.GroupWait.Duration)
+}
+
+// DispatcherNow is [App.Dispatcher] without slack.group_wait: for a
+// delivery asked for now (`notify --once`, and what `sweep --once` and
+// `escalate --once` caused).
+func (s *App) DispatcherNow() (*notify.Dispatcher, error) {
+	return s.dispatcher(0)
+}
+
+// dispatcher is [App.Dispatcher] with groupWait for each ticket's first
+// alert.
+func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
+	cfg := s.Config.Slack
+	if cfg.Channel == "" {
+		return nil, ErrSlackOff
+	}
+	token, err := config.Secret(s.getenv, config.EnvSlackToken)
+	if err != nil {
+		return nil, err
+	}
+	channels := notify.Channels{Default: cfg.Channel, Workflows: cfg.Channels.Workflows, Providers: cfg.Channels.Providers}
+	return notify.NewDispatcher(s.Pool, notify.DispatcherConfig{
+		Token:          token,
+		APIURL:         cfg.APIURL,
+		Composer:       notify.TicketComposer{},
+		Channel:        channels.For,
+		Logger:         s.Logger,
+		Metrics:        s.Metrics,
+		MaxAge:         cfg.MaxAlertAge.Duration,
+		GroupWait:      groupWait,
+		GroupThreshold: cfg.Threshold(),
+	})
+}
+
+func (s *App) getenv(name string) string {
+	if s.Getenv != nil {
+		return s.Getenv(name)
+	}
+	return ""
+}
+
+// Delivery is what [App.Deliver] did.
+type Delivery struct {
+	notify.Stats
+	// Left counts the outbox rows still pending when Deliver returned: the
+	// daemon, or `sweeper notify --once`, delivers them.
+	Left int `json:"left"`
+}
+
+// deliverWait bounds how long, in all, [App.Deliver] waits for rows Slack
+// rate-limited to be due again: a command in the foreground waits out a
+// Retry-After of a second or two, not a long one.
+const deliverWait = 5 * time.Second
+
+// Deliver drains the outbox when Slack is on (nothing to do when it is
+// off): what `sweep --once` and `escalate --once` call before they exit, so
+// that the alerts their pass produced go out without a daemon. It does not
+// wait slack.group_wait: they deliver what they caused now. Rows Slack
+// rate-limited are delivered once their Retry-After has passed, as long as
+// that is within deliverWait in all; what is still pending then is left,
+// and counted in Left. The error is the claim's or the count's.
+func (s *App) Deliver(ctx context.Context) (Delivery, error) {
+	d, err := s.DispatcherNow()
+	if errors.Is(err, ErrSlackOff) {
+		return Delivery{}, nil
+	}
+	if err != nil {
+		return Delivery{}, err
+	}
+	outbox := notify.NewOutbox(s.Pool)
+	var out Delivery
+	deadline := time.Now().Add(deliverWait)
+	for {
+		st, err := d.Drain(ctx)
+		out.Add(st)
+		if err != nil {
+			return out, err
+		}
+		left, due, err := outbox.Pending(ctx)
+		if err != nil {
+			return out, err
+		}
+		out.Left = left
+		// Only a rate limit is waited for: a row failed or uncertain waits
+		// its backoff, longer than a command should.
+		if left == 0 || out.RateLimited == 0 || time.Now().Add(due).After(deadline) {
+			return out, nil
+		}
+		select {
+		case <-time.After(max(due, 50*time.Millisecond)):
+		case <-ctx.Done():
+			return out, nil
+		}
+	}
+}
+
+// Interactions returns the Slack interactivity endpoint (button clicks and
+// the "Mark done" modal), or ErrSlackOff.
+func (s *App) Interactions() (*notify.Interactions, error) {
+	cfg := s.Config.Slack
+	if cfg.Channel == "" {
+		return nil, ErrSlackOff
+	}
+	token, err := config.Secret(s.getenv, config.EnvSlackToken)
+	if err != nil {
+		return nil, err
+	}
+	signing, err := config.Secret(s.getenv, config.EnvSlackSigning)
+	if err != nil {
+		return nil, err
+	}
+	var opts []slack.Option
+	if cfg.APIURL != "" {
+		// slack-go appends method names to the base as is.
+		opts = append(opts, slack.OptionAPIURL(strings.TrimSuffix(cfg.APIURL, "/")+"/"))
+	}
+	return notify.NewInteractions(notify.InteractionsConfig{
+		SigningSecret: signing,
+		TeamID:        cfg.TeamID,
+		AppID:         cfg.AppID,
+		Reviewers:     cfg.Reviewers,
+		Store:         s.Reviews(),
+		Slack:         slack.New(token, opts...),
+		Logger:        s.Logger,
+		Now:           s.now,
+	})
+}
