@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,15 +16,6 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/pgtemp"
-)
-
-var (
-	demoDatabaseLine = regexp.MustCompile(`(?m)^  database: +(sweeper_demo_[0-9a-f]+) `)
-	demoOpsLine      = regexp.MustCompile(`(?m)^  operations: (\d+) seeded: (\d+) done, (\d+) review, (\d+) failed, (\d+) pending$`)
-	demoEscalations  = regexp.MustCompile(`(?m)^  escalations: (\d+),`)
-	demoSlackLine    = regexp.MustCompile(`(?m)^  slack: (\d+) messages posted \((\d+) root messages, (\d+) thread replies\)`)
-	// An address or phone number as the demo seeds them, unmasked.
-	rawRecipient = regexp.MustCompile(`[a-z]+\.\d+@example\.(com|org|net)|\+1555\d{7}`)
 )
 
 // TestDemoReadmeFirstCommand runs the first command of the README's first
