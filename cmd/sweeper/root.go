@@ -31,8 +31,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv co
 	root := newRootCmd(e)
 	// Never nil: cobra would read os.Args instead.
 	root.SetArgs(append([]string{}, args...))
-	root.SetOut(stdout)
-	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
 	return exitCode(stderr, cmd, err)
 }
@@ -55,6 +53,9 @@ func newRootCmd(e *env) *cobra.Command {
 			return refuseHiddenFlags(cmd)
 		},
 	}
+	// Before the completion command, which keeps the writer it is built with.
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
 	root.SetVersionTemplate("sweeper {{.Version}}\n")
 	root.SetUsageTemplate(usageTemplate)
 	// Listed in the usage printed after an unknown command too.
@@ -88,6 +89,9 @@ func newRootCmd(e *env) *cobra.Command {
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
+			// An unknown shell is a usage error, as an unknown command is.
+			c.Args, c.SuggestionsMinimumDistance = subcommands, 2
+			c.RunE = func(*cobra.Command, []string) error { return nil }
 			for _, sub := range c.Commands() {
 				noConfig(sub)
 			}
