@@ -1,21 +1,26 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sweeper/sweeper/internal/bench"
 )
 
-func runBench(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "bench", "bench [--ops N] [--stale F] [--latency D] [--concurrency C] [flags]\n\n"+
-		"Creates a database sweeper_bench_<random> (on $SWEEPER_DATABASE_URL's server, else 127.0.0.1:5432, else a\n"+
-		"throwaway cluster), fills ledger.operations, runs the real sweep and lookup jobs over the sim provider until\n"+
-		"every stale row is settled, times River alone on no-op jobs with as many workers, measures an idle sweep\n"+
-		"tick, prints the figures beside their targets, and drops the database. The last line is\n"+
-		"ratio_vs_river=<settled/s ÷ River no-op jobs/s> (not printed with --stale 0, which measures the idle tick only).")
+func newBenchCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench [--ops N] [--stale F] [--latency D] [--concurrency C] [flags]",
+		Short: "measure settle throughput, latency, statements, memory and the idle scan on a scratch database",
+		Long: "bench creates a database sweeper_bench_<random> (on $SWEEPER_DATABASE_URL's server, else 127.0.0.1:5432, else a\n" +
+			"throwaway cluster), fills ledger.operations, runs the real sweep and lookup jobs over the sim provider until\n" +
+			"every stale row is settled, times River alone on no-op jobs with as many workers, measures an idle sweep\n" +
+			"tick, prints the figures beside their targets, and drops the database. The last line is\n" +
+			"ratio_vs_river=<settled/s ÷ River no-op jobs/s> (not printed with --stale 0, which measures the idle tick only).",
+		Args: noArgs,
+	}
 	f := bench.Options{Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv}
+	fs := cmd.Flags()
 	fs.IntVar(&f.Ops, "ops", 10000, "rows in ledger.operations")
 	fs.Float64Var(&f.Stale, "stale", 1.0, "fraction of the rows that are stale pending (0–1); the rest are done")
 	fs.DurationVar(&f.Latency, "latency", 0, "sim provider latency per lookup")
@@ -29,16 +34,12 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.DurationVar(&f.Timeout, "timeout", 30*time.Minute, "give up when the stale rows are not all settled within this")
 	fs.StringVar(&f.Cpuprofile, "cpuprofile", "", "write a CPU profile of the settle phase to this file")
 	fs.BoolVar(&f.Keep, "keep", false, "keep the database instead of dropping it")
-	if code := parseFlags(e, fs, args); code >= 0 {
-		return code
-	}
-	if err := f.Validate(); err != nil {
-		fmt.Fprintf(e.stderr, "sweeper bench: %v\n", err)
-		return exitUsage
-	}
-	if err := bench.Run(ctx, f); err != nil {
-		fmt.Fprintf(e.stderr, "sweeper bench: %v\n", err)
-		return exitFailure
-	}
-	return exitOK
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
+		if err := f.Validate(); err != nil {
+			return usageError{err.Error()}
+		}
+		return bench.Run(cmd.Context(), f)
+	})
+	noConfig(cmd)
+	return cmd
 }

@@ -71,7 +71,7 @@ func TestBenchBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown flag", []string{"--nope"}, "flag provided but not defined: -nope"},
+		{"unknown flag", []string{"--nope"}, "unknown flag: --nope"},
 		{"concurrency out of range", []string{"--concurrency", "0"}, "--concurrency: must be between 1 and 1000"},
 		{"stale out of range", []string{"--stale", "1.5"}, "--stale: must be between 0 and 1"},
 	} {

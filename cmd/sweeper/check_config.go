@@ -1,34 +1,37 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/spf13/cobra"
 
 	"github.com/sweeper/sweeper/config"
 )
 
-func runCheckConfig(_ context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "check-config", "check-config [--config FILE]")
-	configPath := configFlag(fs)
-	if code := parseFlags(e, fs, args); code >= 0 {
-		return code
+func newCheckConfigCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "check-config",
+		Short: "validate the configuration and print it with secrets masked",
+		Long: "check-config validates the configuration and prints it, defaults applied and secrets masked,\n" +
+			"with each schedule's next three fire times in its own time zone. Exit 2 lists every problem.",
+		Args: noArgs,
+		RunE: runE(func(*cobra.Command, []string) error {
+			cfg, path, err := loadConfig(e)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "# %s is valid. Effective configuration (defaults applied, secrets masked):\n\n", path)
+			if err := cfg.WriteTOML(e.stdout, e.getenv); err != nil {
+				return err
+			}
+			writeFireTimes(e.stdout, cfg, time.Now())
+			return nil
+		}),
 	}
-	cfg, path, code := loadConfig(e, *configPath)
-	if cfg == nil {
-		return code
-	}
-	fmt.Fprintf(e.stdout, "# %s is valid. Effective configuration (defaults applied, secrets masked):\n\n", path)
-	if err := cfg.WriteTOML(e.stdout, e.getenv); err != nil {
-		fmt.Fprintf(e.stderr, "sweeper check-config: %v\n", err)
-		return exitFailure
-	}
-	writeFireTimes(e.stdout, cfg, time.Now())
-	return exitOK
 }
 
 // writeFireTimes prints, as TOML comments, each schedule's next three fire

@@ -189,13 +189,13 @@ func TestUsageAndExitCodes(t *testing.T) {
 		wantOut  string // in stdout
 		wantErr  string // in stderr
 	}{
-		{desc: "no command", args: nil, wantCode: exitUsage, wantErr: "Usage: sweeper <command>"},
+		{desc: "no command", args: nil, wantCode: exitUsage, wantErr: "Usage:\n  sweeper [command]"},
 		{desc: "help", args: []string{"--help"}, wantCode: exitOK, wantOut: "check-config"},
 		{desc: "unknown command", args: []string{"resend"}, wantCode: exitUsage, wantErr: `unknown command "resend"`},
 		{desc: "migrate --help", args: []string{"migrate", "--help"}, wantCode: exitOK, wantOut: "-status"},
 		{desc: "check-config -h", args: []string{"check-config", "-h"}, wantCode: exitOK, wantOut: "-config"},
-		{desc: "version --help", args: []string{"version", "--help"}, wantCode: exitOK, wantOut: "Usage: sweeper version"},
-		{desc: "unknown flag", args: []string{"migrate", "--force"}, wantCode: exitUsage, wantErr: "flag provided but not defined: -force"},
+		{desc: "version --help", args: []string{"version", "--help"}, wantCode: exitOK, wantOut: "Usage:\n  sweeper version"},
+		{desc: "unknown flag", args: []string{"migrate", "--force"}, wantCode: exitUsage, wantErr: "unknown flag: --force"},
 		{desc: "stray argument", args: []string{"check-config", "extra"}, wantCode: exitUsage, wantErr: `unexpected argument "extra"`},
 		{desc: "version", args: []string{"version"}, wantCode: exitOK, wantOut: "sweeper "},
 		{desc: "healthcheck of an undocumented path", args: []string{"healthcheck", "--path", "/debug/pprof"}, wantCode: exitUsage,
@@ -350,9 +350,9 @@ func TestMigrateProcesses(t *testing.T) {
 			t.Errorf("%s %d pending after migrate", v.Component, v.Version)
 		}
 	}
-	stdout, _, err = sweeper("migrate", "--status")
-	if err != nil || !strings.Contains(stdout, "0 pending") || !strings.Contains(stdout, "20261129000001_ledger.sql") {
-		t.Errorf("status table: %v\n%s", err, stdout)
+	stdout, stderr, err = sweeper("migrate", "--status")
+	if err != nil || !strings.Contains(stderr, "0 pending") || !strings.Contains(stdout, "20261129000001_ledger.sql") {
+		t.Errorf("status table: %v\n%s%s", err, stdout, stderr)
 	}
 }
 
@@ -360,7 +360,7 @@ func TestMigrateStatusOnFreshDatabase(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewEmptyDatabase(t)
 	r := runCLI(t, map[string]string{config.EnvDatabaseURL: dbURL, config.EnvConfig: exampleConfig}, "migrate", "--status")
-	if r.code != exitOK || !strings.Contains(r.stdout, "0 applied") || strings.Contains(r.stdout, " applied  ") {
+	if r.code != exitOK || !strings.Contains(r.stderr, "0 applied") || strings.Contains(r.stdout, " applied  ") {
 		t.Fatalf("code %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

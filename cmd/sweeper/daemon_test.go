@@ -261,8 +261,8 @@ func TestSweepOnceAndTicketsCommands(t *testing.T) {
 		}
 	}
 	r = runCLI(t, environ, "tickets", "list", "--state", "resolved", "--config", cfgFile)
-	if r.code != exitOK || !strings.Contains(r.stdout, "0 ticket(s)") {
-		t.Errorf("resolved list: %s", r.stdout)
+	if r.code != exitOK || !strings.Contains(r.stderr, "0 ticket(s)") {
+		t.Errorf("resolved list: %s%s", r.stdout, r.stderr)
 	}
 }
 

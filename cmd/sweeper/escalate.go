@@ -1,60 +1,68 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"slices"
 
+	"github.com/spf13/cobra"
 	"github.com/sweeper/sweeper/internal/app"
 )
 
-func runEscalate(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "escalate", "escalate --once [--config FILE] [--json]")
-	configPath := configFlag(fs)
-	once := fs.Bool("once", false, "look up and escalate every ticket past its deadline, and look up again every ticket whose re-lookup is due, then exit (required)")
-	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	if code := parseFlags(e, fs, args); code >= 0 {
-		return code
+func newEscalateCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "escalate --once",
+		Short: "look up and escalate every ticket past its deadline, then exit",
+		Long: "escalate --once looks up every ticket past its deadline once more — proof resolves it as done,\n" +
+			"anything else takes the next step of the escalation policy — and looks up again every ticket\n" +
+			"whose re-lookup is due, then exits: 1 when the pass had errors.",
+		Args: noArgs,
 	}
-	if !*once {
-		fmt.Fprintln(e.stderr, "sweeper escalate: --once is required (the daemon, 'sweeper run', escalates on its schedule)")
-		return exitUsage
-	}
-	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
-	if s == nil {
-		return code
-	}
-	defer closeDB()
-	sum, err := s.EscalateOnce(ctx)
-	relooked, relookErr := s.RelookupOnce(ctx)
-	if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
-		// The rows stay in the outbox for the daemon or `notify --once`.
-		fmt.Fprintf(e.stderr, "sweeper escalate: delivering to Slack: %v\n", deliverErr)
-	}
-	if *asJSON {
-		printJSON(e, struct {
-			app.EscalationSummary
-			Relookups app.RelookupSummary `json:"relookups"`
-		}{sum, relooked})
-	} else {
-		printEscalationSummary(e.stdout, sum)
-		fmt.Fprintf(e.stdout, "re-lookups due %d: resolved %d, looked up again %d, already handled %d, errors %d\n",
-			relooked.Due, relooked.Resolved, relooked.Relooked, relooked.AlreadyHandled, relooked.Errors)
-	}
-	var problems []string
-	if n := sum.Errors + relooked.Errors; n > 0 {
-		problems = append(problems, fmt.Sprintf("%d ticket(s) could not be handled; they stay due for the next pass", n))
-	}
-	for _, err := range []error{err, relookErr} {
-		if err != nil {
-			problems = append(problems, err.Error())
+	once := cmd.Flags().Bool("once", false, "look up and escalate every ticket past its deadline, and look up again every ticket whose re-lookup is due, then exit (required)")
+	asJSON := jsonFlag(cmd, "print the summary as JSON")
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
+		if !*once {
+			return usagef("--once is required (the daemon, 'sweeper run', escalates on its schedule)")
 		}
-	}
-	if len(problems) > 0 {
-		return passFailed(e, "escalate", problems)
-	}
-	return exitOK
+		ctx := cmd.Context()
+		s, closeDB, err := open(ctx, e, newLogger(e.stderr))
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		sum, err := s.EscalateOnce(ctx)
+		relooked, relookErr := s.RelookupOnce(ctx)
+		if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
+			// The rows stay in the outbox for the daemon or `notify --once`.
+			fmt.Fprintf(e.stderr, "sweeper escalate: delivering to Slack: %v\n", deliverErr)
+		}
+		if *asJSON {
+			if jsonErr := printJSON(e, struct {
+				app.EscalationSummary
+				Relookups app.RelookupSummary `json:"relookups"`
+			}{sum, relooked}); jsonErr != nil {
+				return jsonErr
+			}
+		} else {
+			printEscalationSummary(e.stdout, sum)
+			fmt.Fprintf(e.stdout, "re-lookups due %d: resolved %d, looked up again %d, already handled %d, errors %d\n",
+				relooked.Due, relooked.Resolved, relooked.Relooked, relooked.AlreadyHandled, relooked.Errors)
+		}
+		var problems []string
+		if n := sum.Errors + relooked.Errors; n > 0 {
+			problems = append(problems, fmt.Sprintf("%d ticket(s) could not be handled; they stay due for the next pass", n))
+		}
+		for _, err := range []error{err, relookErr} {
+			if err != nil {
+				problems = append(problems, err.Error())
+			}
+		}
+		if len(problems) > 0 {
+			return passFailed(problems)
+		}
+		return nil
+	})
+	return cmd
 }
 
 func printEscalationSummary(w io.Writer, sum app.EscalationSummary) {

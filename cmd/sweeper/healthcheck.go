@@ -6,52 +6,52 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
-// runHealthcheck asks the daemon on http.listen for /healthz: exit 0 when
-// it answers 200 within two seconds, 1 otherwise. It reads only the
+// newHealthcheckCmd asks the daemon on http.listen for /healthz: exit 0
+// when it answers 200 within two seconds, 1 otherwise. It reads only the
 // configuration's http.listen, so a container can run it beside `run`.
-func runHealthcheck(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "healthcheck", "healthcheck [--config FILE] [--path /healthz|/readyz]")
-	configPath := configFlag(fs)
-	path := fs.String("path", "/healthz", "the endpoint to ask: /healthz (up) or /readyz (able to work)")
-	if code := parseFlags(e, fs, args); code >= 0 {
-		return code
+func newHealthcheckCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "healthcheck [--path /healthz|/readyz]",
+		Short: "ask the local daemon's /healthz (for container health checks)",
+		Args:  noArgs,
 	}
-	if *path != "/healthz" && *path != "/readyz" {
-		fmt.Fprintf(e.stderr, "sweeper healthcheck: --path must be /healthz or /readyz, not %q\n", *path)
-		return exitUsage
-	}
-	cfg, _, code := loadConfigNoLookups(e, *configPath)
-	if cfg == nil {
-		return code
-	}
-	host, port, err := net.SplitHostPort(cfg.HTTP.Listen)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper healthcheck: http.listen: %v\n", err)
-		return exitUsage
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1" // listening everywhere: ask over loopback
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	url := "http://" + net.JoinHostPort(host, port) + *path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper healthcheck: %v\n", err)
-		return exitUsage
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper healthcheck: %s: %v\n", url, err)
-		return exitFailure
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(e.stderr, "sweeper healthcheck: %s: HTTP %d\n", url, resp.StatusCode)
-		return exitFailure
-	}
-	fmt.Fprintf(e.stdout, "ok: %s\n", url)
-	return exitOK
+	path := cmd.Flags().String("path", "/healthz", "the endpoint to ask: /healthz (up) or /readyz (able to work)")
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
+		if *path != "/healthz" && *path != "/readyz" {
+			return usagef("--path must be /healthz or /readyz, not %q", *path)
+		}
+		cfg, _, err := loadConfigNoLookups(e)
+		if err != nil {
+			return err
+		}
+		host, port, err := net.SplitHostPort(cfg.HTTP.Listen)
+		if err != nil {
+			return configError(fmt.Errorf("http.listen: %w", err))
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1" // listening everywhere: ask over loopback
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+		defer cancel()
+		url := "http://" + net.JoinHostPort(host, port) + *path
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return configError(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s: %w", url, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
+		}
+		fmt.Fprintf(e.stdout, "ok: %s\n", url)
+		return nil
+	})
+	return cmd
 }

@@ -4,11 +4,13 @@
 //
 // Usage:
 //
-//	sweeper <command> [flags]
+//	sweeper [command] [flags]
 //
 // Commands: demo, migrate, check-config, run, sweep, escalate, tickets,
-// notify, outbox, healthcheck, bench, version; "sweeper help" describes
-// them. Run "sweeper <command> --help" for a command's flags. Exit codes: 0 success, 1 runtime failure, 2 usage or
+// notify, outbox, providers, healthcheck, bench, version, completion;
+// "sweeper help" describes them, "sweeper help COMMAND" or "sweeper
+// COMMAND --help" one of them and its flags. --config works before or
+// after the command. Exit codes: 0 success, 1 runtime failure, 2 usage or
 // configuration error.
 package main
 

@@ -1,77 +1,85 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/migrations"
 )
 
-func runMigrate(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "migrate", "migrate [--config FILE] [--status [--json]]")
-	configPath := configFlag(fs)
-	status := fs.Bool("status", false, "list applied and pending migrations; change nothing")
-	asJSON := fs.Bool("json", false, "with --status: print JSON")
-	if code := parseFlags(e, fs, args); code >= 0 {
-		return code
+func newMigrateCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate [--status [--json]]",
+		Short: "apply River's and sweeper's database migrations (--status lists them)",
+		Long: "migrate applies River's migrations and sweeper's own under an advisory lock, so replicas\n" +
+			"starting together take turns; running it again changes nothing. --status lists every\n" +
+			"version, applied or pending, and changes nothing.",
+		Args: noArgs,
 	}
-	cfg, _, code := loadConfigNoLookups(e, *configPath)
-	if cfg == nil {
-		return code
-	}
-	pool, err := app.Connect(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper migrate: %v\n", err)
-		return exitFailure
-	}
-	defer pool.Close()
-	// The command says what it applied; River's migrator would say it
-	// again, as log lines: only its warnings are shown.
-	migrator := migrations.New(pool, newLoggerAt(e.stderr, slog.LevelWarn))
-
-	if *status {
-		versions, err := migrator.Status(ctx)
+	status := cmd.Flags().Bool("status", false, "list applied and pending migrations; change nothing")
+	asJSON := jsonFlag(cmd, "with --status: print JSON")
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
+		cfg, _, err := loadConfigNoLookups(e)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "sweeper migrate: %v\n", err)
-			return exitFailure
+			return err
 		}
-		if *asJSON {
-			return printJSON(e, versions)
+		pool, err := app.Connect(cmd.Context(), cfg)
+		if err != nil {
+			return err
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "COMPONENT\tVERSION\tNAME\tSTATE\tAPPLIED AT")
-		pending := 0
-		for _, v := range versions {
-			state, at := "applied", ""
-			if !v.Applied {
-				state = "pending"
-				pending++
-			} else if !v.AppliedAt.IsZero() {
-				at = v.AppliedAt.UTC().Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", v.Component, v.Version, v.Name, state, at)
+		defer pool.Close()
+		// The command says what it applied; River's migrator would say it
+		// again, as log lines: only its warnings are shown.
+		migrator := migrations.New(pool, newLoggerAt(e.stderr, slog.LevelWarn))
+		if *status {
+			return migrateStatus(cmd, e, migrator, *asJSON)
 		}
-		tw.Flush()
-		fmt.Fprintf(e.stdout, "%d applied, %d pending\n", len(versions)-pending, pending)
-		return exitOK
-	}
+		applied, err := migrator.Up(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if len(applied) == 0 {
+			fmt.Fprintln(e.stdout, "database is current: nothing to apply")
+			return nil
+		}
+		for _, v := range applied {
+			fmt.Fprintf(e.stdout, "applied %s %d %s\n", v.Component, v.Version, v.Name)
+		}
+		fmt.Fprintf(e.stdout, "%d migration(s) applied\n", len(applied))
+		return nil
+	})
+	return cmd
+}
 
-	applied, err := migrator.Up(ctx)
+// migrateStatus prints every migration, applied or pending; the counts go
+// to stderr.
+func migrateStatus(cmd *cobra.Command, e *env, migrator *migrations.Migrator, asJSON bool) error {
+	versions, err := migrator.Status(cmd.Context())
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper migrate: %v\n", err)
-		return exitFailure
+		return err
 	}
-	if len(applied) == 0 {
-		fmt.Fprintln(e.stdout, "database is current: nothing to apply")
-		return exitOK
+	if asJSON {
+		return printJSON(e, versions)
 	}
-	for _, v := range applied {
-		fmt.Fprintf(e.stdout, "applied %s %d %s\n", v.Component, v.Version, v.Name)
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tVERSION\tNAME\tSTATE\tAPPLIED AT")
+	pending := 0
+	for _, v := range versions {
+		state, at := "applied", ""
+		if !v.Applied {
+			state = "pending"
+			pending++
+		} else if !v.AppliedAt.IsZero() {
+			at = v.AppliedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", v.Component, v.Version, v.Name, state, at)
 	}
-	fmt.Fprintf(e.stdout, "%d migration(s) applied\n", len(applied))
-	return exitOK
+	tw.Flush()
+	fmt.Fprintf(e.stderr, "%d applied, %d pending\n", len(versions)-pending, pending)
+	return nil
 }

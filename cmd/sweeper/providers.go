@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/health"
 )
 
@@ -21,30 +25,53 @@ type providerStatus struct {
 	LookupFailed int64 `json:"open_lookup_failed"`
 }
 
-func runProviders(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "providers", "providers [--config FILE] [--json]")
-	configPath := configFlag(fs)
-	asJSON := fs.Bool("json", false, "print the list as JSON")
-	if code := parseFlags(e, fs, args); code >= 0 {
-		return code
+func newProvidersCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "providers",
+		Short: "each provider's health (up, or down for the cluster and since when), and what waits on it",
+		Args:  noArgs,
 	}
-	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
-	if s == nil {
-		return code
-	}
-	defer closeDB()
-	names := make([]string, 0, len(s.Providers))
-	for name := range s.Providers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	asJSON := jsonFlag(cmd, "print the list as JSON")
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
+		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr))
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		list, err := providerStatuses(cmd.Context(), s)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(e, list)
+		}
+		for _, l := range list {
+			state := "up"
+			if !l.Up {
+				state = fmt.Sprintf("DOWN since %s (%s), next probe %s", l.Since.UTC().Format(time.RFC3339),
+					time.Since(l.Since).Round(time.Second), l.ProbeAt.UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(e.stdout, "%-16s %-8s by %-11s %s; %d pending, %d open lookup_failed\n",
+				l.Provider, l.Kind, l.Matching, state, l.Pending, l.LookupFailed)
+			if !l.Up && l.LastError != "" {
+				fmt.Fprintf(e.stdout, "%-16s last error: %s\n", "", l.LastError)
+			}
+		}
+		return nil
+	})
+	return cmd
+}
+
+// providerStatuses reads every provider's health and what waits on it, by
+// name.
+func providerStatuses(ctx context.Context, s *app.App) ([]providerStatus, error) {
+	names := slices.Sorted(maps.Keys(s.Providers))
 	var list []providerStatus
 	for _, name := range names {
 		p := s.Providers[name]
 		st, err := health.Read(ctx, s.Pool, name)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "sweeper providers: %v\n", err)
-			return exitFailure
+			return nil, err
 		}
 		line := providerStatus{State: st, Kind: p.Kind, Matching: "resemblance"}
 		if p.Matching().ByKey {
@@ -55,26 +82,9 @@ func runProviders(ctx context.Context, e *env, args []string) int {
 			(SELECT count(*) FROM sweeper.tickets t JOIN ledger.operations o ON o.id = t.operation_id
 			 WHERE o.provider = $1 AND t.state = 'open' AND t.reason = 'lookup_failed')`, name).Scan(&line.Pending, &line.LookupFailed)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "sweeper providers: %v\n", err)
-			return exitFailure
+			return nil, err
 		}
 		list = append(list, line)
 	}
-	if *asJSON {
-		printJSON(e, list)
-		return exitOK
-	}
-	for _, l := range list {
-		state := "up"
-		if !l.Up {
-			state = fmt.Sprintf("DOWN since %s (%s), next probe %s", l.Since.UTC().Format(time.RFC3339),
-				time.Since(l.Since).Round(time.Second), l.ProbeAt.UTC().Format(time.RFC3339))
-		}
-		fmt.Fprintf(e.stdout, "%-16s %-8s by %-11s %s; %d pending, %d open lookup_failed\n",
-			l.Provider, l.Kind, l.Matching, state, l.Pending, l.LookupFailed)
-		if !l.Up && l.LastError != "" {
-			fmt.Fprintf(e.stdout, "%-16s last error: %s\n", "", l.LastError)
-		}
-	}
-	return exitOK
+	return list, nil
 }

@@ -272,8 +272,8 @@ func TestSlackDeadEnds(t *testing.T) {
 				c.fake.Accept("xoxb-slackfake-reissued")
 				c.environ[config.EnvSlackToken] = "xoxb-slackfake-reissued"
 				r := c.mustRun(t, exitOK, "outbox", "replay", "--all-parked", "--error", "token_revoked", "--by", "ops-alice")
-				if !strings.Contains(r.stdout, "2 row(s) replayed") {
-					t.Errorf("replay said:\n%s", r.stdout)
+				if !strings.Contains(r.stderr, "2 row(s) replayed") {
+					t.Errorf("replay said:\n%s%s", r.stdout, r.stderr)
 				}
 				c.mustRun(t, exitOK, "notify", "--once")
 			},
@@ -309,8 +309,8 @@ func TestSlackDeadEnds(t *testing.T) {
 				tc.after(t, c)
 			}
 			c.requireDelivered(t)
-			if r := c.mustRun(t, exitOK, "outbox", "list", "--state", "pending"); !strings.Contains(r.stdout, "0 row(s)") {
-				t.Errorf("pending rows left:\n%s", r.stdout)
+			if r := c.mustRun(t, exitOK, "outbox", "list", "--state", "pending"); !strings.Contains(r.stderr, "0 row(s)") {
+				t.Errorf("pending rows left:\n%s%s", r.stdout, r.stderr)
 			}
 		})
 	}
@@ -334,7 +334,7 @@ func TestOutboxUsage(t *testing.T) {
 		{desc: "dismiss without a note", args: []string{"outbox", "dismiss", "3", "--by", "a"}, wantErr: "--note TEXT is required"},
 		{desc: "dismiss without ids", args: []string{"outbox", "dismiss", "--by", "a", "--note", "n"}, wantErr: "need row ids"},
 		{desc: "an unknown state", args: []string{"outbox", "list", "--state", "lost"}, wantErr: "--state must be pending, sent, parked, dismissed, skipped or all"},
-		{desc: "an unknown subcommand", args: []string{"outbox", "purge"}, wantErr: "sweeper outbox dismiss ID"},
+		{desc: "an unknown subcommand", args: []string{"outbox", "purge"}, wantErr: `unknown command "purge" for "sweeper outbox"`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()

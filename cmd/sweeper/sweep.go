@@ -1,55 +1,63 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/review"
 )
 
-func runSweep(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "sweep", "sweep --once [--config FILE] [--json] [--dry-run]")
-	configPath := configFlag(fs)
-	once := fs.Bool("once", false, "run one full pass — the scan, every lookup, every decision — then exit (required)")
-	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	dryRun := fs.Bool("dry-run", false, "look up and decide, print each decision, write nothing")
-	if code := parseFlags(e, fs, args); code >= 0 {
-		return code
+func newSweepCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sweep --once [--dry-run]",
+		Short: "one full pass of scan, lookups and decisions, then exit",
+		Long: "sweep --once runs one full pass in the foreground — the scan, every lookup, every decision —\n" +
+			"and prints a summary. It exits 1 when the pass had errors, with one line on stderr saying which.",
+		Args: noArgs,
 	}
-	if !*once {
-		fmt.Fprintln(e.stderr, "sweeper sweep: --once is required (the daemon, 'sweeper run', sweeps on its schedule)")
-		return exitUsage
-	}
-	s, closeDB, code := open(ctx, e, *configPath, newLogger(e.stderr))
-	if s == nil {
-		return code
-	}
-	defer closeDB()
-	sum, err := s.SweepOnce(ctx, app.OnceOptions{DryRun: *dryRun})
-	if !*dryRun {
-		if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
-			// The rows stay in the outbox for the daemon or `notify --once`.
-			fmt.Fprintf(e.stderr, "sweeper sweep: delivering to Slack: %v\n", deliverErr)
+	once := cmd.Flags().Bool("once", false, "run one full pass — the scan, every lookup, every decision — then exit (required)")
+	asJSON := jsonFlag(cmd, "print the summary as JSON")
+	dryRun := cmd.Flags().Bool("dry-run", false, "look up and decide, print each decision, write nothing")
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
+		if !*once {
+			return usagef("--once is required (the daemon, 'sweeper run', sweeps on its schedule)")
 		}
-	}
-	if *asJSON {
-		printJSON(e, sum)
-	} else {
-		printSummary(e.stdout, sum)
-	}
-	var problems []string
-	if sum.Errors > 0 {
-		problems = append(problems, fmt.Sprintf("%d operation(s) could not be settled; they stay pending for the next sweep", sum.Errors))
-	}
-	if err != nil {
-		problems = append(problems, err.Error())
-	}
-	if len(problems) > 0 {
-		return passFailed(e, "sweep", problems)
-	}
-	return exitOK
+		ctx := cmd.Context()
+		s, closeDB, err := open(ctx, e, newLogger(e.stderr))
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		sum, err := s.SweepOnce(ctx, app.OnceOptions{DryRun: *dryRun})
+		if !*dryRun {
+			if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
+				// The rows stay in the outbox for the daemon or `notify --once`.
+				fmt.Fprintf(e.stderr, "sweeper sweep: delivering to Slack: %v\n", deliverErr)
+			}
+		}
+		if *asJSON {
+			if jsonErr := printJSON(e, sum); jsonErr != nil {
+				return jsonErr
+			}
+		} else {
+			printSummary(e.stdout, sum)
+		}
+		var problems []string
+		if sum.Errors > 0 {
+			problems = append(problems, fmt.Sprintf("%d operation(s) could not be settled; they stay pending for the next sweep", sum.Errors))
+		}
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		if len(problems) > 0 {
+			return passFailed(problems)
+		}
+		return nil
+	})
+	return cmd
 }
 
 func printSummary(w io.Writer, sum app.Summary) {

@@ -1,22 +1,30 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"runtime/debug"
+
+	"github.com/spf13/cobra"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3";
 // otherwise it comes from the module and VCS information Go embeds.
 var version = ""
 
-func runVersion(_ context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "version", "version")
-	if code := parseFlags(e, fs, args); code >= 0 {
-		return code
+// newVersionCmd is `sweeper version`, which prints what `sweeper
+// --version` prints.
+func newVersionCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "print the version",
+		Args:  noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintln(e.stdout, "sweeper", versionString())
+			return nil
+		},
 	}
-	fmt.Fprintln(e.stdout, "sweeper", versionString())
-	return exitOK
+	noConfig(cmd)
+	return cmd
 }
 
 func versionString() string {

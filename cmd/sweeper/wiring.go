@@ -17,19 +17,19 @@ import (
 
 // open loads the configuration, connects, checks that the database is
 // migrated, and builds the providers: what every command that looks
-// operations up needs. On failure it has printed why and returns the exit
-// code.
-func open(ctx context.Context, e *env, configPath string, logger *slog.Logger) (*app.App, func(), int) {
-	return openWaiting(ctx, e, configPath, logger, 0)
+// operations up needs. Its errors are ready for the command to return: a
+// bad configuration is a configError, anything else a failure.
+func open(ctx context.Context, e *env, logger *slog.Logger) (*app.App, func(), error) {
+	return openWaiting(ctx, e, logger, 0)
 }
 
 // openNoLookups is open for a command that never calls a provider
 // (tickets, outbox, notify): no provider is built, so their credentials
 // need not be set, and the Sweeper it returns has none.
-func openNoLookups(ctx context.Context, e *env, configPath string, logger *slog.Logger) (*app.App, func(), int) {
-	cfg, _, code := loadConfigNoLookups(e, configPath)
-	if cfg == nil {
-		return nil, nil, code
+func openNoLookups(ctx context.Context, e *env, logger *slog.Logger) (*app.App, func(), error) {
+	cfg, _, err := loadConfigNoLookups(e)
+	if err != nil {
+		return nil, nil, err
 	}
 	return connectSweeper(ctx, e, cfg, nil, logger, 0)
 }
@@ -38,15 +38,14 @@ func openNoLookups(ctx context.Context, e *env, configPath string, logger *slog.
 // be reached or answered with an error (it is starting, restarting, or
 // failing over): a daemon started beside its database waits for it
 // instead of exiting. A missing migration is not waited for.
-func openWaiting(ctx context.Context, e *env, configPath string, logger *slog.Logger, wait time.Duration) (*app.App, func(), int) {
-	cfg, _, code := loadConfig(e, configPath)
-	if cfg == nil {
-		return nil, nil, code
+func openWaiting(ctx context.Context, e *env, logger *slog.Logger, wait time.Duration) (*app.App, func(), error) {
+	cfg, _, err := loadConfig(e)
+	if err != nil {
+		return nil, nil, err
 	}
 	provs, err := app.BuildProviders(cfg, providerKinds(), e.getenv, logger)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
-		return nil, nil, exitUsage
+		return nil, nil, configError(err)
 	}
 	return connectSweeper(ctx, e, cfg, provs, logger, wait)
 }
@@ -54,7 +53,7 @@ func openWaiting(ctx context.Context, e *env, configPath string, logger *slog.Lo
 // connectSweeper connects (waiting as openWaiting says), checks the
 // migrations and syncs the clock.
 func connectSweeper(ctx context.Context, e *env, cfg *config.Config, provs map[string]*providers.Provider,
-	logger *slog.Logger, wait time.Duration) (*app.App, func(), int) {
+	logger *slog.Logger, wait time.Duration) (*app.App, func(), error) {
 	var pool *pgxpool.Pool
 	var pending int
 	err := retryFor(ctx, logger, wait, "database not ready; trying again", func() error {
@@ -63,13 +62,11 @@ func connectSweeper(ctx context.Context, e *env, cfg *config.Config, provs map[s
 		return err
 	})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper: %v\n", err)
-		return nil, nil, exitFailure
+		return nil, nil, err
 	}
 	if pending > 0 {
 		pool.Close()
-		fmt.Fprintf(e.stderr, "sweeper: the database lacks %d migration(s): run 'sweeper migrate' first\n", pending)
-		return nil, nil, exitFailure
+		return nil, nil, fmt.Errorf("the database lacks %d migration(s): run 'sweeper migrate' first", pending)
 	}
 	// One clock for every replica: the database's.
 	clock := ledger.NewClock(pool, nil)
@@ -85,7 +82,7 @@ func connectSweeper(ctx context.Context, e *env, cfg *config.Config, provs map[s
 			p.Close() // a postgres provider's own pool
 		}
 		pool.Close()
-	}, -1
+	}, nil
 }
 
 // reach connects and counts the migrations the database lacks.

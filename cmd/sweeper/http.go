@@ -6,15 +6,10 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
-	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,15 +19,9 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/notify"
 )
-
-// startupWait is how long `run` keeps trying to reach its database at
-// start before it gives up (exit 1) and leaves restarting to its
-// supervisor.
-const startupWait = time.Minute
 
 // riverUIPrefix is where River's UI is served when http.river_ui is on.
 const riverUIPrefix = "/riverui"
@@ -157,130 +146,4 @@ func basicAuth(realm, user, password string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// startJobs builds and starts the River client. The database may drop the
-// connection while the client starts (a restart, a failover): that is
-// retried with a new client for up to startupWait, as reaching the database
-// is. The client's own context outlives ctx: the signal ends ctx, and the
-// stop in runDaemon is what lets running jobs finish.
-func startJobs(ctx context.Context, e *env, s *app.App, logger *slog.Logger) (*app.Daemon, int) {
-	daemon, err := s.NewDaemon(app.ClientOptions{})
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
-		return nil, exitUsage
-	}
-	err = retryFor(ctx, logger, startupWait, "job client did not start; trying again", func() error {
-		err := daemon.Start(ctx)
-		if err != nil {
-			// The next try gets a client that was never started; this
-			// configuration built one a moment ago, so it builds again.
-			if fresh, newErr := s.NewDaemon(app.ClientOptions{}); newErr == nil {
-				daemon = fresh
-			}
-		}
-		return err
-	})
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper run: start: %v\n", err)
-		return nil, exitFailure
-	}
-	return daemon, -1
-}
-
-func runDaemon(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "run", "run [--config FILE]")
-	configPath := configFlag(fs)
-	if code := parseFlags(e, fs, args); code >= 0 {
-		return code
-	}
-	logger := newLogger(e.stderr)
-	// Registered before anything slow, so a SIGHUP sent early does not end
-	// the process as the default action would.
-	hup, stopHUP := make(chan os.Signal, 1), make(chan struct{})
-	signal.Notify(hup, syscall.SIGHUP)
-	defer func() { signal.Stop(hup); close(stopHUP) }()
-	go func() {
-		for {
-			select {
-			case <-hup:
-				logger.Warn("SIGHUP: configuration reload is not supported; restart the process to apply changes")
-			case <-stopHUP:
-				return
-			}
-		}
-	}()
-	// A daemon waits for its database a while: it may be starting beside
-	// it, or restarting.
-	s, closeDB, code := openWaiting(ctx, e, *configPath, logger, startupWait)
-	if s == nil {
-		return code
-	}
-	defer closeDB()
-	clockCtx, stopClock := context.WithCancel(ctx)
-	defer stopClock()
-	go s.Clock.Run(clockCtx, time.Minute)
-	// The event metrics exist before the work is wired: the settler, the
-	// scanner, the escalator and the dispatcher take them when built.
-	registry := prometheus.NewRegistry()
-	m, err := metrics.New(registry, slices.Sorted(maps.Keys(s.Providers)))
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper run: metrics: %v\n", err)
-		return exitFailure
-	}
-	s.Metrics = m
-	for _, p := range s.Providers {
-		p.SetMetrics(m)
-	}
-	daemon, code := startJobs(ctx, e, s, logger)
-	if daemon == nil {
-		return code
-	}
-	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopServing()
-	server, interactions, err := httpServer(serveCtx, s, daemon, registry)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper run: %v\n", err)
-		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
-		return exitUsage
-	}
-	listener, err := net.Listen("tcp", s.Config.HTTP.Listen)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sweeper run: http.listen: %v\n", err)
-		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
-		return exitFailure
-	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- server.Serve(listener) }()
-	logger.Info("sweeper running", "providers", len(s.Providers), "sweep", s.Config.Schedules.Sweep,
-		"http", listener.Addr().String(), "slack", interactions != nil, "river_ui", s.Config.HTTP.RiverUI)
-
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		logger.Error("http server stopped", "error", err)
-	}
-	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
-	server.Shutdown(shutdownCtx) //nolint:errcheck // in-flight requests had their chance
-	cancelShutdown()
-	stopServing()
-	if interactions != nil {
-		interactions.Close()
-	}
-	// river.shutdown_grace: a cancelled lookup is retried by the next process.
-	grace := s.Config.River.ShutdownGrace.Duration
-	logger.Info("stopping: waiting for running jobs", "grace", grace.String())
-	stopCtx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	if err := daemon.Stop(stopCtx); err != nil {
-		logger.Warn("jobs still running after the grace period; cancelling them", "error", err)
-		cancelCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := daemon.StopAndCancel(cancelCtx); err != nil {
-			fmt.Fprintf(e.stderr, "sweeper run: stop: %v\n", err)
-			return exitFailure
-		}
-	}
-	logger.Info("stopped")
-	return exitOK
 }

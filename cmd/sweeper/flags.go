@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sweeper/sweeper/config"
+)
+
+// loadConfig resolves the configuration file — --config, else
+// $SWEEPER_CONFIG, else ./sweeper.toml — and loads it, every provider's
+// credentials required. A missing or bad file is a configError listing
+// every problem.
+func loadConfig(e *env) (*config.Config, string, error) {
+	return loadConfigWith(e, config.Options{})
+}
+
+// loadConfigNoLookups is loadConfig for a command that never calls a
+// provider: the providers' credentials need not be set.
+func loadConfigNoLookups(e *env) (*config.Config, string, error) {
+	return loadConfigWith(e, config.Options{NoLookups: true})
+}
+
+func loadConfigWith(e *env, opts config.Options) (*config.Config, string, error) {
+	path := e.configPath
+	if path == "" {
+		path = e.getenv(config.EnvConfig)
+	}
+	if path == "" {
+		path = config.DefaultPath
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, path, configError(fmt.Errorf("no configuration: ./%s does not exist; pass --config FILE or set %s "+
+				"(config.example.toml documents every key)", config.DefaultPath, config.EnvConfig))
+		}
+	}
+	cfg, err := config.LoadWith(path, providerKinds(), e.getenv, opts)
+	if err != nil {
+		var cfgErr *config.Error
+		if errors.As(err, &cfgErr) {
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s: %d problem(s):", path, len(cfgErr.Problems))
+			for _, p := range cfgErr.Problems {
+				fmt.Fprintf(&b, "\n  %s", p)
+			}
+			return nil, path, configError(errors.New(b.String()))
+		}
+		return nil, path, configError(fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "open "+path+": ")))
+	}
+	return cfg, path, nil
+}
+
+// jsonFlag adds --json to a command that prints data.
+func jsonFlag(cmd *cobra.Command, usage string) *bool {
+	return cmd.Flags().Bool("json", false, usage)
+}
+
+// printJSON prints v as a command's --json output.
+func printJSON(e *env, v any) error {
+	return writeJSON(e.stdout, "", v)
+}
+
+// writeJSON is how sweeper prints JSON: indented, each line after the first
+// starting with prefix, ending in a newline, and with <, > and & as they
+// are. The output goes to terminals and pipes, never into HTML, and a Slack
+// mention must read <@U…>, not \u003c@U…\u003e.
+func writeJSON(w io.Writer, prefix string, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, "  ")
+	return enc.Encode(v)
+}
+
+// passFailed prints the one line that says what went wrong in a --once
+// pass — every problem, joined — and returns an exitFailure: a script or
+// a cron job reads the exit code, a person this line.
+func passFailed(problems []string) error {
+	text := strings.Join(problems, "; ")
+	// A joined error has a line per error; the summary stays one line.
+	text = strings.Join(strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
+	return &exitError{exitFailure, fmt.Errorf("the pass had errors: %s", text)}
+}
+
+// idArg reads the one ticket or row id a command takes.
+func idArg(what, arg string) (int64, error) {
+	id, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usagef("need a %s id (a positive number), got %q", what, arg)
+	}
+	return id, nil
+}
+
+// oneTicketID is the Args of a command that takes one ticket id, before,
+// between or after its flags.
+func oneTicketID(_ *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0:
+		return usagef("need a ticket id")
+	case len(args) > 1:
+		return usagef("unexpected argument %q", args[1])
+	}
+	_, err := idArg("ticket", args[0])
+	return err
+}
+
+// newLogger logs text to a terminal and JSON anywhere else (a container's
+// log collector, a file).
+func newLogger(w io.Writer) *slog.Logger { return newLoggerAt(w, slog.LevelInfo) }
+
+// newLoggerAt is newLogger from level up.
+func newLoggerAt(w io.Writer, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if isTerminal(w) {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}

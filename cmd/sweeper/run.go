@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/internal/metrics"
+)
+
+// startupWait is how long `run` keeps trying to reach its database at
+// start before it gives up (exit 1) and leaves restarting to its
+// supervisor.
+const startupWait = time.Minute
+
+func newRunCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "run",
+		Short: "run the daemon: scheduled sweeps and lookups, until SIGINT or SIGTERM",
+		Long: "run is the daemon: the sweep on its cron schedule and the lookups it enqueues, escalation\n" +
+			"and Slack delivery, and /healthz, /readyz and /metrics on http.listen, until SIGINT or SIGTERM.\n" +
+			"Run as many replicas as you like.",
+		Args: noArgs,
+		RunE: runE(func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), e) }),
+	}
+}
+
+func runDaemon(ctx context.Context, e *env) error {
+	logger := newLogger(e.stderr)
+	// Registered before anything slow, so a SIGHUP sent early does not end
+	// the process as the default action would.
+	hup, stopHUP := make(chan os.Signal, 1), make(chan struct{})
+	signal.Notify(hup, syscall.SIGHUP)
+	defer func() { signal.Stop(hup); close(stopHUP) }()
+	go func() {
+		for {
+			select {
+			case <-hup:
+				logger.Warn("SIGHUP: configuration reload is not supported; restart the process to apply changes")
+			case <-stopHUP:
+				return
+			}
+		}
+	}()
+	// A daemon waits for its database a while: it may be starting beside
+	// it, or restarting.
+	s, closeDB, err := openWaiting(ctx, e, logger, startupWait)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	clockCtx, stopClock := context.WithCancel(ctx)
+	defer stopClock()
+	go s.Clock.Run(clockCtx, time.Minute)
+	// The event metrics exist before the work is wired: the settler, the
+	// scanner, the escalator and the dispatcher take them when built.
+	registry := prometheus.NewRegistry()
+	m, err := metrics.New(registry, slices.Sorted(maps.Keys(s.Providers)))
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	s.Metrics = m
+	for _, p := range s.Providers {
+		p.SetMetrics(m)
+	}
+	daemon, err := startJobs(ctx, s, logger)
+	if err != nil {
+		return err
+	}
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	server, interactions, err := httpServer(serveCtx, s, daemon, registry)
+	if err != nil {
+		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
+		return configError(err)
+	}
+	listener, err := net.Listen("tcp", s.Config.HTTP.Listen)
+	if err != nil {
+		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
+		return fmt.Errorf("http.listen: %w", err)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- server.Serve(listener) }()
+	logger.Info("sweeper running", "providers", len(s.Providers), "sweep", s.Config.Schedules.Sweep,
+		"http", listener.Addr().String(), "slack", interactions != nil, "river_ui", s.Config.HTTP.RiverUI)
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		logger.Error("http server stopped", "error", err)
+	}
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
+	server.Shutdown(shutdownCtx) //nolint:errcheck // in-flight requests had their chance
+	cancelShutdown()
+	stopServing()
+	if interactions != nil {
+		interactions.Close()
+	}
+	// river.shutdown_grace: a cancelled lookup is retried by the next process.
+	grace := s.Config.River.ShutdownGrace.Duration
+	logger.Info("stopping: waiting for running jobs", "grace", grace.String())
+	stopCtx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := daemon.Stop(stopCtx); err != nil {
+		logger.Warn("jobs still running after the grace period; cancelling them", "error", err)
+		cancelCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := daemon.StopAndCancel(cancelCtx); err != nil {
+			return fmt.Errorf("stop: %w", err)
+		}
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// startJobs builds and starts the River client. The database may drop the
+// connection while the client starts (a restart, a failover): that is
+// retried with a new client for up to startupWait, as reaching the database
+// is. The client's own context outlives ctx: the signal ends ctx, and the
+// stop in runDaemon is what lets running jobs finish.
+func startJobs(ctx context.Context, s *app.App, logger *slog.Logger) (*app.Daemon, error) {
+	daemon, err := s.NewDaemon(app.ClientOptions{})
+	if err != nil {
+		return nil, configError(err)
+	}
+	err = retryFor(ctx, logger, startupWait, "job client did not start; trying again", func() error {
+		err := daemon.Start(ctx)
+		if err != nil {
+			// The next try gets a client that was never started; this
+			// configuration built one a moment ago, so it builds again.
+			if fresh, newErr := s.NewDaemon(app.ClientOptions{}); newErr == nil {
+				daemon = fresh
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	return daemon, nil
+}

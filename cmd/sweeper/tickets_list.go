@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sweeper/sweeper/review"
+)
+
+// opKeyWidth is how much of an op_key `tickets list` shows: keys are often
+// a workflow's prefix and an id, and the id, at the end, is what differs.
+const opKeyWidth = 40
+
+func newTicketsListCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list [--state open|resolved|all] [--provider P] [--reason R]",
+		Short: "print review tickets, long op_keys shortened (--json and tickets show have them whole)",
+		Args:  noArgs,
+	}
+	state := cmd.Flags().String("state", "open", "open, resolved or all")
+	provider := cmd.Flags().String("provider", "", "only the tickets of this provider")
+	reason := cmd.Flags().String("reason", "", "only the tickets of this reason (not_found, lookup_failed, …)")
+	asJSON := jsonFlag(cmd, "print JSON")
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
+		if *reason != "" && !slices.Contains(review.Reasons, review.Reason(*reason)) {
+			return usagef("--reason %q is not a reason: %v", *reason, review.Reasons)
+		}
+		filter := review.ListFilter{State: *state, Provider: *provider, Reason: *reason}
+		switch *state {
+		case review.StateOpen, review.StateResolved:
+		case "all":
+			filter.State = ""
+		default:
+			return usagef("--state must be open, resolved or all, not %q", *state)
+		}
+		s, closeDB, err := openNoLookups(cmd.Context(), e, newLogger(e.stderr))
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		tickets, err := reviews(s).List(cmd.Context(), filter)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if tickets == nil {
+				tickets = []review.Ticket{}
+			}
+			return printJSON(e, tickets)
+		}
+		printTicketTable(e, tickets, *state != review.StateOpen)
+		fmt.Fprintf(e.stderr, "%d ticket(s)\n", len(tickets))
+		return nil
+	})
+	return cmd
+}
+
+// printTicketTable prints tickets one a line; with resolved, the
+// resolution and who resolved it too ("-" for a ticket still open).
+func printTicketTable(e *env, tickets []review.Ticket, resolved bool) {
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	header := "ID\tOP_KEY\tREASON\tOWNER\tPRIORITY\tLEVEL\tSTATE\tDEADLINE"
+	if resolved {
+		header += "\tRESOLUTION\tRESOLVED BY"
+	}
+	fmt.Fprintln(tw, header)
+	for _, t := range tickets {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s", t.ID, shortKey(t.OpKey, opKeyWidth), t.Reason, t.Owner, t.Priority,
+			t.EscalationLevel, t.State, t.Deadline.UTC().Format(time.RFC3339))
+		if resolved {
+			resolution, by := "-", "-"
+			if t.State == review.StateResolved {
+				resolution, by = t.Resolution, t.ResolvedBy
+			}
+			fmt.Fprintf(tw, "\t%s\t%s", resolution, by)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+// shortKey shortens key to width characters by an ellipsis in its middle,
+// keeping its start and, longer, its end: op_keys share prefixes and differ
+// at the end.
+func shortKey(key string, width int) string {
+	runes := []rune(key)
+	if len(runes) <= width || width < 5 {
+		return key
+	}
+	head := (width - 1) / 3
+	tail := width - 1 - head
+	return string(runes[:head]) + "…" + string(runes[len(runes)-tail:])
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
+)
+
+func newTicketsResolveCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resolve ID --outcome done|not_sent|duplicate [--provider-record-id X] --by NAME [--note TEXT]",
+		Short: "record a person's decision on an open ticket, with the ledger row and an audit event",
+		Args:  oneTicketID,
+	}
+	outcome := cmd.Flags().String("outcome", "", "done (the effect happened), not_sent (it did not: the ledger row fails), "+
+		"or duplicate (several records exist: name the one that stands)")
+	recordID := cmd.Flags().String("provider-record-id", "", "the provider's record: required for done and duplicate")
+	by := cmd.Flags().String("by", "", "who decides (required)")
+	note := cmd.Flags().String("note", "", "why, for the audit trail")
+	asJSON := jsonFlag(cmd, "print the resolved ticket as JSON")
+	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
+		id, err := idArg("ticket", args[0])
+		if err != nil {
+			return err
+		}
+		r := review.Resolution{TicketID: id, Outcome: *outcome, ProviderRecordID: *recordID, By: *by, Note: *note}
+		if err := r.Validate(); err != nil {
+			return usageError{err.Error()}
+		}
+		s, closeDB, err := openNoLookups(cmd.Context(), e, newLogger(e.stderr))
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		t, err := reviews(s).Resolve(cmd.Context(), r)
+		if err := decisionError(id, err); err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(e, t)
+		}
+		status := ledger.StatusDone
+		if t.Resolution == review.ResolutionNotSent {
+			status = ledger.StatusFailed
+		}
+		fmt.Fprintf(e.stdout, "resolved ticket %d as %s; operation %s is now %s\n\n", t.ID, t.Resolution, t.OpKey, status)
+		printTicket(e, t)
+		return nil
+	})
+	return cmd
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sweeper/sweeper/review"
+)
+
+func newTicketsShowCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "print one ticket whole: its state, evidence and every event",
+		Args:  oneTicketID,
+	}
+	asJSON := jsonFlag(cmd, "print JSON")
+	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
+		id, err := idArg("ticket", args[0])
+		if err != nil {
+			return err
+		}
+		s, closeDB, err := openNoLookups(cmd.Context(), e, newLogger(e.stderr))
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		store := reviews(s)
+		t, err := store.Get(cmd.Context(), id)
+		if errors.Is(err, review.ErrTicketNotFound) {
+			return fmt.Errorf("no ticket %d", id)
+		}
+		if err != nil {
+			return err
+		}
+		events, err := store.Events(cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(e, struct {
+				review.Ticket
+				Events []review.Event `json:"events"`
+			}{t, events})
+		}
+		printTicket(e, t)
+		var evidence any
+		_ = json.Unmarshal(t.Evidence, &evidence)
+		fmt.Fprint(e.stdout, "evidence:\n  ")
+		_ = writeJSON(e.stdout, "  ", evidence)
+		fmt.Fprint(e.stdout, "events:\n")
+		for _, ev := range events {
+			fmt.Fprintf(e.stdout, "  %s  %-10s by %s  %s\n", ev.At.UTC().Format(time.RFC3339), ev.Kind, ev.Actor, ev.Details)
+		}
+		return nil
+	})
+	return cmd
+}
