@@ -305,15 +305,11 @@ func (c StaleCursor) position() pgtype.Timestamptz {
 // claim are one step across concurrent transactions. Call it inside the
 // writing transaction, first; the lock ends with the transaction.
 func (s *Store) LockRecord(ctx context.Context, provider, recordID string) error {
-	if _, err := s.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, RecordLockKey(provider, recordID)); err != nil {
-		return fmt.Errorf("ledger: lock record %s: %w", recordID, err)
-	}
-	return nil
+	return LockRecords(ctx, s.db, []string{RecordLockKey(provider, recordID)})
 }
 
-// RecordLockKey is the text whose hash [Store.LockRecord] locks, for
-// callers that take several such locks in one statement (in sorted order,
-// so that concurrent transactions cannot deadlock). Provider names hold no
+// RecordLockKey is the text whose hash [Store.LockRecord] and
+// [LockRecords] lock. Provider names hold no
 // ":", so the key is unambiguous.
 func RecordLockKey(provider, recordID string) string { return provider + ":" + recordID }
 

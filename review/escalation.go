@@ -2,7 +2,6 @@ package review
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -117,11 +116,11 @@ func (s EscalationStep) Alerts() bool {
 func (s EscalationStep) DedupeKey(ticketID int64) string {
 	switch s.Kind {
 	case EscalationLevelUp:
-		return fmt.Sprintf("ticket:%d:escalated:%d", ticketID, s.ToLevel)
+		return EventKey(ticketID, EventEscalated, s.ToLevel)
 	case EscalationRepeat:
-		return fmt.Sprintf("ticket:%d:repeat:%d:%d", ticketID, s.ToLevel, s.RepeatCount)
+		return EventKey(ticketID, "repeat", s.ToLevel, s.RepeatCount)
 	case EscalationExhausted:
-		return fmt.Sprintf("ticket:%d:exhausted", ticketID)
+		return EventKey(ticketID, "exhausted")
 	}
 	return ""
 }
@@ -389,12 +388,9 @@ func (s *Store) Escalate(ctx context.Context, t EscalationTicket, step Escalatio
 		return false, nil
 	}
 	if step.Alerts() {
-		b, err := json.Marshal(details)
-		if err != nil {
-			return false, fmt.Errorf("review: escalate ticket %d: details: %w", t.ID, err)
-		}
-		added, err := addEvent(ctx, tx, t.ID, EventEscalated, ActorSweeper, b, step.DedupeKey(t.ID))
-		if err != nil || !added {
+		added, err := appendEvents(ctx, tx, newEvent{ticketID: t.ID, kind: EventEscalated, actor: ActorSweeper,
+			details: details, key: step.DedupeKey(t.ID)})
+		if err != nil || added == 0 {
 			return false, err
 		}
 	}
@@ -455,14 +451,10 @@ func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recor
 	if !moved {
 		return false, fmt.Errorf("%w: ticket %d, operation %s", ErrNotInReview, t.ID, t.OpKey)
 	}
-	details, err := json.Marshal(map[string]any{
-		"resolution": ResolutionDone, "provider_record_id": recordID, "evidence": ev,
-	})
-	if err != nil {
-		return false, fmt.Errorf("review: resolve ticket %d: evidence: %w", t.ID, err)
-	}
-	added, err := addEvent(ctx, tx, t.ID, EventResolvedByRelookup, ActorSweeper, details, fmt.Sprintf("ticket:%d:resolved", t.ID))
-	if err != nil || !added {
+	details := map[string]any{"resolution": ResolutionDone, "provider_record_id": recordID, "evidence": ev}
+	added, err := appendEvents(ctx, tx, newEvent{ticketID: t.ID, kind: EventResolvedByRelookup, actor: ActorSweeper,
+		details: details, key: EventKey(t.ID, EventResolved)})
+	if err != nil || added == 0 {
 		return false, err
 	}
 	return true, finish(ctx, tx, inTx, t.ID)
@@ -478,37 +470,22 @@ const EventContradicted = "record_found_after_not_sent"
 // (dedupe key "ticket:ID:contradicted"). It reports whether the event is
 // new. It changes neither the ticket nor the ledger.
 func (s *Store) RecordContradiction(ctx context.Context, id int64, recordID string, ev Evidence) (bool, error) {
-	details, err := json.Marshal(map[string]any{"provider_record_id": recordID, "evidence": ev})
-	if err != nil {
-		return false, fmt.Errorf("review: contradiction on ticket %d: %w", id, err)
-	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("review: contradiction on ticket %d: %w", id, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	added, err := addEvent(ctx, tx, id, EventContradicted, ActorSweeper, details, fmt.Sprintf("ticket:%d:contradicted", id))
+	added, err := appendEvents(ctx, tx, newEvent{ticketID: id, kind: EventContradicted, actor: ActorSweeper,
+		details: map[string]any{"provider_record_id": recordID, "evidence": ev}, key: EventKey(id, "contradicted")})
 	if err != nil {
 		return false, err
 	}
-	return added, finish(ctx, tx, nil, id)
+	return added == 1, finish(ctx, tx, nil, id)
 }
 
 // ErrNotInReview: a ticket's operation is no longer in review (a workflow
 // or a person settled it directly), so sweeper leaves it as it is.
 var ErrNotInReview = errors.New("review: operation is not in review")
-
-// addEvent appends one audit event; false means its dedupe key exists.
-func addEvent(ctx context.Context, tx pgx.Tx, ticketID int64, kind, actor string, details []byte, dedupeKey string) (bool, error) {
-	tag, err := tx.Exec(ctx, `
-		INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (dedupe_key) DO NOTHING`, ticketID, kind, actor, details, dedupeKey)
-	if err != nil {
-		return false, fmt.Errorf("review: %s event of ticket %d: %w", kind, ticketID, err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
 
 func finish(ctx context.Context, tx pgx.Tx, inTx InTx, ticketID int64) error {
 	if inTx != nil {

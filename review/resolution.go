@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sweeper/sweeper/ledger"
 )
@@ -272,7 +271,8 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 
 	details := resolvedDetails{Outcome: r.Outcome, ProviderRecordID: r.ProviderRecordID, Note: r.Note,
 		Duplicates: append([]string{}, duplicates...), LedgerStatus: to}
-	if err := appendEvent(ctx, tx, t, EventResolved, r.By, details, fmt.Sprintf("ticket:%d:resolved", t.ID)); err != nil {
+	if err := appendOnce(ctx, tx, t, newEvent{ticketID: t.ID, kind: EventResolved, actor: r.By, details: details,
+		key: EventKey(t.ID, EventResolved)}); err != nil {
 		return Ticket{}, err
 	}
 	return t, nil
@@ -365,28 +365,23 @@ func acknowledgeTx(ctx context.Context, tx pgx.Tx, ticketID int64, by string, ex
 		return Ticket{}, fmt.Errorf("review: acknowledge ticket %d: %w", ticketID, err)
 	}
 	details := acknowledgedDetails{Level: t.EscalationLevel, Owner: t.Owner, Priority: t.Priority}
-	key := fmt.Sprintf("ticket:%d:acknowledged:%d", t.ID, t.EscalationLevel)
-	if err := appendEvent(ctx, tx, t, EventAcknowledged, by, details, key); err != nil {
+	if err := appendOnce(ctx, tx, t, newEvent{ticketID: t.ID, kind: EventAcknowledged, actor: by, details: details,
+		key: EventKey(t.ID, EventAcknowledged, t.EscalationLevel)}); err != nil {
 		return Ticket{}, err
 	}
 	return t, nil
 }
 
-// appendEvent writes one audit event. An event already written under key
-// means the change was already made: [ErrAlreadyHandled].
-func appendEvent(ctx context.Context, tx pgx.Tx, t Ticket, kind, actor string, details any, key string) error {
-	b, err := json.Marshal(details)
+// appendOnce appends a person's event to ticket t's trail. An event already
+// recorded under its key means the change was already made:
+// [ErrAlreadyHandled].
+func appendOnce(ctx context.Context, tx pgx.Tx, t Ticket, e newEvent) error {
+	added, err := appendEvents(ctx, tx, e)
 	if err != nil {
-		return fmt.Errorf("review: %s event of ticket %d: %w", kind, t.ID, err)
+		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
-		VALUES ($1, $2, $3, $4, $5)`, t.ID, kind, actor, b, key)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.ConstraintName == "ticket_events_dedupe_key_key" {
-		return &HandledError{Ticket: t, Why: "event " + key + " is already recorded"}
-	}
-	if err != nil {
-		return fmt.Errorf("review: %s event of ticket %d: %w", kind, t.ID, err)
+	if added == 0 {
+		return &HandledError{Ticket: t, Why: "event " + e.key + " is already recorded"}
 	}
 	return nil
 }
