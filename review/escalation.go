@@ -435,12 +435,9 @@ func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recor
 		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
 	}
 	// One record proves one operation, checked under the record's lock.
-	if err := ops.LockRecord(ctx, op.Provider, recordID); err != nil {
-		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
-	}
-	if holder, err := ops.HolderOf(ctx, op.Provider, recordID, op.ID); err != nil || holder != "" {
+	if holder, err := provesOther(ctx, tx, op, recordID, true); err != nil || holder != "" {
 		if err == nil {
-			err = fmt.Errorf("record %s already proves operation %s", recordID, holder)
+			err = errors.New(heldDetail(recordID, holder))
 		}
 		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
 	}

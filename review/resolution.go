@@ -244,16 +244,12 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 		if err != nil {
 			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
 		}
-		if err := ops.LockRecord(ctx, op.Provider, r.ProviderRecordID); err != nil {
-			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
-		}
-		holder, err := ops.HolderOf(ctx, op.Provider, r.ProviderRecordID, op.ID)
+		holder, err := provesOther(ctx, tx, op, r.ProviderRecordID, true)
 		if err != nil {
 			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
 		}
 		if holder != "" {
-			return Ticket{}, fmt.Errorf("%w: provider_record_id: %s already proves operation %s; one record proves one operation",
-				ErrInvalidRequest, r.ProviderRecordID, holder)
+			return Ticket{}, fmt.Errorf("%w: provider_record_id: %s", ErrInvalidRequest, heldDetail(r.ProviderRecordID, holder))
 		}
 	}
 	moved, err := ops.CompareAndSet(ctx, t.OperationID, ledger.StatusReview, to, r.ProviderRecordID)
