@@ -28,7 +28,7 @@ type batchRequest struct {
 }
 
 // ErrBatcherStopped is returned by Apply once the batcher's Run has ended.
-var ErrBatcherStopped = errors.New("review: batcher stopped")
+var ErrBatcherStopped = errors.New("outcome batcher stopped: sweeper is shutting down")
 
 // NewBatcher returns a batcher writing through store, at most maxBatch
 // decisions per transaction. Call Run to start it.

@@ -47,12 +47,12 @@ var (
 	// ErrInvalidRequest: a resolution or acknowledgement is malformed
 	// (unknown outcome, no actor, a record id missing or out of place); its
 	// message names the field. Nothing was written.
-	ErrInvalidRequest = errors.New("review: invalid request")
+	ErrInvalidRequest = errors.New("invalid request")
 	// ErrAlreadyHandled: the ticket is resolved, at another version than the
 	// one expected, or already acknowledged at its level — a double click, a
 	// replayed request or an outdated button. Nothing was written. Use
 	// errors.As with *HandledError for the ticket as found.
-	ErrAlreadyHandled = errors.New("review: ticket already handled")
+	ErrAlreadyHandled = errors.New("ticket already handled")
 )
 
 // HandledError reports a decision that came too late: the ticket was
@@ -66,7 +66,7 @@ type HandledError struct {
 }
 
 func (e *HandledError) Error() string {
-	return fmt.Sprintf("review: ticket %d already handled: %s", e.Ticket.ID, e.Why)
+	return fmt.Sprintf("ticket %d already handled: %s", e.Ticket.ID, e.Why)
 }
 
 // Is makes errors.Is(err, ErrAlreadyHandled) hold.
@@ -185,7 +185,7 @@ func (s *Store) Resolve(ctx context.Context, r Resolution) (Ticket, error) {
 	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", r.TicketID, err)
+		return Ticket{}, fmt.Errorf("resolve ticket %d: %w", r.TicketID, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 	t, err := resolveTx(ctx, tx, r)
@@ -193,7 +193,7 @@ func (s *Store) Resolve(ctx context.Context, r Resolution) (Ticket, error) {
 		return Ticket{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: commit: %w", r.TicketID, err)
+		return Ticket{}, fmt.Errorf("resolve ticket %d: commit: %w", r.TicketID, err)
 	}
 	return t, nil
 }
@@ -209,14 +209,14 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 		RETURNING `+ticketColumns,
 		r.TicketID, r.Outcome, r.By, r.Note, r.ProviderRecordID, r.ExpectVersion)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", r.TicketID, err)
+		return Ticket{}, fmt.Errorf("resolve ticket %d: %w", r.TicketID, err)
 	}
 	t, err := pgx.CollectExactlyOneRow(rows, scanTicket)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Ticket{}, notApplied(ctx, tx, r.TicketID, r.ExpectVersion, false)
 	}
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", r.TicketID, err)
+		return Ticket{}, fmt.Errorf("resolve ticket %d: %w", r.TicketID, err)
 	}
 
 	var duplicates []string
@@ -242,11 +242,11 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 		// another operation is a mistaken id, not proof.
 		op, err := ops.GetByID(ctx, t.OperationID)
 		if err != nil {
-			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 		}
 		holder, err := provesOther(ctx, tx, op, r.ProviderRecordID, true)
 		if err != nil {
-			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 		}
 		if holder != "" {
 			return Ticket{}, fmt.Errorf("%w: provider_record_id: %s", ErrInvalidRequest, heldDetail(r.ProviderRecordID, holder))
@@ -254,14 +254,14 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 	}
 	moved, err := ops.CompareAndSet(ctx, t.OperationID, ledger.StatusReview, to, r.ProviderRecordID)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+		return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 	}
 	if !moved {
 		op, err := ops.GetByID(ctx, t.OperationID)
 		if err != nil {
-			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 		}
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w: %w", t.ID, ErrNotInReview,
+		return Ticket{}, fmt.Errorf("resolve ticket %d: %w: %w", t.ID, ErrNotInReview,
 			&ledger.StateError{OpKey: op.OpKey, Want: ledger.StatusReview, Got: op.Status})
 	}
 
@@ -329,7 +329,7 @@ func (s *Store) Acknowledge(ctx context.Context, ticketID int64, by string, expe
 	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: acknowledge ticket %d: %w", ticketID, err)
+		return Ticket{}, fmt.Errorf("acknowledge ticket %d: %w", ticketID, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 	t, err := acknowledgeTx(ctx, tx, ticketID, by, expectVersion)
@@ -337,7 +337,7 @@ func (s *Store) Acknowledge(ctx context.Context, ticketID int64, by string, expe
 		return Ticket{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return Ticket{}, fmt.Errorf("review: acknowledge ticket %d: commit: %w", ticketID, err)
+		return Ticket{}, fmt.Errorf("acknowledge ticket %d: commit: %w", ticketID, err)
 	}
 	return t, nil
 }
@@ -351,14 +351,14 @@ func acknowledgeTx(ctx context.Context, tx pgx.Tx, ticketID int64, by string, ex
 		RETURNING `+ticketColumns,
 		ticketID, by, expectVersion)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: acknowledge ticket %d: %w", ticketID, err)
+		return Ticket{}, fmt.Errorf("acknowledge ticket %d: %w", ticketID, err)
 	}
 	t, err := pgx.CollectExactlyOneRow(rows, scanTicket)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Ticket{}, notApplied(ctx, tx, ticketID, expectVersion, true)
 	}
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: acknowledge ticket %d: %w", ticketID, err)
+		return Ticket{}, fmt.Errorf("acknowledge ticket %d: %w", ticketID, err)
 	}
 	details := acknowledgedDetails{Level: t.EscalationLevel, Owner: t.Owner, Priority: t.Priority}
 	if err := appendOnce(ctx, tx, t, newEvent{ticketID: t.ID, kind: EventAcknowledged, actor: by, details: details,

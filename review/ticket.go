@@ -68,7 +68,7 @@ const EventOpened = "opened"
 const ActorSweeper = "sweeper"
 
 // ErrTicketNotFound: no ticket has the given id.
-var ErrTicketNotFound = errors.New("review: ticket not found")
+var ErrTicketNotFound = errors.New("ticket not found")
 
 // Policy says who owns a new ticket, for how long, at which priority.
 type Policy struct {
@@ -410,11 +410,11 @@ func (s *Store) List(ctx context.Context, f ListFilter) ([]Ticket, error) {
 		WHERE ($1 = '' OR state = $1) AND ($3 = '' OR evidence->>'provider' = $3) AND ($4 = '' OR reason = $4)
 		ORDER BY id LIMIT $2`, f.State, limit, f.Provider, f.Reason)
 	if err != nil {
-		return nil, fmt.Errorf("review: list tickets: %w", err)
+		return nil, fmt.Errorf("list tickets: %w", err)
 	}
 	tickets, err := pgx.CollectRows(rows, scanTicket)
 	if err != nil {
-		return nil, fmt.Errorf("review: list tickets: %w", err)
+		return nil, fmt.Errorf("list tickets: %w", err)
 	}
 	return tickets, nil
 }
@@ -425,14 +425,14 @@ func (s *Store) Get(ctx context.Context, id int64) (Ticket, error) { return getT
 func getTicket(ctx context.Context, db ledger.DB, id int64) (Ticket, error) {
 	rows, err := db.Query(ctx, `SELECT `+ticketColumns+` FROM sweeper.tickets WHERE id = $1`, id)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: get ticket %d: %w", id, err)
+		return Ticket{}, fmt.Errorf("get ticket %d: %w", id, err)
 	}
 	t, err := pgx.CollectExactlyOneRow(rows, scanTicket)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Ticket{}, fmt.Errorf("%w: %d", ErrTicketNotFound, id)
 	}
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: get ticket %d: %w", id, err)
+		return Ticket{}, fmt.Errorf("get ticket %d: %w", id, err)
 	}
 	return t, nil
 }
@@ -442,11 +442,11 @@ func (s *Store) Events(ctx context.Context, ticketID int64) ([]Event, error) {
 	rows, err := s.db.Query(ctx, `SELECT id, ticket_id, kind, actor, at, details
 		FROM sweeper.ticket_events WHERE ticket_id = $1 ORDER BY id`, ticketID)
 	if err != nil {
-		return nil, fmt.Errorf("review: events of ticket %d: %w", ticketID, err)
+		return nil, fmt.Errorf("events of ticket %d: %w", ticketID, err)
 	}
 	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Event])
 	if err != nil {
-		return nil, fmt.Errorf("review: events of ticket %d: %w", ticketID, err)
+		return nil, fmt.Errorf("events of ticket %d: %w", ticketID, err)
 	}
 	return events, nil
 }
