@@ -44,7 +44,7 @@ func (c *Clock) Sync(ctx context.Context) (time.Duration, error) {
 	before := c.local()
 	var db time.Time
 	if err := c.db.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&db); err != nil {
-		return c.Offset(), fmt.Errorf("ledger: read the database's clock: %w", err)
+		return c.Offset(), fmt.Errorf("read the database's clock: %w", err)
 	}
 	after := c.local()
 	mid := before.Add(after.Sub(before) / 2)

@@ -20,7 +20,7 @@ const MaxRecordIDLength = 512
 
 // ErrBadRecordID: a provider record id is not in the one canonical form the
 // ledger stores (see [CheckRecordID]).
-var ErrBadRecordID = errors.New("ledger: malformed provider record id")
+var ErrBadRecordID = errors.New("malformed provider record id")
 
 // CheckRecordID reports whether id is a provider record id as the ledger
 // stores it: 1 to [MaxRecordIDLength] bytes of UTF-8 in Unicode NFC, with
@@ -64,7 +64,7 @@ const MaxPayloadHashLength = 64
 // cannot be compared, and is a malformed answer rather than a mismatch.
 func CheckPayloadHash(h string) error {
 	if !isHexSHA256(h) {
-		return errors.New("ledger: payload hash is not 64 lowercase hex characters")
+		return errors.New("payload hash is not 64 lowercase hex characters")
 	}
 	return nil
 }
@@ -100,19 +100,19 @@ func SameRecipient(a, b string) bool { return NormalizeRecipient(a) == Normalize
 func NormalizePhone(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if !strings.HasPrefix(s, "+") {
-		return "", errors.New("ledger: phone number is not in international form (a leading + and the country code)")
+		return "", errors.New("phone number is not in international form (a leading + and the country code)")
 	}
 	// Digits and the usual separators only: the parser would read letters
 	// as a keypad ("CALL" → 2255), which is a guess, not a number.
 	if strings.IndexFunc(s[1:], func(r rune) bool { return !strings.ContainsRune("0123456789 ()-./", r) }) >= 0 {
-		return "", errors.New("ledger: phone number holds characters other than digits and separators")
+		return "", errors.New("phone number holds characters other than digits and separators")
 	}
 	num, err := phonenumbers.Parse(s, "")
 	if err != nil {
-		return "", errors.New("ledger: phone number does not parse as an international number")
+		return "", errors.New("phone number does not parse as an international number")
 	}
 	if !phonenumbers.IsPossibleNumber(num) {
-		return "", errors.New("ledger: phone number has the wrong length for its country")
+		return "", errors.New("phone number has the wrong length for its country")
 	}
 	return phonenumbers.Format(num, phonenumbers.E164), nil
 }

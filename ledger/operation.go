@@ -78,24 +78,24 @@ type Operation struct {
 
 var (
 	// ErrNotFound: no operation has the given key.
-	ErrNotFound = errors.New("ledger: operation not found")
+	ErrNotFound = errors.New("operation not found")
 	// ErrConflict: the key is already claimed for a different effect.
-	ErrConflict = errors.New("ledger: op_key already claimed with different content")
+	ErrConflict = errors.New("op_key already claimed with different content")
 	// ErrIllegalTransition: the database rejected a status change (I2).
-	ErrIllegalTransition = errors.New("ledger: illegal status transition")
+	ErrIllegalTransition = errors.New("illegal status transition")
 	// ErrNotPending: a compare-and-set found the row no longer in the
 	// expected state. Use errors.As with *StateError for the state found.
-	ErrNotPending = errors.New("ledger: operation is not in the expected state")
+	ErrNotPending = errors.New("operation is not in the expected state")
 	// ErrRecordHeld: the provider record is already held by another
 	// operation of the provider; one record proves at most one operation.
 	// Use errors.As with *RecordHeldError for which one, where known.
-	ErrRecordHeld = errors.New("ledger: provider record already held by another operation")
+	ErrRecordHeld = errors.New("provider record already held by another operation")
 	// ErrRefused: the database refused a write the ledger contract forbids
 	// whoever writes — an identity column changed, first_attempt_at moved
 	// after the row left pending or set to a time no attempt was made at,
 	// a row deleted while its ticket is open. The message is the
 	// database's and says which.
-	ErrRefused = errors.New("ledger: refused by the ledger contract")
+	ErrRefused = errors.New("refused by the ledger contract")
 )
 
 // RecordHeldError reports a confirmation with a provider record another
@@ -115,7 +115,7 @@ func (e *RecordHeldError) Error() string {
 	if e.Holder != "" {
 		holder = "operation " + e.Holder
 	}
-	return fmt.Sprintf("ledger: %s: provider record %s already proves %s; one record proves at most one operation: "+
+	return fmt.Sprintf("cannot confirm %s: provider record %s already proves %s; one record proves at most one operation: "+
 		"leave %s pending, and sweeper will look it up and open a ticket for a person", e.OpKey, e.RecordID, holder, e.OpKey)
 }
 
@@ -131,7 +131,7 @@ type StateError struct {
 }
 
 func (e *StateError) Error() string {
-	return fmt.Sprintf("ledger: operation %s is %s, not %s", e.OpKey, e.Got, e.Want)
+	return fmt.Sprintf("operation %s is %s, not %s", e.OpKey, e.Got, e.Want)
 }
 
 // Is makes errors.Is(err, ErrNotPending) hold.

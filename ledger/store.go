@@ -70,7 +70,7 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("ledger: op_key %s already claimed with a different %s", e.OpKey, strings.Join(e.Fields, ", "))
+	return fmt.Sprintf("op_key %s already claimed with a different %s", e.OpKey, strings.Join(e.Fields, ", "))
 }
 
 // Is makes errors.Is(err, ErrConflict) hold.
@@ -110,7 +110,7 @@ func (a *Attempt) Validate() error {
 		errs = append(errs, errors.New("payload_hash: must be 64 lowercase hex characters"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("ledger: invalid attempt: %w", err)
+		return fmt.Errorf("invalid attempt: %w", err)
 	}
 	return nil
 }
@@ -149,14 +149,14 @@ func (s *Store) Claim(ctx context.Context, a Attempt) (Claim, error) {
 		RETURNING `+operationColumns,
 		a.OpKey, a.Workflow, a.Provider, a.Action, a.SourceID, a.Recipient, a.PayloadHash, payload)
 	if err != nil {
-		return Claim{}, fmt.Errorf("ledger: claim %s: %w", a.OpKey, mapError(err))
+		return Claim{}, fmt.Errorf("claim %s: %w", a.OpKey, mapError(err))
 	}
 	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
 	switch {
 	case err == nil:
 		return Claim{Owned: true, Operation: op}, nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return Claim{}, fmt.Errorf("ledger: claim %s: %w", a.OpKey, mapError(err))
+		return Claim{}, fmt.Errorf("claim %s: %w", a.OpKey, mapError(err))
 	}
 
 	// The key exists. Another claim may have inserted it between our INSERT
@@ -193,7 +193,7 @@ func (s *Store) Claim(ctx context.Context, a Attempt) (Claim, error) {
 // unique index and, inside a caller's transaction, aborts it.
 func (s *Store) Confirm(ctx context.Context, opKey, providerRecordID string) (Operation, error) {
 	if providerRecordID == "" {
-		return Operation{}, fmt.Errorf("ledger: confirm %s: provider record id required", opKey)
+		return Operation{}, fmt.Errorf("confirm %s: provider record id required", opKey)
 	}
 	op, err := s.transition(ctx, opKey, StatusPending, StatusDone, providerRecordID)
 	var stateErr *StateError
@@ -266,7 +266,7 @@ func (s *Store) transitionError(ctx context.Context, opKey string, to Status, pr
 		holder, _ := s.holderOfKey(ctx, opKey, providerRecordID)
 		return &RecordHeldError{OpKey: opKey, RecordID: providerRecordID, Holder: holder}
 	}
-	return fmt.Errorf("ledger: %s %s: %w", to, opKey, err)
+	return fmt.Errorf("mark %s %s: %w", opKey, to, err)
 }
 
 // holderOfKey is [Store.HolderOf] for the operation with key opKey.
@@ -279,7 +279,7 @@ func (s *Store) holderOfKey(ctx context.Context, opKey, recordID string) (string
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("ledger: who holds record %s: %w", recordID, err)
+		return "", fmt.Errorf("who holds record %s: %w", recordID, err)
 	}
 	return holder, nil
 }
@@ -305,15 +305,11 @@ func (c StaleCursor) position() pgtype.Timestamptz {
 // claim are one step across concurrent transactions. Call it inside the
 // writing transaction, first; the lock ends with the transaction.
 func (s *Store) LockRecord(ctx context.Context, provider, recordID string) error {
-	if _, err := s.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, RecordLockKey(provider, recordID)); err != nil {
-		return fmt.Errorf("ledger: lock record %s: %w", recordID, err)
-	}
-	return nil
+	return LockRecords(ctx, s.db, []string{RecordLockKey(provider, recordID)})
 }
 
-// RecordLockKey is the text whose hash [Store.LockRecord] locks, for
-// callers that take several such locks in one statement (in sorted order,
-// so that concurrent transactions cannot deadlock). Provider names hold no
+// RecordLockKey is the text whose hash [Store.LockRecord] and
+// [LockRecords] lock. Provider names hold no
 // ":", so the key is unambiguous.
 func RecordLockKey(provider, recordID string) string { return provider + ":" + recordID }
 
@@ -328,7 +324,7 @@ func (s *Store) HolderOf(ctx context.Context, provider, recordID string, exceptI
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("ledger: who holds record %s: %w", recordID, err)
+		return "", fmt.Errorf("who holds record %s: %w", recordID, err)
 	}
 	return opKey, nil
 }
@@ -341,11 +337,11 @@ func (s *Store) HolderOf(ctx context.Context, provider, recordID string, exceptI
 func (s *Store) StalePending(ctx context.Context, provider string, cutoff time.Time, after StaleCursor, limit int) ([]Operation, error) {
 	rows, err := s.db.Query(ctx, StalePendingQuery, provider, cutoff, after.position(), after.ID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: stale scan %s: %w", provider, err)
+		return nil, fmt.Errorf("stale scan %s: %w", provider, err)
 	}
 	ops, err := pgx.CollectRows(rows, scanOperation)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: stale scan %s: %w", provider, err)
+		return nil, fmt.Errorf("stale scan %s: %w", provider, err)
 	}
 	return ops, nil
 }
@@ -374,7 +370,7 @@ func (s *Store) CompareAndSet(ctx context.Context, id int64, from, to Status, re
 		SET status = $3, provider_record_id = coalesce(nullif($4, ''), provider_record_id)
 		WHERE id = $1 AND status = $2`, id, from, to, recordID)
 	if err != nil {
-		return false, fmt.Errorf("ledger: %s operation %d: %w", to, id, mapError(err))
+		return false, fmt.Errorf("mark operation %d %s: %w", id, to, mapError(err))
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -394,11 +390,11 @@ func (s *Store) StaleOtherProviders(ctx context.Context, known []string, cutoff 
 		ORDER BY first_attempt_at, id
 		LIMIT $5`, known, cutoff, after.position(), after.ID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: stale scan of unconfigured providers: %w", err)
+		return nil, fmt.Errorf("stale scan of unconfigured providers: %w", err)
 	}
 	ops, err := pgx.CollectRows(rows, scanOperation)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: stale scan of unconfigured providers: %w", err)
+		return nil, fmt.Errorf("stale scan of unconfigured providers: %w", err)
 	}
 	return ops, nil
 }
@@ -420,11 +416,11 @@ func (s *Store) FutureDated(ctx context.Context, notBefore time.Time, after Stal
 		ORDER BY first_attempt_at, id
 		LIMIT $4`, notBefore, after.position(), after.ID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: scan of future-dated operations: %w", err)
+		return nil, fmt.Errorf("scan of future-dated operations: %w", err)
 	}
 	ops, err := pgx.CollectRows(rows, scanOperation)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: scan of future-dated operations: %w", err)
+		return nil, fmt.Errorf("scan of future-dated operations: %w", err)
 	}
 	return ops, nil
 }
@@ -438,14 +434,14 @@ func (s *Store) Get(ctx context.Context, opKey string) (Operation, error) {
 func (s *Store) getOne(ctx context.Context, column string, value any, label string) (Operation, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+` FROM ledger.operations WHERE `+column+` = $1`, value)
 	if err != nil {
-		return Operation{}, fmt.Errorf("ledger: get %s: %w", label, err)
+		return Operation{}, fmt.Errorf("read operation %s: %w", label, err)
 	}
 	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Operation{}, fmt.Errorf("%w: %s", ErrNotFound, label)
 	}
 	if err != nil {
-		return Operation{}, fmt.Errorf("ledger: get %s: %w", label, err)
+		return Operation{}, fmt.Errorf("read operation %s: %w", label, err)
 	}
 	return op, nil
 }
@@ -560,11 +556,11 @@ func (s *Store) Lookalikes(ctx context.Context, provider, payloadHash string, ex
 		ORDER BY first_attempt_at, id
 		LIMIT $9`, provider, payloadHash, exceptID, at, before, after, key, phone, LookalikeLimit)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: operations like %d: %w", exceptID, err)
+		return nil, fmt.Errorf("operations that look like operation %d: %w", exceptID, err)
 	}
 	ops, err := pgx.CollectRows(rows, scanOperation)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: operations like %d: %w", exceptID, err)
+		return nil, fmt.Errorf("operations that look like operation %d: %w", exceptID, err)
 	}
 	return ops, nil
 }

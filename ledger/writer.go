@@ -24,7 +24,7 @@ const SweeperWriterSQL = `SELECT set_config('sweeper.writer', 'sweeper', true)`
 // database's, wrapped.
 func DeclareSweeperWriter(ctx context.Context, db DB) error {
 	if _, err := db.Exec(ctx, SweeperWriterSQL); err != nil {
-		return fmt.Errorf("ledger: declare sweeper as the writer: %w", err)
+		return fmt.Errorf("declare sweeper as the writer: %w", err)
 	}
 	return nil
 }

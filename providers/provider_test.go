@@ -132,14 +132,14 @@ func TestProviderLookup(t *testing.T) {
 			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
 				return []providers.Record{{ID: "r1"}, {PayloadHash: "abc"}}, nil
 			},
-			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "record 1: ledger: malformed provider record id: empty",
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "record 1: malformed provider record id: empty",
 		},
 		{
 			desc: "record whose id is blank is transient",
 			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
 				return []providers.Record{{ID: " \t"}}, nil
 			},
-			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "record 0: ledger: malformed provider record id",
+			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "record 0: malformed provider record id",
 		},
 		{
 			desc: "an id with surrounding space is malformed, not trimmed into another id",

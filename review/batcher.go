@@ -12,7 +12,9 @@ import (
 // caller's [Batcher.Apply] waits until the batch holding its decision has
 // committed, so a lookup job completes only after its outcome is durable.
 // Batching changes how many commits the database makes, not what is
-// written: every item is the same idempotent statement [Store.Apply] runs.
+// written: every item is the same idempotent compare-and-set [Store.Apply]
+// makes, and a batch costs a handful of statements whatever its size
+// ([Store.ApplyBatch]).
 type Batcher struct {
 	store    *Store
 	requests chan batchRequest
@@ -26,7 +28,7 @@ type batchRequest struct {
 }
 
 // ErrBatcherStopped is returned by Apply once the batcher's Run has ended.
-var ErrBatcherStopped = errors.New("review: batcher stopped")
+var ErrBatcherStopped = errors.New("outcome batcher stopped: sweeper is shutting down")
 
 // NewBatcher returns a batcher writing through store, at most maxBatch
 // decisions per transaction. Call Run to start it.

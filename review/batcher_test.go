@@ -118,3 +118,57 @@ func TestApplyBatchIsolatesAFailingItem(t *testing.T) {
 		t.Errorf("the bad item's row is %s (%v); its failed write must leave it pending", status, err)
 	}
 }
+
+// TestApplyBatchesClaimingOneRecord: two batches commit at once, each
+// proving a different operation with the same record: one operation is
+// done with it, the other is reported unsettled and stays pending, to be
+// decided again — never two done.
+func TestApplyBatchesClaimingOneRecord(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	store := review.NewStore(pool, batchPolicy)
+	for round := range 10 {
+		ops := claimN(t, ledger.NewStore(pool), fmt.Sprintf("claim%d", round), 4)
+		record := fmt.Sprintf("rec_both_%d", round)
+		batch := func(a, b ledger.Operation) []review.Item {
+			return []review.Item{
+				{Op: a, Decision: review.Decision{Reason: review.ReasonNotFound}, Evidence: review.Evidence{OpKey: a.OpKey}, Now: time.Now()},
+				{Op: b, Decision: review.Decision{Done: true, ProviderRecordID: record}, Now: time.Now()},
+			}
+		}
+		batches := [][]review.Item{batch(ops[0], ops[1]), batch(ops[2], ops[3])}
+		var (
+			wg      sync.WaitGroup
+			start   = make(chan struct{})
+			results [2][]review.ItemResult
+			errs    [2]error
+		)
+		for i := range batches {
+			wg.Go(func() {
+				<-start
+				results[i], errs[i] = store.ApplyBatch(context.Background(), batches[i])
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i := range batches {
+			if errs[i] != nil || results[i][0].Err != nil || results[i][1].Err != nil || !results[i][0].Applied.Settled {
+				t.Fatalf("round %d, batch %d: %+v, %v", round, i, results[i], errs[i])
+			}
+		}
+		if results[0][1].Applied.Settled == results[1][1].Applied.Settled {
+			t.Errorf("round %d: both claims on %s settled=%v", round, record, results[0][1].Applied.Settled)
+		}
+		var done, pending int
+		err := pool.QueryRow(context.Background(), `SELECT
+			count(*) FILTER (WHERE status = 'done' AND provider_record_id = $1),
+			count(*) FILTER (WHERE status = 'pending')
+			FROM ledger.operations WHERE id = ANY($2)`, record, []int64{ops[1].ID, ops[3].ID}).Scan(&done, &pending)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done != 1 || pending != 1 {
+			t.Fatalf("round %d: %d done with %s and %d pending, want 1 and 1", round, done, record, pending)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package review
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -117,11 +116,11 @@ func (s EscalationStep) Alerts() bool {
 func (s EscalationStep) DedupeKey(ticketID int64) string {
 	switch s.Kind {
 	case EscalationLevelUp:
-		return fmt.Sprintf("ticket:%d:escalated:%d", ticketID, s.ToLevel)
+		return EventKey(ticketID, EventEscalated, s.ToLevel)
 	case EscalationRepeat:
-		return fmt.Sprintf("ticket:%d:repeat:%d:%d", ticketID, s.ToLevel, s.RepeatCount)
+		return EventKey(ticketID, "repeat", s.ToLevel, s.RepeatCount)
 	case EscalationExhausted:
-		return fmt.Sprintf("ticket:%d:exhausted", ticketID)
+		return EventKey(ticketID, "exhausted")
 	}
 	return ""
 }
@@ -240,11 +239,11 @@ func (s *Store) ExpiredTickets(ctx context.Context, now time.Time, after Expired
 	}
 	rows, err := s.db.Query(ctx, ExpiredTicketsQuery, now, cursor, after.ID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("review: expired tickets: %w", err)
+		return nil, fmt.Errorf("expired tickets: %w", err)
 	}
 	tickets, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ExpiredTicket])
 	if err != nil {
-		return nil, fmt.Errorf("review: expired tickets: %w", err)
+		return nil, fmt.Errorf("expired tickets: %w", err)
 	}
 	return tickets, nil
 }
@@ -267,7 +266,7 @@ func (s *Store) EscalationTicket(ctx context.Context, id int64) (EscalationTicke
 		return EscalationTicket{}, fmt.Errorf("%w: %d", ErrTicketNotFound, id)
 	}
 	if err != nil {
-		return EscalationTicket{}, fmt.Errorf("review: get ticket %d: %w", id, err)
+		return EscalationTicket{}, fmt.Errorf("get ticket %d: %w", id, err)
 	}
 	return t, nil
 }
@@ -293,11 +292,11 @@ func (s *Store) DueRelookups(ctx context.Context, now time.Time, after DueRelook
 		ORDER BY relookup_at, id
 		LIMIT $4`, now, cursor, after.ID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("review: due re-lookups: %w", err)
+		return nil, fmt.Errorf("due re-lookups: %w", err)
 	}
 	due, err := pgx.CollectRows(rows, pgx.RowToStructByPos[DueRelookup])
 	if err != nil {
-		return nil, fmt.Errorf("review: due re-lookups: %w", err)
+		return nil, fmt.Errorf("due re-lookups: %w", err)
 	}
 	return due, nil
 }
@@ -316,13 +315,13 @@ func (s *Store) ScheduleRelookup(ctx context.Context, id int64, done int, next t
 	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return false, fmt.Errorf("review: schedule re-lookup of ticket %d: %w", id, err)
+		return false, fmt.Errorf("schedule re-lookup of ticket %d: %w", id, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 	tag, err := tx.Exec(ctx, `UPDATE sweeper.tickets SET relookups = relookups + 1, relookup_at = $3
 		WHERE id = $1 AND relookups = $2 AND state = 'open'`, id, done, at)
 	if err != nil {
-		return false, fmt.Errorf("review: schedule re-lookup of ticket %d: %w", id, err)
+		return false, fmt.Errorf("schedule re-lookup of ticket %d: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return false, nil
@@ -338,7 +337,7 @@ func (s *Store) RelookupNow(ctx context.Context, provider string) (int64, error)
 		WHERE o.id = t.operation_id AND o.provider = $1 AND t.state = 'open' AND t.reason = 'lookup_failed'
 		  AND t.relookup_at IS NOT NULL AND t.relookup_at > now()`, provider)
 	if err != nil {
-		return 0, fmt.Errorf("review: re-lookups of %s now: %w", provider, err)
+		return 0, fmt.Errorf("re-lookups of %s now: %w", provider, err)
 	}
 	return tag.RowsAffected(), nil
 }
@@ -360,7 +359,7 @@ type InTx func(ctx context.Context, tx pgx.Tx) error
 // was read or the step's event already exists: someone else took the step.
 func (s *Store) Escalate(ctx context.Context, t EscalationTicket, step EscalationStep, details any, inTx InTx) (bool, error) {
 	if step.Kind == EscalationNone {
-		return false, errors.New("review: escalate: no step to take")
+		return false, errors.New("escalate: no step to take")
 	}
 	bump := 1
 	if !step.Alerts() {
@@ -368,11 +367,11 @@ func (s *Store) Escalate(ctx context.Context, t EscalationTicket, step Escalatio
 	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return false, fmt.Errorf("review: escalate ticket %d: %w", t.ID, err)
+		return false, fmt.Errorf("escalate ticket %d: %w", t.ID, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 	if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
-		return false, fmt.Errorf("review: escalate ticket %d: %w", t.ID, err)
+		return false, fmt.Errorf("escalate ticket %d: %w", t.ID, err)
 	}
 	tag, err := tx.Exec(ctx, `
 		UPDATE sweeper.tickets
@@ -383,18 +382,15 @@ func (s *Store) Escalate(ctx context.Context, t EscalationTicket, step Escalatio
 		t.ID, t.Version, t.Deadline, step.Owner, step.Priority, step.ToLevel, step.Deadline, step.RepeatCount,
 		step.Exhausted, bump)
 	if err != nil {
-		return false, fmt.Errorf("review: escalate ticket %d: %w", t.ID, err)
+		return false, fmt.Errorf("escalate ticket %d: %w", t.ID, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return false, nil
 	}
 	if step.Alerts() {
-		b, err := json.Marshal(details)
-		if err != nil {
-			return false, fmt.Errorf("review: escalate ticket %d: details: %w", t.ID, err)
-		}
-		added, err := addEvent(ctx, tx, t.ID, EventEscalated, ActorSweeper, b, step.DedupeKey(t.ID))
-		if err != nil || !added {
+		added, err := appendEvents(ctx, tx, newEvent{ticketID: t.ID, kind: EventEscalated, actor: ActorSweeper,
+			details: details, key: step.DedupeKey(t.ID)})
+		if err != nil || added == 0 {
 			return false, err
 		}
 	}
@@ -415,7 +411,7 @@ func (s *Store) Escalate(ctx context.Context, t EscalationTicket, step Escalatio
 func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recordID string, ev Evidence, now time.Time, inTx InTx) (bool, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+		return false, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 	// The ticket first: its row lock orders concurrent resolutions and
@@ -428,7 +424,7 @@ func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recor
 		WHERE id = $1 AND version = $2 AND state = 'open'`,
 		t.ID, t.Version, ActorSweeper, now, recordID)
 	if err != nil {
-		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+		return false, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return false, nil
@@ -436,33 +432,26 @@ func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recor
 	ops := ledger.NewStore(tx)
 	op, err := ops.GetByID(ctx, t.OperationID)
 	if err != nil {
-		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+		return false, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 	}
 	// One record proves one operation, checked under the record's lock.
-	if err := ops.LockRecord(ctx, op.Provider, recordID); err != nil {
-		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
-	}
-	if holder, err := ops.HolderOf(ctx, op.Provider, recordID, op.ID); err != nil || holder != "" {
+	if holder, err := provesOther(ctx, tx, op, recordID, true); err != nil || holder != "" {
 		if err == nil {
-			err = fmt.Errorf("record %s already proves operation %s", recordID, holder)
+			err = errors.New(heldDetail(recordID, holder))
 		}
-		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+		return false, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 	}
 	moved, err := ops.CompareAndSet(ctx, t.OperationID, ledger.StatusReview, ledger.StatusDone, recordID)
 	if err != nil {
-		return false, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+		return false, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 	}
 	if !moved {
 		return false, fmt.Errorf("%w: ticket %d, operation %s", ErrNotInReview, t.ID, t.OpKey)
 	}
-	details, err := json.Marshal(map[string]any{
-		"resolution": ResolutionDone, "provider_record_id": recordID, "evidence": ev,
-	})
-	if err != nil {
-		return false, fmt.Errorf("review: resolve ticket %d: evidence: %w", t.ID, err)
-	}
-	added, err := addEvent(ctx, tx, t.ID, EventResolvedByRelookup, ActorSweeper, details, fmt.Sprintf("ticket:%d:resolved", t.ID))
-	if err != nil || !added {
+	details := map[string]any{"resolution": ResolutionDone, "provider_record_id": recordID, "evidence": ev}
+	added, err := appendEvents(ctx, tx, newEvent{ticketID: t.ID, kind: EventResolvedByRelookup, actor: ActorSweeper,
+		details: details, key: EventKey(t.ID, EventResolved)})
+	if err != nil || added == 0 {
 		return false, err
 	}
 	return true, finish(ctx, tx, inTx, t.ID)
@@ -478,37 +467,22 @@ const EventContradicted = "record_found_after_not_sent"
 // (dedupe key "ticket:ID:contradicted"). It reports whether the event is
 // new. It changes neither the ticket nor the ledger.
 func (s *Store) RecordContradiction(ctx context.Context, id int64, recordID string, ev Evidence) (bool, error) {
-	details, err := json.Marshal(map[string]any{"provider_record_id": recordID, "evidence": ev})
-	if err != nil {
-		return false, fmt.Errorf("review: contradiction on ticket %d: %w", id, err)
-	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return false, fmt.Errorf("review: contradiction on ticket %d: %w", id, err)
+		return false, fmt.Errorf("record a contradiction on ticket %d: %w", id, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	added, err := addEvent(ctx, tx, id, EventContradicted, ActorSweeper, details, fmt.Sprintf("ticket:%d:contradicted", id))
+	added, err := appendEvents(ctx, tx, newEvent{ticketID: id, kind: EventContradicted, actor: ActorSweeper,
+		details: map[string]any{"provider_record_id": recordID, "evidence": ev}, key: EventKey(id, "contradicted")})
 	if err != nil {
 		return false, err
 	}
-	return added, finish(ctx, tx, nil, id)
+	return added == 1, finish(ctx, tx, nil, id)
 }
 
 // ErrNotInReview: a ticket's operation is no longer in review (a workflow
 // or a person settled it directly), so sweeper leaves it as it is.
-var ErrNotInReview = errors.New("review: operation is not in review")
-
-// addEvent appends one audit event; false means its dedupe key exists.
-func addEvent(ctx context.Context, tx pgx.Tx, ticketID int64, kind, actor string, details []byte, dedupeKey string) (bool, error) {
-	tag, err := tx.Exec(ctx, `
-		INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (dedupe_key) DO NOTHING`, ticketID, kind, actor, details, dedupeKey)
-	if err != nil {
-		return false, fmt.Errorf("review: %s event of ticket %d: %w", kind, ticketID, err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
+var ErrNotInReview = errors.New("operation is not in review")
 
 func finish(ctx context.Context, tx pgx.Tx, inTx InTx, ticketID int64) error {
 	if inTx != nil {
@@ -517,7 +491,7 @@ func finish(ctx context.Context, tx pgx.Tx, inTx InTx, ticketID int64) error {
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("review: ticket %d: commit: %w", ticketID, err)
+		return fmt.Errorf("commit ticket %d: %w", ticketID, err)
 	}
 	return nil
 }

@@ -51,7 +51,8 @@ func SearchFor(op ledger.Operation, m providers.Matching, now time.Time) provide
 
 // Prove is the one settle rule, which the sweep, the re-lookup before an
 // escalation and dry runs all apply: [Decide], then, for a record that
-// would prove op,
+// would prove op (a person's resolution, whose word is the proof, is held
+// to the first of these, by the same function),
 //
 //   - one record proves one operation: a record another operation of the
 //     provider already holds is not proof (multiple_matches, naming it);
@@ -68,14 +69,14 @@ func Prove(ctx context.Context, db ledger.DB, op ledger.Operation, out Outcome) 
 	if !d.Done {
 		return d, nil
 	}
-	store := ledger.NewStore(db)
-	holder, err := store.HolderOf(ctx, op.Provider, d.ProviderRecordID, op.ID)
+	holder, err := provesOther(ctx, db, op, d.ProviderRecordID, false)
 	if err != nil {
 		return Decision{}, err
 	}
 	if holder != "" {
 		return HeldElsewhere(d, holder), nil
 	}
+	store := ledger.NewStore(db)
 	q := out.query
 	if q.Match.ByKey {
 		return d, nil
@@ -125,6 +126,26 @@ func couldBeSame(m providers.Matching, other, op string) bool {
 // HeldElsewhere is the decision for a record that would prove an
 // operation but already proves holder: one record proves one operation.
 func HeldElsewhere(d Decision, holder string) Decision {
-	return Decision{Reason: ReasonMultipleMatches, RecordIDs: d.RecordIDs,
-		Detail: fmt.Sprintf("record %s already proves operation %s: one record cannot prove two", d.ProviderRecordID, holder)}
+	return Decision{Reason: ReasonMultipleMatches, RecordIDs: d.RecordIDs, Detail: heldDetail(d.ProviderRecordID, holder)}
+}
+
+// heldDetail says why recordID proves nothing more: it proves holder.
+func heldDetail(recordID, holder string) string {
+	return fmt.Sprintf("record %s already proves operation %s: one record cannot prove two", recordID, holder)
+}
+
+// provesOther is the half of the settle rule only the ledger can answer:
+// the op_key of another operation of op's provider that recordID already
+// proves, or "" when none does. With lock, it first takes the record's
+// lock ([ledger.Store.LockRecord]), so that the answer holds until the
+// transaction db ends: pass it when the caller writes the record next.
+// Without, the answer may be overtaken, and the write checks again.
+func provesOther(ctx context.Context, db ledger.DB, op ledger.Operation, recordID string, lock bool) (string, error) {
+	store := ledger.NewStore(db)
+	if lock {
+		if err := store.LockRecord(ctx, op.Provider, recordID); err != nil {
+			return "", err
+		}
+	}
+	return store.HolderOf(ctx, op.Provider, recordID, op.ID)
 }

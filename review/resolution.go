@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sweeper/sweeper/ledger"
 )
@@ -48,12 +47,12 @@ var (
 	// ErrInvalidRequest: a resolution or acknowledgement is malformed
 	// (unknown outcome, no actor, a record id missing or out of place); its
 	// message names the field. Nothing was written.
-	ErrInvalidRequest = errors.New("review: invalid request")
+	ErrInvalidRequest = errors.New("invalid request")
 	// ErrAlreadyHandled: the ticket is resolved, at another version than the
 	// one expected, or already acknowledged at its level — a double click, a
 	// replayed request or an outdated button. Nothing was written. Use
 	// errors.As with *HandledError for the ticket as found.
-	ErrAlreadyHandled = errors.New("review: ticket already handled")
+	ErrAlreadyHandled = errors.New("ticket already handled")
 )
 
 // HandledError reports a decision that came too late: the ticket was
@@ -67,7 +66,7 @@ type HandledError struct {
 }
 
 func (e *HandledError) Error() string {
-	return fmt.Sprintf("review: ticket %d already handled: %s", e.Ticket.ID, e.Why)
+	return fmt.Sprintf("ticket %d already handled: %s", e.Ticket.ID, e.Why)
 }
 
 // Is makes errors.Is(err, ErrAlreadyHandled) hold.
@@ -186,7 +185,7 @@ func (s *Store) Resolve(ctx context.Context, r Resolution) (Ticket, error) {
 	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", r.TicketID, err)
+		return Ticket{}, fmt.Errorf("resolve ticket %d: %w", r.TicketID, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 	t, err := resolveTx(ctx, tx, r)
@@ -194,7 +193,7 @@ func (s *Store) Resolve(ctx context.Context, r Resolution) (Ticket, error) {
 		return Ticket{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: commit: %w", r.TicketID, err)
+		return Ticket{}, fmt.Errorf("resolve ticket %d: commit: %w", r.TicketID, err)
 	}
 	return t, nil
 }
@@ -210,14 +209,14 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 		RETURNING `+ticketColumns,
 		r.TicketID, r.Outcome, r.By, r.Note, r.ProviderRecordID, r.ExpectVersion)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", r.TicketID, err)
+		return Ticket{}, fmt.Errorf("resolve ticket %d: %w", r.TicketID, err)
 	}
 	t, err := pgx.CollectExactlyOneRow(rows, scanTicket)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Ticket{}, notApplied(ctx, tx, r.TicketID, r.ExpectVersion, false)
 	}
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", r.TicketID, err)
+		return Ticket{}, fmt.Errorf("resolve ticket %d: %w", r.TicketID, err)
 	}
 
 	var duplicates []string
@@ -243,36 +242,33 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 		// another operation is a mistaken id, not proof.
 		op, err := ops.GetByID(ctx, t.OperationID)
 		if err != nil {
-			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 		}
-		if err := ops.LockRecord(ctx, op.Provider, r.ProviderRecordID); err != nil {
-			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
-		}
-		holder, err := ops.HolderOf(ctx, op.Provider, r.ProviderRecordID, op.ID)
+		holder, err := provesOther(ctx, tx, op, r.ProviderRecordID, true)
 		if err != nil {
-			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 		}
 		if holder != "" {
-			return Ticket{}, fmt.Errorf("%w: provider_record_id: %s already proves operation %s; one record proves one operation",
-				ErrInvalidRequest, r.ProviderRecordID, holder)
+			return Ticket{}, fmt.Errorf("%w: provider_record_id: %s", ErrInvalidRequest, heldDetail(r.ProviderRecordID, holder))
 		}
 	}
 	moved, err := ops.CompareAndSet(ctx, t.OperationID, ledger.StatusReview, to, r.ProviderRecordID)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+		return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 	}
 	if !moved {
 		op, err := ops.GetByID(ctx, t.OperationID)
 		if err != nil {
-			return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w", t.ID, err)
+			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 		}
-		return Ticket{}, fmt.Errorf("review: resolve ticket %d: %w: %w", t.ID, ErrNotInReview,
+		return Ticket{}, fmt.Errorf("resolve ticket %d: %w: %w", t.ID, ErrNotInReview,
 			&ledger.StateError{OpKey: op.OpKey, Want: ledger.StatusReview, Got: op.Status})
 	}
 
 	details := resolvedDetails{Outcome: r.Outcome, ProviderRecordID: r.ProviderRecordID, Note: r.Note,
 		Duplicates: append([]string{}, duplicates...), LedgerStatus: to}
-	if err := appendEvent(ctx, tx, t, EventResolved, r.By, details, fmt.Sprintf("ticket:%d:resolved", t.ID)); err != nil {
+	if err := appendOnce(ctx, tx, t, newEvent{ticketID: t.ID, kind: EventResolved, actor: r.By, details: details,
+		key: EventKey(t.ID, EventResolved)}); err != nil {
 		return Ticket{}, err
 	}
 	return t, nil
@@ -333,7 +329,7 @@ func (s *Store) Acknowledge(ctx context.Context, ticketID int64, by string, expe
 	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: acknowledge ticket %d: %w", ticketID, err)
+		return Ticket{}, fmt.Errorf("acknowledge ticket %d: %w", ticketID, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 	t, err := acknowledgeTx(ctx, tx, ticketID, by, expectVersion)
@@ -341,7 +337,7 @@ func (s *Store) Acknowledge(ctx context.Context, ticketID int64, by string, expe
 		return Ticket{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return Ticket{}, fmt.Errorf("review: acknowledge ticket %d: commit: %w", ticketID, err)
+		return Ticket{}, fmt.Errorf("acknowledge ticket %d: commit: %w", ticketID, err)
 	}
 	return t, nil
 }
@@ -355,38 +351,33 @@ func acknowledgeTx(ctx context.Context, tx pgx.Tx, ticketID int64, by string, ex
 		RETURNING `+ticketColumns,
 		ticketID, by, expectVersion)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: acknowledge ticket %d: %w", ticketID, err)
+		return Ticket{}, fmt.Errorf("acknowledge ticket %d: %w", ticketID, err)
 	}
 	t, err := pgx.CollectExactlyOneRow(rows, scanTicket)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Ticket{}, notApplied(ctx, tx, ticketID, expectVersion, true)
 	}
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: acknowledge ticket %d: %w", ticketID, err)
+		return Ticket{}, fmt.Errorf("acknowledge ticket %d: %w", ticketID, err)
 	}
 	details := acknowledgedDetails{Level: t.EscalationLevel, Owner: t.Owner, Priority: t.Priority}
-	key := fmt.Sprintf("ticket:%d:acknowledged:%d", t.ID, t.EscalationLevel)
-	if err := appendEvent(ctx, tx, t, EventAcknowledged, by, details, key); err != nil {
+	if err := appendOnce(ctx, tx, t, newEvent{ticketID: t.ID, kind: EventAcknowledged, actor: by, details: details,
+		key: EventKey(t.ID, EventAcknowledged, t.EscalationLevel)}); err != nil {
 		return Ticket{}, err
 	}
 	return t, nil
 }
 
-// appendEvent writes one audit event. An event already written under key
-// means the change was already made: [ErrAlreadyHandled].
-func appendEvent(ctx context.Context, tx pgx.Tx, t Ticket, kind, actor string, details any, key string) error {
-	b, err := json.Marshal(details)
+// appendOnce appends a person's event to ticket t's trail. An event already
+// recorded under its key means the change was already made:
+// [ErrAlreadyHandled].
+func appendOnce(ctx context.Context, tx pgx.Tx, t Ticket, e newEvent) error {
+	added, err := appendEvents(ctx, tx, e)
 	if err != nil {
-		return fmt.Errorf("review: %s event of ticket %d: %w", kind, t.ID, err)
+		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
-		VALUES ($1, $2, $3, $4, $5)`, t.ID, kind, actor, b, key)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.ConstraintName == "ticket_events_dedupe_key_key" {
-		return &HandledError{Ticket: t, Why: "event " + key + " is already recorded"}
-	}
-	if err != nil {
-		return fmt.Errorf("review: %s event of ticket %d: %w", kind, t.ID, err)
+	if added == 0 {
+		return &HandledError{Ticket: t, Why: "event " + e.key + " is already recorded"}
 	}
 	return nil
 }

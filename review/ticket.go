@@ -68,7 +68,7 @@ const EventOpened = "opened"
 const ActorSweeper = "sweeper"
 
 // ErrTicketNotFound: no ticket has the given id.
-var ErrTicketNotFound = errors.New("review: ticket not found")
+var ErrTicketNotFound = errors.New("ticket not found")
 
 // Policy says who owns a new ticket, for how long, at which priority.
 type Policy struct {
@@ -169,12 +169,19 @@ type ItemResult struct {
 	Err     error
 }
 
-// ApplyBatch writes several decisions in one transaction and one round
-// trip: each is a single statement, so a commit — the main cost per
-// operation — is shared by the batch. Should the batch fail (one bad item
-// aborts the transaction), each item is retried in a transaction of its
-// own, so one item's error is its own. The error return is for failures
-// that concern every item (the connection).
+// ApplyBatch writes several decisions in one transaction, in a handful of
+// statements whatever their number: the writer's declaration, the done
+// items' compare-and-set ([ledger.SettleDone]: the records' locks, then one
+// update), the review items' move ([ledger.MoveToReview]), their tickets,
+// and the tickets' "opened" events. A commit — the main cost per
+// operation — and every statement are shared by the batch. Should the
+// batch fail (one bad item aborts the transaction), each item is retried
+// in a transaction of its own, so one item's error is its own. The error
+// return is for failures that concern every item (the connection).
+//
+// Of several items for one operation, one settles it (a done item before a
+// review item); the others report nothing written, as they would have,
+// written one after the other.
 func (s *Store) ApplyBatch(ctx context.Context, items []Item) ([]ItemResult, error) {
 	results, err := s.applyBatchTx(ctx, items)
 	if err == nil || len(items) == 1 {
@@ -198,122 +205,174 @@ func (s *Store) ApplyBatch(ctx context.Context, items []Item) ([]ItemResult, err
 	return results, nil
 }
 
-// applyReviewSQL moves a pending row to review and opens its ticket and
-// the ticket's first event, in one statement: $1 operation id, $2 op_key,
-// $3 reason, $4 owner, $5 priority, $6 deadline, $7 evidence, $8 event
-// details, $9 when it is first looked up again (NULL: never). It returns
-// whether the row moved and the ticket opened.
-const applyReviewSQL = `
-	WITH moved AS (
-		UPDATE ledger.operations SET status = 'review'
-		WHERE id = $1 AND status = 'pending'
-		RETURNING id
-	), ticket AS (
-		INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence, relookup_at)
-		SELECT id, $2, $3, $4, $5, $6, $7, $9 FROM moved
-		ON CONFLICT (operation_id) DO NOTHING
-		RETURNING id
-	), event AS (
-		INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
-		SELECT id, 'opened', 'sweeper', $8, 'ticket:' || id || ':opened' FROM ticket
-		ON CONFLICT (dedupe_key) DO NOTHING
-		RETURNING ticket_id
-	)
-	SELECT (SELECT count(*) FROM moved) = 1,
-	       coalesce((SELECT id FROM ticket), (SELECT t.id FROM sweeper.tickets t, moved WHERE t.operation_id = moved.id), 0)`
+// opening is the ticket a review item opens, and its "opened" event's
+// details.
+type opening struct {
+	item       int
+	op         ledger.Operation
+	reason     Reason
+	owner      string
+	deadline   time.Time
+	evidence   []byte
+	details    json.RawMessage
+	relookupAt *time.Time
+}
 
-// applyDoneSQL moves a pending row to done: $1 id, $2 provider record id,
-// and the identity the lookup was made for: $3 op_key, $4 action, $5
-// recipient (empty for none), $6 payload hash.
-//
-// It does not move a row whose identity is no longer the one looked up,
-// that already names another record, nor claim a record another operation
-// of the provider already holds: one record proves one operation. The
-// caller checks these first ([Prove]); this guard is for the race, and
-// leaves the row pending to be decided again.
-const applyDoneSQL = `
-	UPDATE ledger.operations o SET status = 'done', provider_record_id = $2
-	WHERE o.id = $1 AND o.status = 'pending'
-	  AND o.op_key = $3 AND o.action = $4 AND coalesce(o.recipient, '') = $5 AND o.payload_hash = $6
-	  AND (o.provider_record_id IS NULL OR o.provider_record_id = $2)
-	  AND NOT EXISTS (SELECT 1 FROM ledger.operations other
-	                  WHERE other.provider = o.provider AND other.provider_record_id = $2 AND other.id <> o.id)
-	RETURNING true, 0::bigint`
+// openingFor is the ticket item i opens under the store's policy.
+func (s *Store) openingFor(i int, item Item) (opening, error) {
+	op, d := item.Op, item.Decision
+	evidence, err := json.Marshal(item.Evidence)
+	if err != nil {
+		return opening{}, fmt.Errorf("evidence for %s: %w", op.OpKey, err)
+	}
+	o := opening{item: i, op: op, reason: d.Reason, owner: s.policy.OwnerFor(op),
+		deadline: item.Now.Add(s.policy.Window), evidence: evidence}
+	o.details, err = json.Marshal(map[string]any{
+		"reason": d.Reason, "owner": o.owner, "priority": s.policy.Priority, "deadline": o.deadline, "detail": d.Detail,
+	})
+	if err != nil {
+		return opening{}, fmt.Errorf("opened event for %s: %w", op.OpKey, err)
+	}
+	if d.Reason.Relooks() {
+		if at := s.policy.NextRelookup(item.Now, 0); !at.IsZero() {
+			o.relookupAt = &at
+		}
+	}
+	return o, nil
+}
 
 func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, error) {
-	batch := &pgx.Batch{}
-	batch.Queue(ledger.SweeperWriterSQL) // moving a row to review is sweeper's alone
-	for _, item := range items {
-		op, d := item.Op, item.Decision
-		if d.Done {
-			batch.Queue(applyDoneSQL, op.ID, d.ProviderRecordID, op.OpKey, op.Action, op.Recipient, op.PayloadHash)
+	var (
+		done      []ledger.DoneItem
+		doneItem  []int
+		openings  []opening
+		reviewIDs []int64
+		seen      = map[int64]bool{}
+	)
+	for i, item := range items {
+		if item.Decision.Done {
+			done = append(done, ledger.DoneItemOf(item.Op, item.Decision.ProviderRecordID))
+			doneItem = append(doneItem, i)
 			continue
 		}
-		evidence, err := json.Marshal(item.Evidence)
+		if seen[item.Op.ID] { // the first review item for an operation is the one written
+			continue
+		}
+		seen[item.Op.ID] = true
+		o, err := s.openingFor(i, item)
 		if err != nil {
-			return nil, fmt.Errorf("review: evidence for %s: %w", op.OpKey, err)
+			return nil, fmt.Errorf("settle batch: %w", err)
 		}
-		owner, deadline := s.policy.OwnerFor(op), item.Now.Add(s.policy.Window)
-		details, err := json.Marshal(map[string]any{
-			"reason": d.Reason, "owner": owner, "priority": s.policy.Priority, "deadline": deadline, "detail": d.Detail,
-		})
-		if err != nil {
-			return nil, err
-		}
-		var relookupAt *time.Time
-		if d.Reason.Relooks() {
-			if at := s.policy.NextRelookup(item.Now, 0); !at.IsZero() {
-				relookupAt = &at
-			}
-		}
-		batch.Queue(applyReviewSQL, op.ID, op.OpKey, d.Reason, owner, s.policy.Priority, deadline, evidence, details, relookupAt)
+		openings = append(openings, o)
+		reviewIDs = append(reviewIDs, item.Op.ID)
 	}
 
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("review: apply: %w", err)
+		return nil, fmt.Errorf("settle batch: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	// The records the done items claim are locked first, in sorted order, so
-	// that applyDoneSQL's "no other operation holds it" holds against
-	// concurrent batches too.
-	var keys []string
-	for _, item := range items {
-		if item.Decision.Done {
-			keys = append(keys, ledger.RecordLockKey(item.Op.Provider, item.Decision.ProviderRecordID))
-		}
-	}
-	if len(keys) > 0 {
-		slices.Sort(keys)
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(k, 7))
-			FROM (SELECT unnest($1::text[]) AS k ORDER BY 1) AS sorted`, keys); err != nil {
-			return nil, fmt.Errorf("review: apply: lock records: %w", err)
-		}
-	}
-	br := tx.SendBatch(ctx, batch)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return nil, fmt.Errorf("review: apply: %w", err)
-	}
 	results := make([]ItemResult, len(items))
-	for i, item := range items {
-		var settled bool
-		err := br.QueryRow().Scan(&settled, &results[i].Applied.TicketID)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows): // done: the row was no longer pending
-		case err != nil:
-			br.Close()
-			return nil, fmt.Errorf("review: apply %s: %w", item.Op.OpKey, err)
+	if len(openings) > 0 {
+		// Moving a row to review is sweeper's alone.
+		if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
+			return nil, fmt.Errorf("settle batch: %w", err)
 		}
-		results[i].Applied.Settled = settled
 	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("review: apply: %w", err)
+	moved, err := ledger.SettleDone(ctx, tx, done)
+	if err != nil {
+		return nil, fmt.Errorf("settle batch: %w", err)
+	}
+	for j, ok := range moved {
+		results[doneItem[j]].Applied.Settled = ok
+	}
+	inReview, err := ledger.MoveToReview(ctx, tx, reviewIDs)
+	if err != nil {
+		return nil, fmt.Errorf("settle batch: %w", err)
+	}
+	movedNow := make(map[int64]bool, len(inReview))
+	for _, id := range inReview {
+		movedNow[id] = true
+	}
+	openings = slices.DeleteFunc(openings, func(o opening) bool { return !movedNow[o.op.ID] })
+	tickets, err := openTickets(ctx, tx, s.policy.Priority, openings)
+	if err != nil {
+		return nil, fmt.Errorf("settle batch: %w", err)
+	}
+	for j, o := range openings {
+		results[o.item].Applied = Applied{Settled: true, TicketID: tickets[j]}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("review: apply: commit: %w", err)
+		return nil, fmt.Errorf("settle batch: commit: %w", err)
 	}
 	return results, nil
+}
+
+// openTicketsSQL opens one ticket per element of the arrays $1 operation
+// id, $2 op_key, $3 reason, $4 owner, $6 deadline, $7 evidence (JSON
+// text), $8 first re-lookup (NULL: none), all at priority $5. It returns
+// the operation and ticket id of each ticket it opened, then of each that
+// already existed (opened is false for those).
+const openTicketsSQL = `
+	WITH opened AS (
+		INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence, relookup_at)
+		SELECT t.operation_id, t.op_key, t.reason, t.owner, $5, t.deadline, t.evidence::jsonb, t.relookup_at
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $6::timestamptz[], $7::text[], $8::timestamptz[])
+			AS t(operation_id, op_key, reason, owner, deadline, evidence, relookup_at)
+		ON CONFLICT (operation_id) DO NOTHING
+		RETURNING operation_id, id
+	)
+	SELECT operation_id, id, true FROM opened
+	UNION ALL
+	SELECT t.operation_id, t.id, false FROM sweeper.tickets t
+	WHERE t.operation_id = ANY($1::bigint[]) AND t.operation_id NOT IN (SELECT operation_id FROM opened)`
+
+// openTickets opens the tickets of the operations just moved to review, in
+// one statement, and appends their "opened" events in one more ([appendEvents]).
+// It returns each opening's ticket id. An operation that already has a
+// ticket keeps it, and gets no second "opened" event: one ticket per
+// operation (I4).
+func openTickets(ctx context.Context, tx pgx.Tx, priority string, openings []opening) ([]int64, error) {
+	if len(openings) == 0 {
+		return nil, nil
+	}
+	n := len(openings)
+	opIDs, opKeys, reasons, owners := make([]int64, n), make([]string, n), make([]string, n), make([]string, n)
+	deadlines, evidence, relookups := make([]time.Time, n), make([]string, n), make([]*time.Time, n)
+	for i, o := range openings {
+		opIDs[i], opKeys[i], reasons[i], owners[i] = o.op.ID, o.op.OpKey, string(o.reason), o.owner
+		deadlines[i], evidence[i], relookups[i] = o.deadline, string(o.evidence), o.relookupAt
+	}
+	rows, err := tx.Query(ctx, openTicketsSQL, opIDs, opKeys, reasons, owners, priority, deadlines, evidence, relookups)
+	if err != nil {
+		return nil, fmt.Errorf("open %d ticket(s): %w", n, err)
+	}
+	type ticketRow struct {
+		OperationID, ID int64
+		Opened          bool
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ticketRow])
+	if err != nil {
+		return nil, fmt.Errorf("open %d ticket(s): %w", n, err)
+	}
+	byOp := make(map[int64]ticketRow, len(got))
+	for _, r := range got {
+		byOp[r.OperationID] = r
+	}
+	ids := make([]int64, n)
+	var events []newEvent
+	for i, o := range openings {
+		r := byOp[o.op.ID]
+		ids[i] = r.ID
+		if r.Opened {
+			events = append(events, newEvent{ticketID: r.ID, kind: EventOpened, actor: ActorSweeper,
+				details: o.details, key: EventKey(r.ID, EventOpened)})
+		}
+	}
+	if _, err := appendEvents(ctx, tx, events...); err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
 const ticketColumns = `id, operation_id, op_key, reason, owner, priority, escalation_level, state, deadline,
@@ -351,11 +410,11 @@ func (s *Store) List(ctx context.Context, f ListFilter) ([]Ticket, error) {
 		WHERE ($1 = '' OR state = $1) AND ($3 = '' OR evidence->>'provider' = $3) AND ($4 = '' OR reason = $4)
 		ORDER BY id LIMIT $2`, f.State, limit, f.Provider, f.Reason)
 	if err != nil {
-		return nil, fmt.Errorf("review: list tickets: %w", err)
+		return nil, fmt.Errorf("list tickets: %w", err)
 	}
 	tickets, err := pgx.CollectRows(rows, scanTicket)
 	if err != nil {
-		return nil, fmt.Errorf("review: list tickets: %w", err)
+		return nil, fmt.Errorf("list tickets: %w", err)
 	}
 	return tickets, nil
 }
@@ -366,14 +425,14 @@ func (s *Store) Get(ctx context.Context, id int64) (Ticket, error) { return getT
 func getTicket(ctx context.Context, db ledger.DB, id int64) (Ticket, error) {
 	rows, err := db.Query(ctx, `SELECT `+ticketColumns+` FROM sweeper.tickets WHERE id = $1`, id)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: get ticket %d: %w", id, err)
+		return Ticket{}, fmt.Errorf("get ticket %d: %w", id, err)
 	}
 	t, err := pgx.CollectExactlyOneRow(rows, scanTicket)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Ticket{}, fmt.Errorf("%w: %d", ErrTicketNotFound, id)
 	}
 	if err != nil {
-		return Ticket{}, fmt.Errorf("review: get ticket %d: %w", id, err)
+		return Ticket{}, fmt.Errorf("get ticket %d: %w", id, err)
 	}
 	return t, nil
 }
@@ -383,11 +442,11 @@ func (s *Store) Events(ctx context.Context, ticketID int64) ([]Event, error) {
 	rows, err := s.db.Query(ctx, `SELECT id, ticket_id, kind, actor, at, details
 		FROM sweeper.ticket_events WHERE ticket_id = $1 ORDER BY id`, ticketID)
 	if err != nil {
-		return nil, fmt.Errorf("review: events of ticket %d: %w", ticketID, err)
+		return nil, fmt.Errorf("events of ticket %d: %w", ticketID, err)
 	}
 	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Event])
 	if err != nil {
-		return nil, fmt.Errorf("review: events of ticket %d: %w", ticketID, err)
+		return nil, fmt.Errorf("events of ticket %d: %w", ticketID, err)
 	}
 	return events, nil
 }

@@ -1,4 +1,4 @@
-package review
+package ledger_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/ledger"
 )
 
 // TestDoneCheckReadsAFewPages: the write that moves an operation to done
@@ -43,7 +44,8 @@ func TestDoneCheckReadsAFewPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		var raw []byte
-		err = sp.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+applyDoneSQL, id, record, "to-settle", "send", "", strings.Repeat("a", 64)).Scan(&raw)
+		err = sp.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+ledger.SettleDoneSQL,
+			[]int64{id}, []string{record}, []string{"to-settle"}, []string{"send"}, []string{""}, []string{strings.Repeat("a", 64)}).Scan(&raw)
 		if rbErr := sp.Rollback(ctx); err == nil {
 			err = rbErr
 		}

@@ -1,0 +1,4 @@
+package ledger
+
+// SettleDoneSQL is [SettleDone]'s statement, for tests that EXPLAIN it.
+const SettleDoneSQL = settleDoneSQL

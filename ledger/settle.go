@@ -1,0 +1,158 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// lockRecordsSQL takes the transaction-scoped advisory lock of each key
+// ($1, a text array), in sorted order whatever order the keys come in, so
+// that two transactions locking overlapping sets cannot deadlock.
+const lockRecordsSQL = `SELECT pg_advisory_xact_lock(hashtextextended(k, 7))
+	FROM (SELECT DISTINCT unnest($1::text[]) AS k ORDER BY 1) AS sorted`
+
+// LockRecords takes the transaction-scoped advisory locks of keys (each a
+// [RecordLockKey]) in one statement, in sorted order, so that checking who
+// holds a record and claiming it are one step across concurrent
+// transactions. db must be the writing transaction: outside one, the locks
+// end with the statement. No keys is no statement.
+func LockRecords(ctx context.Context, db DB, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if _, err := db.Exec(ctx, lockRecordsSQL, keys); err != nil {
+		return fmt.Errorf("lock %d provider record(s): %w", len(keys), err)
+	}
+	return nil
+}
+
+// DoneItem is one operation a lookup proved, for [SettleDone]: the row's
+// id, the identity it was looked up as, and the record that proves it.
+type DoneItem struct {
+	ID       int64
+	Provider string
+	// OpKey, Action, Recipient ("" for none) and PayloadHash are the
+	// identity the lookup was made for.
+	OpKey       string
+	Action      string
+	Recipient   string
+	PayloadHash string
+	// RecordID is the provider's record that proves the operation.
+	RecordID string
+}
+
+// DoneItemOf is the [DoneItem] for op proven by recordID.
+func DoneItemOf(op Operation, recordID string) DoneItem {
+	return DoneItem{ID: op.ID, Provider: op.Provider, OpKey: op.OpKey, Action: op.Action,
+		Recipient: op.Recipient, PayloadHash: op.PayloadHash, RecordID: recordID}
+}
+
+// settleDoneSQL moves pending rows to done, one per item of the arrays $1
+// id, $2 provider record id, $3 op_key, $4 action, $5 recipient ("" for
+// none), $6 payload hash; it returns the (1-based) position of each item
+// that moved its row.
+//
+// A row moves only while it is still pending, its identity is the one
+// looked up, it names no other record, and no other operation of its
+// provider holds the record: one record proves one operation. Of the items
+// of one call that claim the same record, only the first whose row
+// qualifies (as the statement's snapshot shows it) is a candidate, so they cannot both win (the unique index
+// would refuse the second and abort the batch); of several items for one
+// row, one moves it. The conditions on the row are in the outer WHERE, so
+// that a row another transaction changed meanwhile is checked again as it
+// now is.
+const settleDoneSQL = `
+	UPDATE ledger.operations o SET status = 'done', provider_record_id = c.record_id
+	FROM (
+		SELECT DISTINCT ON (r.provider, i.record_id) i.ord, i.id, i.record_id, i.op_key, i.action, i.recipient, i.payload_hash
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+			WITH ORDINALITY AS i(id, record_id, op_key, action, recipient, payload_hash, ord)
+		JOIN ledger.operations r ON r.id = i.id
+		WHERE r.status = 'pending' AND r.op_key = i.op_key AND r.action = i.action
+		  AND coalesce(r.recipient, '') = i.recipient AND r.payload_hash = i.payload_hash
+		  AND (r.provider_record_id IS NULL OR r.provider_record_id = i.record_id)
+		ORDER BY r.provider, i.record_id, i.ord
+	) c
+	WHERE o.id = c.id AND o.status = 'pending'
+	  AND o.op_key = c.op_key AND o.action = c.action AND coalesce(o.recipient, '') = c.recipient
+	  AND o.payload_hash = c.payload_hash
+	  AND (o.provider_record_id IS NULL OR o.provider_record_id = c.record_id)
+	  AND NOT EXISTS (SELECT 1 FROM ledger.operations other
+	                  WHERE other.provider = o.provider AND other.provider_record_id = c.record_id AND other.id <> o.id)
+	RETURNING c.ord`
+
+// SettleDone moves the operations items name from pending to done with
+// their records, in two statements whatever the number of items: the
+// records' locks ([LockRecords]), then one compare-and-set for all. It
+// reports, item by item, whether that item moved its row. An item that did
+// not was not written: the row is no longer pending (a workflow confirmed
+// it, another replica settled it), its identity changed, it names another
+// record, or the record proves another operation of the provider —
+// another item of the same call included, of which only one wins. Decide
+// such an operation again on the row as it now is.
+//
+// db must be the writing transaction, so that the locks cover the write;
+// its error is the database's, and the transaction is then aborted.
+func SettleDone(ctx context.Context, db DB, items []DoneItem) ([]bool, error) {
+	moved := make([]bool, len(items))
+	if len(items) == 0 {
+		return moved, nil
+	}
+	keys := make([]string, len(items))
+	ids := make([]int64, len(items))
+	records := make([]string, len(items))
+	opKeys := make([]string, len(items))
+	actions := make([]string, len(items))
+	recipients := make([]string, len(items))
+	hashes := make([]string, len(items))
+	for i, it := range items {
+		keys[i] = RecordLockKey(it.Provider, it.RecordID)
+		ids[i], records[i], opKeys[i], actions[i], recipients[i], hashes[i] =
+			it.ID, it.RecordID, it.OpKey, it.Action, it.Recipient, it.PayloadHash
+	}
+	slices.Sort(keys)
+	if err := LockRecords(ctx, db, slices.Compact(keys)); err != nil {
+		return nil, fmt.Errorf("settle %d operation(s) as done: %w", len(items), err)
+	}
+	rows, err := db.Query(ctx, settleDoneSQL, ids, records, opKeys, actions, recipients, hashes)
+	if err != nil {
+		return nil, fmt.Errorf("settle %d operation(s) as done: %w", len(items), mapError(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ord int64
+		if err := rows.Scan(&ord); err != nil {
+			return nil, fmt.Errorf("settle %d operation(s) as done: %w", len(items), err)
+		}
+		moved[ord-1] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("settle %d operation(s) as done: %w", len(items), mapError(err))
+	}
+	return moved, nil
+}
+
+// MoveToReview moves the pending operations among ids to review, in one
+// statement, and returns the ids it moved; the others were no longer
+// pending and were left as they are. Only sweeper moves a row to review:
+// db must be a transaction that declared it ([DeclareSweeperWriter]) and
+// opens each moved operation's ticket before it commits.
+func MoveToReview(ctx context.Context, db DB, ids []int64) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := db.Query(ctx, `UPDATE ledger.operations SET status = 'review'
+		WHERE id = ANY($1::bigint[]) AND status = 'pending'
+		RETURNING id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("move %d operation(s) to review: %w", len(ids), mapError(err))
+	}
+	moved, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("move %d operation(s) to review: %w", len(ids), mapError(err))
+	}
+	return moved, nil
+}

@@ -1,0 +1,77 @@
+package review
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/sweeper/sweeper/ledger"
+)
+
+// EventKey is the dedupe key of a ticket's event: "ticket:ID:NAME", then
+// ":PART" for each part. The key is unique across all events, so an event
+// exists at most once whatever retries or replicas do; NAME is not always
+// the event's kind (a person's resolution and a re-lookup's share
+// "resolved", so that only one of them resolves a ticket).
+func EventKey(ticketID int64, name string, parts ...any) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ticket:%d:%s", ticketID, name)
+	for _, p := range parts {
+		fmt.Fprintf(&b, ":%v", p)
+	}
+	return b.String()
+}
+
+// newEvent is one audit event to append to a ticket's trail.
+type newEvent struct {
+	ticketID int64
+	kind     string
+	actor    string
+	// details is written as JSON: a value to marshal, or json.RawMessage.
+	details any
+	// key is the event's [EventKey].
+	key string
+}
+
+// appendEventsSQL appends one event per element of the arrays $1 ticket
+// id, $2 kind, $3 actor, $4 details (JSON text), $5 dedupe key, skipping
+// those whose key is already recorded.
+const appendEventsSQL = `
+	INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
+	SELECT e.ticket_id, e.kind, e.actor, e.details::jsonb, e.dedupe_key
+	FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])
+		AS e(ticket_id, kind, actor, details, dedupe_key)
+	ON CONFLICT (dedupe_key) DO NOTHING`
+
+// appendEvents is the one way events enter a ticket's audit trail: it
+// appends events in one statement and returns how many were new. An event
+// whose dedupe key is already recorded is skipped, not an error: the change
+// it records was already made, which each caller answers in its own way.
+// The outbox row of each new event is written by the table's trigger, in
+// the same transaction.
+func appendEvents(ctx context.Context, db ledger.DB, events ...newEvent) (int64, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	ids := make([]int64, len(events))
+	kinds := make([]string, len(events))
+	actors := make([]string, len(events))
+	details := make([]string, len(events))
+	keys := make([]string, len(events))
+	for i, e := range events {
+		b, err := json.Marshal(e.details)
+		if err != nil {
+			return 0, fmt.Errorf("%s event of ticket %d: details: %w", e.kind, e.ticketID, err)
+		}
+		ids[i], kinds[i], actors[i], details[i], keys[i] = e.ticketID, e.kind, e.actor, string(b), e.key
+	}
+	tag, err := db.Exec(ctx, appendEventsSQL, ids, kinds, actors, details, keys)
+	if err != nil {
+		if len(events) == 1 {
+			return 0, fmt.Errorf("%s event of ticket %d: %w", events[0].kind, events[0].ticketID, err)
+		}
+		return 0, fmt.Errorf("%d ticket events: %w", len(events), err)
+	}
+	return tag.RowsAffected(), nil
+}
