@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
 )
 
 // Outbox row states.
@@ -396,46 +397,39 @@ func (o *Outbox) Park(ctx context.Context, n Notification, code string, cause er
 		leased_by = NULL, lease_until = now(), history = `+historyEntry("'parked'", "$4"), errorText(cause), code)
 }
 
-// skipSettled marks held row n, a ticket's "opened" row never attempted,
-// skipped (CodeSettledBeforeAlert) when its ticket is resolved, and with it
-// the ticket's other rows written so far that are pending and not held:
-// the events up to the resolution, which nobody needs either. A later
-// event's row (a contradiction) is posted as the ticket's root. It reports
-// whether the ticket was resolved, and how many rows it skipped.
-// [ErrLeaseLost] when the lease has passed.
-func (o *Outbox) skipSettled(ctx context.Context, n Notification) (bool, int, error) {
-	var resolved bool
+// skipResolved marks held row n, the "opened" row of a ticket that is
+// resolved and was never attempted, skipped (CodeSettledBeforeAlert), and
+// with it the ticket's other rows written so far that are pending and not
+// held: the events up to the resolution, which nobody needs either. A
+// later event's row (a contradiction) is posted as the ticket's root. It
+// returns how many rows it skipped. [ErrLeaseLost] when the lease has
+// passed.
+func (o *Outbox) skipResolved(ctx context.Context, n Notification) (int, error) {
 	var skipped int
-	err := o.db.QueryRow(ctx, `WITH t AS (
-			SELECT id FROM sweeper.tickets WHERE id = $4 AND state = 'resolved'),
-		me AS (
+	err := o.db.QueryRow(ctx, `WITH me AS (
 			UPDATE sweeper.outbox SET state = 'skipped', error_code = '`+CodeSettledBeforeAlert+`',
 				leased_by = NULL, lease_until = now(),
 				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
-			`+leaseHeld+` AND EXISTS (SELECT 1 FROM t)
+			`+leaseHeld+`
 			RETURNING id),
 		later AS (
 			UPDATE sweeper.outbox SET state = 'skipped', error_code = '`+CodeSettledBeforeAlert+`',
 				leased_by = NULL, lease_until = now(),
 				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
 			WHERE ticket_id = $4 AND id > $1 AND state = 'pending' AND ts IS NULL AND NOT uncertain
-			  AND kind <> '`+eventContradicted+`' AND (leased_by IS NULL OR lease_until <= now())
+			  AND kind <> $5 AND (leased_by IS NULL OR lease_until <= now())
 			  AND EXISTS (SELECT 1 FROM me)
 			RETURNING id)
-		SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM me) + (SELECT count(*) FROM later)`,
-		n.ID, n.LeasedBy, n.Attempts, n.TicketID).Scan(&resolved, &skipped)
+		SELECT (SELECT count(*) FROM me) + (SELECT count(*) FROM later)`,
+		n.ID, n.LeasedBy, n.Attempts, n.TicketID, review.EventContradicted).Scan(&skipped)
 	if err != nil {
-		return false, 0, fmt.Errorf("notify: outbox row %d: skip a settled ticket's rows: %w", n.ID, err)
+		return 0, fmt.Errorf("skip the rows of settled ticket %d from outbox row %d: %w", n.TicketID, n.ID, err)
 	}
-	if resolved && skipped == 0 {
-		return true, 0, fmt.Errorf("%w: row %d (%s), skip", ErrLeaseLost, n.ID, n.DedupeKey)
+	if skipped == 0 {
+		return 0, fmt.Errorf("%w: row %d (%s), skip", ErrLeaseLost, n.ID, n.DedupeKey)
 	}
-	return resolved, skipped, nil
+	return skipped, nil
 }
-
-// eventContradicted is review.EventContradicted: news about a resolved
-// ticket, never skipped.
-const eventContradicted = "record_found_after_not_sent"
 
 // parkLater parks, with cause, the pending rows of row n's ticket that
 // come after it, were written before cutoff, were never replayed and are
@@ -709,12 +703,12 @@ func (o *Outbox) markSentRootRemoved(ctx context.Context, n Notification, channe
 		}
 		return nil
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
-		VALUES ($1, $2, 'sweeper', jsonb_build_object('channel', $3::text, 'ts', $4::text), $5)
-		ON CONFLICT (dedupe_key) DO NOTHING`,
-		n.TicketID, KindRootRemoved, channel, rootTS, fmt.Sprintf("ticket:%d:%s:%s", n.TicketID, KindRootRemoved, rootTS))
+	// Review writes the event, in this transaction: its outbox row (the
+	// trigger's) commits with the removal, or neither does.
+	_, err = review.NewStore(tx, review.Policy{}).Note(ctx, n.TicketID, KindRootRemoved, rootTS,
+		map[string]string{"channel": channel, "ts": rootTS})
 	if err != nil {
-		return fmt.Errorf("notify: outbox row %d: write the %s event: %w", n.ID, KindRootRemoved, err)
+		return fmt.Errorf("outbox row %d: %w", n.ID, err)
 	}
 	if err := in.MarkSent(ctx, n, n.Channel, n.TS); err != nil {
 		return err
@@ -727,13 +721,15 @@ func (o *Outbox) markSentRootRemoved(ctx context.Context, n Notification, channe
 
 // ticketRoute is what picks a ticket's channel: its workflow and provider,
 // from the evidence snapshot.
-func ticketRoute(ctx context.Context, db ledger.DB, ticketID int64) (workflow, provider string, err error) {
-	err = db.QueryRow(ctx, `SELECT coalesce(evidence->>'workflow', ''), coalesce(evidence->>'provider', '')
-		FROM sweeper.tickets WHERE id = $1`, ticketID).Scan(&workflow, &provider)
+func (d *Dispatcher) ticketRoute(ctx context.Context, ticketID int64) (workflow, provider string, err error) {
+	s, err := d.tickets.Summaries(ctx, []int64{ticketID})
 	if err != nil {
-		return "", "", fmt.Errorf("notify: ticket %d: %w", ticketID, err)
+		return "", "", err
 	}
-	return workflow, provider, nil
+	if len(s) == 0 {
+		return "", "", fmt.Errorf("%w: %d", review.ErrTicketNotFound, ticketID)
+	}
+	return s[0].Workflow, s[0].Provider, nil
 }
 
 // incidentProvider is what picks an incident's channel: its provider.

@@ -121,7 +121,7 @@ func NewAlert(t review.Ticket, ev review.Evidence) Alert {
 	a := Alert{
 		TicketID:           t.ID,
 		Version:            t.Version,
-		RootDedupeKey:      fmt.Sprintf("ticket:%d:%s", t.ID, review.EventOpened),
+		RootDedupeKey:      review.OpenedKey(t.ID),
 		State:              t.State,
 		Priority:           t.Priority,
 		Level:              t.EscalationLevel,
