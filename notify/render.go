@@ -334,15 +334,15 @@ func ButtonValue(ticketID int64, version int) string {
 func ParseButtonValue(v string) (ticketID int64, version int, err error) {
 	id, ver, ok := strings.Cut(v, ":")
 	if !ok {
-		return 0, 0, fmt.Errorf("notify: button value %q: want TICKET_ID:VERSION", v)
+		return 0, 0, fmt.Errorf("button value %q: want TICKET_ID:VERSION", v)
 	}
 	ticketID, err = strconv.ParseInt(id, 10, 64)
 	if err != nil || ticketID <= 0 {
-		return 0, 0, fmt.Errorf("notify: button value %q: ticket id must be a positive number", v)
+		return 0, 0, fmt.Errorf("button value %q: ticket id must be a positive number", v)
 	}
 	version, err = strconv.Atoi(ver)
 	if err != nil || version < 0 {
-		return 0, 0, fmt.Errorf("notify: button value %q: version must be a number ≥ 0", v)
+		return 0, 0, fmt.Errorf("button value %q: version must be a number ≥ 0", v)
 	}
 	return ticketID, version, nil
 }
