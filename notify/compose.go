@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
 )
@@ -21,14 +19,17 @@ import (
 // the channel for escalations, so the new owner is pinged). A message the
 // dispatcher posts as a new root ([Notification.NewRoot], and every
 // KindRootRemoved event) shows the ticket's current state with the event's
-// own text and why it is the root now ([NewRootMessage]).
-type TicketComposer struct{}
+// own text and why it is the root now ([NewRootMessage]). It reads the
+// ticket and the event through Tickets, never from the db it is given.
+type TicketComposer struct {
+	Tickets review.TicketReader
+}
 
 var _ Composer = TicketComposer{}
 
 // Compose implements [Composer].
-func (c TicketComposer) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
-	p, a, err := c.compose(ctx, db, n)
+func (c TicketComposer) Compose(ctx context.Context, _ ledger.DB, n Notification) (Post, error) {
+	p, a, err := c.compose(ctx, n)
 	if err != nil || (n.NewRoot == "" && n.Kind != KindRootRemoved) {
 		return p, err
 	}
@@ -42,20 +43,23 @@ func (c TicketComposer) Compose(ctx context.Context, db ledger.DB, n Notificatio
 
 // compose is row n's message as a reply (the root message for "opened"),
 // and the alert it shows.
-func (TicketComposer) compose(ctx context.Context, db ledger.DB, n Notification) (Post, Alert, error) {
-	store := review.NewStore(txless{db}, review.Policy{})
-	t, err := store.Get(ctx, n.TicketID)
+func (c TicketComposer) compose(ctx context.Context, n Notification) (Post, Alert, error) {
+	if c.Tickets == nil {
+		return Post{}, Alert{}, errors.New("the ticket composer has no ticket reader: set TicketComposer.Tickets")
+	}
+	t, err := c.Tickets.Ticket(ctx, n.TicketID)
 	if err != nil {
 		return Post{}, Alert{}, err
 	}
 	var ev review.Evidence
 	if err := json.Unmarshal(t.Evidence, &ev); err != nil {
-		return Post{}, Alert{}, fmt.Errorf("notify: evidence of ticket %d: %w", t.ID, err)
+		return Post{}, Alert{}, fmt.Errorf("read the evidence of ticket %d: %w", t.ID, err)
 	}
-	details, err := eventDetails(ctx, db, n.EventID)
+	event, err := c.Tickets.Event(ctx, n.EventID)
 	if err != nil {
 		return Post{}, Alert{}, err
 	}
+	details := event.Details
 	a := NewAlert(t, ev)
 	root := RootMessage(a)
 	if t.State == review.StateResolved {
@@ -74,7 +78,7 @@ func (TicketComposer) compose(ctx context.Context, db ledger.DB, n Notification)
 			Repeat    int                   `json:"repeat"`
 		}
 		if err := json.Unmarshal(details, &d); err != nil {
-			return Post{}, Alert{}, fmt.Errorf("notify: escalation event %d: %w", n.EventID, err)
+			return Post{}, Alert{}, fmt.Errorf("read the details of escalation event %d: %w", n.EventID, err)
 		}
 		reply := EscalationReply(a, EscalationEvent{Kind: d.Step, FromLevel: d.FromLevel, ToLevel: d.ToLevel,
 			Repeat: d.Repeat, DedupeKey: n.DedupeKey})
@@ -86,7 +90,7 @@ func (TicketComposer) compose(ctx context.Context, db ledger.DB, n Notification)
 			RecordID string `json:"provider_record_id"`
 		}
 		if err := json.Unmarshal(details, &d); err != nil {
-			return Post{}, Alert{}, fmt.Errorf("notify: contradiction event %d: %w", n.EventID, err)
+			return Post{}, Alert{}, fmt.Errorf("read the details of contradiction event %d: %w", n.EventID, err)
 		}
 		return Post{Text: fmt.Sprintf(":warning: The provider holds record %s for this operation, which is marked not sent (ledger: failed). "+
 			"Check before the workflow retries it under a new key: it may do the thing twice.", codeSpan(d.RecordID, 100)),
@@ -99,23 +103,8 @@ func (TicketComposer) compose(ctx context.Context, db ledger.DB, n Notification)
 	return Post{Text: fmt.Sprintf("Ticket %d: %s.", t.ID, escape(n.Kind)), RootEdit: edit}, a, nil
 }
 
-func eventDetails(ctx context.Context, db ledger.DB, eventID int64) ([]byte, error) {
-	var details []byte
-	if err := db.QueryRow(ctx, `SELECT details FROM sweeper.ticket_events WHERE id = $1`, eventID).Scan(&details); err != nil {
-		return nil, fmt.Errorf("notify: event %d: %w", eventID, err)
-	}
-	return details, nil
-}
-
 // mention shows "slack:U123" as a Slack mention, like [person] does for a
 // bare user id.
 func mention(actor string) string {
 	return person(strings.TrimPrefix(actor, "slack:"))
-}
-
-// txless lets a plain ledger.DB serve the review store's reads.
-type txless struct{ ledger.DB }
-
-func (txless) Begin(context.Context) (pgx.Tx, error) {
-	return nil, errors.New("notify: composing a message writes nothing")
 }

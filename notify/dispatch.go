@@ -23,6 +23,7 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
 )
 
 // outboxEventType is the event_type of the metadata every message the
@@ -93,11 +94,17 @@ type DispatcherConfig struct {
 	// HTTPClient makes the calls. Default: a client with a 30s timeout.
 	// It must not retry POST requests on its own.
 	HTTPClient *http.Client
-	// Composer says what each ticket row's message is. Required.
+	// Composer says what each ticket row's message is, such as
+	// [TicketComposer]. Required.
 	Composer Composer
 	// IncidentComposer says what each provider incident row's message is.
-	// Default [IncidentComposer].
+	// Default [IncidentComposer] over Tickets.
 	IncidentComposer Composer
+	// Tickets reads the review tickets the rows are about: where their
+	// alerts go, whether they settled before their first alert, how alert
+	// groups and incidents stand, such as [review.NewReader] over the
+	// dispatcher's database. Required.
+	Tickets review.TicketReader
 	// Channel picks a ticket's channel from the workflow and provider in
 	// its evidence, such as [Channels.For]. Required.
 	Channel func(workflow, provider string) string
@@ -171,6 +178,7 @@ type Dispatcher struct {
 	client   *slack.Client
 	composer Composer
 	incident Composer
+	tickets  review.TicketReader
 	channel  func(workflow, provider string) string
 	id       string
 	lease    time.Duration
@@ -201,19 +209,22 @@ type Dispatcher struct {
 func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	var errs []error
 	if db == nil {
-		errs = append(errs, errors.New("notify: dispatcher: a database is required"))
+		errs = append(errs, errors.New("the Slack dispatcher needs a database"))
 	}
 	if cfg.Token == "" {
-		errs = append(errs, errors.New("notify: dispatcher: Token is required (SLACK_BOT_TOKEN)"))
+		errs = append(errs, errors.New("the Slack dispatcher needs Token, the bot token (SLACK_BOT_TOKEN)"))
 	}
 	if cfg.Composer == nil {
-		errs = append(errs, errors.New("notify: dispatcher: Composer is required"))
+		errs = append(errs, errors.New("the Slack dispatcher needs Composer, which says what each ticket's message is"))
+	}
+	if cfg.Tickets == nil {
+		errs = append(errs, errors.New("the Slack dispatcher needs Tickets, a reader of review tickets"))
 	}
 	if cfg.Channel == nil {
-		errs = append(errs, errors.New("notify: dispatcher: Channel is required"))
+		errs = append(errs, errors.New("the Slack dispatcher needs Channel, which picks each ticket's channel"))
 	}
 	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 || cfg.GroupWait < 0 || cfg.GroupThreshold < 0 {
-		errs = append(errs, errors.New("notify: dispatcher: Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin, MaxAge, GroupWait and GroupThreshold must not be negative"))
+		errs = append(errs, errors.New("the Slack dispatcher's Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin, MaxAge, GroupWait and GroupThreshold must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -234,7 +245,7 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	// already taken is a second message.
 	client := slack.New(cfg.Token, slack.OptionAPIURL(apiURL), slack.OptionHTTPClient(httpClient))
 	id := cmp.Or(cfg.ID, defaultID())
-	var incidentComposer Composer = IncidentComposer{}
+	var incidentComposer Composer = IncidentComposer{Tickets: cfg.Tickets}
 	if cfg.IncidentComposer != nil {
 		incidentComposer = cfg.IncidentComposer
 	}
@@ -248,6 +259,7 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		client:   client,
 		composer: cfg.Composer,
 		incident: incidentComposer,
+		tickets:  cfg.Tickets,
 		channel:  cfg.Channel,
 		id:       id,
 		lease:    cmp.Or(cfg.Lease, 2*time.Minute),
@@ -639,16 +651,26 @@ func (d *Dispatcher) groupBatch(ctx context.Context, claimed []Notification, tot
 func (d *Dispatcher) skipSettled(parent context.Context, n Notification, log *slog.Logger) (Stats, bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
 	defer cancel()
-	resolved, skipped, err := d.outbox.skipSettled(ctx, n)
+	// The ticket is read before the rows are skipped, not with them: a
+	// resolved ticket is final (sweeper.tickets_guard), so one read
+	// resolved stays resolved, and the rows skipped are those written up to
+	// the skip, as they would be in one statement.
+	t, err := d.tickets.Ticket(ctx, n.TicketID)
+	if err != nil {
+		log.Warn("notify: could not check whether the ticket settled before its alert", "err", err)
+		return Stats{}, false
+	}
+	if t.State != review.StateResolved {
+		return Stats{}, false
+	}
+	skipped, err := d.outbox.skipResolved(ctx, n)
 	switch {
 	case errors.Is(err, ErrLeaseLost):
 		log.Warn("notify: outcome not recorded", "err", err)
 		return Stats{Lost: 1}, true
 	case err != nil:
 		// Not known to be settled: the alert goes out as it would have.
-		log.Warn("notify: could not check whether the ticket settled before its alert", "err", err)
-		return Stats{}, false
-	case !resolved:
+		log.Warn("notify: could not skip the rows of a ticket settled before its alert", "err", err)
 		return Stats{}, false
 	}
 	d.metrics.SlackSkipped(skipped)
@@ -812,7 +834,7 @@ func (d *Dispatcher) where(ctx context.Context, n Notification, r root) (channel
 		// An incident is the provider's: its channel, or the default.
 		provider, err = incidentProvider(ctx, d.db, n.IncidentID)
 	} else {
-		workflow, provider, err = ticketRoute(ctx, d.db, n.TicketID)
+		workflow, provider, err = d.ticketRoute(ctx, n.TicketID)
 	}
 	if err != nil {
 		return "", "", "", err
@@ -838,7 +860,7 @@ func (d *Dispatcher) compose(ctx context.Context, n Notification) (*Post, error)
 	case n.IncidentID != 0:
 		composer = d.incident
 	case isGroupRow(n):
-		composer = GroupComposer{}
+		composer = GroupComposer{Tickets: d.tickets}
 	}
 	post, err := composer.Compose(ctx, d.db, n)
 	if err != nil {

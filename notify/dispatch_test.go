@@ -72,6 +72,7 @@ func (b *bundle) dispatcher(t *testing.T, id string, edit func(*notify.Dispatche
 		Token:      slackfake.Token,
 		APIURL:     b.fake.URL(),
 		Composer:   testComposer,
+		Tickets:    review.NewReader(b.pool),
 		Channel:    testChannels.For,
 		ID:         id,
 		Lease:      30 * time.Second,
@@ -734,7 +735,7 @@ func TestNewDispatcherNamesMissingFields(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, field := range []string{"database", "Token", "Composer", "Channel"} {
+	for _, field := range []string{"database", "Token", "Composer", "Tickets", "Channel"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error %q does not name %s", err, field)
 		}

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"slices"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/slack-go/slack"
 
@@ -41,13 +43,15 @@ func (d *Dispatcher) group(ctx context.Context, n *Notification) error {
 		n.TS != "" || n.Uncertain || len(n.SearchWindows) > 0 {
 		return nil
 	}
-	var workflow, provider, reason string
-	err := d.db.QueryRow(ctx, `SELECT coalesce(evidence->>'workflow', ''), coalesce(evidence->>'provider', ''), reason
-		FROM sweeper.tickets WHERE id = $1`, n.TicketID).Scan(&workflow, &provider, &reason)
+	tickets, err := d.tickets.Summaries(ctx, []int64{n.TicketID})
 	if err != nil {
-		return fmt.Errorf("notify: ticket %d: %w", n.TicketID, err)
+		return err
 	}
-	channel := d.channel(workflow, provider)
+	if len(tickets) == 0 {
+		return fmt.Errorf("%w: %d", review.ErrTicketNotFound, n.TicketID)
+	}
+	provider, reason := tickets[0].Provider, string(tickets[0].Reason)
+	channel := d.channel(tickets[0].Workflow, provider)
 	if channel == "" {
 		return nil // where() parks it
 	}
@@ -55,42 +59,35 @@ func (d *Dispatcher) group(ctx context.Context, n *Notification) error {
 		Begin(context.Context) (pgx.Tx, error)
 	})
 	if !ok {
-		return errors.New("notify: grouping alerts needs a database that begins transactions")
+		return errors.New("grouping alerts needs a database that begins transactions: give the dispatcher a pool")
 	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("notify: group the alert of ticket %d: %w", n.TicketID, err)
+		return fmt.Errorf("group the alert of ticket %d: %w", n.TicketID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	// One decision at a time per channel, provider and reason, across
 	// every dispatcher: two never make two groups of the same tickets.
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sweeper.alert_group'), hashtext($1 || ' ' || $2 || ' ' || $3))`,
 		channel, provider, reason); err != nil {
-		return fmt.Errorf("notify: group the alert of ticket %d: %w", n.TicketID, err)
+		return fmt.Errorf("group the alert of ticket %d: %w", n.TicketID, err)
 	}
-	var group int64
-	err = tx.QueryRow(ctx, `SELECT g.id FROM sweeper.alert_groups g
-		WHERE g.channel = $1 AND g.provider = $2 AND g.reason = $3
-		  AND EXISTS (SELECT 1 FROM sweeper.outbox m JOIN sweeper.tickets t ON t.id = m.ticket_id
-		              WHERE m.group_id = g.id AND t.state = 'open' AND m.state IN ('pending', 'sent'))
-		  AND EXISTS (SELECT 1 FROM sweeper.outbox r WHERE r.group_id = g.id AND r.ticket_id IS NULL
-		              AND r.state IN ('pending', 'sent') AND r.removed_at IS NULL)
-		ORDER BY g.id DESC LIMIT 1`, channel, provider, reason).Scan(&group)
+	group, err := d.openGroup(ctx, tx, channel, provider, reason)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("group the alert of ticket %d: %w", n.TicketID, err)
+	case group == 0:
 		group, err = d.newGroup(ctx, tx, *n, channel, provider, reason)
 		if err != nil || group == 0 {
 			return err // too few: posted alone (the deferred rollback ends tx)
 		}
-	case err != nil:
-		return fmt.Errorf("notify: group the alert of ticket %d: %w", n.TicketID, err)
 	default:
 		if err := NewOutbox(tx).update(ctx, *n, "join an alert group", `group_id = $4`, group); err != nil {
 			return err
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("notify: group the alert of ticket %d: %w", n.TicketID, err)
+		return fmt.Errorf("group the alert of ticket %d: %w", n.TicketID, err)
 	}
 	n.GroupID = group
 	g, err := d.outbox.rootOf(ctx, Notification{GroupID: group})
@@ -104,32 +101,101 @@ func (d *Dispatcher) group(ctx context.Context, n *Notification) error {
 	return nil
 }
 
+// groupPage is how many alert groups [Dispatcher.openGroup] reads at once.
+const groupPage = 50
+
+// openGroup returns the newest alert group of channel, provider and reason
+// whose message is pending or in Slack and that still has an open ticket,
+// or 0. It runs under the decision's lock, in tx; the tickets' states are
+// read through the ticket reader, as they are committed when it reads: a
+// ticket that resolves just after is seen open, as it would be were it
+// read in tx's statement (a resolution does not take the lock).
+func (d *Dispatcher) openGroup(ctx context.Context, tx pgx.Tx, channel, provider, reason string) (int64, error) {
+	type member struct {
+		group   int64
+		tickets []int64
+	}
+	for after := int64(0); ; {
+		rows, err := tx.Query(ctx, `SELECT g.id, array_agg(m.ticket_id ORDER BY m.ticket_id)
+			FROM sweeper.alert_groups g JOIN sweeper.outbox m ON m.group_id = g.id
+			WHERE g.channel = $1 AND g.provider = $2 AND g.reason = $3 AND ($4::bigint = 0 OR g.id < $4::bigint)
+			  AND m.ticket_id IS NOT NULL AND m.state IN ('pending', 'sent')
+			  AND EXISTS (SELECT 1 FROM sweeper.outbox r WHERE r.group_id = g.id AND r.ticket_id IS NULL
+			              AND r.state IN ('pending', 'sent') AND r.removed_at IS NULL)
+			GROUP BY g.id ORDER BY g.id DESC LIMIT $5`, channel, provider, reason, after, groupPage)
+		if err != nil {
+			return 0, err
+		}
+		var page []member
+		var m member
+		if _, err := pgx.ForEachRow(rows, []any{&m.group, &m.tickets}, func() error {
+			page = append(page, m)
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+		if len(page) == 0 {
+			return 0, nil
+		}
+		var ids []int64
+		for _, m := range page {
+			ids = append(ids, m.tickets...)
+		}
+		tickets, err := d.tickets.Summaries(ctx, ids)
+		if err != nil {
+			return 0, err
+		}
+		open := map[int64]bool{}
+		for _, t := range tickets {
+			open[t.ID] = t.State == review.StateOpen
+		}
+		for _, m := range page {
+			if slices.ContainsFunc(m.tickets, func(id int64) bool { return open[id] }) {
+				return m.group, nil
+			}
+		}
+		after = page[len(page)-1].group
+	}
+}
+
 // newGroup makes the due, ungrouped alerts of channel, provider and reason
 // a group in tx, with its message's outbox row, when there are at least
 // the threshold of them, and returns its id (0: too few). The alerts held
 // by other dispatchers count, and join the group when their holder decides
 // (under the same lock, it finds the group); the others join now.
 func (d *Dispatcher) newGroup(ctx context.Context, tx pgx.Tx, n Notification, channel, provider, reason string) (int64, error) {
-	rows, err := tx.Query(ctx, `SELECT o.id, coalesce(t.evidence->>'workflow', '') FROM sweeper.outbox o
-		JOIN sweeper.tickets t ON t.id = o.ticket_id
+	rows, err := tx.Query(ctx, `SELECT o.id, o.ticket_id FROM sweeper.outbox o
 		WHERE o.kind = 'opened' AND o.state = 'pending' AND o.group_id IS NULL AND o.ts IS NULL
-		  AND NOT o.uncertain AND o.search_windows = '[]' AND t.state = 'open'
-		  AND t.reason = $1 AND t.evidence->>'provider' = $2
-		ORDER BY o.id`, reason, provider)
+		  AND NOT o.uncertain AND o.search_windows = '[]' AND o.ticket_id IS NOT NULL
+		ORDER BY o.id`)
 	if err != nil {
-		return 0, fmt.Errorf("notify: alert group candidates: %w", err)
+		return 0, fmt.Errorf("find the alerts to group: %w", err)
+	}
+	var rowIDs, ticketIDs []int64
+	var rowID, ticketID int64
+	if _, err := pgx.ForEachRow(rows, []any{&rowID, &ticketID}, func() error {
+		rowIDs, ticketIDs = append(rowIDs, rowID), append(ticketIDs, ticketID)
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("find the alerts to group: %w", err)
+	}
+	// The tickets' states, reasons and routes are read through the ticket
+	// reader; as in openGroup, a ticket that resolves after the read is
+	// grouped, as it would have been had it resolved after tx's statement.
+	tickets, err := d.tickets.Summaries(ctx, ticketIDs)
+	if err != nil {
+		return 0, fmt.Errorf("find the alerts to group: %w", err)
+	}
+	alike := map[int64]bool{}
+	for _, t := range tickets {
+		alike[t.ID] = t.State == review.StateOpen && string(t.Reason) == reason && t.Provider == provider &&
+			d.channel(t.Workflow, provider) == channel
 	}
 	var ids []int64
-	var id int64
-	var workflow string
-	_, err = pgx.ForEachRow(rows, []any{&id, &workflow}, func() error {
-		if d.channel(workflow, provider) == channel {
+	for i, id := range rowIDs {
+		if alike[ticketIDs[i]] {
 			ids = append(ids, id)
 		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("notify: alert group candidates: %w", err)
 	}
 	if len(ids) < d.grouping {
 		return 0, nil
@@ -137,18 +203,18 @@ func (d *Dispatcher) newGroup(ctx context.Context, tx pgx.Tx, n Notification, ch
 	var group int64
 	if err := tx.QueryRow(ctx, `INSERT INTO sweeper.alert_groups (channel, provider, reason) VALUES ($1, $2, $3) RETURNING id`,
 		channel, provider, reason).Scan(&group); err != nil {
-		return 0, fmt.Errorf("notify: new alert group: %w", err)
+		return 0, fmt.Errorf("make an alert group: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO sweeper.outbox (group_id, dedupe_key, kind) VALUES ($1::bigint, 'group:' || $1::bigint::text || ':opened', $2)`,
 		group, KindGroupOpened); err != nil {
-		return 0, fmt.Errorf("notify: alert group %d: %w", group, err)
+		return 0, fmt.Errorf("alert group %d: %w", group, err)
 	}
 	tag, err := tx.Exec(ctx, `UPDATE sweeper.outbox SET group_id = $1
 		WHERE id = ANY($2) AND state = 'pending' AND group_id IS NULL
 		  AND ((id = $3 AND leased_by = $4 AND attempts = $5) OR leased_by IS NULL OR lease_until <= now() OR leased_by = $4)`,
 		group, ids, n.ID, n.LeasedBy, n.Attempts)
 	if err != nil {
-		return 0, fmt.Errorf("notify: alert group %d: %w", group, err)
+		return 0, fmt.Errorf("alert group %d: %w", group, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return 0, ErrLeaseLost // rolled back: not even n's row is held
@@ -161,7 +227,7 @@ func (d *Dispatcher) newGroup(ctx context.Context, tx pgx.Tx, n Notification, ch
 func groupChannel(ctx context.Context, db ledger.DB, group int64) (string, error) {
 	var channel string
 	if err := db.QueryRow(ctx, `SELECT channel FROM sweeper.alert_groups WHERE id = $1`, group).Scan(&channel); err != nil {
-		return "", fmt.Errorf("notify: alert group %d: %w", group, err)
+		return "", fmt.Errorf("alert group %d: %w", group, err)
 	}
 	return channel, nil
 }
@@ -203,7 +269,7 @@ func (d *Dispatcher) refreshGroup(ctx context.Context, group int64) error {
 		return err
 	}
 	row := Notification{GroupID: group, Kind: KindGroupOpened, DedupeKey: g.DedupeKey}
-	post, err := GroupComposer{}.Compose(ctx, d.db, row)
+	post, err := GroupComposer{Tickets: d.tickets}.Compose(ctx, d.db, row)
 	if err != nil {
 		return err
 	}
@@ -238,43 +304,54 @@ type GroupedTicket struct {
 	OpenedAt time.Time
 }
 
-// ReadAlertGroup returns alert group id as it is now.
-func ReadAlertGroup(ctx context.Context, db ledger.DB, id int64) (AlertGroup, error) {
+// ReadAlertGroup returns alert group id as it is now: the group from db,
+// its tickets through tickets.
+func ReadAlertGroup(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (AlertGroup, error) {
 	g := AlertGroup{ID: id}
+	var members []int64
 	err := db.QueryRow(ctx, `SELECT provider, reason,
-			(SELECT count(*) FROM sweeper.outbox m JOIN sweeper.tickets t ON t.id = m.ticket_id
-			 WHERE m.group_id = g.id AND t.state = 'open'),
-			(SELECT count(*) FROM sweeper.outbox m JOIN sweeper.tickets t ON t.id = m.ticket_id
-			 WHERE m.group_id = g.id AND t.state = 'resolved')
-		FROM sweeper.alert_groups g WHERE id = $1`, id).Scan(&g.Provider, &g.Reason, &g.Open, &g.Resolved)
+			coalesce((SELECT array_agg(m.ticket_id ORDER BY m.id) FROM sweeper.outbox m
+			          WHERE m.group_id = g.id AND m.ticket_id IS NOT NULL), '{}')
+		FROM sweeper.alert_groups g WHERE id = $1`, id).Scan(&g.Provider, &g.Reason, &members)
 	if err != nil {
-		return AlertGroup{}, fmt.Errorf("notify: alert group %d: %w", id, err)
+		return AlertGroup{}, fmt.Errorf("read alert group %d: %w", id, err)
 	}
-	rows, err := db.Query(ctx, `SELECT t.id, coalesce(t.evidence->>'workflow', ''), t.op_key, t.created_at
-		FROM sweeper.outbox m JOIN sweeper.tickets t ON t.id = m.ticket_id
-		WHERE m.group_id = $1 AND t.state = 'open' ORDER BY t.id LIMIT $2`, id, groupShown)
+	list, err := tickets.Summaries(ctx, members)
 	if err != nil {
-		return AlertGroup{}, fmt.Errorf("notify: alert group %d: %w", id, err)
+		return AlertGroup{}, fmt.Errorf("read the tickets of alert group %d: %w", id, err)
 	}
-	var t GroupedTicket
-	_, err = pgx.ForEachRow(rows, []any{&t.ID, &t.Workflow, &t.OpKey, &t.OpenedAt}, func() error {
-		g.Shown = append(g.Shown, t)
-		return nil
-	})
-	if err != nil {
-		return AlertGroup{}, fmt.Errorf("notify: alert group %d: %w", id, err)
+	state := map[int64]string{}
+	for _, t := range list {
+		state[t.ID] = t.State
+		if t.State == review.StateOpen && len(g.Shown) < groupShown {
+			g.Shown = append(g.Shown, GroupedTicket{ID: t.ID, Workflow: t.Workflow, OpKey: t.OpKey, OpenedAt: t.CreatedAt})
+		}
+	}
+	for _, m := range members {
+		switch state[m] {
+		case review.StateOpen:
+			g.Open++
+		case review.StateResolved:
+			g.Resolved++
+		}
 	}
 	return g, nil
 }
 
 // GroupComposer is the message of an alert group's row: [GroupMessage].
-type GroupComposer struct{}
+// It reads the group's tickets through Tickets.
+type GroupComposer struct {
+	Tickets review.TicketReader
+}
 
 var _ Composer = GroupComposer{}
 
 // Compose implements [Composer].
-func (GroupComposer) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
-	g, err := ReadAlertGroup(ctx, db, n.GroupID)
+func (c GroupComposer) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
+	if c.Tickets == nil {
+		return Post{}, errors.New("the alert group composer has no ticket reader: set GroupComposer.Tickets")
+	}
+	g, err := ReadAlertGroup(ctx, db, c.Tickets, n.GroupID)
 	if err != nil {
 		return Post{}, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
 )
 
 // TestGroupedTicketButtons: the buttons of a ticket's alert in its group's
@@ -21,7 +22,8 @@ func TestGroupedTicketButtons(t *testing.T) {
 	b := interactSetup(t, interactOptions{pool: true})
 	fake := slackfake.New(t)
 	d, err := NewDispatcher(b.db.(ledger.DB), DispatcherConfig{
-		Token: slackfake.Token, APIURL: fake.URL(), Composer: TicketComposer{},
+		Token: slackfake.Token, APIURL: fake.URL(), Composer: TicketComposer{Tickets: review.NewReader(b.db.(ledger.DB))},
+		Tickets: review.NewReader(b.db.(ledger.DB)),
 		Channel: func(string, string) string { return interactTestChannel }, PerChannel: rate.Inf,
 		Backoff: func(int) time.Duration { return 0 }, GroupThreshold: 3,
 	})

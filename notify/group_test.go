@@ -25,7 +25,7 @@ func (b *bundle) groupRoots() []slackfake.Message {
 
 func (b *bundle) groupDispatcher(t *testing.T, id string) *notify.Dispatcher {
 	return b.dispatcher(t, id, func(c *notify.DispatcherConfig) {
-		c.Composer = notify.TicketComposer{}
+		c.Composer = notify.TicketComposer{Tickets: c.Tickets}
 		c.GroupThreshold = 3
 	})
 }
@@ -127,7 +127,7 @@ func TestAlertGroupsTwoDispatchers(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 3 {
 		d := b.dispatcher(t, fmt.Sprintf("d%d", i), func(c *notify.DispatcherConfig) {
-			c.Composer = notify.TicketComposer{}
+			c.Composer = notify.TicketComposer{Tickets: c.Tickets}
 			c.GroupThreshold = 3
 			c.BatchSize = 4
 		})

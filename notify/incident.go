@@ -18,6 +18,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
 )
 
 // incidentRefresh is how often a dispatcher brings the root message of an
@@ -65,7 +66,7 @@ func (d *Dispatcher) refreshIncident(ctx context.Context, id int64) error {
 	if err != nil || !r.Live {
 		return err
 	}
-	in, err := ReadIncident(ctx, d.db, id)
+	in, err := ReadIncident(ctx, d.db, d.tickets, id)
 	if err != nil {
 		return err
 	}
@@ -109,26 +110,29 @@ type Incident struct {
 	Settled, Review, Pending int
 }
 
-// ReadIncident returns incident id with its counts as of now.
-func ReadIncident(ctx context.Context, db ledger.DB, id int64) (Incident, error) {
+// ReadIncident returns incident id with its counts as of now: the
+// incident and the operations from db, the tickets through tickets. The
+// counts are a report, each read as it is committed when it is read.
+func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (Incident, error) {
 	in := Incident{ID: id}
 	var ended *time.Time
 	err := db.QueryRow(ctx, `SELECT i.provider, i.started_at, i.ended_at, i.waiting,
 			(SELECT count(*) FROM ledger.operations o WHERE o.provider = i.provider
 			   AND o.status IN ('done', 'failed') AND o.updated_at >= i.started_at),
-			(SELECT count(*) FROM sweeper.tickets t JOIN ledger.operations o ON o.id = t.operation_id
-			   WHERE o.provider = i.provider AND t.created_at >= i.started_at),
 			(SELECT count(*) FROM ledger.operations o WHERE o.provider = i.provider AND o.status = 'pending')
 		FROM sweeper.incidents i WHERE i.id = $1`, id).
-		Scan(&in.Provider, &in.StartedAt, &ended, &in.Waiting, &in.Settled, &in.Review, &in.Pending)
+		Scan(&in.Provider, &in.StartedAt, &ended, &in.Waiting, &in.Settled, &in.Pending)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Incident{}, fmt.Errorf("notify: incident %d not found", id)
+		return Incident{}, fmt.Errorf("incident %d not found", id)
 	}
 	if err != nil {
-		return Incident{}, fmt.Errorf("notify: incident %d: %w", id, err)
+		return Incident{}, fmt.Errorf("read incident %d: %w", id, err)
 	}
 	if ended != nil {
 		in.EndedAt = *ended
+	}
+	if in.Review, err = tickets.OpenedSince(ctx, in.Provider, in.StartedAt); err != nil {
+		return Incident{}, fmt.Errorf("read incident %d: %w", id, err)
 	}
 	return in, nil
 }
@@ -140,16 +144,22 @@ func ReadIncident(ctx context.Context, db ledger.DB, id int64) (Incident, error)
 // dispatcher keeps editing the root to the counts as the backlog settles. A closed row posted as a new
 // root (the opening never reached Slack, or was removed) is the ended
 // incident's root message itself.
-type IncidentComposer struct{}
+// It counts the provider's tickets through Tickets.
+type IncidentComposer struct {
+	Tickets review.TicketReader
+}
 
 var _ Composer = IncidentComposer{}
 
 // Compose implements [Composer].
-func (IncidentComposer) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
+func (c IncidentComposer) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
 	if n.IncidentID == 0 {
-		return Post{}, fmt.Errorf("notify: outbox row %d belongs to no incident", n.ID)
+		return Post{}, fmt.Errorf("outbox row %d belongs to no incident", n.ID)
 	}
-	in, err := ReadIncident(ctx, db, n.IncidentID)
+	if c.Tickets == nil {
+		return Post{}, errors.New("the incident composer has no ticket reader: set IncidentComposer.Tickets")
+	}
+	in, err := ReadIncident(ctx, db, c.Tickets, n.IncidentID)
 	if err != nil {
 		return Post{}, err
 	}

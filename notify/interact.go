@@ -117,13 +117,13 @@ var _ http.Handler = (*Interactions)(nil)
 func NewInteractions(cfg InteractionsConfig) (*Interactions, error) {
 	var errs []error
 	if cfg.SigningSecret == "" {
-		errs = append(errs, errors.New("notify: interactions: SigningSecret is required"))
+		errs = append(errs, errors.New("the Slack interactivity endpoint: SigningSecret is required (SLACK_SIGNING_SECRET)"))
 	}
 	if cfg.Store == nil {
-		errs = append(errs, errors.New("notify: interactions: Store is required"))
+		errs = append(errs, errors.New("the Slack interactivity endpoint: Store is required, the review store that records what people decide"))
 	}
 	if cfg.Slack == nil {
-		errs = append(errs, errors.New("notify: interactions: Slack is required"))
+		errs = append(errs, errors.New("the Slack interactivity endpoint: Slack is required, a Web API client"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -270,14 +270,14 @@ func interactParse(body []byte) (slack.InteractionCallback, error) {
 func interactTicketRef(v string) (id int64, version int, err error) {
 	id, version, err = ParseButtonValue(v)
 	if err == nil && version < 1 {
-		err = fmt.Errorf("notify: button value %q: version must be at least 1", v)
+		err = fmt.Errorf("button value %q: version must be at least 1", v)
 	}
 	return id, version, err
 }
 
 // errNotAllowed: the Slack user is neither the ticket's owner nor a
 // reviewer.
-var errNotAllowed = errors.New("notify: not allowed to act on this ticket")
+var errNotAllowed = errors.New("not allowed to act on this ticket")
 
 // authorize reads the ticket and checks that user may act on it. The
 // ticket's owner changes only with its version, and every decision is a

@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
 )
 
 // Outbox row states.
@@ -108,9 +109,9 @@ var holdingCodes = []string{
 
 var (
 	// ErrNotificationNotFound: no outbox row has the given id.
-	ErrNotificationNotFound = errors.New("notify: outbox row not found")
+	ErrNotificationNotFound = errors.New("outbox row not found")
 	// ErrNotParked: only a parked row can be replayed or dismissed.
-	ErrNotParked = errors.New("notify: outbox row is not parked")
+	ErrNotParked = errors.New("outbox row is not parked")
 )
 
 // Notification is one outbox row: the Slack message one ticket event owes.
@@ -217,7 +218,7 @@ func scanNotification(row pgx.CollectableRow) (Notification, error) {
 		return n, err
 	}
 	if err := json.Unmarshal(windows, &n.SearchWindows); err != nil {
-		return n, fmt.Errorf("notify: outbox row %d: search windows: %w", n.ID, err)
+		return n, fmt.Errorf("outbox row %d: read its search windows: %w", n.ID, err)
 	}
 	return n, nil
 }
@@ -291,16 +292,16 @@ func (o *Outbox) Claim(ctx context.Context, by string, lease time.Duration, limi
 // (slack.group_wait): it is claimable only once it is older than groupWait.
 func (o *Outbox) ClaimAfter(ctx context.Context, by string, lease time.Duration, limit int, groupWait time.Duration) ([]Notification, error) {
 	if by == "" || lease <= 0 || limit <= 0 || groupWait < 0 {
-		return nil, fmt.Errorf("notify: claim: need a holder, a lease, a limit and a wait of at least 0 (got %q, %s, %d, %s)",
+		return nil, fmt.Errorf("claim outbox rows: need a holder, a lease, a limit and a wait of at least 0 (got %q, %s, %d, %s)",
 			by, lease, limit, groupWait)
 	}
 	rows, err := o.db.Query(ctx, claimSQL, by, lease.Seconds(), limit, holdingCodes, groupWait.Seconds())
 	if err != nil {
-		return nil, fmt.Errorf("notify: claim outbox rows: %w", err)
+		return nil, fmt.Errorf("claim outbox rows: %w", err)
 	}
 	claimed, err := pgx.CollectRows(rows, scanNotification)
 	if err != nil {
-		return nil, fmt.Errorf("notify: claim outbox rows: %w", err)
+		return nil, fmt.Errorf("claim outbox rows: %w", err)
 	}
 	return claimed, nil
 }
@@ -312,13 +313,13 @@ const leaseHeld = `WHERE id = $1 AND leased_by = $2 AND attempts = $3 AND state 
 // ErrLeaseLost: the row is no longer held under the lease the write named
 // (it expired and another dispatcher claimed the row, or a person acted).
 // Nothing was written.
-var ErrLeaseLost = errors.New("notify: outbox lease lost")
+var ErrLeaseLost = errors.New("outbox lease lost")
 
 func (o *Outbox) update(ctx context.Context, n Notification, what, set string, args ...any) error {
 	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox SET `+set+` `+leaseHeld,
 		append([]any{n.ID, n.LeasedBy, n.Attempts}, args...)...)
 	if err != nil {
-		return fmt.Errorf("notify: outbox row %d: %s: %w", n.ID, what, err)
+		return fmt.Errorf("outbox row %d: %s: %w", n.ID, what, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: row %d (%s), %s", ErrLeaseLost, n.ID, n.DedupeKey, what)
@@ -396,46 +397,39 @@ func (o *Outbox) Park(ctx context.Context, n Notification, code string, cause er
 		leased_by = NULL, lease_until = now(), history = `+historyEntry("'parked'", "$4"), errorText(cause), code)
 }
 
-// skipSettled marks held row n, a ticket's "opened" row never attempted,
-// skipped (CodeSettledBeforeAlert) when its ticket is resolved, and with it
-// the ticket's other rows written so far that are pending and not held:
-// the events up to the resolution, which nobody needs either. A later
-// event's row (a contradiction) is posted as the ticket's root. It reports
-// whether the ticket was resolved, and how many rows it skipped.
-// [ErrLeaseLost] when the lease has passed.
-func (o *Outbox) skipSettled(ctx context.Context, n Notification) (bool, int, error) {
-	var resolved bool
+// skipResolved marks held row n, the "opened" row of a ticket that is
+// resolved and was never attempted, skipped (CodeSettledBeforeAlert), and
+// with it the ticket's other rows written so far that are pending and not
+// held: the events up to the resolution, which nobody needs either. A
+// later event's row (a contradiction) is posted as the ticket's root. It
+// returns how many rows it skipped. [ErrLeaseLost] when the lease has
+// passed.
+func (o *Outbox) skipResolved(ctx context.Context, n Notification) (int, error) {
 	var skipped int
-	err := o.db.QueryRow(ctx, `WITH t AS (
-			SELECT id FROM sweeper.tickets WHERE id = $4 AND state = 'resolved'),
-		me AS (
+	err := o.db.QueryRow(ctx, `WITH me AS (
 			UPDATE sweeper.outbox SET state = 'skipped', error_code = '`+CodeSettledBeforeAlert+`',
 				leased_by = NULL, lease_until = now(),
 				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
-			`+leaseHeld+` AND EXISTS (SELECT 1 FROM t)
+			`+leaseHeld+`
 			RETURNING id),
 		later AS (
 			UPDATE sweeper.outbox SET state = 'skipped', error_code = '`+CodeSettledBeforeAlert+`',
 				leased_by = NULL, lease_until = now(),
 				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
 			WHERE ticket_id = $4 AND id > $1 AND state = 'pending' AND ts IS NULL AND NOT uncertain
-			  AND kind <> '`+eventContradicted+`' AND (leased_by IS NULL OR lease_until <= now())
+			  AND kind <> $5 AND (leased_by IS NULL OR lease_until <= now())
 			  AND EXISTS (SELECT 1 FROM me)
 			RETURNING id)
-		SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM me) + (SELECT count(*) FROM later)`,
-		n.ID, n.LeasedBy, n.Attempts, n.TicketID).Scan(&resolved, &skipped)
+		SELECT (SELECT count(*) FROM me) + (SELECT count(*) FROM later)`,
+		n.ID, n.LeasedBy, n.Attempts, n.TicketID, review.EventContradicted).Scan(&skipped)
 	if err != nil {
-		return false, 0, fmt.Errorf("notify: outbox row %d: skip a settled ticket's rows: %w", n.ID, err)
+		return 0, fmt.Errorf("skip the rows of settled ticket %d from outbox row %d: %w", n.TicketID, n.ID, err)
 	}
-	if resolved && skipped == 0 {
-		return true, 0, fmt.Errorf("%w: row %d (%s), skip", ErrLeaseLost, n.ID, n.DedupeKey)
+	if skipped == 0 {
+		return 0, fmt.Errorf("%w: row %d (%s), skip", ErrLeaseLost, n.ID, n.DedupeKey)
 	}
-	return resolved, skipped, nil
+	return skipped, nil
 }
-
-// eventContradicted is review.EventContradicted: news about a resolved
-// ticket, never skipped.
-const eventContradicted = "record_found_after_not_sent"
 
 // parkLater parks, with cause, the pending rows of row n's ticket that
 // come after it, were written before cutoff, were never replayed and are
@@ -450,7 +444,7 @@ func (o *Outbox) parkLater(ctx context.Context, n Notification, cutoff time.Time
 		  AND NOT history @> jsonb_build_array(jsonb_build_object('event', '`+eventReplayed+`'))`,
 		n.TicketID, n.ID, cutoff, errorText(cause))
 	if err != nil {
-		return 0, fmt.Errorf("notify: park the rows of ticket %d after row %d: %w", n.TicketID, n.ID, err)
+		return 0, fmt.Errorf("park the rows of ticket %d after outbox row %d: %w", n.TicketID, n.ID, err)
 	}
 	return int(tag.RowsAffected()), nil
 }
@@ -494,11 +488,11 @@ func (o *Outbox) ReplayParked(ctx context.Context, code, by string) ([]Notificat
 		                                ELSE error_code = $1 END
 		RETURNING `+notificationColumns, code, by)
 	if err != nil {
-		return nil, fmt.Errorf("notify: replay parked outbox rows: %w", err)
+		return nil, fmt.Errorf("replay parked outbox rows: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, scanNotification)
 	if err != nil {
-		return nil, fmt.Errorf("notify: replay parked outbox rows: %w", err)
+		return nil, fmt.Errorf("replay parked outbox rows: %w", err)
 	}
 	slices.SortFunc(list, func(a, b Notification) int { return cmp.Compare(a.ID, b.ID) })
 	return list, nil
@@ -523,7 +517,7 @@ func (o *Outbox) parkedOne(ctx context.Context, id int64, what, set string, args
 		WHERE id = $1 AND state = 'parked'
 		RETURNING `+notificationColumns, append([]any{id}, args...)...)
 	if err != nil {
-		return Notification{}, fmt.Errorf("notify: %s outbox row %d: %w", what, id, err)
+		return Notification{}, fmt.Errorf("%s outbox row %d: %w", what, id, err)
 	}
 	n, err := pgx.CollectExactlyOneRow(rows, scanNotification)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -534,7 +528,7 @@ func (o *Outbox) parkedOne(ctx context.Context, id int64, what, set string, args
 		return Notification{}, fmt.Errorf("%w: row %d is %s", ErrNotParked, id, found.State)
 	}
 	if err != nil {
-		return Notification{}, fmt.Errorf("notify: %s outbox row %d: %w", what, id, err)
+		return Notification{}, fmt.Errorf("%s outbox row %d: %w", what, id, err)
 	}
 	return n, nil
 }
@@ -543,14 +537,14 @@ func (o *Outbox) parkedOne(ctx context.Context, id int64, what, set string, args
 func (o *Outbox) Get(ctx context.Context, id int64) (Notification, error) {
 	rows, err := o.db.Query(ctx, `SELECT `+notificationColumns+` FROM sweeper.outbox WHERE id = $1`, id)
 	if err != nil {
-		return Notification{}, fmt.Errorf("notify: outbox row %d: %w", id, err)
+		return Notification{}, fmt.Errorf("read outbox row %d: %w", id, err)
 	}
 	n, err := pgx.CollectExactlyOneRow(rows, scanNotification)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Notification{}, fmt.Errorf("%w: %d", ErrNotificationNotFound, id)
 	}
 	if err != nil {
-		return Notification{}, fmt.Errorf("notify: outbox row %d: %w", id, err)
+		return Notification{}, fmt.Errorf("read outbox row %d: %w", id, err)
 	}
 	return n, nil
 }
@@ -575,11 +569,11 @@ func (o *Outbox) List(ctx context.Context, f OutboxFilter) ([]Notification, erro
 		WHERE ($1 = '' OR state = $1) AND ($2 = 0 OR ticket_id = $2)
 		ORDER BY id LIMIT $3`, f.State, f.TicketID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("notify: list outbox: %w", err)
+		return nil, fmt.Errorf("list outbox rows: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, scanNotification)
 	if err != nil {
-		return nil, fmt.Errorf("notify: list outbox: %w", err)
+		return nil, fmt.Errorf("list outbox rows: %w", err)
 	}
 	return list, nil
 }
@@ -590,13 +584,13 @@ func (o *Outbox) Counts(ctx context.Context) (map[string]int, error) {
 	counts := map[string]int{OutboxPending: 0, OutboxSent: 0, OutboxParked: 0}
 	rows, err := o.db.Query(ctx, `SELECT state, count(*) FROM sweeper.outbox GROUP BY state`)
 	if err != nil {
-		return nil, fmt.Errorf("notify: count outbox: %w", err)
+		return nil, fmt.Errorf("count outbox rows: %w", err)
 	}
 	var state string
 	var n int
 	_, err = pgx.ForEachRow(rows, []any{&state, &n}, func() error { counts[state] = n; return nil })
 	if err != nil {
-		return nil, fmt.Errorf("notify: count outbox: %w", err)
+		return nil, fmt.Errorf("count outbox rows: %w", err)
 	}
 	return counts, nil
 }
@@ -649,7 +643,7 @@ func (o *Outbox) rootOf(ctx context.Context, n Notification) (root, error) {
 			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, n.TicketID, n.IncidentID, groupOwner(n)).
 		Scan(&r.Channel, &r.TS, &r.Thread, &r.DedupeKey, &r.Live, &r.Removed)
 	if err != nil {
-		return root{}, fmt.Errorf("notify: root message of %s: %w", owner(n), err)
+		return root{}, fmt.Errorf("find the root message of %s: %w", owner(n), err)
 	}
 	return r, nil
 }
@@ -687,7 +681,7 @@ func (o *Outbox) markRemoved(ctx context.Context, n Notification, channel, ts st
 		  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
 		  AND removed_at IS NULL`, n.TicketID, n.IncidentID, groupOwner(n), channel, ts)
 	if err != nil {
-		return false, fmt.Errorf("notify: mark the root message of %s removed: %w", owner(n), err)
+		return false, fmt.Errorf("mark the root message of %s removed: %w", owner(n), err)
 	}
 	return tag.RowsAffected() > 0, nil
 }
@@ -702,11 +696,11 @@ func (o *Outbox) markSentRootRemoved(ctx context.Context, n Notification, channe
 		Begin(context.Context) (pgx.Tx, error)
 	})
 	if !ok {
-		return fmt.Errorf("notify: outbox row %d: the outbox's database cannot begin a transaction", n.ID)
+		return fmt.Errorf("outbox row %d: the outbox's database cannot begin a transaction: give it a pool", n.ID)
 	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("notify: outbox row %d: %w", n.ID, err)
+		return fmt.Errorf("outbox row %d: %w", n.ID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	in := NewOutbox(tx)
@@ -720,35 +714,37 @@ func (o *Outbox) markSentRootRemoved(ctx context.Context, n Notification, channe
 			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
-			return fmt.Errorf("notify: outbox row %d: %w", n.ID, err)
+			return fmt.Errorf("outbox row %d: %w", n.ID, err)
 		}
 		return nil
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, details, dedupe_key)
-		VALUES ($1, $2, 'sweeper', jsonb_build_object('channel', $3::text, 'ts', $4::text), $5)
-		ON CONFLICT (dedupe_key) DO NOTHING`,
-		n.TicketID, KindRootRemoved, channel, rootTS, fmt.Sprintf("ticket:%d:%s:%s", n.TicketID, KindRootRemoved, rootTS))
+	// Review writes the event, in this transaction: its outbox row (the
+	// trigger's) commits with the removal, or neither does.
+	_, err = review.NewStore(tx, review.Policy{}).Note(ctx, n.TicketID, KindRootRemoved, rootTS,
+		map[string]string{"channel": channel, "ts": rootTS})
 	if err != nil {
-		return fmt.Errorf("notify: outbox row %d: write the %s event: %w", n.ID, KindRootRemoved, err)
+		return fmt.Errorf("outbox row %d: %w", n.ID, err)
 	}
 	if err := in.MarkSent(ctx, n, n.Channel, n.TS); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("notify: outbox row %d: %w", n.ID, err)
+		return fmt.Errorf("outbox row %d: %w", n.ID, err)
 	}
 	return nil
 }
 
 // ticketRoute is what picks a ticket's channel: its workflow and provider,
 // from the evidence snapshot.
-func ticketRoute(ctx context.Context, db ledger.DB, ticketID int64) (workflow, provider string, err error) {
-	err = db.QueryRow(ctx, `SELECT coalesce(evidence->>'workflow', ''), coalesce(evidence->>'provider', '')
-		FROM sweeper.tickets WHERE id = $1`, ticketID).Scan(&workflow, &provider)
+func (d *Dispatcher) ticketRoute(ctx context.Context, ticketID int64) (workflow, provider string, err error) {
+	s, err := d.tickets.Summaries(ctx, []int64{ticketID})
 	if err != nil {
-		return "", "", fmt.Errorf("notify: ticket %d: %w", ticketID, err)
+		return "", "", err
 	}
-	return workflow, provider, nil
+	if len(s) == 0 {
+		return "", "", fmt.Errorf("%w: %d", review.ErrTicketNotFound, ticketID)
+	}
+	return s[0].Workflow, s[0].Provider, nil
 }
 
 // incidentProvider is what picks an incident's channel: its provider.
@@ -756,7 +752,7 @@ func incidentProvider(ctx context.Context, db ledger.DB, incidentID int64) (stri
 	var provider string
 	err := db.QueryRow(ctx, `SELECT provider FROM sweeper.incidents WHERE id = $1`, incidentID).Scan(&provider)
 	if err != nil {
-		return "", fmt.Errorf("notify: incident %d: %w", incidentID, err)
+		return "", fmt.Errorf("read incident %d: %w", incidentID, err)
 	}
 	return provider, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -44,6 +45,15 @@ const (
 // (https://docs.slack.dev/reference/block-kit/blocks). A message over one of
 // them fails with invalid_blocks or msg_too_long, permanently, so every text
 // is clipped to fit before it is sent.
+//
+// A character is a Unicode code point, not a UTF-16 code unit nor a byte:
+// Slack's RTM limits (https://api.slack.com/rtm#limits) keep 4,000
+// characters under 16 KB "even with a message comprised solely of non-BMP
+// Unicode characters at 4 bytes each", so an astral emoji is one character
+// there, and slack-go's TextBlockObject.Validate (block_object.go) counts
+// the 3,000 of a text object with utf8.RuneCountInString. The count is of
+// the text as sent: "&amp;" is five. [clip] counts so, and
+// [providers.TruncateChars] cuts only between what shows as characters.
 const (
 	maxSectionText  = 3000
 	maxFieldText    = 2000
@@ -121,7 +131,7 @@ func NewAlert(t review.Ticket, ev review.Evidence) Alert {
 	a := Alert{
 		TicketID:           t.ID,
 		Version:            t.Version,
-		RootDedupeKey:      fmt.Sprintf("ticket:%d:%s", t.ID, review.EventOpened),
+		RootDedupeKey:      review.OpenedKey(t.ID),
 		State:              t.State,
 		Priority:           t.Priority,
 		Level:              t.EscalationLevel,
@@ -252,7 +262,7 @@ func NewRootMessage(a Alert, r Replacement) Message {
 	}
 	lead := note
 	if r.Event != "" {
-		lead = clip(r.Event, maxSectionText-len(note)-2) + "\n" + note
+		lead = clip(r.Event, maxSectionText-utf8.RuneCountInString(note)-1) + "\n" + note
 	}
 	blocks := append([]slack.Block{root.Blocks[0], mrkdwnSection(lead)}, root.Blocks[1:]...)
 	text := root.Text
@@ -334,15 +344,15 @@ func ButtonValue(ticketID int64, version int) string {
 func ParseButtonValue(v string) (ticketID int64, version int, err error) {
 	id, ver, ok := strings.Cut(v, ":")
 	if !ok {
-		return 0, 0, fmt.Errorf("notify: button value %q: want TICKET_ID:VERSION", v)
+		return 0, 0, fmt.Errorf("button value %q: want TICKET_ID:VERSION", v)
 	}
 	ticketID, err = strconv.ParseInt(id, 10, 64)
 	if err != nil || ticketID <= 0 {
-		return 0, 0, fmt.Errorf("notify: button value %q: ticket id must be a positive number", v)
+		return 0, 0, fmt.Errorf("button value %q: ticket id must be a positive number", v)
 	}
 	version, err = strconv.Atoi(ver)
 	if err != nil || version < 0 {
-		return 0, 0, fmt.Errorf("notify: button value %q: version must be a number ≥ 0", v)
+		return 0, 0, fmt.Errorf("button value %q: version must be a number ≥ 0", v)
 	}
 	return ticketID, version, nil
 }
@@ -631,14 +641,16 @@ func oneLine(s string) string {
 	}, s)
 }
 
-// clip cuts s to at most limit characters, ending with "…". It does not
-// leave half an entity (&amp;) or half a <…> token at the cut.
+// clip cuts s to at most limit characters (code points, as Slack counts
+// them), ending with "…". It does not cut a character, an emoji sequence
+// or a flag in half ([providers.TruncateChars]), nor leave half an entity
+// (&amp;) or half a <…> token at the cut.
 func clip(s string, limit int) string {
-	if utf8.RuneCountInString(s) <= limit {
+	cut := providers.TruncateChars(s, limit)
+	if cut == s {
 		return s
 	}
-	r := []rune(s)
-	cut := string(r[:limit-1])
+	cut = strings.TrimSuffix(cut, "…")
 	if i := strings.LastIndexByte(cut, '&'); i > strings.LastIndexByte(cut, ';') {
 		cut = cut[:i]
 	}

@@ -694,6 +694,8 @@ func TestClip(t *testing.T) {
 		{desc: "no half entity", in: "ab&amp;cd", limit: 5, want: "ab…"},
 		{desc: "a whole entity stays", in: "ab&amp;cd", limit: 8, want: "ab&amp;…"},
 		{desc: "no half token", in: "x <@U123> y", limit: 6, want: "x …"},
+		{desc: "counts code points: an astral emoji is one", in: "😀😀😀", limit: 3, want: "😀😀😀"},
+		{desc: "no half emoji sequence", in: "ab👍🏽cd", limit: 4, want: "ab…"},
 	}
 	for _, tc := range tests {
 		if got := clip(tc.in, tc.limit); got != tc.want {
@@ -701,6 +703,60 @@ func TestClip(t *testing.T) {
 		}
 		if n := utf8.RuneCountInString(clip(tc.in, tc.limit)); n > tc.limit {
 			t.Errorf("%s: %d characters, limit %d", tc.desc, n, tc.limit)
+		}
+	}
+}
+
+// TestSectionEmojiAtTheLimit: a section of emoji sequences, each several
+// code points (a ZWJ family, a skin tone, a flag), counted as Slack and
+// slack-go count: code points. Exactly at the limit it is sent whole; one
+// over, it is cut between two emoji, never inside one, and slack-go's own
+// validation of the text object accepts both.
+func TestSectionEmojiAtTheLimit(t *testing.T) {
+	t.Parallel()
+	// What shows as one character each: 5, 2, 2 and 1 code points.
+	chars := []string{"👩\u200D👩\u200D👧", "👍🏽", "🇫🇷", "é"}
+	unit := strings.Join(chars, "")
+	units := strings.Repeat(unit, maxSectionText/utf8.RuneCountInString(unit))
+	if utf8.RuneCountInString(units) != maxSectionText {
+		t.Fatalf("the fixture has %d code points, want %d", utf8.RuneCountInString(units), maxSectionText)
+	}
+	for _, tc := range []struct {
+		desc string
+		in   string
+		cut  bool
+	}{
+		{desc: "exactly at the limit", in: units},
+		{desc: "one over", in: units + "x", cut: true},
+		{desc: "one over, inside a sequence", in: "x" + units, cut: true},
+	} {
+		text := mrkdwnSection(tc.in).Text
+		if err := text.Validate(); err != nil {
+			t.Errorf("%s: slack-go refuses the text: %v", tc.desc, err)
+		}
+		got := text.Text
+		if n := utf8.RuneCountInString(got); n > maxSectionText || !utf8.ValidString(got) {
+			t.Errorf("%s: %d code points (limit %d), valid UTF-8 %v", tc.desc, n, maxSectionText, utf8.ValidString(got))
+		}
+		if !tc.cut {
+			if got != tc.in {
+				t.Errorf("%s: the text was changed", tc.desc)
+			}
+			continue
+		}
+		kept, ok := strings.CutSuffix(got, "…")
+		if !ok || !strings.HasPrefix(tc.in, kept) {
+			t.Fatalf("%s: not a prefix of the text and an ellipsis", tc.desc)
+		}
+		// Whole characters only: what was kept is a run of them.
+		rest := strings.TrimPrefix(kept, "x")
+		for i := 0; rest != ""; i++ {
+			c := chars[i%len(chars)]
+			if !strings.HasPrefix(rest, c) {
+				t.Errorf("%s: the cut splits %+q: the text ends %+q", tc.desc, c, rest)
+				break
+			}
+			rest = rest[len(c):]
 		}
 	}
 }

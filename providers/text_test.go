@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sweeper/sweeper/providers"
 )
@@ -49,6 +50,46 @@ func TestTruncate(t *testing.T) {
 	} {
 		if got := providers.Truncate(tc.s, tc.n); got != tc.want {
 			t.Errorf("%s: Truncate(%q, %d) = %q, want %q", tc.desc, tc.s, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestTruncateChars(t *testing.T) {
+	t.Parallel()
+	const (
+		family = "👩\u200D👩\u200D👧" // 5 code points, one on screen
+		thumb  = "👍🏽"              // thumbs up and a skin tone
+		flags  = "🇫🇷🇩🇪"            // two flags, four indicators
+		keycap = "1\uFE0F\u20E3"
+	)
+	for _, tc := range []struct {
+		desc, s string
+		n       int
+		want    string
+	}{
+		{"short", "abc", 5, "abc"},
+		{"exact", "abcde", 5, "abcde"},
+		{"cut", "abcdef", 4, "abc…"},
+		{"characters, not bytes", "éééé", 4, "éééé"},
+		{"astral characters count one", "😀😀😀", 3, "😀😀😀"},
+		{"astral cut", "😀😀😀😀", 3, "😀😀…"},
+		{"combining mark stays with its letter", "ae\u0301b", 3, "a…"},
+		{"skin tone stays with its emoji", "a" + thumb + "b", 3, "a…"},
+		{"ZWJ sequence whole", family + "xy", 6, family + "…"},
+		{"ZWJ sequence never halved", "a" + family + "x", 5, "a…"},
+		{"cut right after a ZWJ", "a" + family, 4, "a…"},
+		{"flags paired", flags + "x", 4, "🇫🇷…"},
+		{"flag never halved", "a" + flags + "x", 3, "a…"},
+		{"keycap whole", "a" + keycap + "b", 4, "a…"},
+		{"no room but the ellipsis", "abc", 1, "…"},
+		{"no room at all", "abc", 0, ""},
+	} {
+		got := providers.TruncateChars(tc.s, tc.n)
+		if got != tc.want {
+			t.Errorf("%s: TruncateChars(%q, %d) = %q, want %q", tc.desc, tc.s, tc.n, got, tc.want)
+		}
+		if n := utf8.RuneCountInString(got); n > max(tc.n, 0) || !utf8.ValidString(got) {
+			t.Errorf("%s: %q has %d characters (limit %d) or is not UTF-8", tc.desc, got, n, tc.n)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/review"
 )
 
 // ErrSlackOff is returned by [App.Dispatcher] when slack.channel is
@@ -39,10 +40,12 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 		return nil, err
 	}
 	channels := notify.Channels{Default: cfg.Channel, Workflows: cfg.Channels.Workflows, Providers: cfg.Channels.Providers}
+	tickets := review.NewReader(s.Pool)
 	return notify.NewDispatcher(s.Pool, notify.DispatcherConfig{
 		Token:          token,
 		APIURL:         cfg.APIURL,
-		Composer:       notify.TicketComposer{},
+		Composer:       notify.TicketComposer{Tickets: tickets},
+		Tickets:        tickets,
 		Channel:        channels.For,
 		Logger:         s.Logger,
 		Metrics:        s.Metrics,

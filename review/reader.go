@@ -1,0 +1,111 @@
+package review
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sweeper/sweeper/ledger"
+)
+
+// TicketReader reads tickets and their audit events, and writes nothing:
+// what another package (notify, which tells people about tickets in Slack)
+// needs of review's tables, so that it never reads them in SQL of its own.
+// Every read is a statement of its own: a ticket's state may change right
+// after it (open to resolved, which is final), and the evidence snapshot,
+// the operation, the reason and the creation time never do.
+type TicketReader interface {
+	// Ticket returns ticket id as it is now, or [ErrTicketNotFound].
+	Ticket(ctx context.Context, id int64) (Ticket, error)
+	// Event returns audit event id, or [ErrEventNotFound].
+	Event(ctx context.Context, id int64) (Event, error)
+	// Summaries returns the tickets among ids as they are now, without
+	// their evidence, ordered by id; an id no ticket has is left out.
+	Summaries(ctx context.Context, ids []int64) ([]Summary, error)
+	// OpenedSince counts the tickets opened at or after since for
+	// operations of provider.
+	OpenedSince(ctx context.Context, provider string, since time.Time) (int, error)
+}
+
+// Summary is what a list shows of a ticket: no evidence, but the workflow
+// and the provider its evidence names.
+type Summary struct {
+	ID        int64
+	OpKey     string
+	Reason    Reason
+	State     string
+	Workflow  string
+	Provider  string
+	CreatedAt time.Time
+}
+
+// ErrEventNotFound: no audit event has the given id.
+var ErrEventNotFound = errors.New("ticket event not found")
+
+// Reader is the [TicketReader] over a database.
+type Reader struct {
+	db ledger.DB
+}
+
+var _ TicketReader = (*Reader)(nil)
+
+// NewReader returns a Reader over db: a pool, or a transaction to read in.
+func NewReader(db ledger.DB) *Reader { return &Reader{db: db} }
+
+// Ticket implements [TicketReader].
+func (r *Reader) Ticket(ctx context.Context, id int64) (Ticket, error) {
+	return getTicket(ctx, r.db, id)
+}
+
+// Event implements [TicketReader].
+func (r *Reader) Event(ctx context.Context, id int64) (Event, error) {
+	rows, err := r.db.Query(ctx, `SELECT id, ticket_id, kind, actor, at, details
+		FROM sweeper.ticket_events WHERE id = $1`, id)
+	if err != nil {
+		return Event{}, fmt.Errorf("read ticket event %d: %w", id, err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Event])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Event{}, fmt.Errorf("%w: %d", ErrEventNotFound, id)
+	}
+	if err != nil {
+		return Event{}, fmt.Errorf("read ticket event %d: %w", id, err)
+	}
+	return e, nil
+}
+
+// Summaries implements [TicketReader].
+func (r *Reader) Summaries(ctx context.Context, ids []int64) ([]Summary, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := r.db.Query(ctx, `SELECT id, op_key, reason, state,
+			coalesce(evidence->>'workflow', ''), coalesce(evidence->>'provider', ''), created_at
+		FROM sweeper.tickets WHERE id = ANY($1) ORDER BY id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read %d tickets: %w", len(ids), err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Summary])
+	if err != nil {
+		return nil, fmt.Errorf("read %d tickets: %w", len(ids), err)
+	}
+	return list, nil
+}
+
+// OpenedSince implements [TicketReader].
+func (r *Reader) OpenedSince(ctx context.Context, provider string, since time.Time) (int, error) {
+	var n int
+	err := r.db.QueryRow(ctx, `SELECT count(*) FROM sweeper.tickets t JOIN ledger.operations o ON o.id = t.operation_id
+		WHERE o.provider = $1 AND t.created_at >= $2`, provider, since).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count the tickets of provider %q opened since %s: %w", provider, since.Format(time.RFC3339), err)
+	}
+	return n, nil
+}
+
+// OpenedKey is the dedupe key of ticket id's [EventOpened] event, which
+// its outbox row and its root message in Slack carry too.
+func OpenedKey(id int64) string { return EventKey(id, EventOpened) }

@@ -1,0 +1,99 @@
+package review_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sweeper/sweeper/review"
+)
+
+// TestReader: the reader returns what the store wrote, by ticket, by
+// event and in summaries, and says which one it did not find.
+func TestReader(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := review.NewReader(b.tx)
+	a := openTicket(t, b.store, b.tx, "reader-a", threeRecords)
+	c := openTicket(t, b.store, b.tx, "reader-c", threeRecords)
+
+	got, err := r.Ticket(b.ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a, got); diff != "" {
+		t.Errorf("Ticket (-want +got):\n%s", diff)
+	}
+	if _, err := r.Ticket(b.ctx, c.ID+100); !errors.Is(err, review.ErrTicketNotFound) {
+		t.Errorf("Ticket of no ticket: %v, want ErrTicketNotFound", err)
+	}
+
+	evs := events(t, b.store, a.ID)
+	ev, err := r.Event(b.ctx, evs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(evs[0], ev); diff != "" {
+		t.Errorf("Event (-want +got):\n%s", diff)
+	}
+	if _, err := r.Event(b.ctx, evs[0].ID+1000); !errors.Is(err, review.ErrEventNotFound) {
+		t.Errorf("Event of no event: %v, want ErrEventNotFound", err)
+	}
+
+	list, err := r.Summaries(b.ctx, []int64{c.ID, c.ID + 100, a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []review.Summary{
+		{ID: a.ID, OpKey: "reader-a", Reason: a.Reason, State: review.StateOpen, Workflow: "onboarding", Provider: "mailer", CreatedAt: a.CreatedAt},
+		{ID: c.ID, OpKey: "reader-c", Reason: c.Reason, State: review.StateOpen, Workflow: "onboarding", Provider: "mailer", CreatedAt: c.CreatedAt},
+	}
+	if diff := cmp.Diff(want, list); diff != "" {
+		t.Errorf("Summaries (-want +got):\n%s", diff)
+	}
+
+	for _, tc := range []struct {
+		desc     string
+		provider string
+		since    time.Time
+		want     int
+	}{
+		{desc: "both", provider: "mailer", since: a.CreatedAt, want: 2},
+		{desc: "none yet", provider: "mailer", since: c.CreatedAt.Add(time.Hour), want: 0},
+		{desc: "another provider", provider: "sms", since: a.CreatedAt, want: 0},
+	} {
+		n, err := r.OpenedSince(b.ctx, tc.provider, tc.since)
+		if err != nil || n != tc.want {
+			t.Errorf("%s: OpenedSince = %d, %v; want %d", tc.desc, n, err, tc.want)
+		}
+	}
+}
+
+// TestNote: an event noted from outside review is written once per kind
+// and instance, with its key from EventKey; review's own kinds are refused.
+func TestNote(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tk := openTicket(t, b.store, b.tx, "note", threeRecords)
+	for i, want := range []bool{true, false} {
+		added, err := b.store.Note(b.ctx, tk.ID, "slack_root_removed", "1700000000.000100", map[string]string{"ts": "1700000000.000100"})
+		if err != nil || added != want {
+			t.Fatalf("Note #%d = %v, %v; want %v", i+1, added, err, want)
+		}
+	}
+	keys := dedupeKeys(t, b.tx, tk.ID)
+	if diff := cmp.Diff([]string{review.OpenedKey(tk.ID), review.EventKey(tk.ID, "slack_root_removed", "1700000000.000100")}, keys); diff != "" {
+		t.Errorf("dedupe keys (-want +got):\n%s", diff)
+	}
+	if want := fmt.Sprintf("ticket:%d:opened", tk.ID); review.OpenedKey(tk.ID) != want {
+		t.Errorf("OpenedKey = %q, want %q", review.OpenedKey(tk.ID), want)
+	}
+	for _, kind := range []string{"", review.EventOpened, review.EventResolved, review.EventContradicted} {
+		if _, err := b.store.Note(b.ctx, tk.ID, kind, "x", nil); !errors.Is(err, review.ErrInvalidRequest) {
+			t.Errorf("Note(%q): %v, want ErrInvalidRequest", kind, err)
+		}
+	}
+}
