@@ -59,7 +59,7 @@ func (w *NotifyWorker) Work(ctx context.Context, _ *river.Job[NotifyArgs]) error
 	defer cancel()
 	stats, err := w.dispatcher.Drain(ctx)
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("notify: %w", err)
+		return fmt.Errorf("deliver Slack alerts: %w", err)
 	}
 	return river.RecordOutput(ctx, stats)
 }

@@ -605,7 +605,7 @@ func (o *Outbox) Pending(ctx context.Context) (int, time.Duration, error) {
 	err := o.db.QueryRow(ctx, `SELECT count(*), coalesce(greatest(extract(epoch FROM min(lease_until) - now()), 0), 0)::float8
 		FROM sweeper.outbox WHERE state = 'pending'`).Scan(&n, &wait)
 	if err != nil {
-		return 0, 0, fmt.Errorf("notify: count pending outbox rows: %w", err)
+		return 0, 0, fmt.Errorf("count pending outbox rows: %w", err)
 	}
 	return n, time.Duration(wait * float64(time.Second)), nil
 }

@@ -202,7 +202,7 @@ func (t *Tracker) up(ctx context.Context) error {
 		WHERE provider = $1 AND state = 'down'`, t.provider, FirstProbe)
 	t.forget()
 	if err != nil {
-		return fmt.Errorf("health: %s up: %w", t.provider, err)
+		return fmt.Errorf("mark provider %s up: %w", t.provider, err)
 	}
 	t.mu.Lock()
 	t.failures, t.failing = 0, nil
@@ -225,7 +225,7 @@ func Read(ctx context.Context, db ledger.DB, provider string) (State, error) {
 		return st, nil
 	}
 	if err != nil {
-		return State{}, fmt.Errorf("health: read %s: %w", provider, err)
+		return State{}, fmt.Errorf("read the health of provider %s: %w", provider, err)
 	}
 	st.Up = state == "up"
 	if probeAt != nil {
