@@ -5,12 +5,14 @@
 //	[providers.sim]
 //	kind = "sim"
 //	latency = "0s"
+//	max_batch = 100     # operations answered per request (1: one each)
 //	[[providers.sim.rules]]
 //	match = "found-*"   # glob on op_key (path.Match syntax)
 //	outcome = "found"
 package sim
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sweeper/sweeper/config"
@@ -48,9 +51,19 @@ var Kind = providers.NewKind("sim", func() *Config { return &Config{} },
 type Config struct {
 	// Latency is added to every lookup. Default 0s.
 	Latency config.Duration `toml:"latency"`
+	// MaxBatch is the most operations one request answers for, 1 to
+	// [MaxMaxBatch]; 1 answers one operation per request. Default
+	// [DefaultMaxBatch].
+	MaxBatch int `toml:"max_batch"`
 	// Rules are tried in order against the op_key.
 	Rules []Rule `toml:"rules"`
 }
+
+// Bounds of max_batch.
+const (
+	DefaultMaxBatch = 100
+	MaxMaxBatch     = 1000
+)
 
 // Rule maps op_keys matching a glob to an outcome.
 type Rule struct {
@@ -67,6 +80,9 @@ func (c *Config) Validate() []error {
 		errs = append(errs, fmt.Errorf("latency: %w", err))
 	} else if c.Latency.Duration < 0 {
 		errs = append(errs, errors.New("latency: must not be negative"))
+	}
+	if c.MaxBatch < 0 || c.MaxBatch > MaxMaxBatch {
+		errs = append(errs, fmt.Errorf("max_batch: must be between 1 and %d (0: the default, %d)", MaxMaxBatch, DefaultMaxBatch))
 	}
 	for i, r := range c.Rules {
 		if r.Match == "" {
@@ -97,34 +113,85 @@ type Sim struct {
 	name string
 	cfg  *Config
 
-	mu      sync.Mutex
-	lookups int
+	mu       sync.Mutex
+	lookups  int
+	requests atomic.Int64
 }
 
-var _ providers.Lookup = (*Sim)(nil)
+var _ providers.BatchLookup = (*Sim)(nil)
 
 // New returns a Sim for the block named name.
 func New(name string, cfg *Config) *Sim { return &Sim{name: name, cfg: cfg} }
 
-// Lookups reports how many lookups the adapter has answered or refused.
+// Lookups reports how many operations the adapter has answered for or
+// refused, in single lookups and batches.
 func (s *Sim) Lookups() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lookups
 }
 
+// Requests reports how many requests the adapter has answered or refused:
+// one per Lookup and one per LookupBatch, however many operations it held.
+func (s *Sim) Requests() int64 { return s.requests.Load() }
+
+// MaxBatch implements providers.BatchLookup: max_batch.
+func (s *Sim) MaxBatch() int { return cmp.Or(s.cfg.MaxBatch, DefaultMaxBatch) }
+
 // Lookup implements providers.Lookup by the first matching rule.
 func (s *Sim) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	s.requests.Add(1)
+	s.count(1)
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.answer(ctx, q)
+}
+
+// LookupBatch implements providers.BatchLookup: each operation's answer is
+// its rule's, as Lookup gives it, after one latency for the request. An
+// operation whose rule is slow holds the whole request past its deadline;
+// one whose rule is error or unsupported fails alone.
+func (s *Sim) LookupBatch(ctx context.Context, qs []providers.Query) ([]providers.BatchAnswer, error) {
+	s.requests.Add(1)
+	s.count(len(qs))
+	if len(qs) > s.MaxBatch() {
+		return nil, providers.Permanent(fmt.Errorf("sim: %d operations in one request; max_batch is %d", len(qs), s.MaxBatch()))
+	}
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	answers := make([]providers.BatchAnswer, len(qs))
+	for i, q := range qs {
+		if s.cfg.OutcomeFor(q.OpKey) == OutcomeSlow {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		answers[i].Records, answers[i].Err = s.answer(ctx, q)
+	}
+	return answers, nil
+}
+
+func (s *Sim) count(n int) {
 	s.mu.Lock()
-	s.lookups++
+	s.lookups += n
 	s.mu.Unlock()
+}
+
+// wait is the simulated latency of one request.
+func (s *Sim) wait(ctx context.Context) error {
 	if d := s.cfg.Latency.Duration; d > 0 {
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
+	return nil
+}
+
+// answer is the rule's answer for q.
+func (s *Sim) answer(ctx context.Context, q providers.Query) ([]providers.Record, error) {
 	created := q.Since.Add(time.Second)
 	switch s.cfg.OutcomeFor(q.OpKey) {
 	case OutcomeFound:

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -365,5 +366,49 @@ func TestKind(t *testing.T) {
 	}
 	if _, err := sim.Kind.New("sim", otherSettings{}, providers.Env{}); err == nil {
 		t.Errorf("Kind.New with foreign settings: no error")
+	}
+}
+
+func TestBatchCountsRequests(t *testing.T) {
+	t.Parallel()
+	s := sim.New("sim", everyOutcome())
+	p := providers.NewProvider("sim", "sim", s, providers.Limits{LookupTimeout: time.Second, RateLimit: 1000, Concurrency: 4})
+	if p.MaxBatch() != sim.DefaultMaxBatch {
+		t.Fatalf("MaxBatch = %d, want the default %d", p.MaxBatch(), sim.DefaultMaxBatch)
+	}
+	qs := make([]providers.Query, 250)
+	for i := range qs {
+		qs[i] = queryFor(fmt.Sprintf("found-%d", i))
+	}
+	qs[7] = queryFor("error-7")
+	results := p.LookupMany(t.Context(), qs)
+	for i, r := range results {
+		if (r.Err != nil) != (i == 7) || (i != 7 && len(r.Records) != 1) {
+			t.Errorf("result %d = %+v", i, r)
+		}
+	}
+	if n := s.Requests(); n != 3 {
+		t.Errorf("Requests() = %d for 250 operations at max_batch 100, want 3", n)
+	}
+	if n := s.Lookups(); n != 250 {
+		t.Errorf("Lookups() = %d, want 250", n)
+	}
+}
+
+func TestBatchMaxBatch(t *testing.T) {
+	t.Parallel()
+	cfg := everyOutcome()
+	cfg.MaxBatch = 1
+	s := sim.New("sim", cfg)
+	p := providers.NewProvider("sim", "sim", s, providers.Limits{LookupTimeout: time.Second, RateLimit: 1000, Concurrency: 4})
+	p.LookupMany(t.Context(), []providers.Query{queryFor("found-1"), queryFor("found-2")})
+	if n := s.Requests(); n != 2 {
+		t.Errorf("Requests() = %d at max_batch 1, want 2", n)
+	}
+	for _, bad := range []int{-1, sim.MaxMaxBatch + 1} {
+		cfg := &sim.Config{MaxBatch: bad}
+		if errs := cfg.Validate(); len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "max_batch:") {
+			t.Errorf("max_batch = %d: Validate = %v; want one max_batch error", bad, errs)
+		}
 	}
 }
