@@ -31,6 +31,30 @@
 //	              hold them. Read strictly: a key twice, or two keys that
 //	              differ only in letter case, is an error.
 //
+// # Batch form
+//
+// A query that binds @op_keys instead of @op_key answers for many
+// operations in one statement (up to max_batch, default 100): the
+// operations' keys are bound as one text[], and @since and @until span
+// every operation's window (each record's date is still checked against
+// its own operation's). It may use no other parameter, and its result has
+// one more required column, op_key (text): the operation each row answers
+// for, compared exactly.
+//
+//	query = '''
+//	SELECT op_key, id, created_at, body_hash AS payload_hash, recipient
+//	FROM sent_emails
+//	WHERE op_key = ANY(@op_keys) AND created_at BETWEEN @since AND @until
+//	'''
+//
+// A row for an op_key that was not asked (or NULL) fails every operation
+// of the statement, transiently: such a query does not select by op_key,
+// and none of its rows can be attributed. A row that is no record, more
+// than MaxRows rows for one op_key or a repeated id with other content
+// fails only the operation it names; the same id under two op_keys proves
+// neither. A query that binds @op_key keeps answering one operation per
+// statement.
+//
 // Text columns may also be of a type defined in the database (citext, an
 // enum), read as text. A result without id, created_at or payload_hash, or
 // with one of them of another type (an integer payload_hash, a boolean id),
