@@ -251,9 +251,12 @@ func RunBatch(t *testing.T, h BatchHarness) {
 	}
 }
 
-// cmpRecords compares records as the decision reads them; the excerpt is
-// for people.
-var cmpRecords = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Excerpt" }, cmp.Ignore())
+// cmpRecords compares records as the decision reads them: the excerpt is
+// for people, and nil and empty are both "none".
+var cmpRecords = cmp.Options{
+	cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Excerpt" }, cmp.Ignore()),
+	cmpopts.EquateEmpty(),
+}
 
 func lookupBatch(t *testing.T, a providers.BatchLookup, qs []providers.Query) []providers.BatchAnswer {
 	t.Helper()
