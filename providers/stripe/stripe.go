@@ -80,9 +80,10 @@
 // result — `{}`, `null`, no data array, another object, data after the
 // JSON, more than 4 MiB, a key twice in an object or two keys that differ
 // only in letter case anywhere in it, a field the adapter reads under
-// another case ("ID", "Amount") — is a transient error, never zero records. More
-// than 10 pages of matches per op_key searched is a permanent error. Error texts carry neither
-// the secret key nor an email nor a URL with its query.
+// another case ("ID", "Amount") — is a transient error, never zero records.
+// More than 10 pages of matches per op_key searched is a permanent error.
+// Error texts carry neither the secret key nor an email nor a URL with its
+// query.
 package stripe
 
 import (
