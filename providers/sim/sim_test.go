@@ -412,3 +412,33 @@ func TestBatchMaxBatch(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLookupMany looks up 1,000 operations through a provider at
+// sim's latency of 2ms, one request per operation (max_batch 1) and in
+// batches, and reports the requests each operation cost.
+//
+//	go test -run XXX -bench LookupMany ./providers/sim
+func BenchmarkLookupMany(b *testing.B) {
+	for _, maxBatch := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("max_batch=%d", maxBatch), func(b *testing.B) {
+			cfg := everyOutcome()
+			cfg.Latency = config.Duration{Duration: 2 * time.Millisecond}
+			cfg.MaxBatch = maxBatch
+			s := sim.New("sim", cfg)
+			p := providers.NewProvider("sim", "sim", s, providers.Limits{LookupTimeout: 10 * time.Second, RateLimit: 1e6, Concurrency: 4})
+			qs := make([]providers.Query, 1000)
+			for i := range qs {
+				qs[i] = queryFor(fmt.Sprintf("found-%d", i))
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				for _, r := range p.LookupMany(b.Context(), qs) {
+					if r.Err != nil {
+						b.Fatal(r.Err)
+					}
+				}
+			}
+			b.ReportMetric(float64(s.Requests())/float64(s.Lookups()), "requests/operation")
+		})
+	}
+}
