@@ -14,13 +14,22 @@ func (a *Adapter) MaxBatch() int { return a.batch }
 
 // LookupBatch implements providers.BatchLookup with the batch form: one GET
 // per batch (several when the op_keys would make the URL longer than
-// [MaxURL]), answered with an entry per op_key. No error it returns carries
-// the token or a recipient.
+// [MaxURL]), answered with an entry per op_key. An endpoint of the single
+// form (max_batch 1) is asked once per operation instead. No error it
+// returns carries the token or a recipient.
 func (a *Adapter) LookupBatch(ctx context.Context, qs []providers.Query) ([]providers.BatchAnswer, error) {
 	recipients := make([]string, 0, 2*len(qs)+1)
 	recipients = append(recipients, a.token)
 	for _, q := range qs {
 		recipients = append(recipients, q.Recipient, url.QueryEscape(q.Recipient))
+	}
+	if a.batch == 1 {
+		// The single form: the endpoint knows no other.
+		answers := make([]providers.BatchAnswer, len(qs))
+		for i, q := range qs {
+			answers[i].Records, answers[i].Err = a.Lookup(ctx, q)
+		}
+		return answers, nil
 	}
 	if len(qs) > a.batch {
 		return nil, providers.Permanent(fmt.Errorf("%s: %d operations in one request; max_batch is %d", a.name, len(qs), a.batch))

@@ -261,3 +261,18 @@ func TestBatchConfig(t *testing.T) {
 		t.Errorf("default MaxBatch = %d, want 1 (the single form)", n)
 	}
 }
+
+func TestBatchOfTheSingleForm(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, reply(200, `{"matches":[]}`))
+	a := httplookup.New("orders", &httplookup.Config{URL: f.srv.URL}, token, nil)
+	answers, err := a.LookupBatch(t.Context(), batchQueries(2))
+	if err != nil || len(answers) != 2 || answers[0].Err != nil || answers[1].Err != nil {
+		t.Fatalf("LookupBatch = %+v, %v; want two answers", answers, err)
+	}
+	for i, r := range f.requests() {
+		if got := r.Query["op_key"]; len(got) != 1 || !r.Query.Has("recipient") {
+			t.Errorf("request %d: %v; want the single form", i, r.Query)
+		}
+	}
+}

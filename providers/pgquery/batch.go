@@ -18,7 +18,8 @@ func (a *Adapter) MaxBatch() int { return max(a.batch, 1) }
 // @op_keys: one statement, in a READ ONLY transaction that is rolled back,
 // with the op_keys as a text[] and @since and @until spanning every
 // operation's window (the decision checks each record's date against its
-// own operation's). Each row goes to the operation its op_key column names,
+// own operation's); a query that binds @op_key is run once per operation.
+// Each row goes to the operation its op_key column names,
 // exactly. A row for an op_key not asked, or without one, fails the
 // request (transient: the query does not select by op_key = ANY(@op_keys)
 // as it must, and no row can be attributed with certainty); a row that is
@@ -26,7 +27,12 @@ func (a *Adapter) MaxBatch() int { return max(a.batch, 1) }
 // repeat an id with other content fail the operation they name.
 func (a *Adapter) LookupBatch(ctx context.Context, qs []providers.Query) ([]providers.BatchAnswer, error) {
 	if a.batch == 0 {
-		return nil, providers.Permanent(fmt.Errorf("%s: the query binds @op_key: it answers one operation per statement", a.name))
+		// The query binds @op_key: one statement per operation.
+		answers := make([]providers.BatchAnswer, len(qs))
+		for i, q := range qs {
+			answers[i].Records, answers[i].Err = a.Lookup(ctx, q)
+		}
+		return answers, nil
 	}
 	if len(qs) > a.batch {
 		return nil, providers.Permanent(fmt.Errorf("%s: %d operations in one statement; max_batch is %d", a.name, len(qs), a.batch))

@@ -227,3 +227,13 @@ func ids(records []providers.Record) []string {
 	}
 	return out
 }
+
+func TestBatchOfTheSingleForm(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := newAdapter(t, b.dsn, byOpKey)
+	answers, err := a.LookupBatch(t.Context(), []providers.Query{query("op-1"), query("op-dup")})
+	if err != nil || !slices.Equal(ids(answers[0].Records), []string{"msg-1"}) || !slices.Equal(ids(answers[1].Records), []string{"msg-2a", "msg-2b"}) {
+		t.Errorf("LookupBatch = %+v, %v", answers, err)
+	}
+}
