@@ -233,17 +233,22 @@ func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) 
 		return nil, Transient(fmt.Errorf("%s: no answer within lookup_timeout %s: %w", p.Name, p.LookupTimeout, err))
 	case err != nil:
 		return nil, err
-	case lookupCtx.Err() != nil:
-		// An adapter that swallowed its deadline: answers given after the
-		// time ran out are not searches that found nothing (I3).
-		return nil, Transient(fmt.Errorf("%s: no answer within lookup_timeout %s", p.Name, p.LookupTimeout))
 	case len(answers) != len(qs):
 		return nil, Transient(fmt.Errorf("%s: malformed answer: %d answers for %d operations", p.Name, len(answers), len(qs)))
 	}
 	results = make([]Result, len(qs))
 	for i, a := range answers {
-		if a.Err != nil {
+		switch {
+		case a.Err != nil && lookupCtx.Err() != nil && !errors.Is(a.Err, ErrUnsupported):
+			results[i].Err = Transient(fmt.Errorf("%s: no answer within lookup_timeout %s: %w", p.Name, p.LookupTimeout, a.Err))
+			continue
+		case a.Err != nil:
 			results[i].Err = a.Err
+			continue
+		case len(a.Records) == 0 && lookupCtx.Err() != nil:
+			// An adapter that swallowed its deadline: an empty answer given
+			// after the time ran out is not a search that found nothing (I3).
+			results[i].Err = Transient(fmt.Errorf("%s: no answer within lookup_timeout %s", p.Name, p.LookupTimeout))
 			continue
 		}
 		records, err := checkRecords(a.Records)

@@ -415,3 +415,45 @@ func TestLookupManyHealth(t *testing.T) {
 		t.Errorf("%d requests, want none while down", n-2)
 	}
 }
+
+// slowBatch answers after its context ends, as an adapter that swallows
+// its deadline does: found records for op-00, none for the others.
+type slowBatch struct{ batchAdapter }
+
+func (s *slowBatch) LookupBatch(ctx context.Context, qs []providers.Query) ([]providers.BatchAnswer, error) {
+	<-ctx.Done()
+	out := make([]providers.BatchAnswer, len(qs))
+	out[0].Records = []providers.Record{recordFor(qs[0].OpKey)}
+	out[1].Err = providers.Permanent(errors.New("HTTP 400"))
+	return out, nil
+}
+
+func TestLookupManyTimeout(t *testing.T) {
+	t.Parallel()
+	p := providers.NewProvider("orders", "http", &slowBatch{batchAdapter{max: 10}}, limits(50*time.Millisecond))
+	rs := p.LookupMany(t.Context(), queries(3))
+	if rs[0].Err != nil || len(rs[0].Records) != 1 {
+		t.Errorf("records found, if late, stand as a single lookup's do: %+v", rs[0])
+	}
+	for _, r := range rs[1:] {
+		if class, _ := providers.Classify(r.Err); class != providers.ClassTransient || !strings.Contains(r.Err.Error(), "lookup_timeout") {
+			t.Errorf("an answer past lookup_timeout = %+v; want transient, never none nor permanent", r)
+		}
+	}
+
+	blocked := &batchAdapter{max: 10}
+	p = providers.NewProvider("orders", "http", lookupErrBatch{blocked}, limits(50*time.Millisecond))
+	for i, r := range p.LookupMany(t.Context(), queries(3)) {
+		if class, _ := providers.Classify(r.Err); class != providers.ClassTransient {
+			t.Errorf("result %d of a request past its deadline = %v; want transient", i, r.Err)
+		}
+	}
+}
+
+// lookupErrBatch fails the request with its context's error.
+type lookupErrBatch struct{ *batchAdapter }
+
+func (lookupErrBatch) LookupBatch(ctx context.Context, _ []providers.Query) ([]providers.BatchAnswer, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
