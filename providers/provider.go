@@ -145,51 +145,12 @@ func (p *Provider) Lookup(ctx context.Context, q Query) ([]Record, error) {
 }
 
 func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err error) {
-	// Waiting for this process's own capacity is bounded by lookup_timeout;
-	// past it the lookup is paced — handed back to be tried later — never
-	// failed: the provider was not asked, so nothing was learned and no
-	// budget is spent.
-	waitCtx, cancelWait := context.WithTimeout(ctx, p.LookupTimeout)
-	defer cancelWait()
-	select {
-	case p.slots <- struct{}{}:
-		defer func() { <-p.slots }()
-	case <-waitCtx.Done():
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, Paced(time.Second, fmt.Errorf("%s: all %d lookup slots busy", p.Name, cap(p.slots)))
+	release, probe, err := p.admit(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err // the caller gave up while the slot was being taken
-	}
-	r := p.limiter.Reserve()
-	if delay := r.Delay(); delay > 0 {
-		deadline, _ := waitCtx.Deadline()
-		if time.Now().Add(delay).After(deadline) {
-			r.Cancel()
-			return nil, Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit())))
-		}
-		timer := time.NewTimer(delay)
-		select {
-		case <-timer.C:
-		case <-waitCtx.Done():
-			timer.Stop()
-			r.Cancel()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit())))
-		}
-	}
-
-	probe := false
+	defer release()
 	if p.health != nil {
-		var wait time.Duration
-		var down error
-		if probe, wait, down = p.health.Allow(ctx); down != nil {
-			return nil, Paced(wait, fmt.Errorf("%s: the provider is down; its lookups wait for a probe to be answered", p.Name))
-		}
 		defer func() {
 			if ctx.Err() == nil {
 				class, _ := Classify(err)
@@ -236,6 +197,61 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 		return nil, Transient(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
 	}
 	return records, nil
+}
+
+// admit waits for what one request to the provider needs in this process
+// — a free slot, a rate-limit token — and for the provider's health to
+// allow it. Waiting is bounded by lookup_timeout (not by the request's own
+// timeout); past it the request is paced — handed back to be tried later —
+// never failed: the provider was not asked, so nothing was learned and no
+// budget is spent. A provider that is down paces too. release frees the
+// slot; probe marks the one request asking a provider that is down.
+func (p *Provider) admit(ctx context.Context) (release func(), probe bool, err error) {
+	waitCtx, cancelWait := context.WithTimeout(ctx, p.LookupTimeout)
+	defer cancelWait()
+	select {
+	case p.slots <- struct{}{}:
+	case <-waitCtx.Done():
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		return nil, false, Paced(time.Second, fmt.Errorf("%s: all %d lookup slots busy", p.Name, cap(p.slots)))
+	}
+	release = func() { <-p.slots }
+	fail := func(err error) (func(), bool, error) {
+		release()
+		return nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err) // the caller gave up while the slot was being taken
+	}
+	r := p.limiter.Reserve()
+	if delay := r.Delay(); delay > 0 {
+		deadline, _ := waitCtx.Deadline()
+		if time.Now().Add(delay).After(deadline) {
+			r.Cancel()
+			return fail(Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit()))))
+		}
+		timer := time.NewTimer(delay)
+		select {
+		case <-timer.C:
+		case <-waitCtx.Done():
+			timer.Stop()
+			r.Cancel()
+			if ctx.Err() != nil {
+				return fail(ctx.Err())
+			}
+			return fail(Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit()))))
+		}
+	}
+	if p.health != nil {
+		var wait time.Duration
+		var down error
+		if probe, wait, down = p.health.Allow(ctx); down != nil {
+			return fail(Paced(wait, fmt.Errorf("%s: the provider is down; its lookups wait for a probe to be answered", p.Name)))
+		}
+	}
+	return release, probe, nil
 }
 
 // checkRecords refuses an answer the ledger could not store or compare

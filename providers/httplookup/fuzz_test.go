@@ -72,3 +72,83 @@ func FuzzParseResponse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseBatchResponse: whatever a batch endpoint answers with 200, the
+// adapter does not panic; the request succeeds only on strict JSON holding
+// a "results" array whose every entry is for an op_key asked; and a query
+// gets records only from exactly one entry naming its op_key.
+func FuzzParseBatchResponse(f *testing.F) {
+	for _, seed := range []string{
+		`{"results":[{"op_key":"ord-0","matches":[]},{"op_key":"ord-1","matches":[{"id":"a"}]},{"op_key":"ord-2","error":"x"}]}`,
+		`{"results":[{"op_key":"ord-0","matches":[{"id":"a","created_at":"2024-05-01T10:00:05Z","payload_hash":"abc"}]}]}`,
+		`{"results":[{"op_key":"ord-1","matches":[{"id":"a"}]},{"op_key":"ord-1","matches":[]}]}`,
+		`{"results":[{"op_key":"ORD-1","matches":[{"id":"a"}]}]}`,
+		`{"results":[{"op_key":"ord-9","matches":[{"id":"a"}]}]}`,
+		`{"results":[{"op_key":"ord-0","matches":[],"error":"x"}]}`,
+		`{"results":[],"results":[{"op_key":"ord-0","matches":[{"id":"a"}]}]}`,
+		`{"results":[{"op_key":"ord-0","op_\u212aey":"ord-1","matches":[{"id":"a"}]}]}`,
+		`{"matches":[]}`,
+		`{"results":null}`,
+		`{}`,
+		``,
+	} {
+		f.Add([]byte(seed))
+	}
+	qs := make([]providers.Query, 3)
+	for i := range qs {
+		qs[i] = query
+		qs[i].OpKey = "ord-" + string(rune('0'+i))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var nonGET atomic.Int64
+		a := httplookup.New("orders", &httplookup.Config{URL: "https://lookup.example.com/lookup", MaxBatch: 5}, token, providertest.FixedBody{Body: body, NonGET: &nonGET})
+
+		answers, err := a.LookupBatch(t.Context(), qs)
+
+		if n := nonGET.Load(); n != 0 {
+			t.Fatalf("%d non-GET requests, want 0", n)
+		}
+		if err != nil {
+			if answers != nil {
+				t.Errorf("answers %v alongside error %v", answers, err)
+			}
+			checkNoSecrets(t, err)
+			return
+		}
+		if err := providers.CheckJSON(body); err != nil {
+			t.Fatalf("body %q is not strict JSON (%v), yet LookupBatch succeeded", body, err)
+		}
+		var top struct {
+			Results []map[string]any `json:"results"`
+		}
+		if err := json.Unmarshal(body, &top); err != nil || top.Results == nil {
+			t.Fatalf("body %q has no results array of objects (%v), yet LookupBatch succeeded", body, err)
+		}
+		if len(answers) != len(qs) {
+			t.Fatalf("%d answers for %d queries", len(answers), len(qs))
+		}
+		for i, ans := range answers {
+			if ans.Err != nil {
+				checkNoSecrets(t, ans.Err)
+				if ans.Records != nil {
+					t.Errorf("answer %d: records alongside error %v", i, ans.Err)
+				}
+				continue
+			}
+			entries := 0
+			for _, e := range top.Results {
+				if e["op_key"] == qs[i].OpKey {
+					entries++
+				}
+			}
+			if entries != 1 {
+				t.Errorf("answer %d (%s) answered from %d entries naming it, want exactly 1", i, qs[i].OpKey, entries)
+			}
+			for _, r := range ans.Records {
+				if strings.TrimSpace(r.ID) == "" {
+					t.Errorf("answer %d: a record without id", i)
+				}
+			}
+		}
+	})
+}

@@ -13,6 +13,31 @@
 // malformed body or a missing matches field is a failed lookup, never "none":
 // 429 waits for Retry-After, 5xx and network errors are retried, 401, 403
 // and other 4xx are permanent.
+//
+// # Batch form
+//
+// An endpoint that searches by op_key may answer for several operations in
+// one request; its block says so with max_batch (2 to 50; default 1, the
+// single form above). The batch form is still a GET:
+//
+//	GET {url}?since=…&until=…&op_key=a&op_key=b&op_key=c
+//	→ 200 {"results":[{"op_key":"a","matches":[…]},
+//	                  {"op_key":"b","matches":[]},
+//	                  {"op_key":"c","error":"upstream timeout"}]}
+//
+// since and until span the windows of every operation asked; recipient and
+// action are not sent. Each op_key asked has exactly one entry, holding
+// either its matches (as in the single form; [] is "found none") or an
+// error the endpoint had for that operation alone, which fails only that
+// operation's lookup (it is retried). Entries are a list rather than an
+// object keyed by op_key, because op_keys that differ only in letter case
+// are distinct operations. A response that is not this shape, or holds an
+// entry for an op_key not asked, fails every operation of the request; an
+// op_key missing, listed twice, or with both or neither of matches and
+// error fails that operation's lookup; a record listed under two op_keys
+// proves neither. A batch whose URL would pass 6 KiB ([MaxURL]) is sent as
+// several requests. An endpoint with max_batch above 1 is asked for a
+// single operation in the batch form too.
 package httplookup
 
 import (
@@ -55,7 +80,21 @@ type Config struct {
 	// inside the operation's own window and when no other operation could
 	// own it).
 	SearchBy string `toml:"search_by"`
+	// MaxBatch is how many operations the endpoint answers for in one
+	// request, in the batch form (see the package doc), 1 to [MaxMaxBatch].
+	// Default 1: the single form, one request per operation. Only an
+	// endpoint that searches by op_key can batch.
+	MaxBatch int `toml:"max_batch"`
 }
+
+// MaxMaxBatch is the largest max_batch: 50 op_keys of up to 100 bytes,
+// escaped, stay within [MaxURL].
+const MaxMaxBatch = 50
+
+// MaxURL is the longest URL the batch form sends, in bytes: proxies and
+// servers commonly refuse longer ones (8 KB). A batch whose op_keys would
+// make it longer is sent as several requests.
+const MaxURL = 6 << 10
 
 // SearchBy values.
 const (
@@ -70,6 +109,12 @@ func (c *Config) Validate() []error {
 	case "", SearchByKey, SearchByResemblance:
 	default:
 		errs = append(errs, fmt.Errorf("search_by: must be %q or %q", SearchByKey, SearchByResemblance))
+	}
+	switch {
+	case c.MaxBatch < 0 || c.MaxBatch > MaxMaxBatch:
+		errs = append(errs, fmt.Errorf("max_batch: must be between 1 and %d", MaxMaxBatch))
+	case c.MaxBatch > 1 && c.SearchBy == SearchByResemblance:
+		errs = append(errs, fmt.Errorf("max_batch: an endpoint that searches by resemblance answers one operation per request: remove max_batch or set search_by = %q", SearchByKey))
 	}
 	switch u, err := url.Parse(c.URL); {
 	case c.URL == "":
@@ -97,9 +142,13 @@ type Adapter struct {
 	token  string
 	client *http.Client
 	byKey  bool
+	batch  int // max_batch; above 1: the endpoint speaks the batch form
 }
 
-var _ providers.MatchingLookup = (*Adapter)(nil)
+var (
+	_ providers.MatchingLookup = (*Adapter)(nil)
+	_ providers.BatchLookup    = (*Adapter)(nil)
+)
 
 // Matching implements providers.MatchingLookup, as search_by says.
 func (a *Adapter) Matching() providers.Matching { return providers.Matching{ByKey: a.byKey} }
@@ -113,6 +162,7 @@ func New(name string, cfg *Config, token string, transport http.RoundTripper) *A
 		url:   u,
 		token: token,
 		byKey: cfg.SearchBy != SearchByResemblance,
+		batch: max(cfg.MaxBatch, 1),
 		client: &http.Client{
 			Transport: providers.ReadOnlyTransport{Base: transport},
 			CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -132,6 +182,14 @@ type match struct {
 // Lookup implements providers.Lookup. No error it returns carries the
 // token or the recipient, whatever the server or the network said.
 func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	if a.batch > 1 {
+		// The endpoint speaks the batch form: one operation is a batch of one.
+		answers, err := a.LookupBatch(ctx, []providers.Query{q})
+		if err != nil {
+			return nil, err
+		}
+		return answers[0].Records, answers[0].Err
+	}
 	records, err := a.lookup(ctx, q)
 	return records, providers.Redact(err, a.token, q.Recipient, url.QueryEscape(q.Recipient))
 }
@@ -145,7 +203,17 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 	params.Set("since", q.Since.UTC().Format(time.RFC3339))
 	params.Set("until", q.Until.UTC().Format(time.RFC3339))
 	u.RawQuery = params.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	body, err := a.get(ctx, u.String())
+	if err != nil {
+		return nil, err
+	}
+	return a.parse(body)
+}
+
+// get sends one GET and returns the body of its 200 answer, or a
+// classified error.
+func (a *Adapter) get(ctx context.Context, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("%s: build request: %w", a.name, err))
 	}
@@ -184,7 +252,7 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 	case len(body) > maxBody:
 		return nil, providers.Transient(fmt.Errorf("%s: response body larger than %d bytes", a.name, maxBody))
 	}
-	return a.parse(body)
+	return body, nil
 }
 
 // parse reads a 200 body strictly: a missing matches field, or a match
@@ -202,10 +270,15 @@ func (a *Adapter) parse(body []byte) ([]providers.Record, error) {
 	if err := providers.DecodeJSON(body, &answer); err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed response: %w", a.name, err))
 	}
-	matches := answer.Matches
-	if matches == nil {
+	if answer.Matches == nil {
 		return nil, providers.Transient(fmt.Errorf("%s: response has no matches field", a.name))
 	}
+	return a.records(answer.Matches)
+}
+
+// records turns matches into records: a match without an id or with a bad
+// time fails them all.
+func (a *Adapter) records(matches []match) ([]providers.Record, error) {
 	records := make([]providers.Record, 0, len(matches))
 	for i, m := range matches {
 		if strings.TrimSpace(m.ID) == "" {

@@ -18,6 +18,17 @@ const DefaultMaxConns = 4
 // pgx.NamedArgs from the operation being looked up.
 var Parameters = []string{"op_key", "recipient", "action", "payload_hash", "since", "until"}
 
+// BatchParameters are the named parameters of the batch form: a query that
+// binds @op_keys (text[]) answers for many operations in one statement,
+// with @since and @until spanning every operation's window.
+var BatchParameters = []string{"op_keys", "since", "until"}
+
+// Bounds of max_batch.
+const (
+	DefaultMaxBatch = 100
+	MaxMaxBatch     = 1000
+)
+
 // Config is the kind-specific part of a postgres provider block.
 type Config struct {
 	// DSNEnv names the environment variable holding the connection string
@@ -32,13 +43,17 @@ type Config struct {
 	// payload_hash, and may have recipient and fields (see the package doc).
 	// Required.
 	Query string `toml:"query"`
+	// MaxBatch is the most operations one statement of the batch form (a
+	// query that binds @op_keys) answers for, 2 to [MaxMaxBatch]. Default
+	// [DefaultMaxBatch] (0 too); ignored by a query that binds @op_key.
+	MaxBatch int `toml:"max_batch"`
 	// MaxConns is the most connections the adapter holds open to the
 	// provider database, 1 to 100. Default 4.
 	MaxConns int `toml:"max_conns"`
 }
 
 // NewConfig returns a Config holding the defaults.
-func NewConfig() *Config { return &Config{MaxConns: DefaultMaxConns} }
+func NewConfig() *Config { return &Config{MaxConns: DefaultMaxConns, MaxBatch: DefaultMaxBatch} }
 
 // Validate implements providers.Settings. It reads the query the way
 // pgx.NamedArgs does, so what it accepts is what will be bound; the
@@ -48,6 +63,9 @@ func (c *Config) Validate() []error {
 	// dsn_env is checked by the configuration (through SecretEnvs):
 	// required, a valid name, set in the environment.
 	errs = append(errs, validateQuery(c.Query)...)
+	if c.MaxBatch != 0 && (c.MaxBatch < 2 || c.MaxBatch > MaxMaxBatch) {
+		errs = append(errs, fmt.Errorf("max_batch: must be between 2 and %d", MaxMaxBatch))
+	}
 	if c.MaxConns < 1 || c.MaxConns > 100 {
 		errs = append(errs, errors.New("max_conns: must be between 1 and 100"))
 	}
@@ -71,6 +89,19 @@ func validateQuery(query string) []error {
 	}
 	if text.positional != "" {
 		errs = append(errs, fmt.Errorf("query: positional parameter %s: use the named parameters @%s", text.positional, strings.Join(Parameters, ", @")))
+	}
+	if slices.Contains(text.params, "op_keys") {
+		// The batch form: one statement for many operations.
+		for _, p := range text.params {
+			switch {
+			case slices.Contains(BatchParameters, p):
+			case slices.Contains(Parameters, p):
+				errs = append(errs, fmt.Errorf("query: @%s is one operation's, and a query that binds @op_keys answers for many: it may use only @%s", p, strings.Join(BatchParameters, ", @")))
+			default:
+				errs = append(errs, fmt.Errorf("query: unknown parameter @%s: a query that binds @op_keys may use @%s", p, strings.Join(BatchParameters, ", @")))
+			}
+		}
+		return errs
 	}
 	if !slices.Contains(text.params, "op_key") && !slices.Contains(text.params, "recipient") {
 		errs = append(errs, errors.New("query: must use @op_key or @recipient, or every operation would match the same records"))

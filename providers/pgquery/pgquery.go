@@ -31,6 +31,30 @@
 //	              hold them. Read strictly: a key twice, or two keys that
 //	              differ only in letter case, is an error.
 //
+// # Batch form
+//
+// A query that binds @op_keys instead of @op_key answers for many
+// operations in one statement (up to max_batch, default 100): the
+// operations' keys are bound as one text[], and @since and @until span
+// every operation's window (each record's date is still checked against
+// its own operation's). It may use no other parameter, and its result has
+// one more required column, op_key (text): the operation each row answers
+// for, compared exactly.
+//
+//	query = '''
+//	SELECT op_key, id, created_at, body_hash AS payload_hash, recipient
+//	FROM sent_emails
+//	WHERE op_key = ANY(@op_keys) AND created_at BETWEEN @since AND @until
+//	'''
+//
+// A row for an op_key that was not asked (or NULL) fails every operation
+// of the statement, transiently: such a query does not select by op_key,
+// and none of its rows can be attributed. A row that is no record, more
+// than MaxRows rows for one op_key or a repeated id with other content
+// fails only the operation it names; the same id under two op_keys proves
+// neither. A query that binds @op_key keeps answering one operation per
+// statement.
+//
 // Text columns may also be of a type defined in the database (citext, an
 // enum), read as text. A result without id, created_at or payload_hash, or
 // with one of them of another type (an integer payload_hash, a boolean id),
@@ -107,9 +131,13 @@ type Adapter struct {
 	query    string
 	password string // only to redact it from errors
 	pool     *pgxpool.Pool
+	batch    int // the batch form's max_batch; 0: the single form
 }
 
-var _ providers.Lookup = (*Adapter)(nil)
+var (
+	_ providers.MatchingLookup = (*Adapter)(nil)
+	_ providers.BatchLookup    = (*Adapter)(nil)
+)
 
 // New returns an adapter running cfg's query (validated) on the database
 // at dsn. The pool is made here and connects on the first lookup, so New
@@ -149,7 +177,11 @@ func New(name string, cfg *Config, dsn string) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dsn_env: connection pool: %s", redactPassword(err.Error(), cc.Password))
 	}
-	return &Adapter{name: name, query: cfg.Query, password: cc.Password, pool: pool}, nil
+	a := &Adapter{name: name, query: cfg.Query, password: cc.Password, pool: pool}
+	if batchForm(cfg.Query) {
+		a.batch = cmp.Or(cfg.MaxBatch, DefaultMaxBatch)
+	}
+	return a, nil
 }
 
 // Close closes the adapter's connections; Lookup must not be called after.
@@ -159,6 +191,14 @@ func (a *Adapter) Close() { a.pool.Close() }
 // transaction and rolls it back. Errors are classified (see the package
 // doc); a cancelled ctx returns ctx.Err() promptly.
 func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	if a.batch > 0 {
+		// The batch form: one operation is a batch of one.
+		answers, err := a.LookupBatch(ctx, []providers.Query{q})
+		if err != nil {
+			return nil, err
+		}
+		return answers[0].Records, answers[0].Err
+	}
 	tx, err := a.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, a.failure(ctx, "begin read-only transaction", err, q)
@@ -173,6 +213,7 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 // when it has none.
 type columns struct {
 	id, createdAt, payloadHash, recipient, fields int
+	opKey                                         int // the batch form's only
 }
 
 // columnType is what a column of the contract may be: the types PostgreSQL
@@ -197,6 +238,7 @@ var columnTypes = map[string]columnType{
 	"payload_hash": {oids: textOIDs, text: true, want: "text (a bytea hash: encode(col, 'hex'))"},
 	"recipient":    {oids: textOIDs, text: true, want: "text"},
 	"fields":       {oids: append([]uint32{pgtype.JSONBOID, pgtype.JSONOID}, textOIDs...), want: "jsonb, json or text"},
+	"op_key":       {oids: textOIDs, text: true, want: "text"},
 }
 
 // firstUserOID is where the OIDs of types defined in a database start
@@ -217,11 +259,18 @@ func checkType(f pgconn.FieldDescription, types *pgtype.Map) error {
 	return fmt.Errorf("column %s is %s; want %s", f.Name, name, ct.want)
 }
 
-func columnsOf(fields []pgconn.FieldDescription, types *pgtype.Map) (columns, error) {
-	c := columns{-1, -1, -1, -1, -1}
+// columnsOf finds the contract's columns in a result; op_key is one of
+// them, and required, in the batch form only.
+func columnsOf(fields []pgconn.FieldDescription, types *pgtype.Map, batch bool) (columns, error) {
+	c := columns{-1, -1, -1, -1, -1, -1}
 	for i, f := range fields {
 		var idx *int
 		switch f.Name {
+		case "op_key":
+			if !batch {
+				continue
+			}
+			idx = &c.opKey
 		case "id":
 			idx = &c.id
 		case "created_at":
@@ -251,22 +300,66 @@ func columnsOf(fields []pgconn.FieldDescription, types *pgtype.Map) (columns, er
 			return c, fmt.Errorf("the result has no %s column (required: id, created_at, payload_hash)", required.name)
 		}
 	}
+	if batch && c.opKey < 0 {
+		return c, errors.New("the result has no op_key column: a query that binds @op_keys must return the op_key each row answers for")
+	}
 	return c, nil
 }
 
 func (a *Adapter) records(ctx context.Context, tx pgx.Tx, q providers.Query) ([]providers.Record, error) {
-	// Stopping early (too many rows) cancels the statement rather than read
-	// the rest of its result.
-	queryCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	rows, err := tx.Query(queryCtx, a.query, pgx.NamedArgs{
+	rows, err := a.scan(ctx, tx, pgx.NamedArgs{
 		"op_key":       q.OpKey,
 		"recipient":    q.Recipient,
 		"action":       q.Action,
 		"payload_hash": q.PayloadHash,
 		"since":        q.Since,
 		"until":        q.Until,
-	})
+	}, q, false, MaxRows, "more than %d rows for one operation: narrow the query")
+	if err != nil {
+		return nil, err
+	}
+	records := make([]providers.Record, len(rows))
+	for i, r := range rows {
+		records[i] = r.rec
+	}
+	return a.merge(records)
+}
+
+// merge makes the rows of one operation its records: a join may repeat a
+// row, and the copies are one record, not several (which would read as
+// multiple_matches) — when they agree.
+func (a *Adapter) merge(records []providers.Record) ([]providers.Record, error) {
+	merged, err := providers.MergeDuplicates(records)
+	var dup *providers.DuplicateError
+	if errors.As(err, &dup) {
+		return nil, providers.Permanent(fmt.Errorf("%s: query: malformed answer: rows %d and %d have the same id %q but different %s; a query that repeats a row must repeat it identically",
+			a.name, dup.First, dup.Second, providers.Truncate(dup.ID, 64), dup.Field))
+	}
+	if err != nil {
+		return nil, providers.Permanent(fmt.Errorf("%s: query: %w", a.name, err))
+	}
+	return merged, nil
+}
+
+// row is one row of a result: its record, or (in the batch form) why it is
+// not one, and in the batch form the op_key it answers for.
+type row struct {
+	opKey pgtype.Text
+	rec   providers.Record
+	err   error
+}
+
+// scan runs the query with args and reads its rows. A result of more than
+// limit rows is a permanent error (tooMany, given limit, says why). Outside
+// the batch form a row that is no record ends the scan with its error; in
+// it, the row carries its error, for the operation it names. q is only for
+// redacting errors.
+func (a *Adapter) scan(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, q providers.Query, batch bool, limit int, tooMany string) ([]row, error) {
+	// Stopping early (too many rows) cancels the statement rather than read
+	// the rest of its result.
+	queryCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	rows, err := tx.Query(queryCtx, a.query, args)
 	if err != nil {
 		return nil, a.failure(ctx, "query", err, q)
 	}
@@ -278,20 +371,20 @@ func (a *Adapter) records(ctx context.Context, tx pgx.Tx, q providers.Query) ([]
 	if err := rows.Err(); !more && err != nil {
 		return nil, a.failure(ctx, "query", err, q)
 	}
-	cols, err := columnsOf(rows.FieldDescriptions(), tx.Conn().TypeMap())
+	cols, err := columnsOf(rows.FieldDescriptions(), tx.Conn().TypeMap(), batch)
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("%s: query: %w", a.name, err))
 	}
 
-	records := []providers.Record{}
+	out := []row{}
 	dest := make([]any, len(rows.FieldDescriptions())) // nil: column skipped
 	for ; more; more = rows.Next() {
-		if len(records) == MaxRows {
+		if len(out) == limit {
 			stop()
-			return nil, providers.Permanent(fmt.Errorf("%s: query: more than %d rows for one operation: narrow the query", a.name, MaxRows))
+			return nil, providers.Permanent(fmt.Errorf("%s: query: "+tooMany, a.name, limit))
 		}
 		var (
-			id                     pgtype.Text
+			id, opKey              pgtype.Text
 			createdAt              *time.Time
 			payloadHash, recipient *string
 			fields                 []byte
@@ -303,34 +396,26 @@ func (a *Adapter) records(ctx context.Context, tx pgx.Tx, q providers.Query) ([]
 		if cols.fields >= 0 {
 			dest[cols.fields] = &fields
 		}
+		if cols.opKey >= 0 {
+			dest[cols.opKey] = &opKey
+		}
 		if err := rows.Scan(dest...); err != nil {
 			if ctx.Err() != nil {
 				return nil, a.failure(ctx, "read rows", err, q)
 			}
 			// A column of a type the contract does not allow.
-			return nil, providers.Permanent(fmt.Errorf("%s: row %d: %s", a.name, len(records), a.redact(err.Error(), q)))
+			return nil, providers.Permanent(fmt.Errorf("%s: row %d: %s", a.name, len(out), a.redact(err.Error(), q)))
 		}
-		rec, err := a.record(len(records), id, createdAt, payloadHash, recipient, fields)
-		if err != nil {
+		rec, err := a.record(len(out), id, createdAt, payloadHash, recipient, fields)
+		if err != nil && !batch {
 			return nil, err
 		}
-		records = append(records, rec)
+		out = append(out, row{opKey: opKey, rec: rec, err: err})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, a.failure(ctx, "query", err, q)
 	}
-	// A join may repeat a row: the copies are one record, not several
-	// (which would read as multiple_matches) — when they agree.
-	merged, err := providers.MergeDuplicates(records)
-	var dup *providers.DuplicateError
-	if errors.As(err, &dup) {
-		return nil, providers.Permanent(fmt.Errorf("%s: query: malformed answer: rows %d and %d have the same id %q but different %s; a query that repeats a row must repeat it identically",
-			a.name, dup.First, dup.Second, providers.Truncate(dup.ID, 64), dup.Field))
-	}
-	if err != nil {
-		return nil, providers.Permanent(fmt.Errorf("%s: query: %w", a.name, err))
-	}
-	return merged, nil
+	return out, nil
 }
 
 func (a *Adapter) record(i int, id pgtype.Text, createdAt *time.Time, payloadHash, recipient *string, fields []byte) (providers.Record, error) {

@@ -6,6 +6,7 @@
 //	kind = "sim"
 //	latency = "0s"
 //	fail_for = "0s"     # every lookup a transient error (HTTP 503) for this long from the first
+//	max_batch = 100     # operations answered per request (1: one each)
 //	[[providers.sim.rules]]
 //	match = "found-*"   # glob on op_key (path.Match syntax)
 //	outcome = "found"
@@ -18,6 +19,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -27,6 +29,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sweeper/sweeper/config"
@@ -60,9 +63,20 @@ type Config struct {
 	// adapter's first lookup: an outage that ends by itself. Default 0s:
 	// never.
 	FailFor config.Duration `toml:"fail_for"`
+
+	// MaxBatch is the most operations one request answers for, 1 to
+	// [MaxMaxBatch]; 1 answers one operation per request. Default
+	// [DefaultMaxBatch].
+	MaxBatch int `toml:"max_batch"`
 	// Rules are tried in order against the op_key.
 	Rules []Rule `toml:"rules"`
 }
+
+// Bounds of max_batch.
+const (
+	DefaultMaxBatch = 100
+	MaxMaxBatch     = 1000
+)
 
 // Rule maps op_keys matching a glob to an outcome.
 type Rule struct {
@@ -93,6 +107,9 @@ func (c *Config) Validate() []error {
 		errs = append(errs, fmt.Errorf("fail_for: %w", err))
 	} else if c.FailFor.Duration < 0 {
 		errs = append(errs, errors.New("fail_for: must not be negative"))
+	}
+	if c.MaxBatch < 0 || c.MaxBatch > MaxMaxBatch {
+		errs = append(errs, fmt.Errorf("max_batch: must be between 1 and %d (0: the default, %d)", MaxMaxBatch, DefaultMaxBatch))
 	}
 	for i, r := range c.Rules {
 		if r.Match == "" {
@@ -135,8 +152,9 @@ type Sim struct {
 	name string
 	cfg  *Config
 
-	mu      sync.Mutex
-	lookups int
+	mu       sync.Mutex
+	lookups  int
+	requests atomic.Int64
 	// started is the first lookup's time, from which FailFor counts.
 	started time.Time
 	// answered is each op_key's first answered lookup, from which its
@@ -144,38 +162,96 @@ type Sim struct {
 	answered map[string]time.Time
 }
 
-var _ providers.Lookup = (*Sim)(nil)
+var _ providers.BatchLookup = (*Sim)(nil)
 
 // New returns a Sim for the block named name.
 func New(name string, cfg *Config) *Sim { return &Sim{name: name, cfg: cfg} }
 
-// Lookups reports how many lookups the adapter has answered or refused.
+// Lookups reports how many operations the adapter has answered for or
+// refused, in single lookups and batches.
 func (s *Sim) Lookups() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lookups
 }
 
+// Requests reports how many requests the adapter has answered or refused:
+// one per Lookup and one per LookupBatch, however many operations it held.
+func (s *Sim) Requests() int64 { return s.requests.Load() }
+
+// MaxBatch implements providers.BatchLookup: max_batch.
+func (s *Sim) MaxBatch() int { return cmp.Or(s.cfg.MaxBatch, DefaultMaxBatch) }
+
 // Lookup implements providers.Lookup by the first matching rule, once
 // FailFor has passed and the rule's After has.
 func (s *Sim) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	s.requests.Add(1)
+	failing := s.count(1)
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	if failing {
+		return nil, errOutage
+	}
+	return s.answer(ctx, q)
+}
+
+// LookupBatch implements providers.BatchLookup: each operation's answer is
+// its rule's, as Lookup gives it, after one latency for the request. An
+// operation whose rule is slow holds the whole request past its deadline;
+// one whose rule is error or unsupported fails alone.
+func (s *Sim) LookupBatch(ctx context.Context, qs []providers.Query) ([]providers.BatchAnswer, error) {
+	s.requests.Add(1)
+	failing := s.count(len(qs))
+	if len(qs) > s.MaxBatch() {
+		return nil, providers.Permanent(fmt.Errorf("sim: %d operations in one request; max_batch is %d", len(qs), s.MaxBatch()))
+	}
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	if failing {
+		return nil, errOutage
+	}
+	answers := make([]providers.BatchAnswer, len(qs))
+	for i, q := range qs {
+		if s.cfg.OutcomeFor(q.OpKey) == OutcomeSlow {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		answers[i].Records, answers[i].Err = s.answer(ctx, q)
+	}
+	return answers, nil
+}
+
+// errOutage is every answer while fail_for lasts.
+var errOutage = providers.Transient(errors.New("sim: simulated provider outage (HTTP 503), as fail_for says"))
+
+// count counts a request for n operations and reports whether fail_for,
+// counted from the first request, still lasts.
+func (s *Sim) count(n int) (failing bool) {
 	s.mu.Lock()
-	s.lookups++
+	defer s.mu.Unlock()
+	s.lookups += n
 	if s.started.IsZero() {
 		s.started = time.Now()
 	}
-	failing := time.Since(s.started) < s.cfg.FailFor.Duration
-	s.mu.Unlock()
+	return time.Since(s.started) < s.cfg.FailFor.Duration
+}
+
+// wait is the simulated latency of one request.
+func (s *Sim) wait(ctx context.Context) error {
 	if d := s.cfg.Latency.Duration; d > 0 {
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	if failing {
-		return nil, providers.Transient(errors.New("sim: simulated provider outage (HTTP 503), as fail_for says"))
-	}
+	return nil
+}
+
+// answer is the rule's answer for q, once the rule's After has passed.
+func (s *Sim) answer(ctx context.Context, q providers.Query) ([]providers.Record, error) {
 	rule := s.cfg.ruleFor(q.OpKey)
 	if after := rule.After.Duration; after > 0 && !s.heldSince(q.OpKey, after) {
 		return nil, nil

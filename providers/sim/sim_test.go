@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -461,4 +462,78 @@ func TestKind(t *testing.T) {
 func isTransient(err error) bool {
 	var e *providers.Error
 	return errors.As(err, &e) && e.Class == providers.ClassTransient
+}
+
+func TestBatchCountsRequests(t *testing.T) {
+	t.Parallel()
+	s := sim.New("sim", everyOutcome())
+	p := providers.NewProvider("sim", "sim", s, providers.Limits{LookupTimeout: time.Second, RateLimit: 1000, Concurrency: 4})
+	if p.MaxBatch() != sim.DefaultMaxBatch {
+		t.Fatalf("MaxBatch = %d, want the default %d", p.MaxBatch(), sim.DefaultMaxBatch)
+	}
+	qs := make([]providers.Query, 250)
+	for i := range qs {
+		qs[i] = queryFor(fmt.Sprintf("found-%d", i))
+	}
+	qs[7] = queryFor("error-7")
+	results := p.LookupMany(t.Context(), qs)
+	for i, r := range results {
+		if (r.Err != nil) != (i == 7) || (i != 7 && len(r.Records) != 1) {
+			t.Errorf("result %d = %+v", i, r)
+		}
+	}
+	if n := s.Requests(); n != 3 {
+		t.Errorf("Requests() = %d for 250 operations at max_batch 100, want 3", n)
+	}
+	if n := s.Lookups(); n != 250 {
+		t.Errorf("Lookups() = %d, want 250", n)
+	}
+}
+
+func TestBatchMaxBatch(t *testing.T) {
+	t.Parallel()
+	cfg := everyOutcome()
+	cfg.MaxBatch = 1
+	s := sim.New("sim", cfg)
+	p := providers.NewProvider("sim", "sim", s, providers.Limits{LookupTimeout: time.Second, RateLimit: 1000, Concurrency: 4})
+	p.LookupMany(t.Context(), []providers.Query{queryFor("found-1"), queryFor("found-2")})
+	if n := s.Requests(); n != 2 {
+		t.Errorf("Requests() = %d at max_batch 1, want 2", n)
+	}
+	for _, bad := range []int{-1, sim.MaxMaxBatch + 1} {
+		cfg := &sim.Config{MaxBatch: bad}
+		if errs := cfg.Validate(); len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "max_batch:") {
+			t.Errorf("max_batch = %d: Validate = %v; want one max_batch error", bad, errs)
+		}
+	}
+}
+
+// BenchmarkLookupMany looks up 1,000 operations through a provider at
+// sim's latency of 2ms, one request per operation (max_batch 1) and in
+// batches, and reports the requests each operation cost.
+//
+//	go test -run XXX -bench LookupMany ./providers/sim
+func BenchmarkLookupMany(b *testing.B) {
+	for _, maxBatch := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("max_batch=%d", maxBatch), func(b *testing.B) {
+			cfg := everyOutcome()
+			cfg.Latency = config.Duration{Duration: 2 * time.Millisecond}
+			cfg.MaxBatch = maxBatch
+			s := sim.New("sim", cfg)
+			p := providers.NewProvider("sim", "sim", s, providers.Limits{LookupTimeout: 10 * time.Second, RateLimit: 1e6, Concurrency: 4})
+			qs := make([]providers.Query, 1000)
+			for i := range qs {
+				qs[i] = queryFor(fmt.Sprintf("found-%d", i))
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				for _, r := range p.LookupMany(b.Context(), qs) {
+					if r.Err != nil {
+						b.Fatal(r.Err)
+					}
+				}
+			}
+			b.ReportMetric(float64(s.Requests())/float64(s.Lookups()), "requests/operation")
+		})
+	}
 }

@@ -46,7 +46,15 @@ type Config struct {
 	// Objects are the Stripe object types searched for an operation,
 	// "payment_intents" and/or "charges". Default ["payment_intents"].
 	Objects []string `toml:"objects"`
+	// MaxBatch is how many operations one search asks for, as OR-joined
+	// metadata clauses, 1 to [MaxClauses]. Default [MaxClauses].
+	MaxBatch int `toml:"max_batch"`
 }
+
+// MaxClauses is the most clauses Stripe's search query language takes in
+// one query (docs.stripe.com/search: "You can combine up to 10 query
+// clauses").
+const MaxClauses = 10
 
 // newConfig returns a Config holding the defaults.
 func newConfig() *Config {
@@ -54,6 +62,7 @@ func newConfig() *Config {
 		APIBase:     stripego.APIURL,
 		MetadataKey: DefaultMetadataKey,
 		Objects:     []string{ObjectPaymentIntents},
+		MaxBatch:    MaxClauses,
 	}
 }
 
@@ -78,6 +87,9 @@ func (c *Config) Validate() []error {
 	}
 	if !metadataKeyRE.MatchString(c.MetadataKey) {
 		errs = append(errs, errors.New("metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"))
+	}
+	if c.MaxBatch < 0 || c.MaxBatch > MaxClauses {
+		errs = append(errs, fmt.Errorf("max_batch: must be between 1 and %d: Stripe's search takes at most %d clauses in a query", MaxClauses, MaxClauses))
 	}
 	allowed := []string{ObjectPaymentIntents, ObjectCharges}
 	if len(c.Objects) == 0 {

@@ -16,6 +16,15 @@
 // for each type listed in objects (quotes and backslashes in the op_key are
 // escaped with a backslash, as Stripe's search query language wants).
 //
+// Several operations are searched at once (max_batch, default and at most
+// 10: Stripe's search query language takes up to 10 clauses in a query)
+// with OR-joined clauses,
+//
+//	metadata['op_key']:'a' OR metadata['op_key']:'b' OR …
+//
+// every page of the result read (has_more, next_page), and each object
+// goes to the operation whose op_key its metadata holds, exactly.
+//
 // The ledger's payload for a Stripe operation is exactly these normalized
 // fields, and its payload_hash is the hash of exactly them (see
 // ledger.PayloadHash), nothing more:
@@ -71,9 +80,10 @@
 // result — `{}`, `null`, no data array, another object, data after the
 // JSON, more than 4 MiB, a key twice in an object or two keys that differ
 // only in letter case anywhere in it, a field the adapter reads under
-// another case ("ID", "Amount") — is a transient error, never zero records. More
-// than 10 pages of matches is a permanent error. Error texts carry neither
-// the secret key nor an email nor a URL with its query.
+// another case ("ID", "Amount") — is a transient error, never zero records.
+// More than 10 pages of matches per op_key searched is a permanent error.
+// Error texts carry neither the secret key nor an email nor a URL with its
+// query.
 package stripe
 
 import (
@@ -121,10 +131,14 @@ type Adapter struct {
 	host        string
 	metadataKey string
 	objects     []string
+	batch       int
 	backend     stripego.Backend
 }
 
-var _ providers.Lookup = (*Adapter)(nil)
+var (
+	_ providers.MatchingLookup = (*Adapter)(nil)
+	_ providers.BatchLookup    = (*Adapter)(nil)
+)
 
 // New returns an adapter for cfg (validated) with the secret key key.
 // transport carries requests (http.DefaultTransport when nil); it is wrapped
@@ -163,6 +177,7 @@ func New(name string, cfg *Config, key string, transport http.RoundTripper) *Ada
 		host:        host,
 		metadataKey: cmp.Or(cfg.MetadataKey, DefaultMetadataKey),
 		objects:     objects,
+		batch:       min(cmp.Or(cfg.MaxBatch, MaxClauses), MaxClauses),
 		backend:     backend,
 	}
 }
@@ -193,17 +208,22 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 	query := searchQuery(a.metadataKey, q.OpKey)
 	var all []found
 	for _, object := range a.objects {
-		objs, err := a.search(ctx, object, query)
+		objs, err := a.search(ctx, object, query, maxPages, "for one op_key")
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, objs...)
 	}
+	return a.recordsFor(q.OpKey, all)
+}
 
+// recordsFor makes the records of the operation with op_key opKey from the
+// objects a search found.
+func (a *Adapter) recordsFor(opKey string, all []found) ([]providers.Record, error) {
 	// Only an object whose metadata holds the op_key, exactly, is the
 	// operation's: Stripe's matching is looser than equality (letter case,
 	// for one), and an object without the key proves nothing about it.
-	mine := func(f found) bool { return f.hasOpKey && f.opKey == q.OpKey }
+	mine := func(f found) bool { return f.hasOpKey && f.opKey == opKey }
 	paymentIntents := map[string]bool{}
 	for _, f := range all {
 		if f.object == "payment_intent" && mine(f) {
@@ -232,12 +252,14 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 }
 
 // search reads every page of one object type's search.
-func (a *Adapter) search(ctx context.Context, object, query string) ([]found, error) {
+// More than pages pages is a permanent error; of says for what they were
+// ("for one op_key").
+func (a *Adapter) search(ctx context.Context, object, query string, pages int, of string) ([]found, error) {
 	var all []found
 	var next *string
 	for page := 0; ; page++ {
-		if page == maxPages {
-			return nil, providers.Permanent(fmt.Errorf("%s: search %s: more than %d pages of matches for one op_key", a.name, object, maxPages))
+		if page == pages {
+			return nil, providers.Permanent(fmt.Errorf("%s: search %s: more than %d pages of matches %s", a.name, object, pages, of))
 		}
 		objs, meta, err := a.searchPage(ctx, object, query, next)
 		if err != nil {

@@ -85,6 +85,23 @@ func TestStripeMock(t *testing.T) {
 		}
 	})
 
+	t.Run("a batch search of OR-joined clauses decodes, each object to its op_key", func(t *testing.T) {
+		qs := make([]providers.Query, stripe.MaxClauses)
+		for i := range qs {
+			qs[i] = query(strings.Repeat("x", 200)+"-o'brien-"+string(rune('a'+i)), time.Hour)
+		}
+		a := newMockLookup("sk_test_123", withOpKey(t, counting, qs[3].OpKey)).(providers.BatchLookup)
+		answers, err := a.LookupBatch(context.Background(), qs)
+		if err != nil {
+			t.Fatalf("LookupBatch against stripe-mock: %v", err)
+		}
+		for i, ans := range answers {
+			if ans.Err != nil || (i == 3) != (len(ans.Records) > 0) {
+				t.Errorf("answer %d: %d records, %v; want records for operation 3 alone", i, len(ans.Records), ans.Err)
+			}
+		}
+	})
+
 	t.Run("a rejected key is permanent and not echoed", func(t *testing.T) {
 		// stripe-mock quotes the Authorization header it rejects.
 		const key = "KIT-not-a-stripe-key-5u9er53cret"

@@ -1,0 +1,305 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// BatchLookup is implemented by adapters whose provider can answer for
+// several operations in one request: a query with many op_keys.
+//
+// Only adapters that match by key batch: a record names its operation, so
+// an answer can be split between the operations asked. [Provider.LookupMany]
+// is what callers use; it chunks by MaxBatch and falls back to one request
+// per query for adapters that do not batch.
+type BatchLookup interface {
+	Lookup
+	// MaxBatch is the most queries one LookupBatch request may hold; 1 or
+	// less means the adapter, as configured, does not batch.
+	MaxBatch() int
+	// LookupBatch asks for queries (at most MaxBatch, distinct op_keys) in
+	// one request. It returns one answer per query, in order, each holding
+	// only the records that name that query's op_key — or a nil slice and
+	// an error for the whole request, classified as [Lookup]'s are. An
+	// answer's Err says the provider failed for that operation alone.
+	//
+	// A record attributed to a key that was not asked, or an answer the
+	// adapter cannot split between the queries, is an error for the queries
+	// it affects (transient: malformed), never a record for a neighbour.
+	LookupBatch(ctx context.Context, queries []Query) ([]BatchAnswer, error)
+}
+
+// BatchAnswer is a provider's answer for one query of a batch: its records
+// (none: searched, found nothing) or the error for that query alone.
+type BatchAnswer struct {
+	Records []Record
+	Err     error
+}
+
+// Result is [Provider.LookupMany]'s answer for one query: its records, or
+// the error that query's lookup ended with (classified as
+// [Provider.Lookup]'s are).
+type Result struct {
+	Records []Record
+	Err     error
+}
+
+// MaxBatch is how many queries [Provider.LookupMany] sends in one request:
+// the adapter's MaxBatch for an adapter that batches and matches by key, 1
+// otherwise.
+func (p *Provider) MaxBatch() int {
+	if b := p.batcher(); b != nil {
+		return b.MaxBatch()
+	}
+	return 1
+}
+
+// batcher is the adapter as a [BatchLookup] when it batches: it says so,
+// its MaxBatch is above 1, and it matches by key — a record found by
+// resemblance does not name its operation, so an answer could not be split.
+func (p *Provider) batcher() BatchLookup {
+	b, ok := p.adapter.(BatchLookup)
+	if !ok || !p.matching.ByKey || b.MaxBatch() <= 1 {
+		return nil
+	}
+	return b
+}
+
+// LookupMany looks queries up — the operations of this provider a caller
+// holds — and returns one result per query, in order. It sends them in
+// requests of at most [Provider.MaxBatch] queries, one after the other, or
+// one request per query for an adapter that does not batch; each request
+// waits for one slot and one rate-limit token, as a [Provider.Lookup] does,
+// whatever number of queries it holds.
+//
+// Each query's result is what [Provider.Lookup] would make of it: records
+// checked one by one ([checkRecords]), a timeout or a panic transient, the
+// recipient redacted from its error. In addition, a record id the provider
+// returned for two queries of one request is proof for neither: both get a
+// transient malformed-answer error. An error for a whole request is every
+// one of its queries' error.
+//
+// Pacing is never a failure: once a request is paced (this process's rate
+// limit or concurrency cap, a provider that is down), rate-limited by the
+// provider or given up by the caller, the queries not yet asked get the
+// same error — paced and rate-limited spend no attempt — and no further
+// request is sent.
+//
+// A query without an op_key, or whose op_key already is in the request
+// being filled, goes into a request of its own or the next one.
+func (p *Provider) LookupMany(ctx context.Context, queries []Query) []Result {
+	results := make([]Result, len(queries))
+	var stop error
+	for _, chunk := range p.chunks(queries) {
+		if stop != nil {
+			for _, i := range chunk {
+				results[i] = Result{Err: Redact(stop, queries[i].Recipient)}
+			}
+			continue
+		}
+		qs := make([]Query, len(chunk))
+		for j, i := range chunk {
+			qs[j] = queries[i]
+		}
+		var got []Result
+		if len(qs) == 1 {
+			records, err := p.Lookup(ctx, qs[0])
+			got = []Result{{Records: records, Err: err}}
+		} else {
+			got = p.lookupBatch(ctx, p.batcher(), qs)
+		}
+		for j, i := range chunk {
+			results[i] = got[j]
+		}
+		if err := got[0].Err; err != nil && stopsTheRest(ctx, err) {
+			stop = err
+		}
+	}
+	return results
+}
+
+// stopsTheRest reports whether err, a request's error, holds for the
+// requests after it too: the caller gave up, the process paced itself or
+// the provider asked to wait.
+func stopsTheRest(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	class, _ := Classify(err)
+	return class == ClassPaced || class == ClassRateLimited
+}
+
+// chunks splits the indices of queries into requests: at most MaxBatch
+// queries each, distinct non-empty op_keys in a request, a query without
+// an op_key alone.
+func (p *Provider) chunks(queries []Query) [][]int {
+	size := p.MaxBatch()
+	var out [][]int
+	var cur []int
+	keys := map[string]bool{}
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, cur)
+		}
+		cur, keys = nil, map[string]bool{}
+	}
+	for i, q := range queries {
+		if q.OpKey == "" || size <= 1 {
+			out = append(out, []int{i})
+			continue
+		}
+		if len(cur) == size || keys[q.OpKey] {
+			flush()
+		}
+		cur = append(cur, i)
+		keys[q.OpKey] = true
+	}
+	flush()
+	return out
+}
+
+// lookupBatch is one request for qs (two or more) to b, with what
+// [Provider.lookup] does around a single one.
+func (p *Provider) lookupBatch(ctx context.Context, b BatchLookup, qs []Query) []Result {
+	recipients := make([]string, len(qs))
+	for i, q := range qs {
+		recipients[i] = q.Recipient
+	}
+	results, err := p.batchRequest(ctx, b, qs)
+	if err != nil {
+		results = make([]Result, len(qs))
+		for i := range results {
+			results[i].Err = err
+		}
+	}
+	// Another query's recipient may show in a whole request's error.
+	for i := range results {
+		results[i].Err = Redact(results[i].Err, recipients...)
+	}
+	return results
+}
+
+// batchRequest returns one result per query, or an error for the request.
+func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) (results []Result, err error) {
+	release, probe, err := p.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if p.health != nil {
+		defer func() {
+			if ctx.Err() != nil {
+				return
+			}
+			failed, detail := batchFailed(results, err)
+			keys := make([]string, len(qs))
+			recipients := make([]string, len(qs))
+			for i, q := range qs {
+				keys[i], recipients[i] = q.OpKey, q.Recipient
+			}
+			p.health.Done(context.WithoutCancel(ctx), probe, failed, strings.Join(keys, ","), RedactText(detail, recipients...)) //nolint:errcheck // health is advisory: the lookup's own answer stands
+		}()
+	}
+
+	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
+	defer cancel()
+	start := time.Now()
+	defer func() {
+		if ctx.Err() != nil {
+			return
+		}
+		took := time.Since(start)
+		for i := range qs {
+			if err != nil {
+				p.metrics.ObserveLookup(p.Name, lookupResult(nil, err), took)
+			} else {
+				p.metrics.ObserveLookup(p.Name, lookupResult(results[i].Records, results[i].Err), took)
+			}
+		}
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			results, err = nil, Transient(fmt.Errorf("%s: adapter panicked: %v", p.Name, r))
+		}
+	}()
+	answers, err := b.LookupBatch(lookupCtx, qs)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil && lookupCtx.Err() != nil && !errors.Is(err, ErrUnsupported):
+		return nil, Transient(fmt.Errorf("%s: no answer within lookup_timeout %s: %w", p.Name, p.LookupTimeout, err))
+	case err != nil:
+		return nil, err
+	case len(answers) != len(qs):
+		return nil, Transient(fmt.Errorf("%s: malformed answer: %d answers for %d operations", p.Name, len(answers), len(qs)))
+	}
+	results = make([]Result, len(qs))
+	for i, a := range answers {
+		switch {
+		case a.Err != nil && lookupCtx.Err() != nil && !errors.Is(a.Err, ErrUnsupported):
+			results[i].Err = Transient(fmt.Errorf("%s: no answer within lookup_timeout %s: %w", p.Name, p.LookupTimeout, a.Err))
+			continue
+		case a.Err != nil:
+			results[i].Err = a.Err
+			continue
+		case len(a.Records) == 0 && lookupCtx.Err() != nil:
+			// An adapter that swallowed its deadline: an empty answer given
+			// after the time ran out is not a search that found nothing (I3).
+			results[i].Err = Transient(fmt.Errorf("%s: no answer within lookup_timeout %s", p.Name, p.LookupTimeout))
+			continue
+		}
+		records, err := checkRecords(a.Records)
+		if err != nil {
+			results[i].Err = Transient(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
+			continue
+		}
+		if records == nil {
+			records = []Record{}
+		}
+		results[i].Records = records
+	}
+	refuseShared(p.Name, qs, results)
+	return results, nil
+}
+
+// refuseShared turns the answers of queries that hold the same record id
+// into malformed answers: one record names one operation, and a provider
+// that gives it for two has not said which.
+func refuseShared(name string, qs []Query, results []Result) {
+	owners := map[string][]int{}
+	for i, r := range results {
+		for _, rec := range r.Records {
+			if n := len(owners[rec.ID]); n == 0 || owners[rec.ID][n-1] != i {
+				owners[rec.ID] = append(owners[rec.ID], i)
+			}
+		}
+	}
+	for id, idx := range owners {
+		if len(idx) < 2 {
+			continue
+		}
+		for _, i := range idx {
+			results[i] = Result{Err: Transient(fmt.Errorf("%s: malformed answer: record %q was returned for %d operations of one request, op_key %q among them",
+				name, Truncate(id, 64), len(idx), Truncate(qs[i].OpKey, 64)))}
+		}
+	}
+}
+
+// batchFailed says whether a batch request counts as a transient failure
+// for the provider's health — the request failed, or every one of its
+// queries did — and why.
+func batchFailed(results []Result, err error) (bool, string) {
+	if err != nil {
+		class, _ := Classify(err)
+		return class == ClassTransient, err.Error()
+	}
+	for _, r := range results {
+		if class, _ := Classify(r.Err); r.Err == nil || class != ClassTransient {
+			return false, ""
+		}
+	}
+	return len(results) > 0, results[0].Err.Error()
+}
