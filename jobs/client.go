@@ -227,14 +227,16 @@ func (d *Daemon) stopBatcher() {
 func (s *Sweeper) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	batcher := review.NewBatcher(s.Reviews(), cmp.Or(opts.CommitBatch, 100))
 	workers := river.NewWorkers()
+	// Jobs an older version queued, one operation each, still run.
 	lookup := NewLookupWorker(s.Settler(batcher), s.Pool)
 	river.AddWorker(workers, lookup)
+	river.AddWorker(workers, NewLookupBatchWorker(s.Settler(nil), s.Pool, Policy(s.Config)))
 	sweepTimeout := s.Config.Sweep.Timeout.Duration
 	// The River sweep hands each provider's backlog on in bounded pieces:
 	// the queue, and memory, stay the same with a million stale rows.
 	scanner := s.Scanner()
 	scanner.Admission = AdmissionHorizon
-	river.AddWorker(workers, NewSweepWorker(scanner, sweepTimeout, s.Logger))
+	river.AddWorker(workers, NewSweepWorker(scanner, s.Pool, sweepTimeout, s.Logger))
 	river.AddWorker(workers, NewEscalateWorker(s))
 	river.AddWorker(workers, NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
 	river.AddWorker(workers, NewRelookupTicketWorker(s.Escalator(), lookup.Timeout(nil)))

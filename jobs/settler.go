@@ -54,26 +54,40 @@ type Step struct {
 // (invalid_operation); so are an unsupported provider and a permanent
 // error. A cancelled ctx gives a non-final step carrying ctx's error.
 func (s *Settler) Attempt(ctx context.Context, op ledger.Operation) Step {
+	p, q, refused := s.prepare(op)
+	if refused != nil {
+		return *refused
+	}
+	records, err := p.Lookup(ctx, q)
+	return s.answer(ctx, op, p, q, records, err)
+}
+
+// prepare returns op's provider and the query to ask it, or the final step
+// for an operation that cannot be looked up.
+func (s *Settler) prepare(op ledger.Operation) (*providers.Provider, providers.Query, *Step) {
 	p := s.Providers[op.Provider]
 	if p == nil {
-		return Step{Final: true, Outcome: review.Invalid(fmt.Sprintf("provider %q is not configured: no [providers.%s] block", op.Provider, op.Provider))}
+		return nil, providers.Query{}, &Step{Final: true, Outcome: review.Invalid(fmt.Sprintf("provider %q is not configured: no [providers.%s] block", op.Provider, op.Provider))}
 	}
 	if problem := review.Lookable(op); problem != "" {
-		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(problem)}
+		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(problem)}
 	}
 	if now := s.Now(); op.FirstAttemptAt.IsZero() || op.FirstAttemptAt.After(now.Add(ledger.MaxClockSkew)) {
-		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
+		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
 			"first_attempt_at is not a time an attempt was made (infinite, or in the future): no lookup window can be drawn")}
 	}
 	if !p.Matching().ByKey && op.Recipient == "" {
-		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
+		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
 			"missing recipient: provider " + op.Provider + " matches records by resemblance (recipient, payload, time), not by op_key")}
 	}
-	now := s.Now()
-	q := review.SearchFor(op, p.Matching(), now)
-	records, err := p.Lookup(ctx, q)
+	return p, review.SearchFor(op, p.Matching(), s.Now()), nil
+}
+
+// answer turns the provider's answer to q, made for op, into a step.
+func (s *Settler) answer(ctx context.Context, op ledger.Operation, p *providers.Provider, q providers.Query, records []providers.Record, err error) Step {
 	step := Step{Query: &q, Adapter: p.Kind}
 	if err == nil {
+		now := s.Now()
 		if settled := op.FirstAttemptAt.Add(p.SettleWindow); len(records) == 0 && now.Before(settled) {
 			// The provider's search may not list the record yet: ask again
 			// once the window has passed, spending no attempt or budget;
