@@ -17,11 +17,13 @@ import (
 )
 
 // LookupBatchSize is how many operations of one provider a lookup job
-// holds, unless the sweep's page is smaller. A job's writes — the
-// decisions, the claims, its completion — share one transaction, so the
-// statements per operation fall with the batch; a hundred keeps a job well
-// inside its timeout while the provider's concurrency cap spaces the asks.
-const LookupBatchSize = 100
+// holds at most: fewer when the sweep's page is smaller, or when the
+// provider's rate limit allows fewer asks within its lookup_timeout. A
+// job's writes — the decisions, the claims, its completion — share one
+// transaction of about a dozen statements, so the statements per operation
+// fall with the batch; the asks run concurrently, spaced by the provider's
+// own concurrency cap.
+const LookupBatchSize = 200
 
 // maxHistory is how many failed attempts of one operation a job carries
 // (the latest): the evidence of a lookup_failed ticket lists them.

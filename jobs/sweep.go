@@ -221,6 +221,20 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	return river.RecordOutput(ctx, out)
 }
 
+// batchFor is how many operations of provider one job holds: at most
+// limit, and no more than the provider's rate limit lets one run ask
+// within lookup_timeout — the rest would only be paced and carried.
+func (w *SweepWorker) batchFor(provider string, limit int) int {
+	p := w.scanner.Providers[provider]
+	if p == nil {
+		return limit
+	}
+	if n := p.RateLimit() * p.LookupTimeout.Seconds(); n < float64(limit) {
+		return max(1, int(n))
+	}
+	return limit
+}
+
 // handOn claims the operations of one page that no job holds and inserts
 // the lookup jobs holding them, batch operations of one provider a job, in
 // one transaction: a second sweep, here or on another replica, finds them
@@ -254,7 +268,7 @@ func (w *SweepWorker) handOn(ctx context.Context, client *river.Client[pgx.Tx], 
 	}
 	var params []river.InsertManyParams
 	for _, provider := range order {
-		for chunk := range slices.Chunk(byProvider[provider], batch) {
+		for chunk := range slices.Chunk(byProvider[provider], w.batchFor(provider, batch)) {
 			params = append(params, river.InsertManyParams{Args: LookupBatchArgs{Provider: provider, Ops: chunk}})
 		}
 	}
