@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
 )
 
 // SweepArgs asks for one pass of the stale scan.
@@ -25,17 +27,21 @@ func (SweepArgs) Kind() string { return "sweep" }
 
 func (SweepArgs) forRun(nextFire time.Time) river.JobArgs { return SweepArgs{NextFire: nextFire} }
 
-// SweepWorker runs the scan and enqueues one lookup per stale operation.
+// SweepWorker runs the scan and hands the stale operations on to lookup
+// jobs, each holding up to [LookupBatchSize] operations of one provider.
 type SweepWorker struct {
 	river.WorkerDefaults[SweepArgs]
 	scanner *settle.Scanner
+	db      review.DB
 	timeout time.Duration
 	logger  *slog.Logger
 }
 
-// NewSweepWorker returns the worker; timeout bounds a whole scan.
-func NewSweepWorker(scanner *settle.Scanner, timeout time.Duration, logger *slog.Logger) *SweepWorker {
-	return &SweepWorker{scanner: scanner, timeout: timeout, logger: logger}
+// NewSweepWorker returns the worker; db takes the transaction that claims
+// each page's operations and inserts their jobs; timeout bounds a whole
+// scan.
+func NewSweepWorker(scanner *settle.Scanner, db review.DB, timeout time.Duration, logger *slog.Logger) *SweepWorker {
+	return &SweepWorker{scanner: scanner, db: db, timeout: timeout, logger: logger}
 }
 
 // insertUnique inserts unique jobs and counts how many were new and how
@@ -57,9 +63,16 @@ func insertUnique(ctx context.Context, client *river.Client[pgx.Tx], params []ri
 
 // SweepOutput is recorded on each sweep job (visible in River UI).
 type SweepOutput struct {
-	Scanned    int `json:"scanned"`
+	Scanned int `json:"scanned"`
+	// Enqueued counts the operations handed on to lookup jobs, Jobs the
+	// jobs holding them, and Duplicates the operations a job already held.
 	Enqueued   int `json:"enqueued"`
+	Jobs       int `json:"jobs"`
 	Duplicates int `json:"duplicates"`
+	// Released counts the claims of jobs that had ended without releasing
+	// them (discarded, cancelled, deleted): their operations are handed on
+	// again.
+	Released int64 `json:"released"`
 }
 
 // Timeout bounds a whole scan (sweep.timeout). A sweep cut short is
@@ -73,22 +86,91 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 		return river.JobCancel(err)
 	}
 	var out SweepOutput
+	if out.Released, err = releaseLost(ctx, w.db); err != nil {
+		return err
+	}
+	batch := min(LookupBatchSize, max(1, w.scanner.BatchSize))
 	out.Scanned, err = w.scanner.Scan(ctx, func(ctx context.Context, ops []ledger.Operation) error {
-		params := make([]river.InsertManyParams, len(ops))
-		for i, op := range ops {
-			params[i] = river.InsertManyParams{Args: LookupArgs{OperationID: op.ID}}
-		}
-		enqueued, duplicates, err := insertUnique(ctx, client, params)
+		jobs, enqueued, err := w.handOn(ctx, client, ops, batch)
+		out.Jobs += jobs
 		out.Enqueued += enqueued
-		out.Duplicates += duplicates
-		if err != nil {
-			return fmt.Errorf("sweep: enqueue lookups: %w", err)
-		}
-		return nil
+		out.Duplicates += len(ops) - enqueued
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	w.logger.Info("sweep done", "scanned", out.Scanned, "enqueued", out.Enqueued, "already_queued", out.Duplicates)
+	w.logger.Info("sweep done", "scanned", out.Scanned, "enqueued", out.Enqueued, "jobs", out.Jobs,
+		"already_queued", out.Duplicates, "claims_released", out.Released)
 	return river.RecordOutput(ctx, out)
+}
+
+// batchFor is how many operations of provider one job holds: at most
+// limit, and no more than the provider's rate limit lets one run ask
+// within lookup_timeout — the rest would only be paced and carried.
+func (w *SweepWorker) batchFor(provider string, limit int) int {
+	p := w.scanner.Providers[provider]
+	if p == nil {
+		return limit
+	}
+	if n := p.RateLimit() * p.LookupTimeout.Seconds(); n < float64(limit) {
+		return max(1, int(n))
+	}
+	return limit
+}
+
+// handOn claims the operations of one page that no job holds and inserts
+// the lookup jobs holding them, batch operations of one provider a job, in
+// one transaction: a second sweep, here or on another replica, finds them
+// claimed and adds nothing. It returns how many jobs and operations it
+// added.
+func (w *SweepWorker) handOn(ctx context.Context, client *river.Client[pgx.Tx], ops []ledger.Operation, batch int) (jobs, enqueued int, err error) {
+	tx, err := w.db.Begin(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sweep: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	ids := make([]int64, len(ops))
+	for i, op := range ops {
+		ids[i] = op.ID
+	}
+	claimed, err := claim(ctx, tx, ids)
+	if err != nil || len(claimed) == 0 {
+		return 0, 0, err
+	}
+	// A page of the unconfigured or future-dated scans mixes providers.
+	byProvider := map[string][]QueuedOp{}
+	var order []string
+	for _, op := range ops {
+		if !claimed[op.ID] {
+			continue
+		}
+		if _, ok := byProvider[op.Provider]; !ok {
+			order = append(order, op.Provider)
+		}
+		byProvider[op.Provider] = append(byProvider[op.Provider], QueuedOp{ID: op.ID})
+	}
+	var params []river.InsertManyParams
+	for _, provider := range order {
+		for chunk := range slices.Chunk(byProvider[provider], w.batchFor(provider, batch)) {
+			params = append(params, river.InsertManyParams{Args: LookupBatchArgs{Provider: provider, Ops: chunk}})
+		}
+	}
+	results, err := client.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sweep: enqueue lookups: %w", err)
+	}
+	var heldOps, heldBy []int64
+	for i, r := range results {
+		for _, q := range params[i].Args.(LookupBatchArgs).Ops {
+			heldOps, heldBy = append(heldOps, q.ID), append(heldBy, r.Job.ID)
+		}
+	}
+	if err := hold(ctx, tx, heldOps, heldBy, nil); err != nil {
+		return 0, 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, 0, fmt.Errorf("sweep: %w", err)
+	}
+	return len(params), len(heldOps), nil
 }

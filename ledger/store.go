@@ -329,6 +329,34 @@ func (s *Store) HolderOf(ctx context.Context, provider, recordID string, exceptI
 	return opKey, nil
 }
 
+// Holder is an operation that names a provider record as its own.
+type Holder struct {
+	RecordID    string
+	OperationID int64
+	OpKey       string
+}
+
+// HoldersOf returns every operation of provider that names one of
+// recordIDs as its provider record: [Store.HolderOf] for many records in
+// one query. The caller leaves out the operation it asks for, as HolderOf's
+// exceptID does.
+func (s *Store) HoldersOf(ctx context.Context, provider string, recordIDs []string) ([]Holder, error) {
+	if len(recordIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := s.db.Query(ctx, `SELECT provider_record_id, id, op_key FROM ledger.operations
+		WHERE provider_record_id = ANY($2::text[]) AND provider = $1
+		ORDER BY id`, provider, recordIDs)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: who holds %d records of %s: %w", len(recordIDs), provider, err)
+	}
+	holders, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Holder])
+	if err != nil {
+		return nil, fmt.Errorf("ledger: who holds %d records of %s: %w", len(recordIDs), provider, err)
+	}
+	return holders, nil
+}
+
 // StalePending returns up to limit pending operations of provider whose
 // first attempt is older than cutoff, after cursor in (first_attempt_at, id)
 // order. The partial index operations_pending_stale_idx serves it, so its
@@ -378,6 +406,20 @@ func (s *Store) CompareAndSet(ctx context.Context, id int64, from, to Status, re
 // GetByID returns the operation with the given id, or [ErrNotFound].
 func (s *Store) GetByID(ctx context.Context, id int64) (Operation, error) {
 	return s.getOne(ctx, "id", id, fmt.Sprintf("id %d", id))
+}
+
+// GetByIDs returns the operations with the given ids that exist, in no
+// particular order: a row a workflow deleted is simply absent.
+func (s *Store) GetByIDs(ctx context.Context, ids []int64) ([]Operation, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+` FROM ledger.operations WHERE id = ANY($1::bigint[])`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: get %d operations: %w", len(ids), err)
+	}
+	ops, err := pgx.CollectRows(rows, scanOperation)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: get %d operations: %w", len(ids), err)
+	}
+	return ops, nil
 }
 
 // StaleOtherProviders is the stale scan for rows whose provider is none of

@@ -746,3 +746,66 @@ func TestStoreMapsGuards(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldersOf: one query answers what HolderOf answers record by record —
+// another operation of the provider that names the record, none for a
+// record held only by an excepted operation or by another provider.
+func TestHoldersOf(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.Tx(t)
+	store := ledger.NewStore(tx)
+	insertWithStatus(t, tx, "h-held", ledger.StatusDone, "msg_held")
+	insertWithStatus(t, tx, "h-self", ledger.StatusDone, "msg_self")
+	insertWithStatus(t, tx, "h-asking", ledger.StatusPending, "")
+	other := attempt("h-other-provider")
+	other.Provider = "sms"
+	if _, err := store.Claim(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Confirm(ctx, other.OpKey, "msg_elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	self, err := store.Get(ctx, "h-self")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asking, err := store.Get(ctx, "h-asking")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := store.Get(ctx, "h-held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := []string{"msg_held", "msg_self", "msg_elsewhere", "msg_nobody"}
+	got, err := store.HoldersOf(ctx, "mailer", records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ledger.Holder{
+		{RecordID: "msg_held", OperationID: held.ID, OpKey: "h-held"},
+		{RecordID: "msg_self", OperationID: self.ID, OpKey: "h-self"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("holders (-want +got):\n%s", diff)
+	}
+	for _, asker := range []ledger.Operation{self, asking} {
+		for _, rec := range records {
+			one, err := store.HolderOf(ctx, "mailer", rec, asker.ID)
+			batch := ""
+			for _, h := range got {
+				if h.RecordID == rec && h.OperationID != asker.ID {
+					batch = h.OpKey
+				}
+			}
+			if err != nil || one != batch {
+				t.Errorf("HolderOf(%s) for %s = %q, %v; HoldersOf says %q", rec, asker.OpKey, one, err, batch)
+			}
+		}
+	}
+	ops, err := store.GetByIDs(ctx, []int64{self.ID, asking.ID, -1})
+	if err != nil || len(ops) != 2 {
+		t.Fatalf("GetByIDs = %d operations, %v; want the two that exist", len(ops), err)
+	}
+}

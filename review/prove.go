@@ -65,18 +65,76 @@ func SearchFor(op ledger.Operation, m providers.Matching, now time.Time) provide
 // needs no lock, because the operation that sent a record was written
 // before its send, and so before any lookup could see the record.
 func Prove(ctx context.Context, db ledger.DB, op ledger.Operation, out Outcome) (Decision, error) {
-	d := Decide(op, out)
-	if !d.Done {
-		return d, nil
-	}
-	holder, err := provesOther(ctx, db, op, d.ProviderRecordID, false)
+	ds, err := ProveBatch(ctx, db, []Proof{{Op: op, Outcome: out}})
 	if err != nil {
 		return Decision{}, err
 	}
-	if holder != "" {
-		return HeldElsewhere(d, holder), nil
+	return ds[0], nil
+}
+
+// Proof is one operation and what its lookup found, for [ProveBatch].
+type Proof struct {
+	Op      ledger.Operation
+	Outcome Outcome
+}
+
+// ProveBatch gives each proof the decision [Prove] gives it alone, in the
+// same order, asking the database who already holds the records that would
+// prove them in one query per provider rather than one per operation. Each
+// is decided against the ledger as it is, not against the others' decisions:
+// two operations of the batch proven by one record both come out done, and
+// the write, which admits one holder per record, settles which.
+func ProveBatch(ctx context.Context, db ledger.DB, proofs []Proof) ([]Decision, error) {
+	decisions := make([]Decision, len(proofs))
+	records := map[string][]string{} // by provider
+	for i, p := range proofs {
+		decisions[i] = Decide(p.Op, p.Outcome)
+		if d := decisions[i]; d.Done {
+			records[p.Op.Provider] = append(records[p.Op.Provider], d.ProviderRecordID)
+		}
 	}
 	store := ledger.NewStore(db)
+	type held struct{ provider, record string }
+	holders := map[held][]ledger.Holder{}
+	for provider, ids := range records {
+		found, err := store.HoldersOf(ctx, provider, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range found {
+			k := held{provider, h.RecordID}
+			holders[k] = append(holders[k], h)
+		}
+	}
+	for i, p := range proofs {
+		d := decisions[i]
+		if !d.Done {
+			continue
+		}
+		holder := ""
+		for _, h := range holders[held{p.Op.Provider, d.ProviderRecordID}] {
+			if h.OperationID != p.Op.ID {
+				holder = h.OpKey
+				break
+			}
+		}
+		if holder != "" {
+			decisions[i] = HeldElsewhere(d, holder)
+			continue
+		}
+		d, err := unlessLookalike(ctx, store, p.Op, p.Outcome, d)
+		if err != nil {
+			return nil, err
+		}
+		decisions[i] = d
+	}
+	return decisions, nil
+}
+
+// unlessLookalike is the last step of the rule for a record d would prove
+// op with: for a provider that matches by resemblance, no other unsettled
+// operation could own it.
+func unlessLookalike(ctx context.Context, store *ledger.Store, op ledger.Operation, out Outcome, d Decision) (Decision, error) {
 	q := out.query
 	if q.Match.ByKey {
 		return d, nil

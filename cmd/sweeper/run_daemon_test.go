@@ -222,7 +222,7 @@ func TestDaemonMetricsRiverUIAndSignals(t *testing.T) {
 	apiDeadline := time.Now().Add(10 * time.Second)
 	for {
 		code, body := httpGet(t, base+"/riverui/api/jobs?state=completed&limit=100", auth)
-		if code == http.StatusOK && strings.Contains(body, `"kind":"lookup"`) {
+		if code == http.StatusOK && strings.Contains(body, `"kind":"lookup_batch"`) {
 			break
 		}
 		if time.Now().After(apiDeadline) {

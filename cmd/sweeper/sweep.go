@@ -85,4 +85,7 @@ func printSummary(w io.Writer, sum app.Summary) {
 	if sum.LeftPending > 0 {
 		fmt.Fprintf(w, "left pending %d: their provider is down, or its search may still lag (settle_window); the daemon or a later pass settles them\n", sum.LeftPending)
 	}
+	if sum.HeldByDaemon > 0 {
+		fmt.Fprintf(w, "held by a daemon %d: a running daemon's lookup job holds them and settles them\n", sum.HeldByDaemon)
+	}
 }

@@ -90,14 +90,16 @@ func (d *Daemon) stopBatcher() {
 func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	batcher := review.NewBatcher(s.Reviews(), cmp.Or(opts.CommitBatch, 100))
 	workers := river.NewWorkers()
+	// Jobs an older version queued, one operation each, still run.
 	lookup := jobs.NewLookupWorker(s.Settler(batcher), s.Pool)
 	river.AddWorker(workers, lookup)
+	river.AddWorker(workers, jobs.NewLookupBatchWorker(s.Settler(nil), s.Pool, Policy(s.Config)))
 	sweepTimeout := s.Config.Sweep.Timeout.Duration
 	// The River sweep hands each provider's backlog on in bounded pieces:
 	// the queue, and memory, stay the same with a million stale rows.
 	scanner := s.Scanner()
 	scanner.Admission = settle.AdmissionHorizon
-	river.AddWorker(workers, jobs.NewSweepWorker(scanner, sweepTimeout, s.Logger))
+	river.AddWorker(workers, jobs.NewSweepWorker(scanner, s.Pool, sweepTimeout, s.Logger))
 	river.AddWorker(workers, jobs.NewEscalateWorker(s.Escalator(), jobs.Scan{
 		Timeout:      sweepTimeout,
 		BatchSize:    s.Config.Sweep.BatchSize,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/settle"
+	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -29,8 +30,11 @@ type Summary struct {
 	// LeftPending counts operations the pass left pending without asking
 	// long: their provider is down for the cluster, or its search may still
 	// lag (settle_window). The daemon, or a later pass, settles them.
-	LeftPending int  `json:"left_pending"`
-	DryRun      bool `json:"dry_run"`
+	LeftPending int `json:"left_pending"`
+	// HeldByDaemon counts stale operations the pass left to the lookup job
+	// of a running daemon that holds them (sweeper.lookup_claims).
+	HeldByDaemon int  `json:"held_by_daemon"`
+	DryRun       bool `json:"dry_run"`
 	// Decisions lists each decision, for --dry-run.
 	Decisions []DecisionLine `json:"decisions,omitempty"`
 }
@@ -66,10 +70,12 @@ const defaultMaxPaced = 30 * time.Second
 
 // SweepOnce runs one full pass in this process: the scan, every lookup it
 // causes (retrying within each provider's budget), every decision. It
-// returns when all are settled. It writes exactly what the River jobs
-// write, through the same compare-and-set, so it is safe beside a running
-// daemon: whichever settles an operation first wins, the other finds
-// nothing to do.
+// returns when all are settled. It leaves alone the operations a running
+// daemon's lookup job holds, and writes exactly what the River jobs write,
+// through the same compare-and-set, so it is safe beside a daemon: an
+// operation a daemon claims after the pass read it may be asked twice —
+// lookups only read — and whichever settles it first wins, the other
+// finds nothing to do.
 func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) {
 	settler := s.Settler(nil)
 	concurrency := opts.Concurrency
@@ -124,7 +130,21 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) 
 		})
 	}
 	scanned, err := s.Scanner().Scan(ctx, func(ctx context.Context, ops []ledger.Operation) error {
+		ids := make([]int64, len(ops))
+		for i, op := range ops {
+			ids[i] = op.ID
+		}
+		held, err := jobs.HeldByJobs(ctx, s.Pool, ids)
+		if err != nil {
+			return err
+		}
 		for _, op := range ops {
+			if held[op.ID] {
+				mu.Lock()
+				sum.HeldByDaemon++
+				mu.Unlock()
+				continue
+			}
 			select {
 			case work <- op:
 			case <-ctx.Done():

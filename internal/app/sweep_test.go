@@ -151,13 +151,21 @@ func TestReplayCases(t *testing.T) {
 		if got := b.status(t, op.OpKey); got.Status != ledger.StatusDone || got.ProviderRecordID != "rec_after_429" {
 			t.Fatalf("operation = %s %q, want done with rec_after_429", got.Status, got.ProviderRecordID)
 		}
-		var attempt, errCount int
+		// The operation went from job to job (each rate-limited answer
+		// queues it again after Retry-After): no job used a River attempt
+		// beyond its first or recorded an error, and none carried an
+		// attempt or a failure for the operation.
+		var jobs, maxAttempt, errCount, opAttempts, opErrors int
 		if err := b.pool.QueryRow(context.Background(), `
-			SELECT attempt, coalesce(array_length(errors, 1), 0) FROM sweeper.river_job WHERE kind = 'lookup'`).Scan(&attempt, &errCount); err != nil {
+			SELECT count(*), max(attempt), coalesce(sum(coalesce(array_length(errors, 1), 0)), 0),
+			       coalesce(sum((op->>'attempts')::int), 0), coalesce(sum(jsonb_array_length(coalesce(op->'errors', '[]'))), 0)
+			FROM sweeper.river_job, jsonb_array_elements(args->'ops') AS op WHERE kind = 'lookup_batch'`).
+			Scan(&jobs, &maxAttempt, &errCount, &opAttempts, &opErrors); err != nil {
 			t.Fatal(err)
 		}
-		if attempt != 1 || errCount != 0 {
-			t.Errorf("lookup job attempt %d with %d errors; snoozes must not use attempts", attempt, errCount)
+		if jobs < 1 || maxAttempt != 1 || errCount != 0 || opAttempts != 0 || opErrors != 0 {
+			t.Errorf("%d lookup jobs, highest attempt %d, %d job errors, %d operation attempts and %d failures carried; "+
+				"rate-limited answers must not use attempts", jobs, maxAttempt, errCount, opAttempts, opErrors)
 		}
 	})
 
@@ -199,8 +207,12 @@ func TestReplayCases(t *testing.T) {
 		if got := b.status(t, young.OpKey); got.Status != ledger.StatusPending {
 			t.Errorf("young operation is %s", got.Status)
 		}
-		if n := b.count(t, `SELECT count(*) FROM sweeper.river_job WHERE kind = 'lookup' AND (args->>'operation_id')::bigint = $1`, young.ID); n != 0 {
+		if n := b.count(t, `SELECT count(*) FROM sweeper.river_job, jsonb_array_elements(args->'ops') AS op
+			WHERE kind = 'lookup_batch' AND (op->>'id')::bigint = $1`, young.ID); n != 0 {
 			t.Errorf("%d lookup jobs for the young operation", n)
+		}
+		if n := b.count(t, `SELECT count(*) FROM sweeper.lookup_claims WHERE operation_id = $1`, young.ID); n != 0 {
+			t.Errorf("the young operation is claimed")
 		}
 	})
 
@@ -215,7 +227,10 @@ func TestReplayCases(t *testing.T) {
 		if tk.Reason != review.ReasonLookupUnsupported || len(ev.Errors) != 1 {
 			t.Errorf("ticket %s with %d errors; want lookup_unsupported after one attempt", tk.Reason, len(ev.Errors))
 		}
-		if n := b.count(t, `SELECT attempt FROM sweeper.river_job WHERE kind = 'lookup'`); n != 1 {
+		if n := b.count(t, `SELECT count(*) FROM sweeper.river_job WHERE kind = 'lookup_batch'`); n != 1 {
+			t.Errorf("%d lookup jobs, want one", n)
+		}
+		if n := b.count(t, `SELECT attempt FROM sweeper.river_job WHERE kind = 'lookup_batch'`); n != 1 {
 			t.Errorf("lookup ran %d times", n)
 		}
 	})
@@ -345,8 +360,17 @@ func TestSweepTwiceAndWhileLookupsRun(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := b.count(t, `SELECT count(*) FROM sweeper.river_job WHERE kind = 'lookup'`); n != len(keys) {
-		t.Errorf("%d lookup jobs for %d operations after three sweeps", n, len(keys))
+	// Each operation is held by one unfinished lookup job, once.
+	if n := b.count(t, `SELECT count(DISTINCT op->>'id') FROM sweeper.river_job, jsonb_array_elements(args->'ops') AS op
+		WHERE kind = 'lookup_batch'`); n != len(keys) {
+		t.Errorf("lookup jobs hold %d operations of %d after three sweeps", n, len(keys))
+	}
+	if n := b.count(t, `SELECT count(*) FROM sweeper.river_job, jsonb_array_elements(args->'ops') AS op
+		WHERE kind = 'lookup_batch'`); n != len(keys) {
+		t.Errorf("lookup jobs hold %d entries for %d operations after three sweeps", n, len(keys))
+	}
+	if n := b.count(t, `SELECT count(*) FROM sweeper.lookup_claims`); n != len(keys) {
+		t.Errorf("%d claims for %d operations", n, len(keys))
 	}
 	close(release)
 	b.waitSettled(t, keys, 30*time.Second)

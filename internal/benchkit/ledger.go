@@ -82,8 +82,8 @@ func FillLedger(ctx context.Context, db *pgx.Conn, rows int, stale float64, mix 
 // Settlement is what became of the stale operations.
 type Settlement struct {
 	Pending, Done, Review int
-	// P50 and P99 are per-operation latencies from the lookup job's
-	// created_at (the sweep saw the row) to the operation's updated_at (the
+	// P50 and P99 are per-operation latencies from the created_at of the
+	// first lookup job that held it (the sweep saw the row) to the operation's updated_at (the
 	// transaction that wrote the outcome — ledger row and ticket alike).
 	P50, P99 time.Duration
 }
@@ -101,9 +101,14 @@ func Settled(ctx context.Context, db *pgx.Conn) (Settlement, error) {
 	var p50, p99 *float64
 	err = db.QueryRow(ctx, `
 		SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY d), percentile_cont(0.99) WITHIN GROUP (ORDER BY d)
-		FROM (SELECT extract(epoch FROM o.updated_at - j.created_at) AS d
-		      FROM sweeper.river_job j JOIN ledger.operations o ON o.id = (j.args->>'operation_id')::bigint
-		      WHERE j.kind = 'lookup' AND o.status <> 'pending') AS settled`).Scan(&p50, &p99)
+		FROM (SELECT extract(epoch FROM o.updated_at - min(q.created_at)) AS d
+		      FROM (SELECT j.created_at, (op->>'id')::bigint AS id
+		            FROM sweeper.river_job j, jsonb_array_elements(j.args->'ops') AS op WHERE j.kind = 'lookup_batch'
+		            UNION ALL
+		            SELECT j.created_at, (j.args->>'operation_id')::bigint FROM sweeper.river_job j WHERE j.kind = 'lookup') AS q
+		      JOIN ledger.operations o ON o.id = q.id
+		      WHERE o.status <> 'pending'
+		      GROUP BY o.id, o.updated_at) AS settled`).Scan(&p50, &p99)
 	if err != nil {
 		return s, err
 	}

@@ -51,26 +51,40 @@ type Step struct {
 // (invalid_operation); so are an unsupported provider and a permanent
 // error. A cancelled ctx gives a non-final step carrying ctx's error.
 func (s *Settler) Attempt(ctx context.Context, op ledger.Operation) Step {
+	p, q, refused := s.Prepare(op)
+	if refused != nil {
+		return *refused
+	}
+	records, err := p.Lookup(ctx, q)
+	return s.Answer(ctx, op, p, q, records, err)
+}
+
+// Prepare returns op's provider and the query to ask it, or the final step
+// for an operation that cannot be looked up.
+func (s *Settler) Prepare(op ledger.Operation) (*providers.Provider, providers.Query, *Step) {
 	p := s.Providers[op.Provider]
 	if p == nil {
-		return Step{Final: true, Outcome: review.Invalid(fmt.Sprintf("provider %q is not configured: no [providers.%s] block", op.Provider, op.Provider))}
+		return nil, providers.Query{}, &Step{Final: true, Outcome: review.Invalid(fmt.Sprintf("provider %q is not configured: no [providers.%s] block", op.Provider, op.Provider))}
 	}
 	if problem := review.Lookable(op); problem != "" {
-		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(problem)}
+		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(problem)}
 	}
 	if now := s.Now(); op.FirstAttemptAt.IsZero() || op.FirstAttemptAt.After(now.Add(ledger.MaxClockSkew)) {
-		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
+		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
 			"first_attempt_at is not a time an attempt was made (infinite, or in the future): no lookup window can be drawn")}
 	}
 	if !p.Matching().ByKey && op.Recipient == "" {
-		return Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
+		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
 			"missing recipient: provider " + op.Provider + " matches records by resemblance (recipient, payload, time), not by op_key")}
 	}
-	now := s.Now()
-	q := review.SearchFor(op, p.Matching(), now)
-	records, err := p.Lookup(ctx, q)
+	return p, review.SearchFor(op, p.Matching(), s.Now()), nil
+}
+
+// Answer turns the provider's answer to q, made for op, into a step.
+func (s *Settler) Answer(ctx context.Context, op ledger.Operation, p *providers.Provider, q providers.Query, records []providers.Record, err error) Step {
 	step := Step{Query: &q, Adapter: p.Kind}
 	if err == nil {
+		now := s.Now()
 		if settled := op.FirstAttemptAt.Add(p.SettleWindow); len(records) == 0 && now.Before(settled) {
 			// The provider's search may not list the record yet: ask again
 			// once the window has passed, spending no attempt or budget;
@@ -136,7 +150,7 @@ func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, hi
 			// The answer itself cannot be written (the adapter let through
 			// what the database refuses): retrying would fail forever, so
 			// a ticket says why, without the records.
-			return s.Finish(ctx, op, unstorable(step, err), history, dryRun)
+			return s.Finish(ctx, op, Unstorable(step, err), history, dryRun)
 		}
 		if err != nil {
 			return Settled{}, err
@@ -151,12 +165,12 @@ func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, hi
 				continue
 			}
 		}
-		s.logSettled(op, d, applied)
+		s.LogSettled(op, d, applied)
 		return Settled{Decision: d, Applied: applied}, nil
 	}
 }
 
-func (s *Settler) logSettled(op ledger.Operation, d review.Decision, applied review.Applied) {
+func (s *Settler) LogSettled(op ledger.Operation, d review.Decision, applied review.Applied) {
 	logger := s.Logger.With("op_key", LogKey(op), "provider", op.Provider)
 	switch {
 	case !applied.Settled:
@@ -176,9 +190,9 @@ func (s *Settler) logSettled(op ledger.Operation, d review.Decision, applied rev
 // line carries.
 func LogKey(op ledger.Operation) string { return providers.RedactText(op.OpKey, op.Recipient) }
 
-// unstorable is the final outcome for an answer the database refused to
+// Unstorable is the final outcome for an answer the database refused to
 // store: a failed lookup, whose evidence holds no records.
-func unstorable(step Step, err error) Step {
+func Unstorable(step Step, err error) Step {
 	step.Final = true
 	step.Outcome = review.Failed(fmt.Sprintf("the provider's answer could not be stored: %v", err))
 	return step

@@ -1,0 +1,110 @@
+package review_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/review"
+)
+
+// TestProveBatchIsProve: for every branch the database takes part in — a
+// record no one holds, one another operation holds, one the operation
+// itself already names, two operations of the batch answered with one
+// record, a resemblance match with and without a look-alike, and answers
+// Decide alone refuses — ProveBatch decides what Prove decides alone.
+func TestProveBatchIsProve(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.Tx(t)
+	store := ledger.NewStore(tx)
+	// claim gives every operation one recipient and payload: what makes
+	// two of a resemblance provider look alike.
+	claimAt := func(key, provider string) ledger.Operation {
+		t.Helper()
+		return claim(t, tx, key, "onboarding", provider)
+	}
+	holder := claimAt("pb-holder", "mailer")
+	if _, err := store.Confirm(ctx, holder.OpKey, "rec_taken"); err != nil {
+		t.Fatal(err)
+	}
+	free := claimAt("pb-free", "mailer")
+	taken := claimAt("pb-taken", "mailer")
+	own := claimAt("pb-own", "mailer")
+	if _, err := tx.Exec(ctx, `UPDATE ledger.operations SET provider_record_id = 'rec_own' WHERE id = $1`, own.ID); err != nil {
+		t.Fatal(err)
+	}
+	own.ProviderRecordID = "rec_own"
+	twinA := claimAt("pb-twin-a", "mailer")
+	twinB := claimAt("pb-twin-b", "mailer")
+	missing := claimAt("pb-missing", "mailer")
+	mismatch := claimAt("pb-mismatch", "mailer")
+	alone := claimAt("pb-sms-alone", "sms")
+	lookalike := claimAt("pb-sms-twin", "sms2")
+	claimAt("pb-sms-other", "sms2") // same recipient and payload: could own lookalike's record
+
+	now := time.Now().Add(time.Minute) // the records are dated a second after the claims
+	keyed := providers.Matching{ByKey: true}
+	resemblance := providers.Matching{Margin: providers.DefaultMargin}
+	record := func(op ledger.Operation, m providers.Matching, id string) review.Outcome {
+		q := review.SearchFor(op, m, now)
+		return review.Answered(q, []providers.Record{{
+			ID: id, CreatedAt: op.FirstAttemptAt.Add(time.Second), Recipient: op.Recipient, PayloadHash: op.PayloadHash,
+		}})
+	}
+	proofs := []review.Proof{
+		{Op: free, Outcome: record(free, keyed, "rec_free")},
+		{Op: taken, Outcome: record(taken, keyed, "rec_taken")},
+		{Op: own, Outcome: record(own, keyed, "rec_own")},
+		{Op: twinA, Outcome: record(twinA, keyed, "rec_twin")},
+		{Op: twinB, Outcome: record(twinB, keyed, "rec_twin")},
+		{Op: missing, Outcome: review.Answered(review.SearchFor(missing, keyed, now), nil)},
+		{Op: mismatch, Outcome: review.Answered(review.SearchFor(mismatch, keyed, now), []providers.Record{{
+			ID: "rec_other", CreatedAt: mismatch.FirstAttemptAt.Add(time.Second), PayloadHash: hashOfDoc(t, `{"template":"other"}`),
+		}})},
+		{Op: alone, Outcome: record(alone, resemblance, "rec_sms_alone")},
+		{Op: lookalike, Outcome: record(lookalike, resemblance, "rec_sms_twin")},
+		{Op: holder, Outcome: record(holder, keyed, "rec_taken")},
+	}
+	got, err := review.ProveBatch(ctx, tx, proofs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(proofs) {
+		t.Fatalf("%d decisions for %d proofs", len(got), len(proofs))
+	}
+	for i, p := range proofs {
+		want, err := review.Prove(ctx, tx, p.Op, p.Outcome)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got[i]); diff != "" {
+			t.Errorf("%s: ProveBatch differs from Prove (-Prove +ProveBatch):\n%s", p.Op.OpKey, diff)
+		}
+	}
+	// The cases are the ones they are meant to be.
+	wantDone := map[string]bool{"pb-free": true, "pb-own": true, "pb-twin-a": true, "pb-twin-b": true, "pb-sms-alone": true, "pb-holder": true}
+	for i, p := range proofs {
+		if got[i].Done != wantDone[p.Op.OpKey] {
+			t.Errorf("%s: done %v (%s %s)", p.Op.OpKey, got[i].Done, got[i].Reason, got[i].Detail)
+		}
+	}
+	if got[1].Reason != review.ReasonMultipleMatches || got[8].Reason != review.ReasonAmbiguousOwner {
+		t.Errorf("held record: %s; look-alike: %s", got[1].Reason, got[8].Reason)
+	}
+}
+
+func hashOfDoc(t *testing.T, doc string) string {
+	t.Helper()
+	h, err := ledger.PayloadHash(json.RawMessage(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
