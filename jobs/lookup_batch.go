@@ -24,7 +24,7 @@ import (
 // transaction of about a dozen statements, so the statements per operation
 // fall with the batch; the asks run concurrently, spaced by the provider's
 // own concurrency cap.
-const LookupBatchSize = 200
+const LookupBatchSize = 500
 
 // maxHistory is how many failed attempts of one operation a job carries
 // (the latest): the evidence of a lookup_failed ticket lists them.

@@ -225,6 +225,7 @@ func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) 
 			results, err = nil, Transient(fmt.Errorf("%s: adapter panicked: %v", p.Name, r))
 		}
 	}()
+	p.requests.Add(1)
 	answers, err := b.LookupBatch(lookupCtx, qs)
 	switch {
 	case err != nil && ctx.Err() != nil:

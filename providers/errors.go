@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // ErrUnsupported is returned by an adapter whose provider offers no way to
@@ -146,14 +147,9 @@ func RedactText(text string, values ...string) string {
 		}
 	}
 	if len(forms) > 0 {
-		// Longest first: alternatives are tried in order.
+		// Longest first: at each position the longest form is tried first.
 		slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
-		quoted := make([]string, len(forms))
-		for i, f := range forms {
-			quoted[i] = regexp.QuoteMeta(f)
-		}
-		re := regexp.MustCompile(`(?i)(?:` + strings.Join(quoted, "|") + `)`)
-		out = re.ReplaceAllLiteralString(out, "[redacted]")
+		out = replaceFold(out, forms, "[redacted]")
 	}
 	for _, v := range values {
 		if national, ok := phoneTail(v); ok {
@@ -161,6 +157,80 @@ func RedactText(text string, values ...string) string {
 		}
 	}
 	return out
+}
+
+// replaceFold replaces, left to right, every occurrence of one of forms in
+// text, compared under Unicode simple case folding as strings.EqualFold
+// (and the (?i) of package regexp) compare, with repl; at each position the
+// first form that matches wins. It is what a case-insensitive regexp of the
+// forms would do, without compiling one per call: redaction runs on every
+// evidence text of every operation.
+func replaceFold(text string, forms []string, repl string) string {
+	runes := make([]int, len(forms)) // each form's length in runes
+	for i, f := range forms {
+		runes[i] = utf8.RuneCountInString(f)
+	}
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(text); {
+		matched := false
+		for k, f := range forms {
+			end, ok := foldPrefix(text[i:], f, runes[k])
+			if ok {
+				if !changed {
+					b.Grow(len(text))
+					b.WriteString(text[:i])
+					changed = true
+				}
+				b.WriteString(repl)
+				i += end
+				matched = true
+				break
+			}
+		}
+		if matched {
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(text[i:])
+		if changed {
+			b.WriteString(text[i : i+size])
+		}
+		i += size
+	}
+	if !changed {
+		return text
+	}
+	return b.String()
+}
+
+// foldPrefix reports whether s starts with n runes that equal f under
+// simple case folding, and their length in bytes.
+func foldPrefix(s, f string, n int) (int, bool) {
+	first, _ := utf8.DecodeRuneInString(f)
+	r, _ := utf8.DecodeRuneInString(s)
+	if r != first && !sameFold(r, first) {
+		return 0, false // the common case, cheaply
+	}
+	end := 0
+	for range n {
+		if end >= len(s) {
+			return 0, false
+		}
+		_, size := utf8.DecodeRuneInString(s[end:])
+		end += size
+	}
+	return end, strings.EqualFold(s[:end], f)
+}
+
+// sameFold reports whether r and t are in the same simple case-folding
+// orbit.
+func sameFold(r, t rune) bool {
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f == t {
+			return true
+		}
+	}
+	return false
 }
 
 // phoneSeparators are what may stand between a phone number's digits.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -36,6 +37,9 @@ type Provider struct {
 	adapter  Lookup
 	matching Matching
 	health   Health
+	// requests counts the requests made to the adapter: one per lookup,
+	// one per batch.
+	requests atomic.Int64
 	limiter  *rate.Limiter
 	slots    chan struct{}
 	metrics  *metrics.Metrics
@@ -179,6 +183,7 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 			records, err = nil, Transient(fmt.Errorf("%s: adapter panicked: %v", p.Name, r))
 		}
 	}()
+	p.requests.Add(1)
 	records, err = p.adapter.Lookup(lookupCtx, q)
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -198,6 +203,11 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 	}
 	return records, nil
 }
+
+// Requests reports how many requests this process has made to the
+// provider: one per single lookup and one per batch, however many
+// operations it held.
+func (p *Provider) Requests() int64 { return p.requests.Load() }
 
 // admit waits for what one request to the provider needs in this process
 // — a free slot, a rate-limit token — and for the provider's health to
