@@ -94,7 +94,7 @@ func TestUncertainSearchIsBoundedByItsWindow(t *testing.T) {
 				b.fake.Add(slackfake.Message{Channel: alertsChannel, ThreadTS: thread, Text: fmt.Sprintf("chatter %d", i)})
 			}
 			if tt.closed {
-				time.Sleep(time.Until(b.row(t, key).SearchWindows[0].Until.Add(50 * time.Millisecond)))
+				time.Sleep(time.Until(b.row(t, key).SearchWindows[0].Until.Add(50 * time.Millisecond))) // the window closes: the scenario
 			}
 			searches := len(b.fake.Calls("conversations.history")) + len(b.fake.Calls("conversations.replies"))
 			st, err := d.DispatchOnce(b.ctx)
@@ -168,7 +168,7 @@ func TestReplayNotPostedPostsWithoutSearching(t *testing.T) {
 	for i := range 250 {
 		b.fake.Add(slackfake.Message{Channel: alertsChannel, Text: fmt.Sprintf("chatter %d", i)})
 	}
-	time.Sleep(time.Until(b.row(t, openedKey(id)).SearchWindows[0].Until.Add(50 * time.Millisecond)))
+	time.Sleep(time.Until(b.row(t, openedKey(id)).SearchWindows[0].Until.Add(50 * time.Millisecond))) // the window closes: the scenario
 	if st := b.drain(t, d); st.Parked != 1 {
 		t.Fatalf("second attempt %+v, want parked", st)
 	}

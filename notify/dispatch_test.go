@@ -19,6 +19,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/providers"
@@ -365,6 +366,8 @@ func TestTwoDispatchersAtOnce(t *testing.T) {
 				if counts[notify.OutboxSent] == len(keys) {
 					return
 				}
+				// Spaces the drains, in a goroutine of its own where
+				// testwait cannot end the test.
 				time.Sleep(5 * time.Millisecond)
 			}
 		})
@@ -556,11 +559,10 @@ func TestRateLimitHonoursRetryAfter(t *testing.T) {
 		t.Errorf("posted before Retry-After passed: %+v", st)
 	}
 
-	deadline := time.Now().Add(5 * time.Second)
-	for len(b.fake.Messages()) < 2 && time.Now().Before(deadline) {
+	testwait.Until(t, 5*time.Second, "both rows posted", func() bool {
 		b.drain(t, d)
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(b.fake.Messages()) >= 2
+	})
 	b.requireOne(t, openedKey(first))
 	b.requireOne(t, openedKey(second))
 	posts := b.fake.Calls("chat.postMessage")
@@ -669,10 +671,9 @@ func TestShutdownMidPostIsUncertain(t *testing.T) {
 	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) { c.PollInterval = 10 * time.Millisecond })
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(b.fake.Calls("chat.postMessage")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, 5*time.Second, "a post in flight", func() bool {
+		return len(b.fake.Calls("chat.postMessage")) > 0
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run after cancel: %v, want nil", err)
@@ -691,7 +692,7 @@ func TestLeaseFencesAnExpiredHolder(t *testing.T) {
 	if err != nil || len(old) != 1 {
 		t.Fatal(old, err)
 	}
-	time.Sleep(30 * time.Millisecond)
+	time.Sleep(30 * time.Millisecond) // the 10ms lease ends: the scenario
 	fresh, err := b.outbox.Claim(b.ctx, "fast", time.Minute, 1)
 	if err != nil || len(fresh) != 1 {
 		t.Fatal(fresh, err)

@@ -35,7 +35,7 @@ func TestGroupWaitSkipsWhatSettledItself(t *testing.T) {
 			if st := b.drain(t, d); st.Claimed != 0 {
 				t.Fatalf("claimed %+v before the wait", st)
 			}
-			time.Sleep(wait)
+			time.Sleep(wait) // the group wait passes: the scenario
 			if tc.uncertain {
 				b.fake.Inject("chat.postMessage", slackfake.Fault{Drop: true})
 				if st, err := d.DispatchOnce(b.ctx); err != nil || st.Uncertain != 1 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/health"
 	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 )
@@ -51,11 +52,14 @@ func (b *bundle) up(t *testing.T, tr *health.Tracker, provider string) {
 	if _, err := b.pool.Exec(b.ctx, `UPDATE sweeper.provider_health SET probe_at = now() WHERE provider = $1`, provider); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1100 * time.Millisecond) // past the tracker's cached state
-	probe, _, err := tr.Allow(b.ctx)
-	if err != nil || !probe {
-		t.Fatalf("probe: %v, %v", probe, err)
-	}
+	// Until the tracker's cached state (up, a second at most) gives way to
+	// the table's: down, its probe due.
+	testwait.UntilNil(t, 5*time.Second, "the probe's turn", func() error {
+		if probe, _, err := tr.Allow(b.ctx); err != nil || !probe {
+			return fmt.Errorf("probe: %v, %v", probe, err)
+		}
+		return nil
+	})
 	if err := tr.Done(b.ctx, true, false, "op-probe", ""); err != nil {
 		t.Fatal(err)
 	}

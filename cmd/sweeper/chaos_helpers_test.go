@@ -21,6 +21,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/ledger"
 )
 
@@ -408,22 +409,28 @@ func slackEnv(dbURL string) map[string]string {
 func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() string, daemons func() string) {
 	t.Helper()
 	start := time.Now()
-	deadline, report := start.Add(timeout), start.Add(15*time.Second)
-	for {
+	report := start.Add(15 * time.Second)
+	testwait.UntilNil(t, timeout, what, func() error {
 		state := cond()
 		if state == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s: %s\n%s", what, timeout, state, daemons())
+			return nil
 		}
 		if time.Now().After(report) {
 			t.Logf("waiting %s for %s: %s", time.Since(start).Round(time.Second), what, state)
 			report = report.Add(15 * time.Second)
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return chaosState{state, daemons}
+	})
 }
+
+// chaosState is where things stand, and the daemons' recent output, read
+// only when printed.
+type chaosState struct {
+	state   string
+	daemons func() string
+}
+
+func (s chaosState) Error() string { return s.state + "\n" + s.daemons() }
 
 // tail returns the last n lines of s.
 func tail(s string, n int) string {

@@ -243,7 +243,7 @@ func TestChaos(t *testing.T) {
 				mu.Lock()
 				supervised = append(supervised, fmt.Sprintf("daemon %d could not reach the database at start; started again", i))
 				mu.Unlock()
-				time.Sleep(time.Second)
+				time.Sleep(time.Second) // the supervisor's restart delay: part of the scenario
 				start(i)
 			default:
 				mu.Lock()
@@ -313,7 +313,7 @@ func TestChaos(t *testing.T) {
 				return
 			}
 			<-victim.exited
-			time.Sleep(time.Duration(rand.Int64N(int64(time.Second))))
+			time.Sleep(time.Duration(rand.Int64N(int64(time.Second)))) // down a random while, as a crashed replica is
 			start(i)
 			chaosLog = append(chaosLog, fmt.Sprintf("%6.1fs daemon %d killed (SIGKILL) and restarted", e.at.Seconds(), i))
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/testwait"
 )
 
 const crashConfig = `
@@ -100,13 +102,9 @@ func TestKillNineLosesNothing(t *testing.T) {
 	daemons := []*daemonProc{startDaemon(t, bin, cfgFile, dbURL), startDaemon(t, bin, cfgFile, dbURL), startDaemon(t, bin, cfgFile, dbURL)}
 	// Kill one while lookups are in flight, twice over.
 	for round := range 2 {
-		deadline := time.Now().Add(30 * time.Second)
-		for countRunning(t, pool) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: no lookup ever ran\n%s", round, daemons[0].output.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitFor(t, daemons[0], 30*time.Second, fmt.Sprintf("round %d: a lookup running", round), func() bool {
+			return countRunning(t, pool) > 0
+		})
 		victim := daemons[round]
 		if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -115,8 +113,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 		daemons[round] = startDaemon(t, bin, cfgFile, dbURL)
 	}
 
-	deadline := time.Now().Add(150 * time.Second)
-	for {
+	testwait.UntilNil(t, 150*time.Second, "nothing pending and no lookup unfinished after the kills", func() error {
 		var pending, unfinished int
 		err := pool.QueryRow(context.Background(), `SELECT
 			(SELECT count(*) FROM ledger.operations WHERE status = 'pending'),
@@ -125,13 +122,10 @@ func TestKillNineLosesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		if pending == 0 && unfinished == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d operations pending and %d lookups unfinished after the kills\n%s", pending, unfinished, daemons[2].output.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return errors.Join(fmt.Errorf("%d operations pending and %d lookups unfinished", pending, unfinished), daemonOutput{daemons[2]})
+	})
 
 	got := map[string]int{}
 	rows, err := pool.Query(context.Background(), `

@@ -110,26 +110,17 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 
 	d := startDaemon(t, bin, cfgFile, dbURL)
 
-	// Operations arrive while the daemon runs: the schedule, not a start-up
-	// pass, must find them.
-	time.Sleep(500 * time.Millisecond)
+	// Operations arrive while the daemon runs, after its start-up pass: the
+	// schedule must find them.
+	waitFor(t, d, time.Minute, "the start-up sweep done", func() bool {
+		return queryCount(t, pool, `SELECT count(*) FROM sweeper.river_job WHERE kind = 'sweep' AND state = 'completed'`) > 0
+	})
 	keys := []string{"found-d1", "found-d2", "many-d3", "nf-d4"}
 	seed(t, dbURL, keys...)
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var pending int
-		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger.operations WHERE status = 'pending'`).Scan(&pending); err != nil {
-			t.Fatal(err)
-		}
-		if pending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d operations still pending\n%s", pending, d.output.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFor(t, d, time.Minute, "every operation settled", func() bool {
+		return queryCount(t, pool, `SELECT count(*) FROM ledger.operations WHERE status = 'pending'`) == 0
+	})
 
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if r := runCLI(t, nil, "healthcheck", "--config", cfgFile, "--path", path); r.code != exitOK {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"maps"
 	"net"
 	"os"
@@ -74,16 +73,19 @@ func runDaemon(ctx context.Context, e *env) error {
 	for _, p := range s.Providers {
 		p.SetMetrics(m)
 	}
-	daemon, err := startJobs(ctx, s, logger)
+	// The database may drop the connection while the client starts (a
+	// restart, a failover): that too is waited for. The client outlives
+	// ctx: the signal ends ctx, and the stop below lets running jobs finish.
+	daemon, err := s.StartDaemon(ctx, app.ClientOptions{}, startupWait)
 	if err != nil {
-		return err
+		return appError(err)
 	}
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServing()
-	server, interactions, err := httpServer(serveCtx, s, daemon, registry)
+	server, interactions, err := s.NewHTTPServer(serveCtx, daemon, registry)
 	if err != nil {
 		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
-		return configError(err)
+		return appError(err)
 	}
 	listener, err := net.Listen("tcp", s.Config.HTTP.Listen)
 	if err != nil {
@@ -122,31 +124,4 @@ func runDaemon(ctx context.Context, e *env) error {
 	}
 	logger.Info("stopped")
 	return nil
-}
-
-// startJobs builds and starts the River client. The database may drop the
-// connection while the client starts (a restart, a failover): that is
-// retried with a new client for up to startupWait, as reaching the database
-// is. The client's own context outlives ctx: the signal ends ctx, and the
-// stop in runDaemon is what lets running jobs finish.
-func startJobs(ctx context.Context, s *app.App, logger *slog.Logger) (*app.Daemon, error) {
-	daemon, err := s.NewDaemon(app.ClientOptions{})
-	if err != nil {
-		return nil, configError(err)
-	}
-	err = retryFor(ctx, logger, startupWait, "job client did not start; trying again", func() error {
-		err := daemon.Start(ctx)
-		if err != nil {
-			// The next try gets a client that was never started; this
-			// configuration built one a moment ago, so it builds again.
-			if fresh, newErr := s.NewDaemon(app.ClientOptions{}); newErr == nil {
-				daemon = fresh
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("start: %w", err)
-	}
-	return daemon, nil
 }

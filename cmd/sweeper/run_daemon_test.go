@@ -20,6 +20,7 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/internal/pgtemp"
+	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/migrations"
 )
 
@@ -45,22 +46,11 @@ func startDaemonWith(t *testing.T, bin, cfgFile, dbURL, listen string, environ .
 		env[k] = v
 	}
 	d := startDaemonEnv(t, bin, cfgFile, env)
-	out := d.output
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if code, _ := httpGet(t, "http://"+listen+"/healthz", nil); code == http.StatusOK {
-			return d
-		}
-		select {
-		case <-d.exited:
-			t.Fatalf("the daemon exited at start: %v\n%s", d.err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no /healthz within 30s\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, d, 30*time.Second, "/healthz", func() bool {
+		code, _ := httpGet(t, "http://"+listen+"/healthz", nil)
+		return code == http.StatusOK
+	})
+	return d
 }
 
 // httpGet answers the status and body of a GET, 0 when nothing answered.
@@ -132,13 +122,9 @@ func TestDaemonMetricsRiverUIAndSignals(t *testing.T) {
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(d.output.String(), "SIGHUP: configuration reload is not supported") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no SIGHUP line in the log\n%s", d.output.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, d, 10*time.Second, "the SIGHUP line in the log", func() bool {
+		return strings.Contains(d.output.String(), "SIGHUP: configuration reload is not supported")
+	})
 	select {
 	case <-d.exited:
 		t.Fatalf("the daemon exited on SIGHUP: %v\n%s", d.err, d.output.String())
@@ -149,7 +135,7 @@ func TestDaemonMetricsRiverUIAndSignals(t *testing.T) {
 	}
 
 	seed(t, dbURL, "found-o1", "many-o2", "nf-o3")
-	waitFor(t, d, "operations settled", func() bool {
+	waitFor(t, d, time.Minute, "operations settled", func() bool {
 		return queryCount(t, pool, `SELECT count(*) FROM ledger.operations WHERE status = 'pending'`) == 0
 	})
 	// Both tickets past their deadline: the next escalation pass takes a
@@ -157,7 +143,7 @@ func TestDaemonMetricsRiverUIAndSignals(t *testing.T) {
 	if err := execAsSweeper(context.Background(), pool, `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, d, "tickets escalated", func() bool {
+	waitFor(t, d, time.Minute, "tickets escalated", func() bool {
 		return queryCount(t, pool, `SELECT count(*) FROM sweeper.ticket_events WHERE kind = 'escalated'`) == 2
 	})
 
@@ -219,18 +205,13 @@ func TestDaemonMetricsRiverUIAndSignals(t *testing.T) {
 	// The UI's API reads sweeper's schema through the daemon's client.
 	// River marks a job completed shortly after its work is done (its
 	// completer batches), so the lookups may take a moment to show.
-	apiDeadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.UntilNil(t, 10*time.Second, "a completed lookup in /riverui/api/jobs with credentials", func() error {
 		code, body := httpGet(t, base+"/riverui/api/jobs?state=completed&limit=100", auth)
 		if code == http.StatusOK && strings.Contains(body, `"kind":"lookup_batch"`) {
-			break
+			return nil
 		}
-		if time.Now().After(apiDeadline) {
-			t.Errorf("/riverui/api/jobs with credentials: %d\n%.500s", code, body)
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%d\n%.500s", code, body)
+	})
 
 	stopDaemon(t, d)
 	out := d.output.String()
@@ -281,17 +262,28 @@ func TestRiverUIWithoutCredentialsIsAConfigError(t *testing.T) {
 	}
 }
 
-// waitFor polls cond for up to a minute.
-func waitFor(t *testing.T, d *daemonProc, what string, cond func() bool) {
+// waitFor waits up to timeout for cond while d runs: d's exit fails the
+// test at once, and a timeout shows d's output.
+func waitFor(t *testing.T, d *daemonProc, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within a minute\n%s", what, d.output.String())
+	testwait.UntilNil(t, timeout, what, func() error {
+		select {
+		case <-d.exited:
+			t.Fatalf("the daemon exited while waiting for %s: %v\n%s", what, d.err, d.output.String())
+		default:
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		if cond() {
+			return nil
+		}
+		return daemonOutput{d}
+	})
 }
+
+// daemonOutput is an error whose text is a daemon's output so far, read
+// only when printed.
+type daemonOutput struct{ d *daemonProc }
+
+func (o daemonOutput) Error() string { return "the daemon's output:\n" + o.d.output.String() }
 
 // queryCount runs a count query.
 func queryCount(t *testing.T, pool *pgxpool.Pool, query string) int {
@@ -337,22 +329,7 @@ func TestRunWaitsForItsDatabase(t *testing.T) {
 	d := startDaemonEnv(t, bin, cfgFile, map[string]string{config.EnvDatabaseURL: cluster.URL})
 	out := d.output
 
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(45 * time.Second)
-		for !cond() {
-			select {
-			case <-d.exited:
-				t.Fatalf("the daemon exited while waiting for %s: %v\n%s", what, d.err, out.String())
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 45s\n%s", what, out.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	waitFor("a second try at the database", func() bool {
+	waitFor(t, d, 45*time.Second, "a second try at the database", func() bool {
 		return strings.Count(out.String(), "database not ready; trying again") >= 2
 	})
 	if code, _ := httpGet(t, "http://"+listen+"/healthz", nil); code != 0 {
@@ -361,7 +338,7 @@ func TestRunWaitsForItsDatabase(t *testing.T) {
 	if err := cluster.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("/healthz once the database is back", func() bool {
+	waitFor(t, d, 45*time.Second, "/healthz once the database is back", func() bool {
 		code, _ := httpGet(t, "http://"+listen+"/healthz", nil)
 		return code == http.StatusOK
 	})
@@ -370,7 +347,7 @@ func TestRunWaitsForItsDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer check.Close()
-	waitFor("the stale operation settled", func() bool {
+	waitFor(t, d, 45*time.Second, "the stale operation settled", func() bool {
 		var status string
 		err := check.QueryRow(ctx, `SELECT status FROM ledger.operations WHERE op_key = 'found-while-down-1'`).Scan(&status)
 		return err == nil && status == "done"

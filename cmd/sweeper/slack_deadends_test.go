@@ -13,6 +13,7 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/internal/testwait"
 )
 
 // slackCase is a database, a fake Slack and a configuration for driving
@@ -85,21 +86,17 @@ func (c *slackCase) escalate(t *testing.T) {
 // waitDue waits until no outbox row waits for a retry.
 func (c *slackCase) waitDue(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testwait.UntilNil(t, time.Minute, "no outbox row waiting for a retry", func() error {
 		var waiting int
 		if err := c.pool.QueryRow(context.Background(), `SELECT count(*) FROM sweeper.outbox
 			WHERE state = 'pending' AND lease_until > now()`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
-		if waiting == 0 {
-			return
+		if waiting > 0 {
+			return fmt.Errorf("%d outbox rows still wait for a retry", waiting)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d outbox rows still wait for a retry", waiting)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // rowID is the id of the outbox row of the ticket of opKey and event kind.

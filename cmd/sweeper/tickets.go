@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -15,8 +14,6 @@ func newTicketsCmd(e *env) *cobra.Command {
 	return group("tickets", "review tickets and people's decisions: list, show, resolve, ack",
 		newTicketsListCmd(e), newTicketsShowCmd(e), newTicketsResolveCmd(e), newTicketsAckCmd(e))
 }
-
-func reviews(s *app.App) *review.Store { return review.NewStore(s.Pool, app.Policy(s.Config)) }
 
 // decisionError says why a resolution or acknowledgement was refused: a
 // usage error for a request the rules refuse, a failure otherwise; nil

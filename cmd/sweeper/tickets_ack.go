@@ -29,7 +29,7 @@ func newTicketsAckCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
-		t, err := reviews(s).Acknowledge(cmd.Context(), id, *by, 0)
+		t, err := s.Reviews().Acknowledge(cmd.Context(), id, *by, 0)
 		if err := decisionError(id, err); err != nil {
 			return err
 		}

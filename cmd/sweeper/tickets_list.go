@@ -42,7 +42,7 @@ func newTicketsListCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
-		tickets, err := reviews(s).List(cmd.Context(), filter)
+		tickets, err := s.Reviews().List(cmd.Context(), filter)
 		if err != nil {
 			return err
 		}

@@ -35,7 +35,7 @@ func newTicketsResolveCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
-		t, err := reviews(s).Resolve(cmd.Context(), r)
+		t, err := s.Reviews().Resolve(cmd.Context(), r)
 		if err := decisionError(id, err); err != nil {
 			return err
 		}

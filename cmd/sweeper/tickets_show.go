@@ -28,7 +28,7 @@ func newTicketsShowCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
-		store := reviews(s)
+		store := s.Reviews()
 		t, err := store.Get(cmd.Context(), id)
 		if errors.Is(err, review.ErrTicketNotFound) {
 			return fmt.Errorf("no ticket %d", id)

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -18,7 +18,6 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/notify"
 )
@@ -26,12 +25,14 @@ import (
 // riverUIPrefix is where River's UI is served when http.river_ui is on.
 const riverUIPrefix = "/riverui"
 
-// httpServer is the daemon's endpoint: /healthz, /readyz, /metrics (from
-// registry, where the event metrics already are), River's UI at /riverui
-// when http.river_ui is on, and /slack/interactions when Slack is on.
-// serveCtx bounds the UI's background work: end it once the server has
-// shut down.
-func httpServer(serveCtx context.Context, s *app.App, daemon *app.Daemon, registry *prometheus.Registry) (*http.Server, *notify.Interactions, error) {
+// NewHTTPServer returns the daemon's endpoint: /healthz, /readyz,
+// /metrics (from registry, where the event metrics already are), River's
+// UI at /riverui when http.river_ui is on, and /slack/interactions when
+// Slack is on; and the interactivity endpoint it serves (nil when Slack is
+// off: nothing to close). serveCtx bounds the UI's background work: end it
+// once the server has shut down. A River UI without its credentials, or
+// Slack without its secrets, is a *ConfigError.
+func (s *App) NewHTTPServer(serveCtx context.Context, daemon *Daemon, registry *prometheus.Registry) (*http.Server, *notify.Interactions, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -39,7 +40,7 @@ func httpServer(serveCtx context.Context, s *app.App, daemon *app.Daemon, regist
 	registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		app.NewStateCollector(s.Pool, slices.Sorted(maps.Keys(s.Providers))),
+		NewStateCollector(s.Pool, slices.Sorted(maps.Keys(s.Providers))),
 	)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -52,16 +53,16 @@ func httpServer(serveCtx context.Context, s *app.App, daemon *app.Daemon, regist
 	if s.Config.HTTP.RiverUI {
 		ui, err := riverUI(serveCtx, s, daemon)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, &ConfigError{err}
 		}
 		mux.Handle(riverUIPrefix+"/", ui)
 	}
 	interactions, err := s.Interactions()
 	switch {
-	case errors.Is(err, app.ErrSlackOff):
+	case errors.Is(err, ErrSlackOff):
 		interactions = nil
 	case err != nil:
-		return nil, nil, err
+		return nil, nil, &ConfigError{err}
 	default:
 		mux.Handle("/slack/interactions", interactions)
 	}
@@ -75,7 +76,7 @@ func httpServer(serveCtx context.Context, s *app.App, daemon *app.Daemon, regist
 
 // ready says why the daemon cannot do its work, or "" when it can: the
 // database answers, its migrations are current, and the River client runs.
-func ready(ctx context.Context, s *app.App, daemon *app.Daemon) string {
+func ready(ctx context.Context, s *App, daemon *Daemon) string {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := s.Pool.Ping(ctx); err != nil {
@@ -100,7 +101,7 @@ func ready(ctx context.Context, s *app.App, daemon *app.Daemon) string {
 // HTTP basic auth with the credentials of SWEEPER_RIVERUI_USER and
 // SWEEPER_RIVERUI_PASSWORD (or their _FILE variants): the UI has no
 // authentication of its own, and it can cancel, retry and delete jobs.
-func riverUI(ctx context.Context, s *app.App, daemon *app.Daemon) (http.Handler, error) {
+func riverUI(ctx context.Context, s *App, daemon *Daemon) (http.Handler, error) {
 	user, err := config.Secret(s.Getenv, config.EnvRiverUIUser)
 	if err != nil {
 		return nil, fmt.Errorf("http.river_ui: %w", err)

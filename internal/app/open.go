@@ -1,0 +1,164 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/providers"
+)
+
+// OpenOptions say what [Open] builds beside the pool.
+type OpenOptions struct {
+	// Kinds are the provider adapters this build knows; unused with
+	// NoLookups.
+	Kinds []providers.Kind
+	// Getenv reads the providers' credentials and the secrets the App
+	// reads later (SLACK_BOT_TOKEN); nil reads none.
+	Getenv func(string) string
+	// Logger logs the waits and the clock's offset, and becomes the App's.
+	Logger *slog.Logger
+	// NoLookups builds no provider, for a command that never calls one
+	// (tickets, outbox, notify): their credentials need not be set, and
+	// the App has none.
+	NoLookups bool
+	// Wait is how long to keep trying while the database cannot be reached
+	// or answers with an error (it is starting, restarting, or failing
+	// over); zero tries once. A missing migration is not waited for.
+	Wait time.Duration
+}
+
+// ConfigError is a configuration [Open] or [App.StartDaemon] cannot build
+// from (a provider's settings or credentials, the schedules): the caller
+// should report it as the configuration's mistake, not as a failure.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Open builds the providers, connects, checks that the database is
+// migrated and syncs the database's clock: what every command that reads
+// or settles operations needs. It returns the App and the function that
+// closes its pool and the providers' own. A provider it cannot build is a
+// *ConfigError; a missing migration or an unreachable database (after
+// opts.Wait) another error.
+func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func(), error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var provs map[string]*providers.Provider
+	if !opts.NoLookups {
+		var err error
+		provs, err = BuildProviders(cfg, opts.Kinds, opts.Getenv, logger)
+		if err != nil {
+			return nil, nil, &ConfigError{err}
+		}
+	}
+	closeProviders := func() {
+		for _, p := range provs {
+			p.Close() // a postgres provider's own pool
+		}
+	}
+	var pool *pgxpool.Pool
+	var pending int
+	err := retryFor(ctx, logger, opts.Wait, "database not ready; trying again", func() error {
+		var err error
+		pool, pending, err = reach(ctx, cfg)
+		return err
+	})
+	if err != nil {
+		closeProviders()
+		return nil, nil, err
+	}
+	if pending > 0 {
+		pool.Close()
+		closeProviders()
+		return nil, nil, fmt.Errorf("the database lacks %d migration(s): run 'sweeper migrate' first", pending)
+	}
+	// One clock for every replica: the database's.
+	clock := ledger.NewClock(pool, nil)
+	if offset, err := clock.Sync(ctx); err != nil {
+		logger.Warn("cannot read the database's clock; using this machine's", "error", err)
+	} else if offset.Abs() > time.Minute {
+		logger.Warn("this machine's clock disagrees with the database's; deciding by the database's", "offset", offset.String())
+	}
+	s := &App{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: opts.Getenv, Clock: clock}
+	s.TrackHealth()
+	return s, func() {
+		closeProviders()
+		pool.Close()
+	}, nil
+}
+
+// StartDaemon builds and starts the River client. The database may drop
+// the connection while the client starts (a restart, a failover): that is
+// retried with a new client for up to wait, as [Open] retries reaching
+// the database. The client's own context outlives ctx (see
+// [Daemon.Start]): stop it with Stop or StopAndCancel. A configuration
+// the client cannot be built from is a *ConfigError.
+func (s *App) StartDaemon(ctx context.Context, opts ClientOptions, wait time.Duration) (*Daemon, error) {
+	daemon, err := s.NewDaemon(opts)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	err = retryFor(ctx, s.Logger, wait, "job client did not start; trying again", func() error {
+		err := daemon.Start(ctx)
+		if err != nil {
+			// The next try gets a client that was never started; this
+			// configuration built one a moment ago, so it builds again.
+			if fresh, newErr := s.NewDaemon(opts); newErr == nil {
+				daemon = fresh
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	return daemon, nil
+}
+
+// reach connects and counts the migrations the database lacks.
+func reach(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, int, error) {
+	pool, err := Connect(ctx, cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	pending, err := migrations.New(pool, nil).Pending(ctx)
+	if err != nil {
+		pool.Close()
+		return nil, 0, err
+	}
+	return pool, pending, nil
+}
+
+// retryFor calls try until it succeeds, waiting 1 s, 2 s … at most 5 s
+// between calls and logging each failure as msg, for up to wait (zero: one
+// call) or until ctx ends. It returns try's last error.
+func retryFor(ctx context.Context, logger *slog.Logger, wait time.Duration, msg string, try func() error) error {
+	giveUp := time.Now().Add(wait)
+	for attempt := 1; ; attempt++ {
+		err := try()
+		if err == nil {
+			return nil
+		}
+		delay := min(time.Duration(attempt)*time.Second, 5*time.Second)
+		if time.Now().Add(delay).After(giveUp) {
+			return err
+		}
+		logger.Warn(msg, "error", err, "retry_in", delay)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
