@@ -147,12 +147,26 @@ type asked struct {
 	Down time.Duration `json:"down_ns"`
 }
 
+// MaxDownCredit is how much of a provider's downtime an operation's
+// lookup budget is extended by, at most. Up to it, an outage spends no
+// budget and opens no lookup_failed ticket. Beyond it the budget runs
+// again, so that an operation whose own lookups keep the provider down —
+// a search the provider fails for that operation alone, say — ends in a
+// ticket instead of waiting forever; an operation that ends so is looked
+// up again, with every lookup_failed ticket of its provider, when the
+// provider answers.
+const MaxDownCredit = time.Hour
+
+// downCredit is the downtime an operation's budget is extended by.
+func downCredit(down time.Duration) time.Duration { return min(max(down, 0), MaxDownCredit) }
+
 // budgetDeadline returns when the lookup budget of job runs out: budget
 // after the first time one of its runs asked the provider (kept in the
 // job's metadata, which River saves whether the run errs, snoozes or
 // completes; now when no run has before), plus the time the provider has
-// been down since, during which its lookups waited and asked nobody. Time
-// spent queued or paced before the first ask does not count either.
+// been down since (at most [MaxDownCredit]), during which its lookups
+// waited and asked nobody. Time spent queued or paced before the first ask
+// does not count either.
 func budgetDeadline(ctx context.Context, job *river.Job[LookupArgs], p *providers.Provider, budget time.Duration, now time.Time) time.Time {
 	down := time.Duration(0)
 	if p != nil {
@@ -167,7 +181,7 @@ func budgetDeadline(ctx context.Context, job *river.Job[LookupArgs], p *provider
 		// Outside a worker (a test's direct call) there is nowhere to keep it.
 		_ = river.MetadataSet(ctx, metadataAsked, first)
 	}
-	return first.At.Add(budget + max(down-first.Down, 0))
+	return first.At.Add(budget + downCredit(down-first.Down))
 }
 
 func (w *LookupWorker) budget(op ledger.Operation) time.Duration {

@@ -246,7 +246,7 @@ func (w *LookupBatchWorker) ask(ctx context.Context, provider string, ops []*que
 			q.FirstAsked = &asked{At: askedAt, Down: downTotal()}
 		}
 		q.changed = true
-		deadline := q.FirstAsked.At.Add(p.LookupBudget + max(downTotal()-q.FirstAsked.Down, 0))
+		deadline := q.FirstAsked.At.Add(p.LookupBudget + downCredit(downTotal()-q.FirstAsked.Down))
 		attempt := q.Attempts + 1
 		if q.step.Class == providers.ClassTransient {
 			wait = settle.Backoff(attempt)
