@@ -200,7 +200,17 @@ func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) 
 			for i, q := range qs {
 				keys[i], recipients[i] = q.OpKey, q.Recipient
 			}
-			p.health.Done(context.WithoutCancel(ctx), probe, failed, strings.Join(keys, ","), RedactText(detail, recipients...)) //nolint:errcheck // health is advisory: the lookup's own answer stands
+			detail = RedactText(detail, recipients...)
+			if probe || !failed {
+				p.health.Done(context.WithoutCancel(ctx), probe, failed, strings.Join(keys, ","), detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
+				return
+			}
+			// A request that failed as a whole failed every operation it
+			// asked for: as many failures, of as many operations, as the
+			// same operations asked one by one would have reported.
+			for _, key := range keys {
+				p.health.Done(context.WithoutCancel(ctx), false, true, key, detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
+			}
 		}()
 	}
 

@@ -520,7 +520,10 @@ concurrency = 8
 		if name == demoOutageProvider {
 			fmt.Fprintf(&blocks, "fail_for = %q\n", config.NewDuration(demoOutage))
 		} else {
-			blocks.WriteString("outage_after = 0\n")
+			// One request per operation: a sim batch waits for its slowest
+			// operation, and the one whose search never answers in time
+			// would hold every operation asked with it past lookup_timeout.
+			blocks.WriteString("outage_after = 0\nmax_batch = 1\n")
 		}
 		for _, op := range plan {
 			if op.attempt.Provider != name || op.scenario == scenarioNotFound {
