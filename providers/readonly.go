@@ -53,6 +53,19 @@ func (t ReadOnlyTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return base.RoundTrip(req)
 }
 
+// CloseIdleConnections closes the idle connections of Base (of
+// http.DefaultTransport when nil), so that an adapter's Close reaches them
+// through its http.Client.
+func (t ReadOnlyTransport) CloseIdleConnections() {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // declaredSearch reports whether req is exactly one of t.Searches.
 func (t ReadOnlyTransport) declaredSearch(req *http.Request) bool {
 	u := req.URL
