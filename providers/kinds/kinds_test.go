@@ -41,7 +41,7 @@ func TestWhichKindsBatch(t *testing.T) {
 		adapter providers.Lookup
 		batches bool
 	}{
-		{&sim.Sim{}, true},
+		{&sim.Adapter{}, true},
 		{&httplookup.Adapter{}, true},
 		{&stripe.Adapter{}, true},
 		{&pgquery.Adapter{}, true},
