@@ -21,6 +21,7 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/pgquery"
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -136,7 +137,7 @@ func newAdapter(t *testing.T, dsn, sql string) *pgquery.Adapter {
 // show what the database itself does with it.
 func newUnvalidated(t *testing.T, dsn, sql string) *pgquery.Adapter {
 	t.Helper()
-	a, err := pgquery.New("mailer_db", &pgquery.Config{DSNEnv: dsnEnv, Query: sql, MaxConns: 2}, dsn)
+	a, err := pgquery.New("mailer_db", &pgquery.Config{DSNEnv: dsnEnv, Query: sql, MaxConns: 2}, providertest.Env(nil, dsnEnv, dsn))
 	if err != nil {
 		t.Fatal(err)
 	}
