@@ -1,4 +1,4 @@
-package pgquery_test
+package postgres_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/providers/pgquery"
+	"github.com/sweeper/sweeper/providers/postgres"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -14,55 +14,55 @@ func TestConfigValidate(t *testing.T) {
 	const valid = `SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`
 	for _, tc := range []struct {
 		desc   string
-		modify func(c *pgquery.Config)
+		modify func(c *postgres.Config)
 		want   []string
 	}{
-		{desc: "valid", modify: func(*pgquery.Config) {}},
-		{desc: "by recipient in a window, with every parameter", modify: func(c *pgquery.Config) {
+		{desc: "valid", modify: func(*postgres.Config) {}},
+		{desc: "by recipient in a window, with every parameter", modify: func(c *postgres.Config) {
 			c.Query = `WITH m AS (SELECT * FROM sent_emails WHERE recipient = @recipient AND created_at BETWEEN @since AND @until)
 				SELECT id, created_at, body_hash AS payload_hash FROM m WHERE @action <> '' AND body_hash = @payload_hash;`
 		}},
-		{desc: "a trailing semicolon and comment", modify: func(c *pgquery.Config) { c.Query = valid + ";  -- the end\n" }},
-		{desc: "parenthesised, lower case", modify: func(c *pgquery.Config) { c.Query = "(select id from t where op_key = @op_key)" }},
-		{desc: "@ in literals, identifiers, comments and operators is no parameter", modify: func(c *pgquery.Config) {
+		{desc: "a trailing semicolon and comment", modify: func(c *postgres.Config) { c.Query = valid + ";  -- the end\n" }},
+		{desc: "parenthesised, lower case", modify: func(c *postgres.Config) { c.Query = "(select id from t where op_key = @op_key)" }},
+		{desc: "@ in literals, identifiers, comments and operators is no parameter", modify: func(c *postgres.Config) {
 			c.Query = `SELECT id, '@x; DELETE' AS "a@b;", E'\'@y;' AS e, $q$ @z; $q$ AS d, $$@w$$ AS d2 -- @c;
 				/* @d; /* nested @e; */ still a comment; */
 				FROM t WHERE op_key = @op_key AND tags @> '{}' AND doc @@ q AND a$1 = 1`
 		}},
-		{desc: "empty", modify: func(c *pgquery.Config) { c.Query = "  \n" }, want: []string{"query: required"}},
+		{desc: "empty", modify: func(c *postgres.Config) { c.Query = "  \n" }, want: []string{"query: required"}},
 		// dsn_env is checked by the configuration, through SecretEnvs.
-		{desc: "no dsn_env", modify: func(c *pgquery.Config) { c.DSNEnv = "" }},
-		{desc: "a second statement", modify: func(c *pgquery.Config) { c.Query = valid + "; DELETE FROM sent_emails" },
+		{desc: "no dsn_env", modify: func(c *postgres.Config) { c.DSNEnv = "" }},
+		{desc: "a second statement", modify: func(c *postgres.Config) { c.Query = valid + "; DELETE FROM sent_emails" },
 			want: []string{"query: must be one statement: found more SQL after ';'"}},
-		{desc: "not a SELECT", modify: func(c *pgquery.Config) { c.Query = "DELETE FROM sent_emails WHERE op_key = @op_key RETURNING id" },
+		{desc: "not a SELECT", modify: func(c *postgres.Config) { c.Query = "DELETE FROM sent_emails WHERE op_key = @op_key RETURNING id" },
 			want: []string{"query: must be a SELECT (or WITH … SELECT)"}},
-		{desc: "neither op_key nor recipient", modify: func(c *pgquery.Config) {
+		{desc: "neither op_key nor recipient", modify: func(c *postgres.Config) {
 			c.Query = "SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE created_at > @since"
 		}, want: []string{"query: must use @op_key or @recipient, or every operation would match the same records"}},
-		{desc: "parameters only in literals and comments count for nothing", modify: func(c *pgquery.Config) {
+		{desc: "parameters only in literals and comments count for nothing", modify: func(c *postgres.Config) {
 			c.Query = "SELECT id FROM t WHERE op_key = '@op_key' -- @recipient"
 		}, want: []string{"query: must use @op_key or @recipient, or every operation would match the same records"}},
-		{desc: "unknown parameters, names case-sensitive", modify: func(c *pgquery.Config) {
+		{desc: "unknown parameters, names case-sensitive", modify: func(c *postgres.Config) {
 			c.Query = valid + " AND tenant = @tenant AND x = @OP_KEY AND doc @@to_tsquery('a')"
 		}, want: []string{
 			"query: unknown parameter @tenant: the parameters are @op_key, @recipient, @action, @payload_hash, @since, @until",
 			"query: unknown parameter @OP_KEY: the parameters are @op_key, @recipient, @action, @payload_hash, @since, @until",
 			"query: unknown parameter @to_tsquery: the parameters are @op_key, @recipient, @action, @payload_hash, @since, @until",
 		}},
-		{desc: "positional parameter", modify: func(c *pgquery.Config) { c.Query = valid + " AND recipient = $2" },
+		{desc: "positional parameter", modify: func(c *postgres.Config) { c.Query = valid + " AND recipient = $2" },
 			want: []string{"query: positional parameter $2: use the named parameters @op_key, @recipient, @action, @payload_hash, @since, @until"}},
-		{desc: "invalid UTF-8", modify: func(c *pgquery.Config) { c.Query = valid + " AND x = '\xff'" },
+		{desc: "invalid UTF-8", modify: func(c *postgres.Config) { c.Query = valid + " AND x = '\xff'" },
 			want: []string{"query: must be valid UTF-8"}},
-		{desc: "max_conns zero", modify: func(c *pgquery.Config) { c.MaxConns = 0 }, want: []string{"max_conns: must be between 1 and 100"}},
-		{desc: "max_conns too many", modify: func(c *pgquery.Config) { c.MaxConns = 101 }, want: []string{"max_conns: must be between 1 and 100"}},
-		{desc: "everything wrong at once", modify: func(c *pgquery.Config) { *c = pgquery.Config{} }, want: []string{
+		{desc: "max_conns zero", modify: func(c *postgres.Config) { c.MaxConns = 0 }, want: []string{"max_conns: must be between 1 and 100"}},
+		{desc: "max_conns too many", modify: func(c *postgres.Config) { c.MaxConns = 101 }, want: []string{"max_conns: must be between 1 and 100"}},
+		{desc: "everything wrong at once", modify: func(c *postgres.Config) { *c = postgres.Config{} }, want: []string{
 			"query: required",
 			"max_conns: must be between 1 and 100",
 		}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
-			c := pgquery.NewConfig()
+			c := postgres.NewConfig()
 			c.DSNEnv, c.Query = "MAILER_DB_DSN", valid
 			tc.modify(c)
 			var got []string
@@ -78,7 +78,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestSecretEnvs(t *testing.T) {
 	t.Parallel()
-	c := pgquery.NewConfig()
+	c := postgres.NewConfig()
 	// Required even unnamed: the configuration then reports dsn_env missing.
 	if got := c.SecretEnvs(); len(got) != 1 || got[0].Key != "dsn_env" || !got[0].Required {
 		t.Errorf("SecretEnvs() of an unnamed variable = %+v", got)
@@ -104,7 +104,7 @@ max_conns = 4
 
 func TestExampleBlock(t *testing.T) {
 	t.Parallel()
-	c := pgquery.NewConfig()
+	c := postgres.NewConfig()
 	md, err := toml.Decode(exampleBlock, c)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestExampleBlock(t *testing.T) {
 	if errs := c.Validate(); len(errs) > 0 {
 		t.Errorf("Validate: %v", errs)
 	}
-	if c.MaxConns != pgquery.DefaultMaxConns {
+	if c.MaxConns != postgres.DefaultMaxConns {
 		t.Errorf("max_conns = %d", c.MaxConns)
 	}
 }

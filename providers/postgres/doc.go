@@ -1,10 +1,8 @@
-// Package pgquery is the adapter of kind "postgres": a provider whose
+// Package postgres is the adapter of kind "postgres": a provider whose
 // records are in a PostgreSQL database you control (a service's own outbox,
-// a sent-mail log, a replica of a billing table). The package is not named
-// postgres, its kind, so that its name says what it does (runs one query)
-// beside sweeper's own database code; it holds the only connection pool an
-// adapter keeps, closed by [Adapter.Close] (providers.Provider.Close at
-// shutdown).
+// a sent-mail log, a replica of a billing table). It holds the only
+// connection pool an adapter keeps, ended by [Adapter.Close]
+// (providers.Provider.Close at shutdown).
 //
 // Its block holds one SELECT, run for each operation with the operation's
 // key bound as named parameters:
@@ -94,4 +92,4 @@
 // deadline are transient; syntax errors, undefined tables or columns,
 // permission denied, bad credentials and a refused write are permanent. No
 // error carries the DSN's password or the recipient.
-package pgquery
+package postgres
