@@ -4,76 +4,59 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/sweeper/sweeper/providers/postgres"
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	const valid = `SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`
-	for _, tc := range []struct {
-		desc   string
-		modify func(c *postgres.Config)
-		want   []string
-	}{
-		{desc: "valid", modify: func(*postgres.Config) {}},
-		{desc: "by recipient in a window, with every parameter", modify: func(c *postgres.Config) {
+	validBlock := func(c *postgres.Config) { c.DSNEnv, c.Query = "MAILER_DB_DSN", valid }
+	providertest.ConfigCases(t, postgres.Kind, validBlock, []providertest.ConfigCase[*postgres.Config]{
+		{Desc: "valid", Change: func(*postgres.Config) {}},
+		{Desc: "by recipient in a window, with every parameter", Change: func(c *postgres.Config) {
 			c.Query = `WITH m AS (SELECT * FROM sent_emails WHERE recipient = @recipient AND created_at BETWEEN @since AND @until)
 				SELECT id, created_at, body_hash AS payload_hash FROM m WHERE @action <> '' AND body_hash = @payload_hash;`
 		}},
-		{desc: "a trailing semicolon and comment", modify: func(c *postgres.Config) { c.Query = valid + ";  -- the end\n" }},
-		{desc: "parenthesised, lower case", modify: func(c *postgres.Config) { c.Query = "(select id from t where op_key = @op_key)" }},
-		{desc: "@ in literals, identifiers, comments and operators is no parameter", modify: func(c *postgres.Config) {
+		{Desc: "a trailing semicolon and comment", Change: func(c *postgres.Config) { c.Query = valid + ";  -- the end\n" }},
+		{Desc: "parenthesised, lower case", Change: func(c *postgres.Config) { c.Query = "(select id from t where op_key = @op_key)" }},
+		{Desc: "@ in literals, identifiers, comments and operators is no parameter", Change: func(c *postgres.Config) {
 			c.Query = `SELECT id, '@x; DELETE' AS "a@b;", E'\'@y;' AS e, $q$ @z; $q$ AS d, $$@w$$ AS d2 -- @c;
 				/* @d; /* nested @e; */ still a comment; */
 				FROM t WHERE op_key = @op_key AND tags @> '{}' AND doc @@ q AND a$1 = 1`
 		}},
-		{desc: "empty", modify: func(c *postgres.Config) { c.Query = "  \n" }, want: []string{"query: required"}},
+		{Desc: "empty", Change: func(c *postgres.Config) { c.Query = "  \n" }, Want: []string{"query: required"}},
 		// dsn_env is checked by the configuration, through SecretEnvs.
-		{desc: "no dsn_env", modify: func(c *postgres.Config) { c.DSNEnv = "" }},
-		{desc: "a second statement", modify: func(c *postgres.Config) { c.Query = valid + "; DELETE FROM sent_emails" },
-			want: []string{"query: must be one statement: found more SQL after ';'"}},
-		{desc: "not a SELECT", modify: func(c *postgres.Config) { c.Query = "DELETE FROM sent_emails WHERE op_key = @op_key RETURNING id" },
-			want: []string{"query: must be a SELECT (or WITH … SELECT)"}},
-		{desc: "neither op_key nor recipient", modify: func(c *postgres.Config) {
+		{Desc: "no dsn_env", Change: func(c *postgres.Config) { c.DSNEnv = "" }},
+		{Desc: "a second statement", Change: func(c *postgres.Config) { c.Query = valid + "; DELETE FROM sent_emails" },
+			Want: []string{"query: must be one statement: found more SQL after ';'"}},
+		{Desc: "not a SELECT", Change: func(c *postgres.Config) { c.Query = "DELETE FROM sent_emails WHERE op_key = @op_key RETURNING id" },
+			Want: []string{"query: must be a SELECT (or WITH … SELECT)"}},
+		{Desc: "neither op_key nor recipient", Change: func(c *postgres.Config) {
 			c.Query = "SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE created_at > @since"
-		}, want: []string{"query: must use @op_key or @recipient, or every operation would match the same records"}},
-		{desc: "parameters only in literals and comments count for nothing", modify: func(c *postgres.Config) {
+		}, Want: []string{"query: must use @op_key or @recipient, or every operation would match the same records"}},
+		{Desc: "parameters only in literals and comments count for nothing", Change: func(c *postgres.Config) {
 			c.Query = "SELECT id FROM t WHERE op_key = '@op_key' -- @recipient"
-		}, want: []string{"query: must use @op_key or @recipient, or every operation would match the same records"}},
-		{desc: "unknown parameters, names case-sensitive", modify: func(c *postgres.Config) {
+		}, Want: []string{"query: must use @op_key or @recipient, or every operation would match the same records"}},
+		{Desc: "unknown parameters, names case-sensitive", Change: func(c *postgres.Config) {
 			c.Query = valid + " AND tenant = @tenant AND x = @OP_KEY AND doc @@to_tsquery('a')"
-		}, want: []string{
+		}, Want: []string{
 			"query: unknown parameter @tenant: the parameters are @op_key, @recipient, @action, @payload_hash, @since, @until",
 			"query: unknown parameter @OP_KEY: the parameters are @op_key, @recipient, @action, @payload_hash, @since, @until",
 			"query: unknown parameter @to_tsquery: the parameters are @op_key, @recipient, @action, @payload_hash, @since, @until",
 		}},
-		{desc: "positional parameter", modify: func(c *postgres.Config) { c.Query = valid + " AND recipient = $2" },
-			want: []string{"query: positional parameter $2: use the named parameters @op_key, @recipient, @action, @payload_hash, @since, @until"}},
-		{desc: "invalid UTF-8", modify: func(c *postgres.Config) { c.Query = valid + " AND x = '\xff'" },
-			want: []string{"query: must be valid UTF-8"}},
-		{desc: "max_conns zero", modify: func(c *postgres.Config) { c.MaxConns = 0 }, want: []string{"max_conns: must be between 1 and 100"}},
-		{desc: "max_conns too many", modify: func(c *postgres.Config) { c.MaxConns = 101 }, want: []string{"max_conns: must be between 1 and 100"}},
-		{desc: "everything wrong at once", modify: func(c *postgres.Config) { *c = postgres.Config{} }, want: []string{
+		{Desc: "positional parameter", Change: func(c *postgres.Config) { c.Query = valid + " AND recipient = $2" },
+			Want: []string{"query: positional parameter $2: use the named parameters @op_key, @recipient, @action, @payload_hash, @since, @until"}},
+		{Desc: "invalid UTF-8", Change: func(c *postgres.Config) { c.Query = valid + " AND x = '\xff'" },
+			Want: []string{"query: must be valid UTF-8"}},
+		{Desc: "max_conns zero", Change: func(c *postgres.Config) { c.MaxConns = 0 }, Want: []string{"max_conns: must be between 1 and 100"}},
+		{Desc: "max_conns too many", Change: func(c *postgres.Config) { c.MaxConns = 101 }, Want: []string{"max_conns: must be between 1 and 100"}},
+		{Desc: "everything wrong at once", Change: func(c *postgres.Config) { *c = postgres.Config{} }, Want: []string{
 			"query: required",
 			"max_conns: must be between 1 and 100",
 		}},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			c := postgres.NewConfig()
-			c.DSNEnv, c.Query = "MAILER_DB_DSN", valid
-			tc.modify(c)
-			var got []string
-			for _, err := range c.Validate() {
-				got = append(got, err.Error())
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Validate (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 func TestSecretEnvs(t *testing.T) {
