@@ -11,6 +11,7 @@ package providers
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 )
 
@@ -58,18 +59,53 @@ func (k Kind) WithSettleWindow(d time.Duration) Kind {
 	return k
 }
 
-// Env is what an adapter may take from the process.
+// Env is what an adapter may take from the process: every adapter's New
+// has the one shape New(name string, cfg *Config, env Env) (*Adapter, error).
 type Env struct {
-	// Getenv reads the environment (credentials named by *_env keys).
+	// Getenv reads the environment (credentials named by *_env keys). Nil
+	// reads an empty environment.
 	Getenv func(string) string
-	// Logger is already scoped to the provider.
+	// Logger is already scoped to the provider. Nil discards.
 	Logger *slog.Logger
+	// Transport carries an HTTP adapter's requests once the read-only check
+	// has let them through (see [Env.ReadOnly]): a test's fake of the
+	// provider. Nil is http.DefaultTransport.
+	Transport http.RoundTripper
 }
 
-// NewKind describes an adapter whose settings are a *C: it checks the
-// settings' type once, here, and gives build a non-nil Getenv, so adapters
-// need neither check.
-func NewKind[C Settings](name string, newSettings func() C, build func(name string, cfg C, env Env) (Lookup, error)) Kind {
+// Var reads the environment variable name through e.Getenv; a nil Getenv
+// is an empty environment. Adapters hand it to config.Secret.
+func (e Env) Var(name string) string {
+	if e.Getenv == nil {
+		return ""
+	}
+	return e.Getenv(name)
+}
+
+// Log returns e.Logger, or a logger that discards when it is nil.
+func (e Env) Log() *slog.Logger {
+	if e.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Logger
+}
+
+// ReadOnly returns the transport an HTTP adapter sends through: e.Transport
+// under a [ReadOnlyTransport] that lets through GET, HEAD and the searches
+// declared here, in the adapter's code (I1).
+func (e Env) ReadOnly(searches ...SearchEndpoint) ReadOnlyTransport {
+	return ReadOnlyTransport{Base: e.Transport, Searches: searches}
+}
+
+// NewKind describes an adapter whose settings are a *C and whose
+// constructor is New: it checks the settings' type once, here, so
+// adapters need not. An adapter's Kind is
+//
+//	var Kind = providers.NewKind("name", newConfig, New)
+//
+// and a build error is returned as it is (never a nil *A in a non-nil
+// Lookup).
+func NewKind[C Settings, A Lookup](name string, newSettings func() C, build func(name string, cfg C, env Env) (A, error)) Kind {
 	return Kind{
 		Name:        name,
 		NewSettings: func() Settings { return newSettings() },
@@ -78,10 +114,11 @@ func NewKind[C Settings](name string, newSettings func() C, build func(name stri
 			if !ok {
 				return nil, fmt.Errorf("%s: settings are %T", name, s)
 			}
-			if env.Getenv == nil {
-				env.Getenv = func(string) string { return "" }
+			a, err := build(blockName, cfg, env)
+			if err != nil {
+				return nil, err
 			}
-			return build(blockName, cfg, env)
+			return a, nil
 		},
 	}
 }

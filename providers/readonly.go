@@ -53,6 +53,22 @@ func (t ReadOnlyTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return base.RoundTrip(req)
 }
 
+// CloseIdleConnections closes the idle connections of Base, so that an
+// adapter's Close reaches them through its http.Client.
+func (t ReadOnlyTransport) CloseIdleConnections() { CloseIdle(t.Base) }
+
+// CloseIdle closes the idle connections of rt (of http.DefaultTransport
+// when nil), if it keeps any: for the transports adapters stack under
+// their http.Client, each of which passes the call on.
+func CloseIdle(rt http.RoundTripper) {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // declaredSearch reports whether req is exactly one of t.Searches.
 func (t ReadOnlyTransport) declaredSearch(req *http.Request) bool {
 	u := req.URL

@@ -73,7 +73,7 @@ func TestBatchConformance(t *testing.T) {
 	providertest.RunBatch(t, providertest.BatchHarness{
 		New: func(t *testing.T, w providertest.World) providers.BatchLookup {
 			srv := worldEndpoint(t, w, nil)
-			return httplookup.New("kit", &httplookup.Config{URL: srv.URL + "/lookup", MaxBatch: 20}, token, nil)
+			return newAdapter(t, "kit", &httplookup.Config{URL: srv.URL + "/lookup", MaxBatch: 20}, token, nil)
 		},
 		IDs: true, FailedKeys: true, Hostile: true, Entries: true,
 	})
@@ -114,7 +114,7 @@ func batchQueries(n int) []providers.Query {
 func TestBatchRequest(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, reply(200, `{"results":[{"op_key":"ord-0","matches":[]},{"op_key":"ord-1","matches":[]},{"op_key":"ord-2","matches":[]}]}`))
-	a := httplookup.New("orders", &httplookup.Config{URL: f.srv.URL + "/lookup?tenant=7", MaxBatch: 5}, token, nil)
+	a := newAdapter(t, "orders", &httplookup.Config{URL: f.srv.URL + "/lookup?tenant=7", MaxBatch: 5}, token, nil)
 	qs := batchQueries(3)
 	qs[1].Since = query.Since.Add(-time.Hour)
 	qs[2].Until = query.Until.Add(time.Hour)
@@ -151,7 +151,7 @@ func TestBatchSplitsLongURLs(t *testing.T) {
 	t.Parallel()
 	var requests atomic.Int64
 	srv := worldEndpoint(t, providertest.World{}, &requests)
-	a := httplookup.New("orders", &httplookup.Config{URL: srv.URL, MaxBatch: httplookup.MaxMaxBatch}, "", nil)
+	a := newAdapter(t, "orders", &httplookup.Config{URL: srv.URL, MaxBatch: httplookup.MaxMaxBatch}, "", nil)
 	qs := batchQueries(httplookup.MaxMaxBatch)
 	for i := range qs {
 		qs[i].OpKey = fmt.Sprintf("%03d-%s", i, strings.Repeat("é", 100)) // 200 bytes, 600 escaped
@@ -203,7 +203,7 @@ func TestBatchAnswers(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, reply(200, tc.body))
-			a := httplookup.New("orders", &httplookup.Config{URL: f.srv.URL, MaxBatch: 5}, token, nil)
+			a := newAdapter(t, "orders", &httplookup.Config{URL: f.srv.URL, MaxBatch: 5}, token, nil)
 			answers, err := a.LookupBatch(t.Context(), batchQueries(3))
 			if tc.wholeError {
 				if err == nil {
@@ -257,7 +257,7 @@ func TestBatchConfig(t *testing.T) {
 			t.Errorf("%+v: %v; want %q", tc.cfg, errs, tc.want)
 		}
 	}
-	if n := httplookup.New("x", &httplookup.Config{URL: "https://x.example/l"}, "", nil).MaxBatch(); n != 1 {
+	if n := newAdapter(t, "x", &httplookup.Config{URL: "https://x.example/l"}, "", nil).MaxBatch(); n != 1 {
 		t.Errorf("default MaxBatch = %d, want 1 (the single form)", n)
 	}
 }
@@ -265,7 +265,7 @@ func TestBatchConfig(t *testing.T) {
 func TestBatchOfTheSingleForm(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, reply(200, `{"matches":[]}`))
-	a := httplookup.New("orders", &httplookup.Config{URL: f.srv.URL}, token, nil)
+	a := newAdapter(t, "orders", &httplookup.Config{URL: f.srv.URL}, token, nil)
 	answers, err := a.LookupBatch(t.Context(), batchQueries(2))
 	if err != nil || len(answers) != 2 || answers[0].Err != nil || answers[1].Err != nil {
 		t.Fatalf("LookupBatch = %+v, %v; want two answers", answers, err)

@@ -37,7 +37,7 @@ func FuzzParseResponse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var nonGET atomic.Int64
-		a := httplookup.New("orders", &httplookup.Config{URL: "https://lookup.example.com/lookup"}, token, providertest.FixedBody{Body: body, NonGET: &nonGET})
+		a := newAdapter(t, "orders", &httplookup.Config{URL: "https://lookup.example.com/lookup"}, token, providertest.FixedBody{Body: body, NonGET: &nonGET})
 
 		records, err := a.Lookup(t.Context(), query)
 
@@ -101,7 +101,7 @@ func FuzzParseBatchResponse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var nonGET atomic.Int64
-		a := httplookup.New("orders", &httplookup.Config{URL: "https://lookup.example.com/lookup", MaxBatch: 5}, token, providertest.FixedBody{Body: body, NonGET: &nonGET})
+		a := newAdapter(t, "orders", &httplookup.Config{URL: "https://lookup.example.com/lookup", MaxBatch: 5}, token, providertest.FixedBody{Body: body, NonGET: &nonGET})
 
 		answers, err := a.LookupBatch(t.Context(), qs)
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/httplookup"
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -100,9 +101,26 @@ func (f *fakeProvider) requests() []seenRequest {
 
 // adapter returns an adapter for the fake's /lookup endpoint, whose URL
 // carries a query parameter of its own.
-func (f *fakeProvider) adapter(token string) *httplookup.Adapter {
+func (f *fakeProvider) adapter(t testing.TB, token string) *httplookup.Adapter {
 	cfg := &httplookup.Config{URL: f.srv.URL + "/lookup?tenant=acme"}
-	return httplookup.New("orders", cfg, token, f.srv.Client().Transport)
+	return newAdapter(t, "orders", cfg, token, f.srv.Client().Transport)
+}
+
+// newAdapter returns an adapter for cfg whose bearer token, when not
+// empty, is read from the environment as token_env names it, and whose
+// requests go to transport.
+func newAdapter(t testing.TB, name string, cfg *httplookup.Config, token string, transport http.RoundTripper) *httplookup.Adapter {
+	t.Helper()
+	env := providertest.Env(transport)
+	if token != "" {
+		cfg.TokenEnv = "ORDERS_TOKEN"
+		env = providertest.Env(transport, "ORDERS_TOKEN", token)
+	}
+	a, err := httplookup.New(name, cfg, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // reply answers every request with status and body.
@@ -153,7 +171,7 @@ func TestLookupRequest(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, reply(http.StatusOK, `{"matches":[]}`))
 
-			if _, err := f.adapter(tt.token).Lookup(t.Context(), query); err != nil {
+			if _, err := f.adapter(t, tt.token).Lookup(t.Context(), query); err != nil {
 				t.Fatalf("Lookup: %v", err)
 			}
 
@@ -219,7 +237,7 @@ func TestLookupRecords(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, reply(http.StatusOK, tt.body))
 
-			got, err := f.adapter(token).Lookup(t.Context(), query)
+			got, err := f.adapter(t, token).Lookup(t.Context(), query)
 
 			if err != nil {
 				t.Fatalf("Lookup: %v", err)
@@ -352,7 +370,7 @@ func TestLookupFailures(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, tt.respond)
 
-			got, err := f.adapter(token).Lookup(t.Context(), query)
+			got, err := f.adapter(t, token).Lookup(t.Context(), query)
 
 			if err == nil {
 				t.Fatalf("Lookup = %v, nil; want an error, never an empty success", got)
@@ -390,7 +408,7 @@ func TestLookupConnectionErrors(t *testing.T) {
 			desc: "connection refused",
 			start: func(t *testing.T) *httplookup.Adapter {
 				f := newFake(t, reply(200, `{"matches":[]}`))
-				a := f.adapter(token)
+				a := f.adapter(t, token)
 				f.srv.Close()
 				return a
 			},
@@ -405,7 +423,7 @@ func TestLookupConnectionErrors(t *testing.T) {
 						return
 					}
 					conn.Close()
-				}).adapter(token)
+				}).adapter(t, token)
 			},
 		},
 		{
@@ -430,7 +448,7 @@ func TestLookupConnectionErrors(t *testing.T) {
 				}()
 				tr := &http.Transport{}
 				t.Cleanup(tr.CloseIdleConnections)
-				return httplookup.New("orders", &httplookup.Config{URL: "http://" + ln.Addr().String() + "/lookup"}, token, tr)
+				return newAdapter(t, "orders", &httplookup.Config{URL: "http://" + ln.Addr().String() + "/lookup"}, token, tr)
 			},
 		},
 	}
@@ -532,7 +550,7 @@ func TestLookupContext(t *testing.T) {
 			f = newFake(t, tt.respond(&f))
 
 			start := time.Now()
-			got, err := f.adapter(token).Lookup(tt.ctx(t), query)
+			got, err := f.adapter(t, token).Lookup(tt.ctx(t), query)
 			elapsed := time.Since(start)
 
 			if err == nil || got != nil {

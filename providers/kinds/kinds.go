@@ -8,7 +8,7 @@ import (
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/httplookup"
 	"github.com/sweeper/sweeper/providers/mailgun"
-	"github.com/sweeper/sweeper/providers/pgquery"
+	"github.com/sweeper/sweeper/providers/postgres"
 	"github.com/sweeper/sweeper/providers/postmark"
 	"github.com/sweeper/sweeper/providers/sendgrid"
 	"github.com/sweeper/sweeper/providers/sim"
@@ -26,6 +26,6 @@ func All() []providers.Kind {
 		postmark.Kind,
 		mailgun.Kind,
 		sendgrid.Kind,
-		pgquery.Kind,
+		postgres.Kind,
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/sweeper/sweeper/providers/httplookup"
 	"github.com/sweeper/sweeper/providers/kinds"
 	"github.com/sweeper/sweeper/providers/mailgun"
-	"github.com/sweeper/sweeper/providers/pgquery"
+	"github.com/sweeper/sweeper/providers/postgres"
 	"github.com/sweeper/sweeper/providers/postmark"
 	"github.com/sweeper/sweeper/providers/sendgrid"
 	"github.com/sweeper/sweeper/providers/sim"
@@ -41,10 +41,10 @@ func TestWhichKindsBatch(t *testing.T) {
 		adapter providers.Lookup
 		batches bool
 	}{
-		{&sim.Sim{}, true},
+		{&sim.Adapter{}, true},
 		{&httplookup.Adapter{}, true},
 		{&stripe.Adapter{}, true},
-		{&pgquery.Adapter{}, true},
+		{&postgres.Adapter{}, true},
 		{&twilio.Adapter{}, false},
 		{&postmark.Adapter{}, false},
 		{&mailgun.Adapter{}, false},

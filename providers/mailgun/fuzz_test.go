@@ -47,9 +47,9 @@ func FuzzEventsPage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, page []byte) {
 		cfg := mailgun.Kind.NewSettings().(*mailgun.Config)
-		cfg.Domain = domain
+		cfg.Domain, cfg.APIKeyEnv = domain, "MAILGUN_API_KEY"
 		var nonGET atomic.Int64
-		a, err := mailgun.New("mailer", cfg, apiKey, providertest.FixedBody{Body: page, NonGET: &nonGET})
+		a, err := mailgun.New("mailer", cfg, providertest.Env(providertest.FixedBody{Body: page, NonGET: &nonGET}, "MAILGUN_API_KEY", apiKey))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,14 +21,7 @@ import (
 )
 
 // Kind is the mailgun adapter's kind, for the list in providers/kinds.
-var Kind = providers.NewKind("mailgun", newConfig,
-	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
-		key, err := config.BlockSecret(env.Getenv, "api_key_env", cfg.APIKeyEnv)
-		if err != nil {
-			return nil, err
-		}
-		return New(name, cfg, key, nil)
-	}).WithSettleWindow(DefaultSettleWindow)
+var Kind = providers.NewKind("mailgun", newConfig, New).WithSettleWindow(DefaultSettleWindow)
 
 const (
 	// pageLimit is the most events Mailgun returns per page.
@@ -56,11 +49,16 @@ type Adapter struct {
 
 var _ providers.MatchingLookup = (*Adapter)(nil)
 
-// New returns an adapter for cfg (validated) with the API key key.
-// transport carries requests (http.DefaultTransport when nil); only GETs
-// of the domain's events reach it. It fails only when api_base is not a
-// URL.
-func New(name string, cfg *Config, key string, transport http.RoundTripper) (*Adapter, error) {
+// New returns an adapter for cfg (validated), reading the API key that
+// api_key_env names from env. Only GETs of the domain's events reach
+// env.Transport (http.DefaultTransport when nil). It fails when the key is
+// not set (the error names the variable, never the value) or api_base is
+// not a URL.
+func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
+	key, err := config.BlockSecret(env.Var, "api_key_env", cfg.APIKeyEnv)
+	if err != nil {
+		return nil, err
+	}
 	public, err := url.Parse(cmp.Or(regionBases[cfg.Region], mg.APIBaseUS))
 	if err != nil {
 		return nil, err
@@ -83,7 +81,7 @@ func New(name string, cfg *Config, key string, transport http.RoundTripper) (*Ad
 				public:  public,
 				apiBase: apiBase,
 				events:  strings.TrimRight(public.EscapedPath(), "/") + "/" + cfg.Domain + "/events",
-				next:    cmp.Or[http.RoundTripper](transport, http.DefaultTransport),
+				next:    cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport),
 			}},
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return providers.Permanent(errors.New("redirects are not followed: point api_base at the final address"))
@@ -100,6 +98,9 @@ func (a *Adapter) sdk() *mg.MailgunImpl {
 	c.SetClient(a.client)
 	return c
 }
+
+// Close releases the adapter's idle connections.
+func (a *Adapter) Close() { a.client.CloseIdleConnections() }
 
 // Matching implements providers.MatchingLookup: every record carries the
 // op_key in its user variables, compared exactly.

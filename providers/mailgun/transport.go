@@ -34,6 +34,9 @@ type apiTransport struct {
 	next    http.RoundTripper
 }
 
+// CloseIdleConnections passes the call on to the transport below.
+func (t *apiTransport) CloseIdleConnections() { providers.CloseIdle(t.next) }
+
 // RoundTrip implements http.RoundTripper.
 func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {

@@ -1,8 +1,6 @@
 package postmark_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/postmark"
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -55,80 +54,24 @@ message_stream = "broadcast"
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		desc   string
-		block  string
-		change func(*postmark.Config)
-		want   []string
-	}{
-		{desc: "api_base not a URL", change: func(c *postmark.Config) { c.APIBase = "api.postmarkapp.com" },
-			want: []string{"api_base: must be an absolute http or https URL"}},
-		{desc: "api_base with credentials", change: func(c *postmark.Config) { c.APIBase = "https://token:x@api.postmarkapp.com" },
-			want: []string{"api_base: must not carry credentials; use server_token_env"}},
-		{desc: "api_base with a query", change: func(c *postmark.Config) { c.APIBase = "https://api.postmarkapp.com/?count=1" },
-			want: []string{"api_base: must not have a query or a fragment"}},
-		{desc: "empty api_base is Postmark's", change: func(c *postmark.Config) { c.APIBase = "" }},
-		{desc: "metadata_key empty", change: func(c *postmark.Config) { c.MetadataKey = "" },
-			want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},
-		{desc: "metadata_key with an ampersand", change: func(c *postmark.Config) { c.MetadataKey = "op&count=1" },
-			want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},
-		{desc: "message_stream with a space", change: func(c *postmark.Config) { c.MessageStream = "my stream" },
-			want: []string{"message_stream: must be a stream id: 1-64 letters, digits, '_' or '-'"}},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			cfg := postmark.Kind.NewSettings().(*postmark.Config)
-			if tc.block != "" {
-				if _, err := toml.Decode(tc.block, cfg); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if tc.change != nil {
-				tc.change(cfg)
-			}
-			var got []string
-			for _, err := range cfg.Validate() {
-				got = append(got, err.Error())
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Validate (-want +got):\n%s", diff)
-			}
-		})
-	}
+	providertest.ConfigCases(t, postmark.Kind, nil, []providertest.ConfigCase[*postmark.Config]{
+		{Desc: "api_base not a URL", Change: func(c *postmark.Config) { c.APIBase = "api.postmarkapp.com" },
+			Want: []string{"api_base: must be an absolute http or https URL"}},
+		{Desc: "api_base with credentials", Change: func(c *postmark.Config) { c.APIBase = "https://token:x@api.postmarkapp.com" },
+			Want: []string{"api_base: must not carry credentials; use server_token_env"}},
+		{Desc: "api_base with a query", Change: func(c *postmark.Config) { c.APIBase = "https://api.postmarkapp.com/?count=1" },
+			Want: []string{"api_base: must not have a query or a fragment"}},
+		{Desc: "empty api_base is Postmark's", Change: func(c *postmark.Config) { c.APIBase = "" }},
+		{Desc: "metadata_key empty", Change: func(c *postmark.Config) { c.MetadataKey = "" },
+			Want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},
+		{Desc: "metadata_key with an ampersand", Change: func(c *postmark.Config) { c.MetadataKey = "op&count=1" },
+			Want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},
+		{Desc: "message_stream with a space", Change: func(c *postmark.Config) { c.MessageStream = "my stream" },
+			Want: []string{"message_stream: must be a stream id: 1-64 letters, digits, '_' or '-'"}},
+	})
 }
 
 func TestKindNew(t *testing.T) {
 	t.Parallel()
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(serverToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		desc     string
-		tokenEnv string
-		env      map[string]string
-		wantErr  string
-	}{
-		{desc: "token from the environment", tokenEnv: "T", env: map[string]string{"T": serverToken}},
-		{desc: "token from a file", tokenEnv: "T", env: map[string]string{"T_FILE": tokenFile}},
-		{desc: "variable unset", tokenEnv: "T", wantErr: "server_token_env: environment variable T is not set (nor T_FILE)"},
-		{desc: "both set", tokenEnv: "T", env: map[string]string{"T": serverToken, "T_FILE": tokenFile}, wantErr: "server_token_env: both T and T_FILE are set; set only one"},
-		{desc: "no variable named", env: map[string]string{"": serverToken}, wantErr: "server_token_env: required: the name of an environment variable"},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			cfg := postmark.Kind.NewSettings().(*postmark.Config)
-			cfg.ServerTokenEnv = tc.tokenEnv
-			l, err := postmark.Kind.New("mailer", cfg, providers.Env{Getenv: func(k string) string { return tc.env[k] }})
-			if tc.wantErr == "" {
-				if err != nil || l == nil {
-					t.Fatalf("Kind.New = %v, %v", l, err)
-				}
-				return
-			}
-			if err == nil || err.Error() != tc.wantErr {
-				t.Fatalf("Kind.New error %v, want %q", err, tc.wantErr)
-			}
-		})
-	}
+	providertest.SecretCases(t, postmark.Kind, "server_token_env", func(c *postmark.Config, name string) { c.ServerTokenEnv = name }, serverToken, nil)
 }

@@ -49,9 +49,9 @@ func FuzzSearchPage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, page []byte) {
 		cfg := postmark.Kind.NewSettings().(*postmark.Config)
-		cfg.APIBase = "https://api.postmark.test"
+		cfg.APIBase, cfg.ServerTokenEnv = "https://api.postmark.test", "POSTMARK_SERVER_TOKEN"
 		var nonGET atomic.Int64
-		a, err := postmark.New("mailer", cfg, serverToken, providertest.FixedBody{Body: page, NonGET: &nonGET})
+		a, err := postmark.New("mailer", cfg, providertest.Env(providertest.FixedBody{Body: page, NonGET: &nonGET}, "POSTMARK_SERVER_TOKEN", serverToken))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,14 +19,7 @@ import (
 )
 
 // Kind is the postmark adapter's kind, for the list in providers/kinds.
-var Kind = providers.NewKind("postmark", newConfig,
-	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
-		token, err := config.BlockSecret(env.Getenv, "server_token_env", cfg.ServerTokenEnv)
-		if err != nil {
-			return nil, err
-		}
-		return New(name, cfg, token, nil)
-	}).WithSettleWindow(DefaultSettleWindow)
+var Kind = providers.NewKind("postmark", newConfig, New).WithSettleWindow(DefaultSettleWindow)
 
 const (
 	// searchPath is the outbound message search.
@@ -59,11 +52,15 @@ type Adapter struct {
 
 var _ providers.MatchingLookup = (*Adapter)(nil)
 
-// New returns an adapter for cfg (validated) with the server token token.
-// transport carries requests (http.DefaultTransport when nil); it is
-// wrapped so that only GETs leave. It fails only when api_base is not a
-// URL.
-func New(name string, cfg *Config, token string, transport http.RoundTripper) (*Adapter, error) {
+// New returns an adapter for cfg (validated), reading the server token
+// that server_token_env names from env. Requests go through env.ReadOnly:
+// only GETs leave. It fails when the token is not set (the error names the
+// variable, never the value) or api_base is not a URL.
+func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
+	token, err := config.BlockSecret(env.Var, "server_token_env", cfg.ServerTokenEnv)
+	if err != nil {
+		return nil, err
+	}
 	base, err := url.Parse(cmp.Or(cfg.APIBase, DefaultAPIBase))
 	if err != nil || base.Host == "" {
 		return nil, errors.New("api_base: must be an absolute http or https URL")
@@ -75,13 +72,16 @@ func New(name string, cfg *Config, token string, transport http.RoundTripper) (*
 		metadataKey: cmp.Or(cfg.MetadataKey, DefaultMetadataKey),
 		stream:      cfg.MessageStream,
 		client: &http.Client{
-			Transport: providers.ReadOnlyTransport{Base: transport},
+			Transport: env.ReadOnly(),
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return providers.Permanent(errors.New("redirects are not followed: point api_base at the final address"))
 			},
 		},
 	}, nil
 }
+
+// Close releases the adapter's idle connections.
+func (a *Adapter) Close() { a.client.CloseIdleConnections() }
 
 // Matching implements providers.MatchingLookup: every record carries the
 // op_key in its Metadata, compared exactly.

@@ -81,8 +81,9 @@ func FuzzLogs(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, search, detail []byte) {
 		cfg := sendgrid.Kind.NewSettings().(*sendgrid.Config)
+		cfg.APIKeyEnv = "SENDGRID_API_KEY"
 		var writes atomic.Int64
-		a, err := sendgrid.New("mailer", cfg, apiKey, twoBodies{search: search, detail: detail, writes: &writes})
+		a, err := sendgrid.New("mailer", cfg, providertest.Env(twoBodies{search: search, detail: detail, writes: &writes}, "SENDGRID_API_KEY", apiKey))
 		if err != nil {
 			t.Fatal(err)
 		}

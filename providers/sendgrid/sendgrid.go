@@ -22,14 +22,7 @@ import (
 )
 
 // Kind is the sendgrid adapter's kind, for the list in providers/kinds.
-var Kind = providers.NewKind("sendgrid", newConfig,
-	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
-		key, err := config.BlockSecret(env.Getenv, "api_key_env", cfg.APIKeyEnv)
-		if err != nil {
-			return nil, err
-		}
-		return New(name, cfg, key, nil)
-	}).WithSettleWindow(DefaultSettleWindow)
+var Kind = providers.NewKind("sendgrid", newConfig, New).WithSettleWindow(DefaultSettleWindow)
 
 const (
 	// searchLimit is the most messages one Email Logs search returns; it
@@ -55,11 +48,16 @@ type Adapter struct {
 
 var _ providers.MatchingLookup = (*Adapter)(nil)
 
-// New returns an adapter for cfg (validated) with the API key key.
-// transport carries requests (http.DefaultTransport when nil); only Email
-// Logs' search and a message's details reach it. It fails only when
-// api_base is not a URL.
-func New(name string, cfg *Config, key string, transport http.RoundTripper) (*Adapter, error) {
+// New returns an adapter for cfg (validated), reading the API key that
+// api_key_env names from env. Only Email Logs' search and a message's
+// details reach env.Transport (http.DefaultTransport when nil). It fails
+// when the key is not set (the error names the variable, never the value),
+// the region is unknown or api_base is not a URL.
+func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
+	key, err := config.BlockSecret(env.Var, "api_key_env", cfg.APIKeyEnv)
+	if err != nil {
+		return nil, err
+	}
 	region := cmp.Or(cfg.Region, DefaultRegion)
 	host, ok := regionHosts[region]
 	if !ok {
@@ -74,7 +72,7 @@ func New(name string, cfg *Config, key string, transport http.RoundTripper) (*Ad
 	}
 	client := &http.Client{
 		Transport: providers.ReadOnlyTransport{
-			Base: &apiTransport{name: name, host: host, apiBase: apiBase, next: cmp.Or[http.RoundTripper](transport, http.DefaultTransport)},
+			Base: &apiTransport{name: name, host: host, apiBase: apiBase, next: cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport)},
 			// Email Logs' search is a POST that only reads (SendGrid takes the
 			// query in a body so that addresses stay out of URLs); it is the
 			// one request besides GETs this client sends, and only to the
@@ -94,6 +92,9 @@ func New(name string, cfg *Config, key string, transport http.RoundTripper) (*Ad
 		sdk:       &rest.Client{HTTPClient: client},
 	}, nil
 }
+
+// Close releases the adapter's idle connections.
+func (a *Adapter) Close() { a.client.CloseIdleConnections() }
 
 // Matching implements providers.MatchingLookup: every record carries the
 // op_key in its custom_args, compared exactly.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/sendgrid"
 )
 
@@ -178,9 +179,9 @@ func TestRegionHosts(t *testing.T) {
 		t.Run(tc.region, func(t *testing.T) {
 			t.Parallel()
 			cfg := sendgrid.Kind.NewSettings().(*sendgrid.Config)
-			cfg.Region = tc.region
+			cfg.Region, cfg.APIKeyEnv = tc.region, "SENDGRID_API_KEY"
 			rec := &recorder{}
-			a, err := sendgrid.New("mailer", cfg, apiKey, rec)
+			a, err := sendgrid.New("mailer", cfg, providertest.Env(rec, "SENDGRID_API_KEY", apiKey))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,6 +38,9 @@ type apiTransport struct {
 	next    http.RoundTripper
 }
 
+// CloseIdleConnections passes the call on to the transport below.
+func (t *apiTransport) CloseIdleConnections() { providers.CloseIdle(t.next) }
+
 // RoundTrip implements http.RoundTripper.
 func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	search, detail := t.kind(req)

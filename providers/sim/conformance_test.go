@@ -14,7 +14,7 @@ var globQuote = strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
 
 func TestBatchConformance(t *testing.T) {
 	providertest.RunBatch(t, providertest.BatchHarness{
-		New: func(_ *testing.T, w providertest.World) providers.BatchLookup {
+		New: func(t *testing.T, w providertest.World) providers.BatchLookup {
 			held := map[string]int{}
 			var keys []string
 			for _, h := range w.Holdings {
@@ -34,7 +34,7 @@ func TestBatchConformance(t *testing.T) {
 				}
 				cfg.Rules = append(cfg.Rules, sim.Rule{Match: globQuote.Replace(k), Outcome: outcome})
 			}
-			return sim.New("kit", cfg)
+			return newSim(t, "kit", cfg)
 		},
 		FailedKeys: true,
 	})

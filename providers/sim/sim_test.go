@@ -18,6 +18,16 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// newSim returns a simulated adapter for cfg.
+func newSim(t testing.TB, name string, cfg *sim.Config) *sim.Adapter {
+	t.Helper()
+	s, err := sim.New(name, cfg, providers.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 const payloadHash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
 func queryFor(opKey string) providers.Query {
@@ -144,7 +154,7 @@ func TestLookupOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
-			s := sim.New("sim", everyOutcome())
+			s := newSim(t, "sim", everyOutcome())
 			q := queryFor(tt.opKey)
 			records, err := s.Lookup(t.Context(), q)
 			tt.check(t, q, records, err)
@@ -158,7 +168,7 @@ func TestLookupOutcomes(t *testing.T) {
 func TestLookupSlowBlocksUntilCtxDone(t *testing.T) {
 	t.Parallel()
 
-	s := sim.New("sim", everyOutcome())
+	s := newSim(t, "sim", everyOutcome())
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
@@ -198,7 +208,7 @@ func TestOutcomeFor(t *testing.T) {
 				t.Errorf("OutcomeFor(%q) = %q, want %q", tt.opKey, got, tt.want)
 			}
 			// Lookup follows the same rule.
-			records, err := sim.New("sim", tt.cfg).Lookup(t.Context(), queryFor(tt.opKey))
+			records, err := newSim(t, "sim", tt.cfg).Lookup(t.Context(), queryFor(tt.opKey))
 			gotLookup := sim.OutcomeNotFound
 			switch {
 			case err != nil:
@@ -218,7 +228,7 @@ func TestOutcomeFor(t *testing.T) {
 func TestLookupStableIDs(t *testing.T) {
 	t.Parallel()
 
-	ids := func(t *testing.T, s *sim.Sim, opKey string) []string {
+	ids := func(t *testing.T, s *sim.Adapter, opKey string) []string {
 		t.Helper()
 		records, err := s.Lookup(t.Context(), queryFor(opKey))
 		if err != nil {
@@ -230,19 +240,19 @@ func TestLookupStableIDs(t *testing.T) {
 		}
 		return out
 	}
-	s := sim.New("sim", everyOutcome())
+	s := newSim(t, "sim", everyOutcome())
 
 	first := ids(t, s, "many-1")
 	if diff := cmp.Diff(first, ids(t, s, "many-1")); diff != "" {
 		t.Errorf("same op_key looked up twice, ids differ (-first +second):\n%s", diff)
 	}
-	if diff := cmp.Diff(first, ids(t, sim.New("sim", everyOutcome()), "many-1")); diff != "" {
+	if diff := cmp.Diff(first, ids(t, newSim(t, "sim", everyOutcome()), "many-1")); diff != "" {
 		t.Errorf("same op_key on a new adapter of the same name, ids differ (-first +second):\n%s", diff)
 	}
 	if other := ids(t, s, "many-2"); cmp.Equal(first, other) {
 		t.Errorf("op_keys many-1 and many-2 both got ids %v, want different ids", first)
 	}
-	if other := ids(t, sim.New("sim-b", everyOutcome()), "many-1"); cmp.Equal(first, other) {
+	if other := ids(t, newSim(t, "sim-b", everyOutcome()), "many-1"); cmp.Equal(first, other) {
 		t.Errorf("providers sim and sim-b both got ids %v, want different ids", first)
 	}
 	if n := s.Lookups(); n != 3 {
@@ -269,7 +279,7 @@ func TestLookupLatency(t *testing.T) {
 			t.Parallel()
 			cfg := everyOutcome()
 			cfg.Latency = config.NewDuration(tt.latency)
-			s := sim.New("sim", cfg)
+			s := newSim(t, "sim", cfg)
 			// The clock starts before the deadline is set, so the deadline is
 			// never earlier than start + ctxAfter.
 			start := time.Now()
@@ -370,7 +380,7 @@ func TestFailFor(t *testing.T) {
 	t.Parallel()
 	down := everyOutcome()
 	down.FailFor = config.NewDuration(time.Hour)
-	s := sim.New("sim", down)
+	s := newSim(t, "sim", down)
 	for _, key := range []string{"found-1", "unsupported-1", "not_found-1"} {
 		records, err := s.Lookup(t.Context(), queryFor(key))
 		if records != nil || !isTransient(err) {
@@ -380,7 +390,7 @@ func TestFailFor(t *testing.T) {
 
 	brief := everyOutcome()
 	brief.FailFor = config.NewDuration(50 * time.Millisecond)
-	s = sim.New("sim", brief)
+	s = newSim(t, "sim", brief)
 	if _, err := s.Lookup(t.Context(), queryFor("found-1")); !isTransient(err) {
 		t.Fatalf("first lookup: %v, want a transient error", err)
 	}
@@ -403,7 +413,7 @@ func TestRuleAfter(t *testing.T) {
 		{Match: "lag-*", Outcome: sim.OutcomeFound, After: config.NewDuration(lag)},
 		{Match: "later-*", Outcome: sim.OutcomeMany, After: config.NewDuration(time.Hour)},
 	}}
-	s := sim.New("sim", cfg)
+	s := newSim(t, "sim", cfg)
 	if records, err := s.Lookup(t.Context(), queryFor("lag-1")); err != nil || records != nil {
 		t.Fatalf("first lookup: %v, %v; want nothing found yet", records, err)
 	}
@@ -419,7 +429,7 @@ func TestRuleAfter(t *testing.T) {
 	}
 
 	down := &sim.Config{FailFor: config.NewDuration(lag), Rules: cfg.Rules}
-	s = sim.New("sim", down)
+	s = newSim(t, "sim", down)
 	if _, err := s.Lookup(t.Context(), queryFor("lag-1")); !isTransient(err) {
 		t.Fatalf("within fail_for: %v, want a transient error", err)
 	}
@@ -466,7 +476,7 @@ func isTransient(err error) bool {
 
 func TestBatchCountsRequests(t *testing.T) {
 	t.Parallel()
-	s := sim.New("sim", everyOutcome())
+	s := newSim(t, "sim", everyOutcome())
 	p := providers.NewProvider("sim", "sim", s, providers.Limits{LookupTimeout: time.Second, RateLimit: 1000, Concurrency: 4})
 	if p.MaxBatch() != sim.DefaultMaxBatch {
 		t.Fatalf("MaxBatch = %d, want the default %d", p.MaxBatch(), sim.DefaultMaxBatch)
@@ -494,7 +504,7 @@ func TestBatchMaxBatch(t *testing.T) {
 	t.Parallel()
 	cfg := everyOutcome()
 	cfg.MaxBatch = 1
-	s := sim.New("sim", cfg)
+	s := newSim(t, "sim", cfg)
 	p := providers.NewProvider("sim", "sim", s, providers.Limits{LookupTimeout: time.Second, RateLimit: 1000, Concurrency: 4})
 	p.LookupMany(t.Context(), []providers.Query{queryFor("found-1"), queryFor("found-2")})
 	if n := s.Requests(); n != 2 {
@@ -519,7 +529,7 @@ func BenchmarkLookupMany(b *testing.B) {
 			cfg := everyOutcome()
 			cfg.Latency = config.Duration{Duration: 2 * time.Millisecond}
 			cfg.MaxBatch = maxBatch
-			s := sim.New("sim", cfg)
+			s := newSim(b, "sim", cfg)
 			p := providers.NewProvider("sim", "sim", s, providers.Limits{LookupTimeout: 10 * time.Second, RateLimit: 1e6, Concurrency: 4})
 			qs := make([]providers.Query, 1000)
 			for i := range qs {

@@ -1,8 +1,6 @@
 package stripe_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/stripe"
 )
 
@@ -57,87 +56,32 @@ objects = ["charges", "payment_intents"]
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		desc   string
-		block  string
-		change func(*stripe.Config)
-		want   []string
-	}{
-		{desc: "api_base not a URL", change: func(c *stripe.Config) { c.APIBase = "api.stripe.com" },
-			want: []string{"api_base: must be an absolute http or https URL"}},
-		{desc: "api_base ftp", change: func(c *stripe.Config) { c.APIBase = "ftp://api.stripe.com" },
-			want: []string{"api_base: must be an absolute http or https URL"}},
-		{desc: "api_base with credentials", change: func(c *stripe.Config) { c.APIBase = "https://sk_live_x:@api.stripe.com" },
-			want: []string{"api_base: must not carry credentials; use secret_key_env"}},
-		{desc: "api_base with a query", change: func(c *stripe.Config) { c.APIBase = "https://api.stripe.com/?x=1" },
-			want: []string{"api_base: must not have a query or a fragment"}},
-		{desc: "empty api_base is Stripe's", change: func(c *stripe.Config) { c.APIBase = "" }},
-		{desc: "metadata_key empty", change: func(c *stripe.Config) { c.MetadataKey = "" },
-			want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},
-		{desc: "metadata_key with a quote", change: func(c *stripe.Config) { c.MetadataKey = "op']:'x" },
-			want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},
-		{desc: "metadata_key too long", change: func(c *stripe.Config) { c.MetadataKey = strings.Repeat("k", 41) },
-			want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},
-		{desc: "no objects", change: func(c *stripe.Config) { c.Objects = nil },
-			want: []string{"objects: at least one of payment_intents, charges"}},
-		{desc: "unknown object", change: func(c *stripe.Config) { c.Objects = []string{"payment_intents", "invoices"} },
-			want: []string{`objects: unknown object type "invoices": one of payment_intents, charges`}},
-		{desc: "object twice", change: func(c *stripe.Config) { c.Objects = []string{"charges", "charges"} },
-			want: []string{`objects: "charges" is listed twice`}},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			cfg := stripe.Kind.NewSettings().(*stripe.Config)
-			if tc.block != "" {
-				if _, err := toml.Decode(tc.block, cfg); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if tc.change != nil {
-				tc.change(cfg)
-			}
-			var got []string
-			for _, err := range cfg.Validate() {
-				got = append(got, err.Error())
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Validate (-want +got):\n%s", diff)
-			}
-		})
-	}
+	providertest.ConfigCases(t, stripe.Kind, nil, []providertest.ConfigCase[*stripe.Config]{
+		{Desc: "api_base not a URL", Change: func(c *stripe.Config) { c.APIBase = "api.stripe.com" },
+			Want: []string{"api_base: must be an absolute http or https URL"}},
+		{Desc: "api_base ftp", Change: func(c *stripe.Config) { c.APIBase = "ftp://api.stripe.com" },
+			Want: []string{"api_base: must be an absolute http or https URL"}},
+		{Desc: "api_base with credentials", Change: func(c *stripe.Config) { c.APIBase = "https://sk_live_x:@api.stripe.com" },
+			Want: []string{"api_base: must not carry credentials; use secret_key_env"}},
+		{Desc: "api_base with a query", Change: func(c *stripe.Config) { c.APIBase = "https://api.stripe.com/?x=1" },
+			Want: []string{"api_base: must not have a query or a fragment"}},
+		{Desc: "empty api_base is Stripe's", Change: func(c *stripe.Config) { c.APIBase = "" }},
+		{Desc: "metadata_key empty", Change: func(c *stripe.Config) { c.MetadataKey = "" },
+			Want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},
+		{Desc: "metadata_key with a quote", Change: func(c *stripe.Config) { c.MetadataKey = "op']:'x" },
+			Want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},
+		{Desc: "metadata_key too long", Change: func(c *stripe.Config) { c.MetadataKey = strings.Repeat("k", 41) },
+			Want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},
+		{Desc: "no objects", Change: func(c *stripe.Config) { c.Objects = nil },
+			Want: []string{"objects: at least one of payment_intents, charges"}},
+		{Desc: "unknown object", Change: func(c *stripe.Config) { c.Objects = []string{"payment_intents", "invoices"} },
+			Want: []string{`objects: unknown object type "invoices": one of payment_intents, charges`}},
+		{Desc: "object twice", Change: func(c *stripe.Config) { c.Objects = []string{"charges", "charges"} },
+			Want: []string{`objects: "charges" is listed twice`}},
+	})
 }
 
 func TestKindNew(t *testing.T) {
 	t.Parallel()
-	secretFile := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(secretFile, []byte(testKey+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		desc    string
-		keyEnv  string
-		env     map[string]string
-		wantErr string
-	}{
-		{desc: "key from the environment", keyEnv: "K", env: map[string]string{"K": testKey}},
-		{desc: "key from a file", keyEnv: "K", env: map[string]string{"K_FILE": secretFile}},
-		{desc: "variable unset", keyEnv: "K", wantErr: "secret_key_env: environment variable K is not set (nor K_FILE)"},
-		{desc: "no variable named", keyEnv: "", env: map[string]string{"": testKey}, wantErr: "secret_key_env: required: the name of an environment variable"},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			cfg := stripe.Kind.NewSettings().(*stripe.Config)
-			cfg.SecretKeyEnv = tc.keyEnv
-			l, err := stripe.Kind.New("payments", cfg, providers.Env{Getenv: func(k string) string { return tc.env[k] }})
-			if tc.wantErr == "" {
-				if err != nil || l == nil {
-					t.Fatalf("Kind.New = %v, %v", l, err)
-				}
-				return
-			}
-			if err == nil || err.Error() != tc.wantErr {
-				t.Fatalf("Kind.New error %v, want %q", err, tc.wantErr)
-			}
-		})
-	}
+	providertest.SecretCases(t, stripe.Kind, "secret_key_env", func(c *stripe.Config, name string) { c.SecretKeyEnv = name }, testKey, nil)
 }

@@ -59,13 +59,16 @@ func FuzzSearchPage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, page []byte, charges bool) {
 		cfg := stripe.Kind.NewSettings().(*stripe.Config)
-		cfg.APIBase = "https://api.stripe.test"
+		cfg.APIBase, cfg.SecretKeyEnv = "https://api.stripe.test", "STRIPE_KEY"
 		cfg.Objects = []string{stripe.ObjectPaymentIntents}
 		if charges {
 			cfg.Objects = []string{stripe.ObjectCharges}
 		}
 		var nonGET atomic.Int64
-		a := stripe.New("payments", cfg, testKey, providertest.FixedBody{Body: page, NonGET: &nonGET, Header: http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_fuzz"}}})
+		a, err := stripe.New("payments", cfg, providertest.Env(providertest.FixedBody{Body: page, NonGET: &nonGET, Header: http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_fuzz"}}}, "STRIPE_KEY", testKey))
+		if err != nil {
+			t.Fatal(err)
+		}
 		q := query(opKey, time.Hour)
 
 		records, err := a.Lookup(t.Context(), q)

@@ -28,6 +28,9 @@ type responseCheck struct {
 	base http.RoundTripper
 }
 
+// CloseIdleConnections passes the call on to the transport below.
+func (c responseCheck) CloseIdleConnections() { providers.CloseIdle(c.base) }
+
 // badResponse is a 200 whose body is not a search result.
 type badResponse struct {
 	reason string

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/stripe"
 )
 
@@ -41,12 +42,16 @@ func TestStripeMock(t *testing.T) {
 	})
 	newMockLookup := func(key string, transport http.RoundTripper) providers.Lookup {
 		cfg := stripe.Kind.NewSettings().(*stripe.Config)
-		cfg.APIBase = base
+		cfg.APIBase, cfg.SecretKeyEnv = base, "STRIPE_KEY"
 		cfg.Objects = []string{"payment_intents", "charges"}
 		if errs := cfg.Validate(); len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		return stripe.New("stripe-mock", cfg, key, transport)
+		a, err := stripe.New("stripe-mock", cfg, providertest.Env(transport, "STRIPE_KEY", key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
 	}
 
 	// stripe-mock's fixtures are the same object whatever the search, and

@@ -11,6 +11,9 @@ import (
 // DefaultAPIBase is Twilio's REST API, where api_base points by default.
 const DefaultAPIBase = "https://api.twilio.com"
 
+// newConfig returns a twilio block's defaults.
+func newConfig() *Config { return &Config{APIBase: DefaultAPIBase} }
+
 // Config is the kind-specific part of a twilio provider block.
 type Config struct {
 	// AccountSIDEnv names the environment variable holding the Account SID

@@ -63,8 +63,8 @@ func FuzzMessagesPage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, page []byte) {
 		var nonGET atomic.Int64
-		a, err := twilio.New("sms", &twilio.Config{APIBase: "https://api.twilio.test"}, accountSID, authToken,
-			providertest.FixedBody{Body: page, NonGET: &nonGET}, nil)
+		a, err := twilio.New("sms", &twilio.Config{APIBase: "https://api.twilio.test", AccountSIDEnv: "TWILIO_ACCOUNT_SID", AuthTokenEnv: "TWILIO_AUTH_TOKEN"},
+			providertest.Env(providertest.FixedBody{Body: page, NonGET: &nonGET}, "TWILIO_ACCOUNT_SID", accountSID, "TWILIO_AUTH_TOKEN", authToken))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package pgquery
+package postgres
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package pgquery_test
+package postgres_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/providers/pgquery"
+	"github.com/sweeper/sweeper/providers/postgres"
 	"github.com/sweeper/sweeper/providers/providertest"
 )
 
@@ -58,8 +58,8 @@ func TestBatchForm(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	a := newAdapter(t, b.dsn, byOpKeys)
-	if a.MaxBatch() != pgquery.DefaultMaxBatch || !a.Matching().ByKey {
-		t.Fatalf("MaxBatch = %d, ByKey = %v; want %d, true", a.MaxBatch(), a.Matching().ByKey, pgquery.DefaultMaxBatch)
+	if a.MaxBatch() != postgres.DefaultMaxBatch || !a.Matching().ByKey {
+		t.Fatalf("MaxBatch = %d, ByKey = %v; want %d, true", a.MaxBatch(), a.Matching().ByKey, postgres.DefaultMaxBatch)
 	}
 	keys := []string{"op-1", "op-dup", "op-none", "op-window", "OP-1"}
 	qs := make([]providers.Query, len(keys))
@@ -205,7 +205,7 @@ func TestBatchConfigValidate(t *testing.T) {
 		{query: `SELECT op_key, id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = ANY(@op_keys) AND x = @tenant`,
 			want: "query: unknown parameter @tenant: a query that binds @op_keys may use @op_keys, @since, @until"},
 	} {
-		cfg := pgquery.NewConfig()
+		cfg := postgres.NewConfig()
 		cfg.DSNEnv, cfg.Query = dsnEnv, tc.query
 		if tc.maxBatch != 0 {
 			cfg.MaxBatch = tc.maxBatch

@@ -1,4 +1,4 @@
-package pgquery_test
+package postgres_test
 
 import (
 	"context"
@@ -20,7 +20,8 @@ import (
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/providers/pgquery"
+	"github.com/sweeper/sweeper/providers/postgres"
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -108,14 +109,14 @@ func (b *testBundle) count(t *testing.T) int {
 
 // newAdapter builds the adapter as cmd/sweeper does: a validated config,
 // the DSN read from the environment.
-func newAdapter(t *testing.T, dsn, sql string) *pgquery.Adapter {
+func newAdapter(t *testing.T, dsn, sql string) *postgres.Adapter {
 	t.Helper()
-	cfg := pgquery.NewConfig()
+	cfg := postgres.NewConfig()
 	cfg.DSNEnv, cfg.Query = dsnEnv, sql
 	if errs := cfg.Validate(); len(errs) > 0 {
 		t.Fatalf("Validate: %v", errs)
 	}
-	lookup, err := pgquery.Kind.New("mailer_db", cfg, providers.Env{
+	lookup, err := postgres.Kind.New("mailer_db", cfg, providers.Env{
 		Getenv: func(k string) string {
 			if k == dsnEnv {
 				return dsn
@@ -127,16 +128,16 @@ func newAdapter(t *testing.T, dsn, sql string) *pgquery.Adapter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := lookup.(*pgquery.Adapter)
+	a := lookup.(*postgres.Adapter)
 	t.Cleanup(a.Close)
 	return a
 }
 
 // newUnvalidated builds the adapter from a query Validate would refuse, to
 // show what the database itself does with it.
-func newUnvalidated(t *testing.T, dsn, sql string) *pgquery.Adapter {
+func newUnvalidated(t *testing.T, dsn, sql string) *postgres.Adapter {
 	t.Helper()
-	a, err := pgquery.New("mailer_db", &pgquery.Config{DSNEnv: dsnEnv, Query: sql, MaxConns: 2}, dsn)
+	a, err := postgres.New("mailer_db", &postgres.Config{DSNEnv: dsnEnv, Query: sql, MaxConns: 2}, providertest.Env(nil, dsnEnv, dsn))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func newUnvalidated(t *testing.T, dsn, sql string) *pgquery.Adapter {
 
 // lookup runs q with a bound on time and checks that nothing it returns
 // shows the recipient or the password.
-func lookup(t *testing.T, a *pgquery.Adapter, q providers.Query) ([]providers.Record, error) {
+func lookup(t *testing.T, a *postgres.Adapter, q providers.Query) ([]providers.Record, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -706,8 +707,8 @@ func TestRowCap(t *testing.T) {
 	t.Run("at the cap", func(t *testing.T) {
 		t.Parallel()
 		got, err := lookup(t, newAdapter(t, dsn, rows("100")), query("op-1"))
-		if err != nil || len(got) != pgquery.MaxRows {
-			t.Errorf("Lookup = %d records, %v; want %d and no error", len(got), err, pgquery.MaxRows)
+		if err != nil || len(got) != postgres.MaxRows {
+			t.Errorf("Lookup = %d records, %v; want %d and no error", len(got), err, postgres.MaxRows)
 		}
 	})
 	t.Run("past the cap", func(t *testing.T) {
@@ -734,9 +735,9 @@ func TestDSNFromFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(b.dsn+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := pgquery.NewConfig()
+	cfg := postgres.NewConfig()
 	cfg.DSNEnv, cfg.Query = dsnEnv, byOpKey
-	l, err := pgquery.Kind.New("mailer_db", cfg, providers.Env{Getenv: func(k string) string {
+	l, err := postgres.Kind.New("mailer_db", cfg, providers.Env{Getenv: func(k string) string {
 		if k == dsnEnv+"_FILE" {
 			return file
 		}
@@ -745,7 +746,7 @@ func TestDSNFromFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := l.(*pgquery.Adapter)
+	a := l.(*postgres.Adapter)
 	t.Cleanup(a.Close)
 	if got, err := lookup(t, a, query("op-1")); err != nil || len(got) != 1 {
 		t.Errorf("Lookup = %v, %v; want one record", got, err)
@@ -754,7 +755,7 @@ func TestDSNFromFile(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	t.Parallel()
-	cfg := pgquery.NewConfig()
+	cfg := postgres.NewConfig()
 	cfg.DSNEnv, cfg.Query = dsnEnv, byOpKey
 	for _, tc := range []struct {
 		desc     string
@@ -768,9 +769,9 @@ func TestNew(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
-			l, err := pgquery.Kind.New("mailer_db", cfg, providers.Env{Getenv: func(k string) string { return tc.env[k] }})
+			l, err := postgres.Kind.New("mailer_db", cfg, providers.Env{Getenv: func(k string) string { return tc.env[k] }})
 			if err == nil {
-				l.(*pgquery.Adapter).Close()
+				l.(*postgres.Adapter).Close()
 				t.Fatal("Kind.New succeeded; want an error")
 			}
 			checkLeaks(t, "the error", err.Error())

@@ -1,85 +1,4 @@
-// Package pgquery is the postgres adapter: a provider whose records are in
-// a PostgreSQL database you control (a service's own outbox, a sent-mail
-// log, a replica of a billing table). Its block holds one SELECT, run for
-// each operation with the operation's key bound as named parameters:
-//
-//	[providers.mailer_db]
-//	kind = "postgres"
-//	dsn_env = "MAILER_DB_DSN"
-//	query = '''
-//	SELECT id, created_at, body_hash AS payload_hash, recipient
-//	FROM sent_emails
-//	WHERE op_key = @op_key AND created_at BETWEEN @since AND @until
-//	'''
-//
-// Parameters: @op_key, @recipient, @action, @payload_hash (text), @since and
-// @until (timestamptz). They are bound by pgx.NamedArgs, never written into
-// the SQL text.
-//
-// Result columns, matched by name (others are ignored):
-//
-//	id            required; text (varchar, char), an integer type, numeric
-//	              or uuid, read as text. A NULL or empty id fails the
-//	              lookup: a row is never silently dropped.
-//	created_at    required; timestamptz (or timestamp, date). NULL: unknown.
-//	payload_hash  required; text, the ledger's payload hash of the record.
-//	              NULL or '': computed from fields when there are fields,
-//	              else the record cannot prove its payload.
-//	recipient     optional; text.
-//	fields        optional; a JSON object (jsonb, json or text): the
-//	              record's normalized fields, as the ledger's payload would
-//	              hold them. Read strictly: a key twice, or two keys that
-//	              differ only in letter case, is an error.
-//
-// # Batch form
-//
-// A query that binds @op_keys instead of @op_key answers for many
-// operations in one statement (up to max_batch, default 100): the
-// operations' keys are bound as one text[], and @since and @until span
-// every operation's window (each record's date is still checked against
-// its own operation's). It may use no other parameter, and its result has
-// one more required column, op_key (text): the operation each row answers
-// for, compared exactly.
-//
-//	query = '''
-//	SELECT op_key, id, created_at, body_hash AS payload_hash, recipient
-//	FROM sent_emails
-//	WHERE op_key = ANY(@op_keys) AND created_at BETWEEN @since AND @until
-//	'''
-//
-// A row for an op_key that was not asked (or NULL) fails every operation
-// of the statement, transiently: such a query does not select by op_key,
-// and none of its rows can be attributed. A row that is no record, more
-// than MaxRows rows for one op_key or a repeated id with other content
-// fails only the operation it names; the same id under two op_keys proves
-// neither. A query that binds @op_key keeps answering one operation per
-// statement.
-//
-// Text columns may also be of a type defined in the database (citext, an
-// enum), read as text. A result without id, created_at or payload_hash, or
-// with one of them of another type (an integer payload_hash, a boolean id),
-// is a permanent error naming the column and its type, as is one of more
-// than [MaxRows] rows: the query is too broad to decide on.
-//
-// Rows with the same id are one record when they agree on every column (a
-// join that repeats a row); with the same id and different content they
-// are a permanent error naming the column that differs.
-//
-// The query runs in a READ ONLY transaction that is always rolled back, so
-// the database itself refuses a query that tries to write — a data-modifying
-// CTE, SELECT … FOR UPDATE, nextval(), a function that writes (I1). Read-only
-// mode does not stop everything a superuser could reach (dblink, temporary
-// tables); give the adapter a role that can only SELECT what it needs, e.g.
-//
-//	CREATE ROLE sweeper_lookup LOGIN PASSWORD '…';
-//	GRANT SELECT ON sent_emails TO sweeper_lookup;
-//	ALTER ROLE sweeper_lookup SET default_transaction_read_only = on;
-//
-// Errors: connection failures, timeouts, serialization failures and a
-// deadline are transient; syntax errors, undefined tables or columns,
-// permission denied, bad credentials and a refused write are permanent. No
-// error carries the DSN's password or the recipient.
-package pgquery
+package postgres
 
 import (
 	"bytes"
@@ -103,20 +22,7 @@ import (
 )
 
 // Kind is the postgres adapter's kind, for the list in providers/kinds.
-var Kind = providers.NewKind("postgres", NewConfig,
-	func(name string, cfg *Config, env providers.Env) (providers.Lookup, error) {
-		// The variable, or NAME_FILE, as configuration validation checks.
-		// The error names the variable, never its value.
-		dsn, err := config.Secret(env.Getenv, cfg.DSNEnv)
-		if err != nil {
-			return nil, fmt.Errorf("dsn_env: %w", err)
-		}
-		a, err := New(name, cfg, dsn)
-		if err != nil {
-			return nil, err // not a nil *Adapter in a non-nil Lookup
-		}
-		return a, nil
-	})
+var Kind = providers.NewKind("postgres", NewConfig, New)
 
 // MaxRows is the most rows a query may return for one operation.
 const MaxRows = 100
@@ -140,11 +46,11 @@ var (
 )
 
 // New returns an adapter running cfg's query (validated) on the database
-// at dsn. The pool is made here and connects on the first lookup, so New
-// does not fail on an unreachable database. It lives as long as the
-// adapter: providers.Lookup has no Close, so in the daemon that is the
-// process; whoever holds the *Adapter (tests, a one-shot command) calls
-// [Adapter.Close].
+// whose connection string is in the variable dsn_env names (or its
+// NAME_FILE), read from env. The pool is made here and connects on the
+// first lookup, so New does not fail on an unreachable database. It lives
+// as long as the adapter: [Adapter.Close] ends it, which
+// providers.Provider.Close calls at shutdown.
 //
 // A DSN asking for pgx's simple protocol (default_query_exec_mode=
 // simple_protocol) is run with the extended protocol anyway, so that the
@@ -152,7 +58,15 @@ var (
 //
 // max_conns replaces a pool_max_conns the DSN may set. The error, for a dsn
 // that cannot be parsed, does not quote the dsn.
-func New(name string, cfg *Config, dsn string) (*Adapter, error) {
+//
+// env.Transport and env.Logger are not used: the adapter speaks
+// PostgreSQL's protocol, made read-only by its transaction.
+func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
+	// The error names the variable, never its value.
+	dsn, err := config.BlockSecret(env.Var, "dsn_env", cfg.DSNEnv)
+	if err != nil {
+		return nil, err
+	}
 	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse errors quote the DSN, redacted on a best-effort basis

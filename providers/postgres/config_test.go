@@ -1,0 +1,104 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/sweeper/sweeper/providers/postgres"
+	"github.com/sweeper/sweeper/providers/providertest"
+)
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	const valid = `SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`
+	validBlock := func(c *postgres.Config) { c.DSNEnv, c.Query = "MAILER_DB_DSN", valid }
+	providertest.ConfigCases(t, postgres.Kind, validBlock, []providertest.ConfigCase[*postgres.Config]{
+		{Desc: "valid", Change: func(*postgres.Config) {}},
+		{Desc: "by recipient in a window, with every parameter", Change: func(c *postgres.Config) {
+			c.Query = `WITH m AS (SELECT * FROM sent_emails WHERE recipient = @recipient AND created_at BETWEEN @since AND @until)
+				SELECT id, created_at, body_hash AS payload_hash FROM m WHERE @action <> '' AND body_hash = @payload_hash;`
+		}},
+		{Desc: "a trailing semicolon and comment", Change: func(c *postgres.Config) { c.Query = valid + ";  -- the end\n" }},
+		{Desc: "parenthesised, lower case", Change: func(c *postgres.Config) { c.Query = "(select id from t where op_key = @op_key)" }},
+		{Desc: "@ in literals, identifiers, comments and operators is no parameter", Change: func(c *postgres.Config) {
+			c.Query = `SELECT id, '@x; DELETE' AS "a@b;", E'\'@y;' AS e, $q$ @z; $q$ AS d, $$@w$$ AS d2 -- @c;
+				/* @d; /* nested @e; */ still a comment; */
+				FROM t WHERE op_key = @op_key AND tags @> '{}' AND doc @@ q AND a$1 = 1`
+		}},
+		{Desc: "empty", Change: func(c *postgres.Config) { c.Query = "  \n" }, Want: []string{"query: required"}},
+		// dsn_env is checked by the configuration, through SecretEnvs.
+		{Desc: "no dsn_env", Change: func(c *postgres.Config) { c.DSNEnv = "" }},
+		{Desc: "a second statement", Change: func(c *postgres.Config) { c.Query = valid + "; DELETE FROM sent_emails" },
+			Want: []string{"query: must be one statement: found more SQL after ';'"}},
+		{Desc: "not a SELECT", Change: func(c *postgres.Config) { c.Query = "DELETE FROM sent_emails WHERE op_key = @op_key RETURNING id" },
+			Want: []string{"query: must be a SELECT (or WITH … SELECT)"}},
+		{Desc: "neither op_key nor recipient", Change: func(c *postgres.Config) {
+			c.Query = "SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE created_at > @since"
+		}, Want: []string{"query: must use @op_key or @recipient, or every operation would match the same records"}},
+		{Desc: "parameters only in literals and comments count for nothing", Change: func(c *postgres.Config) {
+			c.Query = "SELECT id FROM t WHERE op_key = '@op_key' -- @recipient"
+		}, Want: []string{"query: must use @op_key or @recipient, or every operation would match the same records"}},
+		{Desc: "unknown parameters, names case-sensitive", Change: func(c *postgres.Config) {
+			c.Query = valid + " AND tenant = @tenant AND x = @OP_KEY AND doc @@to_tsquery('a')"
+		}, Want: []string{
+			"query: unknown parameter @tenant: the parameters are @op_key, @recipient, @action, @payload_hash, @since, @until",
+			"query: unknown parameter @OP_KEY: the parameters are @op_key, @recipient, @action, @payload_hash, @since, @until",
+			"query: unknown parameter @to_tsquery: the parameters are @op_key, @recipient, @action, @payload_hash, @since, @until",
+		}},
+		{Desc: "positional parameter", Change: func(c *postgres.Config) { c.Query = valid + " AND recipient = $2" },
+			Want: []string{"query: positional parameter $2: use the named parameters @op_key, @recipient, @action, @payload_hash, @since, @until"}},
+		{Desc: "invalid UTF-8", Change: func(c *postgres.Config) { c.Query = valid + " AND x = '\xff'" },
+			Want: []string{"query: must be valid UTF-8"}},
+		{Desc: "max_conns zero", Change: func(c *postgres.Config) { c.MaxConns = 0 }, Want: []string{"max_conns: must be between 1 and 100"}},
+		{Desc: "max_conns too many", Change: func(c *postgres.Config) { c.MaxConns = 101 }, Want: []string{"max_conns: must be between 1 and 100"}},
+		{Desc: "everything wrong at once", Change: func(c *postgres.Config) { *c = postgres.Config{} }, Want: []string{
+			"query: required",
+			"max_conns: must be between 1 and 100",
+		}},
+	})
+}
+
+func TestSecretEnvs(t *testing.T) {
+	t.Parallel()
+	c := postgres.NewConfig()
+	// Required even unnamed: the configuration then reports dsn_env missing.
+	if got := c.SecretEnvs(); len(got) != 1 || got[0].Key != "dsn_env" || !got[0].Required {
+		t.Errorf("SecretEnvs() of an unnamed variable = %+v", got)
+	}
+	c.DSNEnv = "MAILER_DB_DSN"
+	if got := c.SecretEnvs(); len(got) != 1 || got[0].Name != "MAILER_DB_DSN" || !got[0].Required {
+		t.Errorf("SecretEnvs() = %+v, want MAILER_DB_DSN, required", got)
+	}
+}
+
+// exampleBlock is the block proposed for config.example.toml, without its
+// common keys.
+const exampleBlock = `
+dsn_env = "MAILER_DB_DSN"
+query = '''
+SELECT id, created_at, body_hash AS payload_hash, recipient
+FROM sent_emails
+WHERE op_key = @op_key
+  AND created_at BETWEEN @since AND @until
+'''
+max_conns = 4
+`
+
+func TestExampleBlock(t *testing.T) {
+	t.Parallel()
+	c := postgres.NewConfig()
+	md, err := toml.Decode(exampleBlock, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		t.Errorf("unknown keys: %v", undecoded)
+	}
+	if errs := c.Validate(); len(errs) > 0 {
+		t.Errorf("Validate: %v", errs)
+	}
+	if c.MaxConns != postgres.DefaultMaxConns {
+		t.Errorf("max_conns = %d", c.MaxConns)
+	}
+}
