@@ -13,7 +13,8 @@ import (
 
 // BuildProviders builds every configured provider's adapter, behind its
 // rate limit and concurrency cap, from the explicit list of kinds. Errors
-// name the block and are gathered, not stopped at.
+// name the block and are gathered, not stopped at; on an error, what was
+// built is closed and nothing is returned. The caller closes the providers.
 func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(string) string, logger *slog.Logger) (map[string]*providers.Provider, error) {
 	out := map[string]*providers.Provider{}
 	var errs []error
@@ -52,7 +53,15 @@ func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 			SettleWindow:  block.SettleWindow.Duration,
 		})
 	}
-	return out, errors.Join(errs...)
+	if len(errs) > 0 {
+		// The ones built hold resources (a postgres provider's pool) that
+		// no caller will release.
+		for _, p := range out {
+			p.Close()
+		}
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
 }
 
 // Policy is the review policy the configuration describes.

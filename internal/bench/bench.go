@@ -185,6 +185,11 @@ func Run(ctx context.Context, f Options) (err error) {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		for _, p := range provs {
+			p.Close()
+		}
+	}()
 	counter := &benchkit.StatementCounter{}
 	pool, err := benchPool(ctx, db.URL, int32(f.MaxConns), counter)
 	if err != nil {

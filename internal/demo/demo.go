@@ -178,6 +178,11 @@ func (d *demo) run(ctx context.Context) int {
 		fmt.Fprintf(e.stderr, "sweeper demo: %v\n", err)
 		return exitFailure
 	}
+	defer func() {
+		for _, p := range provs {
+			p.Close()
+		}
+	}()
 	if err := seedDemo(setupCtx, pool, d.plan); err != nil {
 		fmt.Fprintf(e.stderr, "sweeper demo: seed the ledger: %v\n", err)
 		return exitFailure
