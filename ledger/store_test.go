@@ -606,6 +606,9 @@ func TestConfirmRecordHeld(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
+			// Subtests run side by side in one database: each its own
+			// op_keys, or the unique op_key makes them wait on each other.
+			second := "second-" + tc.holderKey
 			tx := dbtest.Tx(t)
 			store := ledger.NewStore(tx)
 			holder := attempt(tc.holderKey)
@@ -616,10 +619,10 @@ func TestConfirmRecordHeld(t *testing.T) {
 			if _, err := store.Confirm(ctx, tc.holderKey, "msg_shared"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := store.Claim(ctx, attempt("second")); err != nil {
+			if _, err := store.Claim(ctx, attempt(second)); err != nil {
 				t.Fatal(err)
 			}
-			op, err := store.Confirm(ctx, "second", "msg_shared")
+			op, err := store.Confirm(ctx, second, "msg_shared")
 			if tc.wantConfirmed {
 				if err != nil || op.Status != ledger.StatusDone {
 					t.Fatalf("Confirm = %+v, %v", op, err)
@@ -630,14 +633,14 @@ func TestConfirmRecordHeld(t *testing.T) {
 			if !errors.As(err, &held) || !errors.Is(err, ledger.ErrRecordHeld) {
 				t.Fatalf("Confirm: err = %v, want *RecordHeldError", err)
 			}
-			want := &ledger.RecordHeldError{OpKey: "second", RecordID: "msg_shared", Holder: tc.wantHolder}
+			want := &ledger.RecordHeldError{OpKey: second, RecordID: "msg_shared", Holder: tc.wantHolder}
 			if diff := cmp.Diff(want, held); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(err.Error(), "leave second pending") {
+			if !strings.Contains(err.Error(), "leave "+second+" pending") {
 				t.Errorf("message %q does not say what to do", err)
 			}
-			if op, err := store.Get(ctx, "second"); err != nil || op.Status != ledger.StatusPending || op.ProviderRecordID != "" {
+			if op, err := store.Get(ctx, second); err != nil || op.Status != ledger.StatusPending || op.ProviderRecordID != "" {
 				t.Errorf("after the refusal: %+v, %v; want pending without a record", op, err)
 			}
 		})
