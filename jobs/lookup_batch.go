@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
@@ -91,12 +92,24 @@ type LookupBatchWorker struct {
 	settler *settle.Settler
 	db      review.DB
 	policy  review.Policy
+	// inFlight bounds the operations this process's jobs hold at once
+	// ([MaxOperationsInFlight]).
+	inFlight *semaphore.Weighted
 }
+
+// MaxOperationsInFlight is how many operations one process's lookup jobs
+// hold at once: four full jobs. A job waits for room before it reads its
+// rows, so memory stays about the same whatever the backlog and however
+// many River workers the lookup queue has. Four jobs of 500 already ask
+// faster than the sweep hands a backlog on (about 10,000 operations a
+// second here), and a slow provider's jobs are small: the sweep sizes them
+// by what its rate limit allows within lookup_timeout.
+const MaxOperationsInFlight = 4 * LookupBatchSize
 
 // NewLookupBatchWorker returns the worker: db reads the operations and
 // takes the transactions; tickets open under policy.
 func NewLookupBatchWorker(settler *settle.Settler, db review.DB, policy review.Policy) *LookupBatchWorker {
-	return &LookupBatchWorker{settler: settler, db: db, policy: policy}
+	return &LookupBatchWorker{settler: settler, db: db, policy: policy, inFlight: semaphore.NewWeighted(MaxOperationsInFlight)}
 }
 
 // Timeout gives a run room for its asks, which wait for the provider's
@@ -125,6 +138,20 @@ type queued struct {
 
 // Work implements river.Worker.
 func (w *LookupBatchWorker) Work(ctx context.Context, job *river.Job[LookupBatchArgs]) error {
+	// Room for the job's operations, waited for at most a quarter of its
+	// run's time; without it, the job snoozes — held back by this
+	// process, not by the provider: no attempt, no error.
+	n := int64(min(len(job.Args.Ops), MaxOperationsInFlight))
+	waitCtx, cancel := context.WithTimeout(ctx, w.Timeout(job)/4)
+	err := w.inFlight.Acquire(waitCtx, n)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return river.JobSnooze(time.Second)
+	}
+	defer w.inFlight.Release(n)
 	ops, gone, err := w.read(ctx, job.Args.Ops)
 	if err != nil {
 		return err
