@@ -32,10 +32,7 @@ func (s *App) DispatcherNow() (*notify.Dispatcher, error) {
 // alert.
 func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 	cfg := s.Config.Slack
-	if cfg.Channel == "" {
-		return nil, ErrSlackOff
-	}
-	token, err := config.Secret(s.getenv, config.EnvSlackToken)
+	token, err := s.slackToken()
 	if err != nil {
 		return nil, err
 	}
@@ -121,10 +118,7 @@ func (s *App) Deliver(ctx context.Context) (Delivery, error) {
 // the "Mark done" modal), or ErrSlackOff.
 func (s *App) Interactions() (*notify.Interactions, error) {
 	cfg := s.Config.Slack
-	if cfg.Channel == "" {
-		return nil, ErrSlackOff
-	}
-	token, err := config.Secret(s.getenv, config.EnvSlackToken)
+	token, err := s.slackToken()
 	if err != nil {
 		return nil, err
 	}
@@ -147,4 +141,13 @@ func (s *App) Interactions() (*notify.Interactions, error) {
 		Logger:        s.Logger,
 		Now:           s.now,
 	})
+}
+
+// slackToken is the bot token, or ErrSlackOff when slack.channel is not
+// set.
+func (s *App) slackToken() (string, error) {
+	if s.Config.Slack.Channel == "" {
+		return "", ErrSlackOff
+	}
+	return config.Secret(s.getenv, config.EnvSlackToken)
 }
