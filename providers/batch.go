@@ -95,8 +95,14 @@ func (p *Provider) LookupMany(ctx context.Context, queries []Query) []Result {
 	var stop error
 	for _, chunk := range p.chunks(queries) {
 		if stop != nil {
+			// Not sent: the provider's Retry-After holds these back as this
+			// process's pacing would — no attempt, no budget.
+			unsent := stop
+			if class, wait := Classify(stop); class == ClassRateLimited {
+				unsent = Paced(wait, stop)
+			}
 			for _, i := range chunk {
-				results[i] = Result{Err: Redact(stop, queries[i].Recipient)}
+				results[i] = Result{Err: Redact(unsent, queries[i].Recipient)}
 			}
 			continue
 		}
@@ -110,6 +116,16 @@ func (p *Provider) LookupMany(ctx context.Context, queries []Query) []Result {
 			got = []Result{{Records: records, Err: err}}
 		} else {
 			got = p.lookupBatch(ctx, p.batcher(), qs)
+			if wholeMalformed(got) {
+				// The provider answered, but not readably for the request
+				// as a whole (a row for a key not asked): one operation's
+				// answer may be at fault. Asked one by one, the others
+				// are not held back by it.
+				for j, q := range qs {
+					records, err := p.Lookup(ctx, q)
+					got[j] = Result{Records: records, Err: err}
+				}
+			}
 		}
 		for j, i := range chunk {
 			results[i] = got[j]
@@ -119,6 +135,17 @@ func (p *Provider) LookupMany(ctx context.Context, queries []Query) []Result {
 		}
 	}
 	return results
+}
+
+// wholeMalformed reports whether a request's results are one malformed
+// answer for the whole request.
+func wholeMalformed(results []Result) bool {
+	for _, r := range results {
+		if r.Err == nil || !errors.Is(r.Err, ErrMalformed) || r.Err.Error() != results[0].Err.Error() {
+			return false
+		}
+	}
+	return len(results) > 1
 }
 
 // stopsTheRest reports whether err, a request's error, holds for the
@@ -201,7 +228,9 @@ func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) 
 				keys[i], recipients[i] = q.OpKey, q.Recipient
 			}
 			detail = RedactText(detail, recipients...)
-			if probe || !failed {
+			// A malformed answer came from a provider that answered: one
+			// failure, not one per operation.
+			if probe || !failed || errors.Is(err, ErrMalformed) {
 				p.health.Done(context.WithoutCancel(ctx), probe, failed, strings.Join(keys, ","), detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
 				return
 			}
@@ -245,7 +274,7 @@ func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) 
 	case err != nil:
 		return nil, err
 	case len(answers) != len(qs):
-		return nil, Transient(fmt.Errorf("%s: malformed answer: %d answers for %d operations", p.Name, len(answers), len(qs)))
+		return nil, Malformed(fmt.Errorf("%s: malformed answer: %d answers for %d operations", p.Name, len(answers), len(qs)))
 	}
 	results = make([]Result, len(qs))
 	for i, a := range answers {

@@ -288,9 +288,16 @@ func TestLookupManyRateLimitedStopsTheRest(t *testing.T) {
 		return nil, providers.RateLimited(7*time.Second, errors.New("HTTP 429"))
 	}}
 	p := providers.NewProvider("orders", "http", a, limits(time.Second))
+	// The request sent is rate-limited; the ones not sent are paced by
+	// its Retry-After: the provider never saw them, so they spend no
+	// attempt and start no budget.
 	for i, r := range p.LookupMany(t.Context(), queries(6)) {
-		if class, delay := providers.Classify(r.Err); class != providers.ClassRateLimited || delay != 7*time.Second {
-			t.Errorf("result %d = %v; want rate-limited 7s", i, r.Err)
+		want := providers.ClassPaced
+		if i < 2 {
+			want = providers.ClassRateLimited
+		}
+		if class, delay := providers.Classify(r.Err); class != want || delay != 7*time.Second {
+			t.Errorf("result %d = %v; want %s 7s", i, r.Err, want)
 		}
 	}
 	if n := a.requests.Load(); n != 1 {
@@ -460,4 +467,42 @@ type lookupErrBatch struct{ *batchAdapter }
 func (lookupErrBatch) LookupBatch(ctx context.Context, _ []providers.Query) ([]providers.BatchAnswer, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
+}
+
+// TestLookupManyMalformedRequestAskedOneByOne: a request whose answer is
+// malformed as a whole (a row for an op_key not asked, as a provider that
+// lower-cases keys gives for "Op-03") is asked again one operation at a
+// time: the others are answered, only the one at fault fails, and provider
+// health counts one failure for the request, not one per operation.
+func TestLookupManyMalformedRequestAskedOneByOne(t *testing.T) {
+	t.Parallel()
+	a := &batchAdapter{max: 4, answer: func(qs []providers.Query) ([]providers.BatchAnswer, error) {
+		for _, q := range qs {
+			if q.OpKey == "op-03" {
+				return nil, providers.Malformed(errors.New("a row for an op_key that was not asked"))
+			}
+		}
+		return eachFound(qs)
+	}}
+	h := &fakeHealth{}
+	p := providers.NewProvider("orders", "http", a, limits(time.Second))
+	p.SetHealth(h)
+	results := p.LookupMany(t.Context(), queries(4))
+	for i, r := range results {
+		if bad := i == 3; (r.Err != nil) != bad || (!bad && len(r.Records) != 1) {
+			t.Errorf("result %d = %+v; want an error only for op-03", i, r)
+		}
+	}
+	if n := a.requests.Load(); n != 5 {
+		t.Errorf("%d requests, want 5: the batch, then one per operation", n)
+	}
+	failures := 0
+	for _, d := range h.dones {
+		if strings.HasSuffix(d, "failed=true") {
+			failures++
+		}
+	}
+	if failures != 2 {
+		t.Errorf("health saw %d failures (%q), want 2: the malformed batch once, op-03 alone once", failures, h.dones)
+	}
 }

@@ -233,6 +233,22 @@ func sameFold(r, t rune) bool {
 	return false
 }
 
+// ErrMalformed marks an answer a provider gave that cannot be read as one:
+// a batch answer for an op_key that was not asked, say. It is transient —
+// asked again, not believed — and, for a whole batch, a reason to ask its
+// operations one by one ([Provider.LookupMany]).
+var ErrMalformed = errors.New("malformed answer")
+
+// Malformed is err, a provider's answer that cannot be read, as a
+// transient error that [errors.Is] ErrMalformed; its text is err's.
+func Malformed(err error) error { return Transient(&malformedError{err}) }
+
+type malformedError struct{ err error }
+
+func (e *malformedError) Error() string        { return e.err.Error() }
+func (e *malformedError) Unwrap() error        { return e.err }
+func (e *malformedError) Is(target error) bool { return target == ErrMalformed }
+
 // phoneSeparators are what may stand between a phone number's digits.
 const phoneSeparators = " +-()./\u00a0"
 

@@ -119,11 +119,11 @@ func (a *Adapter) parseBatch(body []byte, qs []providers.Query) ([]providers.Bat
 	entries := make([][]batchEntry, len(qs))
 	for i, e := range answer.Results {
 		if e.OpKey == nil {
-			return nil, providers.Transient(fmt.Errorf("%s: malformed batch response: results[%d] has no op_key", a.name, i))
+			return nil, providers.Malformed(fmt.Errorf("%s: malformed batch response: results[%d] has no op_key", a.name, i))
 		}
 		j, asked := index[*e.OpKey]
 		if !asked {
-			return nil, providers.Transient(fmt.Errorf("%s: malformed batch response: results[%d] is for an op_key that was not asked", a.name, i))
+			return nil, providers.Malformed(fmt.Errorf("%s: malformed batch response: results[%d] is for an op_key that was not asked", a.name, i))
 		}
 		entries[j] = append(entries[j], e)
 	}

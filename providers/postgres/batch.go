@@ -69,7 +69,7 @@ func (a *Adapter) LookupBatch(ctx context.Context, qs []providers.Query) ([]prov
 	for n, r := range rows {
 		i, asked := index[r.opKey.String]
 		if !r.opKey.Valid || !asked {
-			return nil, providers.Transient(fmt.Errorf("%s: query: malformed answer: row %d is for an op_key that was not asked: select rows by op_key = ANY(@op_keys) and return that op_key", a.name, n))
+			return nil, providers.Malformed(fmt.Errorf("%s: query: malformed answer: row %d is for an op_key that was not asked: select rows by op_key = ANY(@op_keys) and return that op_key", a.name, n))
 		}
 		switch {
 		case failed[i] != nil:
