@@ -200,7 +200,7 @@ func attemptHistory(job *river.Job[LookupArgs], step settle.Step) []review.Attem
 	}
 	if step.Err != nil {
 		history = append(history, review.AttemptError{
-			At: time.Now(), Attempt: job.Attempt, Class: step.Class.String(), Error: step.Err.Error(),
+			At: time.Now(), Attempt: job.Attempt, Class: step.Class.String(), Error: review.StorableText(step.Err.Error()),
 		})
 	}
 	return history

@@ -138,11 +138,13 @@ type queued struct {
 
 // Work implements river.Worker.
 func (w *LookupBatchWorker) Work(ctx context.Context, job *river.Job[LookupBatchArgs]) error {
-	// Room for the job's operations, waited for at most a quarter of its
-	// run's time; without it, the job snoozes — held back by this
-	// process, not by the provider: no attempt, no error.
+	// Room for the job's operations, waited for a few seconds at most —
+	// within the run's own reserve beyond its asks (LookupOverhead), so
+	// that waiting never cuts an ask short; without it, the job snoozes:
+	// held back by this process, not by the provider, it spends no
+	// attempt and records no error.
 	n := int64(min(len(job.Args.Ops), MaxOperationsInFlight))
-	waitCtx, cancel := context.WithTimeout(ctx, w.Timeout(job)/4)
+	waitCtx, cancel := context.WithTimeout(ctx, LookupOverhead/2)
 	err := w.inFlight.Acquire(waitCtx, n)
 	cancel()
 	if err != nil {
@@ -297,6 +299,7 @@ func (w *LookupBatchWorker) ask(ctx context.Context, provider string, ops []*que
 
 // appendHistory appends e, keeping the latest maxHistory.
 func appendHistory(history []review.AttemptError, e review.AttemptError) []review.AttemptError {
+	e.Error = review.StorableText(e.Error) // it travels in the next job's args (jsonb)
 	history = append(history, e)
 	return history[max(0, len(history)-maxHistory):]
 }

@@ -113,7 +113,8 @@ func (w *SweepWorker) batchFor(provider string, limit int) int {
 	if p == nil {
 		return limit
 	}
-	if n := p.RateLimit() * p.LookupTimeout.Seconds(); n < float64(limit) {
+	// Each request answers up to the provider's batch size.
+	if n := p.RateLimit() * p.LookupTimeout.Seconds() * float64(max(1, p.MaxBatch())); n < float64(limit) {
 		return max(1, int(n))
 	}
 	return limit

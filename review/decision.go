@@ -93,12 +93,12 @@ func Answered(q providers.Query, records []providers.Record) Outcome {
 
 // Failed is a lookup that errored or timed out past the budget.
 func Failed(problem string) Outcome {
-	return Outcome{failure: ReasonLookupFailed, problem: problem}
+	return Outcome{failure: ReasonLookupFailed, problem: StorableText(problem)}
 }
 
 // Unsupported is a provider that cannot search.
 func Unsupported(problem string) Outcome {
-	return Outcome{failure: ReasonLookupUnsupported, problem: problem}
+	return Outcome{failure: ReasonLookupUnsupported, problem: StorableText(problem)}
 }
 
 // Invalid is a row that cannot be looked up.

@@ -69,6 +69,14 @@ type EvidenceRecord struct {
 	Excerpt         string         `json:"excerpt,omitempty"`
 }
 
+// StorableText is s as PostgreSQL's text and jsonb can hold it: without
+// NUL characters, and with invalid UTF-8 replaced. A provider's error text
+// is whatever the provider sent; a text the database refuses would fail the
+// write of every outcome that carries it.
+func StorableText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}
+
 // AttemptError is one failed lookup attempt.
 type AttemptError struct {
 	At      time.Time `json:"at"`
