@@ -34,20 +34,13 @@ nodetest:
 	@command -v node >/dev/null || { echo "node is needed for the payload-hash vectors (Debian: apt-get install nodejs)"; exit 1; }
 	node --test ledger/payloadhash_test.mjs examples/n8n/workflows_test.mjs
 
-# Every FuzzXxx function in a _test.go file, one `go test -fuzz` each (Go
-# fuzzes one target per run), stopping at the first failure. A failing
-# input is written under the package's testdata/fuzz/FuzzXxx/: commit it
-# with the fix, and `go test` replays it from then on. FUZZFLAGS adds flags,
-# e.g. FUZZFLAGS=-parallel=1.
+# Every fuzz target for FUZZTIME each (scripts/fuzz.sh says how a failure
+# is told from Go's own fuzzing deadline race). FUZZFLAGS adds flags, e.g.
+# FUZZFLAGS=-parallel=1.
 FUZZTIME ?= 30s
 FUZZFLAGS ?=
 fuzz:
-	@grep -rHo --include='*_test.go' --exclude-dir=.git '^func Fuzz[A-Za-z0-9_]*(' . | sort | \
-	while IFS=: read -r file match; do \
-		name=$${match#func }; name=$${name%(}; dir=$$(dirname "$$file"); \
-		echo "== $$name in $$dir for $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $(FUZZFLAGS) "$$dir" || exit 1; \
-	done
+	@scripts/fuzz.sh $(FUZZTIME) $(GO) $(FUZZFLAGS)
 
 # The chaos test at full size: three `sweeper run` processes, 5,000
 # operations, 20 kill -9s and a PostgreSQL restart (several minutes). `make
