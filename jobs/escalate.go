@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertype"
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/review"
 )
@@ -46,13 +45,7 @@ func (EscalateTicketArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
 		Queue:       QueueLookup,
 		MaxAttempts: 10,
-		UniqueOpts: river.UniqueOpts{
-			ByArgs: true,
-			ByState: []rivertype.JobState{
-				rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
-				rivertype.JobStateRunning, rivertype.JobStateScheduled,
-			},
-		},
+		UniqueOpts:  uniqueWhileUnfinished,
 	}
 }
 

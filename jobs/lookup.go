@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
@@ -39,13 +38,7 @@ func (LookupArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
 		Queue:       QueueLookup,
 		MaxAttempts: lookupMaxAttempts,
-		UniqueOpts: river.UniqueOpts{
-			ByArgs: true,
-			ByState: []rivertype.JobState{
-				rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
-				rivertype.JobStateRunning, rivertype.JobStateScheduled,
-			},
-		},
+		UniqueOpts:  uniqueWhileUnfinished,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/robfig/cron/v3"
 )
 
@@ -52,4 +53,16 @@ func NewPeriodicJob(id string, schedule cron.Schedule, args PeriodicArgs, now fu
 	return river.NewPeriodicJob(schedule, func() (river.JobArgs, *river.InsertOpts) {
 		return periodicRun(args, schedule, now())
 	}, &river.PeriodicJobOpts{ID: id, RunOnStart: true})
+}
+
+// uniqueWhileUnfinished makes a job unique by its arguments while one with
+// the same arguments is unfinished — the states lookup claims also count as
+// holding their operations (claims.go) — so a second scan adds nothing,
+// and once it has finished a later scan may ask again.
+var uniqueWhileUnfinished = river.UniqueOpts{
+	ByArgs: true,
+	ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+		rivertype.JobStateRunning, rivertype.JobStateScheduled,
+	},
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 	"github.com/sweeper/sweeper/internal/settle"
 )
 
@@ -26,13 +25,7 @@ func (RelookupTicketArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
 		Queue:       QueueLookup,
 		MaxAttempts: 10,
-		UniqueOpts: river.UniqueOpts{
-			ByArgs: true,
-			ByState: []rivertype.JobState{
-				rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
-				rivertype.JobStateRunning, rivertype.JobStateScheduled,
-			},
-		},
+		UniqueOpts:  uniqueWhileUnfinished,
 	}
 }
 
