@@ -310,7 +310,7 @@ func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options)
 	raw.Config = Default()
 	md, err := toml.Decode(text, &raw)
 	if err != nil {
-		return nil, err
+		return nil, decodeError(err)
 	}
 	cfg := raw.Config
 	var problems []error
@@ -352,6 +352,20 @@ func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options)
 		cfg.Review.RepeatEvery = cfg.Review.Escalation[n-1].Window
 	}
 	return &cfg, nil
+}
+
+// typeError is how the TOML decoder words a value of the wrong type: it
+// carries the key, not a line.
+var typeError = regexp.MustCompile(`^toml: \(last key "([^"]*)"\): (.*)$`)
+
+// decodeError is err from the TOML decoder as a user reads it: a syntax
+// error names its line already; a value of the wrong type is named by its
+// key, in the configuration's own (lower-case) spelling.
+func decodeError(err error) error {
+	if m := typeError.FindStringSubmatch(err.Error()); m != nil {
+		return &Error{Problems: []error{fmt.Errorf("%s: %s", strings.ToLower(m[1]), m[2])}}
+	}
+	return err
 }
 
 // Error lists every problem found in a configuration.
