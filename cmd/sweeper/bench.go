@@ -35,6 +35,7 @@ func newBenchCmd(e *env) *cobra.Command {
 	fs.Float64Var(&f.RssBaseline, "rss-baseline", 0, "peak RSS in MiB of a --ops 10000 run, to check the memory target against")
 	fs.DurationVar(&f.Timeout, "timeout", 30*time.Minute, "give up when the stale rows are not all settled within this")
 	fs.StringVar(&f.Cpuprofile, "cpuprofile", "", "write a CPU profile of the settle phase to this file")
+	fs.StringVar(&f.Memprofile, "memprofile", "", "write a heap profile, taken at the settle phase's highest heap, to this file")
 	fs.BoolVar(&f.Keep, "keep", false, "keep the database instead of dropping it")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if err := f.Validate(); err != nil {

@@ -3,12 +3,15 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -44,6 +47,7 @@ type Options struct {
 	RssBaseline float64
 	Timeout     time.Duration
 	Cpuprofile  string
+	Memprofile  string
 	Keep        bool
 
 	Stdout, Stderr io.Writer
@@ -283,6 +287,12 @@ func benchSettle(ctx context.Context, out io.Writer, f Options, s *app.App, moni
 	if err := benchkit.ResetPeakRSS(); err != nil {
 		rssSource = "the whole process: it could not be reset"
 	}
+	var heap heapPeak
+	if f.Memprofile != "" {
+		// A sample every 4 KiB instead of 512: the heap is small, and a
+		// coarse profile hides what holds it.
+		runtime.MemProfileRate = 4096
+	}
 	counter.Start()
 	start := time.Now()
 	if err := daemon.Start(ctx); err != nil {
@@ -321,6 +331,9 @@ func benchSettle(ctx context.Context, out io.Writer, f Options, s *app.App, moni
 				fmt.Fprintf(out, "peak_rss_mib=%.1f  (%s, %s, until --timeout)\n", float64(peak)/(1<<20), rssHow, rssSource)
 			}
 			return fmt.Errorf("settle: %d of %d stale operations still pending after %s", pending, stale, f.Timeout)
+		}
+		if f.Memprofile != "" {
+			heap.sample()
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -365,7 +378,55 @@ func benchSettle(ctx context.Context, out io.Writer, f Options, s *app.App, moni
 	if f.Cpuprofile != "" {
 		fmt.Fprintf(out, "cpu profile: %s (go tool pprof -top %s)\n", f.Cpuprofile, f.Cpuprofile)
 	}
+	if f.Memprofile != "" {
+		if err := heap.write(f.Memprofile); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "heap profile: %s, taken at the settle phase's highest heap, %.1f MiB of live objects "+
+			"(go tool pprof -sample_index=inuse_space -top %s)\n", f.Memprofile, float64(heap.max)/(1<<20), f.Memprofile)
+	}
 	return nil
+}
+
+// heapPeak keeps the heap profile of the moment the heap's objects took the
+// most memory, as far as sampling every poll sees it.
+type heapPeak struct {
+	max     uint64
+	profile bytes.Buffer
+}
+
+// heapObjects is the runtime/metrics name of the bytes of heap objects,
+// live and not yet swept.
+const heapObjects = "/memory/classes/heap/objects:bytes"
+
+// sample takes a new profile when the heap has grown a tenth past the
+// largest seen so far: a profile costs a few milliseconds, too much for
+// every poll.
+func (h *heapPeak) sample() {
+	m := []metrics.Sample{{Name: heapObjects}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 {
+		return
+	}
+	now := m[0].Value.Uint64()
+	if now <= h.max+h.max/10 {
+		return
+	}
+	h.max = now
+	h.profile.Reset()
+	_ = pprof.Lookup("heap").WriteTo(&h.profile, 0)
+}
+
+// write writes the kept profile to path, or a profile taken now if the
+// heap was never sampled.
+func (h *heapPeak) write(path string) error {
+	if h.profile.Len() == 0 {
+		runtime.GC()
+		if err := pprof.Lookup("heap").WriteTo(&h.profile, 0); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, h.profile.Bytes(), 0o644)
 }
 
 // benchIdle times the stale scan over a ledger with nothing pending, as a
