@@ -196,3 +196,12 @@ func settlerOn(db review.DB, now func() time.Time, provs ...*providers.Provider)
 		Now:       now,
 	}
 }
+
+// keys are the op_keys of ops, in order.
+func keys(ops []ledger.Operation) []string {
+	out := make([]string, len(ops))
+	for i, op := range ops {
+		out[i] = op.OpKey
+	}
+	return out
+}
