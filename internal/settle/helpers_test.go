@@ -197,6 +197,19 @@ func settlerOn(db review.DB, now func() time.Time, provs ...*providers.Provider)
 	}
 }
 
+// clock is a settable test clock.
+type clock struct{ ns atomic.Int64 }
+
+func newClock(at time.Time) *clock {
+	c := &clock{}
+	c.set(at)
+	return c
+}
+
+func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) set(at time.Time)    { c.ns.Store(at.Truncate(time.Microsecond).UnixNano()) }
+func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
 // keys are the op_keys of ops, in order.
 func keys(ops []ledger.Operation) []string {
 	out := make([]string, len(ops))
