@@ -292,10 +292,15 @@ type StaleCursor struct {
 }
 
 // position is the cursor's time as a query parameter: the zero cursor is
-// -infinity, before every row (a workflow may well write odd timestamps).
+// -infinity, before every row (a workflow may well write odd timestamps),
+// and a row read from +infinity ([endOfTime]) is +infinity again, so that
+// the next page starts after it rather than at it.
 func (c StaleCursor) position() pgtype.Timestamptz {
-	if c.FirstAttemptAt.IsZero() { // the start, or a row read from -infinity
+	switch {
+	case c.FirstAttemptAt.IsZero(): // the start, or a row read from -infinity
 		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	case c.FirstAttemptAt.Equal(endOfTime): // a row read from +infinity
+		return pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
 	}
 	return pgtype.Timestamptz{Time: c.FirstAttemptAt, Valid: true}
 }
@@ -524,10 +529,14 @@ func finiteTime(t pgtype.Timestamptz) time.Time {
 	case !t.Valid || t.InfinityModifier == pgtype.NegativeInfinity:
 		return time.Time{}
 	case t.InfinityModifier == pgtype.Infinity:
-		return time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+		return endOfTime
 	}
 	return t.Time
 }
+
+// endOfTime is how a timestamp of +infinity is read: the last instant Go
+// formats.
+var endOfTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
 func deref[T any](p *T) T {
 	var zero T
