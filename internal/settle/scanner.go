@@ -39,7 +39,9 @@ type Scanner struct {
 }
 
 // Scan calls page for each page of stale operations and returns how many
-// it saw. An error from page or a query stops the scan.
+// it saw. An error from page or a query stops that provider's walk (all
+// of it once ctx ends); the other walks still run, and the errors are
+// returned together.
 func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.Operation) error) (int, error) {
 	store := ledger.NewStore(s.DB)
 	now := s.Now()
