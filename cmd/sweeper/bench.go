@@ -28,7 +28,7 @@ func newBenchCmd(e *env) *cobra.Command {
 	fs.IntVar(&f.CommitBatch, "commit-batch", 100, "outcomes per commit (1: a transaction each)")
 	fs.IntVar(&f.BatchSize, "batch", 500, "sweep.batch_size: rows per page of the stale scan (1–10000)")
 	fs.IntVar(&f.MaxBatch, "max-batch", 100, "the sim provider's max_batch: operations answered per request (1–1000)")
-	fs.Float64Var(&f.ZeroRate, "zero-rate", 0, "settled/s of a --latency 0s run: caps the target of a run with latency")
+	fs.Float64Var(&f.ZeroRate, "zero-rate", 0, "settled/s of a --latency 0s run, which caps the target of a run with latency\n(default: measured first, in a scratch database of its own)")
 	fs.IntVar(&f.MaxConns, "max-conns", 20, "database.max_conns: the pool River and sweeper share")
 	fs.IntVar(&f.RiverJobs, "river-jobs", 0, "no-op jobs for River's own throughput (default max(1000, 50 × concurrency))")
 	fs.IntVar(&f.IdleTicks, "idle-ticks", 9, "idle sweep ticks to time (the median is reported)")
