@@ -163,6 +163,12 @@ type DispatcherConfig struct {
 	// replay, so a person can still post one on purpose. Default 0: no
 	// limit.
 	MaxAge time.Duration
+	// IncidentRefresh is how often, at most, the dispatcher brings the
+	// messages of an incident that ended within the last hour (its root
+	// and its closing reply) up to the counts as the provider's backlog
+	// settles (slack.incident_refresh); each is edited only when its counts
+	// changed. Default 30s.
+	IncidentRefresh time.Duration
 }
 
 // Dispatcher delivers outbox rows to Slack, each message once.
@@ -223,8 +229,8 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	if cfg.Channel == nil {
 		errs = append(errs, errors.New("the Slack dispatcher needs Channel, which picks each ticket's channel"))
 	}
-	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 || cfg.GroupWait < 0 || cfg.GroupThreshold < 0 {
-		errs = append(errs, errors.New("the Slack dispatcher's Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin, MaxAge, GroupWait and GroupThreshold must not be negative"))
+	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 || cfg.GroupWait < 0 || cfg.GroupThreshold < 0 || cfg.IncidentRefresh < 0 {
+		errs = append(errs, errors.New("the Slack dispatcher's Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin, MaxAge, GroupWait, GroupThreshold and IncidentRefresh must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -277,7 +283,7 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		grouping: cfg.GroupThreshold,
 		touched:  map[int64]struct{}{},
 
-		incidentEvery: incidentRefresh,
+		incidentEvery: cmp.Or(cfg.IncidentRefresh, incidentRefresh),
 		incidentShown: map[int64]string{},
 	}, nil
 }

@@ -21,9 +21,10 @@ import (
 	"github.com/sweeper/sweeper/review"
 )
 
-// incidentRefresh is how often a dispatcher brings the root message of an
-// incident that ended within the last hour up to date, while its counts
-// change: the provider's backlog settles after it is back.
+// incidentRefresh is how often, by default, a dispatcher brings the
+// messages of an incident that ended within the last hour up to date,
+// while its counts change: the provider's backlog settles after it is back
+// (DispatcherConfig.IncidentRefresh).
 const incidentRefresh = 30 * time.Second
 
 // refreshIncidents edits the root message of each incident that ended
