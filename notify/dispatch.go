@@ -207,7 +207,7 @@ type Dispatcher struct {
 	incidentMu    sync.Mutex
 	incidentEvery time.Duration
 	incidentsAt   time.Time
-	incidentShown map[int64]string // the text of each incident's root as last edited
+	incidentShown map[int64]incidentShown // what each ended incident's messages were last edited to
 }
 
 // NewDispatcher returns a Dispatcher over db (a pool) configured by cfg.
@@ -284,7 +284,7 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		touched:  map[int64]struct{}{},
 
 		incidentEvery: cmp.Or(cfg.IncidentRefresh, incidentRefresh),
-		incidentShown: map[int64]string{},
+		incidentShown: map[int64]incidentShown{},
 	}, nil
 }
 
@@ -574,6 +574,9 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 	if st.Sent > 0 && n.TicketID != 0 {
 		d.touchGroup(wctx, n)
 	}
+	if st.Sent > 0 {
+		d.shownIncident(n, res)
+	}
 	return st
 }
 
@@ -694,6 +697,9 @@ type attemptResult struct {
 	// turned out removed when it was to be edited: the row is marked sent
 	// together with the event that posts a new root.
 	rootRemoved *root
+	// shown, for an incident's row, is the text this attempt posted or
+	// edited its root and closing reply to.
+	shown incidentShown
 }
 
 // attempt delivers held row n: it searches for the message first where
@@ -737,6 +743,11 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 			return res, err
 		}
 		res.ts, res.posted = ts, true
+		if n.IncidentID != 0 && n.ThreadTS == "" {
+			res.shown.root = post.Text
+		} else if n.IncidentID != 0 {
+			res.shown.reply = post.Text
+		}
 	}
 
 	if n.ThreadTS == "" || !r.Live {
@@ -775,6 +786,9 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 		return res, slackError("chat.update", err, true)
 	}
 	d.metrics.SlackPosted(metrics.SlackUpdate)
+	if n.IncidentID != 0 {
+		res.shown.root = post.RootEdit.Text
+	}
 	return res, nil
 }
 
