@@ -14,6 +14,7 @@ import (
 	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/review"
 )
 
 const acmeChannel = "C0ACME"
@@ -398,5 +399,15 @@ func TestIncidentReplyRetried(t *testing.T) {
 	}
 	if got := len(b.fake.Messages()); got != 2 {
 		t.Errorf("%d messages, want 2", got)
+	}
+}
+
+// TestIncidentRefreshNegative: a negative refresh is refused by name.
+func TestIncidentRefreshNegative(t *testing.T) {
+	b := setup(t)
+	_, err := notify.NewDispatcher(b.pool, notify.DispatcherConfig{Token: slackfake.Token, Composer: testComposer,
+		Tickets: review.NewReader(b.pool), Channel: incidentChannels.For, IncidentRefresh: -time.Second})
+	if err == nil || !strings.Contains(err.Error(), "IncidentRefresh must not be negative") {
+		t.Errorf("err = %v, want IncidentRefresh named", err)
 	}
 }
