@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -59,6 +61,10 @@ func (d *Dispatcher) refreshIncidents(ctx context.Context) {
 		d.logger.Warn("notify: incidents to bring up to date", "err", err)
 		return
 	}
+	// What was shown of incidents past the hour is not needed any more.
+	d.incidentMu.Lock()
+	maps.DeleteFunc(d.incidentShown, func(id int64, _ incidentShown) bool { return !slices.Contains(ids, id) })
+	d.incidentMu.Unlock()
 	for _, id := range ids {
 		if err := d.refreshIncident(ctx, id); err != nil {
 			d.logger.Warn("notify: the incident's messages were not brought up to date", "incident_id", id, "err", err)
