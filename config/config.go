@@ -236,6 +236,11 @@ type Slack struct {
 	// whose alert is due while such a group has open tickets joins it.
 	// Default 3; 0 never groups.
 	GroupThreshold *int `toml:"group_threshold"`
+	// IncidentRefresh is how often, at most, the messages of a provider
+	// incident that ended within the last hour (its root and its closing
+	// reply) are edited to the counts as the provider's backlog settles;
+	// each only when its counts changed. Default 30s, at least 1s.
+	IncidentRefresh Duration `toml:"incident_refresh"`
 }
 
 // DefaultGroupThreshold is slack.group_threshold's default.
@@ -399,8 +404,9 @@ func Default() Config {
 			RelookupAfter: NewDuration(time.Minute),
 			RelookupMax:   NewDuration(time.Hour),
 		},
-		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour), GroupWait: NewDuration(30 * time.Second)},
-		HTTP:  HTTP{Listen: defaultListen},
+		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour), GroupWait: NewDuration(30 * time.Second),
+			IncidentRefresh: NewDuration(30 * time.Second)},
+		HTTP: HTTP{Listen: defaultListen},
 	}
 }
 
@@ -628,6 +634,9 @@ func (c *Config) validateSlack(v *validator, slackOn bool, getenv Getenv) {
 	if n := c.Slack.GroupThreshold; n != nil && *n < 0 {
 		v.add("slack.group_threshold", "must not be negative")
 	}
+	// More often than a second, the edits would compete with the alerts
+	// for each channel's pace of one call a second.
+	v.duration("slack.incident_refresh", c.Slack.IncidentRefresh, time.Second)
 	if c.Slack.APIURL != "" {
 		if u, err := url.Parse(c.Slack.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			v.add("slack.api_url", "must be an http(s) URL")

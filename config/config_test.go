@@ -123,6 +123,7 @@ func TestDefaults(t *testing.T) {
 		{"slack.max_alert_age", cfg.Slack.MaxAlertAge.Duration, 24 * time.Hour},
 		{"slack.group_wait", cfg.Slack.GroupWait.Duration, 30 * time.Second},
 		{"slack.group_threshold", cfg.Slack.Threshold(), 3},
+		{"slack.incident_refresh", cfg.Slack.IncidentRefresh.Duration, 30 * time.Second},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)

@@ -163,6 +163,12 @@ type DispatcherConfig struct {
 	// replay, so a person can still post one on purpose. Default 0: no
 	// limit.
 	MaxAge time.Duration
+	// IncidentRefresh is how often, at most, the dispatcher brings the
+	// messages of an incident that ended within the last hour (its root
+	// and its closing reply) up to the counts as the provider's backlog
+	// settles (slack.incident_refresh); each is edited only when its counts
+	// changed. Default 30s.
+	IncidentRefresh time.Duration
 }
 
 // Dispatcher delivers outbox rows to Slack, each message once.
@@ -201,7 +207,7 @@ type Dispatcher struct {
 	incidentMu    sync.Mutex
 	incidentEvery time.Duration
 	incidentsAt   time.Time
-	incidentShown map[int64]string // the text of each incident's root as last edited
+	incidentShown map[int64]incidentShown // what each ended incident's messages were last edited to
 }
 
 // NewDispatcher returns a Dispatcher over db (a pool) configured by cfg.
@@ -223,8 +229,8 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	if cfg.Channel == nil {
 		errs = append(errs, errors.New("the Slack dispatcher needs Channel, which picks each ticket's channel"))
 	}
-	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 || cfg.GroupWait < 0 || cfg.GroupThreshold < 0 {
-		errs = append(errs, errors.New("the Slack dispatcher's Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin, MaxAge, GroupWait and GroupThreshold must not be negative"))
+	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PerChannel < 0 || cfg.PollInterval < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.MaxAge < 0 || cfg.GroupWait < 0 || cfg.GroupThreshold < 0 || cfg.IncidentRefresh < 0 {
+		errs = append(errs, errors.New("the Slack dispatcher's Lease, BatchSize, Workers, PerChannel, PollInterval, SearchPages, SearchMargin, MaxAge, GroupWait, GroupThreshold and IncidentRefresh must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -277,8 +283,8 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		grouping: cfg.GroupThreshold,
 		touched:  map[int64]struct{}{},
 
-		incidentEvery: incidentRefresh,
-		incidentShown: map[int64]string{},
+		incidentEvery: cmp.Or(cfg.IncidentRefresh, incidentRefresh),
+		incidentShown: map[int64]incidentShown{},
 	}, nil
 }
 
@@ -568,6 +574,9 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 	if st.Sent > 0 && n.TicketID != 0 {
 		d.touchGroup(wctx, n)
 	}
+	if st.Sent > 0 {
+		d.shownIncident(n, res)
+	}
 	return st
 }
 
@@ -688,6 +697,9 @@ type attemptResult struct {
 	// turned out removed when it was to be edited: the row is marked sent
 	// together with the event that posts a new root.
 	rootRemoved *root
+	// shown, for an incident's row, is the text this attempt posted or
+	// edited its root and closing reply to.
+	shown incidentShown
 }
 
 // attempt delivers held row n: it searches for the message first where
@@ -731,6 +743,11 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 			return res, err
 		}
 		res.ts, res.posted = ts, true
+		if n.IncidentID != 0 && n.ThreadTS == "" {
+			res.shown.root = post.Text
+		} else if n.IncidentID != 0 {
+			res.shown.reply = post.Text
+		}
 	}
 
 	if n.ThreadTS == "" || !r.Live {
@@ -769,6 +786,9 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 		return res, slackError("chat.update", err, true)
 	}
 	d.metrics.SlackPosted(metrics.SlackUpdate)
+	if n.IncidentID != 0 {
+		res.shown.root = post.RootEdit.Text
+	}
 	return res, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/review"
 )
 
 const acmeChannel = "C0ACME"
@@ -223,5 +224,190 @@ func TestIncidentCrashAndDuplicateDispatch(t *testing.T) {
 	}
 	if got := len(b.fake.Calls("chat.postMessage")); got != 1 {
 		t.Errorf("%d posts by the dispatchers, want 1 (the reply; the root was adopted)", got)
+	}
+}
+
+// settle marks n of provider's pending operations done, oldest first, as
+// lookups that found their records do.
+func (b *bundle) settle(t *testing.T, provider string, n int) {
+	t.Helper()
+	if _, err := b.pool.Exec(b.ctx, `UPDATE ledger.operations SET status = 'done', provider_record_id = 'rec-' || id
+		WHERE id IN (SELECT id FROM ledger.operations WHERE provider = $1 AND status = 'pending' ORDER BY id LIMIT $2)`,
+		provider, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// outage takes acme down with n operations waiting, posts the incident's
+// root, brings acme back and returns the incident's id; the closing row
+// is left for the caller to deliver.
+func (b *bundle) outage(t *testing.T, d *notify.Dispatcher, n int) int64 {
+	t.Helper()
+	b.pending(t, "acme", n)
+	tr := health.NewTracker(b.pool, "acme", health.DefaultFailures, time.Minute)
+	b.down(t, tr)
+	if st := b.drain(t, d); st.Sent != 1 {
+		t.Fatalf("down: %+v, want the incident's root", st)
+	}
+	b.up(t, tr, "acme")
+	ids := b.incidentIDs(t, "acme")
+	if len(ids) != 1 {
+		t.Fatalf("incidents %v, want 1", ids)
+	}
+	return ids[0]
+}
+
+// refresh has each dispatcher bring ended incidents up to date once.
+func (b *bundle) refresh(t *testing.T, ds ...*notify.Dispatcher) {
+	t.Helper()
+	for _, d := range ds {
+		if _, err := d.DispatchOnce(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestIncidentReplyFollowsBacklog: the closing reply, posted while the
+// backlog is still being looked up, is edited with the root as the counts
+// change, down to the final ones; operations written after the end are not
+// the incident's backlog. Nothing is posted twice.
+func TestIncidentReplyFollowsBacklog(t *testing.T) {
+	b := setup(t)
+	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+		c.Channel = incidentChannels.For
+		c.IncidentRefresh = time.Nanosecond
+	})
+	id := b.outage(t, d, 10)
+	b.settle(t, "acme", 1)
+	b.drain(t, d)
+	reply := b.requireOne(t, incidentKey(id, "closed"))
+	if !strings.Contains(reply.Text, "1 settled, 0 need review, 9 still being looked up") {
+		t.Fatalf("reply = %q", reply.Text)
+	}
+
+	b.settle(t, "acme", 5)
+	b.pending(t, "acme", 2) // new work, after the end
+	b.refresh(t, d)
+	reply = b.requireOne(t, incidentKey(id, "closed"))
+	root := b.requireOne(t, incidentKey(id, "opened"))
+	for _, m := range []string{reply.Text, root.Text} {
+		if !strings.Contains(m, "6 settled, 0 need review, 4 still being looked up.") {
+			t.Errorf("as the backlog settles: %q, want 6 settled and 4 still being looked up", m)
+		}
+	}
+
+	b.settle(t, "acme", 4)
+	b.refresh(t, d, d)
+	reply = b.requireOne(t, incidentKey(id, "closed"))
+	root = b.requireOne(t, incidentKey(id, "opened"))
+	for _, m := range []string{reply.Text, root.Text} {
+		if !strings.Contains(m, "10 settled, 0 need review.") || strings.Contains(m, "still being looked up") {
+			t.Errorf("once the backlog settled: %q, want the final counts", m)
+		}
+	}
+	if reply.Edits != 2 || !strings.HasPrefix(reply.Text, "Back after ") || reply.ThreadTS != root.TS {
+		t.Errorf("reply = %+v, want edited twice, once per change, in the root's thread", reply)
+	}
+	if got := len(b.fake.Calls("chat.postMessage")); got != 2 {
+		t.Errorf("%d posts, want 2: the root and the reply", got)
+	}
+}
+
+// TestIncidentRefreshTwoDispatchers: two dispatchers bringing the same
+// incident up to date at once, while its backlog settles, post nothing
+// and leave its messages at the final counts.
+func TestIncidentRefreshTwoDispatchers(t *testing.T) {
+	b := setup(t)
+	ds := make([]*notify.Dispatcher, 2)
+	for i := range ds {
+		ds[i] = b.dispatcher(t, fmt.Sprintf("d%d", i), func(c *notify.DispatcherConfig) {
+			c.Channel = incidentChannels.For
+			c.IncidentRefresh = time.Nanosecond
+		})
+	}
+	id := b.outage(t, ds[0], 20)
+
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		wg.Go(func() {
+			for range 20 {
+				if _, err := d.DispatchOnce(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for range 10 {
+		b.settle(t, "acme", 2)
+		time.Sleep(5 * time.Millisecond)
+	}
+	wg.Wait()
+	b.refresh(t, ds...)
+
+	root := b.requireOne(t, incidentKey(id, "opened"))
+	reply := b.requireOne(t, incidentKey(id, "closed"))
+	for _, m := range []string{reply.Text, root.Text} {
+		if !strings.Contains(m, "20 settled, 0 need review.") {
+			t.Errorf("%q, want the final counts", m)
+		}
+	}
+	if got := len(b.fake.Calls("chat.postMessage")); got != 2 {
+		t.Errorf("%d posts, want 2: the root and the reply", got)
+	}
+	if got := len(b.fake.Messages()); got != 2 {
+		t.Errorf("%d messages, want 2", got)
+	}
+}
+
+// TestIncidentReplyRetried: a closing reply whose post lost its answer is
+// found in the thread, not posted again, and brought to the counts of
+// when it is found and after; an edit whose answer was lost is made again.
+func TestIncidentReplyRetried(t *testing.T) {
+	b := setup(t)
+	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+		c.Channel = incidentChannels.For
+		c.IncidentRefresh = time.Nanosecond
+	})
+	id := b.outage(t, d, 4)
+	b.fake.Inject("chat.postMessage", slackfake.Fault{Drop: true})
+	if st, err := d.DispatchOnce(b.ctx); err != nil || st.Uncertain != 1 {
+		t.Fatalf("closing reply: %+v, %v; want uncertain", st, err)
+	}
+	b.settle(t, "acme", 3)
+	if st := b.drain(t, d); st.Adopted != 1 {
+		t.Fatalf("retry: %+v, want the reply adopted", st)
+	}
+	reply := b.requireOne(t, incidentKey(id, "closed"))
+	if !strings.Contains(reply.Text, "3 settled, 0 need review, 1 still being looked up.") {
+		t.Errorf("adopted reply = %q, want the counts as they are now", reply.Text)
+	}
+
+	b.settle(t, "acme", 1)
+	b.fake.Inject("chat.update", slackfake.Fault{Error: "internal_error"}, slackfake.Fault{Drop: true})
+	b.refresh(t, d)
+	b.refresh(t, d)
+	reply = b.requireOne(t, incidentKey(id, "closed"))
+	root := b.requireOne(t, incidentKey(id, "opened"))
+	for _, m := range []string{reply.Text, root.Text} {
+		if !strings.Contains(m, "4 settled, 0 need review.") {
+			t.Errorf("%q, want the final counts", m)
+		}
+	}
+	if got := len(b.fake.Calls("chat.postMessage")); got != 2 {
+		t.Errorf("%d posts, want 2: the root and the reply", got)
+	}
+	if got := len(b.fake.Messages()); got != 2 {
+		t.Errorf("%d messages, want 2", got)
+	}
+}
+
+// TestIncidentRefreshNegative: a negative refresh is refused by name.
+func TestIncidentRefreshNegative(t *testing.T) {
+	b := setup(t)
+	_, err := notify.NewDispatcher(b.pool, notify.DispatcherConfig{Token: slackfake.Token, Composer: testComposer,
+		Tickets: review.NewReader(b.pool), Channel: incidentChannels.For, IncidentRefresh: -time.Second})
+	if err == nil || !strings.Contains(err.Error(), "IncidentRefresh must not be negative") {
+		t.Errorf("err = %v, want IncidentRefresh named", err)
 	}
 }

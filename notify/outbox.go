@@ -648,6 +648,27 @@ func (o *Outbox) rootOf(ctx context.Context, n Notification) (root, error) {
 	return r, nil
 }
 
+// reply is a message in a thread, as its row records it.
+type reply struct {
+	Channel, TS, DedupeKey string
+}
+
+// incidentReply returns incident id's closing reply, or a zero reply when
+// the incident's end is not in Slack, or is in Slack as its root message.
+func (o *Outbox) incidentReply(ctx context.Context, id int64) (reply, error) {
+	var r reply
+	err := o.db.QueryRow(ctx, `SELECT channel, ts, dedupe_key FROM sweeper.outbox
+		WHERE incident_id = $1 AND kind = $2 AND state = 'sent' AND thread_ts IS NOT NULL AND ts IS NOT NULL
+		ORDER BY id DESC LIMIT 1`, id, KindIncidentClosed).Scan(&r.Channel, &r.TS, &r.DedupeKey)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return reply{}, nil
+	}
+	if err != nil {
+		return reply{}, fmt.Errorf("find the closing reply of incident %d: %w", id, err)
+	}
+	return r, nil
+}
+
 // ownedBy selects the rows g of one owner: the ticket $1, the incident $2
 // or the group $3 (its own message, not its tickets' rows).
 const ownedBy = `(g.ticket_id = $1 OR g.incident_id = $2 OR (g.group_id = $3 AND g.ticket_id IS NULL))`

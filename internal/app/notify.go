@@ -39,16 +39,17 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 	channels := notify.Channels{Default: cfg.Channel, Workflows: cfg.Channels.Workflows, Providers: cfg.Channels.Providers}
 	tickets := review.NewReader(s.Pool)
 	return notify.NewDispatcher(s.Pool, notify.DispatcherConfig{
-		Token:          token,
-		APIURL:         cfg.APIURL,
-		Composer:       notify.TicketComposer{Tickets: tickets},
-		Tickets:        tickets,
-		Channel:        channels.For,
-		Logger:         s.Logger,
-		Metrics:        s.Metrics,
-		MaxAge:         cfg.MaxAlertAge.Duration,
-		GroupWait:      groupWait,
-		GroupThreshold: cfg.Threshold(),
+		Token:           token,
+		APIURL:          cfg.APIURL,
+		Composer:        notify.TicketComposer{Tickets: tickets},
+		Tickets:         tickets,
+		Channel:         channels.For,
+		Logger:          s.Logger,
+		Metrics:         s.Metrics,
+		MaxAge:          cfg.MaxAlertAge.Duration,
+		GroupWait:       groupWait,
+		GroupThreshold:  cfg.Threshold(),
+		IncidentRefresh: cfg.IncidentRefresh.Duration,
 	})
 }
 

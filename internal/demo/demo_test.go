@@ -172,6 +172,12 @@ func testDemoStory(t *testing.T, stdout string, plan []demoOp, tickets, lagging 
 	if lineIndex(stdout, `thread reply: Back after `) < up {
 		t.Errorf("no \"Back after\" reply in the incident's thread")
 	}
+	// The reply, posted as the backlog starts to settle, is edited with the
+	// root until it shows the final counts.
+	backAfter := regexp.MustCompile(`(?m)^ +[0-9.]+s  slack    #\w+ (?:thread reply|message edited): (Back after .*)$`).FindAllStringSubmatch(stdout, -1)
+	if n := len(backAfter); n == 0 || !regexp.MustCompile(`^Back after [0-9hms.]+: [0-9,]+ settled, [0-9,]+ need review\.$`).MatchString(backAfter[n-1][1]) {
+		t.Errorf("the incident's closing reply does not end at the final counts: %q", backAfter)
+	}
 	outageOps := 0
 	for _, op := range plan {
 		if op.attempt.Provider != demoOutageProvider {
