@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
@@ -150,39 +151,39 @@ type benchResult struct {
 // Run fills a scratch database, settles it with the real sweep and lookup
 // jobs, times River alone and an idle tick, and prints the figures beside
 // their targets on f.Stdout.
-func Run(ctx context.Context, f Options) error {
+func Run(ctx context.Context, f Options) (err error) {
 	if f.RiverJobs == 0 {
 		f.RiverJobs = max(1000, 50*f.Concurrency)
 	}
-	if f.Latency > 0 && f.ZeroRate == 0 && f.Stale > 0 {
-		// The latency target is capped by what the same settle reaches
-		// with no latency, measured here, on this machine, just before.
-		ref := f
-		ref.Latency, ref.Cpuprofile, ref.Memprofile = 0, "", ""
-		ref.Stdout = &prefixWriter{w: f.Stdout, prefix: "reference (--latency 0s): "}
-		res, err := run(ctx, ref, true)
-		if err != nil {
-			return fmt.Errorf("the --latency 0s reference run: %w", err)
-		}
-		f.ZeroRate = res.settledPerSec
-		fmt.Fprintf(f.Stdout, "zero_rate=%.1f  (settled/s of the same run with --latency 0s, just measured; --zero-rate skips it)\n", f.ZeroRate)
-	}
-	_, err := run(ctx, f, false)
-	return err
-}
-
-// run is one bench run; a reference run measures the settle phase only.
-func run(ctx context.Context, f Options, reference bool) (res benchResult, err error) {
-	out := f.Stdout
 	server, err := benchkit.FindServer(ctx, f.Getenv(config.EnvDatabaseURL))
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer func() {
 		if stopErr := server.Close(); stopErr != nil && err == nil {
 			err = stopErr
 		}
 	}()
+	if f.Latency > 0 && f.ZeroRate == 0 && f.Stale > 0 {
+		// The latency target is capped by what the same settle reaches
+		// with no latency, measured here, on this machine, just before.
+		ref := f
+		ref.Latency, ref.Cpuprofile, ref.Memprofile = 0, "", ""
+		ref.Stdout = &prefixWriter{w: f.Stdout, prefix: "reference (--latency 0s): "}
+		res, err := run(ctx, ref, server, true)
+		if err != nil {
+			return fmt.Errorf("the --latency 0s reference run: %w", err)
+		}
+		f.ZeroRate = res.settledPerSec
+		fmt.Fprintf(f.Stdout, "zero_rate=%.1f  (settled/s of the same run with --latency 0s, just measured; --zero-rate skips it)\n", f.ZeroRate)
+	}
+	_, err = run(ctx, f, server, false)
+	return err
+}
+
+// run is one bench run; a reference run measures the settle phase only.
+func run(ctx context.Context, f Options, server *benchkit.Server, reference bool) (res benchResult, err error) {
+	out := f.Stdout
 	db, err := server.CreateDatabase(ctx, "sweeper_bench")
 	if err != nil {
 		return res, err
@@ -304,6 +305,10 @@ func benchSettle(ctx context.Context, out io.Writer, f Options, s *app.App, moni
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// What earlier phases (a reference run, the fill) left on the heap is
+	// returned first, so that the peak is this settle phase's.
+	runtime.GC()
+	debug.FreeOSMemory()
 	rssSource := "reset before the settle phase"
 	if err := benchkit.ResetPeakRSS(); err != nil {
 		rssSource = "the whole process: it could not be reset"
