@@ -64,6 +64,46 @@ func TestBenchSmoke(t *testing.T) {
 	}
 }
 
+// TestBenchLatencyReference runs a small benchmark with latency: it first
+// measures the same settle with none, in a database of its own, and checks
+// the latency target against that figure; both databases are dropped.
+func TestBenchLatencyReference(t *testing.T) {
+	t.Parallel()
+	server := dbtest.ServerURL(t)
+	res := runCLI(t, map[string]string{"SWEEPER_DATABASE_URL": server},
+		"bench", "--ops", "1000", "--latency", "20ms", "--concurrency", "10", "--river-jobs", "200", "--idle-ticks", "1", "--max-conns", "8")
+	if res.code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+	}
+	zero := regexp.MustCompile(`(?m)^reference \(--latency 0s\): settled_per_sec=([0-9.]+)$`).FindStringSubmatch(res.stdout)
+	if zero == nil {
+		t.Fatalf("no reference run's settled_per_sec:\n%s", res.stdout)
+	}
+	if !regexp.MustCompile(`(?m)^zero_rate=` + regexp.QuoteMeta(zero[1]) + ` `).MatchString(res.stdout) {
+		t.Errorf("zero_rate is not the reference run's figure %s:\n%s", zero[1], res.stdout)
+	}
+	// 10 × 100 / 0.02 s = 50,000/s: the reference figure is the lower
+	// ceiling on this machine.
+	target := regexp.MustCompile(`(?m)^  (MET|MISSED) +latency 20ms, concurrency 10, max_batch 100: settled/s [0-9.]+ ≥ 0\.8 × the --latency 0s figure ` +
+		regexp.QuoteMeta(zero[1]) + ` \(below 10 × 100 / 0\.020s\) = [0-9.]+ \([0-9.]+ of it\)$`)
+	if !target.MatchString(res.stdout) {
+		t.Errorf("no latency target against the reference figure:\n%s", res.stdout)
+	}
+	dbs := regexp.MustCompile(`(?m)^(?:reference \(--latency 0s\): )?database: (sweeper_bench_[0-9a-f]+) \(dropped`).FindAllStringSubmatch(res.stdout, -1)
+	if len(dbs) != 2 {
+		t.Fatalf("want two databases named, got %d:\n%s", len(dbs), res.stdout)
+	}
+	for _, m := range dbs {
+		exists, err := benchkit.Exists(context.Background(), server, m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exists {
+			t.Errorf("database %s was not dropped", m[1])
+		}
+	}
+}
+
 func TestBenchBadFlags(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
