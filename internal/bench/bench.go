@@ -371,6 +371,7 @@ func benchSettle(ctx context.Context, out io.Writer, f Options, s *app.App, moni
 		return err
 	}
 	resident := benchkit.ReadResident()
+	conns := s.Pool.Stat().TotalConns()
 	stopCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	err = daemon.Stop(stopCtx)
 	cancel()
@@ -402,7 +403,7 @@ func benchSettle(ctx context.Context, out io.Writer, f Options, s *app.App, moni
 		fmt.Fprintf(out, "  %7.3f/op %s\n", float64(st.Count)/float64(n), st.SQL)
 	}
 	fmt.Fprintf(out, "peak_rss_mib=%.1f  (%s, %s)\n", res.peakRSSMiB, rssHow, rssSource)
-	fmt.Fprintf(out, "  at the end: %s\n", resident)
+	fmt.Fprintf(out, "  at the end: %s; %d of database.max_conns %d connections open\n", resident, conns, f.MaxConns)
 	if f.Cpuprofile != "" {
 		fmt.Fprintf(out, "cpu profile: %s (go tool pprof -top %s)\n", f.Cpuprofile, f.Cpuprofile)
 	}
