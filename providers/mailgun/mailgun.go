@@ -63,11 +63,9 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	var apiBase *url.URL
-	if cfg.APIBase != "" {
-		if apiBase, err = url.Parse(cfg.APIBase); err != nil || apiBase.Host == "" {
-			return nil, errors.New("api_base: must be an absolute http or https URL")
-		}
+	apiBase, err := providers.ParseAPIBase(cfg.APIBase)
+	if err != nil {
+		return nil, err
 	}
 	return &Adapter{
 		name:     name,
@@ -83,9 +81,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 				events:  strings.TrimRight(public.EscapedPath(), "/") + "/" + cfg.Domain + "/events",
 				next:    cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport),
 			}},
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return providers.Permanent(errors.New("redirects are not followed: point api_base at the final address"))
-			},
+			CheckRedirect: providers.RefuseRedirects("api_base"),
 		},
 	}, nil
 }

@@ -2,8 +2,6 @@ package postmark
 
 import (
 	"errors"
-	"fmt"
-	"net/url"
 	"regexp"
 	"time"
 
@@ -63,12 +61,8 @@ var (
 // SecretEnvs.
 func (c *Config) Validate() []error {
 	var errs []error
-	if c.APIBase != "" {
-		if err := providers.CheckBaseURL(c.APIBase, "server_token_env"); err != nil {
-			errs = append(errs, fmt.Errorf("api_base: %w", err))
-		} else if u, _ := url.Parse(c.APIBase); u.RawQuery != "" || u.ForceQuery {
-			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
-		}
+	if err := providers.CheckAPIBase(c.APIBase, "server_token_env"); err != nil {
+		errs = append(errs, err)
 	}
 	if !metadataKeyRE.MatchString(c.MetadataKey) {
 		errs = append(errs, errors.New("metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"))

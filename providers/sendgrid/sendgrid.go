@@ -63,12 +63,9 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if !ok {
 		return nil, fmt.Errorf("region: must be %q or %q", RegionGlobal, RegionEU)
 	}
-	var apiBase *url.URL
-	if cfg.APIBase != "" {
-		var err error
-		if apiBase, err = url.Parse(cfg.APIBase); err != nil || apiBase.Host == "" {
-			return nil, errors.New("api_base: must be an absolute http or https URL")
-		}
+	apiBase, err := providers.ParseAPIBase(cfg.APIBase)
+	if err != nil {
+		return nil, err
 	}
 	client := &http.Client{
 		Transport: providers.ReadOnlyTransport{
@@ -79,9 +76,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 			// region's host.
 			Searches: []providers.SearchEndpoint{{Method: http.MethodPost, Host: host, Path: searchPath}},
 		},
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return providers.Permanent(errors.New("redirects are not followed: point api_base at the final address"))
-		},
+		CheckRedirect: providers.RefuseRedirects("api_base"),
 	}
 	return &Adapter{
 		name:      name,
