@@ -16,12 +16,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	openapi "github.com/twilio/twilio-go/rest/api/v2010"
 	"go.uber.org/goleak"
 
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/twilio"
 )
 
@@ -596,40 +596,21 @@ func TestCancelBetweenPages(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	valid := func() *twilio.Config {
-		c := twilio.Kind.NewSettings().(*twilio.Config)
+	valid := func(c *twilio.Config) {
 		c.AccountSIDEnv, c.AuthTokenEnv = "TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN"
-		return c
 	}
-	for _, tc := range []struct {
-		desc string
-		edit func(*twilio.Config)
-		want []string
-	}{
-		{desc: "defaults with both env names", edit: func(*twilio.Config) {}},
-		{desc: "an empty api_base is the default", edit: func(c *twilio.Config) { c.APIBase = "" }},
-		{desc: "a from number", edit: func(c *twilio.Config) { c.From = sender }},
+	providertest.ConfigCases(t, twilio.Kind, valid, []providertest.ConfigCase[*twilio.Config]{
+		{Desc: "defaults with both env names"},
+		{Desc: "an empty api_base is the default", Block: `api_base = ""`},
+		{Desc: "a from number", Block: `from = "` + sender + `"`},
 		// The *_env keys are checked by the configuration, through SecretEnvs.
-		{desc: "nothing set", edit: func(c *twilio.Config) { *c = twilio.Config{} }},
-		{desc: "relative api_base", edit: func(c *twilio.Config) { c.APIBase = "api.twilio.com" }, want: []string{"api_base: must be an absolute http or https URL"}},
-		{desc: "ftp api_base", edit: func(c *twilio.Config) { c.APIBase = "ftp://api.twilio.com" }, want: []string{"api_base: must be an absolute http or https URL"}},
-		{desc: "api_base with credentials", edit: func(c *twilio.Config) { c.APIBase = "https://AC1:tok@api.twilio.com" }, want: []string{"api_base: must not carry credentials; use account_sid_env and auth_token_env"}},
-		{desc: "api_base with a query", edit: func(c *twilio.Config) { c.APIBase = "https://api.twilio.com/?x=1" }, want: []string{"api_base: must not have a query or a fragment"}},
-		{desc: "a from twilio-go would mangle", edit: func(c *twilio.Config) { c.From = "sender.1" }, want: []string{`from: must not contain "." followed by a digit (twilio-go drops it from queries)`}},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			c := valid()
-			tc.edit(c)
-			var got []string
-			for _, err := range c.Validate() {
-				got = append(got, err.Error())
-			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("Validate (-want +got):\n%s", diff)
-			}
-		})
-	}
+		{Desc: "nothing set", Change: func(c *twilio.Config) { *c = twilio.Config{} }},
+		{Desc: "relative api_base", Block: `api_base = "api.twilio.com"`, Want: []string{"api_base: must be an absolute http or https URL"}},
+		{Desc: "ftp api_base", Block: `api_base = "ftp://api.twilio.com"`, Want: []string{"api_base: must be an absolute http or https URL"}},
+		{Desc: "api_base with credentials", Block: `api_base = "https://AC1:tok@api.twilio.com"`, Want: []string{"api_base: must not carry credentials; use account_sid_env and auth_token_env"}},
+		{Desc: "api_base with a query", Block: `api_base = "https://api.twilio.com/?x=1"`, Want: []string{"api_base: must not have a query or a fragment"}},
+		{Desc: "a from twilio-go would mangle", Block: `from = "sender.1"`, Want: []string{`from: must not contain "." followed by a digit (twilio-go drops it from queries)`}},
+	})
 }
 
 func TestSettings(t *testing.T) {
