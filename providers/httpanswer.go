@@ -6,58 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 )
-
-// CheckAPIBase validates an adapter's api_base key: empty (the provider's
-// own address), or what [CheckBaseURL] accepts without a query, not even
-// an empty one ("https://host/?"). The error starts with "api_base: ";
-// credentialsFrom names the *_env keys credentials belong in.
-func CheckAPIBase(raw, credentialsFrom string) error {
-	if raw == "" {
-		return nil
-	}
-	if err := CheckBaseURL(raw, credentialsFrom); err != nil {
-		return fmt.Errorf("api_base: %w", err)
-	}
-	if u, _ := url.Parse(raw); u.RawQuery != "" || u.ForceQuery {
-		return errors.New("api_base: must not have a query or a fragment")
-	}
-	return nil
-}
-
-// ParseAPIBase parses an api_base an adapter's New was given (validated
-// by [CheckAPIBase] before); "" is nil, no rewrite.
-func ParseAPIBase(raw string) (*url.URL, error) {
-	if raw == "" {
-		return nil, nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return nil, errors.New("api_base: must be an absolute http or https URL")
-	}
-	return u, nil
-}
-
-// Rebase returns u moved to base: base's scheme and host, and base's path
-// kept as a prefix of u's (escaped form included). A nil base leaves u as
-// it is. It is how an SDK's request for the provider's own host reaches
-// api_base.
-func Rebase(u url.URL, base *url.URL) url.URL {
-	if base == nil {
-		return u
-	}
-	u.Scheme, u.Host = base.Scheme, base.Host
-	if prefix := strings.TrimRight(base.Path, "/"); prefix != "" {
-		u.Path = prefix + u.Path
-		if u.RawPath != "" {
-			u.RawPath = strings.TrimRight(base.EscapedPath(), "/") + u.RawPath
-		}
-	}
-	return u
-}
 
 // RefuseRedirects is an http.Client's CheckRedirect for an adapter: a
 // redirect is a permanent error that says to point key (api_base, url) at

@@ -3,7 +3,6 @@ package stripe
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -78,12 +77,8 @@ var metadataKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
 // it concerns. secret_key_env is checked by the caller, through SecretEnvs.
 func (c *Config) Validate() []error {
 	var errs []error
-	if c.APIBase != "" {
-		if err := providers.CheckBaseURL(c.APIBase, "secret_key_env"); err != nil {
-			errs = append(errs, fmt.Errorf("api_base: %w", err))
-		} else if u, _ := url.Parse(c.APIBase); u.RawQuery != "" {
-			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
-		}
+	if err := providers.CheckAPIBase(c.APIBase, "secret_key_env"); err != nil {
+		errs = append(errs, err)
 	}
 	if !metadataKeyRE.MatchString(c.MetadataKey) {
 		errs = append(errs, errors.New("metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"))

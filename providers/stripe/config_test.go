@@ -65,6 +65,8 @@ func TestConfigValidate(t *testing.T) {
 			Want: []string{"api_base: must not carry credentials; use secret_key_env"}},
 		{Desc: "api_base with a query", Change: func(c *stripe.Config) { c.APIBase = "https://api.stripe.com/?x=1" },
 			Want: []string{"api_base: must not have a query or a fragment"}},
+		{Desc: "api_base with an empty query", Change: func(c *stripe.Config) { c.APIBase = "https://api.stripe.com/?" },
+			Want: []string{"api_base: must not have a query or a fragment"}},
 		{Desc: "empty api_base is Stripe's", Change: func(c *stripe.Config) { c.APIBase = "" }},
 		{Desc: "metadata_key empty", Change: func(c *stripe.Config) { c.MetadataKey = "" },
 			Want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},

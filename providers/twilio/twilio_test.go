@@ -609,6 +609,7 @@ func TestConfigValidate(t *testing.T) {
 		{Desc: "ftp api_base", Block: `api_base = "ftp://api.twilio.com"`, Want: []string{"api_base: must be an absolute http or https URL"}},
 		{Desc: "api_base with credentials", Block: `api_base = "https://AC1:tok@api.twilio.com"`, Want: []string{"api_base: must not carry credentials; use account_sid_env and auth_token_env"}},
 		{Desc: "api_base with a query", Block: `api_base = "https://api.twilio.com/?x=1"`, Want: []string{"api_base: must not have a query or a fragment"}},
+		{Desc: "api_base with an empty query", Block: `api_base = "https://api.twilio.com/?"`, Want: []string{"api_base: must not have a query or a fragment"}},
 		{Desc: "a from twilio-go would mangle", Block: `from = "sender.1"`, Want: []string{`from: must not contain "." followed by a digit (twilio-go drops it from queries)`}},
 	})
 }
