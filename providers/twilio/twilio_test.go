@@ -616,17 +616,12 @@ func TestConfigValidate(t *testing.T) {
 
 func TestSettings(t *testing.T) {
 	t.Parallel()
-	c := twilio.Kind.NewSettings().(*twilio.Config)
-	if c.APIBase != "https://api.twilio.com" || c.From != "" {
-		t.Errorf("defaults: %+v", c)
-	}
-	c.AccountSIDEnv, c.AuthTokenEnv = "SID_VAR", "TOKEN_VAR"
-	want := []providers.SecretEnv{
+	c := providertest.ConfigDefaults(t, twilio.Kind, func(c *twilio.Config) { c.AccountSIDEnv, c.AuthTokenEnv = "SID_VAR", "TOKEN_VAR" }, []providers.SecretEnv{
 		{Key: "account_sid_env", Name: "SID_VAR", Required: true},
 		{Key: "auth_token_env", Name: "TOKEN_VAR", Required: true},
-	}
-	if diff := cmp.Diff(want, c.SecretEnvs()); diff != "" {
-		t.Errorf("SecretEnvs (-want +got):\n%s", diff)
+	})
+	if c.APIBase != "https://api.twilio.com" || c.From != "" {
+		t.Errorf("defaults: %+v", c)
 	}
 }
 
