@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/mailgun"
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 // The key and the recipient must never appear in an error (I7).
@@ -68,23 +68,9 @@ func delivered(id, msgID string, at time.Time) event {
 
 func newAdapter(t *testing.T, f *fakeMailgun, edit ...func(*mailgun.Config)) providers.Lookup {
 	t.Helper()
-	cfg := mailgun.Kind.NewSettings().(*mailgun.Config)
-	cfg.APIKeyEnv, cfg.Domain, cfg.APIBase = "MAILGUN_API_KEY", domain, f.srv.URL
-	for _, e := range edit {
-		e(cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	env := providers.Env{
-		Getenv: func(k string) string { return map[string]string{"MAILGUN_API_KEY": apiKey}[k] },
-		Logger: slog.New(slog.DiscardHandler),
-	}
-	lookup, err := mailgun.Kind.New("mailer", cfg, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lookup
+	set := func(c *mailgun.Config) { c.APIKeyEnv, c.Domain, c.APIBase = "MAILGUN_API_KEY", domain, f.srv.URL }
+	env := providertest.Env(nil, "MAILGUN_API_KEY", apiKey)
+	return providertest.NewLookup(t, mailgun.Kind, "mailer", env, append([]func(*mailgun.Config){set}, edit...)...)
 }
 
 // lookup runs q and checks that no error names the key or the recipient.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/postmark"
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 // The token and the recipient must never appear in an error (I7).
@@ -58,23 +58,9 @@ func sent(id string, at time.Time) message {
 
 func newAdapter(t *testing.T, f *fakePostmark, edit ...func(*postmark.Config)) providers.Lookup {
 	t.Helper()
-	cfg := postmark.Kind.NewSettings().(*postmark.Config)
-	cfg.ServerTokenEnv, cfg.APIBase = "POSTMARK_SERVER_TOKEN", f.srv.URL
-	for _, e := range edit {
-		e(cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	env := providers.Env{
-		Getenv: func(k string) string { return map[string]string{"POSTMARK_SERVER_TOKEN": serverToken}[k] },
-		Logger: slog.New(slog.DiscardHandler),
-	}
-	lookup, err := postmark.Kind.New("mailer", cfg, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lookup
+	set := func(c *postmark.Config) { c.ServerTokenEnv, c.APIBase = "POSTMARK_SERVER_TOKEN", f.srv.URL }
+	env := providertest.Env(nil, "POSTMARK_SERVER_TOKEN", serverToken)
+	return providertest.NewLookup(t, postmark.Kind, "mailer", env, append([]func(*postmark.Config){set}, edit...)...)
 }
 
 // lookup runs q and checks that no error names the token or the

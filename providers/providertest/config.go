@@ -158,7 +158,7 @@ func SecretCases[C providers.Settings](t *testing.T, kind providers.Kind, key st
 }
 
 // settings returns kind's defaults as a C.
-func settings[C providers.Settings](t *testing.T, kind providers.Kind) C {
+func settings[C providers.Settings](t testing.TB, kind providers.Kind) C {
 	t.Helper()
 	cfg, ok := kind.NewSettings().(C)
 	if !ok {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,23 +63,9 @@ func sent(id string, at time.Time) message {
 
 func newAdapter(t *testing.T, f *fakeSendGrid, edit ...func(*sendgrid.Config)) providers.Lookup {
 	t.Helper()
-	cfg := sendgrid.Kind.NewSettings().(*sendgrid.Config)
-	cfg.APIKeyEnv, cfg.APIBase = "SENDGRID_API_KEY", f.srv.URL
-	for _, e := range edit {
-		e(cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	env := providers.Env{
-		Getenv: func(k string) string { return map[string]string{"SENDGRID_API_KEY": apiKey}[k] },
-		Logger: slog.New(slog.DiscardHandler),
-	}
-	lookup, err := sendgrid.Kind.New("mailer", cfg, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lookup
+	set := func(c *sendgrid.Config) { c.APIKeyEnv, c.APIBase = "SENDGRID_API_KEY", f.srv.URL }
+	env := providertest.Env(nil, "SENDGRID_API_KEY", apiKey)
+	return providertest.NewLookup(t, sendgrid.Kind, "mailer", env, append([]func(*sendgrid.Config){set}, edit...)...)
 }
 
 // lookup runs q and checks that no error names the key or the recipient.

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -65,25 +64,11 @@ func sms(sid, text string, at time.Time) message {
 
 func newAdapter(t *testing.T, f *fakeTwilio, edit ...func(*twilio.Config)) providers.Lookup {
 	t.Helper()
-	cfg := twilio.Kind.NewSettings().(*twilio.Config)
-	cfg.AccountSIDEnv, cfg.AuthTokenEnv, cfg.APIBase = "TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", f.srv.URL
-	for _, e := range edit {
-		e(cfg)
+	set := func(c *twilio.Config) {
+		c.AccountSIDEnv, c.AuthTokenEnv, c.APIBase = "TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", f.srv.URL
 	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	env := providers.Env{
-		Getenv: func(k string) string {
-			return map[string]string{"TWILIO_ACCOUNT_SID": accountSID, "TWILIO_AUTH_TOKEN": authToken}[k]
-		},
-		Logger: slog.New(slog.DiscardHandler),
-	}
-	lookup, err := twilio.Kind.New("sms", cfg, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lookup
+	env := providertest.Env(nil, "TWILIO_ACCOUNT_SID", accountSID, "TWILIO_AUTH_TOKEN", authToken)
+	return providertest.NewLookup(t, twilio.Kind, "sms", env, append([]func(*twilio.Config){set}, edit...)...)
 }
 
 // checkNoLeak fails when err names a credential or the number, in any
