@@ -490,38 +490,21 @@ func TestLookupErrors(t *testing.T) {
 
 func TestLookupUnsearchable(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		desc    string
-		edit    func(*providers.Query)
-		wantMsg string
-	}{
-		{"no recipient", func(q *providers.Query) { q.Recipient = "" }, "no recipient"},
-		{"an email address", func(q *providers.Query) { q.Recipient = "user.42@example.com" }, "not in international form"},
-		{"a number without its country code", func(q *providers.Query) { q.Recipient = "(555) 010-0777" }, "not in international form"},
-		{"a number without +", func(q *providers.Query) { q.Recipient = "15550100777" }, "not in international form"},
-		{"a number too short for its country", func(q *providers.Query) { q.Recipient = "+1 555 01" }, "wrong length"},
-		{"letters for digits", func(q *providers.Query) { q.Recipient = "+1 555 CALL-NOW" }, "other than digits"},
-		{"a channel address without a number", func(q *providers.Query) { q.Recipient = "messenger:1234567890" }, "not in international form"},
-		{"no start time", func(q *providers.Query) { q.Since = time.Time{} }, "no start time"},
-		{"a window that ends before it starts", func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }, "ends before it starts"},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			f := newFake(t)
-			q := query
-			tc.edit(&q)
-			_, err := lookup(t, newAdapter(t, f), q)
-			if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent {
-				t.Errorf("Lookup: %v (%s); want a permanent error", err, class)
-			}
-			if err != nil && !strings.Contains(err.Error(), tc.wantMsg) {
-				t.Errorf("error %q does not say %q", err, tc.wantMsg)
-			}
-			if n := len(f.requests()); n != 0 {
-				t.Errorf("%d requests, want 0", n)
-			}
-		})
-	}
+	providertest.RefusedQueries(t, query, func(t *testing.T, q providers.Query) (int, error) {
+		f := newFake(t)
+		_, err := lookup(t, newAdapter(t, f), q)
+		return len(f.requests()), err
+	}, []providertest.Refused{
+		{Desc: "no recipient", Edit: func(q *providers.Query) { q.Recipient = "" }, Want: "no recipient"},
+		{Desc: "an email address", Edit: func(q *providers.Query) { q.Recipient = "user.42@example.com" }, Want: "not in international form"},
+		{Desc: "a number without its country code", Edit: func(q *providers.Query) { q.Recipient = "(555) 010-0777" }, Want: "not in international form"},
+		{Desc: "a number without +", Edit: func(q *providers.Query) { q.Recipient = "15550100777" }, Want: "not in international form"},
+		{Desc: "a number too short for its country", Edit: func(q *providers.Query) { q.Recipient = "+1 555 01" }, Want: "wrong length"},
+		{Desc: "letters for digits", Edit: func(q *providers.Query) { q.Recipient = "+1 555 CALL-NOW" }, Want: "other than digits"},
+		{Desc: "a channel address without a number", Edit: func(q *providers.Query) { q.Recipient = "messenger:1234567890" }, Want: "not in international form"},
+		{Desc: "no start time", Edit: func(q *providers.Query) { q.Since = time.Time{} }, Want: "no start time"},
+		{Desc: "a window that ends before it starts", Edit: func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }, Want: "ends before it starts"},
+	})
 }
 
 // TestSDKCannotWrite drives twilio-go's own create, update and delete calls
