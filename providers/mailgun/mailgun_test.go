@@ -111,7 +111,7 @@ func TestLookupRequest(t *testing.T) {
 			if _, err := lookup(t, newAdapter(t, f, func(c *mailgun.Config) { c.Region = tc.region }), query); err != nil {
 				t.Fatal(err)
 			}
-			reqs := f.requests()
+			reqs := f.Requests()
 			if len(reqs) != 2 {
 				t.Fatalf("%d requests, want 2 (the page, then the empty page after it)", len(reqs))
 			}
@@ -217,7 +217,7 @@ func TestLookupPages(t *testing.T) {
 	if diff := cmp.Diff([]string{"m0@x", "m1@x", "m2@x", "m3@x", "m4@x"}, ids); diff != "" {
 		t.Errorf("record ids (-want +got):\n%s", diff)
 	}
-	if n := len(f.requests()); n != 4 {
+	if n := len(f.Requests()); n != 4 {
 		t.Errorf("%d requests, want 3 pages and the empty one after them", n)
 	}
 }
@@ -234,7 +234,7 @@ func TestLookupPageCap(t *testing.T) {
 	if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent {
 		t.Errorf("endless pages: %v (%s); want a permanent error", err, class)
 	}
-	if n := len(f.requests()); n != 20 {
+	if n := len(f.Requests()); n != 20 {
 		t.Errorf("%d requests, want 20 pages", n)
 	}
 }
@@ -251,7 +251,7 @@ func TestLookupRepeatedPage(t *testing.T) {
 	if err != nil || len(records) != 1 {
 		t.Fatalf("Lookup = %v, %v; want one record", records, err)
 	}
-	if n := len(f.requests()); n != 2 {
+	if n := len(f.Requests()); n != 2 {
 		t.Errorf("%d requests, want 2", n)
 	}
 }
@@ -275,7 +275,7 @@ func TestLookupForeignNextPage(t *testing.T) {
 			if records, err := lookup(t, newAdapter(t, f), query); err == nil {
 				t.Errorf("Lookup = %v, nil; want an error", records)
 			}
-			if n := len(f.requests()); n != 1 {
+			if n := len(f.Requests()); n != 1 {
 				t.Errorf("%d requests, want 1", n)
 			}
 		})
@@ -379,7 +379,7 @@ func TestLookupUnsearchable(t *testing.T) {
 	providertest.RefusedQueries(t, query, func(t *testing.T, q providers.Query) (int, error) {
 		f := newFake(t)
 		_, err := lookup(t, newAdapter(t, f), q)
-		return len(f.requests()), err
+		return len(f.Requests()), err
 	}, []providertest.Refused{
 		{Desc: "no op_key", Edit: func(q *providers.Query) { q.OpKey = "" }, Want: "no op_key"},
 		{Desc: "no recipient", Edit: func(q *providers.Query) { q.Recipient = " " }, Want: "no recipient"},
@@ -417,7 +417,7 @@ func TestSDKCannotWrite(t *testing.T) {
 			t.Errorf("write %d: %v; want refused, permanent", i, err)
 		}
 	}
-	if n := len(f.requests()); n != 0 {
+	if n := len(f.Requests()); n != 0 {
 		t.Errorf("Mailgun received %d requests, want 0", n)
 	}
 }

@@ -132,7 +132,7 @@ func TestLookupRequest(t *testing.T) {
 					want[k] = v
 				}
 			}
-			reqs := f.requests()
+			reqs := f.Requests()
 			if len(reqs) != 1 {
 				t.Fatalf("%d requests, want 1", len(reqs))
 			}
@@ -227,7 +227,7 @@ func TestLookupPages(t *testing.T) {
 		t.Errorf("%d records; want the 1001 messages in Postmark's order", len(records))
 	}
 	var offsets []string
-	for _, r := range f.requests() {
+	for _, r := range f.Requests() {
 		offsets = append(offsets, r.Query.Get("offset")+"+"+r.Query.Get("count"))
 	}
 	if diff := cmp.Diff([]string{"0+500", "500+500", "1000+500"}, offsets); diff != "" {
@@ -275,7 +275,7 @@ func TestLookupPageLimits(t *testing.T) {
 			if class, _ := providers.Classify(err); err == nil || class != tc.class {
 				t.Errorf("Lookup: %v (%s); want a %s error", err, class, tc.class)
 			}
-			if n := len(f.requests()); n > tc.requests+1 {
+			if n := len(f.Requests()); n > tc.requests+1 {
 				t.Errorf("%d requests", n)
 			}
 		})
@@ -354,7 +354,7 @@ func TestLookupErrors(t *testing.T) {
 			if class, delay := providers.Classify(err); class != tc.class || delay != tc.delay {
 				t.Errorf("classified %s %s, want %s %s: %v", class, delay, tc.class, tc.delay, err)
 			}
-			if n := len(f.requests()); n != 1 {
+			if n := len(f.Requests()); n != 1 {
 				t.Errorf("%d requests, want 1", n)
 			}
 		})
@@ -393,7 +393,7 @@ func TestLookupUnsearchable(t *testing.T) {
 	providertest.RefusedQueries(t, query, func(t *testing.T, q providers.Query) (int, error) {
 		f := newFake(t)
 		_, err := lookup(t, newAdapter(t, f), q)
-		return len(f.requests()), err
+		return len(f.Requests()), err
 	}, []providertest.Refused{
 		{Desc: "no op_key", Edit: func(q *providers.Query) { q.OpKey = "" }, Want: "no op_key"},
 		{Desc: "no start time", Edit: func(q *providers.Query) { q.Since = time.Time{} }, Want: "no start time"},
@@ -423,7 +423,7 @@ func TestSendEndpointsRefused(t *testing.T) {
 			t.Errorf("POST %s: %v (%s); want refused, permanent", path, err, class)
 		}
 	}
-	if n := len(f.requests()); n != 0 {
+	if n := len(f.Requests()); n != 0 {
 		t.Errorf("Postmark received %d requests, want 0", n)
 	}
 }

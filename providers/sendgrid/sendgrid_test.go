@@ -104,7 +104,7 @@ func TestLookupRequests(t *testing.T) {
 		{Method: http.MethodGet, Path: "/v3/logs/" + msgID, Auth: "Bearer " + apiKey},
 		{Method: http.MethodGet, Path: "/v3/logs/other.recvd-1", Auth: "Bearer " + apiKey},
 	}
-	if diff := cmp.Diff(want, f.requests()); diff != "" {
+	if diff := cmp.Diff(want, f.Requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
@@ -220,7 +220,7 @@ func TestLookupTooMany(t *testing.T) {
 			if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent {
 				t.Errorf("Lookup: %v (%s); want a permanent error", err, class)
 			}
-			if n := len(f.requests()); n != tc.requests {
+			if n := len(f.Requests()); n != tc.requests {
 				t.Errorf("%d requests, want %d", n, tc.requests)
 			}
 		})
@@ -321,7 +321,7 @@ func TestLookupUnsearchable(t *testing.T) {
 	providertest.RefusedQueries(t, query, func(t *testing.T, q providers.Query) (int, error) {
 		f := newFake(t)
 		_, err := lookup(t, newAdapter(t, f), q)
-		return len(f.requests()), err
+		return len(f.Requests()), err
 	}, []providertest.Refused{
 		{Desc: "no op_key", Edit: func(q *providers.Query) { q.OpKey = "" }, Want: "no op_key"},
 		{Desc: "no recipient", Edit: func(q *providers.Query) { q.Recipient = "" }, Want: "no recipient"},
@@ -362,7 +362,7 @@ func TestSendEndpointsRefused(t *testing.T) {
 			t.Errorf("%s %s%s: %v; want refused, permanent", target.method, target.host, target.path, err)
 		}
 	}
-	if n := len(f.requests()); n != 0 {
+	if n := len(f.Requests()); n != 0 {
 		t.Errorf("SendGrid received %d requests, want 0", n)
 	}
 }

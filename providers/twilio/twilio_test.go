@@ -237,7 +237,7 @@ func TestLookupRecipientE164(t *testing.T) {
 			if len(records) != 1 || records[0].ID != "SM1" || records[0].Recipient != tc.wantTo {
 				t.Errorf("records %+v; want SM1 to %s", records, tc.wantTo)
 			}
-			if reqs := f.requests(); len(reqs) != 1 || reqs[0].Query.Get("To") != tc.wantTo {
+			if reqs := f.Requests(); len(reqs) != 1 || reqs[0].Query.Get("To") != tc.wantTo {
 				t.Errorf("requests %+v; want one with To=%s", reqs, tc.wantTo)
 			}
 		})
@@ -300,7 +300,7 @@ func TestLookupRequest(t *testing.T) {
 		Password: authToken,
 		Accept:   "application/json",
 	}}
-	if diff := cmp.Diff(want, f.requests()); diff != "" {
+	if diff := cmp.Diff(want, f.Requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
@@ -340,7 +340,7 @@ func TestLookupPages(t *testing.T) {
 	if diff := cmp.Diff([]string{"SM1", "SM2", "SM3", "SM4", "SM5"}, ids); diff != "" {
 		t.Errorf("record ids (-want +got):\n%s", diff)
 	}
-	seen := f.requests()
+	seen := f.Requests()
 	if len(seen) != 3 {
 		t.Fatalf("%d requests, want 3 pages", len(seen))
 	}
@@ -384,7 +384,7 @@ func TestLookupPageCap(t *testing.T) {
 	if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent {
 		t.Errorf("endless pages: %v (%s); want a permanent error", err, class)
 	}
-	if n := len(f.requests()); n != 20 {
+	if n := len(f.Requests()); n != 20 {
 		t.Errorf("%d requests, want 20 pages", n)
 	}
 }
@@ -406,7 +406,7 @@ func TestLookupForeignNextPage(t *testing.T) {
 			if records, err := lookup(t, newAdapter(t, f), query); err == nil {
 				t.Errorf("Lookup = %v, nil; want an error", records)
 			}
-			if n := len(f.requests()); n != 1 {
+			if n := len(f.Requests()); n != 1 {
 				t.Errorf("%d requests, want 1", n)
 			}
 		})
@@ -481,7 +481,7 @@ func TestLookupErrors(t *testing.T) {
 			if class, delay := providers.Classify(err); class != tc.class || delay != tc.delay {
 				t.Errorf("classified %s %s, want %s %s: %v", class, delay, tc.class, tc.delay, err)
 			}
-			if n := len(f.requests()); n != 1 {
+			if n := len(f.Requests()); n != 1 {
 				t.Errorf("%d requests, want 1: the SDK must not retry", n)
 			}
 		})
@@ -493,7 +493,7 @@ func TestLookupUnsearchable(t *testing.T) {
 	providertest.RefusedQueries(t, query, func(t *testing.T, q providers.Query) (int, error) {
 		f := newFake(t)
 		_, err := lookup(t, newAdapter(t, f), q)
-		return len(f.requests()), err
+		return len(f.Requests()), err
 	}, []providertest.Refused{
 		{Desc: "no recipient", Edit: func(q *providers.Query) { q.Recipient = "" }, Want: "no recipient"},
 		{Desc: "an email address", Edit: func(q *providers.Query) { q.Recipient = "user.42@example.com" }, Want: "not in international form"},
@@ -528,7 +528,7 @@ func TestSDKCannotWrite(t *testing.T) {
 			t.Errorf("SDK write: %v; want refused, permanent", err)
 		}
 	}
-	if n := len(f.requests()); n != 0 {
+	if n := len(f.Requests()); n != 0 {
 		t.Errorf("the fake received %d requests, want 0", n)
 	}
 }
