@@ -130,16 +130,10 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no op_key to search for", a.name))
 	case to == "":
 		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no recipient; Mailgun's events are searched by recipient", a.name))
-	case q.Since.IsZero():
-		return nil, providers.Permanent(fmt.Errorf("%s: the query has no start time", a.name))
 	}
-	// A keyed query's Until is "now" by the database's clock.
-	now := q.Until
-	if now.IsZero() {
-		now = time.Now()
-	}
-	if now.Before(q.Since) {
-		return nil, providers.Permanent(fmt.Errorf("%s: the query ends before it starts", a.name))
+	now, err := providers.Window(a.name, q)
+	if err != nil {
+		return nil, err
 	}
 
 	it := a.sdk().ListEvents(&mg.ListEventOptions{

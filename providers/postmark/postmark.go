@@ -114,19 +114,12 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 }
 
 func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
-	switch {
-	case q.OpKey == "":
+	if q.OpKey == "" {
 		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no op_key to search for", a.name))
-	case q.Since.IsZero():
-		return nil, providers.Permanent(fmt.Errorf("%s: the query has no start time", a.name))
 	}
-	// A keyed query's Until is "now" by the database's clock.
-	now := q.Until
-	if now.IsZero() {
-		now = time.Now()
-	}
-	if now.Before(q.Since) {
-		return nil, providers.Permanent(fmt.Errorf("%s: the query ends before it starts", a.name))
+	now, err := providers.Window(a.name, q)
+	if err != nil {
+		return nil, err
 	}
 
 	params := url.Values{}
@@ -180,7 +173,7 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 
 	// A message on two pages (the list moved between requests) is one
 	// record; two different messages under one id are no answer.
-	records, err := providers.MergeDuplicates(records)
+	records, err = providers.MergeDuplicates(records)
 	if err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed answer: %w", a.name, err))
 	}

@@ -116,16 +116,10 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no recipient; Email Logs is searched by to_email", a.name))
 	case strings.ContainsAny(to, `"\`) || strings.ContainsFunc(to, unicode.IsControl):
 		return nil, providers.Permanent(fmt.Errorf("%s: the recipient cannot be put in a SendGrid query (it holds a quote, a backslash or a control character)", a.name))
-	case q.Since.IsZero():
-		return nil, providers.Permanent(fmt.Errorf("%s: the query has no start time", a.name))
 	}
-	// A keyed query's Until is "now" by the database's clock.
-	now := q.Until
-	if now.IsZero() {
-		now = time.Now()
-	}
-	if now.Before(q.Since) {
-		return nil, providers.Permanent(fmt.Errorf("%s: the query ends before it starts", a.name))
+	now, err := providers.Window(a.name, q)
+	if err != nil {
+		return nil, err
 	}
 
 	listed, err := a.search(ctx, to, q.Since, now)
