@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -82,4 +83,27 @@ func (h HTTPAnswer) Read(ctx context.Context, resp *http.Response) ([]byte, erro
 		return nil, Transient(fmt.Errorf("%s: response body larger than %d bytes", h.Name, h.MaxBody))
 	}
 	return body, nil
+}
+
+// Fetch sends out, a provider's request, through next, and reads its
+// answer with [HTTPAnswer.Read]. A request that fails is transient: ctx's
+// error when ctx ended, else the cause after the method and host (never
+// the URL, whose path or query can hold what must not show). For a 200 it
+// also returns the response, its body replaced by what was read, for an
+// SDK to decode once the caller has checked body.
+func (h HTTPAnswer) Fetch(ctx context.Context, next http.RoundTripper, out *http.Request) (*http.Response, []byte, error) {
+	resp, err := next.RoundTrip(out)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, Transient(fmt.Errorf("%s: %w", h.Name, ctx.Err()))
+		}
+		return nil, nil, Transient(fmt.Errorf("%s: %s %s: %w", h.Name, out.Method, out.URL.Host, err))
+	}
+	body, err := h.Read(ctx, resp)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return resp, body, nil
 }

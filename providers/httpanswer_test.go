@@ -57,3 +57,33 @@ func TestHTTPAnswerRead(t *testing.T) {
 		}
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestHTTPAnswerFetch(t *testing.T) {
+	t.Parallel()
+	answer := providers.HTTPAnswer{Name: "p", MaxBody: 64}
+	req, _ := http.NewRequest(http.MethodGet, "https://api.example.com/v1/x?to=jane@example.com", nil)
+	_, _, err := answer.Fetch(context.Background(), roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, io.ErrUnexpectedEOF }), req)
+	if class, _ := providers.Classify(err); err == nil || class != providers.ClassTransient || err.Error() != "p: GET api.example.com: unexpected EOF" {
+		t.Errorf("a failed request: %v (%s)", err, class)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err = answer.Fetch(ctx, roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, io.ErrUnexpectedEOF }), req)
+	if err == nil || err.Error() != "p: context canceled" {
+		t.Errorf("a request after its context ended: %v", err)
+	}
+	resp, body, err := answer.Fetch(context.Background(), roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{"ok":true}`))}, nil
+	}), req)
+	if err != nil || string(body) != `{"ok":true}` {
+		t.Fatalf("Fetch = %q, %v", body, err)
+	}
+	again, _ := io.ReadAll(resp.Body)
+	if string(again) != string(body) || resp.ContentLength != int64(len(body)) {
+		t.Errorf("the response's body reads %q (length %d), want %q", again, resp.ContentLength, body)
+	}
+}

@@ -1,11 +1,9 @@
 package mailgun
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -52,24 +50,15 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.URL, out.Host, out.Body, out.ContentLength = &u, "", nil, 0
 	out.Header.Set("Accept", "application/json")
 
-	resp, err := t.next.RoundTrip(out)
-	if err != nil {
-		if req.Context().Err() != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: %w", t.name, req.Context().Err()))
-		}
-		return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", t.name, u.Host, err))
-	}
 	// Mailgun's messages ("Domain not found: …", a rejected filter) can
 	// quote the request: only the status is kept.
-	body, err := providers.HTTPAnswer{Name: t.name, MaxBody: maxBody}.Read(req.Context(), resp)
+	resp, body, err := providers.HTTPAnswer{Name: t.name, MaxBody: maxBody}.Fetch(req.Context(), t.next, out)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkEventsPage(body); err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed answer: %w", t.name, err))
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	resp.ContentLength = int64(len(body))
 	return resp, nil
 }
 

@@ -64,20 +64,13 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
 
-	resp, err := t.next.RoundTrip(out)
-	if err != nil {
-		if req.Context().Err() != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: %w", t.name, req.Context().Err()))
-		}
-		return nil, providers.Transient(fmt.Errorf("%s: %s %s: %w", t.name, req.Method, u.Host, err))
-	}
 	what := "a message's details"
 	if search {
 		what = "the Email Logs search"
 	}
 	// SendGrid's error messages can quote the query: only the status is
 	// kept.
-	respBody, err := providers.HTTPAnswer{
+	resp, respBody, err := providers.HTTPAnswer{
 		Name:       t.name,
 		MaxBody:    maxBody,
 		Detail:     func([]byte) string { return " to " + what },
@@ -94,7 +87,7 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return nil
 		},
-	}.Read(req.Context(), resp)
+	}.Fetch(req.Context(), t.next, out)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +100,6 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if check != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed answer from %s: %w", t.name, what, check))
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(respBody))
-	resp.ContentLength = int64(len(respBody))
 	return resp, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -51,22 +50,13 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.Header.Set("Accept", "application/json")
 	out.SetBasicAuth(t.sid, t.token)
 
-	resp, err := t.next.RoundTrip(out)
-	if err != nil {
-		if t.ctx.Err() != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: %w", t.name, t.ctx.Err()))
-		}
-		return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", t.name, t.apiBase.Host, err))
-	}
-	body, err := providers.HTTPAnswer{Name: t.name, MaxBody: maxBody, Detail: twilioCode}.Read(t.ctx, resp)
+	resp, body, err := providers.HTTPAnswer{Name: t.name, MaxBody: maxBody, Detail: twilioCode}.Fetch(t.ctx, t.next, out)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkMessageList(body); err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: not a message list: %w", t.name, err))
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	resp.ContentLength = int64(len(body))
 	return resp, nil
 }
 
