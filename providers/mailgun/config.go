@@ -59,8 +59,7 @@ var (
 
 var (
 	// domainRE is a DNS name: what Mailgun's paths take as a domain.
-	domainRE   = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$`)
-	variableRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
+	domainRE = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$`)
 )
 
 // Validate implements providers.Settings. Each message starts with the key
@@ -80,8 +79,8 @@ func (c *Config) Validate() []error {
 	if err := providers.CheckAPIBase(c.APIBase, "api_key_env"); err != nil {
 		errs = append(errs, err)
 	}
-	if !variableRE.MatchString(c.Variable) {
-		errs = append(errs, errors.New("variable: must be 1-40 letters, digits, '_', '-' or '.'"))
+	if err := providers.CheckKeyName("variable", c.Variable); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }

@@ -1,9 +1,7 @@
 package sendgrid
 
 import (
-	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/sweeper/sweeper/providers"
@@ -55,8 +53,6 @@ var (
 	_ providers.SecretHolder = (*Config)(nil)
 )
 
-var customArgRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
-
 // Validate implements providers.Settings. Each message starts with the key
 // it concerns. api_key_env is checked by the configuration, through
 // SecretEnvs.
@@ -68,8 +64,8 @@ func (c *Config) Validate() []error {
 	if err := providers.CheckAPIBase(c.APIBase, "api_key_env"); err != nil {
 		errs = append(errs, err)
 	}
-	if !customArgRE.MatchString(c.CustomArg) {
-		errs = append(errs, errors.New("custom_arg: must be 1-40 letters, digits, '_', '-' or '.'"))
+	if err := providers.CheckKeyName("custom_arg", c.CustomArg); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }
