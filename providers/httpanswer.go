@@ -19,7 +19,8 @@ func RefuseRedirects(key string) func(*http.Request, []*http.Request) error {
 	}
 }
 
-// HTTPAnswer says how [HTTPAnswer.Read] reads a provider's answers.
+// HTTPAnswer says how [HTTPAnswer.Read] and [HTTPAnswer.Fetch] read a
+// provider's answers.
 type HTTPAnswer struct {
 	// Name starts every error: the provider's name.
 	Name string
