@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -89,4 +90,22 @@ type Record struct {
 // empty result: "not found" must not stand in for "did not look".
 type Lookup interface {
 	Lookup(ctx context.Context, q Query) ([]Record, error)
+}
+
+// Window returns the end of q's search window for an adapter named name:
+// q.Until, or now for a query without one (a keyed query's Until is "now"
+// by the database's clock). A query without a start, or that ends before
+// it starts, is a permanent error.
+func Window(name string, q Query) (time.Time, error) {
+	if q.Since.IsZero() {
+		return time.Time{}, Permanent(fmt.Errorf("%s: the query has no start time", name))
+	}
+	until := q.Until
+	if until.IsZero() {
+		until = time.Now()
+	}
+	if until.Before(q.Since) {
+		return time.Time{}, Permanent(fmt.Errorf("%s: the query ends before it starts", name))
+	}
+	return until, nil
 }

@@ -85,17 +85,10 @@ func TestConformanceBatchForm(t *testing.T) {
 	q := providertest.Query()
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T, baseURL, secret string, env providers.Env) providers.Lookup {
-			env.Getenv = func(k string) string {
-				if k == "KIT_TOKEN" {
-					return secret
-				}
-				return ""
-			}
-			lookup, err := httplookup.Kind.New("kit", &httplookup.Config{URL: baseURL + "/lookup", TokenEnv: "KIT_TOKEN", MaxBatch: 20}, env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return lookup
+			env.Getenv = providertest.Vars("KIT_TOKEN", secret)
+			return providertest.NewLookup(t, httplookup.Kind, "kit", env, func(c *httplookup.Config) {
+				c.URL, c.TokenEnv, c.MaxBatch = baseURL+"/lookup", "KIT_TOKEN", 20
+			})
 		},
 		Empty: []byte(`{"results":[{"op_key":"` + q.OpKey + `","matches":[]}]}`),
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -60,10 +59,8 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		byKey: cfg.SearchBy != SearchByResemblance,
 		batch: max(cfg.MaxBatch, 1),
 		client: &http.Client{
-			Transport: env.ReadOnly(),
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return providers.Permanent(errors.New("redirects are not followed: point url at the final address"))
-			},
+			Transport:     env.ReadOnly(),
+			CheckRedirect: providers.RefuseRedirects("url"),
 		},
 	}, nil
 }
@@ -136,22 +133,7 @@ func (a *Adapter) get(ctx context.Context, u string) ([]byte, error) {
 		}
 		return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", a.name, a.url.Host, err))
 	}
-	defer resp.Body.Close()
-	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-
-	switch {
-	case resp.StatusCode == http.StatusTooManyRequests:
-		return nil, providers.RateLimited(providers.RetryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s: HTTP 429", a.name))
-	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout:
-		return nil, providers.Transient(fmt.Errorf("%s: HTTP %d", a.name, resp.StatusCode))
-	case resp.StatusCode != http.StatusOK:
-		return nil, providers.Permanent(fmt.Errorf("%s: HTTP %d", a.name, resp.StatusCode))
-	case readErr != nil:
-		return nil, providers.Transient(fmt.Errorf("%s: read body: %w", a.name, readErr))
-	case len(body) > maxBody:
-		return nil, providers.Transient(fmt.Errorf("%s: response body larger than %d bytes", a.name, maxBody))
-	}
-	return body, nil
+	return providers.HTTPAnswer{Name: a.name, MaxBody: maxBody}.Read(ctx, resp)
 }
 
 // parse reads a 200 body strictly: a missing matches field, or a match

@@ -574,37 +574,18 @@ func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 
 	const absolute = "url: must be an absolute http or https URL"
-	tests := []struct {
-		desc string
-		url  string
-		want []string
-	}{
-		{desc: "https", url: "https://lookup.example.com/v1/lookup"},
-		{desc: "http with port and query", url: "http://127.0.0.1:5678/webhook/lookup?tenant=acme"},
-		{desc: "missing", url: "", want: []string{"url: required"}},
-		{desc: "relative", url: "/lookup", want: []string{absolute}},
-		{desc: "no host", url: "http:///lookup", want: []string{absolute}},
-		{desc: "another scheme", url: "ftp://lookup.example.com/", want: []string{absolute}},
-		{desc: "unparsable", url: "http://[::1", want: []string{absolute}},
-		{desc: "credentials in the URL", url: "https://bot:tok-SECRET-123@lookup.example.com/", want: []string{"url: must not carry credentials; use token_env"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.desc, func(t *testing.T) {
-			t.Parallel()
-			var got []string
-			for _, err := range (&httplookup.Config{URL: tt.url}).Validate() {
-				got = append(got, err.Error())
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Validate() (-want +got):\n%s", diff)
-			}
-			for _, msg := range got {
-				if strings.Contains(msg, token) {
-					t.Errorf("message %q carries the token", msg)
-				}
-			}
-		})
-	}
+	// Want is the whole message: the credentials case names token_env,
+	// never the token.
+	providertest.ConfigCases(t, httplookup.Kind, nil, []providertest.ConfigCase[*httplookup.Config]{
+		{Desc: "https", Block: `url = "https://lookup.example.com/v1/lookup"`},
+		{Desc: "http with port and query", Block: `url = "http://127.0.0.1:5678/webhook/lookup?tenant=acme"`},
+		{Desc: "missing", Want: []string{"url: required"}},
+		{Desc: "relative", Block: `url = "/lookup"`, Want: []string{absolute}},
+		{Desc: "no host", Block: `url = "http:///lookup"`, Want: []string{absolute}},
+		{Desc: "another scheme", Block: `url = "ftp://lookup.example.com/"`, Want: []string{absolute}},
+		{Desc: "unparsable", Block: `url = "http://[::1"`, Want: []string{absolute}},
+		{Desc: "credentials in the URL", Block: `url = "https://bot:` + token + `@lookup.example.com/"`, Want: []string{"url: must not carry credentials; use token_env"}},
+	})
 }
 
 func TestSecretEnvs(t *testing.T) {

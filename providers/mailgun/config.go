@@ -3,7 +3,6 @@ package mailgun
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"time"
 
@@ -60,8 +59,7 @@ var (
 
 var (
 	// domainRE is a DNS name: what Mailgun's paths take as a domain.
-	domainRE   = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$`)
-	variableRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
+	domainRE = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$`)
 )
 
 // Validate implements providers.Settings. Each message starts with the key
@@ -78,15 +76,11 @@ func (c *Config) Validate() []error {
 	if c.Region != RegionUS && c.Region != RegionEU {
 		errs = append(errs, fmt.Errorf("region: must be %q or %q", RegionUS, RegionEU))
 	}
-	if c.APIBase != "" {
-		if err := providers.CheckBaseURL(c.APIBase, "api_key_env"); err != nil {
-			errs = append(errs, fmt.Errorf("api_base: %w", err))
-		} else if u, _ := url.Parse(c.APIBase); u.RawQuery != "" || u.ForceQuery {
-			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
-		}
+	if err := providers.CheckAPIBase(c.APIBase, "api_key_env"); err != nil {
+		errs = append(errs, err)
 	}
-	if !variableRE.MatchString(c.Variable) {
-		errs = append(errs, errors.New("variable: must be 1-40 letters, digits, '_', '-' or '.'"))
+	if err := providers.CheckKeyName("variable", c.Variable); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }

@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/BurntSushi/toml"
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/mailgun"
 	"github.com/sweeper/sweeper/providers/providertest"
@@ -15,43 +12,24 @@ import (
 
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
-	cfg := mailgun.Kind.NewSettings().(*mailgun.Config)
+	cfg := providertest.ConfigDefaults(t, mailgun.Kind, func(c *mailgun.Config) { c.Domain = domain }, []providers.SecretEnv{{Key: "api_key_env", Name: "", Required: true}})
 	if cfg.Region != "us" || cfg.APIBase != "" || cfg.Variable != "op_key" || mailgun.Kind.SettleWindow != 30*time.Minute {
 		t.Errorf("defaults %+v", cfg)
-	}
-	cfg.Domain = domain
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Errorf("the defaults with a domain do not validate: %v", errs)
-	}
-	want := []providers.SecretEnv{{Key: "api_key_env", Name: "", Required: true}}
-	if diff := cmp.Diff(want, cfg.SecretEnvs()); diff != "" {
-		t.Errorf("SecretEnvs (-want +got):\n%s", diff)
 	}
 }
 
 func TestConfigDecode(t *testing.T) {
 	t.Parallel()
-	cfg := mailgun.Kind.NewSettings().(*mailgun.Config)
-	const block = `
+	cfg := providertest.ConfigDecode[*mailgun.Config](t, mailgun.Kind, `
 api_key_env = "MAILGUN_API_KEY"
 domain = "mg.acme.example"
 region = "eu"
 api_base = "http://127.0.0.1:8025"
 variable = "sweeper_op"
-`
-	md, err := toml.Decode(block, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(md.Undecoded()) != 0 {
-		t.Errorf("keys without a field: %v", md.Undecoded())
-	}
+`)
 	if cfg.APIKeyEnv != "MAILGUN_API_KEY" || cfg.Domain != domain || cfg.Region != "eu" || cfg.APIBase != "http://127.0.0.1:8025" ||
 		cfg.Variable != "sweeper_op" {
 		t.Errorf("decoded %+v", cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Errorf("Validate: %v", errs)
 	}
 }
 

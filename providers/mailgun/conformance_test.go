@@ -20,24 +20,10 @@ func TestConformance(t *testing.T) {
 	}
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T, baseURL, secret string, env providers.Env) providers.Lookup {
-			env.Getenv = func(k string) string {
-				if k == "KIT_MAILGUN_KEY" {
-					return secret
-				}
-				return ""
-			}
-			cfg := mailgun.Kind.NewSettings().(*mailgun.Config)
-			cfg.APIKeyEnv, cfg.Domain, cfg.APIBase = "KIT_MAILGUN_KEY", domain, baseURL
-			// The kit's first attempt was 2h ago; a short window keeps its
-			// "zero records" control an empty result.
-			if errs := cfg.Validate(); len(errs) != 0 {
-				t.Fatal(errs)
-			}
-			lookup, err := mailgun.Kind.New("kit", cfg, env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return lookup
+			env.Getenv = providertest.Vars("KIT_MAILGUN_KEY", secret)
+			return providertest.NewLookup(t, mailgun.Kind, "kit", env, func(c *mailgun.Config) {
+				c.APIKeyEnv, c.Domain, c.APIBase = "KIT_MAILGUN_KEY", domain, baseURL
+			})
 		},
 		Empty:   eventsPage(next),
 		Found:   eventsPage(next, found),

@@ -10,10 +10,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 // event is one event the fake Mailgun domain holds.
@@ -120,29 +120,14 @@ type fakeMailgun struct {
 	events  []event
 	pageCap int // serve at most this many per page; 0: as asked
 	respond http.HandlerFunc
-	nonGET  atomic.Int64
-
-	mu   sync.Mutex
-	reqs []seen
+	providertest.Recorder[seen]
 }
 
 func newFake(t *testing.T, events ...event) *fakeMailgun {
 	t.Helper()
 	f := &fakeMailgun{public: "https://api.mailgun.net/v3", events: events}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serveHTTP))
-	t.Cleanup(func() {
-		f.srv.Close()
-		if n := f.nonGET.Load(); n != 0 {
-			t.Errorf("I1: Mailgun received %d request(s) that were not GETs", n)
-		}
-	})
+	f.srv = f.Serve(t, "Mailgun", f.serveHTTP)
 	return f
-}
-
-func (f *fakeMailgun) requests() []seen {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]seen(nil), f.reqs...)
 }
 
 func mailgunError(w http.ResponseWriter, status int, msg string) {
@@ -159,11 +144,9 @@ type pageToken struct {
 
 func (f *fakeMailgun) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	user, pass, _ := r.BasicAuth()
-	f.mu.Lock()
-	f.reqs = append(f.reqs, seen{r.Method, r.URL.Path, r.URL.Query(), user, pass})
-	f.mu.Unlock()
+	f.Note(seen{r.Method, r.URL.Path, r.URL.Query(), user, pass})
 	if r.Method != http.MethodGet {
-		f.nonGET.Add(1)
+		f.Wrote()
 		// What Mailgun answers to a send: it would have happened.
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"id":"<20260310140000.1.ABCDEF@mg.acme.example>","message":"Queued. Thank you."}`)

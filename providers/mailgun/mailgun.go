@@ -63,11 +63,9 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	var apiBase *url.URL
-	if cfg.APIBase != "" {
-		if apiBase, err = url.Parse(cfg.APIBase); err != nil || apiBase.Host == "" {
-			return nil, errors.New("api_base: must be an absolute http or https URL")
-		}
+	apiBase, err := providers.ParseAPIBase(cfg.APIBase)
+	if err != nil {
+		return nil, err
 	}
 	return &Adapter{
 		name:     name,
@@ -83,9 +81,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 				events:  strings.TrimRight(public.EscapedPath(), "/") + "/" + cfg.Domain + "/events",
 				next:    cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport),
 			}},
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return providers.Permanent(errors.New("redirects are not followed: point api_base at the final address"))
-			},
+			CheckRedirect: providers.RefuseRedirects("api_base"),
 		},
 	}, nil
 }
@@ -134,16 +130,10 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no op_key to search for", a.name))
 	case to == "":
 		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no recipient; Mailgun's events are searched by recipient", a.name))
-	case q.Since.IsZero():
-		return nil, providers.Permanent(fmt.Errorf("%s: the query has no start time", a.name))
 	}
-	// A keyed query's Until is "now" by the database's clock.
-	now := q.Until
-	if now.IsZero() {
-		now = time.Now()
-	}
-	if now.Before(q.Since) {
-		return nil, providers.Permanent(fmt.Errorf("%s: the query ends before it starts", a.name))
+	now, err := providers.Window(a.name, q)
+	if err != nil {
+		return nil, err
 	}
 
 	it := a.sdk().ListEvents(&mg.ListEventOptions{

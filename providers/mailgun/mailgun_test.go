@@ -1,11 +1,9 @@
 package mailgun_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,9 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	mg "github.com/mailgun/mailgun-go/v4"
 
-	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/mailgun"
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 // The key and the recipient must never appear in an error (I7).
@@ -45,15 +43,8 @@ var (
 	}
 )
 
-// hashOf is the payload hash a workflow stores for an email: the ledger
-// hash of exactly {"subject": …}.
-func hashOf(s string) string {
-	h, err := ledger.PayloadHashOf(map[string]any{"subject": s})
-	if err != nil {
-		panic(err)
-	}
-	return h
-}
+// hashOf is the payload hash a workflow stores for an email.
+var hashOf = providertest.SubjectHash
 
 // accepted and delivered are a message's events, carrying the op_key.
 func accepted(id, msgID string, at time.Time) event {
@@ -68,44 +59,15 @@ func delivered(id, msgID string, at time.Time) event {
 
 func newAdapter(t *testing.T, f *fakeMailgun, edit ...func(*mailgun.Config)) providers.Lookup {
 	t.Helper()
-	cfg := mailgun.Kind.NewSettings().(*mailgun.Config)
-	cfg.APIKeyEnv, cfg.Domain, cfg.APIBase = "MAILGUN_API_KEY", domain, f.srv.URL
-	for _, e := range edit {
-		e(cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	env := providers.Env{
-		Getenv: func(k string) string { return map[string]string{"MAILGUN_API_KEY": apiKey}[k] },
-		Logger: slog.New(slog.DiscardHandler),
-	}
-	lookup, err := mailgun.Kind.New("mailer", cfg, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lookup
+	set := func(c *mailgun.Config) { c.APIKeyEnv, c.Domain, c.APIBase = "MAILGUN_API_KEY", domain, f.srv.URL }
+	env := providertest.Env(nil, "MAILGUN_API_KEY", apiKey)
+	return providertest.NewLookup(t, mailgun.Kind, "mailer", env, append([]func(*mailgun.Config){set}, edit...)...)
 }
 
 // lookup runs q and checks that no error names the key or the recipient.
 func lookup(t *testing.T, l providers.Lookup, q providers.Query) ([]providers.Record, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	records, err := l.Lookup(ctx, q)
-	if err != nil {
-		for _, s := range []string{apiKey, recipient, url.QueryEscape(recipient)} {
-			if strings.Contains(strings.ToLower(err.Error()), strings.ToLower(s)) {
-				t.Errorf("error names %q: %v", s, err)
-			}
-		}
-	}
-	for _, r := range records {
-		if strings.Contains(r.Excerpt, "@") || strings.Contains(r.Excerpt, subject) {
-			t.Errorf("excerpt %q shows an address or the subject", r.Excerpt)
-		}
-	}
-	return records, err
+	return providertest.LookupHiding(t, l, q, []string{apiKey, recipient, url.QueryEscape(recipient)}, []string{"@", subject})
 }
 
 func TestLookupRecord(t *testing.T) {
@@ -127,11 +89,8 @@ func TestLookupRecord(t *testing.T) {
 	if diff := cmp.Diff(want, records); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
-	// The email adapters' vector in ledger/testdata/payload-hash-vectors.json,
-	// which the JavaScript snippet is checked against too.
-	const vector = "c6827ea22de47ee3ee9aeae11e038ef088082f0c58926577479650e8b0cd314c"
-	if len(records) == 1 && records[0].PayloadHash != vector {
-		t.Errorf("payload hash of {\"subject\": %q} = %s, want the documented vector %s", subject, records[0].PayloadHash, vector)
+	if len(records) == 1 && records[0].PayloadHash != providertest.SubjectVector {
+		t.Errorf("payload hash of {\"subject\": %q} = %s, want the documented vector %s", subject, records[0].PayloadHash, providertest.SubjectVector)
 	}
 }
 
@@ -152,7 +111,7 @@ func TestLookupRequest(t *testing.T) {
 			if _, err := lookup(t, newAdapter(t, f, func(c *mailgun.Config) { c.Region = tc.region }), query); err != nil {
 				t.Fatal(err)
 			}
-			reqs := f.requests()
+			reqs := f.Requests()
 			if len(reqs) != 2 {
 				t.Fatalf("%d requests, want 2 (the page, then the empty page after it)", len(reqs))
 			}
@@ -258,7 +217,7 @@ func TestLookupPages(t *testing.T) {
 	if diff := cmp.Diff([]string{"m0@x", "m1@x", "m2@x", "m3@x", "m4@x"}, ids); diff != "" {
 		t.Errorf("record ids (-want +got):\n%s", diff)
 	}
-	if n := len(f.requests()); n != 4 {
+	if n := len(f.Requests()); n != 4 {
 		t.Errorf("%d requests, want 3 pages and the empty one after them", n)
 	}
 }
@@ -275,7 +234,7 @@ func TestLookupPageCap(t *testing.T) {
 	if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent {
 		t.Errorf("endless pages: %v (%s); want a permanent error", err, class)
 	}
-	if n := len(f.requests()); n != 20 {
+	if n := len(f.Requests()); n != 20 {
 		t.Errorf("%d requests, want 20 pages", n)
 	}
 }
@@ -292,7 +251,7 @@ func TestLookupRepeatedPage(t *testing.T) {
 	if err != nil || len(records) != 1 {
 		t.Fatalf("Lookup = %v, %v; want one record", records, err)
 	}
-	if n := len(f.requests()); n != 2 {
+	if n := len(f.Requests()); n != 2 {
 		t.Errorf("%d requests, want 2", n)
 	}
 }
@@ -316,7 +275,7 @@ func TestLookupForeignNextPage(t *testing.T) {
 			if records, err := lookup(t, newAdapter(t, f), query); err == nil {
 				t.Errorf("Lookup = %v, nil; want an error", records)
 			}
-			if n := len(f.requests()); n != 1 {
+			if n := len(f.Requests()); n != 1 {
 				t.Errorf("%d requests, want 1", n)
 			}
 		})
@@ -417,30 +376,16 @@ func TestLookupErrors(t *testing.T) {
 
 func TestLookupUnsearchable(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		desc    string
-		edit    func(*providers.Query)
-		wantMsg string
-	}{
-		{"no op_key", func(q *providers.Query) { q.OpKey = "" }, "no op_key"},
-		{"no recipient", func(q *providers.Query) { q.Recipient = " " }, "no recipient"},
-		{"no start time", func(q *providers.Query) { q.Since = time.Time{} }, "no start time"},
-		{"a window that ends before it starts", func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }, "ends before it starts"},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			f := newFake(t)
-			q := query
-			tc.edit(&q)
-			_, err := lookup(t, newAdapter(t, f), q)
-			if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent || !strings.Contains(err.Error(), tc.wantMsg) {
-				t.Errorf("Lookup: %v (%s); want a permanent error saying %q", err, class, tc.wantMsg)
-			}
-			if n := len(f.requests()); n != 0 {
-				t.Errorf("%d requests, want 0", n)
-			}
-		})
-	}
+	providertest.RefusedQueries(t, query, func(t *testing.T, q providers.Query) (int, error) {
+		f := newFake(t)
+		_, err := lookup(t, newAdapter(t, f), q)
+		return len(f.Requests()), err
+	}, []providertest.Refused{
+		{Desc: "no op_key", Edit: func(q *providers.Query) { q.OpKey = "" }, Want: "no op_key"},
+		{Desc: "no recipient", Edit: func(q *providers.Query) { q.Recipient = " " }, Want: "no recipient"},
+		{Desc: "no start time", Edit: func(q *providers.Query) { q.Since = time.Time{} }, Want: "no start time"},
+		{Desc: "a window that ends before it starts", Edit: func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }, Want: "ends before it starts"},
+	})
 }
 
 // TestSDKCannotWrite drives mailgun-go's own send and write calls, and a
@@ -472,7 +417,7 @@ func TestSDKCannotWrite(t *testing.T) {
 			t.Errorf("write %d: %v; want refused, permanent", i, err)
 		}
 	}
-	if n := len(f.requests()); n != 0 {
+	if n := len(f.Requests()); n != 0 {
 		t.Errorf("Mailgun received %d requests, want 0", n)
 	}
 }

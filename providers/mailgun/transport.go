@@ -1,11 +1,9 @@
 package mailgun
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,52 +45,20 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// came from an answer's paging.
 		return nil, providers.Transient(fmt.Errorf("%s: malformed answer: a paging URL that is not a page of the domain's events", t.name))
 	}
-	u := *req.URL
-	if t.apiBase != nil {
-		u.Scheme, u.Host = t.apiBase.Scheme, t.apiBase.Host
-		if prefix := strings.TrimRight(t.apiBase.Path, "/"); prefix != "" {
-			u.Path = prefix + u.Path
-			if u.RawPath != "" {
-				u.RawPath = strings.TrimRight(t.apiBase.EscapedPath(), "/") + u.RawPath
-			}
-		}
-	}
+	u := providers.Rebase(*req.URL, t.apiBase)
 	out := req.Clone(req.Context())
 	out.URL, out.Host, out.Body, out.ContentLength = &u, "", nil, 0
 	out.Header.Set("Accept", "application/json")
 
-	resp, err := t.next.RoundTrip(out)
+	// Mailgun's messages ("Domain not found: …", a rejected filter) can
+	// quote the request: only the status is kept.
+	resp, body, err := providers.HTTPAnswer{Name: t.name, MaxBody: maxBody}.Fetch(req.Context(), t.next, out)
 	if err != nil {
-		if req.Context().Err() != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: %w", t.name, req.Context().Err()))
-		}
-		return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", t.name, u.Host, err))
-	}
-	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	resp.Body.Close()
-
-	switch status := resp.StatusCode; {
-	case status == http.StatusTooManyRequests:
-		return nil, providers.RateLimited(providers.RetryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s: HTTP 429", t.name))
-	case status >= 500 || status == http.StatusRequestTimeout:
-		return nil, providers.Transient(fmt.Errorf("%s: HTTP %d", t.name, status))
-	case status != http.StatusOK:
-		// Mailgun's messages ("Domain not found: …", a rejected filter)
-		// can quote the request: only the status is kept.
-		return nil, providers.Permanent(fmt.Errorf("%s: HTTP %d", t.name, status))
-	case readErr != nil:
-		if req.Context().Err() != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: %w", t.name, req.Context().Err()))
-		}
-		return nil, providers.Transient(fmt.Errorf("%s: read body: %w", t.name, readErr))
-	case len(body) > maxBody:
-		return nil, providers.Transient(fmt.Errorf("%s: response body larger than %d bytes", t.name, maxBody))
+		return nil, err
 	}
 	if err := checkEventsPage(body); err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed answer: %w", t.name, err))
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	resp.ContentLength = int64(len(body))
 	return resp, nil
 }
 

@@ -2,8 +2,6 @@ package postmark
 
 import (
 	"errors"
-	"fmt"
-	"net/url"
 	"regexp"
 	"time"
 
@@ -51,27 +49,19 @@ var (
 	_ providers.SecretHolder = (*Config)(nil)
 )
 
-var (
-	// metadataKeyRE keeps metadata_key a plain name, so that
-	// metadata_<key> is one query parameter.
-	metadataKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
-	streamRE      = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-)
+var streamRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Validate implements providers.Settings. Each message starts with the key
 // it concerns. server_token_env is checked by the configuration, through
 // SecretEnvs.
 func (c *Config) Validate() []error {
 	var errs []error
-	if c.APIBase != "" {
-		if err := providers.CheckBaseURL(c.APIBase, "server_token_env"); err != nil {
-			errs = append(errs, fmt.Errorf("api_base: %w", err))
-		} else if u, _ := url.Parse(c.APIBase); u.RawQuery != "" || u.ForceQuery {
-			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
-		}
+	if err := providers.CheckAPIBase(c.APIBase, "server_token_env"); err != nil {
+		errs = append(errs, err)
 	}
-	if !metadataKeyRE.MatchString(c.MetadataKey) {
-		errs = append(errs, errors.New("metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"))
+	// A plain name, so that metadata_<key> is one query parameter.
+	if err := providers.CheckKeyName("metadata_key", c.MetadataKey); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MessageStream != "" && !streamRE.MatchString(c.MessageStream) {
 		errs = append(errs, errors.New("message_stream: must be a stream id: 1-64 letters, digits, '_' or '-'"))

@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/BurntSushi/toml"
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/postmark"
 	"github.com/sweeper/sweeper/providers/providertest"
@@ -14,41 +11,23 @@ import (
 
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
-	cfg := postmark.Kind.NewSettings().(*postmark.Config)
+	cfg := providertest.ConfigDefaults[*postmark.Config](t, postmark.Kind, nil, []providers.SecretEnv{{Key: "server_token_env", Name: "", Required: true}})
 	if cfg.APIBase != "https://api.postmarkapp.com" || cfg.MetadataKey != "op_key" || cfg.MessageStream != "" || postmark.Kind.SettleWindow != 5*time.Minute {
 		t.Errorf("defaults %+v", cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Errorf("the defaults do not validate: %v", errs)
-	}
-	want := []providers.SecretEnv{{Key: "server_token_env", Name: "", Required: true}}
-	if diff := cmp.Diff(want, cfg.SecretEnvs()); diff != "" {
-		t.Errorf("SecretEnvs (-want +got):\n%s", diff)
 	}
 }
 
 func TestConfigDecode(t *testing.T) {
 	t.Parallel()
-	cfg := postmark.Kind.NewSettings().(*postmark.Config)
-	const block = `
+	cfg := providertest.ConfigDecode[*postmark.Config](t, postmark.Kind, `
 server_token_env = "POSTMARK_SERVER_TOKEN"
 api_base = "http://127.0.0.1:8025/postmark"
 metadata_key = "sweeper_op"
 message_stream = "broadcast"
-`
-	md, err := toml.Decode(block, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(md.Undecoded()) != 0 {
-		t.Errorf("keys without a field: %v", md.Undecoded())
-	}
+`)
 	if cfg.ServerTokenEnv != "POSTMARK_SERVER_TOKEN" || cfg.APIBase != "http://127.0.0.1:8025/postmark" || cfg.MetadataKey != "sweeper_op" ||
 		cfg.MessageStream != "broadcast" {
 		t.Errorf("decoded %+v", cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Errorf("Validate: %v", errs)
 	}
 }
 

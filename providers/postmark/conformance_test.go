@@ -18,24 +18,10 @@ func TestConformance(t *testing.T) {
 	}
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T, baseURL, secret string, env providers.Env) providers.Lookup {
-			env.Getenv = func(k string) string {
-				if k == "KIT_POSTMARK_TOKEN" {
-					return secret
-				}
-				return ""
-			}
-			cfg := postmark.Kind.NewSettings().(*postmark.Config)
-			cfg.ServerTokenEnv, cfg.APIBase = "KIT_POSTMARK_TOKEN", baseURL
-			// The kit's first attempt was 2h ago; a short window keeps its
-			// "zero records" control an empty result.
-			if errs := cfg.Validate(); len(errs) != 0 {
-				t.Fatal(errs)
-			}
-			lookup, err := postmark.Kind.New("kit", cfg, env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return lookup
+			env.Getenv = providertest.Vars("KIT_POSTMARK_TOKEN", secret)
+			return providertest.NewLookup(t, postmark.Kind, "kit", env, func(c *postmark.Config) {
+				c.ServerTokenEnv, c.APIBase = "KIT_POSTMARK_TOKEN", baseURL
+			})
 		},
 		Empty:   searchPage(0),
 		Found:   searchPage(1, found),

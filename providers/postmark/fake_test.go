@@ -8,11 +8,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 	_ "time/tzdata" // Postmark's dates are Eastern Time
+
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 // message is one outbound message the fake Postmark server holds.
@@ -119,37 +119,20 @@ type fakePostmark struct {
 	token    string
 	messages []message // newest first
 	respond  http.HandlerFunc
-	nonGET   atomic.Int64
-
-	mu   sync.Mutex
-	reqs []seen
+	providertest.Recorder[seen]
 }
 
 func newFake(t *testing.T, messages ...message) *fakePostmark {
 	t.Helper()
 	f := &fakePostmark{token: serverToken, messages: messages}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serveHTTP))
-	t.Cleanup(func() {
-		f.srv.Close()
-		if n := f.nonGET.Load(); n != 0 {
-			t.Errorf("I1: Postmark received %d request(s) that were not GETs", n)
-		}
-	})
+	f.srv = f.Serve(t, "Postmark", f.serveHTTP)
 	return f
 }
 
-func (f *fakePostmark) requests() []seen {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]seen(nil), f.reqs...)
-}
-
 func (f *fakePostmark) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	f.reqs = append(f.reqs, seen{r.Method, r.URL.Path, r.URL.Query(), r.Header.Get("X-Postmark-Server-Token"), r.Header.Get("Accept")})
-	f.mu.Unlock()
+	f.Note(seen{r.Method, r.URL.Path, r.URL.Query(), r.Header.Get("X-Postmark-Server-Token"), r.Header.Get("Accept")})
 	if r.Method != http.MethodGet {
-		f.nonGET.Add(1)
+		f.Wrote()
 		// What Postmark answers to a send: it would have happened.
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"To":"x@example.com","SubmittedAt":"2026-03-10T10:00:00-04:00","MessageID":"sent","ErrorCode":0,"Message":"OK"}`)

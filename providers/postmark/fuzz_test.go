@@ -55,57 +55,35 @@ func FuzzSearchPage(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-
-		records, err := a.Lookup(t.Context(), query)
-
-		if n := nonGET.Load(); n != 0 {
-			t.Fatalf("%d requests that were not GETs, want 0", n)
-		}
-		if err != nil {
-			if records != nil {
-				t.Errorf("records %v alongside error %v", records, err)
-			}
-			if class, _ := providers.Classify(err); class != providers.ClassTransient && class != providers.ClassPermanent {
-				t.Errorf("a 200 answer gave a %s error: %v", class, err)
-			}
-			for _, secret := range []string{serverToken, recipient} {
-				if strings.Contains(strings.ToLower(err.Error()), strings.ToLower(secret)) {
-					t.Errorf("error names %q: %v", secret, err)
+		providertest.FuzzLookup(t, providertest.Fuzzed{
+			Adapter: a, Query: query, Writes: &nonGET, Hidden: []string{serverToken, recipient}, Body: page,
+			Accept: func(t *testing.T, records []providers.Record) {
+				var top map[string]json.RawMessage
+				if json.Unmarshal(page, &top) != nil || top == nil || top["TotalCount"] == nil {
+					t.Fatalf("body %q has no TotalCount, yet Lookup = %v, nil", page, records)
 				}
-			}
-		} else {
-			if err := providers.CheckJSON(page); err != nil {
-				t.Fatalf("body %q is not strict JSON (%v), yet Lookup = %v, nil", page, err, records)
-			}
-			var top map[string]json.RawMessage
-			if json.Unmarshal(page, &top) != nil || top == nil || top["TotalCount"] == nil {
-				t.Fatalf("body %q has no TotalCount, yet Lookup = %v, nil", page, records)
-			}
-			var messages []map[string]json.RawMessage
-			if json.Unmarshal(top["Messages"], &messages) != nil || messages == nil {
-				t.Fatalf("body %q has no Messages array, yet Lookup = %v, nil", page, records)
-			}
-			for i, r := range records {
-				if strings.TrimSpace(r.ID) == "" || r.CreatedAt.IsZero() {
-					t.Errorf("record %d has no id or no date: %+v", i, r)
+				var messages []map[string]json.RawMessage
+				if json.Unmarshal(top["Messages"], &messages) != nil || messages == nil {
+					t.Fatalf("body %q has no Messages array, yet Lookup = %v, nil", page, records)
 				}
-			}
-			// Every record is a listed message whose Metadata holds the
-			// op_key exactly.
-			keyed := 0
-			for _, m := range messages {
-				var meta map[string]string
-				if json.Unmarshal(m["Metadata"], &meta) == nil && meta["op_key"] == opKey {
-					keyed++
+				for i, r := range records {
+					if r.CreatedAt.IsZero() {
+						t.Errorf("record %d has no date: %+v", i, r)
+					}
 				}
-			}
-			if len(records) > keyed {
-				t.Errorf("%d records from %d messages carrying the op_key", len(records), keyed)
-			}
-		}
-
-		providertest.SameAnswer(t, records, err, func() ([]providers.Record, error) {
-			return a.Lookup(t.Context(), query)
+				// Every record is a listed message whose Metadata holds the
+				// op_key exactly.
+				keyed := 0
+				for _, m := range messages {
+					var meta map[string]string
+					if json.Unmarshal(m["Metadata"], &meta) == nil && meta["op_key"] == opKey {
+						keyed++
+					}
+				}
+				if len(records) > keyed {
+					t.Errorf("%d records from %d messages carrying the op_key", len(records), keyed)
+				}
+			},
 		})
 	})
 }

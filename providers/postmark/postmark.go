@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -61,9 +60,9 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := url.Parse(cmp.Or(cfg.APIBase, DefaultAPIBase))
-	if err != nil || base.Host == "" {
-		return nil, errors.New("api_base: must be an absolute http or https URL")
+	base, err := providers.ParseAPIBase(cmp.Or(cfg.APIBase, DefaultAPIBase))
+	if err != nil {
+		return nil, err
 	}
 	return &Adapter{
 		name:        name,
@@ -72,10 +71,8 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		metadataKey: cmp.Or(cfg.MetadataKey, DefaultMetadataKey),
 		stream:      cfg.MessageStream,
 		client: &http.Client{
-			Transport: env.ReadOnly(),
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return providers.Permanent(errors.New("redirects are not followed: point api_base at the final address"))
-			},
+			Transport:     env.ReadOnly(),
+			CheckRedirect: providers.RefuseRedirects("api_base"),
 		},
 	}, nil
 }
@@ -117,19 +114,12 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 }
 
 func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
-	switch {
-	case q.OpKey == "":
+	if q.OpKey == "" {
 		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no op_key to search for", a.name))
-	case q.Since.IsZero():
-		return nil, providers.Permanent(fmt.Errorf("%s: the query has no start time", a.name))
 	}
-	// A keyed query's Until is "now" by the database's clock.
-	now := q.Until
-	if now.IsZero() {
-		now = time.Now()
-	}
-	if now.Before(q.Since) {
-		return nil, providers.Permanent(fmt.Errorf("%s: the query ends before it starts", a.name))
+	now, err := providers.Window(a.name, q)
+	if err != nil {
+		return nil, err
 	}
 
 	params := url.Values{}
@@ -183,7 +173,7 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 
 	// A message on two pages (the list moved between requests) is one
 	// record; two different messages under one id are no answer.
-	records, err := providers.MergeDuplicates(records)
+	records, err = providers.MergeDuplicates(records)
 	if err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed answer: %w", a.name, err))
 	}
@@ -218,23 +208,9 @@ func (a *Adapter) page(ctx context.Context, params url.Values) (*searchResult, e
 		}
 		return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", a.name, a.base.Host, err))
 	}
-	defer resp.Body.Close()
-	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-
-	switch status := resp.StatusCode; {
-	case status == http.StatusTooManyRequests:
-		return nil, providers.RateLimited(providers.RetryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s: HTTP 429%s", a.name, errorCode(body)))
-	case status >= 500 || status == http.StatusRequestTimeout:
-		return nil, providers.Transient(fmt.Errorf("%s: HTTP %d%s", a.name, status, errorCode(body)))
-	case status != http.StatusOK:
-		return nil, providers.Permanent(fmt.Errorf("%s: HTTP %d%s", a.name, status, errorCode(body)))
-	case readErr != nil:
-		if ctx.Err() != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: %w", a.name, ctx.Err()))
-		}
-		return nil, providers.Transient(fmt.Errorf("%s: read body: %w", a.name, readErr))
-	case len(body) > maxBody:
-		return nil, providers.Transient(fmt.Errorf("%s: response body larger than %d bytes", a.name, maxBody))
+	body, err := providers.HTTPAnswer{Name: a.name, MaxBody: maxBody, Detail: errorCode}.Read(ctx, resp)
+	if err != nil {
+		return nil, err
 	}
 	// DecodeJSON refuses a key twice, keys differing only in letter case and
 	// names that match a field only so ("SUBJECT"): encoding/json would

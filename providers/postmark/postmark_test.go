@@ -1,10 +1,8 @@
 package postmark_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/postmark"
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 // The token and the recipient must never appear in an error (I7).
@@ -41,15 +39,8 @@ var (
 	}
 )
 
-// hashOf is the payload hash a workflow stores for an email: the ledger
-// hash of exactly {"subject": …}.
-func hashOf(s string) string {
-	h, err := ledger.PayloadHashOf(map[string]any{"subject": s})
-	if err != nil {
-		panic(err)
-	}
-	return h
-}
+// hashOf is the payload hash a workflow stores for an email.
+var hashOf = providertest.SubjectHash
 
 // sent is a message to recipient carrying the op_key, received at.
 func sent(id string, at time.Time) message {
@@ -58,45 +49,16 @@ func sent(id string, at time.Time) message {
 
 func newAdapter(t *testing.T, f *fakePostmark, edit ...func(*postmark.Config)) providers.Lookup {
 	t.Helper()
-	cfg := postmark.Kind.NewSettings().(*postmark.Config)
-	cfg.ServerTokenEnv, cfg.APIBase = "POSTMARK_SERVER_TOKEN", f.srv.URL
-	for _, e := range edit {
-		e(cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	env := providers.Env{
-		Getenv: func(k string) string { return map[string]string{"POSTMARK_SERVER_TOKEN": serverToken}[k] },
-		Logger: slog.New(slog.DiscardHandler),
-	}
-	lookup, err := postmark.Kind.New("mailer", cfg, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lookup
+	set := func(c *postmark.Config) { c.ServerTokenEnv, c.APIBase = "POSTMARK_SERVER_TOKEN", f.srv.URL }
+	env := providertest.Env(nil, "POSTMARK_SERVER_TOKEN", serverToken)
+	return providertest.NewLookup(t, postmark.Kind, "mailer", env, append([]func(*postmark.Config){set}, edit...)...)
 }
 
 // lookup runs q and checks that no error names the token or the
 // recipient, in any encoding a URL would give them.
 func lookup(t *testing.T, l providers.Lookup, q providers.Query) ([]providers.Record, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	records, err := l.Lookup(ctx, q)
-	if err != nil {
-		for _, s := range []string{serverToken, recipient, url.QueryEscape(recipient)} {
-			if strings.Contains(strings.ToLower(err.Error()), strings.ToLower(s)) {
-				t.Errorf("error names %q: %v", s, err)
-			}
-		}
-	}
-	for _, r := range records {
-		if strings.Contains(r.Excerpt, "@") || strings.Contains(r.Excerpt, subject) {
-			t.Errorf("excerpt %q shows an address or the subject", r.Excerpt)
-		}
-	}
-	return records, err
+	return providertest.LookupHiding(t, l, q, []string{serverToken, recipient, url.QueryEscape(recipient)}, []string{"@", subject})
 }
 
 func TestLookupRecord(t *testing.T) {
@@ -118,11 +80,8 @@ func TestLookupRecord(t *testing.T) {
 	if diff := cmp.Diff(want, records); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
-	// The email adapters' vector in ledger/testdata/payload-hash-vectors.json,
-	// which the JavaScript snippet is checked against too.
-	const vector = "c6827ea22de47ee3ee9aeae11e038ef088082f0c58926577479650e8b0cd314c"
-	if len(records) == 1 && records[0].PayloadHash != vector {
-		t.Errorf("payload hash of {\"subject\": %q} = %s, want the documented vector %s", subject, records[0].PayloadHash, vector)
+	if len(records) == 1 && records[0].PayloadHash != providertest.SubjectVector {
+		t.Errorf("payload hash of {\"subject\": %q} = %s, want the documented vector %s", subject, records[0].PayloadHash, providertest.SubjectVector)
 	}
 }
 
@@ -173,7 +132,7 @@ func TestLookupRequest(t *testing.T) {
 					want[k] = v
 				}
 			}
-			reqs := f.requests()
+			reqs := f.Requests()
 			if len(reqs) != 1 {
 				t.Fatalf("%d requests, want 1", len(reqs))
 			}
@@ -268,7 +227,7 @@ func TestLookupPages(t *testing.T) {
 		t.Errorf("%d records; want the 1001 messages in Postmark's order", len(records))
 	}
 	var offsets []string
-	for _, r := range f.requests() {
+	for _, r := range f.Requests() {
 		offsets = append(offsets, r.Query.Get("offset")+"+"+r.Query.Get("count"))
 	}
 	if diff := cmp.Diff([]string{"0+500", "500+500", "1000+500"}, offsets); diff != "" {
@@ -316,7 +275,7 @@ func TestLookupPageLimits(t *testing.T) {
 			if class, _ := providers.Classify(err); err == nil || class != tc.class {
 				t.Errorf("Lookup: %v (%s); want a %s error", err, class, tc.class)
 			}
-			if n := len(f.requests()); n > tc.requests+1 {
+			if n := len(f.Requests()); n > tc.requests+1 {
 				t.Errorf("%d requests", n)
 			}
 		})
@@ -395,7 +354,7 @@ func TestLookupErrors(t *testing.T) {
 			if class, delay := providers.Classify(err); class != tc.class || delay != tc.delay {
 				t.Errorf("classified %s %s, want %s %s: %v", class, delay, tc.class, tc.delay, err)
 			}
-			if n := len(f.requests()); n != 1 {
+			if n := len(f.Requests()); n != 1 {
 				t.Errorf("%d requests, want 1", n)
 			}
 		})
@@ -431,29 +390,15 @@ func TestLookupSameMessageTwice(t *testing.T) {
 
 func TestLookupUnsearchable(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		desc    string
-		edit    func(*providers.Query)
-		wantMsg string
-	}{
-		{"no op_key", func(q *providers.Query) { q.OpKey = "" }, "no op_key"},
-		{"no start time", func(q *providers.Query) { q.Since = time.Time{} }, "no start time"},
-		{"a window that ends before it starts", func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }, "ends before it starts"},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			f := newFake(t)
-			q := query
-			tc.edit(&q)
-			_, err := lookup(t, newAdapter(t, f), q)
-			if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent || !strings.Contains(err.Error(), tc.wantMsg) {
-				t.Errorf("Lookup: %v (%s); want a permanent error saying %q", err, class, tc.wantMsg)
-			}
-			if n := len(f.requests()); n != 0 {
-				t.Errorf("%d requests, want 0", n)
-			}
-		})
-	}
+	providertest.RefusedQueries(t, query, func(t *testing.T, q providers.Query) (int, error) {
+		f := newFake(t)
+		_, err := lookup(t, newAdapter(t, f), q)
+		return len(f.Requests()), err
+	}, []providertest.Refused{
+		{Desc: "no op_key", Edit: func(q *providers.Query) { q.OpKey = "" }, Want: "no op_key"},
+		{Desc: "no start time", Edit: func(q *providers.Query) { q.Since = time.Time{} }, Want: "no start time"},
+		{Desc: "a window that ends before it starts", Edit: func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }, Want: "ends before it starts"},
+	})
 }
 
 // TestSendEndpointsRefused: the client a lookup uses cannot reach
@@ -478,7 +423,7 @@ func TestSendEndpointsRefused(t *testing.T) {
 			t.Errorf("POST %s: %v (%s); want refused, permanent", path, err, class)
 		}
 	}
-	if n := len(f.requests()); n != 0 {
+	if n := len(f.Requests()); n != 0 {
 		t.Errorf("Postmark received %d requests, want 0", n)
 	}
 }

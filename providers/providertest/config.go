@@ -60,6 +60,48 @@ func ConfigCases[C providers.Settings](t *testing.T, kind providers.Kind, valid 
 	}
 }
 
+// ConfigDefaults returns kind's defaults for the caller to check, after
+// checking that they validate once edited by valid (nil: as they are) and
+// that their SecretEnvs are secrets.
+func ConfigDefaults[C providers.Settings](t *testing.T, kind providers.Kind, valid func(C), secrets []providers.SecretEnv) C {
+	t.Helper()
+	edited := settings[C](t, kind)
+	if valid != nil {
+		valid(edited)
+	}
+	if errs := edited.Validate(); len(errs) != 0 {
+		t.Errorf("the defaults do not validate: %v", errs)
+	}
+	holder, ok := any(edited).(providers.SecretHolder)
+	if !ok {
+		t.Fatalf("%s: settings %T name no secrets", kind.Name, edited)
+	}
+	if diff := cmp.Diff(secrets, holder.SecretEnvs()); diff != "" {
+		t.Errorf("SecretEnvs (-want +got):\n%s", diff)
+	}
+	return settings[C](t, kind)
+}
+
+// ConfigDecode decodes block over kind's defaults, as the kind's keys of a
+// provider block are, and returns the settings for the caller to check,
+// after checking that every key of block has a field and that the result
+// validates.
+func ConfigDecode[C providers.Settings](t *testing.T, kind providers.Kind, block string) C {
+	t.Helper()
+	cfg := settings[C](t, kind)
+	md, err := toml.Decode(block, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys := md.Undecoded(); len(keys) != 0 {
+		t.Errorf("keys without a field: %v", keys)
+	}
+	if errs := cfg.Validate(); len(errs) != 0 {
+		t.Errorf("Validate: %v", errs)
+	}
+	return cfg
+}
+
 // SecretCases checks how kind's New reads the credential its block names
 // under key (e.g. "api_key_env"): from the variable, from the file NAME_FILE
 // names (its trailing newline dropped), and the errors for the variable
@@ -116,7 +158,7 @@ func SecretCases[C providers.Settings](t *testing.T, kind providers.Kind, key st
 }
 
 // settings returns kind's defaults as a C.
-func settings[C providers.Settings](t *testing.T, kind providers.Kind) C {
+func settings[C providers.Settings](t testing.TB, kind providers.Kind) C {
 	t.Helper()
 	cfg, ok := kind.NewSettings().(C)
 	if !ok {

@@ -1,10 +1,7 @@
 package sendgrid
 
 import (
-	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/sweeper/sweeper/providers"
@@ -56,8 +53,6 @@ var (
 	_ providers.SecretHolder = (*Config)(nil)
 )
 
-var customArgRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
-
 // Validate implements providers.Settings. Each message starts with the key
 // it concerns. api_key_env is checked by the configuration, through
 // SecretEnvs.
@@ -66,15 +61,11 @@ func (c *Config) Validate() []error {
 	if c.Region != RegionGlobal && c.Region != RegionEU {
 		errs = append(errs, fmt.Errorf("region: must be %q or %q", RegionGlobal, RegionEU))
 	}
-	if c.APIBase != "" {
-		if err := providers.CheckBaseURL(c.APIBase, "api_key_env"); err != nil {
-			errs = append(errs, fmt.Errorf("api_base: %w", err))
-		} else if u, _ := url.Parse(c.APIBase); u.RawQuery != "" || u.ForceQuery {
-			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
-		}
+	if err := providers.CheckAPIBase(c.APIBase, "api_key_env"); err != nil {
+		errs = append(errs, err)
 	}
-	if !customArgRE.MatchString(c.CustomArg) {
-		errs = append(errs, errors.New("custom_arg: must be 1-40 letters, digits, '_', '-' or '.'"))
+	if err := providers.CheckKeyName("custom_arg", c.CustomArg); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }

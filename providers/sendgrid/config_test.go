@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/BurntSushi/toml"
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/sendgrid"
@@ -14,41 +11,23 @@ import (
 
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
-	cfg := sendgrid.Kind.NewSettings().(*sendgrid.Config)
+	cfg := providertest.ConfigDefaults[*sendgrid.Config](t, sendgrid.Kind, nil, []providers.SecretEnv{{Key: "api_key_env", Name: "", Required: true}})
 	if cfg.Region != "global" || cfg.APIBase != "" || cfg.CustomArg != "op_key" || sendgrid.Kind.SettleWindow != 5*time.Minute {
 		t.Errorf("defaults %+v", cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Errorf("the defaults do not validate: %v", errs)
-	}
-	want := []providers.SecretEnv{{Key: "api_key_env", Name: "", Required: true}}
-	if diff := cmp.Diff(want, cfg.SecretEnvs()); diff != "" {
-		t.Errorf("SecretEnvs (-want +got):\n%s", diff)
 	}
 }
 
 func TestConfigDecode(t *testing.T) {
 	t.Parallel()
-	cfg := sendgrid.Kind.NewSettings().(*sendgrid.Config)
-	const block = `
+	cfg := providertest.ConfigDecode[*sendgrid.Config](t, sendgrid.Kind, `
 api_key_env = "SENDGRID_API_KEY"
 region = "eu"
 api_base = "http://127.0.0.1:3030"
 custom_arg = "sweeper_op"
-`
-	md, err := toml.Decode(block, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(md.Undecoded()) != 0 {
-		t.Errorf("keys without a field: %v", md.Undecoded())
-	}
+`)
 	if cfg.APIKeyEnv != "SENDGRID_API_KEY" || cfg.Region != "eu" || cfg.APIBase != "http://127.0.0.1:3030" ||
 		cfg.CustomArg != "sweeper_op" {
 		t.Errorf("decoded %+v", cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Errorf("Validate: %v", errs)
 	}
 }
 

@@ -18,24 +18,10 @@ func TestConformance(t *testing.T) {
 	}
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T, baseURL, secret string, env providers.Env) providers.Lookup {
-			env.Getenv = func(k string) string {
-				if k == "KIT_SENDGRID_KEY" {
-					return secret
-				}
-				return ""
-			}
-			cfg := sendgrid.Kind.NewSettings().(*sendgrid.Config)
-			cfg.APIKeyEnv, cfg.APIBase = "KIT_SENDGRID_KEY", baseURL
-			// The kit's first attempt was 2h ago; a short window keeps its
-			// "zero records" control an empty result.
-			if errs := cfg.Validate(); len(errs) != 0 {
-				t.Fatal(errs)
-			}
-			lookup, err := sendgrid.Kind.New("kit", cfg, env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return lookup
+			env.Getenv = providertest.Vars("KIT_SENDGRID_KEY", secret)
+			return providertest.NewLookup(t, sendgrid.Kind, "kit", env, func(c *sendgrid.Config) {
+				c.APIKeyEnv, c.APIBase = "KIT_SENDGRID_KEY", baseURL
+			})
 		},
 		// The kit's bodies are the search's; a message's details are
 		// SendGrid's answer for the record the search lists.

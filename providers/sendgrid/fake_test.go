@@ -8,10 +8,10 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 // message is one message the fake SendGrid account's Email Logs hold.
@@ -124,41 +124,24 @@ type fakeSendGrid struct {
 	srv      *httptest.Server
 	messages []message // newest first
 	respond  http.HandlerFunc
-	writes   atomic.Int64
-
-	mu   sync.Mutex
-	reqs []seen
+	providertest.Recorder[seen]
 }
 
 func newFake(t *testing.T, messages ...message) *fakeSendGrid {
 	t.Helper()
 	f := &fakeSendGrid{messages: messages}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serveHTTP))
-	t.Cleanup(func() {
-		f.srv.Close()
-		if n := f.writes.Load(); n != 0 {
-			t.Errorf("I1: SendGrid received %d request(s) that could send", n)
-		}
-	})
+	f.srv = f.Serve(t, "SendGrid", f.serveHTTP)
 	return f
-}
-
-func (f *fakeSendGrid) requests() []seen {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]seen(nil), f.reqs...)
 }
 
 var condRE = regexp.MustCompile(`^\s*([a-z_]+)\s*(=|>=|<=|>|<)\s*(TIMESTAMP\s+)?"([^"]*)"\s*$`)
 
 func (f *fakeSendGrid) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	f.mu.Lock()
-	f.reqs = append(f.reqs, seen{r.Method, r.URL.Path, string(body), r.Header.Get("Authorization"), r.Header.Get("Content-Type")})
-	f.mu.Unlock()
+	f.Note(seen{r.Method, r.URL.Path, string(body), r.Header.Get("Authorization"), r.Header.Get("Content-Type")})
 	search := r.Method == http.MethodPost && r.URL.Path == "/v3/logs"
 	if r.Method != http.MethodGet && !search {
-		f.writes.Add(1)
+		f.Wrote()
 		// What SendGrid answers to a send: it would have happened.
 		w.Header().Set("X-Message-Id", "14c5d75ce93.dfd.64b469")
 		w.WriteHeader(http.StatusAccepted)

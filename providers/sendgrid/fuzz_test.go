@@ -87,53 +87,29 @@ func FuzzLogs(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-
-		records, err := a.Lookup(t.Context(), query)
-
-		if n := writes.Load(); n != 0 {
-			t.Fatalf("%d requests that could send, want 0", n)
-		}
-		if err != nil {
-			if records != nil {
-				t.Errorf("records %v alongside error %v", records, err)
-			}
-			switch class, _ := providers.Classify(err); class {
-			case providers.ClassTransient, providers.ClassPermanent:
-			default:
-				t.Errorf("200 answers gave a %s error: %v", class, err)
-			}
-			for _, secret := range []string{apiKey, recipient} {
-				if strings.Contains(strings.ToLower(err.Error()), strings.ToLower(secret)) {
-					t.Errorf("error names %q: %v", secret, err)
+		providertest.FuzzLookup(t, providertest.Fuzzed{
+			Adapter: a, Query: query, Writes: &writes, Hidden: []string{apiKey, recipient}, Body: search,
+			Accept: func(t *testing.T, records []providers.Record) {
+				var top struct {
+					Messages []json.RawMessage `json:"messages"`
 				}
-			}
-		} else {
-			if err := providers.CheckJSON(search); err != nil {
-				t.Fatalf("search body %q is not strict JSON (%v), yet Lookup = %v, nil", search, err, records)
-			}
-			var top struct {
-				Messages []json.RawMessage `json:"messages"`
-			}
-			if json.Unmarshal(search, &top) != nil || top.Messages == nil {
-				t.Fatalf("search body %q has no messages array, yet Lookup = %v, nil", search, records)
-			}
-			for i, r := range records {
-				if strings.TrimSpace(r.ID) == "" || r.CreatedAt.IsZero() {
-					t.Errorf("record %d has no id or no date: %+v", i, r)
+				if json.Unmarshal(search, &top) != nil || top.Messages == nil {
+					t.Fatalf("search body %q has no messages array, yet Lookup = %v, nil", search, records)
 				}
-			}
-			if len(records) > 0 {
-				var d struct {
-					CustomArgs map[string]string `json:"custom_args"`
+				for i, r := range records {
+					if r.CreatedAt.IsZero() {
+						t.Errorf("record %d has no date: %+v", i, r)
+					}
 				}
-				if json.Unmarshal(detail, &d) != nil || d.CustomArgs["op_key"] != opKey {
-					t.Errorf("details %q do not carry the op_key, yet Lookup = %v", detail, records)
+				if len(records) > 0 {
+					var d struct {
+						CustomArgs map[string]string `json:"custom_args"`
+					}
+					if json.Unmarshal(detail, &d) != nil || d.CustomArgs["op_key"] != opKey {
+						t.Errorf("details %q do not carry the op_key, yet Lookup = %v", detail, records)
+					}
 				}
-			}
-		}
-
-		providertest.SameAnswer(t, records, err, func() ([]providers.Record, error) {
-			return a.Lookup(t.Context(), query)
+			},
 		})
 	})
 }

@@ -63,12 +63,9 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if !ok {
 		return nil, fmt.Errorf("region: must be %q or %q", RegionGlobal, RegionEU)
 	}
-	var apiBase *url.URL
-	if cfg.APIBase != "" {
-		var err error
-		if apiBase, err = url.Parse(cfg.APIBase); err != nil || apiBase.Host == "" {
-			return nil, errors.New("api_base: must be an absolute http or https URL")
-		}
+	apiBase, err := providers.ParseAPIBase(cfg.APIBase)
+	if err != nil {
+		return nil, err
 	}
 	client := &http.Client{
 		Transport: providers.ReadOnlyTransport{
@@ -79,9 +76,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 			// region's host.
 			Searches: []providers.SearchEndpoint{{Method: http.MethodPost, Host: host, Path: searchPath}},
 		},
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return providers.Permanent(errors.New("redirects are not followed: point api_base at the final address"))
-		},
+		CheckRedirect: providers.RefuseRedirects("api_base"),
 	}
 	return &Adapter{
 		name:      name,
@@ -121,16 +116,10 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no recipient; Email Logs is searched by to_email", a.name))
 	case strings.ContainsAny(to, `"\`) || strings.ContainsFunc(to, unicode.IsControl):
 		return nil, providers.Permanent(fmt.Errorf("%s: the recipient cannot be put in a SendGrid query (it holds a quote, a backslash or a control character)", a.name))
-	case q.Since.IsZero():
-		return nil, providers.Permanent(fmt.Errorf("%s: the query has no start time", a.name))
 	}
-	// A keyed query's Until is "now" by the database's clock.
-	now := q.Until
-	if now.IsZero() {
-		now = time.Now()
-	}
-	if now.Before(q.Since) {
-		return nil, providers.Permanent(fmt.Errorf("%s: the query ends before it starts", a.name))
+	now, err := providers.Window(a.name, q)
+	if err != nil {
+		return nil, err
 	}
 
 	listed, err := a.search(ctx, to, q.Since, now)

@@ -1,11 +1,9 @@
 package sendgrid_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	"github.com/sendgrid/rest"
 	sg "github.com/sendgrid/sendgrid-go"
 
-	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/sendgrid"
@@ -47,15 +44,8 @@ var (
 	}
 )
 
-// hashOf is the payload hash a workflow stores for an email: the ledger
-// hash of exactly {"subject": …}.
-func hashOf(s string) string {
-	h, err := ledger.PayloadHashOf(map[string]any{"subject": s})
-	if err != nil {
-		panic(err)
-	}
-	return h
-}
+// hashOf is the payload hash a workflow stores for an email.
+var hashOf = providertest.SubjectHash
 
 // sent is a message to recipient carrying the op_key.
 func sent(id string, at time.Time) message {
@@ -64,44 +54,15 @@ func sent(id string, at time.Time) message {
 
 func newAdapter(t *testing.T, f *fakeSendGrid, edit ...func(*sendgrid.Config)) providers.Lookup {
 	t.Helper()
-	cfg := sendgrid.Kind.NewSettings().(*sendgrid.Config)
-	cfg.APIKeyEnv, cfg.APIBase = "SENDGRID_API_KEY", f.srv.URL
-	for _, e := range edit {
-		e(cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	env := providers.Env{
-		Getenv: func(k string) string { return map[string]string{"SENDGRID_API_KEY": apiKey}[k] },
-		Logger: slog.New(slog.DiscardHandler),
-	}
-	lookup, err := sendgrid.Kind.New("mailer", cfg, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lookup
+	set := func(c *sendgrid.Config) { c.APIKeyEnv, c.APIBase = "SENDGRID_API_KEY", f.srv.URL }
+	env := providertest.Env(nil, "SENDGRID_API_KEY", apiKey)
+	return providertest.NewLookup(t, sendgrid.Kind, "mailer", env, append([]func(*sendgrid.Config){set}, edit...)...)
 }
 
 // lookup runs q and checks that no error names the key or the recipient.
 func lookup(t *testing.T, l providers.Lookup, q providers.Query) ([]providers.Record, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	records, err := l.Lookup(ctx, q)
-	if err != nil {
-		for _, s := range []string{apiKey, recipient} {
-			if strings.Contains(strings.ToLower(err.Error()), strings.ToLower(s)) {
-				t.Errorf("error names %q: %v", s, err)
-			}
-		}
-	}
-	for _, r := range records {
-		if strings.Contains(r.Excerpt, "@") || strings.Contains(r.Excerpt, subject) {
-			t.Errorf("excerpt %q shows an address or the subject", r.Excerpt)
-		}
-	}
-	return records, err
+	return providertest.LookupHiding(t, l, q, []string{apiKey, recipient}, []string{"@", subject})
 }
 
 func TestLookupRecord(t *testing.T) {
@@ -123,11 +84,8 @@ func TestLookupRecord(t *testing.T) {
 	if diff := cmp.Diff(want, records); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
-	// The email adapters' vector in ledger/testdata/payload-hash-vectors.json,
-	// which the JavaScript snippet is checked against too.
-	const vector = "c6827ea22de47ee3ee9aeae11e038ef088082f0c58926577479650e8b0cd314c"
-	if len(records) == 1 && records[0].PayloadHash != vector {
-		t.Errorf("payload hash of {\"subject\": %q} = %s, want the documented vector %s", subject, records[0].PayloadHash, vector)
+	if len(records) == 1 && records[0].PayloadHash != providertest.SubjectVector {
+		t.Errorf("payload hash of {\"subject\": %q} = %s, want the documented vector %s", subject, records[0].PayloadHash, providertest.SubjectVector)
 	}
 }
 
@@ -146,7 +104,7 @@ func TestLookupRequests(t *testing.T) {
 		{Method: http.MethodGet, Path: "/v3/logs/" + msgID, Auth: "Bearer " + apiKey},
 		{Method: http.MethodGet, Path: "/v3/logs/other.recvd-1", Auth: "Bearer " + apiKey},
 	}
-	if diff := cmp.Diff(want, f.requests()); diff != "" {
+	if diff := cmp.Diff(want, f.Requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
@@ -262,7 +220,7 @@ func TestLookupTooMany(t *testing.T) {
 			if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent {
 				t.Errorf("Lookup: %v (%s); want a permanent error", err, class)
 			}
-			if n := len(f.requests()); n != tc.requests {
+			if n := len(f.Requests()); n != tc.requests {
 				t.Errorf("%d requests, want %d", n, tc.requests)
 			}
 		})
@@ -360,32 +318,18 @@ func TestLookupErrors(t *testing.T) {
 
 func TestLookupUnsearchable(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		desc    string
-		edit    func(*providers.Query)
-		wantMsg string
-	}{
-		{"no op_key", func(q *providers.Query) { q.OpKey = "" }, "no op_key"},
-		{"no recipient", func(q *providers.Query) { q.Recipient = "" }, "no recipient"},
-		{"a recipient with a quote", func(q *providers.Query) { q.Recipient = `"jane doe"@example.com` }, "cannot be put in a SendGrid query"},
-		{"a recipient with a backslash", func(q *providers.Query) { q.Recipient = `jane\doe@example.com` }, "cannot be put in a SendGrid query"},
-		{"no start time", func(q *providers.Query) { q.Since = time.Time{} }, "no start time"},
-		{"a window that ends before it starts", func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }, "ends before it starts"},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			f := newFake(t)
-			q := query
-			tc.edit(&q)
-			_, err := lookup(t, newAdapter(t, f), q)
-			if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent || !strings.Contains(err.Error(), tc.wantMsg) {
-				t.Errorf("Lookup: %v (%s); want a permanent error saying %q", err, class, tc.wantMsg)
-			}
-			if n := len(f.requests()); n != 0 {
-				t.Errorf("%d requests, want 0", n)
-			}
-		})
-	}
+	providertest.RefusedQueries(t, query, func(t *testing.T, q providers.Query) (int, error) {
+		f := newFake(t)
+		_, err := lookup(t, newAdapter(t, f), q)
+		return len(f.Requests()), err
+	}, []providertest.Refused{
+		{Desc: "no op_key", Edit: func(q *providers.Query) { q.OpKey = "" }, Want: "no op_key"},
+		{Desc: "no recipient", Edit: func(q *providers.Query) { q.Recipient = "" }, Want: "no recipient"},
+		{Desc: "a recipient with a quote", Edit: func(q *providers.Query) { q.Recipient = `"jane doe"@example.com` }, Want: "cannot be put in a SendGrid query"},
+		{Desc: "a recipient with a backslash", Edit: func(q *providers.Query) { q.Recipient = `jane\doe@example.com` }, Want: "cannot be put in a SendGrid query"},
+		{Desc: "no start time", Edit: func(q *providers.Query) { q.Since = time.Time{} }, Want: "no start time"},
+		{Desc: "a window that ends before it starts", Edit: func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }, Want: "ends before it starts"},
+	})
 }
 
 // TestSendEndpointsRefused: the client a lookup uses lets through the
@@ -418,7 +362,7 @@ func TestSendEndpointsRefused(t *testing.T) {
 			t.Errorf("%s %s%s: %v; want refused, permanent", target.method, target.host, target.path, err)
 		}
 	}
-	if n := len(f.requests()); n != 0 {
+	if n := len(f.Requests()); n != 0 {
 		t.Errorf("SendGrid received %d requests, want 0", n)
 	}
 }

@@ -56,16 +56,7 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !search && !detail {
 		return nil, providers.Permanent(fmt.Errorf("%s: refused %s %s: only Email Logs' search and a message's details are read", t.name, req.Method, req.URL.Host))
 	}
-	u := *req.URL
-	if t.apiBase != nil {
-		u.Scheme, u.Host = t.apiBase.Scheme, t.apiBase.Host
-		if prefix := strings.TrimRight(t.apiBase.Path, "/"); prefix != "" {
-			u.Path = prefix + u.Path
-			if u.RawPath != "" {
-				u.RawPath = strings.TrimRight(t.apiBase.EscapedPath(), "/") + u.RawPath
-			}
-		}
-	}
+	u := providers.Rebase(*req.URL, t.apiBase)
 	out := req.Clone(req.Context())
 	out.URL, out.Host = &u, ""
 	out.Body, out.ContentLength, out.GetBody = nil, 0, nil
@@ -73,43 +64,32 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
 
-	resp, err := t.next.RoundTrip(out)
-	if err != nil {
-		if req.Context().Err() != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: %w", t.name, req.Context().Err()))
-		}
-		return nil, providers.Transient(fmt.Errorf("%s: %s %s: %w", t.name, req.Method, u.Host, err))
-	}
-	respBody, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	resp.Body.Close()
-
 	what := "a message's details"
 	if search {
 		what = "the Email Logs search"
 	}
 	// SendGrid's error messages can quote the query: only the status is
 	// kept.
-	switch status := resp.StatusCode; {
-	case status == http.StatusTooManyRequests:
-		return nil, providers.RateLimited(retryDelay(resp.Header), fmt.Errorf("%s: HTTP 429 to %s", t.name, what))
-	case status >= 500 || status == http.StatusRequestTimeout:
-		return nil, providers.Transient(fmt.Errorf("%s: HTTP %d to %s", t.name, status, what))
-	case status == http.StatusNotFound && search:
-		return nil, fmt.Errorf("%s: %w: SendGrid answered 404 to the Email Logs search (POST /v3/logs): the account has no Email Logs, or region names another region than the account's", t.name, providers.ErrUnsupported)
-	case status == http.StatusNotFound:
-		// The search listed the message: its details are not there yet.
-		return nil, providers.Transient(fmt.Errorf("%s: HTTP 404 to the details of a message the search listed", t.name))
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return nil, providers.Permanent(fmt.Errorf("%s: HTTP %d to %s: the API key is not valid, or lacks read access to Email Logs", t.name, status, what))
-	case status != http.StatusOK:
-		return nil, providers.Permanent(fmt.Errorf("%s: HTTP %d to %s", t.name, status, what))
-	case readErr != nil:
-		if req.Context().Err() != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: %w", t.name, req.Context().Err()))
-		}
-		return nil, providers.Transient(fmt.Errorf("%s: read body: %w", t.name, readErr))
-	case len(respBody) > maxBody:
-		return nil, providers.Transient(fmt.Errorf("%s: response body larger than %d bytes", t.name, maxBody))
+	resp, respBody, err := providers.HTTPAnswer{
+		Name:       t.name,
+		MaxBody:    maxBody,
+		Detail:     func([]byte) string { return " to " + what },
+		RetryAfter: retryDelay,
+		Status: func(status int) error {
+			switch {
+			case status == http.StatusNotFound && search:
+				return fmt.Errorf("%s: %w: SendGrid answered 404 to the Email Logs search (POST /v3/logs): the account has no Email Logs, or region names another region than the account's", t.name, providers.ErrUnsupported)
+			case status == http.StatusNotFound:
+				// The search listed the message: its details are not there yet.
+				return providers.Transient(fmt.Errorf("%s: HTTP 404 to the details of a message the search listed", t.name))
+			case status == http.StatusUnauthorized || status == http.StatusForbidden:
+				return providers.Permanent(fmt.Errorf("%s: HTTP %d to %s: the API key is not valid, or lacks read access to Email Logs", t.name, status, what))
+			}
+			return nil
+		},
+	}.Fetch(req.Context(), t.next, out)
+	if err != nil {
+		return nil, err
 	}
 	var check error
 	if search {
@@ -120,8 +100,6 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if check != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: malformed answer from %s: %w", t.name, what, check))
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(respBody))
-	resp.ContentLength = int64(len(respBody))
 	return resp, nil
 }
 

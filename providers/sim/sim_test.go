@@ -13,6 +13,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/sim"
 )
 
@@ -313,65 +314,51 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	every := "must be one of " + strings.Join(sim.Outcomes, ", ")
-	tests := []struct {
-		desc string
-		cfg  sim.Config
-		want []string
-	}{
-		{desc: "empty config is valid", cfg: sim.Config{}},
-		{desc: "every outcome is valid", cfg: *everyOutcome()},
-		{desc: "bad glob", cfg: sim.Config{Rules: []sim.Rule{{Match: "found-[", Outcome: sim.OutcomeFound}}}, want: []string{
+	// set replaces the defaults with cfg.
+	set := func(cfg sim.Config) func(*sim.Config) { return func(c *sim.Config) { *c = cfg } }
+	providertest.ConfigCases(t, sim.Kind, nil, []providertest.ConfigCase[*sim.Config]{
+		{Desc: "empty config is valid", Change: set(sim.Config{})},
+		{Desc: "every outcome is valid", Change: set(*everyOutcome())},
+		{Desc: "bad glob", Change: set(sim.Config{Rules: []sim.Rule{{Match: "found-[", Outcome: sim.OutcomeFound}}}), Want: []string{
 			`rules[0].match: invalid glob "found-["`,
 		}},
-		{desc: "bad outcome", cfg: sim.Config{Rules: []sim.Rule{{Match: "*", Outcome: sim.OutcomeFound}, {Match: "x-*", Outcome: "maybe"}}}, want: []string{
+		{Desc: "bad outcome", Change: set(sim.Config{Rules: []sim.Rule{{Match: "*", Outcome: sim.OutcomeFound}, {Match: "x-*", Outcome: "maybe"}}}), Want: []string{
 			"rules[1].outcome: " + every,
 		}},
-		{desc: "missing match and outcome", cfg: sim.Config{Rules: []sim.Rule{{}}}, want: []string{
+		{Desc: "missing match and outcome", Change: set(sim.Config{Rules: []sim.Rule{{}}}), Want: []string{
 			"rules[0].match: required",
 			"rules[0].outcome: " + every,
 		}},
-		{desc: "negative latency", cfg: sim.Config{Latency: config.NewDuration(-time.Second)}, want: []string{
+		{Desc: "negative latency", Change: set(sim.Config{Latency: config.NewDuration(-time.Second)}), Want: []string{
 			"latency: must not be negative",
 		}},
-		{desc: "malformed latency", cfg: sim.Config{Latency: badLatency}, want: []string{
+		{Desc: "malformed latency", Change: set(sim.Config{Latency: badLatency}), Want: []string{
 			`latency: invalid duration "soon": use a number and a unit, e.g. 90s, 15m, 24h`,
 		}},
-		{desc: "an outage and a lag are valid", cfg: sim.Config{FailFor: config.NewDuration(8 * time.Second), Rules: []sim.Rule{
+		{Desc: "an outage and a lag are valid", Change: set(sim.Config{FailFor: config.NewDuration(8 * time.Second), Rules: []sim.Rule{
 			{Match: "lag-*", Outcome: sim.OutcomeFound, After: config.NewDuration(4 * time.Second)},
 			{Match: "dup-*", Outcome: sim.OutcomeMany, After: config.NewDuration(time.Second)},
 			{Match: "err-*", Outcome: sim.OutcomeError, After: config.NewDuration(0)},
-		}}},
-		{desc: "negative fail_for", cfg: sim.Config{FailFor: config.NewDuration(-time.Second)}, want: []string{
+		}})},
+		{Desc: "negative fail_for", Change: set(sim.Config{FailFor: config.NewDuration(-time.Second)}), Want: []string{
 			"fail_for: must not be negative",
 		}},
-		{desc: "malformed fail_for", cfg: sim.Config{FailFor: badLatency}, want: []string{
+		{Desc: "malformed fail_for", Change: set(sim.Config{FailFor: badLatency}), Want: []string{
 			`fail_for: invalid duration "soon": use a number and a unit, e.g. 90s, 15m, 24h`,
 		}},
-		{desc: "after on an outcome without records", cfg: sim.Config{Rules: []sim.Rule{
+		{Desc: "after on an outcome without records", Change: set(sim.Config{Rules: []sim.Rule{
 			{Match: "*", Outcome: sim.OutcomeError, After: config.NewDuration(time.Second)},
-		}}, want: []string{
+		}}), Want: []string{
 			"rules[0].after: only for an outcome that returns records (found, many, mismatch), not error",
 		}},
-		{desc: "negative and malformed after", cfg: sim.Config{Rules: []sim.Rule{
+		{Desc: "negative and malformed after", Change: set(sim.Config{Rules: []sim.Rule{
 			{Match: "a-*", Outcome: sim.OutcomeFound, After: config.NewDuration(-time.Second)},
 			{Match: "b-*", Outcome: sim.OutcomeFound, After: badLatency},
-		}}, want: []string{
+		}}), Want: []string{
 			"rules[0].after: must not be negative",
 			`rules[1].after: invalid duration "soon": use a number and a unit, e.g. 90s, 15m, 24h`,
 		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.desc, func(t *testing.T) {
-			t.Parallel()
-			var got []string
-			for _, err := range tt.cfg.Validate() {
-				got = append(got, err.Error())
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Validate() (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 // TestFailFor: within fail_for of the first lookup every lookup is a

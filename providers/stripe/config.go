@@ -1,10 +1,7 @@
 package stripe
 
 import (
-	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -69,24 +66,18 @@ func newConfig() *Config {
 var _ providers.Settings = (*Config)(nil)
 var _ providers.SecretHolder = (*Config)(nil)
 
-// metadataKeyRE keeps metadata_key free of the quotes and brackets that
-// would need escaping inside metadata['…'] in a search query; Stripe allows
-// keys up to 40 characters.
-var metadataKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
-
 // Validate implements providers.Settings. Each message starts with the key
 // it concerns. secret_key_env is checked by the caller, through SecretEnvs.
 func (c *Config) Validate() []error {
 	var errs []error
-	if c.APIBase != "" {
-		if err := providers.CheckBaseURL(c.APIBase, "secret_key_env"); err != nil {
-			errs = append(errs, fmt.Errorf("api_base: %w", err))
-		} else if u, _ := url.Parse(c.APIBase); u.RawQuery != "" {
-			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
-		}
+	if err := providers.CheckAPIBase(c.APIBase, "secret_key_env"); err != nil {
+		errs = append(errs, err)
 	}
-	if !metadataKeyRE.MatchString(c.MetadataKey) {
-		errs = append(errs, errors.New("metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"))
+	// A plain name has none of the quotes and brackets that would need
+	// escaping inside metadata['…'] in a search query; Stripe allows keys
+	// up to 40 characters.
+	if err := providers.CheckKeyName("metadata_key", c.MetadataKey); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxBatch < 0 || c.MaxBatch > MaxClauses {
 		errs = append(errs, fmt.Errorf("max_batch: must be between 1 and %d: Stripe's search takes at most %d clauses in a query", MaxClauses, MaxClauses))

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/BurntSushi/toml"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sweeper/sweeper/providers"
@@ -15,42 +14,24 @@ import (
 
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
-	cfg := stripe.Kind.NewSettings().(*stripe.Config)
+	cfg := providertest.ConfigDefaults[*stripe.Config](t, stripe.Kind, nil, []providers.SecretEnv{{Key: "secret_key_env", Name: "", Required: true}})
 	if cfg.APIBase != "https://api.stripe.com" || cfg.MetadataKey != "op_key" ||
 		!cmp.Equal(cfg.Objects, []string{"payment_intents"}) || stripe.Kind.SettleWindow != 10*time.Minute {
 		t.Errorf("defaults %+v", cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Errorf("the defaults do not validate: %v", errs)
-	}
-	want := []providers.SecretEnv{{Key: "secret_key_env", Name: "", Required: true}}
-	if diff := cmp.Diff(want, cfg.SecretEnvs()); diff != "" {
-		t.Errorf("SecretEnvs (-want +got):\n%s", diff)
 	}
 }
 
 func TestConfigDecode(t *testing.T) {
 	t.Parallel()
-	cfg := stripe.Kind.NewSettings().(*stripe.Config)
-	const block = `
+	cfg := providertest.ConfigDecode[*stripe.Config](t, stripe.Kind, `
 secret_key_env = "STRIPE_RESTRICTED_KEY"
 api_base = "http://127.0.0.1:12111"
 metadata_key = "sweeper_op"
 objects = ["charges", "payment_intents"]
-`
-	md, err := toml.Decode(block, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(md.Undecoded()) != 0 {
-		t.Errorf("keys without a field: %v", md.Undecoded())
-	}
+`)
 	if cfg.SecretKeyEnv != "STRIPE_RESTRICTED_KEY" || cfg.APIBase != "http://127.0.0.1:12111" || cfg.MetadataKey != "sweeper_op" ||
 		!cmp.Equal(cfg.Objects, []string{"charges", "payment_intents"}) {
 		t.Errorf("decoded %+v", cfg)
-	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Errorf("Validate: %v", errs)
 	}
 }
 
@@ -64,6 +45,8 @@ func TestConfigValidate(t *testing.T) {
 		{Desc: "api_base with credentials", Change: func(c *stripe.Config) { c.APIBase = "https://sk_live_x:@api.stripe.com" },
 			Want: []string{"api_base: must not carry credentials; use secret_key_env"}},
 		{Desc: "api_base with a query", Change: func(c *stripe.Config) { c.APIBase = "https://api.stripe.com/?x=1" },
+			Want: []string{"api_base: must not have a query or a fragment"}},
+		{Desc: "api_base with an empty query", Change: func(c *stripe.Config) { c.APIBase = "https://api.stripe.com/?" },
 			Want: []string{"api_base: must not have a query or a fragment"}},
 		{Desc: "empty api_base is Stripe's", Change: func(c *stripe.Config) { c.APIBase = "" }},
 		{Desc: "metadata_key empty", Change: func(c *stripe.Config) { c.MetadataKey = "" },

@@ -14,25 +14,11 @@ func TestConformance(t *testing.T) {
 	q := providertest.Query()
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T, baseURL, secret string, env providers.Env) providers.Lookup {
-			env.Getenv = func(k string) string {
-				if k == "KIT_STRIPE_KEY" {
-					return secret
-				}
-				return ""
-			}
-			cfg := stripe.Kind.NewSettings().(*stripe.Config)
-			cfg.SecretKeyEnv = "KIT_STRIPE_KEY"
-			cfg.APIBase = baseURL
-			// The kit's first attempt was 2h ago; a short window keeps its
-			// "zero records" control an empty result.
-			if errs := cfg.Validate(); len(errs) > 0 {
-				t.Fatal(errs)
-			}
-			lookup, err := stripe.Kind.New("kit", cfg, env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return lookup
+			env.Getenv = providertest.Vars("KIT_STRIPE_KEY", secret)
+			return providertest.NewLookup(t, stripe.Kind, "kit", env, func(c *stripe.Config) {
+				c.SecretKeyEnv = "KIT_STRIPE_KEY"
+				c.APIBase = baseURL
+			})
 		},
 		Empty: []byte(`{"object":"search_result","url":"/v1/payment_intents/search","has_more":false,"next_page":null,"data":[]}`),
 		Found: []byte(`{"object":"search_result","url":"/v1/payment_intents/search","has_more":false,"next_page":null,"data":[` +

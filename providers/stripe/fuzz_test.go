@@ -70,59 +70,34 @@ func FuzzSearchPage(f *testing.F) {
 			t.Fatal(err)
 		}
 		q := query(opKey, time.Hour)
-
-		records, err := a.Lookup(t.Context(), q)
-
-		if n := nonGET.Load(); n != 0 {
-			t.Fatalf("%d requests that were not GETs, want 0", n)
-		}
-		if err != nil {
-			if records != nil {
-				t.Errorf("records %v alongside error %v", records, err)
-			}
-			if class, _ := providers.Classify(err); class != providers.ClassTransient && class != providers.ClassPermanent {
-				t.Errorf("a 200 answer gave a %s error: %v", class, err)
-			}
-			for _, secret := range []string{testKey, testRecipient} {
-				if strings.Contains(err.Error(), secret) {
-					t.Errorf("error names %q: %v", secret, err)
+		providertest.FuzzLookup(t, providertest.Fuzzed{
+			Adapter: a, Query: q, Writes: &nonGET, Hidden: []string{testKey, testRecipient}, Body: page,
+			Accept: func(t *testing.T, records []providers.Record) {
+				var top map[string]json.RawMessage
+				if json.Unmarshal(page, &top) != nil || top == nil {
+					t.Fatalf("body %q is not a JSON object, yet Lookup = %v, nil", page, records)
 				}
-			}
-		} else {
-			if err := providers.CheckJSON(page); err != nil {
-				t.Fatalf("body %q is not strict JSON (%v), yet Lookup = %v, nil", page, err, records)
-			}
-			var top map[string]json.RawMessage
-			if json.Unmarshal(page, &top) != nil || top == nil {
-				t.Fatalf("body %q is not a JSON object, yet Lookup = %v, nil", page, records)
-			}
-			var object string
-			if json.Unmarshal(top["object"], &object) != nil || object != "search_result" {
-				t.Fatalf("body %q is not a search_result, yet Lookup = %v, nil", page, records)
-			}
-			var data []map[string]any
-			if json.Unmarshal(top["data"], &data) != nil || data == nil {
-				t.Fatalf("body %q has no data array of objects, yet Lookup = %v, nil", page, records)
-			}
-			var hasMore bool
-			if json.Unmarshal(top["has_more"], &hasMore) != nil {
-				t.Fatalf("body %q has no boolean has_more, yet Lookup = %v, nil", page, records)
-			}
-			if len(records) > len(data) {
-				t.Errorf("%d records from %d objects", len(records), len(data))
-			}
-			for i, r := range records {
-				if strings.TrimSpace(r.ID) == "" {
-					t.Errorf("record %d has no id: %+v", i, r)
+				var object string
+				if json.Unmarshal(top["object"], &object) != nil || object != "search_result" {
+					t.Fatalf("body %q is not a search_result, yet Lookup = %v, nil", page, records)
 				}
-				if strings.Contains(r.Excerpt, "@") {
-					t.Errorf("record %d's excerpt carries an email: %q", i, r.Excerpt)
+				var data []map[string]any
+				if json.Unmarshal(top["data"], &data) != nil || data == nil {
+					t.Fatalf("body %q has no data array of objects, yet Lookup = %v, nil", page, records)
 				}
-			}
-		}
-
-		providertest.SameAnswer(t, records, err, func() ([]providers.Record, error) {
-			return a.Lookup(t.Context(), q)
+				var hasMore bool
+				if json.Unmarshal(top["has_more"], &hasMore) != nil {
+					t.Fatalf("body %q has no boolean has_more, yet Lookup = %v, nil", page, records)
+				}
+				if len(records) > len(data) {
+					t.Errorf("%d records from %d objects", len(records), len(data))
+				}
+				for i, r := range records {
+					if strings.Contains(r.Excerpt, "@") {
+						t.Errorf("record %d's excerpt carries an email: %q", i, r.Excerpt)
+					}
+				}
+			},
 		})
 	})
 }

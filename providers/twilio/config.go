@@ -2,8 +2,6 @@ package twilio
 
 import (
 	"errors"
-	"fmt"
-	"net/url"
 
 	"github.com/sweeper/sweeper/providers"
 )
@@ -36,12 +34,8 @@ func (c *Config) Validate() []error {
 	var errs []error
 	// account_sid_env and auth_token_env are checked by the configuration
 	// (through SecretEnvs): required, a valid name, set in the environment.
-	if c.APIBase != "" {
-		if err := providers.CheckBaseURL(c.APIBase, "account_sid_env and auth_token_env"); err != nil {
-			errs = append(errs, fmt.Errorf("api_base: %w", err))
-		} else if u, _ := url.Parse(c.APIBase); u.RawQuery != "" {
-			errs = append(errs, errors.New("api_base: must not have a query or a fragment"))
-		}
+	if err := providers.CheckAPIBase(c.APIBase, "account_sid_env and auth_token_env"); err != nil {
+		errs = append(errs, err)
 	}
 	if c.From != "" && !searchable(c.From) {
 		errs = append(errs, errors.New(`from: must not contain "." followed by a digit (twilio-go drops it from queries)`))

@@ -22,21 +22,10 @@ func TestConformance(t *testing.T) {
 	}
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T, baseURL, secret string, env providers.Env) providers.Lookup {
-			env.Getenv = func(k string) string {
-				if k == "KIT_ACCOUNT_SID" || k == "KIT_AUTH_TOKEN" {
-					return secret
-				}
-				return ""
-			}
-			cfg := &twilio.Config{AccountSIDEnv: "KIT_ACCOUNT_SID", AuthTokenEnv: "KIT_AUTH_TOKEN", APIBase: baseURL}
-			if errs := cfg.Validate(); len(errs) != 0 {
-				t.Fatal(errs)
-			}
-			lookup, err := twilio.Kind.New("kit", cfg, env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return lookup
+			env.Getenv = providertest.Vars("KIT_ACCOUNT_SID", secret, "KIT_AUTH_TOKEN", secret)
+			return providertest.NewLookup(t, twilio.Kind, "kit", env, func(c *twilio.Config) {
+				c.AccountSIDEnv, c.AuthTokenEnv, c.APIBase = "KIT_ACCOUNT_SID", "KIT_AUTH_TOKEN", baseURL
+			})
 		},
 		Empty:     listPage(providertest.Secret, nil, 0, 50, nil),
 		Found:     listPage(providertest.Secret, []message{found}, 0, 50, nil),

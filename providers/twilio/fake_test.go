@@ -7,10 +7,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sweeper/sweeper/providers/providertest"
 )
 
 // message is one Message resource the fake account holds.
@@ -103,32 +103,17 @@ type seenRequest struct {
 // fails the test at cleanup if there were any.
 type fakeTwilio struct {
 	srv      *httptest.Server
-	nonGET   atomic.Int64
 	messages []message // newest first, as Twilio lists them
 	pageCap  int       // serve at most this many per page; 0: as asked
 	respond  http.HandlerFunc
-
-	mu   sync.Mutex
-	seen []seenRequest
+	providertest.Recorder[seenRequest]
 }
 
 func newFake(t *testing.T, messages ...message) *fakeTwilio {
 	t.Helper()
 	f := &fakeTwilio{messages: messages}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serveHTTP))
-	t.Cleanup(func() {
-		f.srv.Close()
-		if n := f.nonGET.Load(); n != 0 {
-			t.Errorf("Twilio received %d requests that were not GETs, want 0", n)
-		}
-	})
+	f.srv = f.Serve(t, "Twilio", f.serveHTTP)
 	return f
-}
-
-func (f *fakeTwilio) requests() []seenRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]seenRequest(nil), f.seen...)
 }
 
 func twilioError(w http.ResponseWriter, status, code int, msg string) {
@@ -139,11 +124,9 @@ func twilioError(w http.ResponseWriter, status, code int, msg string) {
 
 func (f *fakeTwilio) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	user, pass, _ := r.BasicAuth()
-	f.mu.Lock()
-	f.seen = append(f.seen, seenRequest{r.Method, r.URL.Path, r.URL.Query(), user, pass, r.Header.Get("Accept")})
-	f.mu.Unlock()
+	f.Note(seenRequest{r.Method, r.URL.Path, r.URL.Query(), user, pass, r.Header.Get("Accept")})
 	if r.Method != http.MethodGet {
-		f.nonGET.Add(1)
+		f.Wrote()
 		// What Twilio answers to a send: it would have happened.
 		w.WriteHeader(http.StatusCreated)
 		return

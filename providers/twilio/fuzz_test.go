@@ -2,7 +2,6 @@ package twilio_test
 
 import (
 	"encoding/json"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,51 +67,26 @@ func FuzzMessagesPage(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-
-		records, err := a.Lookup(t.Context(), query)
-
-		if n := nonGET.Load(); n != 0 {
-			t.Fatalf("%d requests that were not GETs, want 0", n)
-		}
-		if err != nil {
-			if records != nil {
-				t.Errorf("records %v alongside error %v", records, err)
-			}
-			if class, _ := providers.Classify(err); class != providers.ClassTransient && class != providers.ClassPermanent {
-				t.Errorf("a 200 answer gave a %s error: %v", class, err)
-			}
-			for _, secret := range []string{authToken, accountSID, number} {
-				if strings.Contains(err.Error(), secret) {
-					t.Errorf("error names %q: %v", secret, err)
+		providertest.FuzzLookup(t, providertest.Fuzzed{
+			Adapter: a, Query: query, Writes: &nonGET, Hidden: []string{authToken, accountSID, number}, Body: page,
+			Accept: func(t *testing.T, records []providers.Record) {
+				var top map[string]json.RawMessage
+				if json.Unmarshal(page, &top) != nil || top == nil {
+					t.Fatalf("body %q is not a JSON object, yet Lookup = %v, nil", page, records)
 				}
-			}
-		} else {
-			if err := providers.CheckJSON(page); err != nil {
-				t.Fatalf("body %q is not strict JSON (%v), yet Lookup = %v, nil", page, err, records)
-			}
-			var top map[string]json.RawMessage
-			if json.Unmarshal(page, &top) != nil || top == nil {
-				t.Fatalf("body %q is not a JSON object, yet Lookup = %v, nil", page, records)
-			}
-			var messages []json.RawMessage
-			if json.Unmarshal(top["messages"], &messages) != nil || messages == nil {
-				t.Fatalf("body %q has no \"messages\" array, yet Lookup = %v, nil", page, records)
-			}
-			if records == nil {
-				t.Error("Lookup = nil, nil; want a non-nil slice")
-			}
-			for i, r := range records {
-				if strings.TrimSpace(r.ID) == "" {
-					t.Errorf("record %d has no id: %+v", i, r)
+				var messages []json.RawMessage
+				if json.Unmarshal(top["messages"], &messages) != nil || messages == nil {
+					t.Fatalf("body %q has no \"messages\" array, yet Lookup = %v, nil", page, records)
 				}
-				if r.CreatedAt.Before(query.Since) || r.CreatedAt.After(query.Until) {
-					t.Errorf("record %d created %s, outside [%s, %s]", i, r.CreatedAt, query.Since, query.Until)
+				if records == nil {
+					t.Error("Lookup = nil, nil; want a non-nil slice")
 				}
-			}
-		}
-
-		providertest.SameAnswer(t, records, err, func() ([]providers.Record, error) {
-			return a.Lookup(t.Context(), query)
+				for i, r := range records {
+					if r.CreatedAt.Before(query.Since) || r.CreatedAt.After(query.Until) {
+						t.Errorf("record %d created %s, outside [%s, %s]", i, r.CreatedAt, query.Since, query.Until)
+					}
+				}
+			},
 		})
 	})
 }

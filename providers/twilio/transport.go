@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -44,51 +43,20 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Only twilio-go's API host is rewritten and given credentials.
 		return nil, providers.Permanent(fmt.Errorf("%s: refused a request to an unexpected host", t.name))
 	}
-	u := *req.URL
-	u.Scheme, u.Host = t.apiBase.Scheme, t.apiBase.Host
-	if prefix := strings.TrimRight(t.apiBase.Path, "/"); prefix != "" {
-		u.Path = prefix + u.Path
-		if u.RawPath != "" {
-			u.RawPath = strings.TrimRight(t.apiBase.EscapedPath(), "/") + u.RawPath
-		}
-	}
+	u := providers.Rebase(*req.URL, t.apiBase)
 	out := req.Clone(t.ctx)
 	out.URL, out.Host, out.Body, out.ContentLength = &u, "", nil, 0
 	out.Header.Del("Content-Type") // twilio-go sets a form type even on GETs
 	out.Header.Set("Accept", "application/json")
 	out.SetBasicAuth(t.sid, t.token)
 
-	resp, err := t.next.RoundTrip(out)
+	resp, body, err := providers.HTTPAnswer{Name: t.name, MaxBody: maxBody, Detail: twilioCode}.Fetch(t.ctx, t.next, out)
 	if err != nil {
-		if t.ctx.Err() != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: %w", t.name, t.ctx.Err()))
-		}
-		return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", t.name, t.apiBase.Host, err))
-	}
-	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	resp.Body.Close()
-
-	switch status := resp.StatusCode; {
-	case status == http.StatusTooManyRequests:
-		return nil, providers.RateLimited(providers.RetryAfter(resp.Header.Get("Retry-After")),
-			fmt.Errorf("%s: HTTP 429%s", t.name, twilioCode(body)))
-	case status >= 500 || status == http.StatusRequestTimeout:
-		return nil, providers.Transient(fmt.Errorf("%s: HTTP %d%s", t.name, status, twilioCode(body)))
-	case status != http.StatusOK:
-		return nil, providers.Permanent(fmt.Errorf("%s: HTTP %d%s", t.name, status, twilioCode(body)))
-	case readErr != nil:
-		if t.ctx.Err() != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: %w", t.name, t.ctx.Err()))
-		}
-		return nil, providers.Transient(fmt.Errorf("%s: read body: %w", t.name, readErr))
-	case len(body) > maxBody:
-		return nil, providers.Transient(fmt.Errorf("%s: response body larger than %d bytes", t.name, maxBody))
+		return nil, err
 	}
 	if err := checkMessageList(body); err != nil {
 		return nil, providers.Transient(fmt.Errorf("%s: not a message list: %w", t.name, err))
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	resp.ContentLength = int64(len(body))
 	return resp, nil
 }
 

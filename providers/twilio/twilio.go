@@ -64,9 +64,9 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := url.Parse(cmp.Or(cfg.APIBase, DefaultAPIBase))
-	if err != nil || base.Host == "" {
-		return nil, errors.New("api_base: must be an absolute http or https URL")
+	base, err := providers.ParseAPIBase(cmp.Or(cfg.APIBase, DefaultAPIBase))
+	if err != nil {
+		return nil, err
 	}
 	return &Adapter{
 		name:      name,

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,12 +15,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	openapi "github.com/twilio/twilio-go/rest/api/v2010"
 	"go.uber.org/goleak"
 
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/providertest"
 	"github.com/sweeper/sweeper/providers/twilio"
 )
 
@@ -65,25 +64,11 @@ func sms(sid, text string, at time.Time) message {
 
 func newAdapter(t *testing.T, f *fakeTwilio, edit ...func(*twilio.Config)) providers.Lookup {
 	t.Helper()
-	cfg := twilio.Kind.NewSettings().(*twilio.Config)
-	cfg.AccountSIDEnv, cfg.AuthTokenEnv, cfg.APIBase = "TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", f.srv.URL
-	for _, e := range edit {
-		e(cfg)
+	set := func(c *twilio.Config) {
+		c.AccountSIDEnv, c.AuthTokenEnv, c.APIBase = "TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", f.srv.URL
 	}
-	if errs := cfg.Validate(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	env := providers.Env{
-		Getenv: func(k string) string {
-			return map[string]string{"TWILIO_ACCOUNT_SID": accountSID, "TWILIO_AUTH_TOKEN": authToken}[k]
-		},
-		Logger: slog.New(slog.DiscardHandler),
-	}
-	lookup, err := twilio.Kind.New("sms", cfg, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lookup
+	env := providertest.Env(nil, "TWILIO_ACCOUNT_SID", accountSID, "TWILIO_AUTH_TOKEN", authToken)
+	return providertest.NewLookup(t, twilio.Kind, "sms", env, append([]func(*twilio.Config){set}, edit...)...)
 }
 
 // checkNoLeak fails when err names a credential or the number, in any
@@ -252,7 +237,7 @@ func TestLookupRecipientE164(t *testing.T) {
 			if len(records) != 1 || records[0].ID != "SM1" || records[0].Recipient != tc.wantTo {
 				t.Errorf("records %+v; want SM1 to %s", records, tc.wantTo)
 			}
-			if reqs := f.requests(); len(reqs) != 1 || reqs[0].Query.Get("To") != tc.wantTo {
+			if reqs := f.Requests(); len(reqs) != 1 || reqs[0].Query.Get("To") != tc.wantTo {
 				t.Errorf("requests %+v; want one with To=%s", reqs, tc.wantTo)
 			}
 		})
@@ -315,7 +300,7 @@ func TestLookupRequest(t *testing.T) {
 		Password: authToken,
 		Accept:   "application/json",
 	}}
-	if diff := cmp.Diff(want, f.requests()); diff != "" {
+	if diff := cmp.Diff(want, f.Requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
@@ -355,7 +340,7 @@ func TestLookupPages(t *testing.T) {
 	if diff := cmp.Diff([]string{"SM1", "SM2", "SM3", "SM4", "SM5"}, ids); diff != "" {
 		t.Errorf("record ids (-want +got):\n%s", diff)
 	}
-	seen := f.requests()
+	seen := f.Requests()
 	if len(seen) != 3 {
 		t.Fatalf("%d requests, want 3 pages", len(seen))
 	}
@@ -399,7 +384,7 @@ func TestLookupPageCap(t *testing.T) {
 	if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent {
 		t.Errorf("endless pages: %v (%s); want a permanent error", err, class)
 	}
-	if n := len(f.requests()); n != 20 {
+	if n := len(f.Requests()); n != 20 {
 		t.Errorf("%d requests, want 20 pages", n)
 	}
 }
@@ -421,7 +406,7 @@ func TestLookupForeignNextPage(t *testing.T) {
 			if records, err := lookup(t, newAdapter(t, f), query); err == nil {
 				t.Errorf("Lookup = %v, nil; want an error", records)
 			}
-			if n := len(f.requests()); n != 1 {
+			if n := len(f.Requests()); n != 1 {
 				t.Errorf("%d requests, want 1", n)
 			}
 		})
@@ -496,7 +481,7 @@ func TestLookupErrors(t *testing.T) {
 			if class, delay := providers.Classify(err); class != tc.class || delay != tc.delay {
 				t.Errorf("classified %s %s, want %s %s: %v", class, delay, tc.class, tc.delay, err)
 			}
-			if n := len(f.requests()); n != 1 {
+			if n := len(f.Requests()); n != 1 {
 				t.Errorf("%d requests, want 1: the SDK must not retry", n)
 			}
 		})
@@ -505,38 +490,21 @@ func TestLookupErrors(t *testing.T) {
 
 func TestLookupUnsearchable(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		desc    string
-		edit    func(*providers.Query)
-		wantMsg string
-	}{
-		{"no recipient", func(q *providers.Query) { q.Recipient = "" }, "no recipient"},
-		{"an email address", func(q *providers.Query) { q.Recipient = "user.42@example.com" }, "not in international form"},
-		{"a number without its country code", func(q *providers.Query) { q.Recipient = "(555) 010-0777" }, "not in international form"},
-		{"a number without +", func(q *providers.Query) { q.Recipient = "15550100777" }, "not in international form"},
-		{"a number too short for its country", func(q *providers.Query) { q.Recipient = "+1 555 01" }, "wrong length"},
-		{"letters for digits", func(q *providers.Query) { q.Recipient = "+1 555 CALL-NOW" }, "other than digits"},
-		{"a channel address without a number", func(q *providers.Query) { q.Recipient = "messenger:1234567890" }, "not in international form"},
-		{"no start time", func(q *providers.Query) { q.Since = time.Time{} }, "no start time"},
-		{"a window that ends before it starts", func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }, "ends before it starts"},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			f := newFake(t)
-			q := query
-			tc.edit(&q)
-			_, err := lookup(t, newAdapter(t, f), q)
-			if class, _ := providers.Classify(err); err == nil || class != providers.ClassPermanent {
-				t.Errorf("Lookup: %v (%s); want a permanent error", err, class)
-			}
-			if err != nil && !strings.Contains(err.Error(), tc.wantMsg) {
-				t.Errorf("error %q does not say %q", err, tc.wantMsg)
-			}
-			if n := len(f.requests()); n != 0 {
-				t.Errorf("%d requests, want 0", n)
-			}
-		})
-	}
+	providertest.RefusedQueries(t, query, func(t *testing.T, q providers.Query) (int, error) {
+		f := newFake(t)
+		_, err := lookup(t, newAdapter(t, f), q)
+		return len(f.Requests()), err
+	}, []providertest.Refused{
+		{Desc: "no recipient", Edit: func(q *providers.Query) { q.Recipient = "" }, Want: "no recipient"},
+		{Desc: "an email address", Edit: func(q *providers.Query) { q.Recipient = "user.42@example.com" }, Want: "not in international form"},
+		{Desc: "a number without its country code", Edit: func(q *providers.Query) { q.Recipient = "(555) 010-0777" }, Want: "not in international form"},
+		{Desc: "a number without +", Edit: func(q *providers.Query) { q.Recipient = "15550100777" }, Want: "not in international form"},
+		{Desc: "a number too short for its country", Edit: func(q *providers.Query) { q.Recipient = "+1 555 01" }, Want: "wrong length"},
+		{Desc: "letters for digits", Edit: func(q *providers.Query) { q.Recipient = "+1 555 CALL-NOW" }, Want: "other than digits"},
+		{Desc: "a channel address without a number", Edit: func(q *providers.Query) { q.Recipient = "messenger:1234567890" }, Want: "not in international form"},
+		{Desc: "no start time", Edit: func(q *providers.Query) { q.Since = time.Time{} }, Want: "no start time"},
+		{Desc: "a window that ends before it starts", Edit: func(q *providers.Query) { q.Since = q.Until.Add(time.Hour) }, Want: "ends before it starts"},
+	})
 }
 
 // TestSDKCannotWrite drives twilio-go's own create, update and delete calls
@@ -560,7 +528,7 @@ func TestSDKCannotWrite(t *testing.T) {
 			t.Errorf("SDK write: %v; want refused, permanent", err)
 		}
 	}
-	if n := len(f.requests()); n != 0 {
+	if n := len(f.Requests()); n != 0 {
 		t.Errorf("the fake received %d requests, want 0", n)
 	}
 }
@@ -596,55 +564,32 @@ func TestCancelBetweenPages(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	valid := func() *twilio.Config {
-		c := twilio.Kind.NewSettings().(*twilio.Config)
+	valid := func(c *twilio.Config) {
 		c.AccountSIDEnv, c.AuthTokenEnv = "TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN"
-		return c
 	}
-	for _, tc := range []struct {
-		desc string
-		edit func(*twilio.Config)
-		want []string
-	}{
-		{desc: "defaults with both env names", edit: func(*twilio.Config) {}},
-		{desc: "an empty api_base is the default", edit: func(c *twilio.Config) { c.APIBase = "" }},
-		{desc: "a from number", edit: func(c *twilio.Config) { c.From = sender }},
+	providertest.ConfigCases(t, twilio.Kind, valid, []providertest.ConfigCase[*twilio.Config]{
+		{Desc: "defaults with both env names"},
+		{Desc: "an empty api_base is the default", Block: `api_base = ""`},
+		{Desc: "a from number", Block: `from = "` + sender + `"`},
 		// The *_env keys are checked by the configuration, through SecretEnvs.
-		{desc: "nothing set", edit: func(c *twilio.Config) { *c = twilio.Config{} }},
-		{desc: "relative api_base", edit: func(c *twilio.Config) { c.APIBase = "api.twilio.com" }, want: []string{"api_base: must be an absolute http or https URL"}},
-		{desc: "ftp api_base", edit: func(c *twilio.Config) { c.APIBase = "ftp://api.twilio.com" }, want: []string{"api_base: must be an absolute http or https URL"}},
-		{desc: "api_base with credentials", edit: func(c *twilio.Config) { c.APIBase = "https://AC1:tok@api.twilio.com" }, want: []string{"api_base: must not carry credentials; use account_sid_env and auth_token_env"}},
-		{desc: "api_base with a query", edit: func(c *twilio.Config) { c.APIBase = "https://api.twilio.com/?x=1" }, want: []string{"api_base: must not have a query or a fragment"}},
-		{desc: "a from twilio-go would mangle", edit: func(c *twilio.Config) { c.From = "sender.1" }, want: []string{`from: must not contain "." followed by a digit (twilio-go drops it from queries)`}},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			t.Parallel()
-			c := valid()
-			tc.edit(c)
-			var got []string
-			for _, err := range c.Validate() {
-				got = append(got, err.Error())
-			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("Validate (-want +got):\n%s", diff)
-			}
-		})
-	}
+		{Desc: "nothing set", Change: func(c *twilio.Config) { *c = twilio.Config{} }},
+		{Desc: "relative api_base", Block: `api_base = "api.twilio.com"`, Want: []string{"api_base: must be an absolute http or https URL"}},
+		{Desc: "ftp api_base", Block: `api_base = "ftp://api.twilio.com"`, Want: []string{"api_base: must be an absolute http or https URL"}},
+		{Desc: "api_base with credentials", Block: `api_base = "https://AC1:tok@api.twilio.com"`, Want: []string{"api_base: must not carry credentials; use account_sid_env and auth_token_env"}},
+		{Desc: "api_base with a query", Block: `api_base = "https://api.twilio.com/?x=1"`, Want: []string{"api_base: must not have a query or a fragment"}},
+		{Desc: "api_base with an empty query", Block: `api_base = "https://api.twilio.com/?"`, Want: []string{"api_base: must not have a query or a fragment"}},
+		{Desc: "a from twilio-go would mangle", Block: `from = "sender.1"`, Want: []string{`from: must not contain "." followed by a digit (twilio-go drops it from queries)`}},
+	})
 }
 
 func TestSettings(t *testing.T) {
 	t.Parallel()
-	c := twilio.Kind.NewSettings().(*twilio.Config)
-	if c.APIBase != "https://api.twilio.com" || c.From != "" {
-		t.Errorf("defaults: %+v", c)
-	}
-	c.AccountSIDEnv, c.AuthTokenEnv = "SID_VAR", "TOKEN_VAR"
-	want := []providers.SecretEnv{
+	c := providertest.ConfigDefaults(t, twilio.Kind, func(c *twilio.Config) { c.AccountSIDEnv, c.AuthTokenEnv = "SID_VAR", "TOKEN_VAR" }, []providers.SecretEnv{
 		{Key: "account_sid_env", Name: "SID_VAR", Required: true},
 		{Key: "auth_token_env", Name: "TOKEN_VAR", Required: true},
-	}
-	if diff := cmp.Diff(want, c.SecretEnvs()); diff != "" {
-		t.Errorf("SecretEnvs (-want +got):\n%s", diff)
+	})
+	if c.APIBase != "https://api.twilio.com" || c.From != "" {
+		t.Errorf("defaults: %+v", c)
 	}
 }
 
