@@ -239,7 +239,7 @@ type Slack struct {
 	// IncidentRefresh is how often, at most, the messages of a provider
 	// incident that ended within the last hour (its root and its closing
 	// reply) are edited to the counts as the provider's backlog settles;
-	// each only when its counts changed. Default 30s, at least 1s.
+	// each only when its counts changed. Default 30s, at least 5s.
 	IncidentRefresh Duration `toml:"incident_refresh"`
 }
 
@@ -634,9 +634,10 @@ func (c *Config) validateSlack(v *validator, slackOn bool, getenv Getenv) {
 	if n := c.Slack.GroupThreshold; n != nil && *n < 0 {
 		v.add("slack.group_threshold", "must not be negative")
 	}
-	// More often than a second, the edits would compete with the alerts
-	// for each channel's pace of one call a second.
-	v.duration("slack.incident_refresh", c.Slack.IncidentRefresh, time.Second)
+	// Each refresh may edit two messages of an incident, in the channel's
+	// pace of one call a second: more often than every 5s, the edits would
+	// take a large share of what the channel's alerts need.
+	v.duration("slack.incident_refresh", c.Slack.IncidentRefresh, 5*time.Second)
 	if c.Slack.APIURL != "" {
 		if u, err := url.Parse(c.Slack.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			v.add("slack.api_url", "must be an http(s) URL")

@@ -207,7 +207,6 @@ type Dispatcher struct {
 	incidentMu    sync.Mutex
 	incidentEvery time.Duration
 	incidentsAt   time.Time
-	incidentShown map[int64]incidentShown // what each ended incident's messages were last edited to
 }
 
 // NewDispatcher returns a Dispatcher over db (a pool) configured by cfg.
@@ -284,7 +283,6 @@ func NewDispatcher(db ledger.DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		touched:  map[int64]struct{}{},
 
 		incidentEvery: cmp.Or(cfg.IncidentRefresh, incidentRefresh),
-		incidentShown: map[int64]incidentShown{},
 	}, nil
 }
 
@@ -382,7 +380,11 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.lease/2)
 	defer cancel()
 	d.refreshGroups(rctx)
-	d.refreshIncidents(rctx)
+	// An incident's edits can be made at the next refresh, by any
+	// dispatcher: they stop with the dispatcher.
+	ictx, icancel := context.WithTimeout(ctx, d.lease/2)
+	defer icancel()
+	d.refreshIncidents(ictx)
 	return total, nil
 }
 
@@ -575,7 +577,7 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 		d.touchGroup(wctx, n)
 	}
 	if st.Sent > 0 {
-		d.shownIncident(n, res)
+		d.shownIncident(wctx, n, res)
 	}
 	return st
 }

@@ -104,9 +104,15 @@ var testPolicy = review.Policy{DefaultOwner: "U0OWNER", Window: 4 * time.Hour, P
 // returns its id; its "opened" event writes the first outbox row.
 func (b *bundle) openTicket(t *testing.T, workflow string) int64 {
 	t.Helper()
+	return b.openTicketOf(t, workflow, "mailer")
+}
+
+// openTicketOf is openTicket for an operation of provider.
+func (b *bundle) openTicketOf(t *testing.T, workflow, provider string) int64 {
+	t.Helper()
 	key := fmt.Sprintf("op-%s-%d", t.Name(), b.ops.Add(1))
 	c, err := ledger.NewStore(b.pool).Claim(b.ctx, ledger.Attempt{
-		OpKey: key, Workflow: workflow, Provider: "mailer", Action: "send_email",
+		OpKey: key, Workflow: workflow, Provider: provider, Action: "send_email",
 		Recipient: "jane.doe@example.com", Payload: json.RawMessage(`{"template":"welcome"}`),
 	})
 	if err != nil {

@@ -250,18 +250,35 @@ func (d *Dispatcher) touchGroup(ctx context.Context, n Notification) {
 // refreshGroups edits the message of each alert group touched since the
 // last call, if it is in Slack, to the group as it is now. An edit can be
 // made again, so a failed one is only logged; a later change shows the
-// group as it is then.
+// group as it is then. An edit refused for Slack's rate limit, or not made
+// while its channel waits for one, stays due for the next call.
 func (d *Dispatcher) refreshGroups(ctx context.Context) {
 	d.touchedMu.Lock()
 	touched := d.touched
 	d.touched = map[int64]struct{}{}
 	d.touchedMu.Unlock()
 	for group := range touched {
-		if err := d.refreshGroup(ctx, group); err != nil {
+		err := d.refreshGroup(ctx, group)
+		var rerr *releaseError
+		switch {
+		case err == nil:
+			continue
+		case errors.As(err, &rerr):
+			d.logger.Debug("notify: the alert group's message waits for its channel", "group_id", group, "err", err)
+		case errors.Is(err, errRateLimited):
+		default:
 			d.logger.Warn("notify: the alert group's message was not brought up to date", "group_id", group, "err", err)
+			continue
 		}
+		d.touchedMu.Lock()
+		d.touched[group] = struct{}{}
+		d.touchedMu.Unlock()
 	}
 }
+
+// errRateLimited: Slack refused an edit for its rate limit; the channel is
+// closed for the wait it asked for.
+var errRateLimited = errors.New("rate limited")
 
 func (d *Dispatcher) refreshGroup(ctx context.Context, group int64) error {
 	g, err := d.outbox.rootOf(ctx, Notification{GroupID: group})
@@ -279,6 +296,9 @@ func (d *Dispatcher) refreshGroup(ctx context.Context, group int64) error {
 	_, _, _, err = d.client.UpdateMessageContext(ctx, g.Channel, g.TS,
 		slack.MsgOptionText(post.Text, false), slack.MsgOptionBlocks(post.Blocks...),
 		slack.MsgOptionMetadata(dedupeMetadata(g.DedupeKey, row)))
+	if d.rateLimited(g.Channel, err) {
+		return fmt.Errorf("%w: %w", errRateLimited, err)
+	}
 	if err != nil {
 		return err
 	}

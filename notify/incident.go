@@ -13,8 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"time"
 
@@ -32,12 +30,22 @@ import (
 // (DispatcherConfig.IncidentRefresh).
 const incidentRefresh = 30 * time.Second
 
+// incidentLease is how long a dispatcher holds an incident to bring its
+// messages up to date; incidentEditTime is the most it spends on Slack in
+// that time (the channel's pace and both edits), well below the lease: an
+// edit not answered by then is given up long before another dispatcher
+// may take the incident and edit it with newer counts.
+const (
+	incidentLease    = time.Minute
+	incidentEditTime = 15 * time.Second
+)
+
 // refreshIncidents brings the messages of each incident that ended within
 // the last hour and whose end is in Slack — its root and its closing
 // reply — to its counts as they are now, each when its text changed since
-// this dispatcher last showed it, at most every incidentEvery. An edit
-// can be made again, so a failed one is only logged and made again at the
-// next refresh.
+// it was last shown, at most every incidentEvery, until the counts are
+// final (nothing of the backlog is pending). An edit can be made again,
+// so a failed one is only logged and made again at the next refresh.
 func (d *Dispatcher) refreshIncidents(ctx context.Context) {
 	d.incidentMu.Lock()
 	due := time.Since(d.incidentsAt) >= d.incidentEvery
@@ -49,7 +57,8 @@ func (d *Dispatcher) refreshIncidents(ctx context.Context) {
 		return
 	}
 	rows, err := d.db.Query(ctx, `SELECT i.id FROM sweeper.incidents i
-		WHERE i.ended_at > now() - interval '1 hour'
+		WHERE i.ended_at > now() - interval '1 hour' AND i.refresh_final_at IS NULL
+		  AND (i.refresh_until IS NULL OR i.refresh_until < now())
 		  AND EXISTS (SELECT 1 FROM sweeper.outbox c WHERE c.incident_id = i.id AND c.kind = $1 AND c.state = 'sent')
 		ORDER BY i.id`, KindIncidentClosed)
 	if err != nil {
@@ -61,47 +70,72 @@ func (d *Dispatcher) refreshIncidents(ctx context.Context) {
 		d.logger.Warn("notify: incidents to bring up to date", "err", err)
 		return
 	}
-	// What was shown of incidents past the hour is not needed any more.
-	d.incidentMu.Lock()
-	maps.DeleteFunc(d.incidentShown, func(id int64, _ incidentShown) bool { return !slices.Contains(ids, id) })
-	d.incidentMu.Unlock()
 	for _, id := range ids {
-		if err := d.refreshIncident(ctx, id); err != nil {
+		err := d.refreshIncident(ctx, id)
+		var rerr *releaseError
+		switch {
+		case err == nil:
+		case errors.As(err, &rerr) || errors.Is(err, errRateLimited):
+			// The channel waits for a rate limit (logged when Slack asked
+			// for it), or the dispatcher stops: the next refresh makes the
+			// edit.
+			d.logger.Debug("notify: the incident's messages wait for their channel", "incident_id", id, "err", err)
+		default:
 			d.logger.Warn("notify: the incident's messages were not brought up to date", "incident_id", id, "err", err)
 		}
 	}
 }
 
-// incidentShown is what a dispatcher last showed of an incident in Slack:
-// the text of its root and of its closing reply ("" when not known).
+// incidentShown is what an incident's messages were last posted or edited
+// with: the text of its root and of its closing reply ("" when not known).
 type incidentShown struct {
 	root, reply string
 }
 
 // refreshIncident edits incident id's root and closing reply to its counts
-// as they are now. The counts are read and the edits made under a lock of
-// the incident, across every dispatcher, so that an edit with older counts
-// never lands after one with newer counts; a dispatcher that finds the
-// lock taken leaves the incident to its holder this time.
+// as they are now. It first takes the incident's lease (sweeper.incidents'
+// refresh_owner and refresh_until); a dispatcher that finds it held by
+// another leaves the incident to it this time. No transaction or
+// connection is held while Slack answers: the reads are statements of
+// their own, and the edits are given up after incidentEditTime, well within
+// the lease, so that an edit with older counts never lands after one with
+// newer counts made under a later lease.
 func (d *Dispatcher) refreshIncident(ctx context.Context, id int64) error {
-	db, ok := d.db.(interface {
-		Begin(context.Context) (pgx.Tx, error)
-	})
-	if !ok {
-		return errors.New("bringing incidents up to date needs a database that begins transactions: give the dispatcher a pool")
+	var (
+		shown     incidentShown
+		replyGone bool
+		until     time.Time
+	)
+	err := d.db.QueryRow(ctx, `UPDATE sweeper.incidents SET refresh_owner = $2, refresh_until = now() + $3 * interval '1 second'
+		WHERE id = $1 AND (refresh_until IS NULL OR refresh_until < now())
+		RETURNING coalesce(shown_root, ''), coalesce(shown_reply, ''), reply_removed_at IS NOT NULL, refresh_until`,
+		id, d.id, incidentLease.Seconds()).Scan(&shown.root, &shown.reply, &replyGone, &until)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // another dispatcher holds it
 	}
-	tx, err := db.Begin(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("take the incident's lease: %w", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var mine bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtext('sweeper.incident'), hashtext($1::bigint::text))`, id).Scan(&mine); err != nil {
-		return err
-	}
-	if !mine {
-		return nil
-	}
+	var final bool
+	defer func() {
+		// Given back even when ctx has ended; if this fails, the lease
+		// runs out by itself.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		tag, err := d.db.Exec(wctx, `UPDATE sweeper.incidents SET refresh_owner = NULL, refresh_until = NULL,
+				shown_root = nullif($4, ''), shown_reply = nullif($5, ''),
+				reply_removed_at = CASE WHEN $6 THEN coalesce(reply_removed_at, now()) END,
+				refresh_final_at = CASE WHEN $7 THEN now() END
+			WHERE id = $1 AND refresh_owner = $2 AND refresh_until = $3`,
+			id, d.id, until, shown.root, shown.reply, replyGone, final)
+		switch {
+		case err != nil:
+			d.logger.Warn("notify: the incident's lease was not given back; it runs out by itself", "incident_id", id, "err", err)
+		case tag.RowsAffected() == 0:
+			d.logger.Warn("notify: the incident's lease ran out before it was given back", "incident_id", id, "lease", incidentLease)
+		}
+	}()
+
 	r, err := d.outbox.rootOf(ctx, Notification{IncidentID: id})
 	if err != nil {
 		return err
@@ -114,40 +148,54 @@ func (d *Dispatcher) refreshIncident(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
-	d.incidentMu.Lock()
-	shown := d.incidentShown[id]
-	d.incidentMu.Unlock()
 
+	ectx, cancel := context.WithTimeout(ctx, incidentEditTime)
+	defer cancel()
 	var errs []error
 	if m := IncidentMessage(in); r.Live && m.Text != shown.root {
-		if err := d.editIncident(ctx, id, r.Channel, r.TS, r.DedupeKey, m); err != nil {
-			errs = append(errs, fmt.Errorf("root: %w", err))
-		} else {
+		err := d.editIncident(ectx, id, r.Channel, r.TS, r.DedupeKey, m)
+		switch {
+		case err == nil:
 			shown.root = m.Text
+		case slackCode(err) == "message_not_found":
+			// A person deleted the root: it is not edited any more (nor
+			// posted again), by any dispatcher.
+			first, err := d.outbox.markRemoved(ctx, Notification{IncidentID: id}, r.Channel, r.TS)
+			if err != nil {
+				errs = append(errs, err)
+			} else if first {
+				d.logger.Info("notify: the incident's root message was removed from Slack; not edited", "incident_id", id, "channel", r.Channel, "ts", r.TS)
+			}
+			r.Live = false
+		default:
+			errs = append(errs, fmt.Errorf("root: %w", err))
 		}
 	}
-	if m := IncidentClosedReply(in); reply.TS != "" && m.Text != shown.reply {
-		err := d.editIncident(ctx, id, reply.Channel, reply.TS, reply.DedupeKey, m)
-		if slackCode(err) == "message_not_found" {
+	if m := IncidentClosedReply(in); reply.TS != "" && !replyGone && m.Text != shown.reply {
+		// After a rate limit on the root, the channel's gate is closed:
+		// the reply waits for the next refresh without a call.
+		err := d.editIncident(ectx, id, reply.Channel, reply.TS, reply.DedupeKey, m)
+		switch {
+		case err == nil:
+			shown.reply = m.Text
+		case slackCode(err) == "message_not_found":
 			// A person deleted the reply: there is nothing to edit, and it
 			// is not posted again.
 			d.logger.Info("notify: the incident's closing reply was removed from Slack; not edited", "incident_id", id, "channel", reply.Channel, "ts", reply.TS)
-			err = nil
-		}
-		if err != nil {
+			replyGone = true
+		default:
 			errs = append(errs, fmt.Errorf("closing reply: %w", err))
-		} else {
-			shown.reply = m.Text
 		}
 	}
-	d.incidentMu.Lock()
-	d.incidentShown[id] = shown
-	d.incidentMu.Unlock()
+	// Every message left shows the counts; once nothing of the backlog is
+	// pending, they no longer change (or nothing is left to edit).
+	final = len(errs) == 0 && (in.Pending == 0 || (!r.Live && (reply.TS == "" || replyGone)))
 	return errors.Join(errs...)
 }
 
 // editIncident edits incident id's message at channel and ts, which
-// carries dedupeKey, to m.
+// carries dedupeKey, to m, in channel's pace. A rate limit closes the
+// channel for Slack's Retry-After.
 func (d *Dispatcher) editIncident(ctx context.Context, id int64, channel, ts, dedupeKey string, m Message) error {
 	if err := d.pace(ctx, channel); err != nil {
 		return err
@@ -155,6 +203,9 @@ func (d *Dispatcher) editIncident(ctx context.Context, id int64, channel, ts, de
 	_, _, _, err := d.client.UpdateMessageContext(ctx, channel, ts,
 		slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...),
 		slack.MsgOptionMetadata(dedupeMetadata(dedupeKey, Notification{IncidentID: id})))
+	if d.rateLimited(channel, err) {
+		return fmt.Errorf("%w: %w", errRateLimited, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -162,24 +213,37 @@ func (d *Dispatcher) editIncident(ctx context.Context, id int64, channel, ts, de
 	return nil
 }
 
+// rateLimited closes channel for the wait Slack asked for when err, of a
+// call there, is a rate limit, and reports whether it was: the channel's
+// other calls wait too, as they do after a rate-limited post.
+func (d *Dispatcher) rateLimited(channel string, err error) bool {
+	if err == nil {
+		return false
+	}
+	f, delay := classify(err)
+	if f != failureRateLimited {
+		return false
+	}
+	delay = jitter(max(delay, time.Second))
+	d.gate.close(channel, time.Now().Add(delay))
+	d.logger.Warn("notify: rate limited", "channel", channel, "retry_in", delay, "err", err)
+	return true
+}
+
 // shownIncident records what held row n of an incident, just sent, left
-// in Slack, so that the next refresh edits only what changed since: the
-// root, when n posted it or edited it, and the closing reply, when n
-// posted it (an adopted reply holds the counts of an earlier attempt).
-func (d *Dispatcher) shownIncident(n Notification, res attemptResult) {
+// in Slack, so that the next refresh, by any dispatcher, edits only what
+// changed since: the root, when n posted it or edited it, and the closing
+// reply, when n posted it (an adopted reply holds the counts of an
+// earlier attempt). Not recorded, it costs an edit to the same text.
+func (d *Dispatcher) shownIncident(ctx context.Context, n Notification, res attemptResult) {
 	if n.IncidentID == 0 || (res.shown == incidentShown{}) {
 		return
 	}
-	d.incidentMu.Lock()
-	defer d.incidentMu.Unlock()
-	shown := d.incidentShown[n.IncidentID]
-	if res.shown.root != "" {
-		shown.root = res.shown.root
+	if _, err := d.db.Exec(ctx, `UPDATE sweeper.incidents
+		SET shown_root = coalesce(nullif($2, ''), shown_root), shown_reply = coalesce(nullif($3, ''), shown_reply)
+		WHERE id = $1`, n.IncidentID, res.shown.root, res.shown.reply); err != nil {
+		d.logger.Warn("notify: what the incident's messages show was not recorded", "incident_id", n.IncidentID, "err", err)
 	}
-	if res.shown.reply != "" {
-		shown.reply = res.shown.reply
-	}
-	d.incidentShown[n.IncidentID] = shown
 }
 
 // Incident is a provider's outage as sweeper.incidents records it, with
@@ -193,23 +257,29 @@ type Incident struct {
 	// Waiting is how many of the provider's operations were pending when
 	// it went down.
 	Waiting int
-	// Settled is how many of its operations were settled (done or failed)
-	// since it went down; Review how many review tickets were opened for
-	// them since; Pending how many of those written before it ended (its
-	// backlog) are still pending now: 0 once the backlog has settled,
-	// whatever work came after.
+	// Settled, Review and Pending are about its backlog: the provider's
+	// operations written (created) before it ended, those written while it
+	// lasted included; what was written after is not counted, so the counts
+	// stop changing once the backlog has settled, whatever work came after.
+	// Settled is how many of them were settled (done or failed) since it
+	// went down; Review how many review tickets were opened for them since;
+	// Pending how many are still pending now.
 	Settled, Review, Pending int
 }
 
 // ReadIncident returns incident id with its counts as of now: the
 // incident and the operations from db, the tickets through tickets. The
-// counts are a report, each read as it is committed when it is read.
+// counts are a report, each read as it is committed when it is read. The
+// settled count reads the provider's operations settled since the incident
+// began (operations_settled_idx), the pending count its pending ones
+// (operations_pending_stale_idx): neither scans the ledger.
 func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (Incident, error) {
 	in := Incident{ID: id}
 	var ended *time.Time
 	err := db.QueryRow(ctx, `SELECT i.provider, i.started_at, i.ended_at, i.waiting,
 			(SELECT count(*) FROM ledger.operations o WHERE o.provider = i.provider
-			   AND o.status IN ('done', 'failed') AND o.updated_at >= i.started_at),
+			   AND o.status IN ('done', 'failed') AND o.updated_at >= i.started_at
+			   AND o.created_at <= coalesce(i.ended_at, now())),
 			(SELECT count(*) FROM ledger.operations o WHERE o.provider = i.provider AND o.status = 'pending'
 			   AND o.created_at <= coalesce(i.ended_at, now()))
 		FROM sweeper.incidents i WHERE i.id = $1`, id).
@@ -223,7 +293,7 @@ func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader
 	if ended != nil {
 		in.EndedAt = *ended
 	}
-	if in.Review, err = tickets.OpenedSince(ctx, in.Provider, in.StartedAt); err != nil {
+	if in.Review, err = tickets.OpenedSince(ctx, in.Provider, in.StartedAt, in.EndedAt); err != nil {
 		return Incident{}, fmt.Errorf("read incident %d: %w", id, err)
 	}
 	return in, nil

@@ -411,3 +411,164 @@ func TestIncidentRefreshNegative(t *testing.T) {
 		t.Errorf("err = %v, want IncidentRefresh named", err)
 	}
 }
+
+// updatesOf counts the chat.update calls on the message at ts.
+func (b *bundle) updatesOf(ts string) int {
+	n := 0
+	for _, c := range b.fake.Calls("chat.update") {
+		if len(c.Form["ts"]) > 0 && c.Form["ts"][0] == ts {
+			n++
+		}
+	}
+	return n
+}
+
+// TestIncidentRefreshHoldsNothingDuringEdit: while Slack takes its time to
+// answer an edit of an incident's message, the dispatcher holds no
+// connection, no transaction and no lock in the database.
+func TestIncidentRefreshHoldsNothingDuringEdit(t *testing.T) {
+	b := setup(t)
+	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+		c.Channel = incidentChannels.For
+		c.IncidentRefresh = time.Nanosecond
+	})
+	id := b.outage(t, d, 4)
+	b.drain(t, d)
+	b.settle(t, "acme", 2)
+	before := len(b.fake.Calls("chat.update"))
+	b.fake.Inject("chat.update", slackfake.Fault{Apply: true, Delay: 1500 * time.Millisecond})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := d.DispatchOnce(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	testwait.UntilNil(t, 5*time.Second, "the slow edit", func() error {
+		if len(b.fake.Calls("chat.update")) == before {
+			return fmt.Errorf("no edit yet")
+		}
+		return nil
+	})
+	held := b.pool.Stat().AcquiredConns()
+	var idle, locks int
+	if err := b.pool.QueryRow(b.ctx, `SELECT
+			(SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+			   AND (state LIKE 'idle in transaction%' OR xact_start IS NOT NULL)),
+			(SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			   WHERE a.datname = current_database() AND l.locktype = 'advisory')`).Scan(&idle, &locks); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if held != 0 || idle != 0 || locks != 0 {
+		t.Errorf("during the edit: %d connections acquired, %d sessions in a transaction, %d advisory locks; want none", held, idle, locks)
+	}
+	for _, key := range []string{"opened", "closed"} {
+		if m := b.requireOne(t, incidentKey(id, key)); !strings.Contains(m.Text, "2 settled, 0 need review, 2 still being looked up.") {
+			t.Errorf("%s: %q, want the counts after the slow edit", key, m.Text)
+		}
+	}
+}
+
+// TestIncidentCountsOnlyItsBacklog: operations written after the incident
+// ended, settled or reviewed, are not its counts, and do not keep its
+// messages changing once its backlog has settled.
+func TestIncidentCountsOnlyItsBacklog(t *testing.T) {
+	b := setup(t)
+	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+		c.Channel = incidentChannels.For
+		c.IncidentRefresh = time.Nanosecond
+	})
+	id := b.outage(t, d, 3)
+	b.drain(t, d)
+	b.settle(t, "acme", 3)
+	b.refresh(t, d)
+	root := b.requireOne(t, incidentKey(id, "opened"))
+	reply := b.requireOne(t, incidentKey(id, "closed"))
+	rootEdits, replyEdits := root.Edits, reply.Edits
+
+	// New work after the end: settled, and one needing review.
+	b.pending(t, "acme", 4)
+	b.settle(t, "acme", 4)
+	b.openTicketOf(t, "onboarding", "acme")
+	in, err := notify.ReadIncident(b.ctx, b.pool, review.NewReader(b.pool), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Settled != 3 || in.Review != 0 || in.Pending != 0 {
+		t.Errorf("counts = %d settled, %d review, %d pending; want 3, 0, 0: the backlog alone", in.Settled, in.Review, in.Pending)
+	}
+	b.refresh(t, d, d)
+	root = b.requireOne(t, incidentKey(id, "opened"))
+	reply = b.requireOne(t, incidentKey(id, "closed"))
+	if root.Edits != rootEdits || reply.Edits != replyEdits || !strings.Contains(reply.Text, "3 settled, 0 need review.") {
+		t.Errorf("after new work: root edited %d times (was %d), reply %d (was %d), %q; want no edit, the backlog's counts",
+			root.Edits, rootEdits, reply.Edits, replyEdits, reply.Text)
+	}
+}
+
+// TestIncidentEditRateLimited: a 429 on an incident's edit closes its
+// channel for Slack's Retry-After: the reply's edit and the channel's
+// alerts wait, nothing is called there meanwhile.
+func TestIncidentEditRateLimited(t *testing.T) {
+	b := setup(t)
+	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+		c.Channel = incidentChannels.For
+		c.IncidentRefresh = time.Nanosecond
+	})
+	id := b.outage(t, d, 4)
+	b.drain(t, d)
+	b.settle(t, "acme", 1)
+	updates := len(b.fake.Calls("chat.update"))
+	b.fake.Inject("chat.update", slackfake.Fault{Status: 429, RetryAfter: "30"})
+	b.refresh(t, d)
+	if got := len(b.fake.Calls("chat.update")) - updates; got != 1 {
+		t.Errorf("%d edits after the 429, want 1: the reply waits for the channel", got)
+	}
+
+	// The channel is closed: an alert bound there is given back, and the
+	// next refresh calls nothing.
+	posts := len(b.fake.Calls("chat.postMessage"))
+	b.openTicketOf(t, "onboarding", "acme")
+	st, err := d.DispatchOnce(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Released != 1 || len(b.fake.Calls("chat.postMessage")) != posts || len(b.fake.Calls("chat.update")) != updates+1 {
+		t.Errorf("while the channel is closed: %+v, %d posts, %d edits; want the alert released and no call",
+			st, len(b.fake.Calls("chat.postMessage"))-posts, len(b.fake.Calls("chat.update"))-updates)
+	}
+	if m := b.requireOne(t, incidentKey(id, "closed")); strings.Contains(m.Text, "1 settled") {
+		t.Errorf("reply = %q, edited while the channel was closed", m.Text)
+	}
+}
+
+// TestIncidentRootDeleted: a root message a person deleted is edited no
+// more, by any dispatcher; the closing reply still is.
+func TestIncidentRootDeleted(t *testing.T) {
+	b := setup(t)
+	ds := make([]*notify.Dispatcher, 2)
+	for i := range ds {
+		ds[i] = b.dispatcher(t, fmt.Sprintf("d%d", i), func(c *notify.DispatcherConfig) {
+			c.Channel = incidentChannels.For
+			c.IncidentRefresh = time.Nanosecond
+		})
+	}
+	id := b.outage(t, ds[0], 4)
+	b.drain(t, ds[0])
+	root := b.requireOne(t, incidentKey(id, "opened"))
+	edits := b.updatesOf(root.TS)
+	if !b.fake.Delete(acmeChannel, root.TS) {
+		t.Fatal("root not deleted")
+	}
+	for i := range 3 {
+		b.settle(t, "acme", 1)
+		b.refresh(t, ds[i%2])
+	}
+	if got := b.updatesOf(root.TS) - edits; got != 1 {
+		t.Errorf("%d edits of the deleted root, want 1: the one that found it gone", got)
+	}
+	if got := len(b.fake.Calls("chat.postMessage")); got != 2 {
+		t.Errorf("%d posts, want 2: no new root", got)
+	}
+}

@@ -26,8 +26,9 @@ type TicketReader interface {
 	// their evidence, ordered by id; an id no ticket has is left out.
 	Summaries(ctx context.Context, ids []int64) ([]Summary, error)
 	// OpenedSince counts the tickets opened at or after since for
-	// operations of provider.
-	OpenedSince(ctx context.Context, provider string, since time.Time) (int, error)
+	// operations of provider written (created) at or before writtenBy; a
+	// zero writtenBy bounds nothing.
+	OpenedSince(ctx context.Context, provider string, since, writtenBy time.Time) (int, error)
 }
 
 // Summary is what a list shows of a ticket: no evidence, but the workflow
@@ -96,10 +97,14 @@ func (r *Reader) Summaries(ctx context.Context, ids []int64) ([]Summary, error) 
 }
 
 // OpenedSince implements [TicketReader].
-func (r *Reader) OpenedSince(ctx context.Context, provider string, since time.Time) (int, error) {
+func (r *Reader) OpenedSince(ctx context.Context, provider string, since, writtenBy time.Time) (int, error) {
+	var until *time.Time
+	if !writtenBy.IsZero() {
+		until = &writtenBy
+	}
 	var n int
 	err := r.db.QueryRow(ctx, `SELECT count(*) FROM sweeper.tickets t JOIN ledger.operations o ON o.id = t.operation_id
-		WHERE o.provider = $1 AND t.created_at >= $2`, provider, since).Scan(&n)
+		WHERE o.provider = $1 AND t.created_at >= $2 AND ($3::timestamptz IS NULL OR o.created_at <= $3)`, provider, since, until).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count the tickets of provider %q opened since %s: %w", provider, since.Format(time.RFC3339), err)
 	}

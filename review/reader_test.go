@@ -59,13 +59,16 @@ func TestReader(t *testing.T) {
 		desc     string
 		provider string
 		since    time.Time
+		written  time.Time
 		want     int
 	}{
 		{desc: "both", provider: "mailer", since: a.CreatedAt, want: 2},
+		{desc: "both, written by then", provider: "mailer", since: a.CreatedAt, written: c.CreatedAt.Add(time.Hour), want: 2},
+		{desc: "written after", provider: "mailer", since: a.CreatedAt, written: a.CreatedAt.Add(-time.Hour), want: 0},
 		{desc: "none yet", provider: "mailer", since: c.CreatedAt.Add(time.Hour), want: 0},
 		{desc: "another provider", provider: "sms", since: a.CreatedAt, want: 0},
 	} {
-		n, err := r.OpenedSince(b.ctx, tc.provider, tc.since)
+		n, err := r.OpenedSince(b.ctx, tc.provider, tc.since, tc.written)
 		if err != nil || n != tc.want {
 			t.Errorf("%s: OpenedSince = %d, %v; want %d", tc.desc, n, err, tc.want)
 		}

@@ -490,9 +490,9 @@ api_url = %q
 # short enough to be watched live.
 group_wait = "3s"
 # The incident's message and its closing reply follow the outage provider's
-# backlog every 2s, not 30s, so the thread ends with the final counts while
-# one watches.
-incident_refresh = "2s"
+# backlog every 5s (the least allowed), not 30s, so the thread ends with the
+# final counts while one watches.
+incident_refresh = "5s"
 
 [slack.channels.workflows]
 order-receipts = "C0RECEIPTS"
