@@ -270,9 +270,11 @@ type Incident struct {
 // ReadIncident returns incident id with its counts as of now: the
 // incident and the operations from db, the tickets through tickets. The
 // counts are a report, each read as it is committed when it is read. The
-// settled count reads the provider's operations settled since the incident
-// began (operations_settled_idx), the pending count its pending ones
-// (operations_pending_stale_idx): neither scans the ledger.
+// pending count reads the provider's pending operations
+// (operations_pending_stale_idx); the settled count has no index of its
+// own and reads the provider's operations — a refresh runs it at most
+// every incident_refresh, on one dispatcher at a time, and no more once
+// the counts are final.
 func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (Incident, error) {
 	in := Incident{ID: id}
 	var ended *time.Time

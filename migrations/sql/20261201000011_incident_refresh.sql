@@ -19,18 +19,15 @@ ALTER TABLE sweeper.incidents
     -- (nothing of the backlog pending): they are not edited any more.
     ADD COLUMN refresh_final_at timestamptz;
 
--- The incident's counts, read at every refresh: the provider's operations
--- settled since the incident began. Only settled rows (a transition made
--- once per row) are in it, so a pending row's own updates never touch it.
-CREATE INDEX operations_settled_idx ON ledger.operations (provider, updated_at)
-    WHERE status IN ('done', 'failed');
-
--- ... and the review tickets opened since it began.
+-- The review tickets opened since an incident began, counted at every
+-- refresh. (The settled count reads ledger.operations without an index of
+-- its own: one over every settled row would cost each workflow's writes
+-- for the sake of a report made every incident_refresh, on one dispatcher
+-- at a time, until the counts are final.)
 CREATE INDEX tickets_created_idx ON sweeper.tickets (created_at);
 
 -- +goose Down
 DROP INDEX sweeper.tickets_created_idx;
-DROP INDEX ledger.operations_settled_idx;
 ALTER TABLE sweeper.incidents
     DROP COLUMN refresh_owner,
     DROP COLUMN refresh_until,
