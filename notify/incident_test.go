@@ -288,23 +288,11 @@ func TestIncidentReplyFollowsBacklog(t *testing.T) {
 	b.settle(t, "acme", 5)
 	b.pending(t, "acme", 2) // new work, after the end
 	b.refresh(t, d)
-	reply = b.requireOne(t, incidentKey(id, "closed"))
-	root := b.requireOne(t, incidentKey(id, "opened"))
-	for _, m := range []string{reply.Text, root.Text} {
-		if !strings.Contains(m, "6 settled, 0 need review, 4 still being looked up.") {
-			t.Errorf("as the backlog settles: %q, want 6 settled and 4 still being looked up", m)
-		}
-	}
+	b.incidentShows(t, id, "6 settled, 0 need review, 4 still being looked up.")
 
 	b.settle(t, "acme", 4)
 	b.refresh(t, d, d)
-	reply = b.requireOne(t, incidentKey(id, "closed"))
-	root = b.requireOne(t, incidentKey(id, "opened"))
-	for _, m := range []string{reply.Text, root.Text} {
-		if !strings.Contains(m, "10 settled, 0 need review.") || strings.Contains(m, "still being looked up") {
-			t.Errorf("once the backlog settled: %q, want the final counts", m)
-		}
-	}
+	root, reply := b.incidentShows(t, id, "10 settled, 0 need review.")
 	if reply.Edits != 2 || !strings.HasPrefix(reply.Text, "Back after ") || reply.ThreadTS != root.TS {
 		t.Errorf("reply = %+v, want edited twice, once per change, in the root's thread", reply)
 	}
@@ -345,19 +333,8 @@ func TestIncidentRefreshTwoDispatchers(t *testing.T) {
 	wg.Wait()
 	b.refresh(t, ds...)
 
-	root := b.requireOne(t, incidentKey(id, "opened"))
-	reply := b.requireOne(t, incidentKey(id, "closed"))
-	for _, m := range []string{reply.Text, root.Text} {
-		if !strings.Contains(m, "20 settled, 0 need review.") {
-			t.Errorf("%q, want the final counts", m)
-		}
-	}
-	if got := len(b.fake.Calls("chat.postMessage")); got != 2 {
-		t.Errorf("%d posts, want 2: the root and the reply", got)
-	}
-	if got := len(b.fake.Messages()); got != 2 {
-		t.Errorf("%d messages, want 2", got)
-	}
+	b.incidentShows(t, id, "20 settled, 0 need review.")
+	b.onlyRootAndReply(t)
 }
 
 // TestIncidentReplyRetried: a closing reply whose post lost its answer is
@@ -387,19 +364,8 @@ func TestIncidentReplyRetried(t *testing.T) {
 	b.fake.Inject("chat.update", slackfake.Fault{Error: "internal_error"}, slackfake.Fault{Drop: true})
 	b.refresh(t, d)
 	b.refresh(t, d)
-	reply = b.requireOne(t, incidentKey(id, "closed"))
-	root := b.requireOne(t, incidentKey(id, "opened"))
-	for _, m := range []string{reply.Text, root.Text} {
-		if !strings.Contains(m, "4 settled, 0 need review.") {
-			t.Errorf("%q, want the final counts", m)
-		}
-	}
-	if got := len(b.fake.Calls("chat.postMessage")); got != 2 {
-		t.Errorf("%d posts, want 2: the root and the reply", got)
-	}
-	if got := len(b.fake.Messages()); got != 2 {
-		t.Errorf("%d messages, want 2", got)
-	}
+	b.incidentShows(t, id, "4 settled, 0 need review.")
+	b.onlyRootAndReply(t)
 }
 
 // TestIncidentRefreshNegative: a negative refresh is refused by name.
@@ -570,5 +536,31 @@ func TestIncidentRootDeleted(t *testing.T) {
 	}
 	if got := len(b.fake.Calls("chat.postMessage")); got != 2 {
 		t.Errorf("%d posts, want 2: no new root", got)
+	}
+}
+
+// incidentShows checks that incident id's root and closing reply both say
+// want, and returns them.
+func (b *bundle) incidentShows(t *testing.T, id int64, want string) (root, reply slackfake.Message) {
+	t.Helper()
+	reply = b.requireOne(t, incidentKey(id, "closed"))
+	root = b.requireOne(t, incidentKey(id, "opened"))
+	for _, m := range []string{reply.Text, root.Text} {
+		if !strings.Contains(m, want) || (strings.HasSuffix(want, "need review.") && strings.Contains(m, "still being looked up")) {
+			t.Errorf("%q, want %q", m, want)
+		}
+	}
+	return root, reply
+}
+
+// onlyRootAndReply checks that the incident's root and reply are all that
+// was ever posted.
+func (b *bundle) onlyRootAndReply(t *testing.T) {
+	t.Helper()
+	if got := len(b.fake.Calls("chat.postMessage")); got != 2 {
+		t.Errorf("%d posts, want 2: the root and the reply", got)
+	}
+	if got := len(b.fake.Messages()); got != 2 {
+		t.Errorf("%d messages, want 2", got)
 	}
 }
