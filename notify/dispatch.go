@@ -531,8 +531,7 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 			}
 			log.Error("notify: parked: Slack refused the message for a reason a person must fix; replay the row after the fix", "err", err)
 		case failureRateLimited:
-			delay := jitter(max(aerr.delay, time.Second))
-			d.gate.close(n.Channel, time.Now().Add(delay))
+			delay := d.closeChannel(n.Channel, aerr.delay)
 			werr = d.outbox.Retry(wctx, n, failureRateLimited.String(), err, delay)
 			st.RateLimited = 1
 			log.Warn("notify: rate limited", "channel", n.Channel, "retry_in", delay, "err", err)
@@ -1110,6 +1109,30 @@ func carries(m slack.Message, dedupeKey string) bool {
 // slackTS formats t as a Slack timestamp: seconds, a dot, microseconds.
 func slackTS(t time.Time) string {
 	return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)
+}
+
+// closeChannel closes channel for Slack's Retry-After (at least a second,
+// jittered, so that replicas do not all come back at once) and returns the
+// wait: every call there waits, as after a rate-limited post.
+func (d *Dispatcher) closeChannel(channel string, retryAfter time.Duration) time.Duration {
+	delay := jitter(max(retryAfter, time.Second))
+	d.gate.close(channel, time.Now().Add(delay))
+	return delay
+}
+
+// rateLimited closes channel for the wait Slack asked for when err, of an
+// edit there, is a rate limit, and reports whether it was.
+func (d *Dispatcher) rateLimited(channel string, err error) bool {
+	if err == nil {
+		return false
+	}
+	f, retryAfter := classify(err)
+	if f != failureRateLimited {
+		return false
+	}
+	delay := d.closeChannel(channel, retryAfter)
+	d.logger.Warn("notify: rate limited", "channel", channel, "retry_in", delay, "err", err)
+	return true
 }
 
 // jitter adds up to a quarter, and at least some milliseconds, to d, so

@@ -213,23 +213,6 @@ func (d *Dispatcher) editIncident(ctx context.Context, id int64, channel, ts, de
 	return nil
 }
 
-// rateLimited closes channel for the wait Slack asked for when err, of a
-// call there, is a rate limit, and reports whether it was: the channel's
-// other calls wait too, as they do after a rate-limited post.
-func (d *Dispatcher) rateLimited(channel string, err error) bool {
-	if err == nil {
-		return false
-	}
-	f, delay := classify(err)
-	if f != failureRateLimited {
-		return false
-	}
-	delay = jitter(max(delay, time.Second))
-	d.gate.close(channel, time.Now().Add(delay))
-	d.logger.Warn("notify: rate limited", "channel", channel, "retry_in", delay, "err", err)
-	return true
-}
-
 // shownIncident records what held row n of an incident, just sent, left
 // in Slack, so that the next refresh, by any dispatcher, edits only what
 // changed since: the root, when n posted it or edited it, and the closing
