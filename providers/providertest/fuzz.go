@@ -34,7 +34,7 @@ type Fuzzed struct {
 // never rate limited nor unsupported) that shows none of f.Hidden; a
 // lookup that succeeded read a strict JSON body that f.Accept accepts, and
 // each record has an id; the same bodies read again give the same answer
-// ([SameAnswer]).
+// ([sameAnswer]).
 func FuzzLookup(t *testing.T, f Fuzzed) {
 	t.Helper()
 	records, err := f.Adapter.Lookup(t.Context(), f.Query)
@@ -66,7 +66,7 @@ func FuzzLookup(t *testing.T, f Fuzzed) {
 		}
 	}
 
-	SameAnswer(t, records, err, func() ([]providers.Record, error) {
+	sameAnswer(t, records, err, func() ([]providers.Record, error) {
 		return f.Adapter.Lookup(t.Context(), f.Query)
 	})
 }

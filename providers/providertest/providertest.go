@@ -699,9 +699,9 @@ func (f FixedBody) RoundTrip(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-// SameAnswer fails t unless a second lookup of the same page, again, gives
+// sameAnswer fails t unless a second lookup of the same page, again, gives
 // what the first gave: the same records, or an error with the same text.
-func SameAnswer(t testing.TB, records []providers.Record, err error, again func() ([]providers.Record, error)) {
+func sameAnswer(t testing.TB, records []providers.Record, err error, again func() ([]providers.Record, error)) {
 	t.Helper()
 	records2, err2 := again()
 	switch {
