@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -80,7 +81,51 @@ type Record struct {
 	PayloadHash string `json:"payload_hash,omitempty"`
 	// Excerpt is a short, redacted extract of the raw record for people.
 	Excerpt string `json:"excerpt,omitempty"`
+	// State is where the record stands in the provider's own state machine,
+	// as the adapter's table of states reads it (docs/adapters.md): empty
+	// or [StateEffect] for a record that is the effect, [StateInFlight],
+	// [StateFailed] or [StateReversed] for a record of an attempt that is
+	// not (yet, or any more) the effect. Only an effect proves (I3).
+	State State `json:"state,omitempty"`
+	// Status is the provider's own word for the record's state
+	// ("undelivered", "requires_capture"), for people; empty when the
+	// provider has none.
+	Status string `json:"status,omitempty"`
 }
+
+// State is where a provider's record stands, in the terms the decision
+// uses: every adapter maps its provider's states onto these in one table.
+type State string
+
+const (
+	// StateEffect: the record is the effect (a message the provider
+	// accepted to send, a captured charge). The empty State means the same:
+	// an adapter whose provider has no states leaves it empty.
+	StateEffect State = "effect"
+	// StateInFlight: the effect is still being made at the provider (a
+	// scheduled message, an uncaptured authorisation, a bank debit
+	// processing). Never done, never not_found: looked up again until it
+	// settles, a ticket (in_flight) only when it outlasts in_flight_for.
+	StateInFlight State = "in_flight"
+	// StateFailed: the provider reports that the attempt failed (a message
+	// that never reached the carrier, a cancelled send). Evidence of the
+	// attempt, never of the effect: a person decides, sweeper never
+	// resends.
+	StateFailed State = "failed"
+	// StateReversed: the effect happened and the provider reports it undone
+	// or contested (a refunded or disputed charge): a person decides.
+	StateReversed State = "reversed"
+)
+
+// States lists every State an adapter may give, the empty one aside.
+var States = []State{StateEffect, StateInFlight, StateFailed, StateReversed}
+
+// Effect reports whether the record is the effect: its State is empty or
+// [StateEffect].
+func (r Record) Effect() bool { return r.State == "" || r.State == StateEffect }
+
+// Valid reports whether s is a State the decision knows (empty included).
+func (s State) Valid() bool { return s == "" || slices.Contains(States, s) }
 
 // Lookup finds the records a provider holds for an operation.
 //

@@ -282,7 +282,10 @@ func checkRecords(records []Record) ([]Record, error) {
 				return nil, fmt.Errorf("record %d: %w", i, err)
 			}
 		}
-		for _, text := range []struct{ name, value string }{{"recipient", r.Recipient}, {"excerpt", r.Excerpt}} {
+		if !r.State.Valid() {
+			return nil, fmt.Errorf("record %d: state %q is none of %v", i, Truncate(string(r.State), 32), States)
+		}
+		for _, text := range []struct{ name, value string }{{"recipient", r.Recipient}, {"excerpt", r.Excerpt}, {"status", r.Status}} {
 			if !utf8.ValidString(text.value) || strings.ContainsRune(text.value, 0) {
 				return nil, fmt.Errorf("record %d: %s is not UTF-8 text without NUL", i, text.name)
 			}

@@ -12,7 +12,7 @@ type DuplicateError struct {
 	ID            string
 	First, Second int
 	// Field is the first field the copies disagree on, by its JSON name in
-	// [Record]: created_at, recipient, fields or payload_hash.
+	// [Record]: created_at, recipient, fields, payload_hash or state.
 	Field string
 }
 
@@ -25,8 +25,8 @@ func (e *DuplicateError) Error() string {
 // moved between two requests, a join that repeats a row — and the copies
 // are one record, not several (which would read as multiple_matches) when
 // they agree on everything the decision compares: created_at (the same
-// instant), recipient, fields and payload_hash. The excerpt may differ (a
-// status that moved on). Copies that disagree are a *[DuplicateError]: the
+// instant), recipient, fields, payload_hash and state. The excerpt and the
+// provider's status word may differ (a status that moved on within one state). Copies that disagree are a *[DuplicateError]: the
 // answer does not say which one is the record, and no records are returned.
 func MergeDuplicates(records []Record) ([]Record, error) {
 	if len(records) < 2 {
@@ -60,6 +60,8 @@ func differingField(a, b Record) string {
 		return "fields"
 	case a.PayloadHash != b.PayloadHash:
 		return "payload_hash"
+	case a.Effect() != b.Effect() || (!a.Effect() && a.State != b.State):
+		return "state"
 	}
 	return ""
 }
