@@ -148,6 +148,14 @@ type Provider struct {
 	// is answered. 0 turns it off: every operation's lookups spend their
 	// own budget, and end as lookup_failed. Default 5, at most 1000.
 	OutageAfter int `toml:"outage_after"`
+	// InFlightFor is how long after an operation's first attempt a record
+	// the provider reports still in flight (a scheduled message, an
+	// uncaptured authorisation, a payment processing) is waited for: the
+	// lookup is asked again meanwhile, spending no attempt or budget, and
+	// only past it does an in_flight ticket open (which is looked up again
+	// on the re-lookup schedule and settles by itself). Default 1h, between
+	// 1m and 960h (40 days).
+	InFlightFor Duration `toml:"in_flight_for"`
 
 	// Settings holds the kind's own keys (url, token_env, rules, …).
 	Settings providers.Settings `toml:"-"`
@@ -418,8 +426,13 @@ func defaultProvider() *Provider {
 		RateLimit:     10,
 		Concurrency:   4,
 		OutageAfter:   5,
+		InFlightFor:   NewDuration(DefaultInFlightFor),
 	}
 }
+
+// DefaultInFlightFor is a provider's in_flight_for unless its block sets
+// one.
+const DefaultInFlightFor = time.Hour
 
 var (
 	providerNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -515,6 +528,12 @@ func (c *Config) validateProviders(v *validator, kinds []providers.Kind, getenv 
 			v.add(prefix+"settle_window", "%v", p.SettleWindow.err)
 		case p.SettleWindow.Duration < 0 || p.SettleWindow.Duration > 24*time.Hour:
 			v.add(prefix+"settle_window", "must be between 0s and 24h")
+		}
+		switch {
+		case p.InFlightFor.err != nil:
+			v.add(prefix+"in_flight_for", "%v", p.InFlightFor.err)
+		case p.InFlightFor.Duration < time.Minute || p.InFlightFor.Duration > 960*time.Hour:
+			v.add(prefix+"in_flight_for", "must be between 1m and 960h (40 days)")
 		}
 		if p.OutageAfter < 0 || p.OutageAfter > 1000 {
 			v.add(prefix+"outage_after", "must be between 0 (off) and 1000")

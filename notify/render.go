@@ -511,6 +511,12 @@ func reasonWords(r review.Reason) string {
 		return "the provider cannot search"
 	case review.ReasonInvalidOperation:
 		return "the ledger row cannot be looked up"
+	case review.ReasonInFlight:
+		return "still in flight at the provider"
+	case review.ReasonProviderFailed:
+		return "the provider reports the attempt failed"
+	case review.ReasonProviderReversed:
+		return "the provider reports it refunded or disputed"
 	}
 	return "reason " + codeSpan(string(r), 50)
 }

@@ -63,6 +63,12 @@ func emailRecord(id, hash, subject string) providers.Record {
 	}
 }
 
+// inState is r as the provider reports it in state, in its own word.
+func inState(r providers.Record, state providers.State, status string) providers.Record {
+	r.State, r.Status = state, status
+	return r
+}
+
 func answered(records []providers.Record) review.Outcome {
 	return review.Answered(providers.Query{}, records)
 }
@@ -135,6 +141,19 @@ func fixtureFor(reason review.Reason) renderFixture {
 		op.Provider, op.Action = "legacy-smtp", "send_email"
 		return renderFixture{op: op, outcome: func([]providers.Record) review.Outcome {
 			return review.Unsupported("provider legacy-smtp (kind smtp) offers no search")
+		}}
+	case review.ReasonInFlight:
+		return renderFixture{op: op, outcome: answered, records: []providers.Record{
+			inState(emailRecord("msg_01HQ", op.PayloadHash, "Welcome"), providers.StateInFlight, "scheduled"),
+		}}
+	case review.ReasonProviderFailed:
+		return renderFixture{op: op, outcome: answered, records: []providers.Record{
+			inState(emailRecord("msg_01HQ", op.PayloadHash, "Welcome"), providers.StateFailed, "bounced"),
+		}}
+	case review.ReasonProviderReversed:
+		op.Workflow, op.Provider, op.Action, op.OpKey = "billing", "stripe", "charge", "invoice:cus_8842:2026-11"
+		return renderFixture{op: op, outcome: answered, records: []providers.Record{
+			inState(emailRecord("ch_3Q1", op.PayloadHash, "Invoice"), providers.StateReversed, "refunded 1299 of 1299"),
 		}}
 	case review.ReasonInvalidOperation:
 		op.Provider = "fax"

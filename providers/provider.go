@@ -27,6 +27,10 @@ type Provider struct {
 	// SettleWindow is how long after an operation's first attempt an
 	// empty answer proves nothing yet: the provider's search may lag.
 	SettleWindow time.Duration
+	// InFlightFor is how long after an operation's first attempt a record
+	// still in flight at the provider is waited for before an in_flight
+	// ticket opens; zero: not at all.
+	InFlightFor time.Duration
 	// Kind is the adapter's kind.
 	Kind string
 	// StaleAfter, LookupTimeout and LookupBudget as configured.
@@ -58,6 +62,9 @@ type Limits struct {
 	// SettleWindow is how long after an operation's first attempt an
 	// empty answer proves nothing yet.
 	SettleWindow time.Duration
+	// InFlightFor is how long after an operation's first attempt a record
+	// still in flight at the provider is waited for.
+	InFlightFor time.Duration
 }
 
 // NewProvider wraps adapter with limits.
@@ -71,6 +78,7 @@ func NewProvider(name, kind string, adapter Lookup, limits Limits) *Provider {
 		LookupBudget:  limits.LookupBudget,
 		OutageAfter:   limits.OutageAfter,
 		SettleWindow:  limits.SettleWindow,
+		InFlightFor:   limits.InFlightFor,
 		adapter:       adapter,
 		matching:      matchingOf(adapter),
 		limiter:       rate.NewLimiter(rate.Limit(limits.RateLimit), burst),

@@ -39,17 +39,31 @@ const (
 	// ReasonInvalidOperation: the row cannot be looked up (unknown provider,
 	// missing key fields).
 	ReasonInvalidOperation Reason = "invalid_operation"
+	// ReasonInFlight: the provider's record says the effect is still being
+	// made (a scheduled message, an uncaptured authorisation, a payment
+	// processing) and it stayed so past the provider's in_flight_for.
+	ReasonInFlight Reason = "in_flight"
+	// ReasonProviderFailed: the provider holds a record of the attempt and
+	// says it failed (a message that never reached the carrier, a cancelled
+	// send). A person decides; sweeper never resends.
+	ReasonProviderFailed Reason = "provider_failed"
+	// ReasonProviderReversed: the effect happened and the provider says it
+	// was undone or contested since (a refunded or disputed charge).
+	ReasonProviderReversed Reason = "provider_reversed"
 )
 
 // Reasons lists every reason.
 var Reasons = []Reason{ReasonNotFound, ReasonMultipleMatches, ReasonPayloadMismatch,
-	ReasonAmbiguousOwner, ReasonLookupFailed, ReasonLookupUnsupported, ReasonInvalidOperation}
+	ReasonAmbiguousOwner, ReasonLookupFailed, ReasonLookupUnsupported, ReasonInvalidOperation,
+	ReasonInFlight, ReasonProviderFailed, ReasonProviderReversed}
 
 // Relooks reports whether tickets of reason r are looked up again on a
-// schedule while open: not_found (a record indexed late) and
-// lookup_failed (a provider back from an outage) can settle by
-// themselves; the others need a person.
-func (r Reason) Relooks() bool { return r == ReasonNotFound || r == ReasonLookupFailed }
+// schedule while open: not_found (a record indexed late), lookup_failed
+// (a provider back from an outage) and in_flight (an effect the provider
+// was still making) can settle by themselves; the others need a person.
+func (r Reason) Relooks() bool {
+	return r == ReasonNotFound || r == ReasonLookupFailed || r == ReasonInFlight
+}
 
 // Describe says what a reason means, in plain words for people.
 func (r Reason) Describe() string {
@@ -68,6 +82,12 @@ func (r Reason) Describe() string {
 		return "the provider offers no way to search"
 	case ReasonInvalidOperation:
 		return "the ledger row cannot be looked up"
+	case ReasonInFlight:
+		return "the provider is still making the effect (scheduled, authorised, processing), longer than expected"
+	case ReasonProviderFailed:
+		return "the provider holds the attempt and reports that it failed (which is not proof that nothing reached the recipient)"
+	case ReasonProviderReversed:
+		return "the provider reports the effect undone or contested (refunded, disputed)"
 	}
 	return string(r)
 }
@@ -134,7 +154,12 @@ type Decision struct {
 	Candidates []string `json:"candidates,omitempty"`
 }
 
-// Decide is the whole rule, and pure. Proof is exactly one record that
+// Decide is the whole rule, and pure. Only a record that is the effect
+// (its [providers.Record.Effect]: the adapter's table of its provider's
+// states says so) can prove anything; a record of an attempt that failed,
+// is still in flight or was reversed is evidence, never proof. Proof is
+// exactly one effect record, with no other record of the operation still
+// in flight or reversed, that
 //
 //   - was found for this operation as it is: the lookup's op_key, action,
 //     recipient and payload hash are the row's (a row changed since its
@@ -147,6 +172,11 @@ type Decision struct {
 //     that matches by key the record may carry none, since its op_key ties
 //     it to the row; for one that matches by resemblance it must;
 //   - and is not contradicted by a different record id already on the row.
+//
+// Records of failed attempts beside the one effect do not stand in its way:
+// they made no effect. Without an effect record, the answer's other records
+// say why: in_flight (the effect may still come), provider_reversed or
+// provider_failed; with none at all, not_found.
 //
 // Anything else goes to review with its reason; in particular a lookup that
 // did not run or did not answer is never counted as zero records (I3).
@@ -169,22 +199,74 @@ func Decide(op ledger.Operation, out Outcome) Decision {
 	for i, r := range out.records {
 		ids[i] = r.ID
 	}
-	switch len(out.records) {
-	case 0:
+	byState := StatesOf(out.records)
+	effects := byState[providers.StateEffect]
+	switch {
+	case len(out.records) == 0:
 		return Decision{Reason: ReasonNotFound, Detail: "the provider was searched and returned no record"}
-	case 1:
-	default:
+	case len(effects) > 1:
 		return Decision{Reason: ReasonMultipleMatches, RecordIDs: ids,
 			Detail: fmt.Sprintf("%d records: %s", len(ids), strings.Join(ids, ", "))}
+	case len(byState[providers.StateInFlight]) > 0:
+		return Decision{Reason: ReasonInFlight, RecordIDs: ids,
+			Detail: "the provider is still making the effect: " + stateDetail(out.records)}
+	case len(byState[providers.StateReversed]) > 0:
+		return Decision{Reason: ReasonProviderReversed, RecordIDs: ids,
+			Detail: "the provider reports the effect undone or contested: " + stateDetail(out.records)}
+	case len(effects) == 0:
+		return Decision{Reason: ReasonProviderFailed, RecordIDs: ids,
+			Detail: "the provider holds the attempt and reports that it failed: " + stateDetail(out.records)}
 	}
-	rec := out.records[0]
+	rec := effects[0]
 	differ := differingFields(op, out.query, rec)
 	if len(differ) > 0 {
 		return Decision{Reason: ReasonPayloadMismatch, RecordIDs: ids, DifferingFields: differ,
 			Detail: fmt.Sprintf("record %s differs: %s", rec.ID, strings.Join(differ, ", "))}
 	}
-	return Decision{Done: true, ProviderRecordID: rec.ID, RecordIDs: ids,
-		Detail: fmt.Sprintf("record %s matches payload hash and recipient, dated inside the lookup window", rec.ID)}
+	detail := fmt.Sprintf("record %s matches payload hash and recipient, dated inside the lookup window", rec.ID)
+	if len(out.records) > 1 {
+		detail += "; the other records are failed attempts: " + stateDetail(out.records)
+	}
+	return Decision{Done: true, ProviderRecordID: rec.ID, RecordIDs: ids, Detail: detail}
+}
+
+// StatesOf sorts records by the state the decision reads: the empty state
+// counts as [providers.StateEffect].
+func StatesOf(records []providers.Record) map[providers.State][]providers.Record {
+	out := map[providers.State][]providers.Record{}
+	for _, r := range records {
+		s := r.State
+		if r.Effect() {
+			s = providers.StateEffect
+		}
+		out[s] = append(out[s], r)
+	}
+	return out
+}
+
+// InFlight reports whether an answer holding records would be decided
+// in_flight: the effect may still come, so it is asked again rather than
+// decided, until the provider's in_flight_for has passed.
+func InFlight(records []providers.Record) bool {
+	byState := StatesOf(records)
+	return len(byState[providers.StateInFlight]) > 0 && len(byState[providers.StateEffect]) <= 1
+}
+
+// stateDetail lists each record's id with its state and the provider's
+// own word for it, for people.
+func stateDetail(records []providers.Record) string {
+	parts := make([]string, len(records))
+	for i, r := range records {
+		state := r.State
+		if r.Effect() {
+			state = providers.StateEffect
+		}
+		parts[i] = fmt.Sprintf("%s %s", r.ID, state)
+		if r.Status != "" && r.Status != string(state) {
+			parts[i] += " (" + providers.Truncate(r.Status, 40) + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // LookedUpAs reports whether q was made for op as it is now: the same

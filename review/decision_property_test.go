@@ -14,7 +14,8 @@ import (
 // TestDecideProperty throws random operations and random provider answers
 // at Decide — look-alike recipients (KELVIN SIGN, LONG S, other letter
 // case, space), record ids with white space, dates around the window,
-// several records, other hashes, answers made for another identity — and
+// several records, other hashes, records in every provider state, answers
+// made for another identity — and
 // checks every "done" against a second, independent statement of the rule.
 // For text recipients the two must agree both ways; for phone numbers the
 // oracle's digit comparison is looser than E.164 parsing, so done must
@@ -27,6 +28,7 @@ func TestDecideProperty(t *testing.T) {
 		"\u017Fam@example.com", "SAM@EXAMPLE.COM", "", " kate@example.com\t", "k\u0061te@example.com"}
 	phones := []string{"+1 (555) 010-0002", "+15550100002", "+1 555 010 0003", "15550100002", "", "+1-555-010-0002"}
 	ids := []string{"rec-W", "rec-W ", "\trec-W", "caf\u00e9", "cafe\u0301", "rec-X"}
+	states := append([]providers.State{""}, providers.States...)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
 
@@ -62,6 +64,9 @@ func TestDecideProperty(t *testing.T) {
 				created = time.Time{}
 			}
 			records[i] = providers.Record{ID: pick(ids), CreatedAt: created, Recipient: pick(pool), PayloadHash: pick(hashes)}
+			if rng.IntN(3) == 0 {
+				records[i].State = states[rng.IntN(len(states))]
+			}
 		}
 		d := review.Decide(op, review.Answered(q, records))
 		want := oracleProves(op, q, records)
@@ -70,8 +75,8 @@ func TestDecideProperty(t *testing.T) {
 			if !want {
 				t.Fatalf("Decide says done, the rule does not:\nop %+v\nquery %+v\nrecords %+v\ndecision %+v", op, q, records, d)
 			}
-			if d.ProviderRecordID != records[0].ID {
-				t.Fatalf("done with %q, not the one record %q", d.ProviderRecordID, records[0].ID)
+			if proof := effectsOf(records); len(proof) != 1 || d.ProviderRecordID != proof[0].ID {
+				t.Fatalf("done with %q, not the one effect record of %+v", d.ProviderRecordID, records)
 			}
 		}
 		if want {
@@ -87,16 +92,34 @@ func TestDecideProperty(t *testing.T) {
 	t.Logf("%d done, %d proven by the oracle", done, agreed)
 }
 
+// effectsOf lists the records whose state is the effect: "" or "effect".
+func effectsOf(records []providers.Record) []providers.Record {
+	var out []providers.Record
+	for _, r := range records {
+		if r.State == "" || r.State == "effect" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // oracleProves is the proof rule written again from its statement, sharing
-// no code with Decide.
+// no code with Decide: only effect states prove; exactly one effect record,
+// and every other record of the answer an attempt that failed.
 func oracleProves(op ledger.Operation, q providers.Query, records []providers.Record) bool {
-	if len(records) != 1 || op.PayloadHash == "" || op.Action == "" {
+	for _, r := range records {
+		if r.State == "in_flight" || r.State == "reversed" {
+			return false
+		}
+	}
+	effects := effectsOf(records)
+	if len(effects) != 1 || op.PayloadHash == "" || op.Action == "" {
 		return false
 	}
 	if q.OpKey != op.OpKey || q.Action != op.Action || q.Recipient != op.Recipient || q.PayloadHash != op.PayloadHash {
 		return false
 	}
-	r := records[0]
+	r := effects[0]
 	if r.PayloadHash != op.PayloadHash {
 		return false
 	}

@@ -45,6 +45,12 @@ func decisionOp(t *testing.T, recipient, payload string) ledger.Operation {
 	}
 }
 
+// inState is r as the provider reports it in state, in its own word.
+func inState(r providers.Record, state providers.State, status string) providers.Record {
+	r.State, r.Status = state, status
+	return r
+}
+
 // decideNow is when the decision tests look operations up; at is when the
 // provider dated its record: a minute after the first attempt.
 var (
@@ -386,6 +392,70 @@ func TestDecide(t *testing.T) {
 			detailHas: []string{"payload_hash"},
 		},
 		{
+			desc: "the one record in the state 'effect' is done",
+			op:   op,
+			out:  answered(op, []providers.Record{inState(agreeing("ch_1"), providers.StateEffect, "succeeded")}),
+			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+		},
+		{
+			desc:      "one agreeing record the provider reports failed is provider_failed, never done",
+			op:        op,
+			out:       answered(op, []providers.Record{inState(agreeing("SM1"), providers.StateFailed, "undelivered")}),
+			want:      review.Decision{Reason: review.ReasonProviderFailed, RecordIDs: []string{"SM1"}},
+			detailHas: []string{"SM1 failed (undelivered)"},
+		},
+		{
+			desc:      "one agreeing record still in flight is in_flight, never done and never not_found",
+			op:        op,
+			out:       answered(op, []providers.Record{inState(agreeing("SM1"), providers.StateInFlight, "scheduled")}),
+			want:      review.Decision{Reason: review.ReasonInFlight, RecordIDs: []string{"SM1"}},
+			detailHas: []string{"SM1 in_flight (scheduled)"},
+		},
+		{
+			desc:      "one agreeing record since refunded is provider_reversed",
+			op:        op,
+			out:       answered(op, []providers.Record{inState(agreeing("ch_1"), providers.StateReversed, "refunded 1299 of 1299")}),
+			want:      review.Decision{Reason: review.ReasonProviderReversed, RecordIDs: []string{"ch_1"}},
+			detailHas: []string{"refunded 1299 of 1299"},
+		},
+		{
+			desc: "one effect beside failed attempts is done with the effect: a failed attempt made nothing",
+			op:   op,
+			out: answered(op, []providers.Record{inState(agreeing("SM1"), providers.StateFailed, "failed"), agreeing("SM2"),
+				inState(agreeing("SM3"), providers.StateFailed, "canceled")}),
+			want:      review.Decision{Done: true, ProviderRecordID: "SM2", RecordIDs: []string{"SM1", "SM2", "SM3"}},
+			detailHas: []string{"SM1 failed,", "SM3 failed (canceled)"},
+		},
+		{
+			desc: "one effect beside another attempt still in flight waits: the second may become a duplicate",
+			op:   op,
+			out: answered(op, []providers.Record{agreeing("SM1"),
+				inState(agreeing("SM2"), providers.StateInFlight, "scheduled")}),
+			want: review.Decision{Reason: review.ReasonInFlight, RecordIDs: []string{"SM1", "SM2"}},
+		},
+		{
+			desc: "one effect beside a reversed one goes to a person",
+			op:   op,
+			out: answered(op, []providers.Record{inState(agreeing("ch_1"), providers.StateReversed, "refunded"),
+				agreeing("ch_2")}),
+			want: review.Decision{Reason: review.ReasonProviderReversed, RecordIDs: []string{"ch_1", "ch_2"}},
+		},
+		{
+			desc: "two effects beside a failed attempt are multiple_matches",
+			op:   op,
+			out: answered(op, []providers.Record{agreeing("SM1"), agreeing("SM2"),
+				inState(agreeing("SM3"), providers.StateFailed, "failed")}),
+			want: review.Decision{Reason: review.ReasonMultipleMatches, RecordIDs: []string{"SM1", "SM2", "SM3"}},
+		},
+		{
+			desc: "a failed record beside a differing effect is payload_mismatch, never done",
+			op:   op,
+			out: answered(op, []providers.Record{inState(agreeing("SM1"), providers.StateFailed, "failed"),
+				{ID: "SM2", CreatedAt: at, Recipient: recipient, PayloadHash: otherHash}}),
+			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"SM1", "SM2"},
+				DifferingFields: []string{"payload_hash"}},
+		},
+		{
 			desc:      "an empty answer for an operation without payload_hash is invalid_operation, not not_found",
 			op:        noHash,
 			out:       answered(noHash, nil),
@@ -481,7 +551,7 @@ func TestReasonDescribe(t *testing.T) {
 		}
 		seen[d] = r
 	}
-	if len(review.Reasons) != 7 {
-		t.Errorf("Reasons has %d entries, want the 7 of docs/architecture.md", len(review.Reasons))
+	if len(review.Reasons) != 10 {
+		t.Errorf("Reasons has %d entries, want the 10 of docs/architecture.md", len(review.Reasons))
 	}
 }

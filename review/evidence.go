@@ -67,6 +67,10 @@ type EvidenceRecord struct {
 	Fields          map[string]any `json:"fields,omitempty"`
 	PayloadHash     string         `json:"payload_hash,omitempty"`
 	Excerpt         string         `json:"excerpt,omitempty"`
+	// State is where the record stands in the provider's state machine
+	// (effect, in_flight, failed, reversed), Status the provider's word.
+	State  providers.State `json:"state,omitempty"`
+	Status string          `json:"status,omitempty"`
 }
 
 // StorableText is s as PostgreSQL's text and jsonb can hold it: without
@@ -160,6 +164,8 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 			// Redacted before it is cut: a recipient cut in half would no
 			// longer be found.
 			Excerpt: truncate(redact(r.Excerpt), 200),
+			State:   r.State,
+			Status:  truncate(redact(r.Status), 60),
 		})
 	}
 	return ev

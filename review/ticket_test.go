@@ -713,3 +713,53 @@ func TestEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestAttemptRecordsOpenTickets: records of an attempt that is not the
+// effect — failed, still in flight past in_flight_for, reversed — open a
+// ticket of their own reason, which the database accepts, and only the
+// in_flight one is looked up again on the schedule (the effect may still
+// come); the ledger row goes to review, never done.
+func TestAttemptRecordsOpenTickets(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		state      providers.State
+		want       review.Reason
+		wantRelook bool
+	}{
+		{providers.StateFailed, review.ReasonProviderFailed, false},
+		{providers.StateInFlight, review.ReasonInFlight, true},
+		{providers.StateReversed, review.ReasonProviderReversed, false},
+	} {
+		t.Run(string(tc.state), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			policy := testPolicy
+			policy.RelookupAfter = time.Minute
+			b.store = review.NewStore(b.tx, policy)
+			op := claim(t, b.tx, "attempt-"+string(tc.state), "onboarding", "sms")
+			rec := providers.Record{ID: "SM" + string(tc.state), CreatedAt: op.FirstAttemptAt, Recipient: op.Recipient,
+				PayloadHash: op.PayloadHash, State: tc.state, Status: "provider word"}
+			d, ev := decided(op, review.Answered(providers.Query{}, []providers.Record{rec}), b.now)
+			if d.Done || d.Reason != tc.want {
+				t.Fatalf("decided %+v, want %s", d, tc.want)
+			}
+			applied, err := b.store.Apply(b.ctx, op, d, ev, b.now)
+			if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			var reason, status string
+			var relook *time.Time
+			var evState string
+			if err := b.tx.QueryRow(b.ctx, `
+				SELECT t.reason, o.status, t.relookup_at, t.evidence->'records'->0->>'state'
+				FROM sweeper.tickets t JOIN ledger.operations o ON o.id = t.operation_id WHERE t.id = $1`,
+				applied.TicketID).Scan(&reason, &status, &relook, &evState); err != nil {
+				t.Fatal(err)
+			}
+			if reason != string(tc.want) || status != "review" || (relook != nil) != tc.wantRelook || evState != string(tc.state) {
+				t.Errorf("ticket reason %s, ledger %s, relookup_at %v, evidence state %q; want %s, review, relook %v, %s",
+					reason, status, relook, evState, tc.want, tc.wantRelook, tc.state)
+			}
+		})
+	}
+}

@@ -51,6 +51,7 @@ func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 			Concurrency:   block.Concurrency,
 			OutageAfter:   block.OutageAfter,
 			SettleWindow:  block.SettleWindow.Duration,
+			InFlightFor:   block.InFlightFor.Duration,
 		})
 	}
 	if len(errs) > 0 {

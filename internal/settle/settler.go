@@ -94,6 +94,15 @@ func (s *Settler) Answer(ctx context.Context, op ledger.Operation, p *providers.
 				op.Provider, settled.UTC().Format(time.RFC3339), p.SettleWindow)
 			return step
 		}
+		if until := op.FirstAttemptAt.Add(p.InFlightFor); review.InFlight(records) && now.Before(until) {
+			// The provider is still making the effect: neither done nor
+			// not_found. Asked again, spending no attempt or budget, until
+			// in_flight_for has passed; only then an in_flight ticket.
+			step.Class, step.RetryAfter = providers.ClassPaced, InFlightWait(now.Sub(op.FirstAttemptAt), until.Sub(now))
+			step.Err = fmt.Errorf("%s: the provider reports the effect still in flight; asked again until %s (in_flight_for %s after the first attempt)",
+				op.Provider, until.UTC().Format(time.RFC3339), p.InFlightFor)
+			return step
+		}
 		step.Final, step.Outcome = true, review.Answered(q, records)
 		return step
 	}
@@ -110,6 +119,15 @@ func (s *Settler) Answer(ctx context.Context, op ledger.Operation, p *providers.
 		step.Final, step.Outcome = true, review.Failed("permanent error: "+err.Error())
 	}
 	return step
+}
+
+// InFlightWait is how long an operation of age age (since its first
+// attempt) whose record is still in flight waits before it is asked again:
+// a tenth of its age, at least a minute, and never past left, what remains
+// of its provider's in_flight_for. A scheduled message is asked about
+// often at first and seldom once it has waited long.
+func InFlightWait(age, left time.Duration) time.Duration {
+	return max(time.Second, min(max(time.Minute, age/10), left))
 }
 
 // Settled says what happened to one operation.

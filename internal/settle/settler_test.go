@@ -249,6 +249,58 @@ func TestAnswerSettleWindow(t *testing.T) {
 	}
 }
 
+// TestAnswerInFlight: a record the provider reports still in flight is
+// neither done nor not_found: the operation is asked again, spending no
+// attempt or budget, until in_flight_for has passed since its first
+// attempt — sooner while it is young — and only then decided in_flight.
+func TestAnswerInFlight(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
+	lim := limits()
+	lim.InFlightFor = 2 * time.Hour
+	p := simProvider(t, "scheduled", lim)
+	s := settlerOn(nil, func() time.Time { return now }, p)
+	inFlight := func(op ledger.Operation) []providers.Record {
+		return []providers.Record{{ID: "SM1", CreatedAt: op.FirstAttemptAt, Recipient: op.Recipient,
+			PayloadHash: op.PayloadHash, State: providers.StateInFlight, Status: "scheduled"}}
+	}
+	for _, tc := range []struct {
+		desc      string
+		age       time.Duration
+		wantAfter time.Duration // 0: final
+	}{
+		{desc: "young: asked again in a minute", age: 5 * time.Minute, wantAfter: time.Minute},
+		{desc: "older: asked again after a tenth of its age", age: 90 * time.Minute, wantAfter: 9 * time.Minute},
+		{desc: "near the end: asked again when in_flight_for ends", age: 118 * time.Minute, wantAfter: 2 * time.Minute},
+		{desc: "past in_flight_for: an in_flight ticket", age: 2 * time.Hour},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			op := opOf("in-flight", "scheduled", now, tc.age)
+			q := review.SearchFor(op, p.Matching(), now)
+			step := s.Answer(context.Background(), op, p, q, inFlight(op), nil)
+			if tc.wantAfter == 0 {
+				if d := review.Decide(op, step.Outcome); !step.Final || d.Done || d.Reason != review.ReasonInFlight {
+					t.Fatalf("step %+v decided %+v, want final and in_flight", step, d)
+				}
+				return
+			}
+			if step.Final || step.Class != providers.ClassPaced || step.RetryAfter != tc.wantAfter ||
+				step.Err == nil || !strings.Contains(step.Err.Error(), "in_flight_for") {
+				t.Fatalf("step %+v, want paced for %s, saying in_flight_for", step, tc.wantAfter)
+			}
+		})
+	}
+	// A failed attempt is no reason to wait: it is decided at once.
+	op := opOf("failed", "scheduled", now, 10*time.Minute)
+	q := review.SearchFor(op, p.Matching(), now)
+	records := inFlight(op)
+	records[0].State, records[0].Status = providers.StateFailed, "undelivered"
+	if step := s.Answer(context.Background(), op, p, q, records, nil); !step.Final ||
+		review.Decide(op, step.Outcome).Reason != review.ReasonProviderFailed {
+		t.Errorf("failed record: %+v, want final provider_failed", step)
+	}
+}
+
 // TestAnswerCancelled: an answer that comes with an error after the caller
 // gave up (shutdown, job timeout) is the caller's cancellation, to retry —
 // whatever the error says, even permanent.
