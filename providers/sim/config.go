@@ -19,10 +19,14 @@ const (
 	OutcomeError       = "error"       // a transient error, every time
 	OutcomeSlow        = "slow"        // waits past the lookup timeout
 	OutcomeUnsupported = "unsupported" // no search capability
+	OutcomeFailed      = "failed"      // one agreeing record of an attempt the provider reports failed ("undelivered")
+	OutcomeInFlight    = "in_flight"   // one agreeing record still in flight ("scheduled")
+	OutcomeReversed    = "reversed"    // one agreeing record since undone ("refunded")
 )
 
 // Outcomes lists every outcome, in the order documented above.
-var Outcomes = []string{OutcomeFound, OutcomeNotFound, OutcomeMany, OutcomeMismatch, OutcomeError, OutcomeSlow, OutcomeUnsupported}
+var Outcomes = []string{OutcomeFound, OutcomeNotFound, OutcomeMany, OutcomeMismatch, OutcomeError, OutcomeSlow,
+	OutcomeUnsupported, OutcomeFailed, OutcomeInFlight, OutcomeReversed}
 
 // newConfig returns a sim block's defaults: none.
 func newConfig() *Config { return &Config{} }
@@ -60,13 +64,14 @@ type Rule struct {
 	// After holds the outcome back: until this long after the op_key's
 	// first answered lookup, the search finds nothing (a search index that
 	// lags behind the provider's records). Only for outcomes that return
-	// records: found, many, mismatch. Default 0s.
+	// records: found, many, mismatch, failed, in_flight, reversed. Default
+	// 0s.
 	After config.Duration `toml:"after"`
 }
 
 // recordOutcomes are the outcomes that return records, which a rule's
 // After can hold back.
-var recordOutcomes = []string{OutcomeFound, OutcomeMany, OutcomeMismatch}
+var recordOutcomes = []string{OutcomeFound, OutcomeMany, OutcomeMismatch, OutcomeFailed, OutcomeInFlight, OutcomeReversed}
 
 // Validate implements providers.Settings.
 func (c *Config) Validate() []error {

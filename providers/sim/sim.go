@@ -140,6 +140,10 @@ func (s *Adapter) answer(ctx context.Context, q providers.Query) ([]providers.Re
 		}, nil
 	case OutcomeMismatch:
 		return []providers.Record{s.record(q, "1", otherHash(q.PayloadHash), created)}, nil
+	case OutcomeFailed, OutcomeInFlight, OutcomeReversed:
+		r := s.record(q, "1", q.PayloadHash, created)
+		r.State, r.Status = simStates[rule.Outcome].state, simStates[rule.Outcome].status
+		return []providers.Record{r}, nil
 	case OutcomeError:
 		return nil, providers.Transient(errors.New("sim: simulated provider error (HTTP 503)"))
 	case OutcomeSlow:
@@ -149,6 +153,17 @@ func (s *Adapter) answer(ctx context.Context, q providers.Query) ([]providers.Re
 		return nil, providers.ErrUnsupported
 	}
 	return nil, nil
+}
+
+// simStates is the simulated provider's state machine: the state each
+// outcome's record is in, and the provider's word for it.
+var simStates = map[string]struct {
+	state  providers.State
+	status string
+}{
+	OutcomeFailed:   {providers.StateFailed, "undelivered"},
+	OutcomeInFlight: {providers.StateInFlight, "scheduled"},
+	OutcomeReversed: {providers.StateReversed, "refunded"},
 }
 
 // heldSince reports whether opKey's first answered lookup, this one if it

@@ -349,7 +349,7 @@ func TestConfigValidate(t *testing.T) {
 		{Desc: "after on an outcome without records", Change: set(sim.Config{Rules: []sim.Rule{
 			{Match: "*", Outcome: sim.OutcomeError, After: config.NewDuration(time.Second)},
 		}}), Want: []string{
-			"rules[0].after: only for an outcome that returns records (found, many, mismatch), not error",
+			"rules[0].after: only for an outcome that returns records (found, many, mismatch, failed, in_flight, reversed), not error",
 		}},
 		{Desc: "negative and malformed after", Change: set(sim.Config{Rules: []sim.Rule{
 			{Match: "a-*", Outcome: sim.OutcomeFound, After: config.NewDuration(-time.Second)},
