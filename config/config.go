@@ -262,16 +262,32 @@ func (s Slack) Threshold() int {
 	return *s.GroupThreshold
 }
 
-// HTTP configures the daemon's endpoint.
+// HTTP configures the daemon's endpoints.
 type HTTP struct {
-	// Listen is host:port. Default 127.0.0.1:8080 (loopback only).
+	// Listen is host:port. Default 127.0.0.1:8080 (loopback only). It
+	// serves what must face outside (Slack interactivity), and, unless
+	// AdminListen is set, the admin endpoints too.
 	Listen string `toml:"listen"`
+	// AdminListen is host:port for the admin endpoints — /metrics,
+	// /healthz, /readyz and River's UI — apart from Listen, so that what
+	// faces Slack does not expose them and a scrape flood cannot crowd the
+	// probes. Default "": served on Listen.
+	AdminListen string `toml:"admin_listen"`
+	// MetricsRefresh is how often one background loop reads the state
+	// gauges (operations, tickets, outbox, jobs, provider health) from the
+	// database, on one connection of its own; /metrics serves the last
+	// reading from memory and never queries. Default 15s, between 1s and
+	// 10m.
+	MetricsRefresh Duration `toml:"metrics_refresh"`
 	// RiverUI serves River's web UI (jobs and queues) at /riverui, behind
 	// HTTP basic auth with the credentials in SWEEPER_RIVERUI_USER and
 	// SWEEPER_RIVERUI_PASSWORD, both required. The UI can cancel, retry
 	// and delete jobs and pause queues. Default false.
 	RiverUI bool `toml:"river_ui"`
 }
+
+// DefaultMetricsRefresh is http.metrics_refresh unless set.
+const DefaultMetricsRefresh = 15 * time.Second
 
 // Priorities are the ticket priorities, lowest first.
 var Priorities = []string{"low", "normal", "high", "urgent"}
@@ -288,6 +304,26 @@ type Options struct {
 	// problem. The variables' names are still checked, and everything
 	// else is as strict as without it.
 	NoLookups bool
+	// NoSlack is for commands that never call Slack (tickets, outbox,
+	// migrate, healthcheck, providers): SLACK_BOT_TOKEN and
+	// SLACK_SIGNING_SECRET need not be set; their names are still checked.
+	NoSlack bool
+	// NoInteractivity is for commands that post to Slack but serve no
+	// button clicks (sweep --once, escalate --once, notify):
+	// SLACK_SIGNING_SECRET need not be set.
+	NoInteractivity bool
+	// NoRiverUI is for every command but run, which alone serves River's
+	// UI: its credentials need not be set.
+	NoRiverUI bool
+}
+
+// only is getenv when a command reads the secret, nil (names checked, no
+// value required) when it does not.
+func only(reads bool, getenv Getenv) Getenv {
+	if !reads {
+		return nil
+	}
+	return getenv
 }
 
 // Load reads the file at path and returns the validated configuration. The
@@ -414,7 +450,7 @@ func Default() Config {
 		},
 		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour), GroupWait: NewDuration(30 * time.Second),
 			IncidentRefresh: NewDuration(30 * time.Second)},
-		HTTP: HTTP{Listen: defaultListen},
+		HTTP: HTTP{Listen: defaultListen, MetricsRefresh: NewDuration(DefaultMetricsRefresh)},
 	}
 }
 
@@ -452,8 +488,8 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 	c.validateRuntime(&v)
 	c.validateProviders(&v, kinds, getenv, opts)
 	c.validateReview(&v, slackOn)
-	c.validateSlack(&v, slackOn, getenv)
-	c.validateHTTP(&v, getenv)
+	c.validateSlack(&v, slackOn, getenv, opts)
+	c.validateHTTP(&v, getenv, opts)
 	return v.errs
 }
 
@@ -597,10 +633,10 @@ func (c *Config) validateReview(v *validator, slackOn bool) {
 
 // validateSlack checks the [slack] keys that need Slack on, and Slack's
 // own ids, channels and alert pacing.
-func (c *Config) validateSlack(v *validator, slackOn bool, getenv Getenv) {
+func (c *Config) validateSlack(v *validator, slackOn bool, getenv Getenv, opts Options) {
 	if slackOn {
-		v.secretEnv("slack.channel", EnvSlackToken, true, getenv)
-		v.secretEnv("slack.channel", EnvSlackSigning, true, getenv)
+		v.secretEnv("slack.channel", EnvSlackToken, true, only(!opts.NoSlack, getenv))
+		v.secretEnv("slack.channel", EnvSlackSigning, true, only(!opts.NoSlack && !opts.NoInteractivity, getenv))
 	}
 	for i, reviewer := range c.Slack.Reviewers {
 		key := fmt.Sprintf("slack.reviewers[%d]", i)
@@ -665,14 +701,27 @@ func (c *Config) validateSlack(v *validator, slackOn bool, getenv Getenv) {
 }
 
 // validateHTTP checks the listen address and the River UI's credentials.
-func (c *Config) validateHTTP(v *validator, getenv Getenv) {
+func (c *Config) validateHTTP(v *validator, getenv Getenv, opts Options) {
 	if _, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil || port == "" {
 		v.add("http.listen", "must be host:port, e.g. 127.0.0.1:8080")
 	}
+	if c.HTTP.AdminListen != "" {
+		if _, port, err := net.SplitHostPort(c.HTTP.AdminListen); err != nil || port == "" {
+			v.add("http.admin_listen", "must be host:port, e.g. 127.0.0.1:9090, or empty to serve the admin endpoints on http.listen")
+		} else if c.HTTP.AdminListen == c.HTTP.Listen {
+			v.add("http.admin_listen", "must differ from http.listen (leave it empty to serve both on one listener)")
+		}
+	}
+	switch {
+	case c.HTTP.MetricsRefresh.err != nil:
+		v.add("http.metrics_refresh", "%v", c.HTTP.MetricsRefresh.err)
+	case c.HTTP.MetricsRefresh.Duration < time.Second || c.HTTP.MetricsRefresh.Duration > 10*time.Minute:
+		v.add("http.metrics_refresh", "must be between 1s and 10m")
+	}
 	if c.HTTP.RiverUI {
 		// The UI has no authentication of its own and can change jobs.
-		v.secretEnv("http.river_ui", EnvRiverUIUser, true, getenv)
-		v.secretEnv("http.river_ui", EnvRiverUIPass, true, getenv)
+		v.secretEnv("http.river_ui", EnvRiverUIUser, true, only(!opts.NoRiverUI, getenv))
+		v.secretEnv("http.river_ui", EnvRiverUIPass, true, only(!opts.NoRiverUI, getenv))
 	}
 }
 

@@ -534,3 +534,49 @@ query = "SELECT id, created_at, payload_hash FROM sent WHERE op_key = @op_key"
 		t.Errorf("NoLookups, Slack on without its token: %v", err)
 	}
 }
+
+// TestCommandsReadOnlyTheSecretsTheyUse: with Slack on and River's UI on,
+// a command that uses neither (a migration job, `tickets list`) loads with
+// none of their secrets set; one that posts to Slack but serves no clicks
+// needs the bot token and not the signing secret; the full set (run,
+// check-config) needs every one, each named by the key that needs it.
+func TestCommandsReadOnlyTheSecretsTheyUse(t *testing.T) {
+	t.Parallel()
+	text := strings.Replace(minimal, "[review]", "[slack]\nchannel = \"C0REVIEW\"\n\n[http]\nriver_ui = true\n\n[review]", 1)
+	if !strings.Contains(text, "river_ui") {
+		t.Fatal("minimal config has no [review] section to put [slack] before")
+	}
+	for _, tc := range []struct {
+		desc string
+		opts config.Options
+		env  map[string]string
+		want []string // problems, in order; none: loads
+	}{
+		{desc: "database only", opts: config.Options{NoLookups: true, NoSlack: true, NoRiverUI: true}},
+		{desc: "posts to Slack, no token", opts: config.Options{NoLookups: true, NoInteractivity: true, NoRiverUI: true},
+			want: []string{"slack.channel: environment variable SLACK_BOT_TOKEN is not set (nor SLACK_BOT_TOKEN_FILE)"}},
+		{desc: "posts to Slack, token set", opts: config.Options{NoLookups: true, NoInteractivity: true, NoRiverUI: true},
+			env: map[string]string{config.EnvSlackToken: "xoxb-1"}},
+		{desc: "everything", opts: config.Options{}, want: []string{
+			"slack.channel: environment variable SLACK_BOT_TOKEN is not set (nor SLACK_BOT_TOKEN_FILE)",
+			"slack.channel: environment variable SLACK_SIGNING_SECRET is not set (nor SLACK_SIGNING_SECRET_FILE)",
+			"http.river_ui: environment variable SWEEPER_RIVERUI_USER is not set (nor SWEEPER_RIVERUI_USER_FILE)",
+			"http.river_ui: environment variable SWEEPER_RIVERUI_PASSWORD is not set (nor SWEEPER_RIVERUI_PASSWORD_FILE)",
+		}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := config.ParseWith(text, kinds, env(tc.env), tc.opts)
+			var got []string
+			if cfgErr, ok := errors.AsType[*config.Error](err); ok {
+				for _, p := range cfgErr.Problems {
+					got = append(got, p.Error())
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

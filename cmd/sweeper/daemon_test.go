@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,6 +36,7 @@ default_owner = "U0DEFAULT1"
 
 [http]
 listen = "127.0.0.1:0"
+metrics_refresh = "1s"
 
 [providers.sim]
 kind = "sim"
@@ -127,24 +127,22 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 			t.Errorf("healthcheck %s while running: code %d\n%s", path, r.code, r.stderr)
 		}
 	}
-	resp, err := http.Get("http://" + listen + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{
+	// The state gauges are read every metrics_refresh: wait for a reading
+	// taken after the operations settled.
+	wants := []string{
 		`sweeper_ledger_operations{provider="sim",status="done"} 2`,
 		`sweeper_ledger_operations{provider="sim",status="review"} 2`,
 		`sweeper_open_tickets{age="<1h",reason="not_found"} 1`,
 		`sweeper_database_up 1`,
 		`sweeper_river_jobs{queue="lookup",state=`,
 		`sweeper_provider_up{provider="sim"} 1`,
-	} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("/metrics lacks %s\n%s", want, grepLines(string(body), "sweeper_"))
-		}
+		`sweeper_state_age_seconds `,
 	}
+	var body string
+	waitFor(t, d, 30*time.Second, "the state gauges on /metrics", func() bool {
+		_, body = httpGet(t, "http://"+listen+"/metrics", nil)
+		return !slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(body, w) })
+	})
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,28 @@ func loadConfig(e *env) (*config.Config, string, error) {
 	return loadConfigWith(e, config.Options{})
 }
 
-// loadConfigNoLookups is loadConfig for a command that never calls a
-// provider: the providers' credentials need not be set.
-func loadConfigNoLookups(e *env) (*config.Config, string, error) {
-	return loadConfigWith(e, config.Options{NoLookups: true})
+// uses says what a command reads beyond its database and configuration:
+// the secrets of what it does not use need not be set (their names are
+// still checked), so a migration job or a laptop listing tickets needs no
+// Slack signing secret.
+type uses struct {
+	// lookups: it asks providers (their credentials).
+	lookups bool
+	// slack: it posts to Slack (SLACK_BOT_TOKEN).
+	slack bool
+	// interactivity: it serves Slack's button clicks (SLACK_SIGNING_SECRET).
+	interactivity bool
+	// riverUI: it serves River's UI (its basic-auth credentials).
+	riverUI bool
+}
+
+// usesAll is what `run` and `check-config` read: everything.
+var usesAll = uses{lookups: true, slack: true, interactivity: true, riverUI: true}
+
+// loadConfigFor is loadConfig for a command that reads only what u says.
+func loadConfigFor(e *env, u uses) (*config.Config, string, error) {
+	return loadConfigWith(e, config.Options{NoLookups: !u.lookups, NoSlack: !u.slack,
+		NoInteractivity: !u.interactivity, NoRiverUI: !u.riverUI})
 }
 
 func loadConfigWith(e *env, opts config.Options) (*config.Config, string, error) {

@@ -10,9 +10,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newHealthcheckCmd asks the daemon on http.listen for /healthz: exit 0
-// when it answers 200 within two seconds, 1 otherwise. It reads only the
-// configuration's http.listen, so a container can run it beside `run`.
+// newHealthcheckCmd asks the daemon on http.admin_listen, else
+// http.listen, for /healthz: exit 0 when it answers 200 within two seconds,
+// 1 otherwise. It reads only the configuration's listen addresses, so a
+// container can run it beside `run`.
 func newHealthcheckCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "healthcheck [--path /healthz|/readyz]",
@@ -24,13 +25,17 @@ func newHealthcheckCmd(e *env) *cobra.Command {
 		if *path != "/healthz" && *path != "/readyz" {
 			return usagef("--path must be /healthz or /readyz, not %q", *path)
 		}
-		cfg, _, err := loadConfigNoLookups(e)
+		cfg, _, err := loadConfigFor(e, uses{})
 		if err != nil {
 			return err
 		}
-		host, port, err := net.SplitHostPort(cfg.HTTP.Listen)
+		key, addr := "http.listen", cfg.HTTP.Listen
+		if cfg.HTTP.AdminListen != "" {
+			key, addr = "http.admin_listen", cfg.HTTP.AdminListen
+		}
+		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
-			return configError(fmt.Errorf("http.listen: %w", err))
+			return configError(fmt.Errorf("%s: %w", key, err))
 		}
 		if host == "" || host == "0.0.0.0" || host == "::" {
 			host = "127.0.0.1" // listening everywhere: ask over loopback

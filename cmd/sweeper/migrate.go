@@ -24,7 +24,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 	status := cmd.Flags().Bool("status", false, "list applied and pending migrations; change nothing")
 	asJSON := jsonFlag(cmd, "with --status: print JSON")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
-		cfg, _, err := loadConfigNoLookups(e)
+		cfg, _, err := loadConfigFor(e, uses{})
 		if err != nil {
 			return err
 		}

@@ -10,33 +10,27 @@ import (
 	"github.com/sweeper/sweeper/internal/app"
 )
 
-// open loads the configuration and opens the App on it (app.Open): what
-// every command that looks operations up needs. Its errors are ready for
-// the command to return: a bad configuration is a configError, anything
-// else a failure.
-func open(ctx context.Context, e *env, logger *slog.Logger) (*app.App, func(), error) {
-	return openWaiting(ctx, e, logger, 0)
-}
-
-// openNoLookups is open for a command that never calls a provider
-// (tickets, outbox, notify): no provider is built, so their credentials
-// need not be set, and the App it returns has none.
-func openNoLookups(ctx context.Context, e *env, logger *slog.Logger) (*app.App, func(), error) {
-	cfg, _, err := loadConfigNoLookups(e)
-	if err != nil {
-		return nil, nil, err
-	}
-	return openApp(ctx, e, cfg, app.OpenOptions{Logger: logger, NoLookups: true})
+// open loads the configuration and opens the App on it (app.Open) for a
+// command that reads only what u says: without lookups, no provider is
+// built (their credentials need not be set) and the App has none. Its
+// errors are ready for the command to return: a bad configuration is a
+// configError, anything else a failure.
+func open(ctx context.Context, e *env, logger *slog.Logger, u uses) (*app.App, func(), error) {
+	return openWaiting(ctx, e, logger, u, 0)
 }
 
 // openWaiting is open, waiting up to wait for the database (a daemon
 // started beside its database waits for it instead of exiting).
-func openWaiting(ctx context.Context, e *env, logger *slog.Logger, wait time.Duration) (*app.App, func(), error) {
-	cfg, _, err := loadConfig(e)
+func openWaiting(ctx context.Context, e *env, logger *slog.Logger, u uses, wait time.Duration) (*app.App, func(), error) {
+	cfg, _, err := loadConfigFor(e, u)
 	if err != nil {
 		return nil, nil, err
 	}
-	return openApp(ctx, e, cfg, app.OpenOptions{Kinds: providerKinds(), Logger: logger, Wait: wait})
+	opts := app.OpenOptions{Logger: logger, Wait: wait, NoLookups: true}
+	if u.lookups {
+		opts.Kinds, opts.NoLookups = providerKinds(), false
+	}
+	return openApp(ctx, e, cfg, opts)
 }
 
 func openApp(ctx context.Context, e *env, cfg *config.Config, opts app.OpenOptions) (*app.App, func(), error) {

@@ -37,7 +37,7 @@ func newOutboxReplayCmd(e *env) *cobra.Command {
 		if *by == "" {
 			return usagef("--by NAME is required")
 		}
-		s, closeDB, err := openNoLookups(cmd.Context(), e, newLogger(e.stderr))
+		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{})
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -28,7 +29,8 @@ func newRunCmd(e *env) *cobra.Command {
 		Use:   "run",
 		Short: "run the daemon: scheduled sweeps and lookups, until SIGINT or SIGTERM",
 		Long: "run is the daemon: the sweep on its cron schedule and the lookups it enqueues, escalation\n" +
-			"and Slack delivery, and /healthz, /readyz and /metrics on http.listen, until SIGINT or SIGTERM.\n" +
+			"and Slack delivery, and /healthz, /readyz and /metrics on http.listen (or http.admin_listen),\n" +
+			"until SIGINT or SIGTERM.\n" +
 			"Run as many replicas as you like.",
 		Args: noArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), e) }),
@@ -54,7 +56,7 @@ func runDaemon(ctx context.Context, e *env) error {
 	}()
 	// A daemon waits for its database a while: it may be starting beside
 	// it, or restarting.
-	s, closeDB, err := openWaiting(ctx, e, logger, startupWait)
+	s, closeDB, err := openWaiting(ctx, e, logger, usesAll, startupWait)
 	if err != nil {
 		return err
 	}
@@ -82,20 +84,45 @@ func runDaemon(ctx context.Context, e *env) error {
 	}
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServing()
-	server, interactions, err := s.NewHTTPServer(serveCtx, daemon, registry)
+	servers, err := s.NewHTTPServers(serveCtx, daemon, registry)
 	if err != nil {
 		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
 		return appError(err)
 	}
-	listener, err := net.Listen("tcp", s.Config.HTTP.Listen)
-	if err != nil {
-		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
-		return fmt.Errorf("http.listen: %w", err)
+	go servers.State.Run(serveCtx, s.Config.HTTP.MetricsRefresh.Duration, logger)
+	type listening struct {
+		key    string
+		server *http.Server
+		l      net.Listener
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- server.Serve(listener) }()
+	var serving []listening
+	for _, srv := range []struct {
+		key, addr string
+		server    *http.Server
+	}{{"http.listen", s.Config.HTTP.Listen, servers.Public}, {"http.admin_listen", s.Config.HTTP.AdminListen, servers.Admin}} {
+		if srv.server == nil {
+			continue
+		}
+		l, err := net.Listen("tcp", srv.addr)
+		if err != nil {
+			for _, done := range serving {
+				done.l.Close()
+			}
+			daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
+			return fmt.Errorf("%s: %w", srv.key, err)
+		}
+		serving = append(serving, listening{srv.key, srv.server, l})
+	}
+	serveErr := make(chan error, len(serving))
+	for _, sv := range serving {
+		go func() { serveErr <- fmt.Errorf("%s: %w", sv.key, sv.server.Serve(sv.l)) }()
+	}
+	admin := serving[0].l.Addr().String()
+	if len(serving) > 1 {
+		admin = serving[1].l.Addr().String()
+	}
 	logger.Info("sweeper running", "providers", len(s.Providers), "sweep", s.Config.Schedules.Sweep,
-		"http", listener.Addr().String(), "slack", interactions != nil, "river_ui", s.Config.HTTP.RiverUI)
+		"http", serving[0].l.Addr().String(), "admin", admin, "slack", servers.Interactions != nil, "river_ui", s.Config.HTTP.RiverUI)
 
 	select {
 	case <-ctx.Done():
@@ -103,11 +130,13 @@ func runDaemon(ctx context.Context, e *env) error {
 		logger.Error("http server stopped", "error", err)
 	}
 	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
-	server.Shutdown(shutdownCtx) //nolint:errcheck // in-flight requests had their chance
+	for _, sv := range serving {
+		sv.server.Shutdown(shutdownCtx) //nolint:errcheck // in-flight requests had their chance
+	}
 	cancelShutdown()
 	stopServing()
-	if interactions != nil {
-		interactions.Close()
+	if servers.Interactions != nil {
+		servers.Interactions.Close()
 	}
 	// river.shutdown_grace: a cancelled lookup is retried by the next process.
 	grace := s.Config.River.ShutdownGrace.Duration

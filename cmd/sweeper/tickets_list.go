@@ -37,7 +37,7 @@ func newTicketsListCmd(e *env) *cobra.Command {
 		default:
 			return usagef("--state must be open, resolved or all, not %q", *state)
 		}
-		s, closeDB, err := openNoLookups(cmd.Context(), e, newLogger(e.stderr))
+		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{})
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ func newTicketsShowCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		s, closeDB, err := openNoLookups(cmd.Context(), e, newLogger(e.stderr))
+		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{})
 		if err != nil {
 			return err
 		}

@@ -2,16 +2,23 @@ package app
 
 import (
 	"context"
+	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sweeper/sweeper/internal/metrics"
 )
 
-// StateCollector reports what the database holds, read at scrape time, so
-// every replica reports the same truth and nothing is lost across restarts:
+// StateCollector reports what the database holds, so every replica reports
+// the same truth and nothing is lost across restarts. It is read by one
+// background loop ([StateCollector.Run]) on a connection of its own, every
+// http.metrics_refresh, and a scrape serves the last reading from memory:
+// however many scrapes arrive at once, none takes a connection from the
+// lookups or from /readyz. What it reports:
 // operations by status, open tickets by reason and age, the oldest stale
 // pending operation per provider, outbox rows by state, pending outbox rows
 // by age and parked ones by error code, River's jobs by queue and state,
@@ -22,6 +29,16 @@ type StateCollector struct {
 	pool      *pgxpool.Pool
 	timeout   time.Duration
 	providers []string
+
+	// conn is the loop's own connection, made from pool's settings; nil
+	// until the first refresh, and after a failed one.
+	conn *pgx.Conn
+	// mu guards the last reading.
+	mu       sync.Mutex
+	readings []prometheus.Metric
+	readUp   float64
+	readAt   time.Time
+	age      *prometheus.Desc
 
 	operations  *prometheus.Desc
 	openTickets *prometheus.Desc
@@ -36,8 +53,10 @@ type StateCollector struct {
 
 var _ prometheus.Collector = (*StateCollector)(nil)
 
-// NewStateCollector returns a collector over pool for the configured
-// providers; each scrape's queries share a 5-second limit.
+// NewStateCollector returns a collector of the database pool reaches, for
+// the configured providers. It serves nothing but sweeper_database_up 0
+// until its first [StateCollector.Refresh]; each refresh's queries share
+// a 5-second limit.
 func NewStateCollector(pool *pgxpool.Pool, providers []string) *StateCollector {
 	return &StateCollector{
 		pool:      pool,
@@ -60,21 +79,98 @@ func NewStateCollector(pool *pgxpool.Pool, providers []string) *StateCollector {
 		providerUp: prometheus.NewDesc("sweeper_provider_up",
 			"0 while a provider is down for the cluster (its lookups wait for a probe to be answered), else 1.", []string{"provider"}, nil),
 		up: prometheus.NewDesc("sweeper_database_up",
-			"1 when the last scrape could read the database.", nil, nil),
+			"1 when the last reading of the state gauges could read the database.", nil, nil),
+		age: prometheus.NewDesc("sweeper_state_age_seconds",
+			"Seconds since the state gauges were last read from the database (every http.metrics_refresh); absent before the first reading.", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.operations, c.openTickets, c.oldest, c.outbox, c.pending, c.parked, c.jobs, c.providerUp, c.up} {
+	for _, d := range []*prometheus.Desc{c.operations, c.openTickets, c.oldest, c.outbox, c.pending, c.parked, c.jobs, c.providerUp, c.up, c.age} {
 		ch <- d
 	}
 }
 
-// Collect implements prometheus.Collector.
+// Collect implements prometheus.Collector: the last reading, from memory.
 func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.readings {
+		ch <- m
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, c.readUp)
+	if !c.readAt.IsZero() {
+		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, time.Since(c.readAt).Seconds())
+	}
+}
+
+// Run refreshes the reading every interval until ctx ends, the first time
+// at once. A failed refresh is logged once per change (failing, then
+// reading again) and tried again at the next tick: sweeper_database_up
+// says so meanwhile.
+func (c *StateCollector) Run(ctx context.Context, interval time.Duration, logger *slog.Logger) {
+	defer c.close()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	failing := false
+	for {
+		err := c.Refresh(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !failing:
+			logger.Warn("metrics: the state gauges could not be read; serving the last reading", "error", err)
+		case err == nil && failing:
+			logger.Info("metrics: the state gauges are read again")
+		}
+		failing = err != nil
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// Refresh reads the state gauges on the collector's own connection
+// (made on first use, and again after a failure) and keeps them for the
+// scrapes. On an error the reading keeps what it had, with
+// sweeper_database_up 0.
+func (c *StateCollector) Refresh(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	readings, err := c.read(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.readUp = 0
+		return err
+	}
+	c.readings, c.readUp, c.readAt = readings, 1, time.Now()
+	return nil
+}
+
+func (c *StateCollector) close() {
+	if c.conn != nil {
+		c.conn.Close(context.Background()) //nolint:errcheck // closing
+		c.conn = nil
+	}
+}
+
+// read runs every state query on the collector's connection.
+func (c *StateCollector) read(ctx context.Context) (readings []prometheus.Metric, err error) {
+	if c.conn == nil {
+		if c.conn, err = pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig.Copy()); err != nil {
+			c.conn = nil
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			c.close() // a connection in an unknown state is not reused
+		}
+	}()
 	queries := []struct {
 		desc   *prometheus.Desc
 		labels int
@@ -112,12 +208,10 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		{c.providerUp, 1, `SELECT p, CASE WHEN h.state = 'down' THEN 0 ELSE 1 END::float8
 			FROM unnest($1::text[]) p LEFT JOIN sweeper.provider_health h ON h.provider = p`, []any{c.providers}},
 	}
-	up := 1.0
 	for _, q := range queries {
-		rows, err := c.pool.Query(ctx, q.query, q.args...)
+		rows, err := c.conn.Query(ctx, q.query, q.args...)
 		if err != nil {
-			up = 0
-			continue
+			return nil, err
 		}
 		for rows.Next() {
 			labels := make([]string, q.labels)
@@ -127,15 +221,15 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			var value float64
 			if err := rows.Scan(append(dest, &value)...); err != nil {
-				up = 0
-				break
+				rows.Close()
+				return nil, err
 			}
-			ch <- prometheus.MustNewConstMetric(q.desc, prometheus.GaugeValue, value, labels...)
+			readings = append(readings, prometheus.MustNewConstMetric(q.desc, prometheus.GaugeValue, value, labels...))
 		}
 		rows.Close()
-		if rows.Err() != nil {
-			up = 0
+		if err := rows.Err(); err != nil {
+			return nil, err
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
+	return readings, nil
 }

@@ -3,8 +3,10 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
+	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -255,7 +258,11 @@ func TestStateCollectorOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(app.NewStateCollector(pool, nil))
+	state := app.NewStateCollector(pool, nil)
+	reg.MustRegister(state)
+	if err := state.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff(map[string]float64{"age=<1m": 2, "age=1m-10m": 1, "age=10m-1h": 0, "age=>1h": 2},
 		metricstest.Values(t, reg, "sweeper_outbox_pending_rows")); diff != "" {
 		t.Errorf("pending rows by age (-want +got):\n%s", diff)
@@ -281,7 +288,11 @@ func TestStateCollectorFoldsUnconfiguredProviders(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(app.NewStateCollector(pool, []string{"sim"}))
+	state := app.NewStateCollector(pool, []string{"sim"})
+	reg.MustRegister(state)
+	if err := state.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff(map[string]float64{"provider=sim,status=pending": 1, "provider=unconfigured,status=pending": 2},
 		metricstest.Values(t, reg, "sweeper_ledger_operations")); diff != "" {
 		t.Errorf("operations (-want +got):\n%s", diff)
@@ -293,4 +304,71 @@ func TestStateCollectorFoldsUnconfiguredProviders(t *testing.T) {
 	if diff := cmp.Diff(map[string]float64{"provider=sim": 1}, metricstest.Values(t, reg, "sweeper_provider_up")); diff != "" {
 		t.Errorf("provider up (-want +got):\n%s", diff)
 	}
+}
+
+// TestScrapesNeverQuery: the state gauges are read by the refresh loop on
+// a connection of its own, so a flood of scrapes — 50 at once, 20 each —
+// takes not one connection from the pool the lookups and /readyz share,
+// and every scrape answers from memory with what the last refresh read.
+func TestScrapesNeverQuery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	if _, err := pool.Exec(ctx, `INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, first_attempt_at)
+		SELECT 'flood-' || i, 'wf', 'sim', 'send', repeat('a', 64), now() - interval '1 hour' FROM generate_series(1, 1000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	state := app.NewStateCollector(pool, []string{"sim"})
+	reg.MustRegister(state)
+	if got := metricstest.Values(t, reg, "sweeper_database_up"); got[""] != 0 {
+		t.Errorf("before the first reading, sweeper_database_up = %v, want 0", got)
+	}
+	if err := state.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acquired := pool.Stat().AcquireCount()
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for range 50 {
+		wg.Go(func() {
+			for range 20 {
+				mfs, err := reg.Gather()
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, mf := range mfs {
+					if mf.GetName() == "sweeper_ledger_operations" && mf.GetMetric()[0].GetGauge().GetValue() != 1000 {
+						errs <- fmt.Errorf("sweeper_ledger_operations = %v, want 1000", mf.GetMetric()[0].GetGauge().GetValue())
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := pool.Stat().AcquireCount() - acquired; n != 0 {
+		t.Errorf("1,000 scrapes acquired %d pool connections, want 0", n)
+	}
+	if got := metricstest.Values(t, reg, "sweeper_state_age_seconds"); len(got) != 1 || got[""] < 0 || got[""] > 60 {
+		t.Errorf("sweeper_state_age_seconds = %v, want the seconds since the refresh", got)
+	}
+
+	// The loop reads again on its interval, and stops with its context.
+	if _, err := pool.Exec(ctx, `DELETE FROM ledger.operations WHERE op_key LIKE 'flood-1%'`); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { state.Run(runCtx, 20*time.Millisecond, slog.New(slog.DiscardHandler)); close(done) }()
+	testwait.Until(t, 10*time.Second, "the loop's next reading", func() bool {
+		return metricstest.Values(t, reg, "sweeper_ledger_operations")["provider=sim,status=pending"] == 1000-112
+	})
+	stop()
+	<-done
 }

@@ -25,25 +25,43 @@ import (
 // riverUIPrefix is where River's UI is served when http.river_ui is on.
 const riverUIPrefix = "/riverui"
 
-// NewHTTPServer returns the daemon's endpoint: /healthz, /readyz,
+// Servers are the daemon's HTTP servers: Public faces outside (Slack
+// interactivity); Admin serves /healthz, /readyz, /metrics and River's UI
+// — nil when http.admin_listen is not set, and then Public serves them
+// too. State is the metrics' state reading, which the daemon runs
+// ([StateCollector.Run]); Interactions is the Slack endpoint, nil when
+// Slack is off (nothing to close).
+type Servers struct {
+	Public, Admin *http.Server
+	State         *StateCollector
+	Interactions  *notify.Interactions
+}
+
+// NewHTTPServers returns the daemon's endpoints: /healthz, /readyz,
 // /metrics (from registry, where the event metrics already are), River's
-// UI at /riverui when http.river_ui is on, and /slack/interactions when
-// Slack is on; and the interactivity endpoint it serves (nil when Slack is
-// off: nothing to close). serveCtx bounds the UI's background work: end it
-// once the server has shut down. A River UI without its credentials, or
-// Slack without its secrets, is a *ConfigError.
-func (s *App) NewHTTPServer(serveCtx context.Context, daemon *Daemon, registry *prometheus.Registry) (*http.Server, *notify.Interactions, error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+// UI at /riverui when http.river_ui is on — on the admin server when
+// http.admin_listen is set, else on the public one — and
+// /slack/interactions on the public one when Slack is on. serveCtx bounds
+// the UI's background work: end it once the servers have shut down. A
+// River UI without its credentials, or Slack without its secrets, is a
+// *ConfigError.
+func (s *App) NewHTTPServers(serveCtx context.Context, daemon *Daemon, registry *prometheus.Registry) (Servers, error) {
+	public, admin := http.NewServeMux(), http.NewServeMux()
+	adminOn := s.Config.HTTP.AdminListen != ""
+	if !adminOn {
+		admin = public
+	}
+	admin.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
+	state := NewStateCollector(s.Pool, slices.Sorted(maps.Keys(s.Providers)))
 	registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		NewStateCollector(s.Pool, slices.Sorted(maps.Keys(s.Providers))),
+		state,
 	)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	admin.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	admin.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if problem := ready(r.Context(), s, daemon); problem != "" {
 			http.Error(w, problem, http.StatusServiceUnavailable)
 			return
@@ -53,25 +71,33 @@ func (s *App) NewHTTPServer(serveCtx context.Context, daemon *Daemon, registry *
 	if s.Config.HTTP.RiverUI {
 		ui, err := riverUI(serveCtx, s, daemon)
 		if err != nil {
-			return nil, nil, &ConfigError{err}
+			return Servers{}, &ConfigError{err}
 		}
-		mux.Handle(riverUIPrefix+"/", ui)
+		admin.Handle(riverUIPrefix+"/", ui)
 	}
 	interactions, err := s.Interactions()
 	switch {
 	case errors.Is(err, ErrSlackOff):
 		interactions = nil
 	case err != nil:
-		return nil, nil, &ConfigError{err}
+		return Servers{}, &ConfigError{err}
 	default:
-		mux.Handle("/slack/interactions", interactions)
+		public.Handle("/slack/interactions", interactions)
 	}
+	out := Servers{Public: newServer(public), State: state, Interactions: interactions}
+	if adminOn {
+		out.Admin = newServer(admin)
+	}
+	return out, nil
+}
+
+func newServer(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           mux,
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
-	}, interactions, nil
+	}
 }
 
 // ready says why the daemon cannot do its work, or "" when it can: the
