@@ -35,7 +35,7 @@
 //
 //	GET https://api.mailgun.net/v3/{domain}/events        (api.eu.mailgun.net for region "eu")
 //	    ?begin=<Since>&end=<Until + 1s>&ascending=yes&limit=300
-//	    &recipient=<the ledger's recipient>&event=accepted OR delivered
+//	    &recipient=<the ledger's recipient>&event=accepted OR delivered OR failed OR rejected
 //
 // and follows each page's paging.next until a page is empty (Mailgun's
 // documented end) or names itself again, for at most 20 pages; more is a
@@ -56,6 +56,25 @@
 // {"subject": …} and its hash, and an excerpt naming the events seen,
 // never an address or the subject. Events of one message that disagree on
 // its subject or recipient are a malformed answer.
+//
+// # Where a message stands
+//
+// A message's events are read with one table (stateOf in states.go, from
+// the events Mailgun documents) onto the state the decision uses, kept in
+// the record with the deciding event's name in Status and the events,
+// severity and reason in the excerpt:
+//
+//	failed with severity permanent (suppress-bounce, bounce, …)   failed, whatever else was seen
+//	rejected                                                      failed
+//	delivered                                                     the effect
+//	failed with severity temporary, not delivered                 in flight: Mailgun retries
+//	accepted                                                      the effect
+//
+// Failed and rejected events are searched with the others so that a
+// permanent failure overrides the message's accepted or delivered event.
+// A failed event without a severity, or with one that is neither
+// permanent nor temporary, is a malformed answer. A failed message
+// carries no payload hash.
 //
 // # Errors
 //

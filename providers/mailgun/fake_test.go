@@ -25,6 +25,9 @@ type event struct {
 	MessageID string // as in message.headers, without angle brackets
 	Subject   string
 	Vars      map[string]any // user-variables; nil: {}
+	// A failed event's severity ("permanent", "temporary") and reason
+	// ("suppress-bounce", "bounce", "generic"); a rejected event's reason.
+	Severity, Reason string
 }
 
 // mgTimestamp is Mailgun's event timestamp: seconds since the epoch, with
@@ -65,6 +68,20 @@ func (e event) item() map[string]any {
 		"tags":           []any{},
 		"campaigns":      []any{},
 		"user-variables": vars,
+	}
+	switch e.Name {
+	case "failed":
+		it["severity"], it["reason"], it["log-level"] = e.Severity, e.Reason, "error"
+		if e.Severity == "temporary" {
+			it["log-level"] = "warn"
+		}
+		it["delivery-status"] = map[string]any{
+			"code": 605, "message": "", "description": "Not delivering to previously bounced address", "attempt-no": 1,
+			"session-seconds": 0.0, "mx-host": "", "tls": false, "certificate-verified": false, "utf8": true,
+		}
+	case "rejected":
+		it["reject"] = map[string]any{"reason": e.Reason, "description": "Sandbox subdomains are for test purposes only"}
+		it["log-level"] = "warn"
 	}
 	if e.Name == "delivered" {
 		it["delivery-status"] = map[string]any{

@@ -28,8 +28,10 @@ const (
 	pageLimit = 300
 	// maxPages bounds one lookup: past it, the answer would be partial.
 	maxPages = 20
-	// eventFilter selects the events that show Mailgun took the message.
-	eventFilter = "accepted OR delivered"
+	// eventFilter selects the events that say where a message stands
+	// ([stateOf]): taken, delivered, and failed or refused — a failure
+	// must be seen to override an accepted or delivered event.
+	eventFilter = "accepted OR delivered OR failed OR rejected"
 	// maxTimestamp is 3000-01-01T00:00:00Z: a later event date is no date.
 	maxTimestamp = 32503680000
 )
@@ -109,6 +111,9 @@ type message struct {
 	subject   string
 	at        time.Time // its first event
 	events    []string  // event names, in the order seen
+	// severity is a failed event's: "permanent" once any failure was
+	// permanent, else "temporary" if one was; reason is that event's.
+	severity, reason string
 }
 
 // Lookup implements providers.Lookup. It returns the messages to
@@ -172,7 +177,10 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 				order = append(order, m.id)
 				continue
 			}
-			if prev.subject != m.subject || prev.recipient != m.recipient {
+			if prev.recipient == "" {
+				prev.recipient = m.recipient // a rejected event's is its To header
+			}
+			if prev.subject != m.subject || (m.recipient != "" && prev.recipient != m.recipient) {
 				return nil, providers.Transient(fmt.Errorf("%s: malformed answer: the events of one message disagree on its subject or recipient", a.name))
 			}
 			if m.at.Before(prev.at) {
@@ -180,6 +188,11 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 			}
 			if !slices.Contains(prev.events, m.events[0]) {
 				prev.events = append(prev.events, m.events[0])
+			}
+			if m.severity == "permanent" || (m.severity != "" && prev.severity != "permanent") {
+				prev.severity, prev.reason = m.severity, m.reason
+			} else if m.reason != "" && prev.reason == "" {
+				prev.reason = m.reason
 			}
 		}
 		if it.Paging.Next == current {
@@ -189,25 +202,40 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 
 	records := make([]providers.Record, 0, len(order))
 	for _, id := range order {
-		records = append(records, record(found[id]))
+		rec, err := record(found[id])
+		if err != nil {
+			return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: %w", a.name, err))
+		}
+		records = append(records, rec)
 	}
 	return records, nil
 }
 
-// fromEvent reads an accepted or delivered event that carries opKey in
-// the user variable; nil for any other event.
+// fromEvent reads an accepted, delivered, failed or rejected event that
+// carries opKey in the user variable; nil for any other event.
 func (a *Adapter) fromEvent(e mg.Event, opKey string) (*message, error) {
 	var (
-		g         events.Generic
-		recipient string
-		headers   events.MessageHeaders
-		vars      any
+		g                events.Generic
+		recipient        string
+		headers          events.MessageHeaders
+		vars             any
+		severity, reason string
 	)
 	switch ev := e.(type) {
 	case *events.Accepted:
 		g, recipient, headers, vars = ev.Generic, ev.Recipient, ev.Message.Headers, ev.UserVariables
 	case *events.Delivered:
 		g, recipient, headers, vars = ev.Generic, ev.Recipient, ev.Message.Headers, ev.UserVariables
+	case *events.Failed:
+		g, recipient, headers, vars = ev.Generic, ev.Recipient, ev.Message.Headers, ev.UserVariables
+		severity, reason = ev.Severity, ev.Reason
+		if severity == "" {
+			return nil, errors.New("a failed event without a severity")
+		}
+	case *events.Rejected:
+		// A refused send has no recipient of its own: its To header.
+		g, recipient, headers, vars = ev.Generic, ev.Message.Headers.To, ev.Message.Headers, ev.UserVariables
+		reason = ev.Reject.Reason
 	default:
 		return nil, nil
 	}
@@ -229,6 +257,8 @@ func (a *Adapter) fromEvent(e mg.Event, opKey string) (*message, error) {
 		subject:   headers.Subject,
 		at:        eventTime(g.Timestamp),
 		events:    []string{g.GetName()},
+		severity:  severity,
+		reason:    reason,
 	}, nil
 }
 
@@ -239,19 +269,45 @@ func eventTime(ts float64) time.Time {
 	return time.Unix(int64(secs), int64(micros)*1000).UTC()
 }
 
-// record turns a message into a record: the subject, and its hash —
-// accepted or delivered, Mailgun took the message.
-func record(m *message) providers.Record {
+// record turns a message into a record: its state ([stateOf]), the
+// subject, and its hash unless the message failed.
+func record(m *message) (providers.Record, error) {
+	state, status, err := stateOf(m)
+	if err != nil {
+		return providers.Record{}, err
+	}
 	rec := providers.Record{
 		ID:        m.id,
 		CreatedAt: m.at,
 		Recipient: m.recipient,
 		Fields:    map[string]any{"subject": m.subject},
 		Excerpt:   "mailgun message events=" + strings.Join(m.events, ","),
+		State:     state,
+		Status:    status,
 	}
-	// An unhashable subject leaves the hash empty: never agreement.
-	rec.PayloadHash, _ = ledger.PayloadHashOf(rec.Fields)
-	return rec
+	if m.severity != "" {
+		rec.Excerpt += " severity=" + word(m.severity)
+	}
+	if m.reason != "" {
+		rec.Excerpt += " reason=" + word(m.reason)
+	}
+	// A failed attempt carries no hash: it never agrees. An unhashable
+	// subject leaves the hash empty: never agreement.
+	if state != providers.StateFailed {
+		rec.PayloadHash, _ = ledger.PayloadHashOf(rec.Fields)
+	}
+	return rec, nil
+}
+
+// word keeps a short enumeration value (a severity, a reason) and nothing
+// that could hold an address or text.
+func word(s string) string {
+	if s == "" || len(s) > 32 || strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) {
+		return "-"
+	}
+	return s
 }
 
 // sdkError classifies an error mailgun-go returned. Its errors quote the

@@ -85,6 +85,8 @@ func TestLookupRecord(t *testing.T) {
 		Fields:      map[string]any{"subject": subject},
 		PayloadHash: query.PayloadHash,
 		Excerpt:     "mailgun message events=accepted,delivered",
+		State:       providers.StateEffect,
+		Status:      "delivered",
 	}}
 	if diff := cmp.Diff(want, records); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
@@ -124,7 +126,7 @@ func TestLookupRequest(t *testing.T) {
 					"ascending": {"yes"},
 					"limit":     {"300"},
 					"recipient": {recipient},
-					"event":     {"accepted OR delivered"},
+					"event":     {"accepted OR delivered OR failed OR rejected"},
 				},
 				User:     "api",
 				Password: apiKey,

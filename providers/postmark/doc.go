@@ -52,10 +52,11 @@
 // answered), ReceivedAt as its date, the ledger's recipient as Postmark
 // lists it among the message's Recipients (else the first of them), the
 // fields {"subject": …} and an excerpt of its status and stream, never an
-// address or the subject. A message whose Status is Sent, Queued or
-// Processed carries the payload hash; any other status is evidence of an
-// attempt, not of the effect, and carries none, so the operation goes to
-// review rather than to done. A message listed twice (a page boundary that
+// address or the subject. Its Status is read with one table
+// (messageStates in states.go) onto the state the decision uses, and kept
+// in the record: Sent, Processed and Queued are the effect and carry the
+// payload hash; Bounced, Failed and Blocked are a failed attempt, evidence
+// but never proof, and carry none; any other Status is a malformed answer. A message listed twice (a page boundary that
 // moved) is one record when both copies agree, else a malformed answer.
 //
 // # Errors

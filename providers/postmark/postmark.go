@@ -243,10 +243,16 @@ func (a *Adapter) record(m outbound, recipient string) (providers.Record, error)
 	if err != nil {
 		return providers.Record{}, errors.New("ReceivedAt is not a date with an offset")
 	}
+	state, known := messageStates[strings.ToLower(m.Status)]
+	if !known {
+		return providers.Record{}, fmt.Errorf("the Status %q is none of Postmark's", word(m.Status))
+	}
 	rec := providers.Record{
 		ID:        m.MessageID,
 		CreatedAt: received.UTC(),
 		Excerpt:   fmt.Sprintf("postmark message status=%s stream=%s", word(m.Status), word(m.MessageStream)),
+		State:     state,
+		Status:    m.Status,
 	}
 	for _, r := range m.Recipients {
 		if ledger.SameRecipient(r, recipient) {
@@ -261,10 +267,9 @@ func (a *Adapter) record(m outbound, recipient string) (providers.Record, error)
 		return rec, nil // nothing to compare: never agreement
 	}
 	rec.Fields = map[string]any{"subject": *m.Subject}
-	switch strings.ToLower(m.Status) {
-	case "sent", "queued", "processed":
-		// Postmark accepted the message. An unhashable subject leaves the
-		// hash empty: never agreement.
+	if state != providers.StateFailed {
+		// Postmark accepted the message; a failed attempt carries no hash.
+		// An unhashable subject leaves the hash empty: never agreement.
 		rec.PayloadHash, _ = ledger.PayloadHashOf(rec.Fields)
 	}
 	return rec, nil

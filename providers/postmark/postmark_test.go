@@ -76,6 +76,8 @@ func TestLookupRecord(t *testing.T) {
 		Fields:      map[string]any{"subject": subject},
 		PayloadHash: query.PayloadHash,
 		Excerpt:     "postmark message status=Sent stream=outbound",
+		State:       providers.StateEffect,
+		Status:      "Sent",
 	}}
 	if diff := cmp.Diff(want, records); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
@@ -167,7 +169,7 @@ func TestLookup(t *testing.T) {
 		{desc: "a message without metadata is no match", messages: []message{withMeta(sent("m1", at), nil)}, want: []string{}},
 		{desc: "a queued message is proof", messages: []message{withStatus(sent("m1", at), "Queued")}, want: []string{"m1"}},
 		{desc: "a processed message is proof", messages: []message{withStatus(sent("m1", at), "Processed")}, want: []string{"m1"}},
-		{desc: "another status carries no hash", messages: []message{withStatus(sent("m1", at), "Bounced")}, want: []string{"m1"}, noHash: []string{"m1"}},
+		{desc: "a bounced message (failed) carries no hash", messages: []message{withStatus(sent("m1", at), "Bounced")}, want: []string{"m1"}, noHash: []string{"m1"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()

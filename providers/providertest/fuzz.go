@@ -33,7 +33,7 @@ type Fuzzed struct {
 // lookup returned no records and a transient or permanent error (a 200 is
 // never rate limited nor unsupported) that shows none of f.Hidden; a
 // lookup that succeeded read a strict JSON body that f.Accept accepts, and
-// each record has an id; the same bodies read again give the same answer
+// each record has an id and a valid state; the same bodies read again give the same answer
 // ([sameAnswer]).
 func FuzzLookup(t *testing.T, f Fuzzed) {
 	t.Helper()
@@ -62,6 +62,9 @@ func FuzzLookup(t *testing.T, f Fuzzed) {
 		for i, r := range records {
 			if strings.TrimSpace(r.ID) == "" {
 				t.Errorf("record %d has no id: %+v", i, r)
+			}
+			if !r.State.Valid() {
+				t.Errorf("record %d has state %q, none of %v", i, r.State, providers.States)
 			}
 		}
 	}

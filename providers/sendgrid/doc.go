@@ -70,11 +70,13 @@
 // op_key as its value, exactly, is the operation's; one without it is no
 // match. Each is one record: its sg_message_id (exact), dated by
 // sg_message_id_created_at, its to_email, the fields {"subject": …} and
-// an excerpt of its status, never an address or the subject. A message
-// that is processed, delivered or deferred carries the payload hash;
-// dropped, bounced or blocked is evidence of an attempt, not of the
-// effect, and carries none, so the operation goes to review rather than
-// to done. A message listed twice is one record when both copies agree,
+// an excerpt of its status, never an address or the subject. Its status
+// is read with one table (messageStates in states.go) onto the state the
+// decision uses, and kept in the record: processed and delivered are the
+// effect; deferred is in flight (SendGrid retries); not_delivered,
+// dropped, bounce (or bounced) and blocked are a failed attempt, evidence
+// but never proof, without the payload hash; any other status is a
+// malformed answer. A message listed twice is one record when both copies agree,
 // else a malformed answer.
 //
 // # Errors

@@ -159,7 +159,11 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		if v, ok := d.CustomArgs[a.customArg]; !ok || v != q.OpKey {
 			continue // not the operation's
 		}
-		records = append(records, record(d, created.UTC()))
+		rec, err := record(d, created.UTC())
+		if err != nil {
+			return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: message %d: %w", a.name, i, err))
+		}
+		records = append(records, rec)
 	}
 	// A message listed twice is one record when both copies agree.
 	records, err = providers.MergeDuplicates(records)
@@ -228,26 +232,31 @@ func (a *Adapter) request(endpoint string, method rest.Method, body []byte) (res
 	return req, nil
 }
 
-// record turns a message carrying the op_key into a record: the subject,
-// and its hash when the status shows SendGrid took the message and has
-// not given up on it.
-func record(d *details, created time.Time) providers.Record {
+// record turns a message carrying the op_key into a record: its state
+// ([messageStates]), the subject, and its hash unless the message failed.
+// A status not in the table is an error.
+func record(d *details, created time.Time) (providers.Record, error) {
+	state, known := messageStates[d.Status]
+	if !known {
+		return providers.Record{}, fmt.Errorf("status %q is none of SendGrid's", word(d.Status))
+	}
 	rec := providers.Record{
 		ID:        d.SGMessageID,
 		CreatedAt: created,
 		Recipient: d.ToEmail,
 		Excerpt:   "sendgrid message status=" + word(d.Status),
+		State:     state,
+		Status:    d.Status,
 	}
 	if d.Subject == nil {
-		return rec // nothing to compare: never agreement
+		return rec, nil // nothing to compare: never agreement
 	}
 	rec.Fields = map[string]any{"subject": *d.Subject}
-	switch d.Status {
-	case "processed", "delivered", "deferred":
+	if state != providers.StateFailed {
 		// An unhashable subject leaves the hash empty: never agreement.
 		rec.PayloadHash, _ = ledger.PayloadHashOf(rec.Fields)
 	}
-	return rec
+	return rec, nil
 }
 
 // sdkError classifies an error sendgrid-go returned: the transport's own,

@@ -80,6 +80,8 @@ func TestLookupRecord(t *testing.T) {
 		Fields:      map[string]any{"subject": subject},
 		PayloadHash: query.PayloadHash,
 		Excerpt:     "sendgrid message status=delivered",
+		State:       providers.StateEffect,
+		Status:      "delivered",
 	}}
 	if diff := cmp.Diff(want, records); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
@@ -170,8 +172,8 @@ func TestLookup(t *testing.T) {
 		{desc: "no custom_args is no match", messages: []message{with(sent("m1", at), func(m *message) { m.Args = nil })}, want: []string{}},
 		{desc: "a message to another address is not listed", messages: []message{with(sent("m1", at), func(m *message) { m.To = "ops@acme.example" })}, want: []string{}},
 		{desc: "processed is proof", messages: []message{with(sent("m1", at), func(m *message) { m.Status = "processed" })}, want: []string{"m1"}},
-		{desc: "deferred is proof", messages: []message{with(sent("m1", at), func(m *message) { m.Status = "deferred" })}, want: []string{"m1"}},
-		{desc: "dropped carries no hash", messages: []message{with(sent("m1", at), func(m *message) { m.Status = "dropped" })}, want: []string{"m1"}, noHash: true},
+		{desc: "deferred (in flight) carries the hash", messages: []message{with(sent("m1", at), func(m *message) { m.Status = "deferred" })}, want: []string{"m1"}},
+		{desc: "dropped is shown, without a hash", messages: []message{with(sent("m1", at), func(m *message) { m.Status = "dropped" })}, want: []string{"m1"}, noHash: true},
 		{desc: "bounced carries no hash", messages: []message{with(sent("m1", at), func(m *message) { m.Status = "bounced" })}, want: []string{"m1"}, noHash: true},
 		{desc: "blocked carries no hash", messages: []message{with(sent("m1", at), func(m *message) { m.Status = "blocked" })}, want: []string{"m1"}, noHash: true},
 		{desc: "no subject carries no hash", messages: []message{with(sent("m1", at), func(m *message) { m.NoSubj = true })}, want: []string{"m1"}, noHash: true},

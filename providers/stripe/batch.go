@@ -48,11 +48,14 @@ func (a *Adapter) LookupBatch(ctx context.Context, qs []providers.Query) ([]prov
 		}
 		all = append(all, objs...)
 	}
+	if err := a.checkMode(all); err != nil {
+		return nil, err
+	}
 	for i, q := range qs {
 		if answers[i].Err != nil {
 			continue
 		}
-		answers[i].Records, answers[i].Err = a.recordsFor(q.OpKey, all)
+		answers[i].Records, answers[i].Err = a.recordsFor(q, all)
 		if answers[i].Err == nil && answers[i].Records == nil {
 			answers[i].Records = []providers.Record{}
 		}

@@ -66,6 +66,33 @@
 // returned with its fields but no hash, so the operation goes to review
 // rather than to done.
 //
+// # Where a payment stands
+//
+// Each object's state in Stripe's state machine is read with one table
+// (stateOf in states.go) onto the state the decision uses, kept in the
+// record with what Stripe says in Status:
+//
+//	succeeded (a Charge: and captured)                  the effect
+//	requires_capture, a Charge succeeded uncaptured     in flight, unless the ledger's action is
+//	                                                    authorize, authorise, authorization or
+//	                                                    authorisation (any case): then the effect
+//	processing, a Charge pending, requires_action,
+//	requires_confirmation, requires_payment_method
+//	before any attempt (no last_payment_error)          in flight
+//	requires_payment_method after a failed attempt,
+//	canceled, a Charge failed                           failed
+//	refunded (refunded, or amount_refunded above 0:
+//	a partial refund too) or disputed                   reversed ("refunded 500 of 1299", "disputed")
+//
+// A PaymentIntent shows neither refunds nor disputes, so its search
+// expands each one's latest charge (expand[]=data.latest_charge) and
+// reads them there. A status not in the table is a malformed answer.
+//
+// The key's mode is read from its prefix (sk_live_ and rk_live_ are live,
+// sk_test_ and rk_test_ test): an object whose livemode is the other mode
+// is a misconfiguration, and the whole lookup a permanent error saying so
+// — never proof. A key with neither prefix is not checked.
+//
 // # Search lag
 //
 // Stripe's search index lags behind writes: the kind's default

@@ -96,6 +96,16 @@ type searchObject struct {
 	ReceiptEmail  *string           `json:"receipt_email"`
 	PaymentIntent json.RawMessage   `json:"payment_intent"` // likewise
 	Metadata      map[string]string `json:"metadata"`
+	// What the table of states reads (states.go).
+	Livemode         *bool           `json:"livemode"`
+	Captured         *bool           `json:"captured"`
+	Refunded         *bool           `json:"refunded"`
+	AmountRefunded   *int64          `json:"amount_refunded"`
+	Disputed         *bool           `json:"disputed"`
+	LastPaymentError json.RawMessage `json:"last_payment_error"`
+	// A PaymentIntent's latest charge, expanded: checked as an object of
+	// its own.
+	LatestCharge json.RawMessage `json:"latest_charge"`
 }
 
 // checkSearchResult accepts one JSON object with "object":"search_result",
@@ -122,8 +132,14 @@ func checkSearchResult(body []byte) error {
 		if len(item) == 0 || item[0] != '{' {
 			return &badResponse{reason: fmt.Sprintf("data[%d] is not an object", i)}
 		}
-		if err := providers.DecodeJSON(item, &searchObject{}); err != nil {
+		var obj searchObject
+		if err := providers.DecodeJSON(item, &obj); err != nil {
 			return &badResponse{reason: fmt.Sprintf("data[%d]: %v", i, err)}
+		}
+		if len(obj.LatestCharge) > 0 && obj.LatestCharge[0] == '{' {
+			if err := providers.DecodeJSON(obj.LatestCharge, &searchObject{}); err != nil {
+				return &badResponse{reason: fmt.Sprintf("data[%d].latest_charge: %v", i, err)}
+			}
 		}
 	}
 	if page.HasMore == nil {

@@ -37,6 +37,7 @@ type Adapter struct {
 	key         string
 	host        string
 	metadataKey string
+	mode        string // the key's: "live", "test", or "" when its prefix says neither
 	objects     []string
 	batch       int
 	client      *http.Client
@@ -87,6 +88,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		key:         key,
 		host:        host,
 		metadataKey: cmp.Or(cfg.MetadataKey, DefaultMetadataKey),
+		mode:        keyMode(key),
 		objects:     objects,
 		batch:       min(cmp.Or(cfg.MaxBatch, MaxClauses), MaxClauses),
 		client:      client,
@@ -113,6 +115,17 @@ type found struct {
 	hasOpKey      bool
 	// accepted: the status shows Stripe took the payment.
 	accepted bool
+	livemode bool
+	// A Charge's (a PaymentIntent's latest charge's) capture, refunds and
+	// dispute.
+	captured, refunded, disputed bool
+	amountRefunded               int64
+	// paymentError: a PaymentIntent's last_payment_error is set, an
+	// attempt to pay failed.
+	paymentError bool
+	// latestCharge is a PaymentIntent's latest charge, expanded; nil when
+	// it has none.
+	latestCharge *found
 }
 
 // Lookup implements providers.Lookup.
@@ -129,12 +142,16 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		}
 		all = append(all, objs...)
 	}
-	return a.recordsFor(q.OpKey, all)
+	if err := a.checkMode(all); err != nil {
+		return nil, err
+	}
+	return a.recordsFor(q, all)
 }
 
-// recordsFor makes the records of the operation with op_key opKey from the
-// objects a search found.
-func (a *Adapter) recordsFor(opKey string, all []found) ([]providers.Record, error) {
+// recordsFor makes the records of the operation q from the objects a
+// search found.
+func (a *Adapter) recordsFor(q providers.Query, all []found) ([]providers.Record, error) {
+	opKey := q.OpKey
 	// Only an object whose metadata holds the op_key, exactly, is the
 	// operation's: Stripe's matching is looser than equality (letter case,
 	// for one), and an object without the key proves nothing about it.
@@ -150,9 +167,9 @@ func (a *Adapter) recordsFor(opKey string, all []found) ([]providers.Record, err
 		if !mine(f) || (f.object == "charge" && paymentIntents[f.paymentIntent]) {
 			continue
 		}
-		rec, err := record(f)
+		rec, err := record(f, isAuthorisation(q.Action))
 		if err != nil {
-			return nil, providers.Transient(fmt.Errorf("%s: %s %s: %w", a.name, f.object, word(f.id, 64), err))
+			return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: %s %s: %w", a.name, f.object, word(f.id, 64), err))
 		}
 		records = append(records, rec)
 	}
@@ -198,17 +215,30 @@ func (a *Adapter) searchPage(ctx context.Context, object, query string, page *st
 	case ObjectPaymentIntents:
 		var res stripego.PaymentIntentSearchResult
 		params := &stripego.PaymentIntentSearchParams{SearchParams: search, Page: page}
+		// A PaymentIntent shows neither refunds nor disputes: its latest
+		// charge, expanded in the same answer, does.
+		params.AddExpand("data.latest_charge")
 		if err := a.get("/v1/payment_intents/search", params, &res); err != nil {
 			return nil, stripego.SearchMeta{}, err
 		}
 		objs := make([]found, 0, len(res.Data))
 		for i, pi := range res.Data {
+			if pi != nil && pi.LatestCharge != nil && pi.LatestCharge.Object != "charge" {
+				return nil, stripego.SearchMeta{}, &badResponse{reason: fmt.Sprintf("data[%d]: latest_charge is not expanded", i)}
+			}
 			if pi == nil || pi.Object != "payment_intent" || strings.TrimSpace(pi.ID) == "" {
 				return nil, stripego.SearchMeta{}, &badResponse{reason: fmt.Sprintf("data[%d] is not a payment_intent with an id", i)}
 			}
 			f := found{
 				object: pi.Object, id: pi.ID, created: pi.Created, amount: pi.Amount,
 				currency: string(pi.Currency), status: string(pi.Status), receiptEmail: pi.ReceiptEmail,
+				livemode: pi.Livemode, paymentError: pi.LastPaymentError != nil,
+			}
+			if ch := pi.LatestCharge; ch != nil {
+				f.latestCharge = &found{
+					object: ch.Object, id: ch.ID, amount: ch.Amount, status: string(ch.Status), livemode: ch.Livemode,
+					captured: ch.Captured, refunded: ch.Refunded, disputed: ch.Disputed, amountRefunded: ch.AmountRefunded,
+				}
 			}
 			var err error
 			if f.opKey, f.hasOpKey, err = opKeyOf(pi.Metadata, a.metadataKey); err != nil {
@@ -238,6 +268,8 @@ func (a *Adapter) searchPage(ctx context.Context, object, query string, page *st
 			f := found{
 				object: ch.Object, id: ch.ID, created: ch.Created, amount: ch.Amount,
 				currency: string(ch.Currency), status: string(ch.Status), receiptEmail: ch.ReceiptEmail,
+				livemode: ch.Livemode, captured: ch.Captured, refunded: ch.Refunded, disputed: ch.Disputed,
+				amountRefunded: ch.AmountRefunded,
 			}
 			var err error
 			if f.opKey, f.hasOpKey, err = opKeyOf(ch.Metadata, a.metadataKey); err != nil {
@@ -295,14 +327,25 @@ func (a *Adapter) get(path string, params searchParams, res stripego.LastRespons
 	return a.backend.CallRaw(http.MethodGet, path, a.key, []byte(values.Encode()), params.GetParams(), res)
 }
 
-// record turns a found object into a record: the normalized fields, and
-// their hash when the object's status shows Stripe accepted the payment.
-func record(f found) (providers.Record, error) {
+// record turns a found object into a record: its state in Stripe's state
+// machine ([stateOf]; authorisation: the ledger's action asks for one),
+// the normalized fields, and their hash when the object's status shows
+// Stripe accepted the payment.
+func record(f found, authorisation bool) (providers.Record, error) {
+	state, status, err := stateOf(f, authorisation)
+	if err != nil {
+		return providers.Record{}, err
+	}
 	rec := providers.Record{
 		ID:        f.id,
 		Recipient: cmp.Or(f.customer, f.receiptEmail),
 		Excerpt: fmt.Sprintf("%s %s %s %d %s", f.object, word(f.id, 64),
 			cmp.Or(word(f.status, 32), "-"), f.amount, cmp.Or(word(f.currency, 8), "-")),
+		State:  state,
+		Status: status,
+	}
+	if status != f.status {
+		rec.Excerpt += " (" + status + ")"
 	}
 	if f.created > 0 {
 		rec.CreatedAt = time.Unix(f.created, 0).UTC()

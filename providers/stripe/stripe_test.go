@@ -82,6 +82,12 @@ func (f *fakeStripe) requests() []request {
 // newLookup builds the adapter through Kind, as cmd/sweeper does, against f.
 func newLookup(t *testing.T, f *fakeStripe, configure func(*stripe.Config)) providers.Lookup {
 	t.Helper()
+	return newLookupKey(t, f, testKey, configure)
+}
+
+// newLookupKey is newLookup with key as the secret key.
+func newLookupKey(t *testing.T, f *fakeStripe, key string, configure func(*stripe.Config)) providers.Lookup {
+	t.Helper()
 	cfg := stripe.Kind.NewSettings().(*stripe.Config)
 	cfg.SecretKeyEnv = testKeyEnv
 	cfg.APIBase = f.srv.URL
@@ -93,7 +99,7 @@ func newLookup(t *testing.T, f *fakeStripe, configure func(*stripe.Config)) prov
 	}
 	lookup, err := stripe.Kind.New("payments", cfg, providers.Env{Getenv: func(k string) string {
 		if k == testKeyEnv {
-			return testKey
+			return key
 		}
 		return ""
 	}})
@@ -156,8 +162,14 @@ func paymentIntent(id, opKey string, extra map[string]any) map[string]any {
 	return object("payment_intent", id, opKey, 1299, "succeeded", extra)
 }
 
+// charge is a captured Charge that succeeded, neither refunded nor
+// disputed, as Stripe renders one.
 func charge(id, opKey string, extra map[string]any) map[string]any {
-	return object("charge", id, opKey, 1299, "succeeded", extra)
+	c := map[string]any{"captured": true, "refunded": false, "amount_refunded": 0, "disputed": false}
+	for k, v := range extra {
+		c[k] = v
+	}
+	return object("charge", id, opKey, 1299, "succeeded", c)
 }
 
 // searchResult is a page of a Stripe search; next is "" on the last page.
@@ -209,6 +221,8 @@ func TestLookupOneMatch(t *testing.T) {
 		Fields:      map[string]any{"amount": int64(1299), "currency": "usd"},
 		PayloadHash: wantHash(t),
 		Excerpt:     "payment_intent pi_3Nx1 succeeded 1299 USD",
+		State:       providers.StateEffect,
+		Status:      "succeeded",
 	}}
 	if diff := cmp.Diff(want, records); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)

@@ -42,9 +42,28 @@
 // ticket, never a resend. A message without a body (media only) has no
 // payload hash and never agrees.
 //
+// # Where a message stands
+//
+// Each message's status is read with one table (messageStates, from the
+// status values Twilio documents for the Message resource) onto the state
+// the decision uses, kept in the record with Twilio's own word in Status
+// (and error_code in the excerpt):
+//
+//	queued, accepted, sending, sent, delivered, read,
+//	partially_delivered                           the effect
+//	scheduled                                     in flight (may still be cancelled)
+//	failed, undelivered, canceled                 failed: the attempt, not the effect
+//	receiving, received, or direction inbound     no candidate: left out
+//
+// Only a message whose direction is outbound-api, outbound-call or
+// outbound-reply is an attempt to reach the recipient; an inbound message
+// (the recipient writing back) is left out. A status or a direction that
+// is not in the table is a malformed answer (transient), never proof. A
+// failed message carries no payload hash.
+//
 // # Which records are returned
 //
-// Every message to the recipient in the window is a candidate. When some
+// Every outbound message to the recipient in the window is a candidate. When some
 // candidates' body hash equals the query's payload hash, only those are
 // returned (one → done, several → multiple_matches); otherwise all
 // candidates are returned (none → not_found, others → payload_mismatch),

@@ -16,8 +16,10 @@ import (
 // message is one Message resource the fake account holds.
 type message struct {
 	SID, To, From, Body string
-	NoBody              bool // a media-only message: body is null
-	Status              string
+	NoBody              bool   // a media-only message: body is null
+	Status              string // default "delivered"
+	Direction           string // default "outbound-api"
+	ErrorCode           int    // Twilio's error_code; 0: null
 	Created, Sent       time.Time
 }
 
@@ -35,6 +37,14 @@ func (m message) resource(accountSID string) map[string]any {
 	if status == "" {
 		status = "delivered"
 	}
+	direction := m.Direction
+	if direction == "" {
+		direction = "outbound-api"
+	}
+	var errorCode, errorMessage any
+	if m.ErrorCode != 0 {
+		errorCode, errorMessage = m.ErrorCode, "Unreachable destination handset"
+	}
 	return map[string]any{
 		"account_sid":           accountSID,
 		"api_version":           "2010-04-01",
@@ -42,9 +52,9 @@ func (m message) resource(accountSID string) map[string]any {
 		"date_created":          twilioDate(m.Created),
 		"date_sent":             twilioDate(m.Sent),
 		"date_updated":          twilioDate(m.Sent.Add(2 * time.Second)),
-		"direction":             "outbound-api",
-		"error_code":            nil,
-		"error_message":         nil,
+		"direction":             direction,
+		"error_code":            errorCode,
+		"error_message":         errorMessage,
 		"from":                  m.From,
 		"messaging_service_sid": nil,
 		"num_media":             "0",

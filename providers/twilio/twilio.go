@@ -136,11 +136,11 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 	for pages := 1; ; pages++ {
 		for i, m := range page.Messages {
 			listed++
-			rec, created, err := a.record(m)
+			rec, created, candidate, err := a.record(m)
 			if err != nil {
-				return nil, providers.Transient(fmt.Errorf("%s: page %d, message %d: %w", a.name, pages, i, err))
+				return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: page %d, message %d: %w", a.name, pages, i, err))
 			}
-			if created.Before(since) || created.After(until) {
+			if !candidate || created.Before(since) || created.After(until) {
 				continue // outside the precise window
 			}
 			candidates = append(candidates, rec)
@@ -235,27 +235,47 @@ func (a *Adapter) nextPage(ctx context.Context, api *openapi.ApiService, uri str
 func messagesPath(sid string) string { return "/2010-04-01/Accounts/" + sid + "/Messages.json" }
 
 // record turns a listed message into a record, with its creation time.
-func (a *Adapter) record(m openapi.ApiV2010Message) (providers.Record, time.Time, error) {
+// A message that is not an attempt to reach the recipient (an inbound
+// one) is no candidate; a status or direction Twilio does not document is
+// an error.
+func (a *Adapter) record(m openapi.ApiV2010Message) (rec providers.Record, created time.Time, candidate bool, err error) {
 	sid := deref(m.Sid)
 	if strings.TrimSpace(sid) == "" {
-		return providers.Record{}, time.Time{}, errors.New("message has no sid")
+		return providers.Record{}, time.Time{}, false, errors.New("message has no sid")
 	}
-	created, err := parseDate(deref(m.DateCreated))
+	status, direction := deref(m.Status), deref(m.Direction)
+	switch {
+	case direction == "inbound" || inboundStatuses[status]:
+		return providers.Record{}, time.Time{}, false, nil
+	case !outbound[direction]:
+		return providers.Record{}, time.Time{}, false, fmt.Errorf("direction %q is none of Twilio's", word(direction))
+	}
+	state, known := messageStates[status]
+	if !known {
+		return providers.Record{}, time.Time{}, false, fmt.Errorf("status %q is none of Twilio's", word(status))
+	}
+	created, err = parseDate(deref(m.DateCreated))
 	if err != nil {
-		return providers.Record{}, time.Time{}, fmt.Errorf("date_created: %w", err)
+		return providers.Record{}, time.Time{}, false, fmt.Errorf("date_created: %w", err)
 	}
-	rec := providers.Record{
+	rec = providers.Record{
 		ID:        sid,
 		CreatedAt: created,
 		Recipient: deref(m.To),
 		Excerpt:   excerpt(m),
+		State:     state,
+		Status:    status,
 	}
 	if m.Body != nil {
 		rec.Fields = map[string]any{"body": *m.Body}
+		// A failed attempt carries no hash: it never agrees, and a
+		// delivered message with the same body is not hidden behind it.
 		// An unhashable body leaves PayloadHash empty: never agreement.
-		rec.PayloadHash, _ = ledger.PayloadHashOf(rec.Fields)
+		if state != providers.StateFailed {
+			rec.PayloadHash, _ = ledger.PayloadHashOf(rec.Fields)
+		}
 	}
-	return rec, created, nil
+	return rec, created, true, nil
 }
 
 // parseDate reads Twilio's RFC 2822 timestamps ("Thu, 30 Jul 2015 20:12:31 +0000").

@@ -109,6 +109,8 @@ func TestLookupRecord(t *testing.T) {
 		Fields:      map[string]any{"body": body},
 		PayloadHash: query.PayloadHash,
 		Excerpt:     "twilio message status=delivered direction=outbound-api segments=1",
+		State:       providers.StateEffect,
+		Status:      "delivered",
 	}}
 	if diff := cmp.Diff(want, records); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
@@ -660,5 +662,108 @@ func TestWithhold(t *testing.T) {
 				t.Errorf("class %s %s, want %s %s", class, delay, wantClass, wantDelay)
 			}
 		})
+	}
+}
+
+// TestLookupStates: each status Twilio documents for a message is read
+// onto the state the decision uses (the package's one table); an inbound
+// message to the number is no candidate; an unknown status or direction is
+// a malformed answer, never proof.
+func TestLookupStates(t *testing.T) {
+	t.Parallel()
+	at := since.Add(20 * time.Minute)
+	for _, tc := range []struct {
+		desc      string
+		status    string
+		direction string // default outbound-api
+		errorCode int
+		want      providers.State // "-": no record
+		excerpt   string          // default "twilio message status=<status> direction=<direction> segments=1"
+		malformed bool
+	}{
+		{desc: "queued is the effect", status: "queued", want: providers.StateEffect},
+		{desc: "accepted is the effect", status: "accepted", want: providers.StateEffect},
+		{desc: "sending is the effect", status: "sending", want: providers.StateEffect},
+		{desc: "sent is the effect", status: "sent", want: providers.StateEffect},
+		{desc: "delivered is the effect", status: "delivered", want: providers.StateEffect},
+		{desc: "read is the effect", status: "read", want: providers.StateEffect},
+		{desc: "partially_delivered is the effect", status: "partially_delivered", want: providers.StateEffect},
+		{desc: "scheduled is in flight", status: "scheduled", want: providers.StateInFlight},
+		{desc: "failed", status: "failed", errorCode: 30008, want: providers.StateFailed,
+			excerpt: "twilio message status=failed direction=outbound-api segments=1 error_code=30008"},
+		{desc: "undelivered", status: "undelivered", errorCode: 30003, want: providers.StateFailed,
+			excerpt: "twilio message status=undelivered direction=outbound-api segments=1 error_code=30003"},
+		{desc: "canceled", status: "canceled", want: providers.StateFailed},
+		{desc: "sent in a call is the effect", status: "delivered", direction: "outbound-call", want: providers.StateEffect},
+		{desc: "sent in reply is the effect", status: "delivered", direction: "outbound-reply", want: providers.StateEffect},
+		{desc: "an inbound message is no candidate", status: "received", direction: "inbound", want: "-"},
+		{desc: "an inbound message being received is no candidate", status: "receiving", direction: "inbound", want: "-"},
+		{desc: "received is inbound whatever the direction says", status: "received", want: "-"},
+		{desc: "an unknown status is malformed", status: "teleported", malformed: true},
+		{desc: "a status in another case is malformed", status: "Delivered", malformed: true},
+		{desc: "an unknown direction is malformed", status: "delivered", direction: "sideways", malformed: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			m := sms("SM1", body, at)
+			m.Status, m.Direction, m.ErrorCode = tc.status, tc.direction, tc.errorCode
+			records, err := lookup(t, newAdapter(t, newFake(t, m)), query)
+			if tc.malformed {
+				if class, _ := providers.Classify(err); class != providers.ClassTransient || !strings.Contains(fmt.Sprint(err), "malformed answer") {
+					t.Fatalf("Lookup = %v, %v; want a transient malformed answer", records, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "-" {
+				if len(records) != 0 {
+					t.Errorf("records %+v; want none", records)
+				}
+				return
+			}
+			if len(records) != 1 {
+				t.Fatalf("records %+v; want one", records)
+			}
+			r := records[0]
+			if r.State != tc.want || r.Status != tc.status {
+				t.Errorf("state %q, status %q; want %q, %q", r.State, r.Status, tc.want, tc.status)
+			}
+			excerpt, direction := tc.excerpt, tc.direction
+			if direction == "" {
+				direction = "outbound-api"
+			}
+			if excerpt == "" {
+				excerpt = fmt.Sprintf("twilio message status=%s direction=%s segments=1", tc.status, direction)
+			}
+			if r.Excerpt != excerpt {
+				t.Errorf("excerpt %q, want %q", r.Excerpt, excerpt)
+			}
+			// A failed attempt carries no payload hash: it never agrees,
+			// even for a decision that would read only the hash.
+			if wantHash := tc.want != providers.StateFailed; (r.PayloadHash == query.PayloadHash) != wantHash {
+				t.Errorf("payload hash %q; want it: %v", r.PayloadHash, wantHash)
+			}
+		})
+	}
+}
+
+// TestLookupInboundNotACandidate: a reply from the recipient, listed with
+// the outbound message, is left out; the outbound message alone is the
+// record.
+func TestLookupInboundNotACandidate(t *testing.T) {
+	t.Parallel()
+	out := sms("SM1", body, since.Add(20*time.Minute))
+	reply := sms("SM2", body, since.Add(21*time.Minute))
+	// Listed by the To filter: a message sent to the number from another
+	// of the account's numbers, or from the number to itself.
+	reply.Status, reply.Direction, reply.From = "received", "inbound", "+15550100888"
+	records, err := lookup(t, newAdapter(t, newFake(t, reply, out)), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 1 || records[0].ID != "SM1" {
+		t.Errorf("records %+v; want SM1 alone", records)
 	}
 }
