@@ -861,3 +861,21 @@ func TestRenderNoControls(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorTextInert: what the outbox stores of an error is one line of
+// inert text, NUL and invalid UTF-8 included, bounded.
+func TestErrorTextInert(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{controlText, "bad \xff byte", strings.Repeat("é\x1b", 3000)} {
+		got := errorText(fmt.Errorf("slack: %s", in))
+		if !utf8.ValidString(got) || len(got) > 2000+len("…") || !strings.HasPrefix(got, "slack: ") {
+			t.Errorf("errorText(%q) = %q: not UTF-8, too long, or not the text", in, got)
+		}
+		for _, r := range got {
+			if r < 0x20 || r >= 0x7f && r <= 0x9f || r >= 0x202a && r <= 0x202e || r == 0x2028 {
+				t.Errorf("errorText(%q) = %q holds %U", in, got, r)
+				break
+			}
+		}
+	}
+}
