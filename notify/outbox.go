@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -394,7 +395,7 @@ func (o *Outbox) Release(ctx context.Context, n Notification, delay time.Duratio
 // [ErrLeaseLost] when the lease has passed.
 func (o *Outbox) Park(ctx context.Context, n Notification, code string, cause error) error {
 	return o.update(ctx, n, "park", `state = 'parked', last_error = $4, error_code = nullif($5, ''),
-		leased_by = NULL, lease_until = now(), history = `+historyEntry("'parked'", "$4"), errorText(cause), code)
+		leased_by = NULL, lease_until = now(), history = `+historyEntry("'parked'", "$4"), errorText(cause), providers.Printable(code))
 }
 
 // skipResolved marks held row n, the "opened" row of a ticket that is
@@ -778,14 +779,13 @@ func incidentProvider(ctx context.Context, db ledger.DB, incidentID int64) (stri
 	return provider, nil
 }
 
-// errorText is what is stored of an error: its message, bounded.
+// errorText is what is stored of an error: its message, bounded, on one
+// line and inert ([providers.Printable]): Slack's or a proxy's text is
+// printed by `outbox list` on a terminal, and NUL is refused by
+// PostgreSQL.
 func errorText(err error) string {
 	if err == nil {
 		return ""
 	}
-	s := err.Error()
-	if len(s) > 2000 {
-		s = s[:2000]
-	}
-	return strings.ToValidUTF8(s, "")
+	return providers.Truncate(providers.Printable(err.Error()), 2000)
 }

@@ -488,8 +488,13 @@ func reasonText(a Alert) string {
 	}
 	s := label + escape(a.Reason.Describe())
 	if a.Detail != "" {
-		quoted := strings.ReplaceAll(escape(scrubPersonal(strings.TrimSpace(a.Detail))), "\n", "\n>")
-		s += "\n>" + quoted
+		// Quoted line by line: each line made one line of inert text by
+		// escape, the detail's own line breaks kept.
+		lines := strings.Split(strings.TrimSpace(a.Detail), "\n")
+		for i, l := range lines {
+			lines[i] = escape(scrubPersonal(l))
+		}
+		s += "\n>" + strings.Join(lines, "\n>")
 	}
 	return s
 }
@@ -632,20 +637,16 @@ func codeSpan(s string, limit int) string {
 
 var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
-// escape makes s literal text for mrkdwn: Slack parses &, < and > as
-// control characters, so "<!channel>" in a workflow name would ping a
-// whole channel.
-func escape(s string) string { return mrkdwnEscaper.Replace(s) }
+// escape makes s literal text for mrkdwn, on one line: Slack parses &, <
+// and > as control characters, so "<!channel>" in a workflow name would
+// ping a whole channel; and a provider's text can hold escape sequences
+// and bidi controls, which [providers.Printable] makes inert — a message
+// is read in terminals too (Slack's CLI clients, a pasted log).
+func escape(s string) string { return mrkdwnEscaper.Replace(providers.Printable(s)) }
 
-// oneLine replaces control characters (line breaks included) with spaces.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-}
+// oneLine is s as one line without control characters, line breaks a
+// space, escape sequences and bidi controls inert: [providers.Printable].
+func oneLine(s string) string { return providers.Printable(s) }
 
 // clip cuts s to at most limit characters (code points, as Slack counts
 // them), ending with "…". It does not cut a character, an emoji sequence

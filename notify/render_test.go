@@ -808,3 +808,93 @@ func TestRenderOpKeyHoldingTheRecipient(t *testing.T) {
 		t.Errorf("the message holds the address from the op_key:\n%s", s)
 	}
 }
+
+// controlText is what a provider's error can hold: OSC 0 and OSC 52, CSI,
+// a C1 CSI, DEL, NUL, a bidi override, and line breaks of every kind.
+const controlText = "boom \x1b]0;pwned\x07\x1b]52;c;Y3VybA==\x1b\\\x1b[2J\x1b[31mred\x1b[0m\u009b31m\x7f\x00\u202eevil\u202c\r\nnext\u2028line\tend"
+
+// TestRenderNoControls: whatever text from outside an alert holds — the
+// lookup's error in the detail, the op_key, the workflow, who resolved it,
+// a record id, a differing field, an error class, a provider's name — no
+// message Slack receives holds a control character, a bidi control or an
+// escape sequence's introducer; line breaks only where the message puts
+// them.
+func TestRenderNoControls(t *testing.T) {
+	t.Parallel()
+	f := fixtureFor(review.ReasonLookupFailed)
+	f.op.Workflow, f.op.OpKey, f.op.Action = "wf "+controlText, "key "+controlText, "act "+controlText
+	f.outcome = func([]providers.Record) review.Outcome { return review.Failed("twilio: HTTP 400: " + controlText) }
+	tk, ev := f.ticketAndEvidence(t)
+	tk.Owner, tk.Priority = "ops "+controlText, "urgent"+controlText
+	ev.DifferingFields = []string{"payload." + controlText}
+	ev.Errors = append(ev.Errors, review.AttemptError{Class: "class " + controlText})
+	ev.Records = []review.EvidenceRecord{{ID: "rec " + controlText}}
+	a := NewAlert(tk, ev)
+	acked := a
+	acked.AcknowledgedBy = "ack " + controlText
+	reply := EscalationReply(a, EscalationEvent{Kind: review.EscalationLevelUp, FromLevel: 0, ToLevel: 1})
+	messages := map[string]Message{
+		"root":          RootMessage(a),
+		"acknowledged":  RootMessage(acked),
+		"resolved":      ResolvedMessage(a, review.ResolutionDuplicate, "by "+controlText, "rec "+controlText),
+		"other outcome": ResolvedMessage(a, "outcome "+controlText, "U0ACK777", ""),
+		"reply":         reply,
+		"repeat":        EscalationReply(a, EscalationEvent{Kind: review.EscalationRepeat, ToLevel: 1, Repeat: 2}),
+		"new root":      NewRootMessage(a, Replacement{Why: NewRootUndelivered, Event: reply.Text}),
+		"incident":      IncidentMessage(Incident{ID: 1, Provider: "acme " + controlText, StartedAt: renderT0}),
+		"group": GroupMessage(AlertGroup{ID: 2, Provider: "acme " + controlText, Reason: "lookup_failed" + controlText, Open: 1,
+			Shown: []GroupedTicket{{ID: 3, Workflow: "wf " + controlText, OpKey: "key " + controlText, OpenedAt: renderT0}}}),
+	}
+	for name, m := range messages {
+		var decoded any
+		if err := json.Unmarshal(messageJSON(t, m), &decoded); err != nil {
+			t.Fatal(err)
+		}
+		var texts []string
+		var walk func(any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case string:
+				texts = append(texts, v)
+			case map[string]any:
+				for _, e := range v {
+					walk(e)
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			}
+		}
+		walk(decoded)
+		if !strings.Contains(strings.Join(texts, " "), "pwned") {
+			t.Errorf("%s: the text itself is gone", name)
+		}
+		for _, s := range texts {
+			for _, r := range s {
+				if r != '\n' && (r < 0x20 || r >= 0x7f && r <= 0x9f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x2028 || r == 0x2029) {
+					t.Errorf("%s: a text holds %U: %q", name, r, s)
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestErrorTextInert: what the outbox stores of an error is one line of
+// inert text, NUL and invalid UTF-8 included, bounded.
+func TestErrorTextInert(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{controlText, "bad \xff byte", strings.Repeat("é\x1b", 3000)} {
+		got := errorText(fmt.Errorf("slack: %s", in))
+		if !utf8.ValidString(got) || len(got) > 2000+len("…") || !strings.HasPrefix(got, "slack: ") {
+			t.Errorf("errorText(%q) = %q: not UTF-8, too long, or not the text", in, got)
+		}
+		for _, r := range got {
+			if r < 0x20 || r >= 0x7f && r <= 0x9f || r >= 0x202a && r <= 0x202e || r == 0x2028 {
+				t.Errorf("errorText(%q) = %q holds %U", in, got, r)
+				break
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -104,3 +105,67 @@ func extends(c rune) bool {
 }
 
 func regionalIndicator(c rune) bool { return c >= 0x1F1E6 && c <= 0x1F1FF }
+
+// Printable returns s as one line of inert text, whoever wrote it: safe to
+// print on an operator's terminal, in a log line or in a Slack message.
+// Text from a provider (an error body, a status word) or from a person can
+// hold escape sequences — OSC 0 retitles the terminal, OSC 52 writes its
+// clipboard, CSI moves the cursor and repaints what was printed before —
+// and bidi controls that make text read other than it is (Trojan Source).
+//
+// What it guarantees: the result is valid UTF-8 (an invalid byte becomes
+// U+FFFD) and holds no C0 control, no DEL, no C1 control (U+0080–U+009F),
+// no bidi embedding, override or isolate (U+202A–U+202E, U+2066–U+2069)
+// and no line or paragraph separator. Line breaks and tabs (\n \r \t \v
+// \f, U+0085, U+2028, U+2029) become a space; every other such character
+// is written as its Go escape, `\x1b` or `\u202e`, so a person still sees
+// that it was there and which it was. Escaping the ESC or C1 introducer
+// leaves every escape sequence (CSI, OSC, DCS, SOS, PM, APC) plain text,
+// whatever follows it, terminated or not. Everything else is kept: other
+// scripts, combining marks and emoji sequences (their joiners and
+// selectors are not controls). Printable(Printable(s)) == Printable(s).
+func Printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || unprintable(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i, w := 0, 0; i < len(s); i += w {
+		var r rune
+		r, w = utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError:
+			b.WriteRune(utf8.RuneError) // invalid UTF-8, or U+FFFD itself
+		case r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f' || r == '\u0085' || r == '\u2028' || r == '\u2029':
+			b.WriteByte(' ')
+		case r < 0x80 && unprintable(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unprintable(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// unprintable reports whether r is a control character or a bidi control
+// that [Printable] replaces.
+func unprintable(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f: // C0, DEL, C1
+		return true
+	case r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069': // bidi embeddings, overrides, isolates
+		return true
+	case r == '\u2028' || r == '\u2029':
+		return true
+	}
+	return false
+}

@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
@@ -59,18 +61,44 @@ type EvidenceQuery struct {
 	Until           time.Time `json:"until"`
 }
 
-// EvidenceRecord is a [providers.Record] as evidence shows it.
+// EvidenceRecord is a [providers.Record] as evidence shows it: its id,
+// dates, state and hashes as they are, and none of the provider's text
+// (see [NewEvidence]).
 type EvidenceRecord struct {
-	ID              string         `json:"id"`
-	CreatedAt       time.Time      `json:"created_at,omitzero"`
-	RecipientMasked string         `json:"recipient_masked,omitempty"`
-	Fields          map[string]any `json:"fields,omitempty"`
-	PayloadHash     string         `json:"payload_hash,omitempty"`
-	Excerpt         string         `json:"excerpt,omitempty"`
-	// State is where the record stands in the provider's state machine
-	// (effect, in_flight, failed, reversed), Status the provider's word.
+	ID              string    `json:"id"`
+	CreatedAt       time.Time `json:"created_at,omitzero"`
+	RecipientMasked string    `json:"recipient_masked,omitempty"`
+	// State and Status are the record's [providers.Record.State] and the
+	// provider's own status word.
 	State  providers.State `json:"state,omitempty"`
 	Status string          `json:"status,omitempty"`
+	// Fields are the record's normalized fields with every string replaced
+	// by its [FieldText]; numbers and booleans are kept.
+	Fields      map[string]any `json:"fields,omitempty"`
+	PayloadHash string         `json:"payload_hash,omitempty"`
+	Excerpt     string         `json:"excerpt,omitempty"`
+}
+
+// FieldText is a string of a record's fields as evidence keeps it: never
+// the text. A message body, a subject, a one-time code or a login link is
+// the customer's, and evidence can never be deleted; what a person needs
+// to decide is whether the provider holds what the workflow meant to send,
+// which Agrees says, and whether two records hold the same text, which
+// SHA256 says.
+type FieldText struct {
+	// SHA256 is the first 12 hex digits of the SHA-256 of the text's UTF-8
+	// bytes.
+	SHA256 string `json:"sha256"`
+	// Length counts the text's characters (code points).
+	Length int `json:"length"`
+	// Agrees says whether the ledger's payload holds the same text at the
+	// same place (compared in Unicode NFC, as the payload hash compares
+	// it); false when it holds something else or nothing there, null when
+	// the ledger row has no payload to compare with.
+	Agrees *bool `json:"agrees"`
+	// Masked is set for an email address or a phone number:
+	// [MaskRecipient]'s form, as every recipient in evidence shows.
+	Masked string `json:"masked,omitempty"`
 }
 
 // StorableText is s as PostgreSQL's text and jsonb can hold it: without
@@ -101,6 +129,13 @@ type Lookup struct {
 
 // NewEvidence assembles the snapshot for op, decided as d after lookup.
 //
+// No text of the provider's is kept as it was written: every string of a
+// record's fields becomes a [FieldText], and every such string — and every
+// string of the ledger's payload — is replaced by "[redacted]" wherever an
+// excerpt, a status or an error quotes it, and a link in an excerpt by
+// "[link]": an adapter that quotes a message body is caught here, once.
+// Excerpts, statuses and errors are also made [providers.Printable].
+//
 // Recipients are masked and hashed, and every text the snapshot keeps —
 // the op_key, workflow and action, the query's, each error, the decision's
 // detail and differing fields, each excerpt, the strings and keys of each
@@ -118,6 +153,13 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 		recipients = append(recipients, r.Recipient)
 	}
 	redact := func(s string) string { return providers.RedactText(s, recipients...) }
+	payload, known := ledgerPayload(op.Payload)
+	texts := freeTexts(payload, nil)
+	for _, r := range lookup.Outcome.Records() {
+		texts = freeTexts(r.Fields, texts)
+	}
+	// Provider text: what a provider wrote, quoted by an adapter.
+	quoted := func(s string) string { return providers.Printable(providers.RedactText(redact(s), texts...)) }
 
 	ev := Evidence{
 		OpKey:           redact(op.OpKey),
@@ -138,7 +180,7 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 		Detail:          redact(d.Detail),
 	}
 	for _, e := range lookup.Errors {
-		e.Class, e.Error = redact(e.Class), redact(e.Error)
+		e.Class, e.Error = redact(e.Class), quoted(e.Error)
 		ev.Errors = append(ev.Errors, e)
 	}
 	for _, f := range d.DifferingFields {
@@ -159,50 +201,149 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 			ID:              r.ID,
 			CreatedAt:       r.CreatedAt,
 			RecipientMasked: MaskRecipient(r.Recipient),
-			Fields:          redactFields(maskFields(r.Fields), redact),
+			State:           r.State,
+			Status:          truncate(quoted(r.Status), 40),
+			Fields:          fieldsOf(r.Fields, payload, known, redact),
 			PayloadHash:     r.PayloadHash,
 			// Redacted before it is cut: a recipient cut in half would no
 			// longer be found.
-			Excerpt: truncate(redact(r.Excerpt), 200),
-			State:   r.State,
-			Status:  truncate(redact(r.Status), 60),
+			Excerpt: truncate(quoted(linkPattern.ReplaceAllString(r.Excerpt, "[link]")), 200),
 		})
 	}
 	return ev
 }
 
-// redactFields applies redact to every string and key of masked fields
-// (maskFields' result: maps, slices and scalars of JSON's kinds).
-func redactFields(fields map[string]any, redact func(string) string) map[string]any {
+// linkPattern finds links in an excerpt: a login or tracking link is a
+// key to the customer's account.
+var linkPattern = regexp.MustCompile(`(?i)\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s"'<>]+`)
+
+// ledgerPayload decodes the ledger row's payload; known is false when the
+// row has none (or none that decodes), so no field can agree with it.
+func ledgerPayload(payload json.RawMessage) (fields map[string]any, known bool) {
+	if len(payload) == 0 {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		return nil, false
+	}
+	return fields, true
+}
+
+// freeTexts appends every string held in v (maps, slices, typed values
+// through their JSON form) to texts.
+func freeTexts(v any, texts []string) []string {
+	switch t := generic(v).(type) {
+	case string:
+		return append(texts, t)
+	case map[string]any:
+		for _, e := range t {
+			texts = freeTexts(e, texts)
+		}
+	case []any:
+		for _, e := range t {
+			texts = freeTexts(e, texts)
+		}
+	}
+	return texts
+}
+
+// fieldsOf is a record's fields as evidence keeps them: keys redacted,
+// every string a [FieldText] compared with the ledger's payload at the
+// same place, numbers and booleans as they are (a phone number written as
+// a number masked).
+func fieldsOf(fields, ledger map[string]any, known bool, redact func(string) string) map[string]any {
 	if fields == nil {
 		return nil
 	}
 	out := make(map[string]any, len(fields))
 	for k, v := range fields {
-		out[redact(k)] = redactValue(v, redact)
+		lv, ok := ledger[k]
+		out[redact(k)] = fieldValue(v, lv, ok, known, redact)
 	}
 	return out
 }
 
-func redactValue(v any, redact func(string) string) any {
-	switch t := v.(type) {
+// fieldValue is v as evidence keeps it; lv is the ledger payload's value
+// at the same place, present says whether there is one, known whether the
+// ledger row has a payload at all.
+func fieldValue(v, lv any, present, known bool, redact func(string) string) any {
+	switch t := generic(v).(type) {
 	case string:
-		return redact(t)
+		f := FieldText{SHA256: shortHash(t), Length: utf8.RuneCountInString(t)}
+		if known {
+			ls, ok := lv.(string)
+			agrees := present && ok && norm.NFC.String(ls) == norm.NFC.String(t)
+			f.Agrees = &agrees
+		}
+		if looksLikeRecipient(t) {
+			f.Masked = MaskRecipient(t)
+		}
+		return f
 	case json.Number:
-		if r := redact(t.String()); r != t.String() {
-			return r
+		if looksPersonal(t.String()) {
+			return MaskRecipient(t.String())
+		}
+		return t
+	case float64:
+		// A phone number stored as a JSON number.
+		if t == math.Trunc(t) && math.Abs(t) >= 1e6 {
+			return MaskRecipient(strconv.FormatFloat(t, 'f', 0, 64))
 		}
 		return t
 	case map[string]any:
-		return redactFields(t, redact)
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = redactValue(e, redact)
+		lm, ok := lv.(map[string]any)
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			le, in := lm[k]
+			out[redact(k)] = fieldValue(e, le, present && ok && in, known, redact)
 		}
 		return out
+	case []any:
+		ls, ok := lv.([]any)
+		out := make([]any, len(t))
+		for i, e := range t {
+			var le any
+			if ok && i < len(ls) {
+				le = ls[i]
+			}
+			out[i] = fieldValue(e, le, present && ok && i < len(ls), known, redact)
+		}
+		return out
+	case nil, bool, float32, int, int8, int16, int32, int64,
+		uint, uint8, uint16, uint32, uint64:
+		return t
 	}
-	return v
+	return nil // not a JSON value
+}
+
+// generic is v with a typed value ([]string, map[string]string, a struct,
+// a named string type) replaced by its JSON form decoded into maps, slices
+// and scalars: otherwise its strings would pass the cases of [fieldValue]
+// unseen. A value JSON cannot encode is nil.
+func generic(v any) any {
+	switch v.(type) {
+	case string, json.Number, float64, map[string]any, []any, nil, bool, float32, int, int8, int16, int32, int64,
+		uint, uint8, uint16, uint32, uint64:
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil
+	}
+	return out
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:6])
 }
 
 // MaskRecipient keeps enough of an address for a person to recognise it
@@ -254,75 +395,23 @@ func HashRecipient(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// maskFields copies a record's normalized fields, masking every string that
-// looks like an address or a phone number.
-func maskFields(fields map[string]any) map[string]any {
-	if fields == nil {
-		return nil
+// looksLikeRecipient spots email addresses and phone numbers written as
+// recipients are: with a "+" or at least ten digits. A shorter run of
+// digits is as likely a one-time code, whose mask would show half of it.
+func looksLikeRecipient(s string) bool {
+	if strings.Contains(s, "@") {
+		return true
 	}
-	out := make(map[string]any, len(fields))
-	for k, v := range fields {
-		out[k] = maskValue(v)
+	if !looksPersonal(s) {
+		return false
 	}
-	return out
-}
-
-func maskValue(v any) any {
-	switch t := v.(type) {
-	case string:
-		switch {
-		case looksPersonal(t):
-			return MaskRecipient(t)
-		case isFreeText(t):
-			// A message body, a name, an address: its hash and length are
-			// evidence enough, its words may be personal data.
-			sum := sha256.Sum256([]byte(t))
-			return fmt.Sprintf("[text: %d characters, sha256 %s…]", utf8.RuneCountInString(t), hex.EncodeToString(sum[:6]))
+	digits := 0
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			digits++
 		}
-		return t
-	case json.Number:
-		if looksPersonal(t.String()) {
-			return MaskRecipient(t.String())
-		}
-		return t
-	case float64:
-		// A phone number stored as a JSON number.
-		if t == math.Trunc(t) && math.Abs(t) >= 1e6 {
-			return MaskRecipient(strconv.FormatFloat(t, 'f', 0, 64))
-		}
-		return t
-	case map[string]any:
-		return maskFields(t)
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = maskValue(e)
-		}
-		return out
-	case nil, bool, float32, int, int8, int16, int32, int64,
-		uint, uint8, uint16, uint32, uint64:
-		return v
 	}
-	// A typed value ([]string, map[string]string, a struct, a named string
-	// type) would carry its strings past the cases above unmasked: mask its
-	// JSON form, which is what the evidence holds anyway.
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var generic any
-	if err := dec.Decode(&generic); err != nil {
-		return nil
-	}
-	return maskValue(generic)
-}
-
-// isFreeText spots prose rather than a code, an amount or an id: anything
-// with a space, or longer than 64 characters.
-func isFreeText(s string) bool {
-	return strings.ContainsAny(s, " \t\n") || utf8.RuneCountInString(s) > 64
+	return strings.HasPrefix(strings.TrimSpace(s), "+") || digits >= 10
 }
 
 // looksPersonal spots email addresses and phone numbers.

@@ -224,17 +224,18 @@ func TestNewEvidence(t *testing.T) {
 			{ID: "msg_1", CreatedAt: first.Add(time.Second), RecipientMasked: "+1******0777",
 				PayloadHash: strings.Repeat("b", 64), Excerpt: "mailer id=msg_1",
 				Fields: map[string]any{
-					"to":       "j***@***.com",
-					"template": "welcome",
+					"to":       textJSON("jane.doe@example.com", true, "j***@***.com"),
+					"template": textJSON("welcome", true, ""),
 					"amount":   1299.0,
 					"sms": map[string]any{
-						"number": "+1******0777",
-						"cc":     []any{"J***@***.com", map[string]any{"phone": "+1***********0777"}, 42.5},
+						"number": textJSON("+15550100777", false, "+1******0777"),
+						"cc": []any{textJSON("Jane.Doe@Example.com", false, "J***@***.com"),
+							map[string]any{"phone": textJSON("+1 (555) 010-0777", false, "+1***********0777")}, 42.5},
 					},
-					"bcc":      []any{"j***@***.com"},
-					"headers":  map[string]any{"Reply-To": "j***@***.com", "X-Campaign": "spring"},
-					"contacts": []any{map[string]any{"phone": "+1******0777"}},
-					"notify":   map[string]any{"Phone": "+1******0777"},
+					"bcc":      []any{textJSON("jane.doe@example.com", false, "j***@***.com")},
+					"headers":  map[string]any{"Reply-To": textJSON("jane.doe@example.com", false, "j***@***.com"), "X-Campaign": textJSON("spring", false, "")},
+					"contacts": []any{map[string]any{"phone": textJSON("+15550100777", false, "+1******0777")}},
+					"notify":   map[string]any{"Phone": textJSON("+15550100777", false, "+1******0777")},
 				}},
 			{ID: "msg_2", RecipientMasked: "J***@***.com", PayloadHash: strings.Repeat("c", 64),
 				Excerpt: strings.Repeat("é", 200) + "…"},
@@ -247,6 +248,17 @@ func TestNewEvidence(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("evidence mismatch (-want +got):\n%s", diff)
 	}
+}
+
+// textJSON is a string field's [review.FieldText] as decoded from the
+// evidence JSON.
+func textJSON(s string, agrees bool, masked string) map[string]any {
+	sum := sha256.Sum256([]byte(s))
+	m := map[string]any{"sha256": hex.EncodeToString(sum[:6]), "length": float64(utf8.RuneCountInString(s)), "agrees": agrees}
+	if masked != "" {
+		m["masked"] = masked
+	}
+	return m
 }
 
 // TestNewEvidenceWithoutLookup is the evidence of a lookup that never
@@ -286,8 +298,9 @@ func TestNewEvidenceWithoutLookup(t *testing.T) {
 }
 
 // TestEvidenceHidesFreeTextAndNumericPhones: a message body in a record's
-// fields is reduced to its length and hash, and a phone number stored as a
-// JSON number is masked.
+// fields is reduced to its length and hash — and so is every other string,
+// even a currency code — and a phone number stored as a JSON number is
+// masked.
 func TestEvidenceHidesFreeTextAndNumericPhones(t *testing.T) {
 	t.Parallel()
 	op := ledger.Operation{OpKey: "k", Provider: "p", Action: "send_sms", PayloadHash: strings.Repeat("a", 64)}
@@ -308,7 +321,9 @@ func TestEvidenceHidesFreeTextAndNumericPhones(t *testing.T) {
 		}
 	}
 	fields := ev.Records[0].Fields
-	if fields["amount"] != float64(1299) || fields["currency"] != "usd" || !strings.HasPrefix(fields["body"].(string), "[text: 28 characters, sha256 ") {
+	body, _ := fields["body"].(review.FieldText)
+	currency, _ := fields["currency"].(review.FieldText)
+	if fields["amount"] != float64(1299) || currency.Length != 3 || body.Length != 28 || len(body.SHA256) != 12 || body.Agrees != nil {
 		t.Errorf("fields = %v", fields)
 	}
 }
@@ -409,5 +424,82 @@ func TestEvidenceRedactsEveryFormOfTheRecipient(t *testing.T) {
 				t.Errorf("NewEvidence changed the caller's errors (-before +after):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestEvidenceKeepsNoProviderText: a one-time code, a login link and a
+// message body in a record's fields — or quoted by a careless adapter in
+// its excerpt and status, or by the provider in an error — are nowhere in
+// the stored evidence. Each string field is its hash, its length and
+// whether it agrees with the ledger's payload; numbers and booleans stay.
+func TestEvidenceKeepsNoProviderText(t *testing.T) {
+	t.Parallel()
+	const (
+		code = "G-482913"
+		link = "https://acme.example/l/9fQ2xZ7kLmN0pR"
+		body = "Your Acme code is G-482913. Or sign in: https://acme.example/l/9fQ2xZ7kLmN0pR"
+	)
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	op := ledger.Operation{ID: 9, OpKey: "login:u-77", Workflow: "login", Provider: "sms", Action: "send_sms",
+		Recipient: "+15550100777", PayloadHash: strings.Repeat("a", 64), Attempts: 1, FirstAttemptAt: at,
+		Payload: json.RawMessage(`{"body":"` + body + `","code":"` + code + `","link":"https://acme.example/l/other","amount":1299,
+			"meta":{"lang":"en"}}`)}
+	rec := providers.Record{ID: "SM1", CreatedAt: at, Recipient: "+15550100777", PayloadHash: strings.Repeat("b", 64),
+		State: providers.StateFailed, Status: code,
+		Fields: map[string]any{"body": body, "code": code, "link": link, "amount": 1299, "sent": true,
+			"extra": "not in the ledger", "meta": map[string]any{"lang": "en", "tags": []any{code, 7}}},
+		Excerpt: "sms message status=undelivered code=g-482913 see https://acme.example/l/other and " + link}
+	lookup := review.Lookup{Adapter: "twilio", Outcome: review.Answered(providers.Query{}, []providers.Record{rec}),
+		Errors: []review.AttemptError{{At: at, Attempt: 1, Class: "permanent", Error: "sms: HTTP 400: body " + body + " refused"}},
+		At:     at.Add(time.Hour)}
+	raw, err := json.Marshal(review.NewEvidence(op, lookup, review.Decision{Reason: review.ReasonPayloadMismatch, Detail: "the record differs"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{"482913", "9fq2xz7klmn0pr", "acme.example", "your acme code", "not in the ledger"} {
+		if strings.Contains(strings.ToLower(string(raw)), leak) {
+			t.Errorf("evidence JSON holds %q:\n%s", leak, raw)
+		}
+	}
+
+	var ev struct {
+		Records []struct {
+			State   string         `json:"state"`
+			Status  string         `json:"status"`
+			Fields  map[string]any `json:"fields"`
+			Excerpt string         `json:"excerpt"`
+		} `json:"records"`
+	}
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	text := func(s string, agrees any) map[string]any {
+		sum := sha256.Sum256([]byte(s))
+		return map[string]any{"sha256": hex.EncodeToString(sum[:])[:12], "length": float64(utf8.RuneCountInString(s)), "agrees": agrees}
+	}
+	want := map[string]any{
+		"body":   text(body, true),
+		"code":   text(code, true),
+		"link":   text(link, false),
+		"extra":  text("not in the ledger", false),
+		"amount": 1299.0,
+		"sent":   true,
+		"meta":   map[string]any{"lang": text("en", true), "tags": []any{text(code, false), 7.0}},
+	}
+	if diff := cmp.Diff(want, ev.Records[0].Fields); diff != "" {
+		t.Errorf("fields (-want +got):\n%s", diff)
+	}
+	if got := ev.Records[0].State; got != "failed" {
+		t.Errorf("state = %q, want failed", got)
+	}
+	if got, want := ev.Records[0].Excerpt, "sms message status=undelivered code=[redacted] see [link] and [link]"; got != want {
+		t.Errorf("excerpt = %q, want %q", got, want)
+	}
+
+	// Without a payload in the ledger there is nothing to agree with.
+	op.Payload = nil
+	ev2 := review.NewEvidence(op, lookup, review.Decision{})
+	if got := ev2.Records[0].Fields["code"]; !cmp.Equal(got, review.FieldText{SHA256: text(code, nil)["sha256"].(string), Length: 8}) {
+		t.Errorf("code without a ledger payload = %#v, want its hash and length, agrees null", got)
 	}
 }

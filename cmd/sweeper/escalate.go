@@ -34,7 +34,7 @@ func newEscalateCmd(e *env) *cobra.Command {
 		relooked, relookErr := s.RelookupOnce(ctx)
 		if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
 			// The rows stay in the outbox for the daemon or `notify --once`.
-			fmt.Fprintf(e.stderr, "sweeper escalate: delivering to Slack: %v\n", deliverErr)
+			fmt.Fprintf(e.stderr, "sweeper escalate: delivering to Slack: %s\n", inertLines(deliverErr.Error()))
 		}
 		if *asJSON {
 			if jsonErr := printJSON(e, struct {

@@ -77,11 +77,11 @@ func exitCode(stderr io.Writer, cmd *cobra.Command, err error) int {
 	var exit *exitError
 	if errors.As(err, &exit) {
 		if exit.err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), exit.err)
+			fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), inertLines(exit.err.Error()))
 		}
 		return exit.code
 	}
-	fmt.Fprintf(stderr, "%s: %s\n\n", cmd.CommandPath(), strings.TrimRight(err.Error(), "\n"))
+	fmt.Fprintf(stderr, "%s: %s\n\n", cmd.CommandPath(), inertLines(strings.TrimRight(err.Error(), "\n")))
 	fmt.Fprint(stderr, cmd.UsageString())
 	return exitUsage
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,10 +10,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/providers"
 )
 
 // loadConfig resolves the configuration file — --config, else
@@ -88,12 +91,58 @@ func printJSON(e *env, v any) error {
 // writeJSON is how sweeper prints JSON: indented, each line after the first
 // starting with prefix, ending in a newline, and with <, > and & as they
 // are. The output goes to terminals and pipes, never into HTML, and a Slack
-// mention must read <@U…>, not \u003c@U…\u003e.
+// mention must read <@U…>, not \u003c@U…\u003e. No character a terminal
+// acts on is printed raw ([inertJSON]).
 func writeJSON(w io.Writer, prefix string, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent(prefix, "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(inertJSON(buf.Bytes()))
+	return err
+}
+
+// inertJSON is the JSON text b with every DEL, C1 control (U+0080–U+009F),
+// bidi control (U+202A–U+202E, U+2066–U+2069) and line separator written
+// as a \uXXXX escape, and invalid UTF-8 as \ufffd: encoding/json and
+// PostgreSQL escape the C0 controls only, and a terminal acts on the
+// others — U+009B starts a CSI like ESC [. Outside strings JSON holds none
+// of them, so the escapes stand for the same characters: the data is
+// unchanged, only its spelling.
+func inertJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		r, w := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && w <= 1:
+			out = append(out, `\ufffd`...)
+		case r == 0x7f, r >= 0x80 && r <= 0x9f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x2028, r == 0x2029:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		default:
+			out = append(out, b[i:i+w]...)
+		}
+		i += w
+	}
+	return out
+}
+
+// inert is text from outside sweeper — a provider's error, a person's
+// note, a Slack error code — as a terminal may show it: one line,
+// [providers.Printable].
+func inert(s string) string { return providers.Printable(s) }
+
+// inertLines is [inert] for a text whose line breaks are sweeper's own (a
+// joined error, a list of problems): each line is made inert, the breaks
+// stay.
+func inertLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = inert(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // passFailed prints the one line that says what went wrong in a --once
@@ -134,11 +183,32 @@ func newLogger(w io.Writer) *slog.Logger { return newLoggerAt(w, slog.LevelInfo)
 
 // newLoggerAt is newLogger from level up.
 func newLoggerAt(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(newLogHandler(w, level, isTerminal(w)))
+}
+
+// newLogHandler writes text for a terminal, JSON otherwise. Neither
+// prints a character a terminal acts on, whatever a provider's error or a
+// person's input holds: the text handler quotes every value holding one
+// (strconv.Quote writes ESC as \x1b, U+202E as \u202e), and the JSON
+// handler's lines go through [inertJSON], for the C1 and bidi controls it
+// leaves raw — a JSON log is read with tail on a terminal too.
+func newLogHandler(w io.Writer, level slog.Level, text bool) slog.Handler {
 	opts := &slog.HandlerOptions{Level: level}
-	if isTerminal(w) {
-		return slog.New(slog.NewTextHandler(w, opts))
+	if text {
+		return slog.NewTextHandler(w, opts)
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.NewJSONHandler(inertWriter{w}, opts)
+}
+
+// inertWriter writes JSON through [inertJSON]. A slog handler writes each
+// record in one Write, so no character is split between two.
+type inertWriter struct{ w io.Writer }
+
+func (i inertWriter) Write(p []byte) (int, error) {
+	if _, err := i.w.Write(inertJSON(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func isTerminal(w io.Writer) bool {

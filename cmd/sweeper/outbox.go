@@ -19,7 +19,7 @@ func eachRow(e *env, what string, ids []int64, do func(int64) (string, error)) e
 	for _, id := range ids {
 		line, err := do(id)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "sweeper outbox %s: %v\n", what, err)
+			fmt.Fprintf(e.stderr, "sweeper outbox %s: %s\n", what, inertLines(err.Error()))
 			failed = true
 			continue
 		}

@@ -52,7 +52,7 @@ func newOutboxListCmd(e *env) *cobra.Command {
 			case n.TicketID == 0 && n.GroupID != 0:
 				ticket = fmt.Sprintf("group %d", n.GroupID)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, ticket, n.Kind, n.State, n.Attempts, n.TS, n.ErrorCode, n.LastError)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, ticket, inert(n.Kind), n.State, n.Attempts, inert(n.TS), inert(n.ErrorCode), inert(n.LastError))
 		}
 		tw.Flush()
 		fmt.Fprintf(e.stderr, "%d row(s)\n", len(rows))

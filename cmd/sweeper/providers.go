@@ -54,7 +54,7 @@ func newProvidersCmd(e *env) *cobra.Command {
 			fmt.Fprintf(e.stdout, "%-16s %-8s by %-11s %s; %d pending, %d open lookup_failed\n",
 				l.Provider, l.Kind, l.Matching, state, l.Pending, l.LookupFailed)
 			if !l.Up && l.LastError != "" {
-				fmt.Fprintf(e.stdout, "%-16s last error: %s\n", "", l.LastError)
+				fmt.Fprintf(e.stdout, "%-16s last error: %s\n", "", inert(l.LastError))
 			}
 		}
 		return nil

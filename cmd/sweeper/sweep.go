@@ -35,7 +35,7 @@ func newSweepCmd(e *env) *cobra.Command {
 		if !*dryRun {
 			if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
 				// The rows stay in the outbox for the daemon or `notify --once`.
-				fmt.Fprintf(e.stderr, "sweeper sweep: delivering to Slack: %v\n", deliverErr)
+				fmt.Fprintf(e.stderr, "sweeper sweep: delivering to Slack: %s\n", inertLines(deliverErr.Error()))
 			}
 		}
 		if *asJSON {
@@ -65,9 +65,9 @@ func printSummary(w io.Writer, sum app.Summary) {
 		fmt.Fprintln(w, "dry run: nothing was written")
 		for _, d := range sum.Decisions {
 			if d.Decision.Done {
-				fmt.Fprintf(w, "  %s (%s): done, record %s\n", d.OpKey, d.Provider, d.Decision.ProviderRecordID)
+				fmt.Fprintf(w, "  %s (%s): done, record %s\n", inert(d.OpKey), d.Provider, inert(d.Decision.ProviderRecordID))
 			} else {
-				fmt.Fprintf(w, "  %s (%s): review, %s: %s\n", d.OpKey, d.Provider, d.Decision.Reason, d.Decision.Detail)
+				fmt.Fprintf(w, "  %s (%s): review, %s: %s\n", inert(d.OpKey), d.Provider, d.Decision.Reason, inert(d.Decision.Detail))
 			}
 		}
 	}

@@ -37,25 +37,27 @@ func decisionError(id int64, err error) error {
 
 // printTicket prints a ticket's state, without its evidence and events.
 func printTicket(e *env, t review.Ticket) {
-	fmt.Fprintf(e.stdout, "ticket %d  %s  %s\n", t.ID, t.State, t.OpKey)
+	// Every text a workflow, a provider or a person wrote is made inert:
+	// the ticket is printed on an operator's terminal.
+	fmt.Fprintf(e.stdout, "ticket %d  %s  %s\n", t.ID, t.State, inert(t.OpKey))
 	fmt.Fprintf(e.stdout, "reason:    %s — %s\n", t.Reason, t.Reason.Describe())
 	fmt.Fprintf(e.stdout, "owner:     %s\npriority:  %s (escalation level %d)\ndeadline:  %s\nversion:   %d\n",
-		t.Owner, t.Priority, t.EscalationLevel, t.Deadline.UTC().Format(time.RFC3339), t.Version)
+		inert(t.Owner), t.Priority, t.EscalationLevel, t.Deadline.UTC().Format(time.RFC3339), t.Version)
 	if t.AcknowledgedLevel != nil && t.AcknowledgedAt != nil {
 		fmt.Fprintf(e.stdout, "acked:     by %s at level %d, %s\n",
-			t.AcknowledgedBy, *t.AcknowledgedLevel, t.AcknowledgedAt.UTC().Format(time.RFC3339))
+			inert(t.AcknowledgedBy), *t.AcknowledgedLevel, t.AcknowledgedAt.UTC().Format(time.RFC3339))
 	}
 	if t.State == review.StateResolved {
-		fmt.Fprintf(e.stdout, "resolved:  %s by %s", t.Resolution, t.ResolvedBy)
+		fmt.Fprintf(e.stdout, "resolved:  %s by %s", inert(t.Resolution), inert(t.ResolvedBy))
 		if t.ResolvedAt != nil {
 			fmt.Fprintf(e.stdout, ", %s", t.ResolvedAt.UTC().Format(time.RFC3339))
 		}
 		fmt.Fprintln(e.stdout)
 		if t.ResolutionRecordID != "" {
-			fmt.Fprintf(e.stdout, "record:    %s\n", t.ResolutionRecordID)
+			fmt.Fprintf(e.stdout, "record:    %s\n", inert(t.ResolutionRecordID))
 		}
 		if t.ResolutionNote != "" {
-			fmt.Fprintf(e.stdout, "note:      %s\n", t.ResolutionNote)
+			fmt.Fprintf(e.stdout, "note:      %s\n", inert(t.ResolutionNote))
 		}
 	}
 }

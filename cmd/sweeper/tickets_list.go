@@ -69,12 +69,12 @@ func printTicketTable(e *env, tickets []review.Ticket, resolved bool) {
 	}
 	fmt.Fprintln(tw, header)
 	for _, t := range tickets {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s", t.ID, shortKey(t.OpKey, opKeyWidth), t.Reason, t.Owner, t.Priority,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s", t.ID, shortKey(inert(t.OpKey), opKeyWidth), t.Reason, inert(t.Owner), t.Priority,
 			t.EscalationLevel, t.State, t.Deadline.UTC().Format(time.RFC3339))
 		if resolved {
 			resolution, by := "-", "-"
 			if t.State == review.StateResolved {
-				resolution, by = t.Resolution, t.ResolvedBy
+				resolution, by = inert(t.Resolution), inert(t.ResolvedBy)
 			}
 			fmt.Fprintf(tw, "\t%s\t%s", resolution, by)
 		}

@@ -53,7 +53,7 @@ func newTicketsShowCmd(e *env) *cobra.Command {
 		_ = writeJSON(e.stdout, "  ", evidence)
 		fmt.Fprint(e.stdout, "events:\n")
 		for _, ev := range events {
-			fmt.Fprintf(e.stdout, "  %s  %-10s by %s  %s\n", ev.At.UTC().Format(time.RFC3339), ev.Kind, ev.Actor, ev.Details)
+			fmt.Fprintf(e.stdout, "  %s  %-10s by %s  %s\n", ev.At.UTC().Format(time.RFC3339), inert(ev.Kind), inert(ev.Actor), inertJSON(ev.Details))
 		}
 		return nil
 	})

@@ -236,14 +236,15 @@ func TestRelookupContradictingNotSentIsAlerted(t *testing.T) {
 }
 
 // TestUnstorableAnswerEndsInATicket: an answer the database refuses to
-// store (a field holding NUL, which jsonb rejects) is not retried forever:
-// the operation gets a lookup_failed ticket that says why, in one pass.
+// store (a field's name holding NUL, which jsonb rejects; a field's value
+// is kept only as its hash) is not retried forever: the operation gets a
+// lookup_failed ticket that says why, in one pass.
 func TestUnstorableAnswerEndsInATicket(t *testing.T) {
 	t.Parallel()
 	nul := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
 		func(_ context.Context, q providers.Query) ([]providers.Record, error) {
 			return []providers.Record{{ID: "rec_nul", CreatedAt: q.FirstAttemptAt.Add(time.Second), Recipient: q.Recipient,
-				PayloadHash: strings.Repeat("f", 64), Fields: map[string]any{"note": "a\x00b"}}}, nil
+				PayloadHash: strings.Repeat("f", 64), Fields: map[string]any{"no\x00te": "b"}}}, nil
 		},
 	}}
 	b := setup(t, baseConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", nul, 5*time.Second)})

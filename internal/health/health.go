@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
 )
 
 // DefaultFailures is how many transient failures in a row, in one process,
@@ -155,6 +156,9 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 // always bad is that operation's problem, and its budget ends it. detail
 // says why, for people; it must hold no secret or recipient.
 func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail string) error {
+	// The provider's text, stored inert: every reader of last_error prints
+	// it on a terminal.
+	detail = providers.Printable(detail)
 	switch {
 	case probe && !failed:
 		return t.up(ctx)

@@ -123,3 +123,28 @@ func TestOneOperationIsNoOutage(t *testing.T) {
 		t.Errorf("failures in a row for two operations: %+v, %v; want down", st, err)
 	}
 }
+
+// TestLastErrorStoredInert: the error that takes a provider down is the
+// provider's text; it is stored with its escape sequences and control
+// characters made inert (and without NUL, which PostgreSQL refuses), so
+// that no reader of the table prints them raw.
+func TestLastErrorStoredInert(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	tr := health.NewTracker(pool, "sms", health.DefaultFailures, time.Minute)
+	hostile := "HTTP 503 \x1b]0;pwned\x07\x1b]52;c;eA==\x1b\\\x1b[2J\u009b31m\u202e\x00"
+	for i := range health.DefaultFailures {
+		if err := tr.Done(ctx, false, true, fmt.Sprintf("op-%d", i), hostile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := health.Read(ctx, pool, "sms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `HTTP 503 \x1b]0;pwned\x07\x1b]52;c;eA==\x1b\\x1b[2J\u009b31m\u202e\x00`
+	if st.Up || st.LastError != want {
+		t.Errorf("up %v, last error %q; want down with %q", st.Up, st.LastError, want)
+	}
+}
