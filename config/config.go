@@ -156,10 +156,21 @@ type Provider struct {
 	// on the re-lookup schedule and settles by itself). Default 1h, between
 	// 1m and 960h (40 days).
 	InFlightFor Duration `toml:"in_flight_for"`
+	// RecordNamespace, for an http or postgres block, names the system its
+	// records live in, when several blocks look into one: blocks of a kind
+	// naming one record_namespace hold a record to one operation among all
+	// their rows. Default none: the block is a namespace of its own. Other
+	// kinds' namespace is the account they reach, read at start.
+	RecordNamespace string `toml:"record_namespace,omitempty"`
 
 	// Settings holds the kind's own keys (url, token_env, rules, …).
 	Settings providers.Settings `toml:"-"`
 }
+
+// NamespaceKinds are the kinds whose blocks may name a record_namespace:
+// their records live wherever their URL or query says, which no account
+// names.
+var NamespaceKinds = []string{"http", "postgres"}
 
 // Review configures tickets.
 type Review struct {
@@ -576,6 +587,14 @@ func (c *Config) validateProviders(v *validator, kinds []providers.Kind, getenv 
 		}
 		if p.Concurrency < 1 || p.Concurrency > 1000 {
 			v.add(prefix+"concurrency", "must be between 1 and 1000")
+		}
+		switch {
+		case p.RecordNamespace == "":
+		case !slices.Contains(NamespaceKinds, p.Kind):
+			v.add(prefix+"record_namespace", "only %s blocks name one: a %s block's records belong to the account it reaches, read at start",
+				strings.Join(NamespaceKinds, " and "), p.Kind)
+		case !providerNameRE.MatchString(p.RecordNamespace):
+			v.add(prefix+"record_namespace", "must be 1-64 letters, digits, '.', '_' or '-'")
 		}
 		if p.Settings == nil {
 			continue

@@ -3,28 +3,44 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// lockRecordsSQL takes the transaction-scoped advisory lock of each key
-// ($1, a text array), in sorted order whatever order the keys come in, so
-// that two transactions locking overlapping sets cannot deadlock.
+// lockRecordsSQL takes the transaction-scoped advisory lock of each record
+// ($1 the providers, $2 the record ids, two text arrays) in its record
+// namespace — the key [RecordLockKey] names and the trigger
+// operations_record_once locks — in sorted order whatever order the
+// records come in, so that two transactions locking overlapping sets cannot
+// deadlock.
 const lockRecordsSQL = `SELECT pg_advisory_xact_lock(hashtextextended(k, 7))
-	FROM (SELECT DISTINCT unnest($1::text[]) AS k ORDER BY 1) AS sorted`
+	FROM (SELECT DISTINCT sweeper.record_namespace(r.provider) || ':' || r.record_id AS k
+	      FROM unnest($1::text[], $2::text[]) AS r(provider, record_id) ORDER BY 1) AS sorted`
 
-// LockRecords takes the transaction-scoped advisory locks of keys (each a
-// [RecordLockKey]) in one statement, in sorted order, so that checking who
-// holds a record and claiming it are one step across concurrent
-// transactions. db must be the writing transaction: outside one, the locks
-// end with the statement. No keys is no statement.
-func LockRecords(ctx context.Context, db DB, keys []string) error {
-	if len(keys) == 0 {
+// RecordRef names a provider record as a block of the configuration sees
+// it: the block (the ledger's provider column) and the record's id.
+type RecordRef struct {
+	Provider string
+	RecordID string
+}
+
+// LockRecords takes the transaction-scoped advisory locks of records in
+// one statement, each in its block's record namespace (two blocks reaching
+// one account lock one key for one record), in sorted order, so that
+// checking who holds a record and claiming it are one step across
+// concurrent transactions. db must be the writing transaction: outside one,
+// the locks end with the statement. No records is no statement.
+func LockRecords(ctx context.Context, db DB, records []RecordRef) error {
+	if len(records) == 0 {
 		return nil
 	}
-	if _, err := db.Exec(ctx, lockRecordsSQL, keys); err != nil {
-		return fmt.Errorf("lock %d provider record(s): %w", len(keys), err)
+	provs := make([]string, len(records))
+	ids := make([]string, len(records))
+	for i, r := range records {
+		provs[i], ids[i] = r.Provider, r.RecordID
+	}
+	if _, err := db.Exec(ctx, lockRecordsSQL, provs, ids); err != nil {
+		return fmt.Errorf("lock %d provider record(s): %w", len(records), err)
 	}
 	return nil
 }
@@ -57,8 +73,10 @@ func DoneItemOf(op Operation, recordID string) DoneItem {
 //
 // A row moves only while it is still pending, its identity is the one
 // looked up, it names no other record, and no other operation of its
-// provider holds the record: one record proves one operation. Of the items
-// of one call that claim the same record, only the first whose row
+// provider's record namespace (its block, or another block reaching the
+// same account) holds the record: one record proves one operation. Of the
+// items of one call that claim the same record of one namespace, only the
+// first whose row
 // qualifies (as the statement's snapshot shows it) is a candidate, so they cannot both win (the unique index
 // would refuse the second and abort the batch); of several items for one
 // row, one moves it. The conditions on the row are in the outer WHERE, so
@@ -67,21 +85,22 @@ func DoneItemOf(op Operation, recordID string) DoneItem {
 const settleDoneSQL = `
 	UPDATE ledger.operations o SET status = 'done', provider_record_id = c.record_id
 	FROM (
-		SELECT DISTINCT ON (r.provider, i.record_id) i.ord, i.id, i.record_id, i.op_key, i.action, i.recipient, i.payload_hash
+		SELECT DISTINCT ON (sweeper.record_namespace(r.provider), i.record_id) i.ord, i.id, i.record_id, i.op_key, i.action, i.recipient, i.payload_hash
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
 			WITH ORDINALITY AS i(id, record_id, op_key, action, recipient, payload_hash, ord)
 		JOIN ledger.operations r ON r.id = i.id
 		WHERE r.status = 'pending' AND r.op_key = i.op_key AND r.action = i.action
 		  AND coalesce(r.recipient, '') = i.recipient AND r.payload_hash = i.payload_hash
 		  AND (r.provider_record_id IS NULL OR r.provider_record_id = i.record_id)
-		ORDER BY r.provider, i.record_id, i.ord
+		ORDER BY sweeper.record_namespace(r.provider), i.record_id, i.ord
 	) c
 	WHERE o.id = c.id AND o.status = 'pending'
 	  AND o.op_key = c.op_key AND o.action = c.action AND coalesce(o.recipient, '') = c.recipient
 	  AND o.payload_hash = c.payload_hash
 	  AND (o.provider_record_id IS NULL OR o.provider_record_id = c.record_id)
 	  AND NOT EXISTS (SELECT 1 FROM ledger.operations other
-	                  WHERE other.provider = o.provider AND other.provider_record_id = c.record_id AND other.id <> o.id)
+	                  WHERE other.provider_record_id = c.record_id AND other.id <> o.id
+	                    AND other.provider = ANY(sweeper.record_namespace_blocks(o.provider)))
 	RETURNING c.ord`
 
 // SettleDone moves the operations items name from pending to done with
@@ -90,7 +109,8 @@ const settleDoneSQL = `
 // reports, item by item, whether that item moved its row. An item that did
 // not was not written: the row is no longer pending (a workflow confirmed
 // it, another replica settled it), its identity changed, it names another
-// record, or the record proves another operation of the provider —
+// record, or the record proves another operation of the provider's record
+// namespace —
 // another item of the same call included, of which only one wins. Decide
 // such an operation again on the row as it now is.
 //
@@ -101,7 +121,7 @@ func SettleDone(ctx context.Context, db DB, items []DoneItem) ([]bool, error) {
 	if len(items) == 0 {
 		return moved, nil
 	}
-	keys := make([]string, len(items))
+	refs := make([]RecordRef, len(items))
 	ids := make([]int64, len(items))
 	records := make([]string, len(items))
 	opKeys := make([]string, len(items))
@@ -109,12 +129,11 @@ func SettleDone(ctx context.Context, db DB, items []DoneItem) ([]bool, error) {
 	recipients := make([]string, len(items))
 	hashes := make([]string, len(items))
 	for i, it := range items {
-		keys[i] = RecordLockKey(it.Provider, it.RecordID)
+		refs[i] = RecordRef{Provider: it.Provider, RecordID: it.RecordID}
 		ids[i], records[i], opKeys[i], actions[i], recipients[i], hashes[i] =
 			it.ID, it.RecordID, it.OpKey, it.Action, it.Recipient, it.PayloadHash
 	}
-	slices.Sort(keys)
-	if err := LockRecords(ctx, db, slices.Compact(keys)); err != nil {
+	if err := LockRecords(ctx, db, refs); err != nil {
 		return nil, fmt.Errorf("settle %d operation(s) as done: %w", len(items), err)
 	}
 	rows, err := db.Query(ctx, settleDoneSQL, ids, records, opKeys, actions, recipients, hashes)

@@ -186,8 +186,8 @@ func (s *Store) Claim(ctx context.Context, a Attempt) (Claim, error) {
 // Confirm moves a pending operation to done with the provider's record id.
 // Confirming a done operation again with the same record id succeeds and
 // changes nothing; any other state gives a *StateError. A record another
-// operation of the provider already holds gives a *RecordHeldError naming
-// it, and the row stays pending: leave it so, sweeper looks it up and opens
+// operation of the provider's record namespace ([Store.SetRecordNamespaces])
+// already holds gives a *RecordHeldError naming it, and the row stays pending: leave it so, sweeper looks it up and opens
 // a ticket with both operations for a person. When the record was taken by
 // a confirmation still in flight, the refusal comes from the database's
 // unique index and, inside a caller's transaction, aborts it.
@@ -219,7 +219,8 @@ func (s *Store) Reject(ctx context.Context, opKey string) (Operation, error) {
 }
 
 // transition is the compare-and-set every status change goes through. It
-// does not take a record another operation of the provider holds, so that
+// does not take a record another operation of the provider's record
+// namespace holds, so that
 // the usual collision is an answer, not an error that aborts the caller's
 // transaction; the unique index settles a collision with a write in flight.
 func (s *Store) transition(ctx context.Context, opKey string, from, to Status, providerRecordID string) (Operation, error) {
@@ -228,7 +229,8 @@ func (s *Store) transition(ctx context.Context, opKey string, from, to Status, p
 		SET status = $3, provider_record_id = coalesce(nullif($4, ''), provider_record_id)
 		WHERE op_key = $1 AND status = $2
 		  AND ($4 = '' OR NOT EXISTS (SELECT 1 FROM ledger.operations h
-		                              WHERE h.provider_record_id = $4 AND h.provider = o.provider AND h.id <> o.id))
+		                              WHERE h.provider_record_id = $4 AND h.id <> o.id
+		                                AND h.provider = ANY(sweeper.record_namespace_blocks(o.provider))))
 		RETURNING `+operationColumns,
 		opKey, from, to, providerRecordID)
 	if err != nil {
@@ -273,8 +275,9 @@ func (s *Store) transitionError(ctx context.Context, opKey string, to Status, pr
 func (s *Store) holderOfKey(ctx context.Context, opKey, recordID string) (string, error) {
 	var holder string
 	err := s.db.QueryRow(ctx, `SELECT h.op_key FROM ledger.operations o
-		JOIN ledger.operations h ON h.provider_record_id = $2 AND h.provider = o.provider AND h.id <> o.id
-		WHERE o.op_key = $1 LIMIT 1`, opKey, recordID).Scan(&holder)
+		JOIN ledger.operations h ON h.provider_record_id = $2 AND h.id <> o.id
+		 AND h.provider = ANY(sweeper.record_namespace_blocks(o.provider))
+		WHERE o.op_key = $1 ORDER BY h.id LIMIT 1`, opKey, recordID).Scan(&holder)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
@@ -306,25 +309,32 @@ func (c StaleCursor) position() pgtype.Timestamptz {
 }
 
 // LockRecord takes a transaction-scoped advisory lock on the provider's
-// record, so that checking who holds it ([Store.HolderOf]) and writing the
-// claim are one step across concurrent transactions. Call it inside the
-// writing transaction, first; the lock ends with the transaction.
+// record in its record namespace, so that checking who holds it
+// ([Store.HolderOf]) and writing the claim are one step across concurrent
+// transactions, whichever block of the namespace they write for. Call it
+// inside the writing transaction, first; the lock ends with the
+// transaction.
 func (s *Store) LockRecord(ctx context.Context, provider, recordID string) error {
-	return LockRecords(ctx, s.db, []string{RecordLockKey(provider, recordID)})
+	return LockRecords(ctx, s.db, []RecordRef{{Provider: provider, RecordID: recordID}})
 }
 
-// RecordLockKey is the text whose hash [Store.LockRecord] and
-// [LockRecords] lock. Provider names hold no
-// ":", so the key is unambiguous.
-func RecordLockKey(provider, recordID string) string { return provider + ":" + recordID }
+// RecordLockKey is the text whose hash [LockRecords] locks for a record of
+// namespace (a block's record namespace, see [Store.SetRecordNamespaces]);
+// the ledger's trigger operations_record_once locks the same. A key may
+// read alike for two (namespace, record) pairs — a record id may hold ":"
+// — which only makes two writers wait for each other, never lets two hold
+// one record.
+func RecordLockKey(namespace, recordID string) string { return namespace + ":" + recordID }
 
-// HolderOf returns the op_key of another operation of provider that already
-// names recordID as its provider record, or "" when none does. One record
-// proves one operation: a second claim on it is not proof.
+// HolderOf returns the op_key of another operation of provider's record
+// namespace — provider itself or a block reaching the same account — that
+// already names recordID as its provider record, or "" when none does. One
+// record proves one operation: a second claim on it is not proof.
 func (s *Store) HolderOf(ctx context.Context, provider, recordID string, exceptID int64) (string, error) {
 	var opKey string
 	err := s.db.QueryRow(ctx, `SELECT op_key FROM ledger.operations
-		WHERE provider = $1 AND provider_record_id = $2 AND id <> $3 LIMIT 1`, provider, recordID, exceptID).Scan(&opKey)
+		WHERE provider = ANY(sweeper.record_namespace_blocks($1)) AND provider_record_id = $2 AND id <> $3
+		ORDER BY id LIMIT 1`, provider, recordID, exceptID).Scan(&opKey)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
@@ -341,16 +351,16 @@ type Holder struct {
 	OpKey       string
 }
 
-// HoldersOf returns every operation of provider that names one of
-// recordIDs as its provider record: [Store.HolderOf] for many records in
-// one query. The caller leaves out the operation it asks for, as HolderOf's
-// exceptID does.
+// HoldersOf returns every operation of provider's record namespace that
+// names one of recordIDs as its provider record: [Store.HolderOf] for many
+// records in one query. The caller leaves out the operation it asks for,
+// as HolderOf's exceptID does.
 func (s *Store) HoldersOf(ctx context.Context, provider string, recordIDs []string) ([]Holder, error) {
 	if len(recordIDs) == 0 {
 		return nil, nil
 	}
 	rows, err := s.db.Query(ctx, `SELECT provider_record_id, id, op_key FROM ledger.operations
-		WHERE provider_record_id = ANY($2::text[]) AND provider = $1
+		WHERE provider_record_id = ANY($2::text[]) AND provider = ANY(sweeper.record_namespace_blocks($1))
 		ORDER BY id`, provider, recordIDs)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: who holds %d records of %s: %w", len(recordIDs), provider, err)
@@ -563,7 +573,7 @@ func mapError(err error) error {
 	case "operations_done_record_id_check":
 		// The database's message names only the constraint.
 		return fmt.Errorf("%w: done requires provider_record_id (%s)", ErrIllegalTransition, pgErr.Message)
-	case "operations_provider_record_idx":
+	case "operations_provider_record_idx", "operations_record_namespace":
 		return fmt.Errorf("%w: %s", ErrRecordHeld, pgErr.Detail)
 	case "operations_identity_final", "operations_first_attempt_at_final", "operations_first_attempt_at_check",
 		"operations_open_ticket":
@@ -576,7 +586,8 @@ func mapError(err error) error {
 // caller given this many cannot know it saw every candidate.
 const LookalikeLimit = 1000
 
-// Lookalikes returns the other operations of provider, pending or in
+// Lookalikes returns the other operations of provider's record namespace
+// (provider and every block reaching the same account), pending or in
 // review, that carry payloadHash, whose own window — from before ahead of
 // their first attempt to after past their last — contains at, and whose
 // recipient may be the same: for a phone number (phone true), one whose
@@ -598,7 +609,8 @@ func (s *Store) Lookalikes(ctx context.Context, provider, payloadHash string, ex
 	}
 	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+`
 		FROM ledger.operations
-		WHERE provider = $1 AND payload_hash = $2 AND id <> $3 AND status IN ('pending', 'review')
+		WHERE provider = ANY(sweeper.record_namespace_blocks($1)) AND payload_hash = $2 AND id <> $3
+		  AND status IN ('pending', 'review')
 		  AND first_attempt_at - $5::interval <= $4
 		  AND greatest(first_attempt_at, coalesce(last_attempt_at, first_attempt_at)) + $6::interval >= $4
 		  AND CASE WHEN $8 THEN length(regexp_replace(coalesce(recipient, ''), '[^0-9]', '', 'g')) < 7

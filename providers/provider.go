@@ -47,6 +47,9 @@ type Provider struct {
 	limiter  *rate.Limiter
 	slots    chan struct{}
 	metrics  *metrics.Metrics
+	// namespace is the record namespace ([Provider.Namespace]); "": the
+	// block's own.
+	namespace string
 }
 
 // Limits are a provider's timings and its share of the provider's capacity.

@@ -55,11 +55,13 @@ func SearchFor(op ledger.Operation, m providers.Matching, now time.Time) provide
 // to the first of these, by the same function),
 //
 //   - one record proves one operation: a record another operation of the
-//     provider already holds is not proof (multiple_matches, naming it);
+//     provider's record namespace — its block, or any block reaching the
+//     same account ([ledger.Store.SetRecordNamespaces]) — already holds is
+//     not proof (multiple_matches, naming it);
 //   - for a provider that matches by resemblance, no other pending or
-//     review operation with the same payload hash and recipient, whose own
-//     window contains the record's date, could own it (ambiguous_owner,
-//     with every candidate in the detail).
+//     review operation of the namespace with the same payload hash and
+//     recipient, whose own window contains the record's date, could own it
+//     (ambiguous_owner, with every candidate in the detail).
 //
 // The writes check the first again under the record's lock; the second
 // needs no lock, because the operation that sent a record was written
@@ -80,7 +82,8 @@ type Proof struct {
 
 // ProveBatch gives each proof the decision [Prove] gives it alone, in the
 // same order, asking the database who already holds the records that would
-// prove them in one query per provider rather than one per operation. Each
+// prove them — in the provider's whole record namespace — in one query per
+// provider rather than one per operation. Each
 // is decided against the ledger as it is, not against the others' decisions:
 // two operations of the batch proven by one record both come out done, and
 // the write, which admits one holder per record, settles which.
@@ -193,8 +196,8 @@ func heldDetail(recordID, holder string) string {
 }
 
 // provesOther is the half of the settle rule only the ledger can answer:
-// the op_key of another operation of op's provider that recordID already
-// proves, or "" when none does. With lock, it first takes the record's
+// the op_key of another operation of op's provider's record namespace that
+// recordID already proves, or "" when none does. With lock, it first takes the record's
 // lock ([ledger.Store.LockRecord]), so that the answer holds until the
 // transaction db ends: pass it when the caller writes the record next.
 // Without, the answer may be overtaken, and the write checks again.

@@ -173,7 +173,8 @@ type resolvedDetails struct {
 //
 // Errors, after which nothing was written: [ErrInvalidRequest] (also for a
 // duplicate naming a record the evidence lacks, and for a record another
-// operation of the provider already holds); [ErrTicketNotFound];
+// operation of the provider's record namespace already holds — of its
+// block, or of another block reaching the same account); [ErrTicketNotFound];
 // [ErrAlreadyHandled] (a *HandledError) when the ticket is resolved or not
 // at ExpectVersion, so of concurrent or replayed resolutions exactly one
 // takes effect; [ErrNotInReview], also wrapping a
@@ -239,7 +240,8 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 	ops := ledger.NewStore(tx)
 	if r.ProviderRecordID != "" {
 		// One record proves one operation: a record that already settles
-		// another operation is a mistaken id, not proof.
+		// another operation — of any block reaching the same account — is
+		// a mistaken id, not proof. Its lock is the namespace's.
 		op, err := ops.GetByID(ctx, t.OperationID)
 		if err != nil {
 			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)

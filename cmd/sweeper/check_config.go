@@ -29,6 +29,7 @@ func newCheckConfigCmd(e *env) *cobra.Command {
 				return err
 			}
 			writeFireTimes(e.stdout, cfg, time.Now())
+			writeSharedAccounts(e.stdout, cfg, e.getenv)
 			return nil
 		}),
 	}
@@ -66,4 +67,21 @@ func writeFireTimes(w io.Writer, cfg *config.Config, now time.Time) {
 		}
 		fmt.Fprintf(w, "#   %-*s %q: %s\n", width, s.key, s.expr, strings.Join(times, ", "))
 	}
+}
+
+// writeSharedAccounts prints, as TOML comments, the blocks that reach one
+// account as far as the configuration and credentials tell, so that a
+// person sees that a record found by one proves no operation of another:
+// records are shared across them. Accounts that only a request names
+// (Stripe's, Postmark's server) are read when sweeper starts.
+func writeSharedAccounts(w io.Writer, cfg *config.Config, getenv func(string) string) {
+	shared := cfg.SharedAccounts(getenv)
+	if len(shared) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n# Blocks that reach one account (their records are shared: one record proves one operation among all their rows):\n")
+	for _, g := range shared {
+		fmt.Fprintf(w, "#   %s (%s): %s\n", strings.Join(g.Blocks, ", "), g.Kind, g.By)
+	}
+	fmt.Fprintf(w, "# Stripe accounts and Postmark servers are also read when sweeper starts, and blocks reaching one are shared too.\n")
 }

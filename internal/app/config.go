@@ -1,12 +1,17 @@
 package app
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -63,6 +68,71 @@ func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// ReadNamespaces sets each provider's record namespace: the account its
+// block reaches, so that blocks reaching one account hold a record to one
+// operation among all their rows. An http or postgres block's is its
+// record_namespace, when it names one ("http:NAME"); other kinds' adapters
+// say, from their settings (a Twilio Account SID, a Mailgun domain) or with
+// one read-only request (Stripe's GET /v1/account, Postmark's GET /server).
+// Errors name the block and are gathered: a provider whose account cannot
+// be read cannot be held to the rule, so it is not started.
+func ReadNamespaces(ctx context.Context, cfg *config.Config, provs map[string]*providers.Provider) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(provs)) {
+		p := provs[name]
+		block := cfg.Providers[name]
+		var err error
+		if block != nil && block.RecordNamespace != "" {
+			err = p.SetNamespace(block.Kind + ":" + block.RecordNamespace)
+		} else {
+			err = p.ReadNamespace(ctx)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("providers.%s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WriteNamespaces records the providers' record namespaces in the database
+// (sweeper.record_namespaces), where every replica's proof, the workflows'
+// confirmations (the ledger's trigger) and people's resolutions — which
+// build no provider — read them. A block whose namespace changed since the
+// last start is logged, and so are records that already prove two
+// operations of one namespace: proven before the blocks were known to share
+// an account, one of those operations is not proven by it.
+func (s *App) WriteNamespaces(ctx context.Context) error {
+	if len(s.Providers) == 0 {
+		return nil
+	}
+	namespaces := make(map[string]string, len(s.Providers))
+	for name, p := range s.Providers {
+		namespaces[name] = p.Namespace()
+	}
+	store := ledger.NewStore(s.Pool)
+	changes, err := store.SetRecordNamespaces(ctx, namespaces)
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		if c.From == "" {
+			s.Logger.Info("provider's records are held to one operation per account", "provider", c.Provider, "record_namespace", c.To)
+			continue
+		}
+		s.Logger.Warn("provider's record namespace changed: its block reaches another account than before",
+			"provider", c.Provider, "was", c.From, "now", cmp.Or(c.To, c.Provider))
+	}
+	shared, err := store.SharedRecords(ctx, 20)
+	if err != nil {
+		return err
+	}
+	for _, r := range shared {
+		s.Logger.Warn("a provider record proves more than one operation of one account (written before the blocks were known to share it): a person should decide which it proves",
+			"record_namespace", r.Namespace, "provider_record_id", r.RecordID, "op_keys", r.OpKeys)
+	}
+	return nil
 }
 
 // Policy is the review policy the configuration describes.

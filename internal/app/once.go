@@ -111,7 +111,7 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) 
 					s.Logger.Error("settle failed; the operation stays pending", "op_key", settle.LogKey(op), "error", err)
 				case opts.DryRun:
 					if d := settled.Decision; d.Done {
-						key := ledger.RecordLockKey(op.Provider, d.ProviderRecordID)
+						key := ledger.RecordLockKey(s.namespaceOf(op.Provider), d.ProviderRecordID)
 						if holder, ok := claimed[key]; ok {
 							settled.Decision = review.HeldElsewhere(d, holder)
 						} else {
@@ -221,4 +221,13 @@ func (s *App) settleOnce(ctx context.Context, settler *settle.Settler, op ledger
 			return settle.Settled{}, errors.Join(ctx.Err(), step.Err)
 		}
 	}
+}
+
+// namespaceOf is block's record namespace: its provider's, or the block's
+// own name for a block this process does not serve.
+func (s *App) namespaceOf(block string) string {
+	if p := s.Providers[block]; p != nil {
+		return p.Namespace()
+	}
+	return block
 }

@@ -43,8 +43,10 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Open builds the providers, connects, checks that the database is
-// migrated and syncs the database's clock: what every command that reads
+// Open builds the providers, reads which account each reaches
+// ([ReadNamespaces]), connects, checks that the database is migrated,
+// records the providers' record namespaces ([App.WriteNamespaces]) and
+// syncs the database's clock: what every command that reads
 // or settles operations needs. It returns the App and the function that
 // closes its pool and the providers' own. A provider it cannot build is a
 // *ConfigError; a missing migration or an unreachable database (after
@@ -66,6 +68,10 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 		for _, p := range provs {
 			p.Close() // a postgres provider's own pool
 		}
+	}
+	if err := ReadNamespaces(ctx, cfg, provs); err != nil {
+		closeProviders()
+		return nil, nil, fmt.Errorf("which account each provider reaches: %w", err)
 	}
 	var pool *pgxpool.Pool
 	var pending int
@@ -91,6 +97,11 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 		logger.Warn("this machine's clock disagrees with the database's; deciding by the database's", "offset", offset.String())
 	}
 	s := &App{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: opts.Getenv, Clock: clock}
+	if err := s.WriteNamespaces(ctx); err != nil {
+		pool.Close()
+		closeProviders()
+		return nil, nil, fmt.Errorf("record the providers' record namespaces: %w", err)
+	}
 	s.TrackHealth()
 	return s, func() {
 		closeProviders()

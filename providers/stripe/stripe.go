@@ -42,6 +42,10 @@ type Adapter struct {
 	batch       int
 	client      *http.Client
 	backend     stripego.Backend
+	// apiBase and transport serve the one account request (namespace.go),
+	// which is not a search and so does not go through client's check.
+	apiBase   string
+	transport http.RoundTripper
 }
 
 var (
@@ -93,6 +97,8 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		batch:       min(cmp.Or(cfg.MaxBatch, MaxClauses), MaxClauses),
 		client:      client,
 		backend:     backend,
+		apiBase:     base,
+		transport:   cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport),
 	}, nil
 }
 
