@@ -2,6 +2,8 @@ package review
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -83,12 +85,15 @@ type EvidenceRecord struct {
 // the text. A message body, a subject, a one-time code or a login link is
 // the customer's, and evidence can never be deleted; what a person needs
 // to decide is whether the provider holds what the workflow meant to send,
-// which Agrees says, and whether two records hold the same text, which
-// SHA256 says.
+// which Agrees says, and whether two records of one snapshot hold the same
+// text, which Digest says.
 type FieldText struct {
-	// SHA256 is the first 12 hex digits of the SHA-256 of the text's UTF-8
-	// bytes.
-	SHA256 string `json:"sha256"`
+	// Digest is the first 12 hex digits of the HMAC-SHA-256 of the text's
+	// UTF-8 bytes under a key drawn for this evidence snapshot and never
+	// kept: two texts of one snapshot compare, but a short text — a
+	// six-digit code — cannot be recovered by hashing every candidate, as
+	// a plain hash would allow.
+	Digest string `json:"digest"`
 	// Length counts the text's characters (code points).
 	Length int `json:"length"`
 	// Agrees says whether the ledger's payload holds the same text at the
@@ -158,6 +163,7 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 	for _, r := range lookup.Outcome.Records() {
 		texts = freeTexts(r.Fields, texts)
 	}
+	digest := snapshotDigest()
 	// Provider text: what a provider wrote, quoted by an adapter.
 	quoted := func(s string) string { return providers.Printable(providers.RedactText(redact(s), texts...)) }
 
@@ -203,7 +209,7 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 			RecipientMasked: MaskRecipient(r.Recipient),
 			State:           r.State,
 			Status:          truncate(quoted(r.Status), 40),
-			Fields:          fieldsOf(r.Fields, payload, known, redact),
+			Fields:          fieldsOf(r.Fields, payload, known, redact, digest),
 			PayloadHash:     r.PayloadHash,
 			// Redacted before it is cut: a recipient cut in half would no
 			// longer be found.
@@ -253,14 +259,14 @@ func freeTexts(v any, texts []string) []string {
 // every string a [FieldText] compared with the ledger's payload at the
 // same place, numbers and booleans as they are (a phone number written as
 // a number masked).
-func fieldsOf(fields, ledger map[string]any, known bool, redact func(string) string) map[string]any {
+func fieldsOf(fields, ledger map[string]any, known bool, redact, digest func(string) string) map[string]any {
 	if fields == nil {
 		return nil
 	}
 	out := make(map[string]any, len(fields))
 	for k, v := range fields {
 		lv, ok := ledger[k]
-		out[redact(k)] = fieldValue(v, lv, ok, known, redact)
+		out[redact(k)] = fieldValue(v, lv, ok, known, redact, digest)
 	}
 	return out
 }
@@ -268,10 +274,10 @@ func fieldsOf(fields, ledger map[string]any, known bool, redact func(string) str
 // fieldValue is v as evidence keeps it; lv is the ledger payload's value
 // at the same place, present says whether there is one, known whether the
 // ledger row has a payload at all.
-func fieldValue(v, lv any, present, known bool, redact func(string) string) any {
+func fieldValue(v, lv any, present, known bool, redact, digest func(string) string) any {
 	switch t := generic(v).(type) {
 	case string:
-		f := FieldText{SHA256: shortHash(t), Length: utf8.RuneCountInString(t)}
+		f := FieldText{Digest: digest(t), Length: utf8.RuneCountInString(t)}
 		if known {
 			ls, ok := lv.(string)
 			agrees := present && ok && norm.NFC.String(ls) == norm.NFC.String(t)
@@ -297,7 +303,7 @@ func fieldValue(v, lv any, present, known bool, redact func(string) string) any 
 		out := make(map[string]any, len(t))
 		for k, e := range t {
 			le, in := lm[k]
-			out[redact(k)] = fieldValue(e, le, present && ok && in, known, redact)
+			out[redact(k)] = fieldValue(e, le, present && ok && in, known, redact, digest)
 		}
 		return out
 	case []any:
@@ -308,7 +314,7 @@ func fieldValue(v, lv any, present, known bool, redact func(string) string) any 
 			if ok && i < len(ls) {
 				le = ls[i]
 			}
-			out[i] = fieldValue(e, le, present && ok && i < len(ls), known, redact)
+			out[i] = fieldValue(e, le, present && ok && i < len(ls), known, redact, digest)
 		}
 		return out
 	case nil, bool, float32, int, int8, int16, int32, int64,
@@ -341,9 +347,17 @@ func generic(v any) any {
 	return out
 }
 
-func shortHash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:6])
+// snapshotDigest returns the digest of one evidence snapshot's texts: the
+// HMAC-SHA-256 under a random key it keeps only while the snapshot is
+// built, cut to 12 hex digits.
+func snapshotDigest() func(string) string {
+	key := make([]byte, 32)
+	rand.Read(key) //nolint:errcheck // crypto/rand.Read never fails (Go 1.24+)
+	return func(s string) string {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(s))
+		return hex.EncodeToString(m.Sum(nil)[:6])
+	}
 }
 
 // MaskRecipient keeps enough of an address for a person to recognise it

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
@@ -213,6 +214,9 @@ func TestNewEvidence(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
+	for _, r := range got.Records {
+		blankDigests(r.Fields)
+	}
 	want := review.Evidence{
 		OpKey: "welcome:u-981", Workflow: "onboarding", Provider: "mailer", Action: "send_email",
 		RecipientMasked: "j***@***.com", RecipientHash: review.HashRecipient("jane.doe@example.com"),
@@ -250,11 +254,29 @@ func TestNewEvidence(t *testing.T) {
 	}
 }
 
+// blankDigests empties every digest of evidence fields decoded from JSON:
+// a snapshot's key is its own, so a test compares the rest, and checks
+// digests apart (TestEvidenceDigestsAreTheSnapshots).
+func blankDigests(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		if _, ok := t["digest"]; ok {
+			t["digest"] = ""
+		}
+		for _, e := range t {
+			blankDigests(e)
+		}
+	case []any:
+		for _, e := range t {
+			blankDigests(e)
+		}
+	}
+}
+
 // textJSON is a string field's [review.FieldText] as decoded from the
-// evidence JSON.
+// evidence JSON, its digest blanked.
 func textJSON(s string, agrees bool, masked string) map[string]any {
-	sum := sha256.Sum256([]byte(s))
-	m := map[string]any{"sha256": hex.EncodeToString(sum[:6]), "length": float64(utf8.RuneCountInString(s)), "agrees": agrees}
+	m := map[string]any{"digest": "", "length": float64(utf8.RuneCountInString(s)), "agrees": agrees}
 	if masked != "" {
 		m["masked"] = masked
 	}
@@ -323,7 +345,7 @@ func TestEvidenceHidesFreeTextAndNumericPhones(t *testing.T) {
 	fields := ev.Records[0].Fields
 	body, _ := fields["body"].(review.FieldText)
 	currency, _ := fields["currency"].(review.FieldText)
-	if fields["amount"] != float64(1299) || currency.Length != 3 || body.Length != 28 || len(body.SHA256) != 12 || body.Agrees != nil {
+	if fields["amount"] != float64(1299) || currency.Length != 3 || body.Length != 28 || len(body.Digest) != 12 || body.Agrees != nil {
 		t.Errorf("fields = %v", fields)
 	}
 }
@@ -474,9 +496,9 @@ func TestEvidenceKeepsNoProviderText(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := func(s string, agrees any) map[string]any {
-		sum := sha256.Sum256([]byte(s))
-		return map[string]any{"sha256": hex.EncodeToString(sum[:])[:12], "length": float64(utf8.RuneCountInString(s)), "agrees": agrees}
+		return map[string]any{"digest": "", "length": float64(utf8.RuneCountInString(s)), "agrees": agrees}
 	}
+	blankDigests(ev.Records[0].Fields)
 	want := map[string]any{
 		"body":   text(body, true),
 		"code":   text(code, true),
@@ -499,7 +521,40 @@ func TestEvidenceKeepsNoProviderText(t *testing.T) {
 	// Without a payload in the ledger there is nothing to agree with.
 	op.Payload = nil
 	ev2 := review.NewEvidence(op, lookup, review.Decision{})
-	if got := ev2.Records[0].Fields["code"]; !cmp.Equal(got, review.FieldText{SHA256: text(code, nil)["sha256"].(string), Length: 8}) {
+	if got := ev2.Records[0].Fields["code"]; !cmp.Equal(got, review.FieldText{Length: 8}, cmpopts.IgnoreFields(review.FieldText{}, "Digest")) {
 		t.Errorf("code without a ledger payload = %#v, want its hash and length, agrees null", got)
+	}
+}
+
+// TestEvidenceDigestsAreTheSnapshots: within one snapshot the same text has
+// one digest and another text another — two records holding one body show
+// it — but a digest is not the text's plain SHA-256 (which would give a
+// six-digit code away to anyone hashing the million candidates), and two
+// snapshots of the same text do not share one.
+func TestEvidenceDigestsAreTheSnapshots(t *testing.T) {
+	t.Parallel()
+	const code = "482913"
+	op := ledger.Operation{OpKey: "k", Provider: "sms", Action: "send_sms", PayloadHash: strings.Repeat("a", 64)}
+	records := []providers.Record{{ID: "SM1", Fields: map[string]any{"code": code}}, {ID: "SM2", Fields: map[string]any{"code": code, "other": "482914"}}}
+	lookup := review.Lookup{Outcome: review.Answered(providers.Query{}, records)}
+	digestOf := func(ev review.Evidence, i int, key string) string {
+		f, ok := ev.Records[i].Fields[key].(review.FieldText)
+		if !ok || len(f.Digest) != 12 {
+			t.Fatalf("record %d field %s = %#v, want a FieldText with a 12-digit digest", i, key, ev.Records[i].Fields[key])
+		}
+		return f.Digest
+	}
+	first, second := review.NewEvidence(op, lookup, review.Decision{}), review.NewEvidence(op, lookup, review.Decision{})
+	sum := sha256.Sum256([]byte(code))
+	plain := hex.EncodeToString(sum[:6])
+	switch d := digestOf(first, 0, "code"); {
+	case d != digestOf(first, 1, "code"):
+		t.Errorf("one text, two digests in one snapshot")
+	case d == digestOf(first, 1, "other"):
+		t.Errorf("two texts, one digest")
+	case d == plain:
+		t.Errorf("the digest is the plain SHA-256 of the code")
+	case d == digestOf(second, 0, "code"):
+		t.Errorf("two snapshots share a digest")
 	}
 }
