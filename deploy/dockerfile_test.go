@@ -32,7 +32,7 @@ func neededFiles(t *testing.T) []string {
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for dec.More() {
 		var p struct {
-			Dir                                                                string
+			Dir                                                              string
 			GoFiles, CgoFiles, IgnoredGoFiles, EmbedFiles, SFiles, SysoFiles []string
 		}
 		if err := dec.Decode(&p); err != nil {
@@ -285,4 +285,3 @@ func TestDockerfile(t *testing.T) {
 		})
 	}
 }
-

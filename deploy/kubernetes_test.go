@@ -121,10 +121,10 @@ type kubeObject struct {
 	} `yaml:"metadata"`
 	Data map[string]string `yaml:"data"`
 	Spec struct {
-		Replicas                  *int `yaml:"replicas"`
-		MinAvailable              any  `yaml:"minAvailable"`
-		Selector                  any  `yaml:"selector"` // a label map (Service) or {matchLabels} (others)
-		Ports                     []struct {
+		Replicas     *int `yaml:"replicas"`
+		MinAvailable any  `yaml:"minAvailable"`
+		Selector     any  `yaml:"selector"` // a label map (Service) or {matchLabels} (others)
+		Ports        []struct {
 			Name       string `yaml:"name"`
 			Port       int    `yaml:"port"`
 			TargetPort any    `yaml:"targetPort"`
@@ -440,8 +440,8 @@ func TestKubernetesManifestsStructure(t *testing.T) {
 		desc, file, old, new, want string
 	}{
 		{desc: "a database URL inline", file: "deployment.yaml",
-			old: "            - name: SWEEPER_DATABASE_URL\n              valueFrom:\n                secretKeyRef:\n                  name: sweeper\n                  key: database-url\n",
-			new: "            - name: SWEEPER_DATABASE_URL\n              value: postgres://sweeper:hunter2@db/sweeper\n",
+			old:  "            - name: SWEEPER_DATABASE_URL\n              valueFrom:\n                secretKeyRef:\n                  name: sweeper\n                  key: database-url\n",
+			new:  "            - name: SWEEPER_DATABASE_URL\n              value: postgres://sweeper:hunter2@db/sweeper\n",
 			want: "password in its value"},
 		{desc: "readiness on /healthz", file: "deployment.yaml", old: "path: /readyz", new: "path: /healthz", want: "readinessProbe"},
 		{desc: "readiness on the http port", file: "deployment.yaml", old: "path: /readyz\n              port: admin", new: "path: /readyz\n              port: http", want: "port admin"},
