@@ -172,6 +172,27 @@ func verifyUnit(t *testing.T, analyze, text string) []string {
 	return problems
 }
 
+// maxExposure is the most `systemd-analyze security` may score the unit,
+// on its 0–100 scale: 20 is its 2.0, "OK" (the unit scores 1.1).
+const maxExposure = "20"
+
+// securityProblem runs systemd-analyze security on the unit text and says
+// when its exposure is above maxExposure.
+func securityProblem(t *testing.T, analyze, text string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "sweeper.service")
+	text = strings.ReplaceAll(text, "/usr/local/bin/sweeper", sweeperBinary(t))
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(analyze, "security", "--offline=true", "--threshold="+maxExposure, file).CombinedOutput()
+	if err != nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		return fmt.Sprintf("systemd-analyze security: %v: %s", err, lines[len(lines)-1])
+	}
+	return ""
+}
+
 // TestSystemdUnit: sweeper run, restarted on failure, hardened, secrets as
 // credentials, no migration at start; systemd-analyze verify accepts it
 // where it is installed. Each broken variant is caught.
@@ -208,6 +229,11 @@ func TestSystemdUnit(t *testing.T) {
 			if analyze == "" || (tc.want != "" && !tc.verify) {
 				return
 			}
+			if tc.want == "" {
+				if p := securityProblem(t, analyze, broken); p != "" {
+					t.Error(p)
+				}
+			}
 			switch p := verifyUnit(t, analyze, broken); {
 			case tc.want == "" && len(p) != 0:
 				t.Errorf("systemd-analyze verify: %q", p)
@@ -215,5 +241,27 @@ func TestSystemdUnit(t *testing.T) {
 				t.Errorf("systemd-analyze verify accepted the unit with %s", tc.desc)
 			}
 		})
+	}
+}
+
+// TestSystemdUnitHardeningScores: systemd-analyze security rates the unit
+// at most maxExposure, and the same unit without its hardening above it.
+func TestSystemdUnitHardeningScores(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze is not installed")
+	}
+	text := string(readFile(t, "sweeper.service"))
+	if p := securityProblem(t, analyze, text); p != "" {
+		t.Error(p)
+	}
+	start, end := strings.Index(text, "# Hardening"), strings.Index(text, "[Install]")
+	if start < 0 || end < start {
+		t.Fatal("sweeper.service has no \"# Hardening\" block before [Install]")
+	}
+	if p := securityProblem(t, analyze, text[:start]+text[end:]); p == "" {
+		t.Errorf("the unit without its hardening scores within %s", maxExposure)
+	} else {
+		t.Log(p)
 	}
 }
