@@ -2,14 +2,32 @@ package deploy_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
 	"go.yaml.in/yaml/v3"
 )
+
+// composeSpecProblem loads the compose file as docker compose does (the
+// compose-spec loader: the Compose JSON schema, then the model) and
+// returns its error, or "". No variable is set, so defaults apply.
+func composeSpecProblem(text []byte) string {
+	_, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
+		WorkingDir:  ".",
+		ConfigFiles: []types.ConfigFile{{Filename: "compose.yaml", Content: text}},
+		Environment: types.Mapping{},
+	}, func(o *loader.Options) { o.SetProjectName("sweeper", true) })
+	if err != nil {
+		return "compose-spec: " + err.Error()
+	}
+	return ""
+}
 
 // composeFile is the part of the Compose specification compose.yaml uses;
 // decoding refuses any other key, so a misspelt one is caught.
@@ -60,6 +78,9 @@ type bindMount struct {
 // composeProblems are what is wrong with a compose file for sweeper.
 func composeProblems(t *testing.T, text []byte) []string {
 	t.Helper()
+	if p := composeSpecProblem(text); p != "" {
+		return []string{p}
+	}
 	var f composeFile
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	dec.KnownFields(true)
@@ -161,7 +182,8 @@ func composeProblems(t *testing.T, text []byte) []string {
 	return problems
 }
 
-// TestCompose: PostgreSQL with a health check, a one-shot migrate after
+// TestCompose: docker compose's own loader accepts the file; PostgreSQL
+// with a health check, a one-shot migrate after
 // it, sweeper after a successful migrate with its health check, secrets by
 // file, the configuration read-only, commands sweeper has; each broken
 // variant is caught.
@@ -182,6 +204,9 @@ func TestCompose(t *testing.T) {
 		{desc: "no health check for sweeper", old: `test: ["CMD", "/usr/local/bin/sweeper", "healthcheck"]`, new: `test: ["CMD", "/usr/local/bin/sweeper", "version"]`, want: "healthcheck"},
 		{desc: "the configuration writable", old: "read_only: true", new: "read_only: false", want: "writable"},
 		{desc: "a misspelt key", old: "depends_on:", new: "depend_on:", want: "depend_on"},
+		{desc: "a condition compose does not know", old: "condition: service_healthy", new: "condition: service_up", want: "compose-spec"},
+		{desc: "a duration compose cannot read", old: "stop_grace_period: 60s", new: "stop_grace_period: a minute", want: "compose-spec"},
+		{desc: "a secret not declared", old: "  database_url:\n    file: ./secrets/database_url\n", new: "", want: "compose-spec"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			if !strings.Contains(text, tc.old) {
