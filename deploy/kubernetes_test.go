@@ -340,6 +340,9 @@ func kubernetesProblems(t *testing.T, files map[string][]byte) []string {
 			bad("%s: SWEEPER_CONFIG=%s is not a key of the ConfigMap %s mounted in the container", o.Kind, cfg, cm.Metadata.Name)
 		}
 	}
+	if dc, jc := dep.Spec.Template.Spec.Containers, job.Spec.Template.Spec.Containers; len(dc) == 1 && len(jc) == 1 && dc[0].Image != jc[0].Image {
+		bad("Job: image %q is not the Deployment's %q: a release migrates with its own binary", jc[0].Image, dc[0].Image)
+	}
 	if r := job.Spec.Template.Spec.RestartPolicy; r != "Never" && r != "OnFailure" {
 		bad("Job: restartPolicy %q", r)
 	}
@@ -448,6 +451,7 @@ func TestKubernetesManifestsStructure(t *testing.T) {
 		{desc: "a command sweeper does not have", file: "migrate-job.yaml", old: `args: ["migrate"]`, new: `args: ["migrations"]`, want: "not a sweeper command"},
 		{desc: "a flag sweeper does not have", file: "deployment.yaml", old: `args: ["run"]`, new: `args: ["run", "--workers", "4"]`, want: "unknown flag"},
 		{desc: "root allowed", file: "deployment.yaml", old: "readOnlyRootFilesystem: true", new: "readOnlyRootFilesystem: false", want: "readOnlyRootFilesystem"},
+		{desc: "migrations from another release", file: "migrate-job.yaml", old: "image: sweeper:latest", new: "image: sweeper:1.0", want: "a release migrates"},
 		{desc: "a PDB that selects nothing", file: "pdb.yaml", old: "app.kubernetes.io/component: daemon", new: "app.kubernetes.io/component: web", want: "PodDisruptionBudget"},
 		{desc: "the config at another path", file: "deployment.yaml", old: "value: /etc/sweeper/sweeper.toml", new: "value: /etc/sweeper.toml", want: "SWEEPER_CONFIG"},
 		{desc: "a Secret written out", file: "service.yaml", old: "apiVersion: v1\nkind: Service",
