@@ -18,11 +18,16 @@ COPY --from=build /out/sweeper /usr/local/bin/sweeper
 COPY config.example.toml /etc/sweeper/config.example.toml
 USER nonroot:nonroot
 ENV SWEEPER_CONFIG=/etc/sweeper/sweeper.toml
+# Listen on every interface, so the Slack endpoint and the health checks are
+# reachable from outside the container; the environment overrides the
+# mounted file's http.listen (whose default is loopback only).
+ENV SWEEPER_HTTP_LISTEN=0.0.0.0:8080
 # Run `sweeper migrate` once per release (a job or an init container); every
-# replica then runs `sweeper run`.
-# In a container set http.listen = "0.0.0.0:8080" in the mounted config, so
-# the Slack endpoint and the health checks are reachable.
+# replica then runs `sweeper run`. deploy/ has a compose file, a systemd unit
+# and Kubernetes manifests that do so.
 EXPOSE 8080
+# `sweeper healthcheck` asks /healthz over loopback when the daemon listens
+# on 0.0.0.0.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["/usr/local/bin/sweeper", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/sweeper"]

@@ -6,7 +6,7 @@ BIN := bin/sweeper
 
 help:
 	@echo "make quickstart  migrate a database (found or started) and validate config.example.toml"
-	@echo "make test        gofmt check, go vet, go test -race ./..., payload-hash vectors and the n8n Code nodes in node"
+	@echo "make test        gofmt check, go vet, go test -race ./... (deploy/ files included), payload-hash vectors and the n8n Code nodes in node"
 	@echo "make toil        the toil measurement at full size (1,000 operations, a provider outage; about 4 minutes)"
 	@echo "make build       static binary in $(BIN), as the Dockerfile builds it"
 	@echo "make fuzz        run each fuzz target for FUZZTIME (default 30s)"
