@@ -67,6 +67,11 @@ type Config struct {
 	Slack Slack `toml:"slack"`
 	// HTTP is the daemon's own endpoint (health, metrics, Slack actions).
 	HTTP HTTP `toml:"http"`
+
+	// sources says where each key's value came from, by path: the
+	// environment (with its variable's name) or the file; any other key
+	// has its default.
+	sources map[string]string
 }
 
 // Database configures the connection.
@@ -368,12 +373,26 @@ func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options)
 		Providers map[string]toml.Primitive `toml:"providers"`
 	}
 	raw.Config = Default()
+	// The environment's keys go into the file's tree before it is decoded,
+	// so that they are decoded, defaulted and validated as the file's are.
+	var tree map[string]any
+	if _, err := toml.Decode(text, &tree); err != nil {
+		return nil, decodeError(err)
+	}
+	fromEnv, problems := applyEnvironment(tree, kinds, getenv)
+	if len(fromEnv) > 0 {
+		var b strings.Builder
+		if err := toml.NewEncoder(&b).Encode(tree); err != nil {
+			return nil, err
+		}
+		text = b.String()
+	}
 	md, err := toml.Decode(text, &raw)
 	if err != nil {
 		return nil, decodeError(err)
 	}
 	cfg := raw.Config
-	var problems []error
+	cfg.sources = sourcesOf(tree, fromEnv, getenv)
 	cfg.Providers = map[string]*Provider{}
 	skip := map[string]bool{} // blocks whose kind is unknown: their keys are not "unknown keys"
 	for _, name := range sortedKeys(raw.Providers) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sweeper/sweeper/config"
 	allkinds "github.com/sweeper/sweeper/providers/kinds"
@@ -241,7 +243,8 @@ outcome = "found"
 	if err != nil {
 		t.Fatalf("printed config does not parse: %v\n%s", err, out.String())
 	}
-	opts := cmp.Comparer(func(a, b config.Duration) bool { return a.Duration == b.Duration })
+	opts := cmp.Options{cmp.Comparer(func(a, b config.Duration) bool { return a.Duration == b.Duration }),
+		cmpopts.IgnoreUnexported(config.Config{})} // where each value came from differs, by design
 	if diff := cmp.Diff(cfg, again, opts); diff != "" {
 		t.Errorf("round trip (-first +second):\n%s", diff)
 	}
@@ -578,5 +581,81 @@ func TestCommandsReadOnlyTheSecretsTheyUse(t *testing.T) {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestEnvironmentSetsAnyKey: every key can be set by SWEEPER_<SECTION>_<KEY>
+// (SWEEPER_PROVIDERS_<NAME>_<KEY> for a provider block the file names,
+// its kind's keys included), over the file's value; a value is converted by
+// the key's type, a list or a table written as TOML; one that does not
+// convert names the variable and the key; and each key says where its
+// value came from.
+func TestEnvironmentSetsAnyKey(t *testing.T) {
+	t.Parallel()
+	text := minimal + `
+[sweep]
+batch_size = 100
+
+[providers.sms-alerts]
+kind = "sim"
+rate_limit = 5.0
+`
+	vars := map[string]string{
+		"SWEEPER_HTTP_LISTEN":                     "0.0.0.0:8080",
+		"SWEEPER_HTTP_ADMIN_LISTEN":               "0.0.0.0:9090",
+		"SWEEPER_SWEEP_BATCH_SIZE":                "250",
+		"SWEEPER_PROVIDERS_SMS_ALERTS_RATE_LIMIT": "2.5",
+		"SWEEPER_PROVIDERS_SMS_ALERTS_LATENCY":    "1s",
+		"SWEEPER_REVIEW_ESCALATION":               `[{owner = "U0NEXT1", priority = "high", window = "2h"}]`,
+		"SWEEPER_REVIEW_OWNERS_WORKFLOWS":         `{billing = "U0BILLING"}`,
+	}
+	cfg, err := config.Parse(text, kinds, env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Providers["sms-alerts"]
+	if cfg.HTTP.Listen != "0.0.0.0:8080" || cfg.HTTP.AdminListen != "0.0.0.0:9090" || cfg.Sweep.BatchSize != 250 ||
+		p.RateLimit != 2.5 || len(cfg.Review.Escalation) != 1 || cfg.Review.Escalation[0].Window.Duration != 2*time.Hour ||
+		cfg.Review.Owners.Workflows["billing"] != "U0BILLING" {
+		t.Errorf("environment not applied: http %+v, batch %d, rate %g, escalation %+v, owners %v",
+			cfg.HTTP, cfg.Sweep.BatchSize, p.RateLimit, cfg.Review.Escalation, cfg.Review.Owners.Workflows)
+	}
+	if got := fmt.Sprint(p.Settings); !strings.Contains(got, "1s") {
+		t.Errorf("the kind's own key: settings %s, want latency 1s", got)
+	}
+	for path, want := range map[string]string{
+		"http.listen":                  "environment SWEEPER_HTTP_LISTEN",
+		"sweep.batch_size":             "environment SWEEPER_SWEEP_BATCH_SIZE",
+		"providers.sms-alerts.kind":    "file",
+		"review.default_owner":         "file",
+		"review.escalation":            "environment SWEEPER_REVIEW_ESCALATION",
+		"review.escalation.window":     "environment SWEEPER_REVIEW_ESCALATION",
+		"river.max_workers":            "default",
+		"providers.sms-alerts.latency": "environment SWEEPER_PROVIDERS_SMS_ALERTS_LATENCY",
+	} {
+		if got := cfg.Source(path); got != want {
+			t.Errorf("Source(%s) = %q, want %q", path, got, want)
+		}
+	}
+
+	_, err = config.Parse(text, kinds, env(map[string]string{
+		"SWEEPER_HTTP_RIVER_UI":     "yes please",
+		"SWEEPER_SWEEP_BATCH_SIZE":  "lots",
+		"SWEEPER_REVIEW_ESCALATION": "[{owner = ",
+	}))
+	for _, want := range []string{
+		`http.river_ui (environment, for SWEEPER_HTTP_RIVER_UI): "yes please" is not true or false`,
+		`sweep.batch_size (environment, for SWEEPER_SWEEP_BATCH_SIZE): "lots" is not a whole number`,
+		`review.escalation (environment, for SWEEPER_REVIEW_ESCALATION): not a TOML value`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	// An environment that sets a value wrong for its key is validated as
+	// a file's would be.
+	if _, err := config.Parse(text, kinds, env(map[string]string{"SWEEPER_SWEEP_BATCH_SIZE": "0"})); err == nil ||
+		!strings.Contains(err.Error(), "sweep.batch_size") {
+		t.Errorf("batch_size 0 from the environment: %v", err)
 	}
 }

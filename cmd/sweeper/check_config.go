@@ -17,7 +17,9 @@ func newCheckConfigCmd(e *env) *cobra.Command {
 		Use:   "check-config",
 		Short: "validate the configuration and print it with secrets masked",
 		Long: "check-config validates the configuration and prints it, defaults applied and secrets masked,\n" +
-			"with each schedule's next three fire times in its own time zone. Exit 2 lists every problem.",
+			"where each value comes from (default, file, or the environment variable that set it: every key\n" +
+			"can be set by SWEEPER_<SECTION>_<KEY>, SWEEPER_PROVIDERS_<NAME>_<KEY> for a provider block),\n" +
+			"and each schedule's next three fire times in its own time zone. Exit 2 lists every problem.",
 		Args: noArgs,
 		RunE: runE(func(*cobra.Command, []string) error {
 			cfg, path, err := loadConfig(e)
@@ -28,10 +30,26 @@ func newCheckConfigCmd(e *env) *cobra.Command {
 			if err := cfg.WriteTOML(e.stdout, e.getenv); err != nil {
 				return err
 			}
+			writeSources(e.stdout, cfg)
 			writeFireTimes(e.stdout, cfg, time.Now())
 			writeSharedAccounts(e.stdout, cfg, e.getenv)
 			return nil
 		}),
+	}
+}
+
+// writeSources prints, as TOML comments, where each key's value above
+// came from: its default, the file, or the environment variable that set
+// it (every key can be set by one: config.EnvName).
+func writeSources(w io.Writer, cfg *config.Config) {
+	keys := cfg.Keys()
+	width := 0
+	for _, k := range keys {
+		width = max(width, len(k))
+	}
+	fmt.Fprintf(w, "\n# Where each value comes from (default, file, or the environment variable that sets it):\n")
+	for _, k := range keys {
+		fmt.Fprintf(w, "#   %-*s %s\n", width, k, cfg.Source(k))
 	}
 }
 
