@@ -50,6 +50,15 @@ func TestConfigValidate(t *testing.T) {
 			Want: []string{"query: positional parameter $2: use the named parameters @op_key, @recipient, @action, @payload_hash, @since, @until"}},
 		{Desc: "invalid UTF-8", Change: func(c *postgres.Config) { c.Query = valid + " AND x = '\xff'" },
 			Want: []string{"query: must be valid UTF-8"}},
+		{Desc: "returns op_key without binding @op_key", Change: func(c *postgres.Config) {
+			c.Query = "SELECT op_key, id, created_at, body_hash AS payload_hash FROM sent_emails WHERE recipient = @recipient"
+		}, Want: []string{"query: returns op_key, so it matches by key, but does not bind @op_key: select rows by op_key = @op_key, or return no op_key to match by resemblance"}},
+		{Desc: "op_key from the parameter", Change: func(c *postgres.Config) {
+			c.Query = "SELECT @op_key AS op_key, id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key OR recipient = @recipient"
+		}, Want: []string{"query: op_key in the select list is computed from a parameter: return the op_key each row is stored under, which sweeper compares with the operation's"}},
+		{Desc: "the batch form without op_key in its select list", Change: func(c *postgres.Config) {
+			c.Query = "SELECT * FROM sent_emails WHERE op_key = ANY(@op_keys)"
+		}, Want: []string{"query: a query that binds @op_keys must name op_key in its select list (op_key, t.op_key or … AS op_key): each row says which operation it answers for"}},
 		{Desc: "max_conns zero", Change: func(c *postgres.Config) { c.MaxConns = 0 }, Want: []string{"max_conns: must be between 1 and 100"}},
 		{Desc: "max_conns too many", Change: func(c *postgres.Config) { c.MaxConns = 101 }, Want: []string{"max_conns: must be between 1 and 100"}},
 		{Desc: "everything wrong at once", Change: func(c *postgres.Config) { *c = postgres.Config{} }, Want: []string{
