@@ -126,6 +126,16 @@ func validateQuery(query string) []error {
 	return errs
 }
 
+// Notes implements providers.Noter: a query that binds @op_key but returns
+// no op_key column is valid, and matches by resemblance — which its author
+// may not have meant.
+func (c *Config) Notes() []string {
+	if slices.Contains(scanSQL(c.Query).params, "op_key") && !returnsOpKey(c.Query) {
+		return []string{"query: binds @op_key but returns no op_key column, so it matches by resemblance (the operation's own window, a recipient on each row, no look-alike operation pending); return the op_key each row is stored under (op_key, or … AS op_key) to match by key"}
+	}
+	return nil
+}
+
 // SecretEnvs implements providers.SecretHolder.
 func (c *Config) SecretEnvs() []providers.SecretEnv {
 	return []providers.SecretEnv{{Key: "dsn_env", Name: c.DSNEnv, Required: true}}

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/BurntSushi/toml"
@@ -109,5 +110,25 @@ func TestExampleBlock(t *testing.T) {
 	}
 	if c.MaxConns != postgres.DefaultMaxConns {
 		t.Errorf("max_conns = %d", c.MaxConns)
+	}
+}
+
+// TestNotes: check-config says when a query that binds @op_key matches by
+// resemblance, because it returns no op_key.
+func TestNotes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		query string
+		note  bool
+	}{
+		{"SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key", true},
+		{"SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key OR (op_key IS NULL AND recipient = @recipient)", true},
+		{"SELECT op_key, id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key", false},
+		{"SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE recipient = @recipient", false},
+	} {
+		notes := (&postgres.Config{Query: tc.query}).Notes()
+		if got := len(notes) == 1 && strings.HasPrefix(notes[0], "query: binds @op_key but returns no op_key column, so it matches by resemblance"); got != tc.note || len(notes) > 1 {
+			t.Errorf("%q: notes %q; want a note: %v", tc.query, notes, tc.note)
+		}
 	}
 }

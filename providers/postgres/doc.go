@@ -34,7 +34,7 @@
 //	              record's normalized fields, as the ledger's payload would
 //	              hold them. Read strictly: a key twice, or two keys that
 //	              differ only in letter case, is an error.
-////	op_key        optional; text: the op_key the row is stored under. A
+//	op_key        optional; text: the op_key the row is stored under. A
 //	              query that returns it (and binds @op_key) matches by key,
 //	              and every row's op_key must be the operation's, exactly
 //	              (see Matching).
