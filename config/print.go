@@ -62,6 +62,20 @@ func (c *Config) WriteTOML(w io.Writer, getenv Getenv) error {
 		}
 		fmt.Fprintf(&buf, "# %s = %s (%s)\n", s.Name, state, s.Key)
 	}
+	var notes []string
+	for _, name := range sortedKeys(c.Providers) {
+		if noter, ok := c.Providers[name].Settings.(providers.Noter); ok {
+			for _, n := range noter.Notes() {
+				notes = append(notes, "providers."+name+"."+n)
+			}
+		}
+	}
+	if len(notes) > 0 {
+		buf.WriteString("\n# Notes\n")
+		for _, n := range notes {
+			fmt.Fprintf(&buf, "# %s\n", n)
+		}
+	}
 	_, err := w.Write(buf.Bytes())
 	return err
 }

@@ -36,6 +36,14 @@ type SecretHolder interface {
 	SecretEnvs() []SecretEnv
 }
 
+// Noter is implemented by settings that valid as they are, may still not
+// do what their author meant: check-config prints each note, after its
+// block's name, as a comment. A note starts with its key, as a Validate
+// message does.
+type Noter interface {
+	Notes() []string
+}
+
 // Kind is one kind of adapter, as named by a block's kind key.
 type Kind struct {
 	// Name is the value of the kind key, e.g. "http".

@@ -2,6 +2,7 @@ package httplookup
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"time"
@@ -93,6 +94,9 @@ type batchEntry struct {
 	OpKey   *string `json:"op_key"`
 	Matches []match `json:"matches"`
 	Error   *string `json:"error"`
+	// keys is why the entry holds a key the protocol does not name for it
+	// (a page's has_more, say); nil when it holds none.
+	keys error
 }
 
 // parseBatch reads a batch answer strictly, as parse reads a single one. The
@@ -112,12 +116,26 @@ func (a *Adapter) parseBatch(body []byte, qs []providers.Query) ([]providers.Bat
 	if answer.Results == nil {
 		return nil, providers.Transient(fmt.Errorf("%s: batch response has no results field", a.name))
 	}
+	if err := checkKeys(body, "results"); err != nil {
+		return nil, providers.Transient(fmt.Errorf("%s: malformed batch response: %w", a.name, err))
+	}
+	// Each entry's keys, read again: an entry beside its matches may say
+	// they go on.
+	var raw struct {
+		Results []json.RawMessage `json:"results"`
+	}
+	if err := providers.DecodeJSON(body, &raw); err != nil || len(raw.Results) != len(answer.Results) {
+		return nil, providers.Transient(fmt.Errorf("%s: malformed batch response: results could not be read again", a.name))
+	}
 	index := make(map[string]int, len(qs))
 	for i, q := range qs {
 		index[q.OpKey] = i
 	}
 	entries := make([][]batchEntry, len(qs))
 	for i, e := range answer.Results {
+		if err := checkKeys(raw.Results[i], "op_key", "matches", "error"); err != nil {
+			e.keys = err
+		}
 		if e.OpKey == nil {
 			return nil, providers.Malformed(fmt.Errorf("%s: malformed batch response: results[%d] has no op_key", a.name, i))
 		}
@@ -129,13 +147,13 @@ func (a *Adapter) parseBatch(body []byte, qs []providers.Query) ([]providers.Bat
 	}
 	answers := make([]providers.BatchAnswer, len(qs))
 	for i, es := range entries {
-		answers[i] = a.entryAnswer(es)
+		answers[i] = a.entryAnswer(es, qs[i].OpKey)
 	}
 	return answers, nil
 }
 
 // entryAnswer is one query's answer from the entries for its op_key.
-func (a *Adapter) entryAnswer(es []batchEntry) providers.BatchAnswer {
+func (a *Adapter) entryAnswer(es []batchEntry, opKey string) providers.BatchAnswer {
 	malformed := func(why string) providers.BatchAnswer {
 		return providers.BatchAnswer{Err: providers.Transient(fmt.Errorf("%s: malformed batch response: %s", a.name, why))}
 	}
@@ -144,6 +162,8 @@ func (a *Adapter) entryAnswer(es []batchEntry) providers.BatchAnswer {
 		return malformed("no entry for the op_key")
 	case len(es) > 1:
 		return malformed("the op_key has several entries")
+	case es[0].keys != nil:
+		return malformed("the op_key's entry: " + es[0].keys.Error())
 	case es[0].Error != nil && es[0].Matches != nil:
 		return malformed("the op_key's entry has both matches and an error")
 	case es[0].Error != nil:
@@ -151,6 +171,6 @@ func (a *Adapter) entryAnswer(es []batchEntry) providers.BatchAnswer {
 	case es[0].Matches == nil:
 		return malformed("the op_key's entry has no matches field")
 	}
-	records, err := a.records(es[0].Matches)
+	records, err := a.records(es[0].Matches, opKey)
 	return providers.BatchAnswer{Records: records, Err: err}
 }

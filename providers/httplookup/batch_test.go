@@ -191,6 +191,17 @@ func TestBatchAnswers(t *testing.T) {
 		{desc: "results twice", body: `{"results":[],"results":[{"op_key":"ord-0","matches":[]}]}`, wholeError: true},
 		{desc: "Results in another case", body: `{"Results":[{"op_key":"ord-0","matches":[]},{"op_key":"ord-1","matches":[]},{"op_key":"ord-2","matches":[]}]}`, wholeError: true},
 		{desc: "op_key in another case", body: `{"results":[{"OP_KEY":"ord-0","matches":[]},{"op_key":"ord-1","matches":[]},{"op_key":"ord-2","matches":[]}]}`, wholeError: true},
+		// The batch form has no pages either, and its top level and its
+		// entries hold only what the protocol names.
+		{desc: "has_more at the top", body: `{"results":[{"op_key":"ord-0","matches":[` + rec("a") + `]},{"op_key":"ord-1","matches":[]},{"op_key":"ord-2","matches":[]}],"has_more":true}`, wholeError: true},
+		{desc: "next_cursor and total at the top", body: `{"results":[{"op_key":"ord-0","matches":[` + rec("a") + `]},{"op_key":"ord-1","matches":[]},{"op_key":"ord-2","matches":[]}],"next_cursor":"c2","total":4}`, wholeError: true},
+		{desc: "an unknown key at the top", body: `{"results":[{"op_key":"ord-0","matches":[]},{"op_key":"ord-1","matches":[]},{"op_key":"ord-2","matches":[]}],"meta":{}}`, wholeError: true},
+		{desc: "has_more in an entry", body: `{"results":[{"op_key":"ord-0","matches":[` + rec("a") + `],"has_more":true},{"op_key":"ord-1","matches":[]},{"op_key":"ord-2","matches":[` + rec("c") + `]}]}`, failed: []int{0}},
+		{desc: "next_page_token in an entry", body: `{"results":[{"op_key":"ord-0","matches":[]},{"op_key":"ord-1","matches":[` + rec("b") + `],"next_page_token":"CAE"},{"op_key":"ord-2","matches":[]}]}`, failed: []int{1}},
+		{desc: "a count above the records in an entry", body: `{"results":[{"op_key":"ord-0","matches":[` + rec("a") + `],"count":2},{"op_key":"ord-1","matches":[]},{"op_key":"ord-2","matches":[]}]}`, failed: []int{0}},
+		{desc: "an unknown key in an entry", body: `{"results":[{"op_key":"ord-0","matches":[],"note":"x"},{"op_key":"ord-1","matches":[]},{"op_key":"ord-2","matches":[]}]}`, failed: []int{0}},
+		{desc: "a record carrying another op_key", body: `{"results":[{"op_key":"ord-0","matches":[{"id":"a","op_key":"ord-1"}]},{"op_key":"ord-1","matches":[]},{"op_key":"ord-2","matches":[{"id":"c","op_key":"ord-2"}]}]}`, failed: []int{0}},
+		{desc: "a record with an unknown state", body: `{"results":[{"op_key":"ord-0","matches":[]},{"op_key":"ord-1","matches":[]},{"op_key":"ord-2","matches":[{"id":"c","state":"sent"}]}]}`, failed: []int{2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -267,5 +278,41 @@ func TestBatchOfTheSingleForm(t *testing.T) {
 		if got := r.Query["op_key"]; len(got) != 1 || !r.Query.Has("recipient") {
 			t.Errorf("request %d: %v; want the single form", i, r.Query)
 		}
+	}
+}
+
+// A record of the batch form carries its state and status, and its
+// op_key when the endpoint gives it, as in the single form.
+func TestBatchRecordFields(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, reply(200, `{"results":[{"op_key":"ord-0","matches":[{"id":"a","op_key":"ord-0","state":"in_flight","status":"scheduled"}]},{"op_key":"ord-1","matches":[{"id":"b","state":"failed","status":"bounced"}]}]}`))
+	a := newAdapter(t, "orders", &httplookup.Config{URL: f.srv.URL, MaxBatch: 5}, token, nil)
+	answers, err := a.LookupBatch(t.Context(), batchQueries(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []providers.BatchAnswer{
+		{Records: []providers.Record{{ID: "a", State: providers.StateInFlight, Status: "scheduled", Excerpt: "orders id=a"}}},
+		{Records: []providers.Record{{ID: "b", State: providers.StateFailed, Status: "bounced", Excerpt: "orders id=b"}}},
+	}
+	if fmt.Sprint(answers) != fmt.Sprint(want) {
+		t.Errorf("answers = %+v, want %+v", answers, want)
+	}
+}
+
+// A Link header with rel="next" on a batch answer fails the request.
+func TestBatchRefusesLinkPages(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Link", `<https://lookup.example.com/lookup?page=2>; rel="next"`)
+		reply(200, `{"results":[{"op_key":"ord-0","matches":[]},{"op_key":"ord-1","matches":[]}]}`)(w, nil)
+	})
+	a := newAdapter(t, "orders", &httplookup.Config{URL: f.srv.URL, MaxBatch: 5}, token, nil)
+	answers, err := a.LookupBatch(t.Context(), batchQueries(2))
+	if err == nil || answers != nil {
+		t.Fatalf("LookupBatch = %+v, %v; want an error for the request", answers, err)
+	}
+	if class, _ := providers.Classify(err); class != providers.ClassTransient {
+		t.Errorf("classified %s, want transient: %v", class, err)
 	}
 }

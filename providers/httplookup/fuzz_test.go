@@ -12,8 +12,10 @@ import (
 )
 
 // FuzzParseResponse: whatever a provider answers with 200, the adapter does
-// not panic, and succeeds only on valid JSON holding a "matches" array —
-// anything else is a failed lookup, never "found none".
+// not panic, and succeeds only on valid JSON holding a "matches" array and
+// nothing else — anything else (a page's has_more or next_cursor
+// included) is a failed lookup, never "found none" — with each record's
+// state one of the protocol's and its op_key, if any, the one asked.
 func FuzzParseResponse(f *testing.F) {
 	for _, seed := range []string{
 		`{"matches":[]}`,
@@ -32,6 +34,12 @@ func FuzzParseResponse(f *testing.F) {
 		`{"matches":[{"id":"r","payload_hash":"wrong","Payload_Hash":"abc"}]}`,
 		`{"matches":[],"matches":[{"id":"r","payload_hash":"abc"}]}`,
 		`{"matches":[{"ID":"r","op_\u212aey":"x"}]}`,
+		`{"matches":[{"id":"a"}],"has_more":true,"next_cursor":"c2","total":2}`,
+		`{"matches":[],"has_more":false}`,
+		`{"matches":[{"id":"a"}],"count":1}`,
+		`{"matches":[{"id":"a","state":"in_flight","status":"scheduled"},{"id":"b","state":"failed"}]}`,
+		`{"matches":[{"id":"a","state":"reversed"}]}`,
+		`{"matches":[{"id":"a","op_key":"ord-42"},{"id":"b","op_key":"ord-43"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -62,12 +70,23 @@ func FuzzParseResponse(f *testing.F) {
 		if !ok {
 			t.Fatalf("body %q has no \"matches\" array, yet Lookup = %v, nil", body, records)
 		}
+		if len(top) != 1 {
+			t.Fatalf("body %q holds more than matches, yet Lookup = %v, nil", body, records)
+		}
 		if len(records) != len(matches) {
 			t.Errorf("%d records from %d matches", len(records), len(matches))
 		}
 		for i, r := range records {
 			if strings.TrimSpace(r.ID) == "" {
 				t.Errorf("record %d has no id: %+v", i, r)
+			}
+			if r.State != "" && r.State != providers.StateEffect && r.State != providers.StateInFlight && r.State != providers.StateFailed {
+				t.Errorf("record %d: state %q", i, r.State)
+			}
+			if m, ok := matches[i].(map[string]any); ok {
+				if k, carried := m["op_key"].(string); carried && k != query.OpKey {
+					t.Errorf("record %d carries op_key %q, not the one asked", i, k)
+				}
 			}
 		}
 	})
@@ -88,6 +107,9 @@ func FuzzParseBatchResponse(f *testing.F) {
 		`{"results":[],"results":[{"op_key":"ord-0","matches":[{"id":"a"}]}]}`,
 		`{"results":[{"op_key":"ord-0","op_\u212aey":"ord-1","matches":[{"id":"a"}]}]}`,
 		`{"matches":[]}`,
+		`{"results":[{"op_key":"ord-0","matches":[{"id":"a"}]}],"has_more":true}`,
+		`{"results":[{"op_key":"ord-0","matches":[{"id":"a"}],"next_cursor":"c2"}]}`,
+		`{"results":[{"op_key":"ord-0","matches":[{"id":"a","op_key":"ord-1","state":"failed"}]}]}`,
 		`{"results":null}`,
 		`{}`,
 		``,
@@ -124,6 +146,10 @@ func FuzzParseBatchResponse(f *testing.F) {
 		if err := json.Unmarshal(body, &top); err != nil || top.Results == nil {
 			t.Fatalf("body %q has no results array of objects (%v), yet LookupBatch succeeded", body, err)
 		}
+		var keys map[string]any
+		if err := json.Unmarshal(body, &keys); err != nil || len(keys) != 1 {
+			t.Fatalf("body %q holds more than results, yet LookupBatch succeeded", body)
+		}
 		if len(answers) != len(qs) {
 			t.Fatalf("%d answers for %d queries", len(answers), len(qs))
 		}
@@ -139,6 +165,20 @@ func FuzzParseBatchResponse(f *testing.F) {
 			for _, e := range top.Results {
 				if e["op_key"] == qs[i].OpKey {
 					entries++
+					for k := range e {
+						if k != "op_key" && k != "matches" && k != "error" {
+							t.Errorf("answer %d (%s) answered from an entry holding %q", i, qs[i].OpKey, k)
+						}
+					}
+					if ms, ok := e["matches"].([]any); ok {
+						for _, m := range ms {
+							if mm, ok := m.(map[string]any); ok {
+								if k, carried := mm["op_key"].(string); carried && k != qs[i].OpKey {
+									t.Errorf("answer %d (%s) holds a record carrying op_key %q", i, qs[i].OpKey, k)
+								}
+							}
+						}
+					}
 				}
 			}
 			if entries != 1 {

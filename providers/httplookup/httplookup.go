@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,13 +69,6 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 // Close releases the adapter's idle connections.
 func (a *Adapter) Close() { a.client.CloseIdleConnections() }
 
-type match struct {
-	ID          string `json:"id"`
-	CreatedAt   string `json:"created_at"`
-	Recipient   string `json:"recipient"`
-	PayloadHash string `json:"payload_hash"`
-}
-
 // Lookup implements providers.Lookup. No error it returns carries the
 // token or the recipient, whatever the server or the network said.
 func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
@@ -103,7 +97,7 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 	if err != nil {
 		return nil, err
 	}
-	return a.parse(body)
+	return a.parse(body, q.OpKey)
 }
 
 // get sends one GET and returns the body of its 200 answer, or a
@@ -133,17 +127,22 @@ func (a *Adapter) get(ctx context.Context, u string) ([]byte, error) {
 		}
 		return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", a.name, a.url.Host, err))
 	}
-	return providers.HTTPAnswer{Name: a.name, MaxBody: maxBody}.Read(ctx, resp)
+	body, err := providers.HTTPAnswer{Name: a.name, MaxBody: maxBody}.Read(ctx, resp)
+	if err == nil && pagedLink(resp.Header) {
+		return nil, providers.Transient(fmt.Errorf("%s: malformed response: a Link header says the answer is one page of several: the protocol has no pages; answer every record at once", a.name))
+	}
+	return body, err
 }
 
-// parse reads a 200 body strictly: a missing matches field, or a match
-// without an id or with a bad time, fails the lookup. The body is read by
-// providers.DecodeJSON: one JSON value, valid UTF-8, no key twice in an
-// object (nor two that differ only in letter case), and field names matched
-// exactly — encoding/json alone would keep the last of duplicate keys and
-// take "Payload_Hash" or "MATCHES" for the field, so a hostile endpoint
-// could make a disagreeing record read as proof.
-func (a *Adapter) parse(body []byte) ([]providers.Record, error) {
+// parse reads a 200 body strictly: a missing matches field, a key beside
+// it at the top level, or a match without an id, with a bad time or state,
+// or (searching by op_key) with another op_key, fails the lookup. The body
+// is read by providers.DecodeJSON: one JSON value, valid UTF-8, no key
+// twice in an object (nor two that differ only in letter case), and field
+// names matched exactly — encoding/json alone would keep the last of
+// duplicate keys and take "Payload_Hash" or "MATCHES" for the field, so a
+// hostile endpoint could make a disagreeing record read as proof.
+func (a *Adapter) parse(body []byte, opKey string) ([]providers.Record, error) {
 	var answer struct {
 		// Stays nil for a missing field or null; [] is not nil.
 		Matches []match `json:"matches"`
@@ -154,18 +153,33 @@ func (a *Adapter) parse(body []byte) ([]providers.Record, error) {
 	if answer.Matches == nil {
 		return nil, providers.Transient(fmt.Errorf("%s: response has no matches field", a.name))
 	}
-	return a.records(answer.Matches)
+	if err := checkKeys(body, "matches"); err != nil {
+		return nil, providers.Transient(fmt.Errorf("%s: malformed response: %w", a.name, err))
+	}
+	return a.records(answer.Matches, opKey)
 }
 
-// records turns matches into records: a match without an id or with a bad
-// time fails them all.
-func (a *Adapter) records(matches []match) ([]providers.Record, error) {
+// records turns the matches of the operation whose op_key is opKey into
+// records: a match without an id, with a bad time or state, or carrying
+// another op_key from an endpoint that searches by op_key fails them all.
+func (a *Adapter) records(matches []match, opKey string) ([]providers.Record, error) {
 	records := make([]providers.Record, 0, len(matches))
 	for i, m := range matches {
 		if strings.TrimSpace(m.ID) == "" {
 			return nil, providers.Transient(fmt.Errorf("%s: match %d has no id", a.name, i))
 		}
-		rec := providers.Record{ID: m.ID, Recipient: m.Recipient, PayloadHash: m.PayloadHash}
+		if a.byKey && m.OpKey != nil && *m.OpKey != opKey {
+			// Exactly: op_keys that differ only in letter case are two
+			// operations.
+			return nil, providers.Transient(fmt.Errorf("%s: malformed response: match %d carries another op_key than the one asked: an endpoint that searches by op_key returns only that key's records", a.name, i))
+		}
+		rec := providers.Record{ID: m.ID, Recipient: m.Recipient, PayloadHash: m.PayloadHash, Status: providers.Truncate(m.Status, maxStatus)}
+		if m.State != nil {
+			rec.State = providers.State(*m.State)
+			if !slices.Contains(states, rec.State) {
+				return nil, providers.Transient(fmt.Errorf("%s: malformed response: match %d: state %q is none of effect, in_flight, failed", a.name, i, providers.Truncate(*m.State, 32)))
+			}
+		}
 		if m.CreatedAt != "" {
 			t, err := time.Parse(time.RFC3339, m.CreatedAt)
 			if err != nil {

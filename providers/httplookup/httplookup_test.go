@@ -193,7 +193,8 @@ func TestLookupRecords(t *testing.T) {
 	t.Parallel()
 
 	// exactlyMaxBody is a valid answer of exactly 1 MiB, the most read.
-	exactlyMaxBody := `{"matches":[],"pad":"` + strings.Repeat("x", 1<<20-len(`{"matches":[],"pad":""}`)) + `"}`
+	// The answer's top level holds matches only: white space pads it.
+	exactlyMaxBody := `{"matches":[]` + strings.Repeat(" ", 1<<20-len(`{"matches":[]}`)) + `}`
 	tests := []struct {
 		desc string
 		body string
@@ -224,8 +225,8 @@ func TestLookupRecords(t *testing.T) {
 			want: []providers.Record{{ID: strings.Repeat("a", 70), Excerpt: "orders id=" + strings.Repeat("a", 64) + "…"}},
 		},
 		{
-			desc: "unknown fields ignored",
-			body: `{"matches":[{"id":"msg_1","status":"delivered"}],"next_cursor":null}`,
+			desc: "a record's unknown fields ignored",
+			body: `{"matches":[{"id":"msg_1","subject":"Your receipt","provider":{"region":"eu"}}]}`,
 			want: []providers.Record{{ID: "msg_1", Excerpt: "orders id=msg_1"}},
 		},
 		{desc: "empty matches: searched, found none", body: `{"matches":[]}`, want: nil},
@@ -664,6 +665,195 @@ func TestKind(t *testing.T) {
 			}
 			if reqs := f.requests(); len(reqs) != 1 || reqs[0].Authorization != tt.wantAuth {
 				t.Errorf("requests = %+v, want one with Authorization %q", reqs, tt.wantAuth)
+			}
+		})
+	}
+}
+
+// agreeing is a record that agrees with query in every field the decision
+// compares: on its own it would prove the operation done.
+const agreeing = `{"id":"msg_1","created_at":"2024-05-01T10:30:00Z","recipient":"jane.doe@example.com","payload_hash":"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}`
+
+// TestLookupRefusesPartialAnswers: the protocol has no pages, so an answer
+// that says or hints there is more than it holds is half an answer, and
+// half an answer is never read as the whole: each is a failed lookup
+// (transient), never records. The top level holds matches and nothing
+// else, so a key sweeper does not know — which could be some paging
+// scheme's — is refused too.
+func TestLookupRefusesPartialAnswers(t *testing.T) {
+	t.Parallel()
+	withLink := func(link, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Link", link)
+			reply(200, body)(w, nil)
+		}
+	}
+	tests := []struct {
+		desc    string
+		respond http.HandlerFunc
+		wantMsg string
+	}{
+		{desc: "has_more true, with a cursor and a total (the first page of two)",
+			respond: reply(200, `{"matches":[`+agreeing+`],"has_more":true,"next_cursor":"c2","total":2}`), wantMsg: "has no pages"},
+		{desc: "has_more true", respond: reply(200, `{"matches":[`+agreeing+`],"has_more":true}`), wantMsg: `"has_more"`},
+		{desc: "has_more false", respond: reply(200, `{"matches":[`+agreeing+`],"has_more":false}`), wantMsg: `"has_more"`},
+		{desc: "next, a URL", respond: reply(200, `{"matches":[`+agreeing+`],"next":"https://lookup.example.com/lookup?page=2"}`), wantMsg: `"next"`},
+		{desc: "next null", respond: reply(200, `{"matches":[`+agreeing+`],"next":null}`), wantMsg: `"next"`},
+		{desc: "next_cursor", respond: reply(200, `{"matches":[`+agreeing+`],"next_cursor":"c2"}`), wantMsg: `"next_cursor"`},
+		{desc: "next_cursor null", respond: reply(200, `{"matches":[`+agreeing+`],"next_cursor":null}`), wantMsg: `"next_cursor"`},
+		{desc: "cursor", respond: reply(200, `{"matches":[`+agreeing+`],"cursor":"c2"}`), wantMsg: `"cursor"`},
+		{desc: "next_page", respond: reply(200, `{"matches":[`+agreeing+`],"next_page":2}`), wantMsg: `"next_page"`},
+		{desc: "next_page_token", respond: reply(200, `{"matches":[`+agreeing+`],"next_page_token":"CAE"}`), wantMsg: `"next_page_token"`},
+		{desc: "a total above the records given", respond: reply(200, `{"matches":[`+agreeing+`],"total":2}`), wantMsg: `"total"`},
+		{desc: "a total equal to the records given", respond: reply(200, `{"matches":[`+agreeing+`],"total":1}`), wantMsg: `"total"`},
+		{desc: "a count above the records given", respond: reply(200, `{"matches":[`+agreeing+`],"count":5}`), wantMsg: `"count"`},
+		{desc: "an empty first page with has_more", respond: reply(200, `{"matches":[],"has_more":true}`), wantMsg: `"has_more"`},
+		{desc: "a paging object", respond: reply(200, `{"matches":[`+agreeing+`],"paging":{"next":"https://lookup.example.com/lookup?page=2"}}`), wantMsg: `unknown key "paging"`},
+		{desc: "an unknown key", respond: reply(200, `{"matches":[`+agreeing+`],"meta":{}}`), wantMsg: `unknown key "meta"`},
+		{desc: "an unknown key that is not plain text", respond: reply(200, `{"matches":[`+agreeing+`],"jane.doe@example.com":1}`), wantMsg: "an unknown key"},
+		{desc: `a Link header with rel="next"`, respond: withLink(`<https://lookup.example.com/lookup?page=2>; rel="next"`, `{"matches":[`+agreeing+`]}`), wantMsg: "Link"},
+		{desc: "a Link header with rel=next among others", respond: withLink(`<https://lookup.example.com/lookup?page=1>; rel="first", <https://lookup.example.com/lookup?a=1,2>; rel=next`, `{"matches":[`+agreeing+`]}`), wantMsg: "Link"},
+		{desc: "a Link header with next among rel types, upper case", respond: withLink(`<https://lookup.example.com/lookup?page=2>; REL="last NEXT"`, `{"matches":[`+agreeing+`]}`), wantMsg: "Link"},
+		{desc: `a Link header with rel="prev": a later page`, respond: withLink(`<https://lookup.example.com/lookup?page=1>; rel="prev"`, `{"matches":[`+agreeing+`]}`), wantMsg: "Link"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, tt.respond)
+
+			got, err := f.adapter(t, token).Lookup(t.Context(), query)
+
+			if err == nil || got != nil {
+				t.Fatalf("Lookup = %v, %v; want no records and an error", got, err)
+			}
+			if class, _ := providers.Classify(err); class != providers.ClassTransient {
+				t.Errorf("Classify(%v) = %s, want transient", err, class)
+			}
+			if !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("err = %q, want it to mention %q", err, tt.wantMsg)
+			}
+			checkNoSecrets(t, err)
+		})
+	}
+}
+
+// A Link header that is no pagination leaves the answer whole.
+func TestLookupOtherLinksAreNoPages(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Link", `<https://lookup.example.com/docs>; rel="describedby", <https://lookup.example.com/next-steps>; rel="help"`)
+		reply(200, `{"matches":[`+agreeing+`]}`)(w, nil)
+	})
+	got, err := f.adapter(t, token).Lookup(t.Context(), query)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Lookup = %v, %v; want the one record", got, err)
+	}
+}
+
+// TestLookupStates: a record's optional state says where it stands at the
+// endpoint — effect (the default), in_flight or failed — and its optional
+// status is the endpoint's own word for people. Any other state is a
+// malformed answer, never a record read as the effect.
+func TestLookupStates(t *testing.T) {
+	t.Parallel()
+	rec := func(extra string) string {
+		return `{"matches":[{"id":"msg_1"` + extra + `}]}`
+	}
+	tests := []struct {
+		desc       string
+		body       string
+		wantState  providers.State
+		wantStatus string
+		wantErr    string // empty: records
+	}{
+		{desc: "no state: the effect", body: rec(``)},
+		{desc: "state null: the effect", body: rec(`,"state":null`)},
+		{desc: "effect", body: rec(`,"state":"effect","status":"delivered"`), wantState: providers.StateEffect, wantStatus: "delivered"},
+		{desc: "in_flight", body: rec(`,"state":"in_flight","status":"scheduled"`), wantState: providers.StateInFlight, wantStatus: "scheduled"},
+		{desc: "failed", body: rec(`,"state":"failed","status":"undelivered"`), wantState: providers.StateFailed, wantStatus: "undelivered"},
+		{desc: "a status alone", body: rec(`,"status":"queued"`), wantStatus: "queued"},
+		{desc: "a long status is cut short", body: rec(`,"status":"` + strings.Repeat("é", 150) + `"`), wantStatus: strings.Repeat("é", 100) + "…"},
+		{desc: "reversed is not the protocol's", body: rec(`,"state":"reversed"`), wantErr: "state"},
+		{desc: "an unknown state", body: rec(`,"state":"delivered"`), wantErr: "state"},
+		{desc: "a state in another case", body: rec(`,"state":"EFFECT"`), wantErr: "state"},
+		{desc: "an empty state", body: rec(`,"state":""`), wantErr: "state"},
+		{desc: "a state that is not a string", body: rec(`,"state":1`), wantErr: "malformed"},
+		{desc: "a status that is not a string", body: rec(`,"status":{"code":1}`), wantErr: "malformed"},
+		{desc: "State in another case", body: rec(`,"State":"failed"`), wantErr: "malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, reply(200, tt.body))
+
+			got, err := f.adapter(t, token).Lookup(t.Context(), query)
+
+			if tt.wantErr != "" {
+				if err == nil || got != nil {
+					t.Fatalf("Lookup = %v, %v; want no records and an error", got, err)
+				}
+				if class, _ := providers.Classify(err); class != providers.ClassTransient {
+					t.Errorf("Classify(%v) = %s, want transient", err, class)
+				}
+				if !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("err = %q, want it to mention %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			want := []providers.Record{{ID: "msg_1", State: tt.wantState, Status: tt.wantStatus, Excerpt: "orders id=msg_1"}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLookupRecordOpKey: a record may carry the op_key it is held under.
+// From an endpoint that searches by op_key, a record carrying another one
+// (in any letter case, or empty) is a malformed answer: the endpoint did
+// not select by the key it was asked. From one that searches by
+// resemblance, records of other operations are what it may find.
+func TestLookupRecordOpKey(t *testing.T) {
+	t.Parallel()
+	rec := func(opKey string) string { return `{"matches":[{"id":"msg_1","op_key":` + opKey + `}]}` }
+	tests := []struct {
+		desc     string
+		searchBy string
+		body     string
+		wantErr  bool
+	}{
+		{desc: "by key: the op_key asked", body: rec(`"ord-42"`)},
+		{desc: "by key: op_key null, none carried", body: rec(`null`)},
+		{desc: "by key: another op_key", body: rec(`"ord-43"`), wantErr: true},
+		{desc: "by key: the op_key in another case", body: rec(`"ORD-42"`), wantErr: true},
+		{desc: "by key: an empty op_key", body: rec(`""`), wantErr: true},
+		{desc: "by key, declared: another op_key", searchBy: httplookup.SearchByKey, body: rec(`"ord-43"`), wantErr: true},
+		{desc: "by key: one of two records with another op_key", body: `{"matches":[{"id":"a","op_key":"ord-42"},{"id":"b","op_key":"ord-4"}]}`, wantErr: true},
+		{desc: "by resemblance: another op_key", searchBy: httplookup.SearchByResemblance, body: rec(`"ord-43"`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, reply(200, tt.body))
+			a := newAdapter(t, "orders", &httplookup.Config{URL: f.srv.URL + "/lookup", SearchBy: tt.searchBy}, token, nil)
+
+			got, err := a.Lookup(t.Context(), query)
+
+			if tt.wantErr {
+				if err == nil || got != nil {
+					t.Fatalf("Lookup = %v, %v; want no records and an error", got, err)
+				}
+				if class, _ := providers.Classify(err); class != providers.ClassTransient || !strings.Contains(err.Error(), "op_key") {
+					t.Errorf("err = %v (%s), want a transient error naming op_key", err, class)
+				}
+				checkNoSecrets(t, err)
+				return
+			}
+			if err != nil || len(got) == 0 {
+				t.Fatalf("Lookup = %v, %v; want records", got, err)
 			}
 		})
 	}

@@ -40,8 +40,10 @@ type Config struct {
 	// @recipient, and may use @action, @payload_hash, @since and @until; they
 	// are bound as parameters, never spliced into the text. It runs in a
 	// READ ONLY transaction. Its result has the columns id, created_at and
-	// payload_hash, and may have recipient and fields (see the package doc).
-	// Required.
+	// payload_hash, and may have recipient, fields, state, status and
+	// op_key (see the package doc). It matches by key only when it names
+	// op_key in its select list and binds @op_key (or @op_keys); otherwise
+	// by resemblance. Required.
 	Query string `toml:"query"`
 	// MaxBatch is the most operations one statement of the batch form (a
 	// query that binds @op_keys) answers for, 2 to [MaxMaxBatch]. Default
@@ -90,8 +92,16 @@ func validateQuery(query string) []error {
 	if text.positional != "" {
 		errs = append(errs, fmt.Errorf("query: positional parameter %s: use the named parameters @%s", text.positional, strings.Join(Parameters, ", @")))
 	}
+	output := selectOpKey(query)
+	returns := output == opKeyStored
+	if output == opKeyFromParameter {
+		errs = append(errs, errors.New("query: op_key in the select list is computed from a parameter: return the op_key each row is stored under, which sweeper compares with the operation's"))
+	}
 	if slices.Contains(text.params, "op_keys") {
 		// The batch form: one statement for many operations.
+		if !returns {
+			errs = append(errs, errors.New("query: a query that binds @op_keys must name op_key in its select list (op_key, t.op_key or … AS op_key): each row says which operation it answers for"))
+		}
 		for _, p := range text.params {
 			switch {
 			case slices.Contains(BatchParameters, p):
@@ -105,6 +115,8 @@ func validateQuery(query string) []error {
 	}
 	if !slices.Contains(text.params, "op_key") && !slices.Contains(text.params, "recipient") {
 		errs = append(errs, errors.New("query: must use @op_key or @recipient, or every operation would match the same records"))
+	} else if returns && !slices.Contains(text.params, "op_key") {
+		errs = append(errs, errors.New("query: returns op_key, so it matches by key, but does not bind @op_key: select rows by op_key = @op_key, or return no op_key to match by resemblance"))
 	}
 	for _, p := range text.params {
 		if !slices.Contains(Parameters, p) {
@@ -112,6 +124,16 @@ func validateQuery(query string) []error {
 		}
 	}
 	return errs
+}
+
+// Notes implements providers.Noter: a query that binds @op_key but returns
+// no op_key column is valid, and matches by resemblance — which its author
+// may not have meant.
+func (c *Config) Notes() []string {
+	if slices.Contains(scanSQL(c.Query).params, "op_key") && !returnsOpKey(c.Query) {
+		return []string{"query: binds @op_key but returns no op_key column, so it matches by resemblance (the operation's own window, a recipient on each row, no look-alike operation pending); return the op_key each row is stored under (op_key, or … AS op_key) to match by key"}
+	}
+	return nil
 }
 
 // SecretEnvs implements providers.SecretHolder.

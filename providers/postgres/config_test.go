@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/BurntSushi/toml"
@@ -50,6 +51,15 @@ func TestConfigValidate(t *testing.T) {
 			Want: []string{"query: positional parameter $2: use the named parameters @op_key, @recipient, @action, @payload_hash, @since, @until"}},
 		{Desc: "invalid UTF-8", Change: func(c *postgres.Config) { c.Query = valid + " AND x = '\xff'" },
 			Want: []string{"query: must be valid UTF-8"}},
+		{Desc: "returns op_key without binding @op_key", Change: func(c *postgres.Config) {
+			c.Query = "SELECT op_key, id, created_at, body_hash AS payload_hash FROM sent_emails WHERE recipient = @recipient"
+		}, Want: []string{"query: returns op_key, so it matches by key, but does not bind @op_key: select rows by op_key = @op_key, or return no op_key to match by resemblance"}},
+		{Desc: "op_key from the parameter", Change: func(c *postgres.Config) {
+			c.Query = "SELECT @op_key AS op_key, id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key OR recipient = @recipient"
+		}, Want: []string{"query: op_key in the select list is computed from a parameter: return the op_key each row is stored under, which sweeper compares with the operation's"}},
+		{Desc: "the batch form without op_key in its select list", Change: func(c *postgres.Config) {
+			c.Query = "SELECT * FROM sent_emails WHERE op_key = ANY(@op_keys)"
+		}, Want: []string{"query: a query that binds @op_keys must name op_key in its select list (op_key, t.op_key or … AS op_key): each row says which operation it answers for"}},
 		{Desc: "max_conns zero", Change: func(c *postgres.Config) { c.MaxConns = 0 }, Want: []string{"max_conns: must be between 1 and 100"}},
 		{Desc: "max_conns too many", Change: func(c *postgres.Config) { c.MaxConns = 101 }, Want: []string{"max_conns: must be between 1 and 100"}},
 		{Desc: "everything wrong at once", Change: func(c *postgres.Config) { *c = postgres.Config{} }, Want: []string{
@@ -100,5 +110,25 @@ func TestExampleBlock(t *testing.T) {
 	}
 	if c.MaxConns != postgres.DefaultMaxConns {
 		t.Errorf("max_conns = %d", c.MaxConns)
+	}
+}
+
+// TestNotes: check-config says when a query that binds @op_key matches by
+// resemblance, because it returns no op_key.
+func TestNotes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		query string
+		note  bool
+	}{
+		{"SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key", true},
+		{"SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key OR (op_key IS NULL AND recipient = @recipient)", true},
+		{"SELECT op_key, id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key", false},
+		{"SELECT id, created_at, body_hash AS payload_hash FROM sent_emails WHERE recipient = @recipient", false},
+	} {
+		notes := (&postgres.Config{Query: tc.query}).Notes()
+		if got := len(notes) == 1 && strings.HasPrefix(notes[0], "query: binds @op_key but returns no op_key column, so it matches by resemblance"); got != tc.note || len(notes) > 1 {
+			t.Errorf("%q: notes %q; want a note: %v", tc.query, notes, tc.note)
+		}
 	}
 }

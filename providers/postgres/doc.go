@@ -11,7 +11,7 @@
 //	kind = "postgres"
 //	dsn_env = "MAILER_DB_DSN"
 //	query = '''
-//	SELECT id, created_at, body_hash AS payload_hash, recipient
+//	SELECT op_key, id, created_at, body_hash AS payload_hash, recipient
 //	FROM sent_emails
 //	WHERE op_key = @op_key AND created_at BETWEEN @since AND @until
 //	'''
@@ -34,6 +34,17 @@
 //	              record's normalized fields, as the ledger's payload would
 //	              hold them. Read strictly: a key twice, or two keys that
 //	              differ only in letter case, is an error.
+//	op_key        optional; text: the op_key the row is stored under. A
+//	              query that returns it (and binds @op_key) matches by key,
+//	              and every row's op_key must be the operation's, exactly
+//	              (see Matching).
+//	state         optional; text: "effect" (also NULL: the row is the
+//	              effect), "in_flight" (still being made) or "failed" (the
+//	              attempt failed), the words of the http protocol. Any
+//	              other is a malformed answer (transient). Only an effect
+//	              proves the operation done.
+//	status        optional; text: the provider's own word for the row's
+//	              state, for people; cut to 200 bytes.
 //
 // # Batch form
 //
@@ -42,8 +53,8 @@
 // operations' keys are bound as one text[], and @since and @until span
 // every operation's window (each record's date is still checked against
 // its own operation's). It may use no other parameter, and its result has
-// one more required column, op_key (text): the operation each row answers
-// for, compared exactly.
+// one more required column, op_key (text), named in its select list: the
+// operation each row answers for, compared exactly.
 //
 //	query = '''
 //	SELECT op_key, id, created_at, body_hash AS payload_hash, recipient
@@ -81,10 +92,31 @@
 //
 // # Matching
 //
-// A query that binds @op_key or @op_keys selects records by the
-// operation's key; one that does not (it searches by @recipient and time)
-// matches by resemblance, and its records are proof only inside the
-// operation's own window and when no other operation could own them.
+// A query matches by key only when it returns an op_key column and binds
+// @op_key (or @op_keys): each row's op_key is then compared with the
+// operation's, exactly — a row whose op_key is another, in another letter
+// case or NULL (a keyless row a WHERE … OR clause let through) is a
+// malformed answer, retried and then a lookup_failed ticket, never a
+// record. Any other query matches by resemblance, whatever its WHERE
+// clause binds — "WHERE op_key = @op_key OR (op_key IS NULL AND recipient
+// = @recipient)" without op_key in its select list included: its rows
+// cannot show whose they are, so they are proof only inside the
+// operation's own window, carrying a recipient, and when no other
+// operation could own them.
+//
+// Which it is, is read from the query's text when the adapter is made, not
+// asked of the database (the adapter is made without connecting, and every
+// replica must decide alike): the select list of the outermost SELECT
+// (after WITH; the first of a UNION) names op_key when an item is the
+// column op_key (op_key, t.op_key, "op_key", op_key::text) or is aliased
+// op_key (meta->>'op_key' AS op_key). An item computed from a parameter
+// (@op_key AS op_key) is refused by validation: it would make every row
+// agree. What the text cannot show — SELECT *, a query in parentheses — is
+// read as no op_key: resemblance, the stricter rule; name op_key in the
+// select list. Every result is checked against the reading: a query read
+// as returning op_key whose result has no op_key column is a permanent
+// error. A query that returns op_key without binding @op_key or @op_keys
+// is refused by validation.
 //
 // # Errors
 //

@@ -38,6 +38,9 @@ type Adapter struct {
 	password string // only to redact it from errors
 	pool     *pgxpool.Pool
 	batch    int // the batch form's max_batch; 0: the single form
+	// byKey: the query returns op_key and binds @op_key or @op_keys (see
+	// [Adapter.Matching]); each row's op_key must be the operation's.
+	byKey bool
 }
 
 var (
@@ -91,7 +94,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dsn_env: connection pool: %s", redactPassword(err.Error(), cc.Password))
 	}
-	a := &Adapter{name: name, query: cfg.Query, password: cc.Password, pool: pool}
+	a := &Adapter{name: name, query: cfg.Query, password: cc.Password, pool: pool, byKey: byKey(cfg.Query)}
 	if batchForm(cfg.Query) {
 		a.batch = cmp.Or(cfg.MaxBatch, DefaultMaxBatch)
 	}
@@ -127,7 +130,8 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 // when it has none.
 type columns struct {
 	id, createdAt, payloadHash, recipient, fields int
-	opKey                                         int // the batch form's only
+	opKey                                         int // a query that matches by key's only
+	state, status                                 int
 }
 
 // columnType is what a column of the contract may be: the types PostgreSQL
@@ -153,6 +157,8 @@ var columnTypes = map[string]columnType{
 	"recipient":    {oids: textOIDs, text: true, want: "text"},
 	"fields":       {oids: append([]uint32{pgtype.JSONBOID, pgtype.JSONOID}, textOIDs...), want: "jsonb, json or text"},
 	"op_key":       {oids: textOIDs, text: true, want: "text"},
+	"state":        {oids: textOIDs, text: true, want: "text (effect, in_flight or failed)"},
+	"status":       {oids: textOIDs, text: true, want: "text"},
 }
 
 // firstUserOID is where the OIDs of types defined in a database start
@@ -174,17 +180,23 @@ func checkType(f pgconn.FieldDescription, types *pgtype.Map) error {
 }
 
 // columnsOf finds the contract's columns in a result; op_key is one of
-// them, and required, in the batch form only.
-func columnsOf(fields []pgconn.FieldDescription, types *pgtype.Map, batch bool) (columns, error) {
-	c := columns{-1, -1, -1, -1, -1, -1}
+// them, and required, when byKey (a query that matches by key, or the
+// batch form) only: a query that matches by resemblance may return it, and
+// it is not read.
+func columnsOf(fields []pgconn.FieldDescription, types *pgtype.Map, byKey bool) (columns, error) {
+	c := columns{-1, -1, -1, -1, -1, -1, -1, -1}
 	for i, f := range fields {
 		var idx *int
 		switch f.Name {
 		case "op_key":
-			if !batch {
+			if !byKey {
 				continue
 			}
 			idx = &c.opKey
+		case "state":
+			idx = &c.state
+		case "status":
+			idx = &c.status
 		case "id":
 			idx = &c.id
 		case "created_at":
@@ -214,8 +226,10 @@ func columnsOf(fields []pgconn.FieldDescription, types *pgtype.Map, batch bool) 
 			return c, fmt.Errorf("the result has no %s column (required: id, created_at, payload_hash)", required.name)
 		}
 	}
-	if batch && c.opKey < 0 {
-		return c, errors.New("the result has no op_key column: a query that binds @op_keys must return the op_key each row answers for")
+	if byKey && c.opKey < 0 {
+		// The batch form attributes rows by it; and a query that matches
+		// by key was read as returning it, from its text.
+		return c, errors.New("the result has no op_key column: a query that binds @op_keys, or names op_key in its select list, must return the op_key each row is held under")
 	}
 	return c, nil
 }
@@ -234,6 +248,11 @@ func (a *Adapter) records(ctx context.Context, tx pgx.Tx, q providers.Query) ([]
 	}
 	records := make([]providers.Record, len(rows))
 	for i, r := range rows {
+		if a.byKey && (!r.opKey.Valid || r.opKey.String != q.OpKey) {
+			// Exactly: op_keys that differ only in letter case are two
+			// operations, and a row without one is no operation's by key.
+			return nil, providers.Malformed(fmt.Errorf("%s: query: malformed answer: row %d is for another op_key than the one asked, or none: a query that returns op_key matches by key, and must return only rows held under op_key = @op_key", a.name, i))
+		}
 		records[i] = r.rec
 	}
 	return a.merge(records)
@@ -285,7 +304,7 @@ func (a *Adapter) scan(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, q pro
 	if err := rows.Err(); !more && err != nil {
 		return nil, a.failure(ctx, "query", err, q)
 	}
-	cols, err := columnsOf(rows.FieldDescriptions(), tx.Conn().TypeMap(), batch)
+	cols, err := columnsOf(rows.FieldDescriptions(), tx.Conn().TypeMap(), a.byKey || batch)
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("%s: query: %w", a.name, err))
 	}
@@ -301,6 +320,7 @@ func (a *Adapter) scan(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, q pro
 			id, opKey              pgtype.Text
 			createdAt              *time.Time
 			payloadHash, recipient *string
+			state, status          *string
 			fields                 []byte
 		)
 		dest[cols.id], dest[cols.createdAt], dest[cols.payloadHash] = &id, &createdAt, &payloadHash
@@ -313,6 +333,12 @@ func (a *Adapter) scan(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, q pro
 		if cols.opKey >= 0 {
 			dest[cols.opKey] = &opKey
 		}
+		if cols.state >= 0 {
+			dest[cols.state] = &state
+		}
+		if cols.status >= 0 {
+			dest[cols.status] = &status
+		}
 		if err := rows.Scan(dest...); err != nil {
 			if ctx.Err() != nil {
 				return nil, a.failure(ctx, "read rows", err, q)
@@ -321,6 +347,9 @@ func (a *Adapter) scan(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, q pro
 			return nil, providers.Permanent(fmt.Errorf("%s: row %d: %s", a.name, len(out), a.redact(err.Error(), q)))
 		}
 		rec, err := a.record(len(out), id, createdAt, payloadHash, recipient, fields)
+		if err == nil {
+			err = a.state(len(out), &rec, state, status)
+		}
 		if err != nil && !batch {
 			return nil, err
 		}
@@ -371,6 +400,32 @@ func (a *Adapter) record(i int, id pgtype.Text, createdAt *time.Time, payloadHas
 		rec.Excerpt += " created_at=" + rec.CreatedAt.UTC().Format(time.RFC3339)
 	}
 	return rec, nil
+}
+
+// states are the words a state column may hold: those of the http
+// protocol.
+var states = []providers.State{providers.StateEffect, providers.StateInFlight, providers.StateFailed}
+
+// maxStatus bounds a record's status, in bytes: it is for people, and a
+// longer one is cut short rather than refused.
+const maxStatus = 200
+
+// state sets rec's State and Status from the row's state and status
+// columns (nil: NULL, or no such column). A NULL state is the effect; a
+// word that is none of [states] is a malformed answer (transient, as a
+// provider's unknown state is), never a record read as the effect.
+func (a *Adapter) state(i int, rec *providers.Record, state, status *string) error {
+	if status != nil {
+		rec.Status = providers.Truncate(*status, maxStatus)
+	}
+	if state == nil {
+		return nil
+	}
+	rec.State = providers.State(*state)
+	if !slices.Contains(states, rec.State) {
+		return providers.Malformed(fmt.Errorf("%s: row %d (id %s): state %q is none of effect, in_flight, failed", a.name, i, providers.Truncate(rec.ID, 64), providers.Truncate(*state, 32)))
+	}
+	return nil
 }
 
 func redactPassword(text, password string) string {

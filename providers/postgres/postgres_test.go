@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -779,5 +780,204 @@ func TestNew(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, tc.wantText)
 			}
 		})
+	}
+}
+
+// orKeyless is the query of a block that looks operations up by op_key and
+// also takes keyless rows to the same recipient: its text binds @op_key,
+// but its rows cannot show whose they are.
+const orKeyless = `
+SELECT id, created_at, body_hash AS payload_hash, recipient
+FROM sent_emails
+WHERE op_key = @op_key OR (op_key IS NULL AND recipient = @recipient)`
+
+// keyedSetup is setup with a keyless message to the same recipient, sent
+// an hour before now by another path.
+func keyedSetup(t *testing.T) (*testBundle, time.Time) {
+	t.Helper()
+	b := setup(t)
+	sentAt := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	if _, err := b.pool.Exec(context.Background(), `INSERT INTO sent_emails VALUES ('keyless', NULL, $1, $2, 'hash-k', NULL)`, recipient, sentAt); err != nil {
+		t.Fatal(err)
+	}
+	return b, sentAt
+}
+
+// TestQueryWithoutOpKeyMatchesByResemblance: a query that binds @op_key
+// but returns no op_key column matches by resemblance, whatever its WHERE
+// clause: the keyless row it returns is judged as any look-alike is, in
+// the operation's own window, not from its first attempt until now.
+func TestQueryWithoutOpKeyMatchesByResemblance(t *testing.T) {
+	t.Parallel()
+	b, sentAt := keyedSetup(t)
+	a := newAdapter(t, b.dsn, orKeyless)
+	if a.Matching().ByKey {
+		t.Fatal("Matching().ByKey = true for a query that returns no op_key; want resemblance")
+	}
+	p := providers.NewProvider("mailer_db", "postgres", a, providers.Limits{LookupTimeout: 20 * time.Second, RateLimit: 1000, Concurrency: 1})
+	if p.Matching().ByKey || p.MaxBatch() != 1 {
+		t.Errorf("provider: ByKey %v, MaxBatch %d; want resemblance, one operation per statement", p.Matching().ByKey, p.MaxBatch())
+	}
+	// The operation was first attempted three days ago; its own window
+	// ends a margin after that, long before the keyless message was sent.
+	firstAttempt := time.Now().Add(-72 * time.Hour)
+	q := query("op-3-days")
+	q.FirstAttemptAt, q.Since, q.Until = firstAttempt, firstAttempt.Add(-2*time.Minute), firstAttempt.Add(p.Matching().Margin)
+	got, err := lookup(t, a, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The adapter returns the row as the query does; its date, outside the
+	// window, is what keeps it from proving anything.
+	if len(got) != 1 || got[0].ID != "keyless" || !got[0].CreatedAt.Equal(sentAt) {
+		t.Fatalf("Lookup = %+v; want the keyless row", got)
+	}
+	if !got[0].CreatedAt.After(q.Until) {
+		t.Errorf("the keyless row, sent at %s, lies in the window ending %s", got[0].CreatedAt, q.Until)
+	}
+}
+
+// TestQueryReturningOpKeyComparesEachRow: a query that returns op_key
+// matches by key, and each row's op_key must be the operation's, exactly:
+// a keyless row (NULL), another operation's row or a key in another letter
+// case is a malformed answer, never a record — in the single form and in
+// the batch form.
+func TestQueryReturningOpKeyComparesEachRow(t *testing.T) {
+	t.Parallel()
+	b, _ := keyedSetup(t)
+	for _, tc := range []struct {
+		desc, sql string
+		key       string
+		wantIDs   []string // nil: a malformed answer
+	}{
+		{desc: "its own rows", sql: byOpKeyReturningKey, key: "op-dup", wantIDs: []string{"msg-2a", "msg-2b"}},
+		{desc: "none", sql: byOpKeyReturningKey, key: "op-none", wantIDs: []string{}},
+		{desc: "a keyless row", key: "op-1",
+			sql: `SELECT id, op_key, created_at, body_hash AS payload_hash, recipient FROM sent_emails WHERE op_key = @op_key OR (op_key IS NULL AND recipient = @recipient)`},
+		{desc: "a keyless row alone", key: "op-none",
+			sql: `SELECT id, op_key, created_at, body_hash AS payload_hash, recipient FROM sent_emails WHERE op_key = @op_key OR (op_key IS NULL AND recipient = @recipient)`},
+		{desc: "another operation's row", key: "op-1",
+			sql: `SELECT s.op_key, id, created_at, body_hash AS payload_hash FROM sent_emails s WHERE op_key = @op_key OR op_key = 'op-window'`},
+		{desc: "the key in another letter case", key: "op-1",
+			sql: `SELECT upper(op_key) AS op_key, id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = @op_key`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			a := newAdapter(t, b.dsn, tc.sql)
+			if !a.Matching().ByKey {
+				t.Fatal("Matching().ByKey = false for a query that returns op_key and binds @op_key")
+			}
+			got, err := lookup(t, a, query(tc.key))
+			if tc.wantIDs == nil {
+				if got != nil {
+					t.Errorf("records %v alongside the error", got)
+				}
+				wantClass(t, err, providers.ClassTransient)
+				if !errors.Is(err, providers.ErrMalformed) {
+					t.Errorf("err = %v; want a malformed answer", err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(ids(got), tc.wantIDs) {
+				t.Errorf("Lookup = %v, %v; want %v", ids(got), err, tc.wantIDs)
+			}
+		})
+	}
+	// The batch form: a row is attributed by its op_key, exactly; a
+	// keyless one goes to nobody and fails the statement.
+	for _, tc := range []struct {
+		desc, sql string
+		wantErr   bool
+	}{
+		{desc: "batch: rows by their op_key", sql: byOpKeys},
+		{desc: "batch: a keyless row", wantErr: true,
+			sql: `SELECT op_key, id, created_at, body_hash AS payload_hash FROM sent_emails WHERE op_key = ANY(@op_keys) OR op_key IS NULL`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			a := newAdapter(t, b.dsn, tc.sql)
+			if !a.Matching().ByKey || a.MaxBatch() < 2 {
+				t.Fatalf("ByKey %v, MaxBatch %d; want by key, in batches", a.Matching().ByKey, a.MaxBatch())
+			}
+			answers, err := a.LookupBatch(t.Context(), []providers.Query{query("op-1"), query("OP-1"), query("op-dup")})
+			if tc.wantErr {
+				if err == nil || !errors.Is(err, providers.ErrMalformed) {
+					t.Fatalf("LookupBatch = %+v, %v; want a malformed answer", answers, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range [][]string{{"msg-1"}, {}, {"msg-2a", "msg-2b"}} {
+				if answers[i].Err != nil || !slices.Equal(ids(answers[i].Records), want) {
+					t.Errorf("answer %d = %v, %v; want %v", i, ids(answers[i].Records), answers[i].Err, want)
+				}
+			}
+		})
+	}
+}
+
+// byOpKeyReturningKey is byOpKey returning op_key: it matches by key.
+const byOpKeyReturningKey = `
+SELECT op_key, id, created_at, body_hash AS payload_hash, recipient, fields
+FROM sent_emails
+WHERE op_key = @op_key AND created_at BETWEEN @since AND @until
+ORDER BY id`
+
+// TestStateColumn: a query may return state (effect, in_flight, failed;
+// NULL is the effect) and status, the provider's own word; any other state
+// is a malformed answer — for its operation only, in the batch form.
+func TestStateColumn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const states = `CASE id WHEN 'msg-2a' THEN 'in_flight' WHEN 'msg-2b' THEN 'failed' WHEN 'msg-1' THEN 'effect' END`
+	single := `SELECT id, created_at, body_hash AS payload_hash, ` + states + ` AS state, 'status of ' || id AS status
+		FROM sent_emails WHERE op_key = @op_key ORDER BY id`
+	for _, tc := range []struct {
+		key  string
+		want []providers.Record
+	}{
+		{"op-1", []providers.Record{{ID: "msg-1", State: providers.StateEffect, Status: "status of msg-1"}}},
+		{"op-dup", []providers.Record{{ID: "msg-2a", State: providers.StateInFlight, Status: "status of msg-2a"}, {ID: "msg-2b", State: providers.StateFailed, Status: "status of msg-2b"}}},
+		{"op-fields", []providers.Record{{ID: "msg-f", Status: "status of msg-f"}}}, // NULL: the effect
+	} {
+		got, err := lookup(t, newAdapter(t, b.dsn, single), query(tc.key))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.key, err)
+		}
+		if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(providers.Record{}, "CreatedAt", "PayloadHash", "Recipient", "Excerpt", "Fields")); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.key, diff)
+		}
+	}
+
+	for _, bad := range []string{"reversed", "sent", "EFFECT", ""} {
+		a := newAdapter(t, b.dsn, `SELECT id, created_at, body_hash AS payload_hash, '`+bad+`' AS state FROM sent_emails WHERE op_key = @op_key`)
+		got, err := lookup(t, a, query("op-1"))
+		if got != nil || !errors.Is(err, providers.ErrMalformed) {
+			t.Errorf("state %q: Lookup = %v, %v; want a malformed answer", bad, got, err)
+		}
+	}
+	long := newAdapter(t, b.dsn, `SELECT id, created_at, body_hash AS payload_hash, repeat('x', 300) AS status FROM sent_emails WHERE op_key = @op_key`)
+	if got, err := lookup(t, long, query("op-1")); err != nil || len(got) != 1 || got[0].Status != strings.Repeat("x", 200)+"…" {
+		t.Errorf("a long status: %v, %v; want it cut short", got, err)
+	}
+	wrongType := newAdapter(t, b.dsn, `SELECT id, created_at, body_hash AS payload_hash, 1 AS state FROM sent_emails WHERE op_key = @op_key`)
+	if _, err := lookup(t, wrongType, query("op-1")); err == nil || !strings.Contains(err.Error(), "column state is int4") {
+		t.Errorf("an integer state: %v; want a permanent error naming the column", err)
+	}
+
+	batch := newAdapter(t, b.dsn, `SELECT op_key, id, created_at, body_hash AS payload_hash,
+		CASE id WHEN 'msg-2a' THEN 'in_flight' WHEN 'msg-1' THEN 'sent' END AS state, NULL AS status
+		FROM sent_emails WHERE op_key = ANY(@op_keys) ORDER BY id`)
+	answers, err := batch.LookupBatch(t.Context(), []providers.Query{query("op-1"), query("op-dup")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if answers[0].Err == nil || !errors.Is(answers[0].Err, providers.ErrMalformed) {
+		t.Errorf("op-1 (state sent): %+v; want a malformed answer", answers[0])
+	}
+	if answers[1].Err != nil || len(answers[1].Records) != 2 || answers[1].Records[0].State != providers.StateInFlight || answers[1].Records[1].State != "" {
+		t.Errorf("op-dup: %+v; want in_flight and the effect", answers[1])
 	}
 }
