@@ -37,7 +37,9 @@ func TestDoneCheckReadsAFewPages(t *testing.T) {
 	if err := tx.QueryRow(ctx, `SELECT id FROM ledger.operations WHERE op_key = 'to-settle'`).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	for _, record := range []string{"rec_new", "rec_4"} { // held by nobody; by another operation
+	// The first write of a session compiles the ledger's trigger functions
+	// and reads the catalog: a one-time cost, not the write's. Warm up once.
+	for _, record := range []string{"rec_warm", "rec_new", "rec_4"} { // warm-up; held by nobody; by another operation
 		// EXPLAIN ANALYZE runs the write: in a savepoint, undone after.
 		sp, err := tx.Begin(ctx)
 		if err != nil {
@@ -61,7 +63,7 @@ func TestDoneCheckReadsAFewPages(t *testing.T) {
 		if err := json.Unmarshal(raw, &plan); err != nil || len(plan) != 1 {
 			t.Fatalf("plan %s: %v", raw, err)
 		}
-		if pages := plan[0].Plan.SharedHit + plan[0].Plan.SharedRead; pages > 50 {
+		if pages := plan[0].Plan.SharedHit + plan[0].Plan.SharedRead; pages > 50 && record != "rec_warm" {
 			t.Errorf("record %s: the done write read %d pages of a 60,000-row ledger; want an index lookup\n%s", record, pages, raw)
 		}
 	}
