@@ -98,7 +98,10 @@ type Health interface {
 	// asking a provider that is down. A non-nil error means wait.
 	Allow(ctx context.Context) (probe bool, wait time.Duration, err error)
 	// Done reports how a lookup for operation op (its op_key) that asked
-	// ended: failed for a transient failure.
+	// ended: failed for a failure that is the provider's own — a
+	// transient error that is not an answer the provider gave
+	// ([Unreadable], or every HTTP exchange answered), or no answer in
+	// time.
 	Done(ctx context.Context, probe, failed bool, op, detail string) error
 	// DownTotal is how long the provider has been down in all.
 	DownTotal(ctx context.Context) time.Duration
@@ -154,11 +157,16 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 		return nil, err
 	}
 	defer release()
+	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
+	defer cancel() // after the report below: a deadline it sees is the lookup's own
+	lookupCtx, ex := watchExchanges(lookupCtx)
 	if p.health != nil {
 		defer func() {
 			if ctx.Err() == nil {
-				class, _ := Classify(err)
-				failed := err != nil && class == ClassTransient
+				// Only the provider's own failures count: an answer it gave
+				// that cannot be read is this operation's problem, and says
+				// the provider is there.
+				failed := providersFault(err, lookupCtx.Err() != nil, ex)
 				detail := ""
 				if err != nil {
 					detail = Redact(err, q.Recipient).Error()
@@ -168,8 +176,6 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 		}()
 	}
 
-	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
-	defer cancel()
 	start := time.Now()
 	defer func() {
 		// Runs after the recover below: it sees what the caller gets. A call
@@ -199,7 +205,7 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 	}
 	records, err = checkRecords(records)
 	if err != nil {
-		return nil, Transient(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
+		return nil, Malformed(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
 	}
 	return records, nil
 }
@@ -271,7 +277,8 @@ func (p *Provider) admit(ctx context.Context) (release func(), probe bool, err e
 // into another operation's. A record listed twice is merged by
 // [MergeDuplicates]' one rule. Being transient, a malformed answer is
 // retried within the budget, then becomes a lookup_failed ticket: never
-// records, never "none".
+// records, never "none". It is the operation's failure, never the
+// provider's ([Unreadable]).
 func checkRecords(records []Record) ([]Record, error) {
 	for i, r := range records {
 		if err := ledger.CheckRecordID(r.ID); err != nil {

@@ -22,9 +22,10 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 )
 
-// DefaultFailures is how many transient failures in a row, in one process,
-// mark a provider down for the cluster by default: a timeout or a 5xx now
-// and then is the budget's business; five in a row is an outage.
+// DefaultFailures is how many different operations the provider must fail,
+// in one process, with no answer in between, to be down for the cluster by
+// default: a timeout or a 5xx now and then is the budget's business; five
+// operations failed in a row is an outage.
 const DefaultFailures = 5
 
 // Probe backoff: the first probe five seconds after the provider went
@@ -76,17 +77,17 @@ type Tracker struct {
 	// what recovery should start at once.
 	OnUp func(ctx context.Context)
 
-	mu       sync.Mutex
-	failures int
-	// failing are the operations the failures in a row were for: one
-	// operation's bad answers, however many, are not an outage.
+	mu sync.Mutex
+	// failing are the operations the provider failed since it last
+	// answered: one operation's failures, however many, are not an outage.
 	failing map[string]bool
 	cached  State
 	readAt  time.Time
 }
 
-// NewTracker returns the tracker of provider over db: failures transient
-// failures in a row take the provider down (at least 1). lease bounds a
+// NewTracker returns the tracker of provider over db: failures of that many
+// different operations in a row, with no answer in between, take the
+// provider down (at least 1). lease bounds a
 // probe: a probe not reported within it (its process died) frees the turn.
 func NewTracker(db ledger.DB, provider string, failures int, lease time.Duration) *Tracker {
 	return &Tracker{db: db, provider: provider, failAt: max(failures, 1), lease: lease}
@@ -146,14 +147,17 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 }
 
 // Done reports how a lookup for operation op that asked the provider
-// ended: failed is true for a transient failure (a timeout, a 5xx, a
-// dropped connection, a malformed answer), false for an answer (an error
-// the provider chose to give included). A probe's answer brings the
-// provider up; its failure backs the next probe off. Outside a probe, the
-// tracker's number of failures in a row, for at least two different
-// operations, take the provider down: one operation whose answers are
-// always bad is that operation's problem, and its budget ends it. detail
-// says why, for people; it must hold no secret or recipient.
+// ended: failed is true for a failure that is the provider's own (a
+// timeout, a 5xx, a dropped connection), false for an answer — an error
+// the provider chose to give, and an answer it gave that could not be read,
+// included: those are the operation's problem, ended by its own budget. A
+// probe's answer brings the provider up; its failure backs the next probe
+// off. Outside a probe, the provider goes down once failures have come
+// from the tracker's number of DIFFERENT operations with no answer in
+// between: one operation, or two, whose lookups always fail are those
+// operations' problem, however often they are asked, and an answer to any
+// request starts the count again. detail says why, for people; it must
+// hold no secret or recipient.
 func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail string) error {
 	switch {
 	case probe && !failed:
@@ -168,18 +172,17 @@ func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail strin
 	}
 	t.mu.Lock()
 	if !failed {
-		t.failures, t.failing = 0, nil
+		t.failing = nil
 		t.mu.Unlock()
 		return nil
 	}
-	t.failures++
 	if t.failing == nil {
 		t.failing = map[string]bool{}
 	}
 	t.failing[op] = true
-	down := t.failures >= t.failAt && len(t.failing) >= 2
+	down := len(t.failing) >= t.failAt
 	if down {
-		t.failures, t.failing = 0, nil
+		t.failing = nil
 	}
 	t.mu.Unlock()
 	if !down {
@@ -205,7 +208,7 @@ func (t *Tracker) up(ctx context.Context) error {
 		return fmt.Errorf("mark provider %s up: %w", t.provider, err)
 	}
 	t.mu.Lock()
-	t.failures, t.failing = 0, nil
+	t.failing = nil
 	t.mu.Unlock()
 	if tag.RowsAffected() == 1 && t.OnUp != nil {
 		t.OnUp(ctx)
