@@ -148,6 +148,14 @@ type Provider struct {
 	// is answered. 0 turns it off: every operation's lookups spend their
 	// own budget, and end as lookup_failed. Default 5, at most 1000.
 	OutageAfter int `toml:"outage_after"`
+	// MaxOutage is how long the provider may stay down for the cluster
+	// before its waiting operations — the stale pending ones, those its
+	// lookups hold included — move to review in one step, as lookup_failed
+	// tickets that say for how long it was down; they are looked up again
+	// when it answers, and settle by themselves then. 0 never moves them:
+	// they wait for the provider however long it is down. Default 1h; 0 or
+	// between 1m and 720h.
+	MaxOutage Duration `toml:"max_outage"`
 
 	// Settings holds the kind's own keys (url, token_env, rules, …).
 	Settings providers.Settings `toml:"-"`
@@ -418,8 +426,12 @@ func defaultProvider() *Provider {
 		RateLimit:     10,
 		Concurrency:   4,
 		OutageAfter:   5,
+		MaxOutage:     NewDuration(time.Hour),
 	}
 }
+
+// maxMaxOutage is the longest max_outage: a month.
+const maxMaxOutage = 720 * time.Hour
 
 var (
 	providerNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -518,6 +530,12 @@ func (c *Config) validateProviders(v *validator, kinds []providers.Kind, getenv 
 		}
 		if p.OutageAfter < 0 || p.OutageAfter > 1000 {
 			v.add(prefix+"outage_after", "must be between 0 (off) and 1000")
+		}
+		switch d := p.MaxOutage.Duration; {
+		case p.MaxOutage.err != nil:
+			v.add(prefix+"max_outage", "%v", p.MaxOutage.err)
+		case d != 0 && (d < time.Minute || d > maxMaxOutage):
+			v.add(prefix+"max_outage", "must be 0 (never) or between 1m and %s", formatDuration(maxMaxOutage))
 		}
 		if p.Concurrency < 1 || p.Concurrency > 1000 {
 			v.add(prefix+"concurrency", "must be between 1 and 1000")

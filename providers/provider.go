@@ -24,6 +24,10 @@ type Provider struct {
 	// OutageAfter is how many transient failures in a row take the
 	// provider down for the cluster (see [Provider.SetHealth]); 0: never.
 	OutageAfter int
+	// MaxOutage is how long the provider may be down for the cluster
+	// before its waiting operations move to review as lookup_failed
+	// tickets; 0: never.
+	MaxOutage time.Duration
 	// SettleWindow is how long after an operation's first attempt an
 	// empty answer proves nothing yet: the provider's search may lag.
 	SettleWindow time.Duration
@@ -55,6 +59,9 @@ type Limits struct {
 	// OutageAfter is how many transient failures in a row take the
 	// provider down for the cluster; 0: never.
 	OutageAfter int
+	// MaxOutage is how long the provider may be down for the cluster
+	// before its waiting operations move to review; 0: never.
+	MaxOutage time.Duration
 	// SettleWindow is how long after an operation's first attempt an
 	// empty answer proves nothing yet.
 	SettleWindow time.Duration
@@ -70,6 +77,7 @@ func NewProvider(name, kind string, adapter Lookup, limits Limits) *Provider {
 		LookupTimeout: limits.LookupTimeout,
 		LookupBudget:  limits.LookupBudget,
 		OutageAfter:   limits.OutageAfter,
+		MaxOutage:     limits.MaxOutage,
 		SettleWindow:  limits.SettleWindow,
 		adapter:       adapter,
 		matching:      matchingOf(adapter),

@@ -249,3 +249,26 @@ func (t *Tracker) DownTotal(ctx context.Context) time.Duration {
 	}
 	return st.DownTotal(time.Now())
 }
+
+// DownPast returns provider's health when it has been down, continuously,
+// for at least d by the database's clock, locking its row until db's
+// transaction ends: a probe that would bring it up waits, so that what
+// the transaction does about the outage is done while it lasts. ok is
+// false when it is up, or down for less.
+func DownPast(ctx context.Context, db ledger.DB, provider string, d time.Duration) (st State, ok bool, err error) {
+	st = State{Provider: provider}
+	var lastErr *string
+	err = db.QueryRow(ctx, `SELECT since, down_seconds, last_error FROM sweeper.provider_health
+		WHERE provider = $1 AND state = 'down' AND since <= now() - $2::interval
+		FOR UPDATE`, provider, d).Scan(&st.Since, &st.DownSeconds, &lastErr)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return State{}, false, nil
+	}
+	if err != nil {
+		return State{}, false, fmt.Errorf("read the outage of provider %s: %w", provider, err)
+	}
+	if lastErr != nil {
+		st.LastError = *lastErr
+	}
+	return st, true, nil
+}
