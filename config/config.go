@@ -142,8 +142,11 @@ type Provider struct {
 	// kind's (Stripe 10m, Postmark and SendGrid 5m, Mailgun 30m, others 0s);
 	// at most 24h.
 	SettleWindow Duration `toml:"settle_window"`
-	// OutageAfter is how many transient failures in a row, in one process,
-	// take the provider down for the whole cluster: its lookups then pause,
+	// OutageAfter is how many different operations the provider must fail
+	// in a row, in one process, with no answer in between, to be down for
+	// the whole cluster (its own failures: timeouts, 5xx, dropped
+	// connections — an answer it gave that cannot be read is the
+	// operation's, not the provider's): its lookups then pause,
 	// spending no budget and opening no lookup_failed ticket, until a probe
 	// is answered. 0 turns it off: every operation's lookups spend their
 	// own budget, and end as lookup_failed. Default 5, at most 1000.

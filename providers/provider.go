@@ -21,8 +21,9 @@ import (
 type Provider struct {
 	// Name is the block's name, as in the ledger's provider column.
 	Name string
-	// OutageAfter is how many transient failures in a row take the
-	// provider down for the cluster (see [Provider.SetHealth]); 0: never.
+	// OutageAfter is how many different operations the provider must
+	// fail in a row, with no answer in between, to be down for the
+	// cluster (see [Provider.SetHealth]); 0: never.
 	OutageAfter int
 	// MaxOutage is how long the provider may be down for the cluster
 	// before its waiting operations move to review as lookup_failed
@@ -56,8 +57,9 @@ type Limits struct {
 	LookupBudget  time.Duration
 	RateLimit     float64 // requests per second
 	Concurrency   int     // requests in flight
-	// OutageAfter is how many transient failures in a row take the
-	// provider down for the cluster; 0: never.
+	// OutageAfter is how many different operations the provider must
+	// fail in a row, with no answer in between, to be down for the
+	// cluster; 0: never.
 	OutageAfter int
 	// MaxOutage is how long the provider may be down for the cluster
 	// before its waiting operations move to review; 0: never.

@@ -177,10 +177,7 @@ rate_limit = 1000.0
 concurrency = 20
 `, server.URL+"/lookup"), nil)
 			b.sweeper.TrackHealth()
-			var keys []string
-			for _, key := range []string{"bad-500", "bad-html", "bad-empty"} {
-				keys = append(keys, key)
-			}
+			keys := []string{"bad-500", "bad-html", "bad-empty"}
 			for i := range 20 {
 				keys = append(keys, fmt.Sprintf("ok-%02d", i))
 			}

@@ -1,7 +1,9 @@
 // Package health keeps each provider's health in PostgreSQL, shared by every
-// replica: a provider whose lookups keep failing transiently is down for the
-// whole cluster. While it is down its lookups pause — they ask nobody, spend
-// no budget and open no lookup_failed tickets — and one probe at a time, in
+// replica: a provider that keeps failing — its own failures, for several
+// different operations — is down for the whole cluster. While it is down its
+// lookups pause — they ask nobody, spend no budget and open no lookup_failed
+// tickets, until its max_outage (internal/settle's Outages) — and one probe
+// at a time, in
 // the whole cluster, asks it at a backoff (5 s doubling to 1 min); the first
 // probe it answers brings it up again, and the lookups resume.
 //

@@ -13,7 +13,7 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-// TestDownForTheCluster: five transient failures in a row in one replica
+// TestDownForTheCluster: failures of five different operations in a row in one replica
 // take the provider down for every replica; while down only one lookup in
 // the cluster may ask (the probe), a failed probe backs the next one off,
 // and an answered probe brings the provider up for all, with the time it
