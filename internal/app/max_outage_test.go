@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/providers"
@@ -138,5 +139,58 @@ func TestMaxOutageEndsInTickets(t *testing.T) {
 	}
 	if got := b.count(t, `SELECT count(*) FROM sweeper.provider_health WHERE provider = 'longdown' AND state = 'up'`); got != 1 {
 		t.Error("the provider is not up again")
+	}
+}
+
+// TestSweepOnceMovesALongOutage: `sweep --once` moves the waiting
+// operations of a provider down longer than its max_outage to review
+// before it scans, and says so; those of a provider down for less, or
+// whose max_outage is 0 (never), are left pending for later, as before;
+// an operation not yet stale is no waiting one.
+func TestSweepOnceMovesALongOutage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	holds := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+		func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+			return []providers.Record{{ID: "rec_" + q.OpKey, CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
+		},
+	}}
+	provider := func(name string, maxOutage time.Duration) *providers.Provider {
+		return providers.NewProvider(name, "fake", holds, providers.Limits{
+			StaleAfter: 10 * time.Minute, LookupTimeout: time.Second, LookupBudget: 3 * time.Second,
+			RateLimit: 1000, Concurrency: 10, OutageAfter: 5, MaxOutage: maxOutage,
+		})
+	}
+	b := setup(t, baseConfig, map[string]*providers.Provider{
+		"long": provider("long", time.Hour), "short": provider("short", 3*time.Hour), "never": provider("never", 0),
+	})
+	b.sweeper.TrackHealth()
+	if _, err := b.pool.Exec(ctx, `INSERT INTO sweeper.provider_health (provider, state, since, probe_at, last_error)
+		SELECT p, 'down', now() - interval '2 hours', now() + interval '1 hour', 'HTTP 503' FROM unnest(ARRAY['long', 'short', 'never']) p`); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"long", "short", "never"} {
+		for i := range 3 {
+			b.claim(t, fmt.Sprintf("%s-%d", name, i), name, stale)
+		}
+	}
+	young := b.claim(t, "long-young", "long", time.Minute)
+
+	sum, err := b.sweeper.SweepOnce(ctx, app.OnceOptions{MaxPaced: time.Second})
+	if err != nil || sum.MovedAfterMaxOutage != 3 || sum.Tickets["lookup_failed"] != 3 || sum.LeftPending != 6 || sum.Errors != 0 {
+		t.Fatalf("sweep --once: %+v, %v; want long's 3 moved to review, short's and never's 6 left pending", sum, err)
+	}
+	for i := range 3 {
+		tk, ev := b.ticketOf(t, fmt.Sprintf("long-%d", i))
+		if tk.Reason != "lookup_failed" || !strings.Contains(ev.Detail, "was down for 2h") || !strings.Contains(ev.Detail, "max_outage 1h0m0s") ||
+			!strings.Contains(ev.Detail, "HTTP 503") || len(ev.Records) != 0 {
+			t.Errorf("long-%d: %s %q; want lookup_failed saying for how long the provider was down, and why", i, tk.Reason, ev.Detail)
+		}
+	}
+	if op := b.status(t, young.OpKey); op.Status != "pending" {
+		t.Errorf("%s, not yet stale, is %s; want pending", young.OpKey, op.Status)
+	}
+	if got := b.count(t, `SELECT count(*) FROM ledger.operations WHERE provider IN ('short', 'never') AND status = 'pending'`); got != 6 {
+		t.Errorf("%d of short's and never's 6 operations pending", got)
 	}
 }
