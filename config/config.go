@@ -147,8 +147,11 @@ type Provider struct {
 	// kind's (Stripe 10m, Postmark and SendGrid 5m, Mailgun 30m, others 0s);
 	// at most 24h.
 	SettleWindow Duration `toml:"settle_window"`
-	// OutageAfter is how many transient failures in a row, in one process,
-	// take the provider down for the whole cluster: its lookups then pause,
+	// OutageAfter is how many different operations the provider must fail
+	// in a row, in one process, with no answer in between, to be down for
+	// the whole cluster (its own failures: timeouts, 5xx, dropped
+	// connections — an answer it gave that cannot be read is the
+	// operation's, not the provider's): its lookups then pause,
 	// spending no budget and opening no lookup_failed ticket, until a probe
 	// is answered. 0 turns it off: every operation's lookups spend their
 	// own budget, and end as lookup_failed. Default 5, at most 1000.
@@ -167,6 +170,14 @@ type Provider struct {
 	// their rows. Default none: the block is a namespace of its own. Other
 	// kinds' namespace is the account they reach, read at start.
 	RecordNamespace string `toml:"record_namespace,omitempty"`
+	// MaxOutage is how long the provider may stay down for the cluster
+	// before its waiting operations — the stale pending ones, those its
+	// lookups hold included — move to review in one step, as lookup_failed
+	// tickets that say for how long it was down; they are looked up again
+	// when it answers, and settle by themselves then. 0 never moves them:
+	// they wait for the provider however long it is down. Default 1h; 0 or
+	// between 1m and 720h.
+	MaxOutage Duration `toml:"max_outage"`
 
 	// Settings holds the kind's own keys (url, token_env, rules, …).
 	Settings providers.Settings `toml:"-"`
@@ -493,12 +504,16 @@ func defaultProvider() *Provider {
 		Concurrency:   4,
 		OutageAfter:   5,
 		InFlightFor:   NewDuration(DefaultInFlightFor),
+		MaxOutage:     NewDuration(time.Hour),
 	}
 }
 
 // DefaultInFlightFor is a provider's in_flight_for unless its block sets
 // one.
 const DefaultInFlightFor = time.Hour
+
+// maxMaxOutage is the longest max_outage: a month.
+const maxMaxOutage = 720 * time.Hour
 
 var (
 	providerNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -603,6 +618,12 @@ func (c *Config) validateProviders(v *validator, kinds []providers.Kind, getenv 
 		}
 		if p.OutageAfter < 0 || p.OutageAfter > 1000 {
 			v.add(prefix+"outage_after", "must be between 0 (off) and 1000")
+		}
+		switch d := p.MaxOutage.Duration; {
+		case p.MaxOutage.err != nil:
+			v.add(prefix+"max_outage", "%v", p.MaxOutage.err)
+		case d != 0 && (d < time.Minute || d > maxMaxOutage):
+			v.add(prefix+"max_outage", "must be 0 (never) or between 1m and %s", formatDuration(maxMaxOutage))
 		}
 		if p.Concurrency < 1 || p.Concurrency > 1000 {
 			v.add(prefix+"concurrency", "must be between 1 and 1000")

@@ -143,11 +143,11 @@ type asked struct {
 // MaxDownCredit is how much of a provider's downtime an operation's
 // lookup budget is extended by, at most. Up to it, an outage spends no
 // budget and opens no lookup_failed ticket. Beyond it the budget runs
-// again, so that an operation whose own lookups keep the provider down —
-// a search the provider fails for that operation alone, say — ends in a
-// ticket instead of waiting forever; an operation that ends so is looked
-// up again, with every lookup_failed ticket of its provider, when the
-// provider answers.
+// again, so that no operation waits forever on its own; an operation that
+// ends so is looked up again, with every lookup_failed ticket of its
+// provider, when the provider answers. (A provider down longer than its
+// max_outage gives all its waiting operations to review at once:
+// internal/settle's Outages.)
 const MaxDownCredit = time.Hour
 
 // downCredit is the downtime an operation's budget is extended by.

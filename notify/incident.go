@@ -44,7 +44,9 @@ const (
 // the last hour and whose end is in Slack — its root and its closing
 // reply — to its counts as they are now, each when its text changed since
 // it was last shown, at most every incidentEvery, until the counts are
-// final (nothing of the backlog is pending). An edit can be made again,
+// final (nothing of the backlog is pending). The root of an incident still
+// open is brought up to date too once operations of it were moved to
+// review after max_outage. An edit can be made again,
 // so a failed one is only logged and made again at the next refresh.
 func (d *Dispatcher) refreshIncidents(ctx context.Context) {
 	d.incidentMu.Lock()
@@ -56,11 +58,17 @@ func (d *Dispatcher) refreshIncidents(ctx context.Context) {
 	if !due {
 		return
 	}
+	// An incident still open is refreshed too once operations of it were
+	// moved to review (max_outage): its root no longer says "nothing
+	// decided".
 	rows, err := d.db.Query(ctx, `SELECT i.id FROM sweeper.incidents i
-		WHERE i.ended_at > now() - interval '1 hour' AND i.refresh_final_at IS NULL
+		WHERE i.refresh_final_at IS NULL
 		  AND (i.refresh_until IS NULL OR i.refresh_until < now())
-		  AND EXISTS (SELECT 1 FROM sweeper.outbox c WHERE c.incident_id = i.id AND c.kind = $1 AND c.state = 'sent')
-		ORDER BY i.id`, KindIncidentClosed)
+		  AND ((i.ended_at > now() - interval '1 hour'
+		        AND EXISTS (SELECT 1 FROM sweeper.outbox c WHERE c.incident_id = i.id AND c.kind = $1 AND c.state = 'sent'))
+		    OR (i.ended_at IS NULL AND i.moved_to_review > 0
+		        AND EXISTS (SELECT 1 FROM sweeper.outbox c WHERE c.incident_id = i.id AND c.kind = $2 AND c.state = 'sent')))
+		ORDER BY i.id`, KindIncidentClosed, KindIncidentOpened)
 	if err != nil {
 		d.logger.Warn("notify: incidents to bring up to date", "err", err)
 		return
@@ -189,7 +197,8 @@ func (d *Dispatcher) refreshIncident(ctx context.Context, id int64) error {
 	}
 	// Every message left shows the counts; once nothing of the backlog is
 	// pending, they no longer change (or nothing is left to edit).
-	final = len(errs) == 0 && (in.Pending == 0 || (!r.Live && (reply.TS == "" || replyGone)))
+	// An incident still open changes again when it ends.
+	final = len(errs) == 0 && !in.EndedAt.IsZero() && (in.Pending == 0 || (!r.Live && (reply.TS == "" || replyGone)))
 	return errors.Join(errs...)
 }
 
@@ -248,6 +257,11 @@ type Incident struct {
 	// went down; Review how many review tickets were opened for them since;
 	// Pending how many are still pending now.
 	Settled, Review, Pending int
+	// MovedToReview is how many of its waiting operations were moved to
+	// review, as lookup_failed tickets, because the provider was down for
+	// longer than MovedAfter (its max_outage); they count in Review too.
+	MovedToReview int
+	MovedAfter    time.Duration
 }
 
 // ReadIncident returns incident id with its counts as of now: the
@@ -261,14 +275,16 @@ type Incident struct {
 func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (Incident, error) {
 	in := Incident{ID: id}
 	var ended *time.Time
+	var movedAfter float64
 	err := db.QueryRow(ctx, `SELECT i.provider, i.started_at, i.ended_at, i.waiting,
+			i.moved_to_review, coalesce(extract(epoch FROM i.moved_after), 0)::float8,
 			(SELECT count(*) FROM ledger.operations o WHERE o.provider = i.provider
 			   AND o.status IN ('done', 'failed') AND o.updated_at >= i.started_at
 			   AND o.created_at <= coalesce(i.ended_at, now())),
 			(SELECT count(*) FROM ledger.operations o WHERE o.provider = i.provider AND o.status = 'pending'
 			   AND o.created_at <= coalesce(i.ended_at, now()))
 		FROM sweeper.incidents i WHERE i.id = $1`, id).
-		Scan(&in.Provider, &in.StartedAt, &ended, &in.Waiting, &in.Settled, &in.Pending)
+		Scan(&in.Provider, &in.StartedAt, &ended, &in.Waiting, &in.MovedToReview, &movedAfter, &in.Settled, &in.Pending)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Incident{}, fmt.Errorf("incident %d not found", id)
 	}
@@ -278,6 +294,7 @@ func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader
 	if ended != nil {
 		in.EndedAt = *ended
 	}
+	in.MovedAfter = time.Duration(movedAfter * float64(time.Second)).Round(time.Second)
 	if in.Review, err = tickets.OpenedSince(ctx, in.Provider, in.StartedAt, in.EndedAt); err != nil {
 		return Incident{}, fmt.Errorf("read incident %d: %w", id, err)
 	}
@@ -325,10 +342,15 @@ func (c IncidentComposer) Compose(ctx context.Context, db ledger.DB, n Notificat
 func IncidentMessage(in Incident) Message {
 	provider := "*" + escape(oneLine(clip(in.Provider, 100))) + "*"
 	var text string
-	if in.EndedAt.IsZero() {
+	switch {
+	case in.EndedAt.IsZero() && in.MovedToReview > 0:
+		text = fmt.Sprintf(":rotating_light: %s unreachable since %s — %s waiting; %s moved to review after max_outage (%s) as lookup_failed tickets, "+
+			"looked up again when it answers.",
+			provider, slackDate(in.StartedAt), operations(in.Waiting), thousands(in.MovedToReview), roundDuration(in.MovedAfter))
+	case in.EndedAt.IsZero():
 		text = fmt.Sprintf(":rotating_light: %s unreachable since %s — %s waiting, nothing decided; lookups resume automatically.",
 			provider, slackDate(in.StartedAt), operations(in.Waiting))
-	} else {
+	default:
 		text = fmt.Sprintf(":white_check_mark: %s was unreachable from %s for %s, back since %s: %s",
 			provider, slackDate(in.StartedAt), roundDuration(in.EndedAt.Sub(in.StartedAt)), slackDate(in.EndedAt), countsText(in))
 	}
@@ -350,6 +372,9 @@ func IncidentClosedReply(in Incident) Message {
 // incident began.
 func countsText(in Incident) string {
 	s := fmt.Sprintf("%s settled, %s need review", thousands(in.Settled), thousands(in.Review))
+	if in.MovedToReview > 0 {
+		s += fmt.Sprintf(" (%s moved to review after max_outage %s)", thousands(in.MovedToReview), roundDuration(in.MovedAfter))
+	}
 	if in.Pending > 0 {
 		s += fmt.Sprintf(", %s still being looked up", thousands(in.Pending))
 	}

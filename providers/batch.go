@@ -216,21 +216,24 @@ func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) 
 		return nil, err
 	}
 	defer release()
+	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
+	defer cancel() // after the report below: a deadline it sees is the request's own
+	lookupCtx, ex := watchExchanges(lookupCtx)
 	if p.health != nil {
 		defer func() {
 			if ctx.Err() != nil {
 				return
 			}
-			failed, detail := batchFailed(results, err)
+			failed, detail := batchFailed(results, err, lookupCtx.Err() != nil, ex)
 			keys := make([]string, len(qs))
 			recipients := make([]string, len(qs))
 			for i, q := range qs {
 				keys[i], recipients[i] = q.OpKey, q.Recipient
 			}
 			detail = RedactText(detail, recipients...)
-			// A malformed answer came from a provider that answered: one
-			// failure, not one per operation.
-			if probe || !failed || errors.Is(err, ErrMalformed) {
+			// A request the provider answered, whatever its answers for
+			// each operation, reports once.
+			if probe || !failed || err == nil {
 				p.health.Done(context.WithoutCancel(ctx), probe, failed, strings.Join(keys, ","), detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
 				return
 			}
@@ -243,8 +246,6 @@ func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) 
 		}()
 	}
 
-	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
-	defer cancel()
 	start := time.Now()
 	defer func() {
 		if ctx.Err() != nil {
@@ -293,7 +294,7 @@ func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) 
 		}
 		records, err := checkRecords(a.Records)
 		if err != nil {
-			results[i].Err = Transient(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
+			results[i].Err = unreadable(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
 			continue
 		}
 		if records == nil {
@@ -322,22 +323,24 @@ func refuseShared(name string, qs []Query, results []Result) {
 			continue
 		}
 		for _, i := range idx {
-			results[i] = Result{Err: Transient(fmt.Errorf("%s: malformed answer: record %q was returned for %d operations of one request, op_key %q among them",
+			results[i] = Result{Err: unreadable(fmt.Errorf("%s: malformed answer: record %q was returned for %d operations of one request, op_key %q among them",
 				name, Truncate(id, 64), len(idx), Truncate(qs[i].OpKey, 64)))}
 		}
 	}
 }
 
-// batchFailed says whether a batch request counts as a transient failure
-// for the provider's health — the request failed, or every one of its
-// queries did — and why.
-func batchFailed(results []Result, err error) (bool, string) {
+// batchFailed says whether a batch request counts as the provider's own
+// failure for its health, and why: the request failed as a whole for a
+// reason that is the provider's ([providersFault]), or every one of its
+// queries got a transient error for that operation alone that is not an
+// unreadable answer. An answer that cannot be read says the provider is
+// there.
+func batchFailed(results []Result, err error, timedOut bool, ex *exchanges) (bool, string) {
 	if err != nil {
-		class, _ := Classify(err)
-		return class == ClassTransient, err.Error()
+		return providersFault(err, timedOut, ex), err.Error()
 	}
 	for _, r := range results {
-		if class, _ := Classify(r.Err); r.Err == nil || class != ClassTransient {
+		if class, _ := Classify(r.Err); r.Err == nil || class != ClassTransient || Unreadable(r.Err) {
 			return false, ""
 		}
 	}

@@ -21,9 +21,14 @@ import (
 type Provider struct {
 	// Name is the block's name, as in the ledger's provider column.
 	Name string
-	// OutageAfter is how many transient failures in a row take the
-	// provider down for the cluster (see [Provider.SetHealth]); 0: never.
+	// OutageAfter is how many different operations the provider must
+	// fail in a row, with no answer in between, to be down for the
+	// cluster (see [Provider.SetHealth]); 0: never.
 	OutageAfter int
+	// MaxOutage is how long the provider may be down for the cluster
+	// before its waiting operations move to review as lookup_failed
+	// tickets; 0: never.
+	MaxOutage time.Duration
 	// SettleWindow is how long after an operation's first attempt an
 	// empty answer proves nothing yet: the provider's search may lag.
 	SettleWindow time.Duration
@@ -59,9 +64,13 @@ type Limits struct {
 	LookupBudget  time.Duration
 	RateLimit     float64 // requests per second
 	Concurrency   int     // requests in flight
-	// OutageAfter is how many transient failures in a row take the
-	// provider down for the cluster; 0: never.
+	// OutageAfter is how many different operations the provider must
+	// fail in a row, with no answer in between, to be down for the
+	// cluster; 0: never.
 	OutageAfter int
+	// MaxOutage is how long the provider may be down for the cluster
+	// before its waiting operations move to review; 0: never.
+	MaxOutage time.Duration
 	// SettleWindow is how long after an operation's first attempt an
 	// empty answer proves nothing yet.
 	SettleWindow time.Duration
@@ -80,6 +89,7 @@ func NewProvider(name, kind string, adapter Lookup, limits Limits) *Provider {
 		LookupTimeout: limits.LookupTimeout,
 		LookupBudget:  limits.LookupBudget,
 		OutageAfter:   limits.OutageAfter,
+		MaxOutage:     limits.MaxOutage,
 		SettleWindow:  limits.SettleWindow,
 		InFlightFor:   limits.InFlightFor,
 		adapter:       adapter,
@@ -109,7 +119,10 @@ type Health interface {
 	// asking a provider that is down. A non-nil error means wait.
 	Allow(ctx context.Context) (probe bool, wait time.Duration, err error)
 	// Done reports how a lookup for operation op (its op_key) that asked
-	// ended: failed for a transient failure.
+	// ended: failed for a failure that is the provider's own — a
+	// transient error that is not an answer the provider gave
+	// ([Unreadable], or every HTTP exchange answered), or no answer in
+	// time.
 	Done(ctx context.Context, probe, failed bool, op, detail string) error
 	// DownTotal is how long the provider has been down in all.
 	DownTotal(ctx context.Context) time.Duration
@@ -165,11 +178,16 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 		return nil, err
 	}
 	defer release()
+	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
+	defer cancel() // after the report below: a deadline it sees is the lookup's own
+	lookupCtx, ex := watchExchanges(lookupCtx)
 	if p.health != nil {
 		defer func() {
 			if ctx.Err() == nil {
-				class, _ := Classify(err)
-				failed := err != nil && class == ClassTransient
+				// Only the provider's own failures count: an answer it gave
+				// that cannot be read is this operation's problem, and says
+				// the provider is there.
+				failed := providersFault(err, lookupCtx.Err() != nil, ex)
 				detail := ""
 				if err != nil {
 					detail = Redact(err, q.Recipient).Error()
@@ -179,8 +197,6 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 		}()
 	}
 
-	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
-	defer cancel()
 	start := time.Now()
 	defer func() {
 		// Runs after the recover below: it sees what the caller gets. A call
@@ -210,7 +226,7 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 	}
 	records, err = checkRecords(records)
 	if err != nil {
-		return nil, Transient(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
+		return nil, Malformed(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
 	}
 	return records, nil
 }
@@ -282,7 +298,8 @@ func (p *Provider) admit(ctx context.Context) (release func(), probe bool, err e
 // into another operation's. A record listed twice is merged by
 // [MergeDuplicates]' one rule. Being transient, a malformed answer is
 // retried within the budget, then becomes a lookup_failed ticket: never
-// records, never "none".
+// records, never "none". It is the operation's failure, never the
+// provider's ([Unreadable]).
 func checkRecords(records []Record) ([]Record, error) {
 	for i, r := range records {
 		if err := ledger.CheckRecordID(r.ID); err != nil {

@@ -50,7 +50,9 @@ func (t ReadOnlyTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return base.RoundTrip(req)
+	// The lookup this request is for learns whether the provider answered
+	// it (see exchange.go): its health counts only the provider's failures.
+	return exchangesOf(req.Context()).observe(base.RoundTrip(req))
 }
 
 // CloseIdleConnections closes the idle connections of Base, so that an

@@ -89,6 +89,12 @@ func (s *App) Scanner() *settle.Scanner {
 	}
 }
 
+// Outages returns the step that moves the waiting operations of a
+// provider down longer than its max_outage to review.
+func (s *App) Outages() *settle.Outages {
+	return &settle.Outages{DB: s.Pool, Providers: s.Providers, Policy: Policy(s.Config), Logger: s.Logger, Now: s.now, Metrics: s.Metrics}
+}
+
 // Escalator returns the escalator over s's pool and clock.
 func (s *App) Escalator() *settle.Escalator {
 	return &settle.Escalator{

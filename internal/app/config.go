@@ -55,6 +55,7 @@ func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 			RateLimit:     block.RateLimit,
 			Concurrency:   block.Concurrency,
 			OutageAfter:   block.OutageAfter,
+			MaxOutage:     block.MaxOutage.Duration,
 			SettleWindow:  block.SettleWindow.Duration,
 			InFlightFor:   block.InFlightFor.Duration,
 		})

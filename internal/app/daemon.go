@@ -99,6 +99,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	// the queue, and memory, stay the same with a million stale rows.
 	scanner := s.Scanner()
 	scanner.Admission = settle.AdmissionHorizon
+	scanner.Outages = s.Outages()
 	river.AddWorker(workers, jobs.NewSweepWorker(scanner, s.Pool, sweepTimeout, s.Logger))
 	river.AddWorker(workers, jobs.NewEscalateWorker(s.Escalator(), jobs.Scan{
 		Timeout:      sweepTimeout,

@@ -31,6 +31,10 @@ type Summary struct {
 	// long: their provider is down for the cluster, or its search may still
 	// lag (settle_window). The daemon, or a later pass, settles them.
 	LeftPending int `json:"left_pending"`
+	// MovedAfterMaxOutage counts the operations moved to review, as
+	// lookup_failed tickets (counted in Tickets too), because their
+	// provider was down longer than its max_outage.
+	MovedAfterMaxOutage int `json:"moved_after_max_outage,omitempty"`
 	// HeldByDaemon counts stale operations the pass left to the lookup job
 	// of a running daemon that holds them (sweeper.lookup_claims).
 	HeldByDaemon int  `json:"held_by_daemon"`
@@ -95,6 +99,19 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) 
 	// it remembers, so that its decisions are the real pass's.
 	claimed := map[string]string{}
 	var mu sync.Mutex
+	if !opts.DryRun {
+		// A provider down longer than its max_outage is not waited for:
+		// its waiting operations move to review first.
+		outages, err := s.Outages().End(ctx)
+		for _, o := range outages {
+			sum.Tickets[review.ReasonLookupFailed] += o.Moved
+			sum.MovedAfterMaxOutage += o.Moved
+		}
+		if err != nil {
+			s.Logger.Error("max_outage: the waiting operations of a provider down too long were not all moved to review", "error", err)
+			sum.Errors++
+		}
+	}
 	work := make(chan ledger.Operation)
 	var wg sync.WaitGroup
 	for range concurrency {

@@ -585,7 +585,7 @@ func (d *demo) describe(fake *slackfake.Server) {
 		}
 	}
 	fmt.Fprintf(w, "  they hold:  %s\n", strings.Join(mix, ", "))
-	fmt.Fprintf(w, "  outage:     %s answers HTTP 503 to everything for its first %s: after outage_after (5) failures in a row\n"+
+	fmt.Fprintf(w, "  outage:     %s answers HTTP 503 to everything for its first %s: once outage_after (5) operations failed in a row\n"+
 		"              it is down for the cluster, its lookups wait without spending budget, one probe asks at a backoff\n",
 		demoOutageProvider, demoOutage)
 	fmt.Fprintf(w, "  schedules:  sweep every 2s, escalate every 2s, notify every 1s; lookups retried for 3s\n")

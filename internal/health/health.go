@@ -1,7 +1,9 @@
 // Package health keeps each provider's health in PostgreSQL, shared by every
-// replica: a provider whose lookups keep failing transiently is down for the
-// whole cluster. While it is down its lookups pause — they ask nobody, spend
-// no budget and open no lookup_failed tickets — and one probe at a time, in
+// replica: a provider that keeps failing — its own failures, for several
+// different operations — is down for the whole cluster. While it is down its
+// lookups pause — they ask nobody, spend no budget and open no lookup_failed
+// tickets, until its max_outage (internal/settle's Outages) — and one probe
+// at a time, in
 // the whole cluster, asks it at a backoff (5 s doubling to 1 min); the first
 // probe it answers brings it up again, and the lookups resume.
 //
@@ -23,9 +25,10 @@ import (
 	"github.com/sweeper/sweeper/providers"
 )
 
-// DefaultFailures is how many transient failures in a row, in one process,
-// mark a provider down for the cluster by default: a timeout or a 5xx now
-// and then is the budget's business; five in a row is an outage.
+// DefaultFailures is how many different operations the provider must fail,
+// in one process, with no answer in between, to be down for the cluster by
+// default: a timeout or a 5xx now and then is the budget's business; five
+// operations failed in a row is an outage.
 const DefaultFailures = 5
 
 // Probe backoff: the first probe five seconds after the provider went
@@ -77,17 +80,17 @@ type Tracker struct {
 	// what recovery should start at once.
 	OnUp func(ctx context.Context)
 
-	mu       sync.Mutex
-	failures int
-	// failing are the operations the failures in a row were for: one
-	// operation's bad answers, however many, are not an outage.
+	mu sync.Mutex
+	// failing are the operations the provider failed since it last
+	// answered: one operation's failures, however many, are not an outage.
 	failing map[string]bool
 	cached  State
 	readAt  time.Time
 }
 
-// NewTracker returns the tracker of provider over db: failures transient
-// failures in a row take the provider down (at least 1). lease bounds a
+// NewTracker returns the tracker of provider over db: failures of that many
+// different operations in a row, with no answer in between, take the
+// provider down (at least 1). lease bounds a
 // probe: a probe not reported within it (its process died) frees the turn.
 func NewTracker(db ledger.DB, provider string, failures int, lease time.Duration) *Tracker {
 	return &Tracker{db: db, provider: provider, failAt: max(failures, 1), lease: lease}
@@ -147,14 +150,17 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 }
 
 // Done reports how a lookup for operation op that asked the provider
-// ended: failed is true for a transient failure (a timeout, a 5xx, a
-// dropped connection, a malformed answer), false for an answer (an error
-// the provider chose to give included). A probe's answer brings the
-// provider up; its failure backs the next probe off. Outside a probe, the
-// tracker's number of failures in a row, for at least two different
-// operations, take the provider down: one operation whose answers are
-// always bad is that operation's problem, and its budget ends it. detail
-// says why, for people; it must hold no secret or recipient.
+// ended: failed is true for a failure that is the provider's own (a
+// timeout, a 5xx, a dropped connection), false for an answer — an error
+// the provider chose to give, and an answer it gave that could not be read,
+// included: those are the operation's problem, ended by its own budget. A
+// probe's answer brings the provider up; its failure backs the next probe
+// off. Outside a probe, the provider goes down once failures have come
+// from the tracker's number of DIFFERENT operations with no answer in
+// between: one operation, or two, whose lookups always fail are those
+// operations' problem, however often they are asked, and an answer to any
+// request starts the count again. detail says why, for people; it must
+// hold no secret or recipient.
 func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail string) error {
 	// The provider's text, stored inert: every reader of last_error prints
 	// it on a terminal.
@@ -172,18 +178,17 @@ func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail strin
 	}
 	t.mu.Lock()
 	if !failed {
-		t.failures, t.failing = 0, nil
+		t.failing = nil
 		t.mu.Unlock()
 		return nil
 	}
-	t.failures++
 	if t.failing == nil {
 		t.failing = map[string]bool{}
 	}
 	t.failing[op] = true
-	down := t.failures >= t.failAt && len(t.failing) >= 2
+	down := len(t.failing) >= t.failAt
 	if down {
-		t.failures, t.failing = 0, nil
+		t.failing = nil
 	}
 	t.mu.Unlock()
 	if !down {
@@ -209,7 +214,7 @@ func (t *Tracker) up(ctx context.Context) error {
 		return fmt.Errorf("mark provider %s up: %w", t.provider, err)
 	}
 	t.mu.Lock()
-	t.failures, t.failing = 0, nil
+	t.failing = nil
 	t.mu.Unlock()
 	if tag.RowsAffected() == 1 && t.OnUp != nil {
 		t.OnUp(ctx)
@@ -249,4 +254,27 @@ func (t *Tracker) DownTotal(ctx context.Context) time.Duration {
 		return 0
 	}
 	return st.DownTotal(time.Now())
+}
+
+// DownPast returns provider's health when it has been down, continuously,
+// for at least d by the database's clock, locking its row until db's
+// transaction ends: a probe that would bring it up waits, so that what
+// the transaction does about the outage is done while it lasts. ok is
+// false when it is up, or down for less.
+func DownPast(ctx context.Context, db ledger.DB, provider string, d time.Duration) (st State, ok bool, err error) {
+	st = State{Provider: provider}
+	var lastErr *string
+	err = db.QueryRow(ctx, `SELECT since, down_seconds, last_error FROM sweeper.provider_health
+		WHERE provider = $1 AND state = 'down' AND since <= now() - $2::interval
+		FOR UPDATE`, provider, d).Scan(&st.Since, &st.DownSeconds, &lastErr)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return State{}, false, nil
+	}
+	if err != nil {
+		return State{}, false, fmt.Errorf("read the outage of provider %s: %w", provider, err)
+	}
+	if lastErr != nil {
+		st.LastError = *lastErr
+	}
+	return st, true, nil
 }

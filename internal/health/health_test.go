@@ -13,7 +13,7 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-// TestDownForTheCluster: five transient failures in a row in one replica
+// TestDownForTheCluster: failures of five different operations in a row in one replica
 // take the provider down for every replica; while down only one lookup in
 // the cluster may ask (the probe), a failed probe backs the next one off,
 // and an answered probe brings the provider up for all, with the time it
@@ -99,28 +99,49 @@ func TestDownForTheCluster(t *testing.T) {
 	}
 }
 
-// TestOneOperationIsNoOutage: one operation whose answers are always bad
-// (malformed, or failing for that record alone) fails again and again; the
-// provider stays up for everyone else, and the operation's own budget
-// ends it.
+// TestOneOperationIsNoOutage: operations whose lookups always fail (the
+// provider fails for those records alone) fail again and again; as long as
+// they are fewer than outage_after different operations, the provider
+// stays up for everyone else, and each operation's own budget ends it.
+// Failures of outage_after different operations, with no answer in
+// between, are an outage; an answer in between starts the count again.
 func TestOneOperationIsNoOutage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
 	tr := health.NewTracker(pool, "mailer", health.DefaultFailures, time.Minute)
 	for range 3 * health.DefaultFailures {
-		if err := tr.Done(ctx, false, true, "op-broken", "malformed answer"); err != nil {
-			t.Fatal(err)
+		for _, op := range []string{"op-broken", "op-other"} {
+			if err := tr.Done(ctx, false, true, op, "HTTP 500"); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if st, err := health.Read(ctx, pool, "mailer"); err != nil || !st.Up {
-		t.Fatalf("after one operation's failures: %+v, %v; want up", st, err)
+		t.Fatalf("after two operations' failures: %+v, %v; want up", st, err)
 	}
-	if err := tr.Done(ctx, false, true, "op-other", "HTTP 503"); err != nil {
+	// Two more operations fail, then one is answered: still up.
+	for _, op := range []string{"op-3", "op-4"} {
+		if err := tr.Done(ctx, false, true, op, "HTTP 503"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Done(ctx, false, false, "op-fine", ""); err != nil {
 		t.Fatal(err)
 	}
+	if err := tr.Done(ctx, false, true, "op-5", "HTTP 503"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := health.Read(ctx, pool, "mailer"); err != nil || !st.Up {
+		t.Fatalf("an answer in between: %+v, %v; want up", st, err)
+	}
+	for i := range health.DefaultFailures - 1 {
+		if err := tr.Done(ctx, false, true, fmt.Sprintf("op-next-%d", i), "HTTP 503"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if st, err := health.Read(ctx, pool, "mailer"); err != nil || st.Up {
-		t.Errorf("failures in a row for two operations: %+v, %v; want down", st, err)
+		t.Errorf("failures of %d different operations in a row: %+v, %v; want down", health.DefaultFailures, st, err)
 	}
 }
 

@@ -36,6 +36,10 @@ type Scanner struct {
 	Now       func() time.Time
 	// Metrics counts the stale operations found; nil counts none.
 	Metrics *metrics.Metrics
+	// Outages, when set, moves the waiting operations of providers down
+	// longer than their max_outage to review before each scan (the
+	// daemon's sweep); nil moves none.
+	Outages *Outages
 }
 
 // Scan calls page for each page of stale operations and returns how many
@@ -82,6 +86,12 @@ func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.
 	// One provider's failing scan does not stop the others'; the errors are
 	// returned together (and the job retried) once every scan has run.
 	var errs []error
+	if s.Outages != nil {
+		// Before the scan: what it moves is not handed on.
+		if _, err := s.Outages.End(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, name := range names {
 		p := s.Providers[name]
 		cutoff := now.Add(-p.StaleAfter)
