@@ -116,7 +116,7 @@ func (p *where) String() string {
 			parts = append(parts, "["+strconv.Itoa(p.index)+"]")
 			continue
 		}
-		if isPlainKey(p.key) {
+		if PlainKey(p.key) {
 			parts = append(parts, "."+p.key)
 		} else {
 			parts = append(parts, "["+quoteKey(p.key)+"]")
@@ -311,8 +311,10 @@ func foldKey(s string) string {
 	return b.String()
 }
 
-// isPlainKey reports whether a key can be shown in a path as it is.
-func isPlainKey(k string) bool {
+// PlainKey reports whether a key an answer holds may be named in an error
+// or a path as it is: a short ASCII word (letters, digits, '_', '-'), so
+// that no error quotes what an answer made up.
+func PlainKey(k string) bool {
 	if k == "" || len(k) > 40 {
 		return false
 	}

@@ -135,12 +135,13 @@ func inertJSON(b []byte) []byte {
 func inert(s string) string { return providers.Printable(s) }
 
 // inertLines is [inert] for a text whose line breaks are sweeper's own (a
-// joined error, a list of problems): each line is made inert, the breaks
-// stay.
+// joined error, a list of problems, cobra's "Did you mean this?" list):
+// each line is made inert, the breaks and each line's leading tabs stay.
 func inertLines(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = inert(l)
+		rest := strings.TrimLeft(l, "\t")
+		lines[i] = l[:len(l)-len(rest)] + inert(rest)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -36,28 +36,13 @@ func checkKeys(body []byte, allowed ...string) error {
 		case slices.Contains(allowed, k):
 		case slices.Contains(pageKeys, k):
 			return fmt.Errorf("the answer is paged (key %q): the protocol has no pages; answer every record at once", k)
-		case plainKey(k):
+		case providers.PlainKey(k):
 			return fmt.Errorf("unknown key %q: the answer holds only %s", k, strings.Join(allowed, " and "))
 		default:
 			return fmt.Errorf("an unknown key: the answer holds only %s", strings.Join(allowed, " and "))
 		}
 	}
 	return nil
-}
-
-// plainKey reports whether a key may be named in an error as it is: short
-// ASCII words only, so that no error quotes what an answer made up.
-func plainKey(k string) bool {
-	if k == "" || len(k) > 40 {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // pagedLink reports whether h has a Link header (RFC 8288) with a relation

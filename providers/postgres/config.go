@@ -179,14 +179,8 @@ func scanSQL(query string) sqlText {
 			i = skipBlockComment(query, i+2)
 			continue
 		case c == '$':
-			if tagLen, ok := dollarTag(query[i+1:]); ok {
-				tag := query[i : i+tagLen+2]
-				end := strings.Index(query[i+len(tag):], tag)
-				if end < 0 {
-					i = n
-				} else {
-					i += len(tag) + end + len(tag)
-				}
+			if after, ok := skipDollarQuoted(query, i); ok {
+				i = after
 			} else {
 				j := i + 1
 				for j < n && isDigit(query[j]) {
@@ -271,6 +265,23 @@ func skipBlockComment(s string, i int) int {
 		}
 	}
 	return len(s)
+}
+
+// skipDollarQuoted returns the index just past the dollar-quoted string
+// ($$…$$, $tag$…$tag$) that starts at query[i], or the end of query when
+// it is never closed; ok is false when no dollar quote starts there (a
+// positional parameter, $1).
+func skipDollarQuoted(query string, i int) (after int, ok bool) {
+	tagLen, ok := dollarTag(query[i+1:])
+	if !ok {
+		return i, false
+	}
+	tag := query[i : i+tagLen+2]
+	end := strings.Index(query[i+len(tag):], tag)
+	if end < 0 {
+		return len(query), true
+	}
+	return i + len(tag) + end + len(tag), true
 }
 
 // dollarTag reports the length of the tag of a dollar quote whose opening

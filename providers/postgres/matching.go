@@ -256,14 +256,8 @@ func tokens(query string) []token {
 			out = append(out, token{kind: quotedToken, text: name})
 			i = end
 		case c == '$':
-			if tagLen, ok := dollarTag(query[i+1:]); ok {
-				tag := query[i : i+tagLen+2]
-				end := strings.Index(query[i+len(tag):], tag)
-				if end < 0 {
-					i = n
-				} else {
-					i += len(tag) + end + len(tag)
-				}
+			if after, ok := skipDollarQuoted(query, i); ok {
+				i = after
 				out = append(out, token{kind: literalToken})
 			} else {
 				i++
