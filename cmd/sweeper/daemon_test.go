@@ -265,13 +265,3 @@ func TestCommandsRefuseAnUnmigratedDatabase(t *testing.T) {
 	}
 }
 
-// grepLines keeps the lines of text that start with prefix.
-func grepLines(text, prefix string) string {
-	var out []string
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, prefix) {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "\n")
-}
