@@ -264,4 +264,3 @@ func TestCommandsRefuseAnUnmigratedDatabase(t *testing.T) {
 		t.Errorf("code %d\n%s", r.code, r.stderr)
 	}
 }
-
