@@ -16,8 +16,13 @@ help:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/sweeper
 
+# The example's placeholders are chosen in the environment: withpg sets
+# SWEEPER_DATABASE_URL (a database of its own, never postgres), and the
+# orders_api block's endpoint is QUICKSTART_ORDERS_URL.
+QUICKSTART_ORDERS_URL ?= http://127.0.0.1:8081/sweeper/lookup
+
 quickstart: build
-	SWEEPER_CONFIG=config.example.toml $(GO) run ./internal/withpg -- \
+	SWEEPER_CONFIG=config.example.toml SWEEPER_PROVIDERS_ORDERS_API_URL=$(QUICKSTART_ORDERS_URL) $(GO) run ./internal/withpg -- \
 		sh -c '$(BIN) migrate && $(BIN) migrate --status && $(BIN) check-config'
 
 test: lint gotest nodetest

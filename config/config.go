@@ -81,6 +81,11 @@ type Database struct {
 	URL string `toml:"url"`
 	// MaxConns caps the connection pool. Default 20.
 	MaxConns int32 `toml:"max_conns"`
+	// AllowMaintenanceDatabase lets URL name the database called
+	// postgres, which a cluster is created with for administration and
+	// which is refused otherwise: a copied example would put sweeper's
+	// tables there. Some hosted offers give only that one. Default false.
+	AllowMaintenanceDatabase bool `toml:"allow_maintenance_database"`
 }
 
 // Schedules holds cron expressions in the standard five-field syntax
@@ -434,6 +439,10 @@ func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options)
 	var urlProblems []error
 	cfg.Database.URL, urlProblems = databaseURL(cfg.Database.URL, getenv)
 	problems = append(problems, urlProblems...)
+	if len(urlProblems) == 0 && cfg.Database.URL != "" {
+		problems = append(problems, checkDatabaseChoice(cfg.Database.URL, cfg.Database.AllowMaintenanceDatabase)...)
+	}
+	problems = append(problems, placeholders(tree)...)
 	problems = append(problems, cfg.validate(kinds, getenv, opts)...)
 	if len(problems) > 0 {
 		return nil, &Error{Problems: problems}
@@ -641,6 +650,10 @@ func (c *Config) validateProviders(v *validator, kinds []providers.Kind, getenv 
 		}
 		for _, err := range p.Settings.Validate() {
 			v.errs = append(v.errs, fmt.Errorf("%s%w", prefix, err))
+		}
+		if sim, ok := p.Settings.(simulated); ok && !sim.Acknowledged() {
+			v.add(prefix+"simulated", "kind %s answers from the rules in this file, not from a provider: it settles nothing real. "+
+				"Set simulated = true in the block if that is what you want (the demo, tests, benchmarks)", p.Kind)
 		}
 		if holder, ok := p.Settings.(providers.SecretHolder); ok {
 			env := getenv

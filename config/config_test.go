@@ -95,7 +95,7 @@ default_owner = "U0OWNER1"
 
 func TestDefaults(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Parse(minimal+"\n[providers.sim]\nkind = \"sim\"\n", kinds, env(nil))
+	cfg, err := config.Parse(minimal+"\n[providers.sim]\nkind = \"sim\"\nsimulated = true\n", kinds, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +213,7 @@ token_env = "ORDERS_TOKEN"
 
 [providers.sim]
 kind = "sim"
+simulated = true
 latency = "5ms"
 [[providers.sim.rules]]
 match = "found-*"
@@ -608,6 +609,7 @@ batch_size = 100
 
 [providers.sms-alerts]
 kind = "sim"
+simulated = true
 rate_limit = 5.0
 `
 	vars := map[string]string{
@@ -667,5 +669,77 @@ rate_limit = 5.0
 	if _, err := config.Parse(text, kinds, env(map[string]string{"SWEEPER_SWEEP_BATCH_SIZE": "0"})); err == nil ||
 		!strings.Contains(err.Error(), "sweep.batch_size") {
 		t.Errorf("batch_size 0 from the environment: %v", err)
+	}
+}
+
+// TestPlaceholdersGiveWayToChosenValues: what makes a copied example
+// valid is choosing its values, in the file or the environment: the
+// placeholder check applies to the effective values, not the file's text.
+func TestPlaceholdersGiveWayToChosenValues(t *testing.T) {
+	t.Parallel()
+	const copied = `
+[database]
+url = "postgres://CHANGE-ME@localhost:5432/ledger"
+
+[review]
+default_owner = "U0OWNER1"
+
+[providers.orders_api]
+kind = "http"
+url = "https://CHANGE-ME.invalid/sweeper/lookup"
+
+[providers.sim]
+kind = "sim"
+`
+	for _, tc := range []struct {
+		desc    string
+		text    string
+		environ map[string]string
+		want    []string // problems, in order; none: valid
+	}{
+		{desc: "untouched", text: copied, want: []string{
+			"database.url: still the placeholder CHANGE-ME; set your ledger's URL here or in SWEEPER_DATABASE_URL",
+			"providers.orders_api.url: still the placeholder CHANGE-ME; set it here or in SWEEPER_PROVIDERS_ORDERS_API_URL",
+			"providers.sim.simulated: kind sim answers from the rules in this file, not from a provider: it settles nothing real. " +
+				"Set simulated = true in the block if that is what you want (the demo, tests, benchmarks)",
+		}},
+		{desc: "every value chosen in the environment", text: copied, environ: map[string]string{
+			config.EnvDatabaseURL:              "postgres://sweeper@db.internal/ledger",
+			"SWEEPER_PROVIDERS_ORDERS_API_URL": "https://orders.internal/sweeper/lookup",
+			"SWEEPER_PROVIDERS_SIM_SIMULATED":  "true",
+		}},
+		{desc: "every value chosen in the file", text: strings.NewReplacer(
+			"postgres://CHANGE-ME@localhost:5432/ledger", "postgres://sweeper@db.internal/ledger",
+			"https://CHANGE-ME.invalid/", "https://orders.internal/",
+			"kind = \"sim\"\n", "kind = \"sim\"\nsimulated = true\n").Replace(copied)},
+		{desc: "the placeholder written into the environment", text: strings.Replace(copied, "kind = \"sim\"\n", "kind = \"sim\"\nsimulated = true\n", 1),
+			environ: map[string]string{config.EnvDatabaseURL: "postgres://sweeper@CHANGE-ME/ledger", "SWEEPER_PROVIDERS_ORDERS_API_URL": "https://orders.internal/"},
+			want:    []string{"database.url: still the placeholder CHANGE-ME; set your ledger's URL here or in SWEEPER_DATABASE_URL"}},
+		{desc: "postgres allowed when said", text: strings.Replace(minimal, "[database]\n", "[database]\nallow_maintenance_database = true\n", 1),
+			environ: map[string]string{config.EnvDatabaseURL: "postgres://sweeper@db.internal/postgres"}},
+		{desc: "postgres refused by default", text: minimal,
+			environ: map[string]string{config.EnvDatabaseURL: "postgres://sweeper@db.internal:5432/postgres?sslmode=require"},
+			want: []string{"database.url: names the maintenance database postgres; create a database for the ledger (CREATE DATABASE ledger) " +
+				"and name it in the URL, or set database.allow_maintenance_database = true if postgres is the only database you have (some hosted offers)"}},
+		{desc: "a database named like postgres is another", text: minimal,
+			environ: map[string]string{config.EnvDatabaseURL: "postgres://sweeper@db.internal/postgres_ledger"}},
+		{desc: "no database named: the server's default for the user", text: minimal,
+			environ: map[string]string{config.EnvDatabaseURL: "postgres://ledger@db.internal"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.Parse(tc.text, kinds, env(tc.environ))
+			var got []string
+			if cfgErr, ok := errors.AsType[*config.Error](err); ok {
+				for _, p := range cfgErr.Problems {
+					got = append(got, p.Error())
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -40,7 +40,7 @@ var problemKey = regexp.MustCompile(`^(database|schedules|sweep|river|providers|
 func FuzzParse(f *testing.F) {
 	for _, seed := range []string{
 		minimal,
-		minimal + "\n[providers.sim]\nkind = \"sim\"\nlatency = \"5ms\"\n[[providers.sim.rules]]\nmatch = \"found-*\"\noutcome = \"found\"\n",
+		minimal + "\n[providers.sim]\nkind = \"sim\"\nsimulated = true\nlatency = \"5ms\"\n[[providers.sim.rules]]\nmatch = \"found-*\"\noutcome = \"found\"\n",
 		minimal + `
 [schedules]
 sweep = "CRON_TZ=Europe/Paris @every 30s"

@@ -23,9 +23,30 @@ import (
 
 const exampleConfig = "../../config.example.toml"
 
+// exampleChoices are the values config.example.toml leaves to the operator
+// (its placeholders), chosen in the environment as an operator may: a
+// ledger database and the orders_api block's endpoint.
+var exampleChoices = map[string]string{
+	config.EnvDatabaseURL:              "postgres://sweeper@db.internal:5432/ledger",
+	"SWEEPER_PROVIDERS_ORDERS_API_URL": "https://orders.internal/sweeper/lookup",
+}
+
+// withExampleChoices is environ with [exampleChoices] under it: a value
+// environ sets wins.
+func withExampleChoices(environ map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range exampleChoices {
+		out[k] = v
+	}
+	for k, v := range environ {
+		out[k] = v
+	}
+	return out
+}
+
 func TestExampleConfigLoads(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load(exampleConfig, providerKinds(), func(string) string { return "" })
+	cfg, err := config.Load(exampleConfig, providerKinds(), func(k string) string { return exampleChoices[k] })
 	if err != nil {
 		t.Fatalf("config.example.toml: %v", err)
 	}
@@ -39,7 +60,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	}
 	text := strings.Replace(string(b), `channel = ""`, `channel = "C0OPSREVIEW"`, 1)
 	text = strings.Replace(text, `token_env = ""`, `token_env = "ORDERS_LOOKUP_TOKEN"`, 1)
-	environ := map[string]string{config.EnvSlackToken: "xoxb-test", config.EnvSlackSigning: "signing-test", "ORDERS_LOOKUP_TOKEN": "t"}
+	environ := withExampleChoices(map[string]string{config.EnvSlackToken: "xoxb-test", config.EnvSlackSigning: "signing-test", "ORDERS_LOOKUP_TOKEN": "t"})
 	if _, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] }); err != nil {
 		t.Errorf("example with Slack on: %v", err)
 	}
@@ -54,10 +75,10 @@ func TestExampleConfigOptionalBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := strings.ReplaceAll(string(b), "\n#! ", "\n")
-	environ := map[string]string{
+	environ := withExampleChoices(map[string]string{
 		"STRIPE_RESTRICTED_KEY": "rk_test_x", "TWILIO_ACCOUNT_SID": "AC123", "TWILIO_AUTH_TOKEN": "t",
 		"MAILER_DB_DSN": "postgres://127.0.0.1/mailer", "POSTMARK_SERVER_TOKEN": "pm", "MAILGUN_API_KEY": "key-x", "SENDGRID_API_KEY": "SG.x",
-	}
+	})
 	cfg, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] })
 	if err != nil {
 		t.Fatalf("example with every block enabled: %v", err)
@@ -225,12 +246,12 @@ func TestUsageAndExitCodes(t *testing.T) {
 
 func TestConfigPathFromEnvironment(t *testing.T) {
 	t.Parallel()
-	r := runCLI(t, map[string]string{config.EnvConfig: exampleConfig}, "check-config")
+	r := runCLI(t, withExampleChoices(map[string]string{config.EnvConfig: exampleConfig}), "check-config")
 	if r.code != exitOK || !strings.Contains(r.stdout, "config.example.toml is valid") {
 		t.Fatalf("code %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	// --config wins over the environment.
-	r = runCLI(t, map[string]string{config.EnvConfig: "nope.toml"}, "check-config", "--config", exampleConfig)
+	r = runCLI(t, withExampleChoices(map[string]string{config.EnvConfig: "nope.toml"}), "check-config", "--config", exampleConfig)
 	if r.code != exitOK {
 		t.Fatalf("--config did not win: %s", r.stderr)
 	}
@@ -248,12 +269,12 @@ func TestCheckConfigMasksSecrets(t *testing.T) {
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	environ := map[string]string{
+	environ := withExampleChoices(map[string]string{
 		config.EnvDatabaseURL:  "postgres://sweeper:Pa55-db-secret@db.internal/ledger",
 		config.EnvSlackToken:   "xoxb-Pa55-slack-secret",
 		config.EnvSlackSigning: "Pa55-signing-secret",
 		"ORDERS_LOOKUP_TOKEN":  "Pa55-orders-secret",
-	}
+	})
 	r := runCLI(t, environ, "check-config", "--config", file)
 	if r.code != exitOK {
 		t.Fatalf("code %d: %s", r.code, r.stderr)
@@ -267,7 +288,7 @@ func TestCheckConfigMasksSecrets(t *testing.T) {
 		}
 	}
 	// Unset, the same file lists every missing secret and exits 2.
-	r = runCLI(t, map[string]string{config.EnvDatabaseURL: environ[config.EnvDatabaseURL]}, "check-config", "--config", file)
+	r = runCLI(t, withExampleChoices(map[string]string{config.EnvDatabaseURL: environ[config.EnvDatabaseURL]}), "check-config", "--config", file)
 	if r.code != exitUsage {
 		t.Fatalf("code %d, want %d", r.code, exitUsage)
 	}
@@ -289,7 +310,8 @@ func TestMigrateProcesses(t *testing.T) {
 	t.Parallel()
 	bin := binary(t)
 	dbURL := dbtest.NewEmptyDatabase(t)
-	environ := append(os.Environ(), config.EnvDatabaseURL+"="+dbURL, config.EnvConfig+"="+exampleConfig)
+	environ := append(os.Environ(), config.EnvDatabaseURL+"="+dbURL, config.EnvConfig+"="+exampleConfig,
+		"SWEEPER_PROVIDERS_ORDERS_API_URL="+exampleChoices["SWEEPER_PROVIDERS_ORDERS_API_URL"])
 	sweeper := func(args ...string) (string, string, error) {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = environ
@@ -359,7 +381,7 @@ func TestMigrateProcesses(t *testing.T) {
 func TestMigrateStatusOnFreshDatabase(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewEmptyDatabase(t)
-	r := runCLI(t, map[string]string{config.EnvDatabaseURL: dbURL, config.EnvConfig: exampleConfig}, "migrate", "--status")
+	r := runCLI(t, withExampleChoices(map[string]string{config.EnvDatabaseURL: dbURL, config.EnvConfig: exampleConfig}), "migrate", "--status")
 	if r.code != exitOK || !strings.Contains(r.stderr, "0 applied") || strings.Contains(r.stdout, " applied  ") {
 		t.Fatalf("code %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -367,11 +389,11 @@ func TestMigrateStatusOnFreshDatabase(t *testing.T) {
 
 func TestMigrateUnreachableDatabase(t *testing.T) {
 	t.Parallel()
-	environ := map[string]string{
+	environ := withExampleChoices(map[string]string{
 		// Port 1 on loopback: nothing listens there.
 		config.EnvDatabaseURL: "postgres://sweeper:Pa55-db-secret@127.0.0.1:1/ledger?connect_timeout=2",
 		config.EnvConfig:      exampleConfig,
-	}
+	})
 	r := runCLI(t, environ, "migrate")
 	if r.code != exitFailure {
 		t.Fatalf("code %d, want %d\n%s", r.code, exitFailure, r.stderr)
@@ -421,6 +443,7 @@ func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
 		t.Run(c.desc, func(t *testing.T) {
 			t.Parallel()
 			c.environ[config.EnvConfig] = exampleConfig
+			c.environ["SWEEPER_PROVIDERS_ORDERS_API_URL"] = exampleChoices["SWEEPER_PROVIDERS_ORDERS_API_URL"]
 			r := runCLI(t, c.environ, c.args...)
 			if r.code != c.code {
 				t.Fatalf("code %d, want %d\n%s%s", r.code, c.code, r.stdout, r.stderr)

@@ -45,6 +45,7 @@ listen = "127.0.0.1:0"
 
 [providers.sim]
 kind = "sim"
+simulated = true
 stale_after = "1m"
 lookup_timeout = "300ms"
 lookup_budget = "2s"

@@ -40,6 +40,7 @@ metrics_refresh = "1s"
 
 [providers.sim]
 kind = "sim"
+simulated = true
 stale_after = "1m"
 lookup_timeout = "200ms"
 lookup_budget = "1s"

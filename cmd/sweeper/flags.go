@@ -59,7 +59,7 @@ func loadConfigWith(e *env, opts config.Options) (*config.Config, string, error)
 		path = config.DefaultPath
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return nil, path, configError(fmt.Errorf("no configuration: ./%s does not exist; pass --config FILE or set %s "+
-				"(config.example.toml documents every key)", config.DefaultPath, config.EnvConfig))
+				"(sweeper init writes a starter; config.example.toml documents every key)", config.DefaultPath, config.EnvConfig))
 		}
 	}
 	cfg, err := config.LoadWith(path, providerKinds(), e.getenv, opts)

@@ -71,6 +71,7 @@ func newRootCmd(e *env) *cobra.Command {
 
 	root.AddCommand(
 		newDemoCmd(e),
+		newInitCmd(e),
 		newMigrateCmd(e),
 		newCheckConfigCmd(e),
 		newRunCmd(e),

@@ -19,13 +19,13 @@ func TestGlobalFlagsBeforeOrAfterTheCommand(t *testing.T) {
 		{"--config", exampleConfig, "check-config"},
 		{"--config=" + exampleConfig, "check-config"},
 	} {
-		r := runCLI(t, nil, args...)
+		r := runCLI(t, exampleChoices, args...)
 		if r.code != exitOK || !strings.Contains(r.stdout, "config.example.toml is valid") {
 			t.Errorf("sweeper %s: code %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 		}
 	}
 
-	environ := map[string]string{config.EnvDatabaseURL: dbtest.NewEmptyDatabase(t)}
+	environ := withExampleChoices(map[string]string{config.EnvDatabaseURL: dbtest.NewEmptyDatabase(t)})
 	for _, args := range [][]string{
 		{"migrate", "--status", "--json", "--config", exampleConfig},
 		{"--json", "migrate", "--status", "--config", exampleConfig},

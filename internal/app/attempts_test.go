@@ -24,6 +24,7 @@ relookup_after = "10s"
 
 [providers.sms]
 kind = "sim"
+simulated = true
 stale_after = "10m"
 lookup_timeout = "1s"
 lookup_budget = "5s"

@@ -48,6 +48,7 @@ billing = "U0BILLING1"
 
 [providers.sim]
 kind = "sim"
+simulated = true
 stale_after = "10m"
 lookup_timeout = "200ms"
 lookup_budget = "2s"

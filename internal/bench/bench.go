@@ -125,6 +125,7 @@ default_owner = "bench-owner"
 
 [providers.sim]
 kind = "sim"
+simulated = true
 stale_after = "10m"
 lookup_timeout = %q
 lookup_budget = "10m"

@@ -519,6 +519,7 @@ func demoConfig(plan []demoOp, slackURL string) string {
 		fmt.Fprintf(&blocks, `
 [providers.%s]
 kind = "sim"
+simulated = true
 stale_after = "15m"
 latency = "60ms"
 lookup_timeout = "500ms"

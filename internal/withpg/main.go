@@ -1,8 +1,8 @@
 // Command withpg runs a command with SWEEPER_DATABASE_URL pointing at a
 // PostgreSQL: the one SWEEPER_DATABASE_URL already names, else a database
-// "sweeper_quickstart" on 127.0.0.1:5432, else a throwaway cluster started
-// with the machine's initdb/pg_ctl and removed afterwards. It backs
-// `make quickstart`.
+// "sweeper_quickstart" on 127.0.0.1:5432, else that database in a
+// throwaway cluster started with the machine's initdb/pg_ctl and removed
+// afterwards. It backs `make quickstart`.
 //
 //	go run ./internal/withpg -- COMMAND [ARGS...]
 package main
@@ -49,15 +49,17 @@ func run() int {
 		}
 		return 1
 	}
-	switch {
-	case cluster != nil:
+	if cluster != nil {
 		fmt.Fprintln(os.Stderr, "withpg: started a throwaway PostgreSQL:", pgtemp.Redact(u))
 		defer func() {
 			if err := cluster.Stop(); err != nil {
 				fmt.Fprintln(os.Stderr, "withpg: stop throwaway cluster:", err)
 			}
 		}()
-	case os.Getenv("SWEEPER_DATABASE_URL") == "":
+	}
+	if os.Getenv("SWEEPER_DATABASE_URL") == "" {
+		// The throwaway cluster's URL names its maintenance database, as
+		// the local server's does: sweeper refuses that one, and rightly.
 		if u, err = ensureDatabase(ctx, u); err != nil {
 			fmt.Fprintln(os.Stderr, "withpg:", err)
 			return 1

@@ -47,7 +47,16 @@ type Config struct {
 	MaxBatch int `toml:"max_batch"`
 	// Rules are tried in order against the op_key.
 	Rules []Rule `toml:"rules"`
+	// Simulated acknowledges that the block answers from Rules, not from
+	// a provider, and so settles nothing real: the configuration refuses a
+	// sim block without it, so that a copied example never runs one
+	// unasked. Default false.
+	Simulated bool `toml:"simulated"`
 }
+
+// Acknowledged reports whether the block says simulated = true: the
+// configuration runs a sim block only then.
+func (c *Config) Acknowledged() bool { return c.Simulated }
 
 // Bounds of max_batch.
 const (

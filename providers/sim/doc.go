@@ -9,6 +9,7 @@
 //
 //	[providers.sim]
 //	kind = "sim"
+//	simulated = true    # required: the block settles nothing real, and says it knows
 //	latency = "0s"
 //	fail_for = "0s"     # every lookup a transient error (HTTP 503) for this long from the first
 //	max_batch = 100     # operations answered per request (1: one each)
