@@ -29,7 +29,9 @@ const maxKeys = 1000
 // the count of lines held back (more_like_this). While they keep coming, a
 // line with the count is written each window; a window without one ends
 // the key, and the next such line is written at once. Lines below WARN, and
-// lines without an error, always pass. Safe for concurrent use; handlers
+// lines without an error, always pass. A line with an "attempt" attribute
+// — a retry loop numbering its tries, bounded by its own backoff — is not
+// identical to the previous attempt's: the attempt is part of the key. Safe for concurrent use; handlers
 // derived with WithAttrs and WithGroup share the count.
 type Dedup struct {
 	next   slog.Handler
@@ -48,6 +50,7 @@ type dedupState struct {
 type dedupKey struct {
 	level      slog.Level
 	msg, error string
+	attempt    int64
 }
 
 // held is a key's window: the handler its first line went through (its
@@ -83,11 +86,11 @@ func (h *Dedup) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level < slog.LevelWarn {
 		return h.next.Handle(ctx, r)
 	}
-	text, ok := errorText(r)
+	text, attempt, ok := errorText(r)
 	if !ok {
 		return h.next.Handle(ctx, r)
 	}
-	k := dedupKey{level: r.Level, msg: h.prefix + r.Message, error: text}
+	k := dedupKey{level: r.Level, msg: h.prefix + r.Message, error: text, attempt: attempt}
 	s := h.s
 	s.mu.Lock()
 	if w, ok := s.seen[k]; ok {
@@ -138,11 +141,17 @@ func (h *Dedup) WithGroup(name string) slog.Handler {
 }
 
 // errorText is the text of r's error attribute ("error", or "err" as
-// libraries such as River write it); ok is false without one, or with a
-// nil one.
-func errorText(r slog.Record) (text string, ok bool) {
+// libraries such as River write it), and its attempt attribute (0 without
+// one); ok is false without an error, or with a nil one.
+func errorText(r slog.Record) (text string, attempt int64, ok bool) {
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key != "error" && a.Key != "err" {
+		if a.Key == "attempt" {
+			if v := a.Value.Resolve(); v.Kind() == slog.KindInt64 {
+				attempt = v.Int64()
+			}
+			return true
+		}
+		if a.Key != "error" && a.Key != "err" || ok {
 			return true
 		}
 		v := a.Value.Resolve()
@@ -157,7 +166,7 @@ func errorText(r slog.Record) (text string, ok bool) {
 		default:
 			text, ok = v.String(), true
 		}
-		return !ok
+		return true
 	})
-	return text, ok
+	return text, attempt, ok
 }

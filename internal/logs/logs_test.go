@@ -88,7 +88,7 @@ func logged(ls []line) []string {
 var dbGone = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
 
 func TestDedup(t *testing.T) {
-	fetch := func(l *slog.Logger) { l.Error("fetch failed", "error", dbGone, "attempt", time.Now().UnixNano()) }
+	fetch := func(l *slog.Logger) { l.Error("fetch failed", "error", dbGone, "at", time.Now().UnixNano()) }
 	for _, c := range []struct {
 		desc  string
 		steps []step
@@ -127,6 +127,15 @@ func TestDedup(t *testing.T) {
 		{desc: "River's err key counts as the error", steps: []step{
 			{log: func(l *slog.Logger) { l.Error("producer: error fetching jobs", "err", dbGone.Error()) }, times: 10, want: []string{"producer: error fetching jobs"}},
 			{fire: true, want: []string{"producer: error fetching jobs +9"}},
+		}},
+		{desc: "a retry loop's numbered attempts are not identical lines", steps: []step{
+			{log: func(l *slog.Logger) {
+				for n := range 3 {
+					l.Warn("database not ready; trying again", "error", dbGone, "attempt", n+1)
+				}
+			}, times: 1, want: []string{"database not ready; trying again", "database not ready; trying again", "database not ready; trying again"}},
+			{log: func(l *slog.Logger) { l.Warn("database not ready; trying again", "error", dbGone, "attempt", "x") }, times: 2,
+				want: []string{"database not ready; trying again"}},
 		}},
 		{desc: "lines below WARN always pass", steps: []step{
 			{log: func(l *slog.Logger) { l.Info("retrying", "error", dbGone) }, times: 3, want: []string{"retrying", "retrying", "retrying"}},
