@@ -29,9 +29,10 @@ const maxKeys = 1000
 // the count of lines held back (more_like_this). While they keep coming, a
 // line with the count is written each window; a window without one ends
 // the key, and the next such line is written at once. Lines below WARN, and
-// lines without an error, always pass. A line with an "attempt" attribute
-// — a retry loop numbering its tries, bounded by its own backoff — is not
-// identical to the previous attempt's: the attempt is part of the key. Safe for concurrent use; handlers
+// lines without an error, always pass. Two lines about different
+// providers (their "provider" attribute) are not identical: one provider's
+// outage does not hide another's. Nor are a retry loop's numbered tries
+// (an "attempt" attribute), bounded by their own backoff. Safe for concurrent use; handlers
 // derived with WithAttrs and WithGroup share the count.
 type Dedup struct {
 	next   slog.Handler
@@ -50,6 +51,7 @@ type dedupState struct {
 type dedupKey struct {
 	level      slog.Level
 	msg, error string
+	provider   string
 	attempt    int64
 }
 
@@ -86,11 +88,11 @@ func (h *Dedup) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level < slog.LevelWarn {
 		return h.next.Handle(ctx, r)
 	}
-	text, attempt, ok := errorText(r)
+	k, ok := keyOf(r)
 	if !ok {
 		return h.next.Handle(ctx, r)
 	}
-	k := dedupKey{level: r.Level, msg: h.prefix + r.Message, error: text, attempt: attempt}
+	k.msg = h.prefix + k.msg
 	s := h.s
 	s.mu.Lock()
 	if w, ok := s.seen[k]; ok {
@@ -125,6 +127,9 @@ func (s *dedupState) flush(k dedupKey) {
 	s.after(s.window, func() { s.flush(k) })
 	s.mu.Unlock()
 	r := slog.NewRecord(time.Now(), k.level, k.msg, 0)
+	if k.provider != "" {
+		r.AddAttrs(slog.String("provider", k.provider))
+	}
 	r.AddAttrs(slog.String("error", k.error), slog.Int("more_like_this", n),
 		slog.String("note", fmt.Sprintf("%d more like this in the last %s", n, s.window)))
 	w.next.Handle(context.Background(), r) //nolint:errcheck // a log line has nowhere to report its own failure
@@ -140,33 +145,36 @@ func (h *Dedup) WithGroup(name string) slog.Handler {
 	return &Dedup{next: h.next.WithGroup(name), prefix: h.prefix + name + ".", s: h.s}
 }
 
-// errorText is the text of r's error attribute ("error", or "err" as
-// libraries such as River write it), and its attempt attribute (0 without
-// one); ok is false without an error, or with a nil one.
-func errorText(r slog.Record) (text string, attempt int64, ok bool) {
+// keyOf is r's key: its level and message, the text of its error
+// attribute ("error", or "err" as libraries such as River write it), its
+// provider and its attempt. ok is false without an error, or with a nil
+// one.
+func keyOf(r slog.Record) (k dedupKey, ok bool) {
+	k.level, k.msg = r.Level, r.Message
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "attempt" {
-			if v := a.Value.Resolve(); v.Kind() == slog.KindInt64 {
-				attempt = v.Int64()
-			}
-			return true
-		}
-		if a.Key != "error" && a.Key != "err" || ok {
-			return true
-		}
 		v := a.Value.Resolve()
-		switch {
-		case v.Kind() == slog.KindAny && v.Any() == nil:
-		case v.Kind() == slog.KindAny:
-			if err, isErr := v.Any().(error); isErr {
-				text, ok = err.Error(), true
-			} else {
-				text, ok = v.String(), true
+		switch a.Key {
+		case "attempt":
+			if v.Kind() == slog.KindInt64 {
+				k.attempt = v.Int64()
 			}
-		default:
-			text, ok = v.String(), true
+		case "provider":
+			k.provider = v.String()
+		case "error", "err":
+			switch {
+			case ok:
+			case v.Kind() == slog.KindAny && v.Any() == nil:
+			case v.Kind() == slog.KindAny:
+				if err, isErr := v.Any().(error); isErr {
+					k.error, ok = err.Error(), true
+				} else {
+					k.error, ok = v.String(), true
+				}
+			default:
+				k.error, ok = v.String(), true
+			}
 		}
 		return true
 	})
-	return text, attempt, ok
+	return k, ok
 }

@@ -47,6 +47,7 @@ type line struct {
 	MoreLikeThis int    `json:"more_like_this"`
 	Note         string `json:"note"`
 	Queue        string `json:"queue"`
+	Provider     string `json:"provider"`
 }
 
 func lines(t *testing.T, out *bytes.Buffer) []line {
@@ -137,6 +138,12 @@ func TestDedup(t *testing.T) {
 			{log: func(l *slog.Logger) { l.Warn("database not ready; trying again", "error", dbGone, "attempt", "x") }, times: 2,
 				want: []string{"database not ready; trying again"}},
 		}},
+		{desc: "lines about different providers are not identical", steps: []step{
+			{log: func(l *slog.Logger) { l.Warn("provider down", "provider", "mail", "error", "HTTP 503") }, times: 2, want: []string{"provider down"}},
+			{log: func(l *slog.Logger) { l.Warn("provider down", "provider", "sms", "error", "HTTP 503") }, times: 2, want: []string{"provider down"}},
+			{fire: true, want: []string{"provider down +1", "provider down +1"}},
+		}},
+
 		{desc: "lines below WARN always pass", steps: []step{
 			{log: func(l *slog.Logger) { l.Info("retrying", "error", dbGone) }, times: 3, want: []string{"retrying", "retrying", "retrying"}},
 		}},
@@ -240,4 +247,20 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestDedupCountLineNamesItsProvider: the count line of a provider's
+// lines says which provider.
+func TestDedupCountLineNamesItsProvider(t *testing.T) {
+	var out bytes.Buffer
+	clock := &timers{}
+	logger := slog.New(newDedup(slog.NewJSONHandler(&out, nil), time.Minute, clock.after))
+	for range 3 {
+		logger.Warn("lookup failed", "provider", "mail", "error", "HTTP 503")
+	}
+	clock.fire()
+	got := lines(t, &out)
+	if len(got) != 2 || got[1].Provider != "mail" || got[1].MoreLikeThis != 2 {
+		t.Errorf("lines %+v, want the count line to name provider mail", got)
+	}
 }
