@@ -86,10 +86,10 @@ func logged(ls []line) []string {
 	return s
 }
 
-var dbGone = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+var errDBGone = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
 
 func TestDedup(t *testing.T) {
-	fetch := func(l *slog.Logger) { l.Error("fetch failed", "error", dbGone, "at", time.Now().UnixNano()) }
+	fetch := func(l *slog.Logger) { l.Error("fetch failed", "error", errDBGone, "at", time.Now().UnixNano()) }
 	for _, c := range []struct {
 		desc  string
 		steps []step
@@ -119,23 +119,23 @@ func TestDedup(t *testing.T) {
 		}},
 		{desc: "another level is another line", steps: []step{
 			{log: fetch, times: 2, want: []string{"fetch failed"}},
-			{log: func(l *slog.Logger) { l.Warn("fetch failed", "error", dbGone) }, times: 1, want: []string{"fetch failed"}},
+			{log: func(l *slog.Logger) { l.Warn("fetch failed", "error", errDBGone) }, times: 1, want: []string{"fetch failed"}},
 		}},
 		{desc: "another message is another line", steps: []step{
 			{log: fetch, times: 1, want: []string{"fetch failed"}},
-			{log: func(l *slog.Logger) { l.Error("sweep failed", "error", dbGone) }, times: 1, want: []string{"sweep failed"}},
+			{log: func(l *slog.Logger) { l.Error("sweep failed", "error", errDBGone) }, times: 1, want: []string{"sweep failed"}},
 		}},
 		{desc: "River's err key counts as the error", steps: []step{
-			{log: func(l *slog.Logger) { l.Error("producer: error fetching jobs", "err", dbGone.Error()) }, times: 10, want: []string{"producer: error fetching jobs"}},
+			{log: func(l *slog.Logger) { l.Error("producer: error fetching jobs", "err", errDBGone.Error()) }, times: 10, want: []string{"producer: error fetching jobs"}},
 			{fire: true, want: []string{"producer: error fetching jobs +9"}},
 		}},
 		{desc: "a retry loop's numbered attempts are not identical lines", steps: []step{
 			{log: func(l *slog.Logger) {
 				for n := range 3 {
-					l.Warn("database not ready; trying again", "error", dbGone, "attempt", n+1)
+					l.Warn("database not ready; trying again", "error", errDBGone, "attempt", n+1)
 				}
 			}, times: 1, want: []string{"database not ready; trying again", "database not ready; trying again", "database not ready; trying again"}},
-			{log: func(l *slog.Logger) { l.Warn("database not ready; trying again", "error", dbGone, "attempt", "x") }, times: 2,
+			{log: func(l *slog.Logger) { l.Warn("database not ready; trying again", "error", errDBGone, "attempt", "x") }, times: 2,
 				want: []string{"database not ready; trying again"}},
 		}},
 		{desc: "lines about different providers are not identical", steps: []step{
@@ -145,15 +145,15 @@ func TestDedup(t *testing.T) {
 		}},
 
 		{desc: "lines below WARN always pass", steps: []step{
-			{log: func(l *slog.Logger) { l.Info("retrying", "error", dbGone) }, times: 3, want: []string{"retrying", "retrying", "retrying"}},
+			{log: func(l *slog.Logger) { l.Info("retrying", "error", errDBGone) }, times: 3, want: []string{"retrying", "retrying", "retrying"}},
 		}},
 		{desc: "lines without an error always pass, a nil error too", steps: []step{
 			{log: func(l *slog.Logger) { l.Warn("provider down", "provider", "mail") }, times: 2, want: []string{"provider down", "provider down"}},
 			{log: func(l *slog.Logger) { l.Error("odd", "error", nil) }, times: 2, want: []string{"odd", "odd"}},
 		}},
 		{desc: "attributes other than the error do not tell lines apart", steps: []step{
-			{log: func(l *slog.Logger) { l.With("queue", "lookup").Error("fetch failed", "error", dbGone) }, times: 1, want: []string{"fetch failed"}},
-			{log: func(l *slog.Logger) { l.With("queue", "notify").Error("fetch failed", "error", dbGone) }, times: 1},
+			{log: func(l *slog.Logger) { l.With("queue", "lookup").Error("fetch failed", "error", errDBGone) }, times: 1, want: []string{"fetch failed"}},
+			{log: func(l *slog.Logger) { l.With("queue", "notify").Error("fetch failed", "error", errDBGone) }, times: 1},
 			{fire: true, want: []string{"fetch failed +1"}},
 		}},
 	} {
@@ -185,13 +185,13 @@ func TestDedupCountLine(t *testing.T) {
 	clock := &timers{}
 	logger := slog.New(newDedup(slog.NewJSONHandler(&out, nil), 30*time.Second, clock.after)).With("queue", "lookup")
 	for range 5 {
-		logger.Error("fetch failed", "error", dbGone)
+		logger.Error("fetch failed", "error", errDBGone)
 	}
 	clock.fire()
 	got := lines(t, &out)
 	want := []line{
-		{Level: "ERROR", Msg: "fetch failed", Error: dbGone.Error(), Queue: "lookup"},
-		{Level: "ERROR", Msg: "fetch failed", Error: dbGone.Error(), Queue: "lookup", MoreLikeThis: 4, Note: "4 more like this in the last 30s"},
+		{Level: "ERROR", Msg: "fetch failed", Error: errDBGone.Error(), Queue: "lookup"},
+		{Level: "ERROR", Msg: "fetch failed", Error: errDBGone.Error(), Queue: "lookup", MoreLikeThis: 4, Note: "4 more like this in the last 30s"},
 	}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("lines\n%+v\nwant\n%+v", got, want)
@@ -217,7 +217,7 @@ func TestDedupConcurrent(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 50 {
-				logger.Error("fetch failed", "error", dbGone)
+				logger.Error("fetch failed", "error", errDBGone)
 			}
 		})
 	}
