@@ -12,6 +12,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"net/url"
@@ -67,6 +68,8 @@ type Config struct {
 	Slack Slack `toml:"slack"`
 	// HTTP is the daemon's own endpoint (health, metrics, Slack actions).
 	HTTP HTTP `toml:"http"`
+	// Log sets how much every command logs, and in which format.
+	Log Log `toml:"log"`
 
 	// sources says where each key's value came from, by path: the
 	// environment (with its variable's name) or the file; any other key
@@ -318,6 +321,23 @@ type HTTP struct {
 	RiverUI bool `toml:"river_ui"`
 }
 
+// Log configures the logs every command writes to stderr.
+type Log struct {
+	// Level is the least severe level logged: "debug", "info", "warn" or
+	// "error". Default "info".
+	Level string `toml:"level"`
+	// Format is "json" (one JSON object a line) or "text" (slog's
+	// key=value lines). Default "": text when stderr is a terminal, JSON
+	// otherwise (a container's log collector, a file).
+	Format string `toml:"format"`
+}
+
+// Log levels and formats log.level and log.format accept.
+var (
+	LogLevels  = []string{"debug", "info", "warn", "error"}
+	LogFormats = []string{"json", "text"}
+)
+
 // DefaultMetricsRefresh is http.metrics_refresh unless set.
 const DefaultMetricsRefresh = 15 * time.Second
 
@@ -501,6 +521,7 @@ func Default() Config {
 		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour), GroupWait: NewDuration(30 * time.Second),
 			IncidentRefresh: NewDuration(30 * time.Second)},
 		HTTP: HTTP{Listen: defaultListen, MetricsRefresh: NewDuration(DefaultMetricsRefresh)},
+		Log:  Log{Level: "info"},
 	}
 }
 
@@ -544,6 +565,7 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 	c.validateReview(&v, slackOn)
 	c.validateSlack(&v, slackOn, getenv, opts)
 	c.validateHTTP(&v, getenv, opts)
+	c.validateLog(&v)
 	return v.errs
 }
 
@@ -794,6 +816,29 @@ func (c *Config) validateHTTP(v *validator, getenv Getenv, opts Options) {
 		// The UI has no authentication of its own and can change jobs.
 		v.secretEnv("http.river_ui", EnvRiverUIUser, true, only(!opts.NoRiverUI, getenv))
 		v.secretEnv("http.river_ui", EnvRiverUIPass, true, only(!opts.NoRiverUI, getenv))
+	}
+}
+
+// SlogLevel is Level as a slog level (INFO for a level Validate refuses).
+func (l Log) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// validateLog checks the log's level and format.
+func (c *Config) validateLog(v *validator) {
+	if !slices.Contains(LogLevels, c.Log.Level) {
+		v.add("log.level", "must be one of %s, got %q", strings.Join(LogLevels, ", "), c.Log.Level)
+	}
+	if c.Log.Format != "" && !slices.Contains(LogFormats, c.Log.Format) {
+		v.add("log.format", "must be json or text (or empty: text on a terminal, JSON otherwise), got %q", c.Log.Format)
 	}
 }
 

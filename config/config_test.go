@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -739,6 +740,55 @@ kind = "sim"
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLogSection checks log.level and log.format: their defaults, the
+// environment's SWEEPER_LOG_LEVEL and SWEEPER_LOG_FORMAT, and a value
+// refused with the key's name.
+func TestLogSection(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		desc            string
+		text            string
+		vars            map[string]string
+		level           slog.Level
+		format, wantErr string
+	}{
+		{desc: "defaults: info, the format by stderr", level: slog.LevelInfo},
+		{desc: "from the file", text: "[log]\nlevel = \"warn\"\nformat = \"json\"\n", level: slog.LevelWarn, format: "json"},
+		{desc: "from the environment, over the file", text: "[log]\nlevel = \"warn\"\n",
+			vars: map[string]string{"SWEEPER_LOG_LEVEL": "debug", "SWEEPER_LOG_FORMAT": "text"}, level: slog.LevelDebug, format: "text"},
+		{desc: "error level", vars: map[string]string{"SWEEPER_LOG_LEVEL": "error"}, level: slog.LevelError},
+		{desc: "unknown level", text: "[log]\nlevel = \"verbose\"\n",
+			wantErr: `log.level: must be one of debug, info, warn, error, got "verbose"`},
+		{desc: "level in capitals", vars: map[string]string{"SWEEPER_LOG_LEVEL": "INFO"},
+			wantErr: `log.level: must be one of debug, info, warn, error, got "INFO"`},
+		{desc: "unknown format", vars: map[string]string{"SWEEPER_LOG_FORMAT": "logfmt"},
+			wantErr: `log.format: must be json or text (or empty: text on a terminal, JSON otherwise), got "logfmt"`},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := config.Parse(minimal+c.text, kinds, env(c.vars))
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want it to hold %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Log.SlogLevel(); got != c.level || cfg.Log.Format != c.format {
+				t.Errorf("level %v format %q, want %v %q", got, cfg.Log.Format, c.level, c.format)
+			}
+			for name := range c.vars {
+				path := map[string]string{"SWEEPER_LOG_LEVEL": "log.level", "SWEEPER_LOG_FORMAT": "log.format"}[name]
+				if got := cfg.Source(path); got != "environment "+name {
+					t.Errorf("Source(%s) = %q", path, got)
+				}
 			}
 		})
 	}

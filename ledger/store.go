@@ -389,6 +389,20 @@ func (s *Store) StalePending(ctx context.Context, provider string, cutoff time.T
 	return ops, nil
 }
 
+// CountStalePending counts the pending operations of provider whose first
+// attempt is older than cutoff: the operations waiting on it, for a person
+// told it is down. The partial index operations_pending_stale_idx serves
+// it, as it serves the stale scan.
+func (s *Store) CountStalePending(ctx context.Context, provider string, cutoff time.Time) (int, error) {
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM ledger.operations
+		WHERE status = 'pending' AND provider = $1 AND first_attempt_at < $2`, provider, cutoff).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count stale operations of %s: %w", provider, err)
+	}
+	return n, nil
+}
+
 // StalePendingQuery is the stale scan's SQL, exported so that a test can
 // EXPLAIN it: $1 provider, $2 cutoff, $3/$4 the cursor, $5 the limit.
 const StalePendingQuery = `SELECT ` + operationColumns + `

@@ -481,6 +481,14 @@ func TestStalePendingPagination(t *testing.T) {
 	if len(seen) != want {
 		t.Errorf("scan saw %d rows in %d pages, want %d", len(seen), pages, want)
 	}
+	// The count is of the same rows: mailer's, pending, older than the
+	// cutoff (not the fresh one, not done, not other's).
+	if n, err := store.CountStalePending(ctx, "mailer", time.Now().Add(-time.Minute)); err != nil || n != want {
+		t.Errorf("CountStalePending = %d, %v; want %d", n, err, want)
+	}
+	if n, err := store.CountStalePending(ctx, "nobody", time.Now()); err != nil || n != 0 {
+		t.Errorf("CountStalePending of a provider without rows = %d, %v", n, err)
+	}
 }
 
 // TestStaleScanUsesIndex: the stale scan reads the partial index, never the

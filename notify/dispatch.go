@@ -411,7 +411,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			return nil
 		}
 		if err != nil {
-			d.logger.Error("notify: claim failed", "err", err)
+			d.logger.Error("notify: claim failed", "error", err)
 		}
 		if err != nil || st.Claimed == 0 {
 			t := time.NewTimer(d.poll)
@@ -512,7 +512,7 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 			}
 		} else if res.posted {
 			log.Warn("notify: posted, but the row could not be marked sent; the next attempt will find the message by its key",
-				"channel", n.Channel, "ts", res.ts, "err", werr)
+				"channel", n.Channel, "ts", res.ts, "error", werr)
 		}
 	case errors.As(err, &rerr):
 		werr = d.outbox.Release(wctx, n, max(time.Until(rerr.until), 0))
@@ -529,23 +529,23 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 			if werr == nil {
 				d.metrics.SlackParked()
 			}
-			log.Error("notify: parked: Slack refused the message for a reason a person must fix; replay the row after the fix", "err", err)
+			log.Error("notify: parked: Slack refused the message for a reason a person must fix; replay the row after the fix", "error", err)
 		case failureRateLimited:
 			delay := d.closeChannel(n.Channel, aerr.delay)
 			werr = d.outbox.Retry(wctx, n, failureRateLimited.String(), err, delay)
 			st.RateLimited = 1
-			log.Warn("notify: rate limited", "channel", n.Channel, "retry_in", delay, "err", err)
+			log.Warn("notify: rate limited", "channel", n.Channel, "retry_in", delay, "error", err)
 		case failureUncertain:
 			delay := d.backoff(n.Attempts)
 			werr = d.outbox.MarkUncertain(wctx, n, err, delay)
 			st.Uncertain = 1
 			d.metrics.SlackUncertain() // even if not recorded: the attempt was uncertain either way
-			log.Warn("notify: attempt with an unknown result; the message will be searched for before any new post", "retry_in", delay, "err", err)
+			log.Warn("notify: attempt with an unknown result; the message will be searched for before any new post", "retry_in", delay, "error", err)
 		default:
 			delay := max(d.backoff(n.Attempts), aerr.delay)
 			werr = d.outbox.Retry(wctx, n, failureTransient.String(), err, delay)
 			st.Failed = 1
-			log.Warn("notify: attempt failed", "retry_in", delay, "err", err)
+			log.Warn("notify: attempt failed", "retry_in", delay, "error", err)
 		}
 	case ctx.Err() != nil && !res.posted:
 		// Stopped, or out of time, before anything went to Slack.
@@ -564,13 +564,13 @@ func (d *Dispatcher) deliver(parent context.Context, n Notification, deadline ti
 			werr = d.outbox.Retry(wctx, n, failureTransient.String(), err, delay)
 			st.Failed = 1
 		}
-		log.Warn("notify: attempt failed", "retry_in", delay, "err", err)
+		log.Warn("notify: attempt failed", "retry_in", delay, "error", err)
 	}
 	if werr != nil {
 		// The row keeps its lease until it runs out; its next holder finds
 		// it uncertain and searches before posting.
 		st = Stats{Lost: 1}
-		log.Warn("notify: outcome not recorded", "err", werr, "outcome_of", err)
+		log.Warn("notify: outcome not recorded", "error", werr, "outcome_of", err)
 	}
 	if st.Sent > 0 && n.TicketID != 0 {
 		d.touchGroup(wctx, n)
@@ -610,13 +610,13 @@ func (d *Dispatcher) expire(parent context.Context, n Notification, cutoff time.
 	defer cancel()
 	cause := fmt.Errorf("expired: older than slack.max_alert_age (%s); not posted — see sweeper tickets list", config.NewDuration(d.maxAge))
 	if err := d.outbox.Park(ctx, n, CodeExpired, cause); err != nil {
-		log.Warn("notify: outcome not recorded", "err", err, "outcome_of", cause)
+		log.Warn("notify: outcome not recorded", "error", err, "outcome_of", cause)
 		return Stats{Lost: 1}
 	}
 	later, err := d.outbox.parkLater(ctx, n, cutoff, cause)
 	if err != nil {
 		// They stay pending behind n; `sweeper outbox list` shows them.
-		log.Warn("notify: the ticket's later rows could not be parked with an expired row", "err", err)
+		log.Warn("notify: the ticket's later rows could not be parked with an expired row", "error", err)
 	}
 	log.Info("notify: not posted: older than the age limit", "max_age", d.maxAge, "created_at", n.CreatedAt, "later_rows", later)
 	return Stats{Expired: 1 + later}
@@ -640,12 +640,12 @@ func (d *Dispatcher) groupBatch(ctx context.Context, claimed []Notification, tot
 		var rerr *releaseError
 		delay := time.Duration(0)
 		if !errors.As(err, &rerr) {
-			log.Warn("notify: could not decide the alert's group; trying again", "err", err)
+			log.Warn("notify: could not decide the alert's group; trying again", "error", err)
 			delay = time.Second
 		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		if werr := d.outbox.Release(wctx, n, delay); werr != nil {
-			log.Warn("notify: outcome not recorded", "err", werr)
+			log.Warn("notify: outcome not recorded", "error", werr)
 			total.Lost++
 		} else {
 			total.Released++
@@ -667,7 +667,7 @@ func (d *Dispatcher) skipSettled(parent context.Context, n Notification, log *sl
 	// the skip, as they would be in one statement.
 	t, err := d.tickets.Ticket(ctx, n.TicketID)
 	if err != nil {
-		log.Warn("notify: could not check whether the ticket settled before its alert", "err", err)
+		log.Warn("notify: could not check whether the ticket settled before its alert", "error", err)
 		return Stats{}, false
 	}
 	if t.State != review.StateResolved {
@@ -676,11 +676,11 @@ func (d *Dispatcher) skipSettled(parent context.Context, n Notification, log *sl
 	skipped, err := d.outbox.skipResolved(ctx, n)
 	switch {
 	case errors.Is(err, ErrLeaseLost):
-		log.Warn("notify: outcome not recorded", "err", err)
+		log.Warn("notify: outcome not recorded", "error", err)
 		return Stats{Lost: 1}, true
 	case err != nil:
 		// Not known to be settled: the alert goes out as it would have.
-		log.Warn("notify: could not skip the rows of a ticket settled before its alert", "err", err)
+		log.Warn("notify: could not skip the rows of a ticket settled before its alert", "error", err)
 		return Stats{}, false
 	}
 	d.metrics.SlackSkipped(skipped)
@@ -1131,7 +1131,7 @@ func (d *Dispatcher) rateLimited(channel string, err error) bool {
 		return false
 	}
 	delay := d.closeChannel(channel, retryAfter)
-	d.logger.Warn("notify: rate limited", "channel", channel, "retry_in", delay, "err", err)
+	d.logger.Warn("notify: rate limited", "channel", channel, "retry_in", delay, "error", err)
 	return true
 }
 

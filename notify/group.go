@@ -264,10 +264,10 @@ func (d *Dispatcher) refreshGroups(ctx context.Context) {
 		case err == nil:
 			continue
 		case errors.As(err, &rerr):
-			d.logger.Debug("notify: the alert group's message waits for its channel", "group_id", group, "err", err)
+			d.logger.Debug("notify: the alert group's message waits for its channel", "group_id", group, "error", err)
 		case errors.Is(err, errRateLimited):
 		default:
-			d.logger.Warn("notify: the alert group's message was not brought up to date", "group_id", group, "err", err)
+			d.logger.Warn("notify: the alert group's message was not brought up to date", "group_id", group, "error", err)
 			continue
 		}
 		d.touchedMu.Lock()

@@ -70,12 +70,12 @@ func (d *Dispatcher) refreshIncidents(ctx context.Context) {
 		        AND EXISTS (SELECT 1 FROM sweeper.outbox c WHERE c.incident_id = i.id AND c.kind = $2 AND c.state = 'sent')))
 		ORDER BY i.id`, KindIncidentClosed, KindIncidentOpened)
 	if err != nil {
-		d.logger.Warn("notify: incidents to bring up to date", "err", err)
+		d.logger.Warn("notify: incidents to bring up to date", "error", err)
 		return
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		d.logger.Warn("notify: incidents to bring up to date", "err", err)
+		d.logger.Warn("notify: incidents to bring up to date", "error", err)
 		return
 	}
 	for _, id := range ids {
@@ -87,9 +87,9 @@ func (d *Dispatcher) refreshIncidents(ctx context.Context) {
 			// The channel waits for a rate limit (logged when Slack asked
 			// for it), or the dispatcher stops: the next refresh makes the
 			// edit.
-			d.logger.Debug("notify: the incident's messages wait for their channel", "incident_id", id, "err", err)
+			d.logger.Debug("notify: the incident's messages wait for their channel", "incident_id", id, "error", err)
 		default:
-			d.logger.Warn("notify: the incident's messages were not brought up to date", "incident_id", id, "err", err)
+			d.logger.Warn("notify: the incident's messages were not brought up to date", "incident_id", id, "error", err)
 		}
 	}
 }
@@ -138,7 +138,7 @@ func (d *Dispatcher) refreshIncident(ctx context.Context, id int64) error {
 			id, d.id, until, shown.root, shown.reply, replyGone, final)
 		switch {
 		case err != nil:
-			d.logger.Warn("notify: the incident's lease was not given back; it runs out by itself", "incident_id", id, "err", err)
+			d.logger.Warn("notify: the incident's lease was not given back; it runs out by itself", "incident_id", id, "error", err)
 		case tag.RowsAffected() == 0:
 			d.logger.Warn("notify: the incident's lease ran out before it was given back", "incident_id", id, "lease", incidentLease)
 		}
@@ -234,7 +234,7 @@ func (d *Dispatcher) shownIncident(ctx context.Context, n Notification, res atte
 	if _, err := d.db.Exec(ctx, `UPDATE sweeper.incidents
 		SET shown_root = coalesce(nullif($2, ''), shown_root), shown_reply = coalesce(nullif($3, ''), shown_reply)
 		WHERE id = $1`, n.IncidentID, res.shown.root, res.shown.reply); err != nil {
-		d.logger.Warn("notify: what the incident's messages show was not recorded", "incident_id", n.IncidentID, "err", err)
+		d.logger.Warn("notify: what the incident's messages show was not recorded", "incident_id", n.IncidentID, "error", err)
 	}
 }
 

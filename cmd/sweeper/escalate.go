@@ -25,7 +25,7 @@ func newEscalateCmd(e *env) *cobra.Command {
 			return usagef("--once is required (the daemon, 'sweeper run', escalates on its schedule)")
 		}
 		ctx := cmd.Context()
-		s, closeDB, err := open(ctx, e, newLogger(e.stderr), uses{lookups: true, slack: true})
+		s, closeDB, err := open(ctx, e, uses{lookups: true, slack: true})
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/logs"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -178,13 +179,28 @@ func oneTicketID(_ *cobra.Command, args []string) error {
 	return err
 }
 
-// newLogger logs text to a terminal and JSON anywhere else (a container's
-// log collector, a file).
-func newLogger(w io.Writer) *slog.Logger { return newLoggerAt(w, slog.LevelInfo) }
+// newLogger is the logger of a command before its configuration is read:
+// INFO and up, text to a terminal and JSON anywhere else (a container's log
+// collector, a file). Once the configuration is read, [configuredLogger]
+// replaces it.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(logs.NewDedup(newLogHandler(w, slog.LevelInfo, isTerminal(w)), logs.DefaultWindow))
+}
 
-// newLoggerAt is newLogger from level up.
-func newLoggerAt(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(newLogHandler(w, level, isTerminal(w)))
+// configuredLogger is every command's logger once its configuration is
+// read: log.level and up, in log.format (by default text to a terminal and
+// JSON anywhere else), identical error lines held back and counted
+// (internal/logs). floor raises the level for a command whose INFO lines
+// would repeat what it prints itself.
+func configuredLogger(w io.Writer, l config.Log, floor slog.Level) *slog.Logger {
+	text := isTerminal(w)
+	switch l.Format {
+	case "text":
+		text = true
+	case "json":
+		text = false
+	}
+	return slog.New(logs.NewDedup(newLogHandler(w, max(l.SlogLevel(), floor), text), logs.DefaultWindow))
 }
 
 // newLogHandler writes text for a terminal, JSON otherwise. Neither

@@ -35,7 +35,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 		defer pool.Close()
 		// The command says what it applied; River's migrator would say it
 		// again, as log lines: only its warnings are shown.
-		migrator := migrations.New(pool, newLoggerAt(e.stderr, slog.LevelWarn))
+		migrator := migrations.New(pool, configuredLogger(e.stderr, cfg.Log, slog.LevelWarn))
 		if *status {
 			return migrateStatus(cmd, e, migrator, *asJSON)
 		}

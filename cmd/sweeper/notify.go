@@ -27,7 +27,7 @@ func newNotifyCmd(e *env) *cobra.Command {
 		if !*once {
 			return usagef("--once is required (the daemon, 'sweeper run', delivers on schedules.notify)")
 		}
-		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{slack: true})
+		s, closeDB, err := open(cmd.Context(), e, uses{slack: true})
 		if err != nil {
 			return err
 		}

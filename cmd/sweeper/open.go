@@ -10,23 +10,24 @@ import (
 	"github.com/sweeper/sweeper/internal/app"
 )
 
-// open loads the configuration and opens the App on it (app.Open) for a
-// command that reads only what u says: without lookups, no provider is
+// open loads the configuration and opens the App on it (app.Open), with
+// the logger the configuration's [log] section asks for, for a command
+// that reads only what u says: without lookups, no provider is
 // built (their credentials need not be set) and the App has none. Its
 // errors are ready for the command to return: a bad configuration is a
 // configError, anything else a failure.
-func open(ctx context.Context, e *env, logger *slog.Logger, u uses) (*app.App, func(), error) {
-	return openWaiting(ctx, e, logger, u, 0)
+func open(ctx context.Context, e *env, u uses) (*app.App, func(), error) {
+	return openWaiting(ctx, e, u, 0)
 }
 
 // openWaiting is open, waiting up to wait for the database (a daemon
 // started beside its database waits for it instead of exiting).
-func openWaiting(ctx context.Context, e *env, logger *slog.Logger, u uses, wait time.Duration) (*app.App, func(), error) {
+func openWaiting(ctx context.Context, e *env, u uses, wait time.Duration) (*app.App, func(), error) {
 	cfg, _, err := loadConfigFor(e, u)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := app.OpenOptions{Logger: logger, Wait: wait, NoLookups: true}
+	opts := app.OpenOptions{Logger: configuredLogger(e.stderr, cfg.Log, slog.LevelDebug), Wait: wait, NoLookups: true}
 	if u.lookups {
 		opts.Kinds, opts.NoLookups = providerKinds(), false
 	}

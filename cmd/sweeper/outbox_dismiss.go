@@ -29,7 +29,7 @@ func newOutboxDismissCmd(e *env) *cobra.Command {
 		case strings.TrimSpace(*note) == "":
 			return usagef("--note TEXT is required: why the message will never be posted")
 		}
-		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{})
+		s, closeDB, err := open(cmd.Context(), e, uses{})
 		if err != nil {
 			return err
 		}

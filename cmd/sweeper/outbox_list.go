@@ -27,7 +27,7 @@ func newOutboxListCmd(e *env) *cobra.Command {
 		default:
 			return usagef("--state must be pending, sent, parked, dismissed, skipped or all, not %q", *state)
 		}
-		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{})
+		s, closeDB, err := open(cmd.Context(), e, uses{})
 		if err != nil {
 			return err
 		}

@@ -37,7 +37,7 @@ func newOutboxReplayCmd(e *env) *cobra.Command {
 		if *by == "" {
 			return usagef("--by NAME is required")
 		}
-		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{})
+		s, closeDB, err := open(cmd.Context(), e, uses{})
 		if err != nil {
 			return err
 		}

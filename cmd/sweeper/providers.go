@@ -33,7 +33,7 @@ func newProvidersCmd(e *env) *cobra.Command {
 	}
 	asJSON := jsonFlag(cmd, "print the list as JSON")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
-		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{lookups: true})
+		s, closeDB, err := open(cmd.Context(), e, uses{lookups: true})
 		if err != nil {
 			return err
 		}

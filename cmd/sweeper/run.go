@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,7 +40,10 @@ func newRunCmd(e *env) *cobra.Command {
 }
 
 func runDaemon(ctx context.Context, e *env) error {
-	logger := newLogger(e.stderr)
+	// The configuration's logger replaces this one once it is read; a
+	// SIGHUP before that is logged by this one.
+	var hupLogger atomic.Pointer[slog.Logger]
+	hupLogger.Store(newLogger(e.stderr))
 	// Registered before anything slow, so a SIGHUP sent early does not end
 	// the process as the default action would.
 	hup, stopHUP := make(chan os.Signal, 1), make(chan struct{})
@@ -48,7 +53,7 @@ func runDaemon(ctx context.Context, e *env) error {
 		for {
 			select {
 			case <-hup:
-				logger.Warn("SIGHUP: configuration reload is not supported; restart the process to apply changes")
+				hupLogger.Load().Warn("SIGHUP: configuration reload is not supported; restart the process to apply changes")
 			case <-stopHUP:
 				return
 			}
@@ -56,10 +61,12 @@ func runDaemon(ctx context.Context, e *env) error {
 	}()
 	// A daemon waits for its database a while: it may be starting beside
 	// it, or restarting.
-	s, closeDB, err := openWaiting(ctx, e, logger, usesAll, startupWait)
+	s, closeDB, err := openWaiting(ctx, e, usesAll, startupWait)
 	if err != nil {
 		return err
 	}
+	logger := s.Logger
+	hupLogger.Store(logger)
 	defer closeDB()
 	clockCtx, stopClock := context.WithCancel(ctx)
 	defer stopClock()

@@ -24,7 +24,7 @@ func newTicketsAckCmd(e *env) *cobra.Command {
 		if strings.TrimSpace(*by) == "" {
 			return usagef("--by is required (who takes the ticket)")
 		}
-		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{})
+		s, closeDB, err := open(cmd.Context(), e, uses{})
 		if err != nil {
 			return err
 		}

@@ -37,7 +37,7 @@ func newTicketsListCmd(e *env) *cobra.Command {
 		default:
 			return usagef("--state must be open, resolved or all, not %q", *state)
 		}
-		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{})
+		s, closeDB, err := open(cmd.Context(), e, uses{})
 		if err != nil {
 			return err
 		}

@@ -30,7 +30,7 @@ func newTicketsResolveCmd(e *env) *cobra.Command {
 		if err := r.Validate(); err != nil {
 			return usageError{err.Error()}
 		}
-		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{})
+		s, closeDB, err := open(cmd.Context(), e, uses{})
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ func newTicketsShowCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		s, closeDB, err := open(cmd.Context(), e, newLogger(e.stderr), uses{})
+		s, closeDB, err := open(cmd.Context(), e, uses{})
 		if err != nil {
 			return err
 		}

@@ -47,9 +47,30 @@ func (s *App) TrackHealth() {
 			continue // each operation's lookups spend their own budget
 		}
 		tracker := health.NewTracker(s.Pool, name, p.OutageAfter, 2*p.LookupTimeout+jobs.LookupOverhead)
+		// Each transition is logged once for the cluster, by the process
+		// whose report changed the state: an alert on the WARN fires once
+		// per outage, however many replicas see it.
+		tracker.OnDown = func(ctx context.Context, detail string) {
+			attrs := []any{"provider", name, "cause", health.Cause(detail), "error", detail,
+				"outage_after", p.OutageAfter, "first_probe_in", health.FirstProbe.String()}
+			if p.MaxOutage > 0 {
+				attrs = append(attrs, "max_outage", p.MaxOutage.String())
+			}
+			waiting, err := ledger.NewStore(s.Pool).CountStalePending(ctx, name, s.now().Add(-p.StaleAfter))
+			if err != nil {
+				attrs = append(attrs, "waiting_unknown", err.Error())
+			} else {
+				attrs = append(attrs, "waiting", waiting)
+			}
+			s.Logger.Warn("provider down for the cluster: its lookups pause until a probe answers", attrs...)
+		}
 		tracker.OnUp = func(ctx context.Context) {
 			n, err := s.Reviews().RelookupNow(ctx, name)
-			s.Logger.Info("provider answers again; lookups resume", "provider", name, "tickets_relooked_now", n, "error", err)
+			s.Logger.Info("provider answers again; lookups resume", "provider", name, "tickets_relooked_now", n)
+			if err != nil {
+				s.Logger.Warn("provider answers again, but its lookup_failed tickets were not scheduled for a re-lookup now; they are at their own time",
+					"provider", name, "error", err)
+			}
 		}
 		p.SetHealth(tracker)
 	}

@@ -165,7 +165,9 @@ func retryFor(ctx context.Context, logger *slog.Logger, wait time.Duration, msg 
 		if time.Now().Add(delay).After(giveUp) {
 			return err
 		}
-		logger.Warn(msg, "error", err, "retry_in", delay)
+		// The attempt makes each line its own for the log's rate limit
+		// (internal/logs): the backoff bounds them.
+		logger.Warn(msg, "error", err, "attempt", attempt, "retry_in", delay)
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():

@@ -16,6 +16,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,6 +81,10 @@ type Tracker struct {
 	// OnUp runs after a probe brought the provider up (nil: nothing), for
 	// what recovery should start at once.
 	OnUp func(ctx context.Context)
+	// OnDown runs after a failure reported here took the provider down for
+	// the cluster (nil: nothing): in the one process whose report changed
+	// the state, once per outage. detail is that failure's.
+	OnDown func(ctx context.Context, detail string)
 
 	mu sync.Mutex
 	// failing are the operations the provider failed since it last
@@ -194,15 +200,46 @@ func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail strin
 	if !down {
 		return nil
 	}
-	_, err := t.db.Exec(ctx, `INSERT INTO sweeper.provider_health AS h (provider, state, since, probe_at, probe_backoff, last_error)
+	tag, err := t.db.Exec(ctx, `INSERT INTO sweeper.provider_health AS h (provider, state, since, probe_at, probe_backoff, last_error)
 		VALUES ($1, 'down', now(), now() + $2::interval, $2::interval * 2, $3)
 		ON CONFLICT (provider) DO UPDATE
 		SET state = 'down', since = now(), probe_at = now() + $2::interval, probe_backoff = $2::interval * 2,
 		    probe_lease_until = NULL, last_error = $3, updated_at = now()
 		WHERE h.state = 'up'`, t.provider, FirstProbe, detail)
 	t.forget()
-	return err
+	if err != nil {
+		return err
+	}
+	// A row written is this report changing the state: another process
+	// that took it down first wrote nothing.
+	if tag.RowsAffected() == 1 && t.OnDown != nil {
+		t.OnDown(ctx, detail)
+	}
+	return nil
 }
+
+// Cause names the kind of failure detail describes, for people and
+// alerts: "timeout", "rate_limited", "server_error" (a 5xx or 408),
+// "connection" (refused, reset, cut off, no such host), or "other". It
+// reads the error's text: what takes a provider down is always a
+// transient failure of its own, and the text is what says which.
+func Cause(detail string) string {
+	d := strings.ToLower(detail)
+	switch {
+	case strings.Contains(d, "no answer within") || strings.Contains(d, "deadline exceeded") || strings.Contains(d, "timeout"):
+		return "timeout"
+	case strings.Contains(d, "http 429"):
+		return "rate_limited"
+	case serverError.MatchString(d):
+		return "server_error"
+	case strings.Contains(d, "connection refused") || strings.Contains(d, "connection reset") || strings.Contains(d, "eof") ||
+		strings.Contains(d, "no such host") || strings.Contains(d, "broken pipe") || strings.Contains(d, "dial "):
+		return "connection"
+	}
+	return "other"
+}
+
+var serverError = regexp.MustCompile(`\bhttp (5\d\d|408)\b`)
 
 func (t *Tracker) up(ctx context.Context) error {
 	tag, err := t.db.Exec(ctx, `UPDATE sweeper.provider_health

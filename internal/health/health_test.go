@@ -169,3 +169,72 @@ func TestLastErrorStoredInert(t *testing.T) {
 		t.Errorf("up %v, last error %q; want down with %q", st.Up, st.LastError, want)
 	}
 }
+
+// TestOnDownOncePerOutage: the provider going down runs OnDown in the one
+// tracker whose report changed the state, once, with its failure; another
+// replica's failures while it is down, and the same tracker's, run
+// nothing. After it is up again, the next outage runs it again.
+func TestOnDownOncePerOutage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	var downs []string
+	a := health.NewTracker(pool, "pager", 2, time.Minute)
+	b := health.NewTracker(pool, "pager", 2, time.Minute)
+	a.OnDown = func(_ context.Context, detail string) { downs = append(downs, "a: "+detail) }
+	b.OnDown = func(_ context.Context, detail string) { downs = append(downs, "b: "+detail) }
+	fail := func(tr *health.Tracker, op, detail string) {
+		t.Helper()
+		if err := tr.Done(ctx, false, true, op, detail); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail(a, "op-1", "pager: HTTP 503")
+	if len(downs) != 0 {
+		t.Fatalf("down after one failure: %v", downs)
+	}
+	fail(a, "op-2", "pager: HTTP 502")
+	fail(b, "op-3", "pager: HTTP 503")
+	fail(b, "op-4", "pager: HTTP 503") // b reaches its count while already down
+	fail(a, "op-5", "pager: HTTP 503")
+	fail(a, "op-6", "pager: HTTP 503")
+	if want := []string{"a: pager: HTTP 502"}; fmt.Sprint(downs) != fmt.Sprint(want) {
+		t.Fatalf("OnDown ran %v, want %v", downs, want)
+	}
+	// A probe answers; the next outage is b's to report.
+	if _, err := pool.Exec(ctx, `UPDATE sweeper.provider_health SET probe_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	if probe, _, err := a.Allow(ctx); !probe || err != nil {
+		t.Fatalf("probe %v %v", probe, err)
+	}
+	if err := a.Done(ctx, true, false, "op-p", ""); err != nil {
+		t.Fatal(err)
+	}
+	fail(b, "op-7", "pager: dial tcp: connection refused")
+	fail(b, "op-8", "pager: dial tcp: connection refused")
+	if len(downs) != 2 || downs[1] != "b: pager: dial tcp: connection refused" {
+		t.Errorf("OnDown ran %v, want b's second outage", downs)
+	}
+}
+
+func TestCause(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ desc, detail, want string }{
+		{"the lookup's own timeout", "mailer: no answer within lookup_timeout 10s: context deadline exceeded", "timeout"},
+		{"a client timeout", `mailer: Get "https://x/": net/http: request canceled (Client.Timeout exceeded)`, "timeout"},
+		{"a 503", "mailer: HTTP 503: upstream unavailable", "server_error"},
+		{"a 408", "mailer: HTTP 408", "server_error"},
+		{"a 429", "mailer: HTTP 429: slow down", "rate_limited"},
+		{"refused", "mailer: dial tcp 10.0.0.1:443: connect: connection refused", "connection"},
+		{"reset", "mailer: read: connection reset by peer", "connection"},
+		{"cut off", "mailer: read body: unexpected EOF", "connection"},
+		{"no such host", "mailer: dial tcp: lookup api.example: no such host", "connection"},
+		{"a 5000-something that is no status", "mailer: HTTP 5000 records", "other"},
+		{"anything else", "mailer: adapter panicked: boom", "other"},
+	} {
+		if got := health.Cause(c.detail); got != c.want {
+			t.Errorf("%s: Cause(%q) = %q, want %q", c.desc, c.detail, got, c.want)
+		}
+	}
+}
