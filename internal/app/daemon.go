@@ -172,6 +172,11 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		FetchCooldown:        jobs.FetchCooldown,
 		FetchPollInterval:    opts.FetchPollInterval,
 		Logger:               jobs.RiverLogger(s.Logger),
+		// River's own cleaner, on the leader, deletes finished jobs:
+		// completed and cancelled after retention.jobs; discarded ones (a
+		// job that failed for good) keep River's 7 days.
+		CompletedJobRetentionPeriod: s.Config.Retention.Jobs.Duration,
+		CancelledJobRetentionPeriod: s.Config.Retention.Jobs.Duration,
 	})
 	if err != nil {
 		return nil, err
