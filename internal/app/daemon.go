@@ -108,6 +108,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	}, s.Logger))
 	river.AddWorker(workers, jobs.NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
 	river.AddWorker(workers, jobs.NewRelookupTicketWorker(s.Escalator(), lookup.Timeout(nil)))
+	river.AddWorker(workers, jobs.NewPruneWorker(s.Pruner()))
 	dispatcher, err := s.Dispatcher()
 	switch {
 	case errors.Is(err, ErrSlackOff):
@@ -126,6 +127,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		}{
 			{"sweep", "schedules.sweep", s.Config.Schedules.Sweep, jobs.SweepArgs{}},
 			{"escalate", "schedules.escalate", s.Config.Schedules.Escalate, jobs.EscalateArgs{}},
+			{"prune", "schedules.prune", s.Config.Schedules.Prune, jobs.PruneArgs{}},
 		}
 		if dispatcher != nil {
 			schedules = append(schedules, struct {
