@@ -108,3 +108,46 @@ outbox = "1h"
 		t.Errorf("the resolved ticket keeps %d outbox rows after the prune job", n)
 	}
 }
+
+// TestRiverKeepsFinishedJobsForRetentionJobs: River's cleaner, set from
+// retention.jobs, deletes a completed job finished before it and keeps one
+// finished since (River's default, 24h, would keep both).
+func TestRiverKeepsFinishedJobsForRetentionJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, baseConfig+`
+[retention]
+jobs = "1h"
+`, nil)
+	ctx := context.Background()
+	var old, recent int64
+	err := b.pool.QueryRow(ctx, `WITH j AS (
+		INSERT INTO sweeper.river_job (args, kind, max_attempts, state, attempt, attempted_at, finalized_at, queue)
+		VALUES ('{}', 'retention_old', 1, 'completed', 1, now() - interval '2h', now() - interval '2h', 'default'),
+		       ('{}', 'retention_recent', 1, 'completed', 1, now() - interval '30m', now() - interval '30m', 'default')
+		RETURNING id, kind)
+	SELECT (SELECT id FROM j WHERE kind = 'retention_old'), (SELECT id FROM j WHERE kind = 'retention_recent')`).Scan(&old, &recent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.sweeper.NewDaemon(app.ClientOptions{FetchPollInterval: 50 * time.Millisecond, NoPeriodic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = d.Stop(stop)
+	})
+	exists := func(id int64) bool {
+		var n int
+		_ = b.pool.QueryRow(ctx, `SELECT count(*) FROM sweeper.river_job WHERE id = $1`, id).Scan(&n)
+		return n > 0
+	}
+	testwait.Until(t, 60*time.Second, "River's cleaner deleted the job finished 2h ago", func() bool { return !exists(old) })
+	if !exists(recent) {
+		t.Error("River deleted the job finished 30 minutes ago, within retention.jobs")
+	}
+}
