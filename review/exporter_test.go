@@ -174,6 +174,7 @@ func TestExportStreams(t *testing.T) {
 	}
 	// Held whole, 20,000 tickets of over 600 bytes of evidence each would
 	// add more than 12 MB between the first and the last sample.
+	t.Logf("%d pages; heap after GC every 4,000 tickets: %v", pages, heap)
 	if grew := int64(heap[len(heap)-1]) - int64(heap[0]); grew > 4<<20 {
 		t.Errorf("heap grew by %d bytes during the export (samples %v), want it flat", grew, heap)
 	}
