@@ -70,6 +70,8 @@ type Config struct {
 	HTTP HTTP `toml:"http"`
 	// Log sets how much every command logs, and in which format.
 	Log Log `toml:"log"`
+	// Retention says how long finished work is kept.
+	Retention Retention `toml:"retention"`
 
 	// sources says where each key's value came from, by path: the
 	// environment (with its variable's name) or the file; any other key
@@ -104,6 +106,9 @@ type Schedules struct {
 	// Notify delivers the outbox to Slack (when slack.channel is set).
 	// Default "@every 5s".
 	Notify string `toml:"notify"`
+	// Prune deletes what retention.outbox no longer keeps. Default
+	// "@every 1h".
+	Prune string `toml:"prune"`
 }
 
 // Sweep tunes the stale scan.
@@ -117,6 +122,27 @@ type Sweep struct {
 	// crashed process only after the longest job timeout, so this also
 	// bounds how long a crash can delay settling. Default 2m.
 	Timeout Duration `toml:"timeout"`
+}
+
+// Retention says how long finished work is kept before the prune job
+// (schedules.prune) or River deletes it. Tickets and their audit events are
+// kept for good: the database refuses their deletion (append-only).
+type Retention struct {
+	// Outbox is how long a ticket's Slack outbox rows are kept once the
+	// ticket is resolved and every one of its rows is final (sent, skipped
+	// or dismissed), counted from the last of them. Rows of open tickets,
+	// pending or parked rows, and the rows of alert groups and incidents
+	// are kept. Default 720h (30 days), at least 1h.
+	Outbox Duration `toml:"outbox"`
+	// Jobs is how long River keeps its completed and cancelled jobs;
+	// River's own cleaner deletes them (discarded jobs keep River's 7
+	// days). Default 24h, at least 1m.
+	Jobs Duration `toml:"jobs"`
+	// ResolvedTickets is refused unless "0s" (keep), the default: deleting a ticket or an audit
+	// event is refused by the database's append-only triggers, which
+	// sweeper does not lift. Export tickets with `sweeper tickets export`
+	// and keep them in the database.
+	ResolvedTickets Duration `toml:"resolved_tickets"`
 }
 
 // River tunes the job queue.
@@ -508,7 +534,7 @@ func (e *Error) Unwrap() []error { return e.Problems }
 func Default() Config {
 	return Config{
 		Database:  Database{MaxConns: defaultMaxConns},
-		Schedules: Schedules{Sweep: "*/5 * * * *", Escalate: "* * * * *", Notify: "@every 5s"},
+		Schedules: Schedules{Sweep: "*/5 * * * *", Escalate: "* * * * *", Notify: "@every 5s", Prune: "@every 1h"},
 		Sweep:     Sweep{BatchSize: defaultBatchSize, QueryTimeout: NewDuration(30 * time.Second), Timeout: NewDuration(2 * time.Minute)},
 		River:     River{MaxWorkers: 100, ShutdownGrace: NewDuration(30 * time.Second)},
 		Review: Review{
@@ -520,8 +546,9 @@ func Default() Config {
 		},
 		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour), GroupWait: NewDuration(30 * time.Second),
 			IncidentRefresh: NewDuration(30 * time.Second)},
-		HTTP: HTTP{Listen: defaultListen, MetricsRefresh: NewDuration(DefaultMetricsRefresh)},
-		Log:  Log{Level: "info"},
+		HTTP:      HTTP{Listen: defaultListen, MetricsRefresh: NewDuration(DefaultMetricsRefresh)},
+		Log:       Log{Level: "info"},
+		Retention: Retention{Outbox: NewDuration(720 * time.Hour), Jobs: NewDuration(24 * time.Hour)},
 	}
 }
 
@@ -577,6 +604,7 @@ func (c *Config) validateRuntime(v *validator) {
 
 	for _, sch := range []struct{ key, expr string }{
 		{"schedules.sweep", c.Schedules.Sweep}, {"schedules.escalate", c.Schedules.Escalate}, {"schedules.notify", c.Schedules.Notify},
+		{"schedules.prune", c.Schedules.Prune},
 	} {
 		if err := checkSchedule(sch.expr, time.Now()); err != nil {
 			v.add(sch.key, "%v", err)
@@ -597,6 +625,14 @@ func (c *Config) validateRuntime(v *validator) {
 	v.duration("river.shutdown_grace", c.River.ShutdownGrace, time.Second)
 	if c.River.ShutdownGrace.Duration > maxShutdownGrace {
 		v.add("river.shutdown_grace", "must be at most %s", formatDuration(maxShutdownGrace))
+	}
+
+	v.duration("retention.outbox", c.Retention.Outbox, time.Hour)
+	v.duration("retention.jobs", c.Retention.Jobs, time.Minute)
+	if d := c.Retention.ResolvedTickets; d.err != nil || d.Duration != 0 {
+		v.add("retention.resolved_tickets", "cannot be set: tickets and their audit events are append-only "+
+			"(the database refuses their deletion); export them with `sweeper tickets export --since … --format jsonl` "+
+			"and remove this key")
 	}
 }
 

@@ -111,6 +111,10 @@ func TestDefaults(t *testing.T) {
 		{"sweep.query_timeout", cfg.Sweep.QueryTimeout.Duration, 30 * time.Second},
 		{"river.max_workers", cfg.River.MaxWorkers, 100},
 		{"river.shutdown_grace", cfg.River.ShutdownGrace.Duration, 30 * time.Second},
+		{"schedules.prune", cfg.Schedules.Prune, "@every 1h"},
+		{"retention.outbox", cfg.Retention.Outbox.Duration, 720 * time.Hour},
+		{"retention.jobs", cfg.Retention.Jobs.Duration, 24 * time.Hour},
+		{"retention.resolved_tickets", cfg.Retention.ResolvedTickets.Duration, time.Duration(0)},
 		{"http.river_ui", cfg.HTTP.RiverUI, false},
 		{"database.max_conns", cfg.Database.MaxConns, int32(20)},
 		{"stale_after", p.StaleAfter.Duration, 15 * time.Minute},
@@ -789,6 +793,40 @@ func TestLogSection(t *testing.T) {
 				if got := cfg.Source(path); got != "environment "+name {
 					t.Errorf("Source(%s) = %q", path, got)
 				}
+			}
+		})
+	}
+}
+
+// TestRetention: retentions too short to keep what the next pass needs are
+// refused by key, and a retention for resolved tickets is refused whatever
+// its value: the database keeps tickets and their events for good.
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		desc, text, wantErr string
+	}{
+		{desc: "explicit values", text: "[retention]\noutbox = \"48h\"\njobs = \"2h\"\n"},
+		{desc: "resolved tickets kept", text: "[retention]\nresolved_tickets = \"0s\"\n"},
+		{desc: "outbox under an hour", text: "[retention]\noutbox = \"30m\"\n", wantErr: "retention.outbox: must be at least 1h"},
+		{desc: "jobs under a minute", text: "[retention]\njobs = \"10s\"\n", wantErr: "retention.jobs: must be at least 1m"},
+		{desc: "outbox malformed", text: "[retention]\noutbox = \"30d\"\n", wantErr: `retention.outbox: invalid duration "30d"`},
+		{desc: "resolved tickets deleted", text: "[retention]\nresolved_tickets = \"8760h\"\n",
+			wantErr: "retention.resolved_tickets: cannot be set: tickets and their audit events are append-only"},
+		{desc: "unknown key", text: "[retention]\nexport_dir = \"/var/lib/sweeper\"\n", wantErr: "retention.export_dir"},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := config.Parse(minimal+c.text, kinds, env(nil))
+			switch {
+			case c.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Errorf("err = %v\nwant  %s", err, c.wantErr)
+				}
+			case err != nil:
+				t.Errorf("err = %v", err)
+			case c.desc == "explicit values" && (cfg.Retention.Outbox.Duration != 48*time.Hour || cfg.Retention.Jobs.Duration != 2*time.Hour):
+				t.Errorf("retention = %+v", cfg.Retention)
 			}
 		})
 	}

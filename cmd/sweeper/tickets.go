@@ -11,8 +11,9 @@ import (
 )
 
 func newTicketsCmd(e *env) *cobra.Command {
-	return group("tickets", "review tickets and people's decisions: list, show, resolve, ack",
-		newTicketsListCmd(e), newTicketsShowCmd(e), newTicketsResolveCmd(e), newTicketsAckCmd(e))
+	return group("tickets", "review tickets and people's decisions: list, show, resolve, ack, export",
+		newTicketsListCmd(e), newTicketsShowCmd(e), newTicketsResolveCmd(e), newTicketsAckCmd(e),
+		newTicketsExportCmd(e))
 }
 
 // decisionError says why a resolution or acknowledgement was refused: a

@@ -108,6 +108,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	}, s.Logger))
 	river.AddWorker(workers, jobs.NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
 	river.AddWorker(workers, jobs.NewRelookupTicketWorker(s.Escalator(), lookup.Timeout(nil)))
+	river.AddWorker(workers, jobs.NewPruneWorker(s.Pruner()))
 	dispatcher, err := s.Dispatcher()
 	switch {
 	case errors.Is(err, ErrSlackOff):
@@ -126,6 +127,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		}{
 			{"sweep", "schedules.sweep", s.Config.Schedules.Sweep, jobs.SweepArgs{}},
 			{"escalate", "schedules.escalate", s.Config.Schedules.Escalate, jobs.EscalateArgs{}},
+			{"prune", "schedules.prune", s.Config.Schedules.Prune, jobs.PruneArgs{}},
 		}
 		if dispatcher != nil {
 			schedules = append(schedules, struct {
@@ -172,6 +174,11 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		FetchCooldown:        jobs.FetchCooldown,
 		FetchPollInterval:    opts.FetchPollInterval,
 		Logger:               jobs.RiverLogger(s.Logger),
+		// River's own cleaner, on the leader, deletes finished jobs:
+		// completed and cancelled after retention.jobs; discarded ones (a
+		// job that failed for good) keep River's 7 days.
+		CompletedJobRetentionPeriod: s.Config.Retention.Jobs.Duration,
+		CancelledJobRetentionPeriod: s.Config.Retention.Jobs.Duration,
 	})
 	if err != nil {
 		return nil, err

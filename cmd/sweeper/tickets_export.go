@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/sweeper/sweeper/review"
+)
+
+// exportColumns are the CSV export's columns, one row per audit event with
+// its ticket's columns repeated. The evidence snapshot is in the jsonl
+// export and in `tickets show`; the CSV carries what names the operation
+// (workflow, provider, masked recipient) and the resolution.
+var exportColumns = []string{
+	"ticket_id", "op_key", "workflow", "provider", "recipient_masked", "reason", "state", "owner", "priority",
+	"escalation_level", "created_at", "deadline", "resolution", "resolved_by", "resolved_at",
+	"resolution_record_id", "resolution_note", "acknowledged_by", "acknowledged_at",
+	"event_id", "event_kind", "event_actor", "event_at", "event_details",
+}
+
+func newTicketsExportCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "export --since WHEN [--until WHEN] [--format jsonl|csv] [--output FILE]",
+		Short: "write every ticket opened in [since, until) with its events and resolution, for an audit",
+		Long: `Write every ticket opened at or after --since and before --until, with its
+audit events and its resolution, as JSON lines (one ticket a line, its events
+nested) or CSV (a header line, then one row per event with the ticket's
+columns repeated). Recipients are masked as in the evidence; control
+characters are escaped. WHEN is an RFC 3339 time (2026-11-01T00:00:00Z), a
+date (2026-11-01, midnight UTC) or a Go duration before now (720h, 90m).
+The export reads one snapshot of the database, a page of tickets at a time.
+With --output the file appears only once the export is complete.`,
+		Args: noArgs,
+	}
+	since := cmd.Flags().String("since", "", "first time of the window (required)")
+	until := cmd.Flags().String("until", "", "end of the window, excluded (default now)")
+	format := cmd.Flags().String("format", "jsonl", "jsonl or csv")
+	output := cmd.Flags().String("output", "", "write to this file instead of stdout")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"jsonl", "csv"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
+		now := time.Now()
+		if *since == "" {
+			return usagef("--since is required: an RFC 3339 time, a date or a duration before now (720h)")
+		}
+		from, err := parseWhen(*since, now)
+		if err != nil {
+			return usagef("--since: %v", err)
+		}
+		to := now
+		if *until != "" {
+			if to, err = parseWhen(*until, now); err != nil {
+				return usagef("--until: %v", err)
+			}
+		}
+		if !from.Before(to) {
+			return usagef("--since %s is not before --until %s", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+		}
+		switch *format {
+		case "jsonl":
+		case "csv":
+		default:
+			return usagef("--format must be jsonl or csv, not %q", *format)
+		}
+		s, closeDB, err := open(cmd.Context(), e, uses{})
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+
+		out, commit, abort, err := exportOutput(e, *output)
+		if err != nil {
+			return err
+		}
+		defer abort()
+		var w exportWriter = &jsonlExport{w: bufio.NewWriter(out)}
+		if *format == "csv" {
+			w = newCSVExport(out)
+		}
+		tickets, events := 0, 0
+		err = pgx.BeginTxFunc(cmd.Context(), s.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+			func(tx pgx.Tx) error {
+				return review.NewExporter(tx).Export(cmd.Context(), from, to, func(t review.Exported) error {
+					tickets++
+					events += len(t.Events)
+					return w.write(t)
+				})
+			})
+		if err == nil {
+			err = w.flush()
+		}
+		if err == nil {
+			err = commit()
+		}
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		fmt.Fprintf(e.stderr, "%d ticket(s), %d event(s) opened in [%s, %s)\n", tickets, events,
+			from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+		return nil
+	})
+	return cmd
+}
+
+// parseWhen reads a window bound: an RFC 3339 time, a date (midnight UTC)
+// or a Go duration before now.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: a duration before now is positive", s)
+		}
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time (2026-11-01T00:00:00Z), a date (2026-11-01) or a duration before now (720h)", s)
+}
+
+// exportOutput returns where the export goes: stdout, or a temporary file
+// beside path that commit renames to path, so that a failed export never
+// leaves a file that looks complete. abort removes the temporary file
+// unless commit ran.
+func exportOutput(e *env, path string) (out io.Writer, commit func() error, abort func(), err error) {
+	if path == "" {
+		return e.stdout, func() error { return nil }, func() {}, nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--output: %w", err)
+	}
+	done := false
+	commit = func() error {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		if err := os.Rename(f.Name(), path); err != nil {
+			return err
+		}
+		done = true
+		return nil
+	}
+	abort = func() {
+		if !done {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+	return f, commit, abort, nil
+}
+
+// exportWriter writes exported tickets in one format.
+type exportWriter interface {
+	write(review.Exported) error
+	flush() error
+}
+
+// jsonlExport writes one ticket a line, its events nested, with every
+// character a terminal acts on escaped ([inertJSON]).
+type jsonlExport struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+}
+
+func (j *jsonlExport) write(t review.Exported) error {
+	j.buf.Reset()
+	enc := json.NewEncoder(&j.buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(t); err != nil {
+		return err
+	}
+	_, err := j.w.Write(inertJSON(j.buf.Bytes()))
+	return err
+}
+
+func (j *jsonlExport) flush() error { return j.w.Flush() }
+
+// csvExport writes a header line, then one row per event, each text made
+// inert ([providers.Printable]).
+type csvExport struct {
+	buf    *bufio.Writer
+	w      *csv.Writer
+	header bool
+}
+
+func newCSVExport(w io.Writer) *csvExport {
+	buf := bufio.NewWriter(w)
+	return &csvExport{buf: buf, w: csv.NewWriter(buf)}
+}
+
+func (c *csvExport) write(t review.Exported) error {
+	if !c.header {
+		c.header = true
+		if err := c.w.Write(exportColumns); err != nil {
+			return err
+		}
+	}
+	var ev struct {
+		Workflow        string `json:"workflow"`
+		Provider        string `json:"provider"`
+		RecipientMasked string `json:"recipient_masked"`
+	}
+	_ = json.Unmarshal(t.Evidence, &ev) // evidence is sweeper's own JSON; a field it lacks stays empty
+	row := []string{
+		strconv.FormatInt(t.ID, 10), inert(t.OpKey), inert(ev.Workflow), inert(ev.Provider), inert(ev.RecipientMasked),
+		string(t.Reason), t.State, inert(t.Owner), t.Priority, strconv.Itoa(t.EscalationLevel),
+		stamp(&t.CreatedAt), stamp(&t.Deadline), inert(t.Resolution), inert(t.ResolvedBy), stamp(t.ResolvedAt),
+		inert(t.ResolutionRecordID), inert(t.ResolutionNote), inert(t.AcknowledgedBy), stamp(t.AcknowledgedAt),
+	}
+	if len(t.Events) == 0 {
+		return c.w.Write(append(row, "", "", "", "", ""))
+	}
+	n := len(row)
+	for _, e := range t.Events {
+		row = append(row[:n], strconv.FormatInt(e.ID, 10), inert(e.Kind), inert(e.Actor), stamp(&e.At), inert(string(e.Details)))
+		if err := c.w.Write(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *csvExport) flush() error {
+	if !c.header { // an empty window still says what its columns are
+		c.header = true
+		if err := c.w.Write(exportColumns); err != nil {
+			return err
+		}
+	}
+	c.w.Flush()
+	if err := c.w.Error(); err != nil {
+		return err
+	}
+	return c.buf.Flush()
+}
+
+// stamp is t in RFC 3339 with microseconds, UTC; "" for nil.
+func stamp(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+}
