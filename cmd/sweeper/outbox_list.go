@@ -18,6 +18,7 @@ func newOutboxListCmd(e *env) *cobra.Command {
 	}
 	state := cmd.Flags().String("state", "all", "pending, sent, parked, dismissed, skipped or all")
 	asJSON := jsonFlag(cmd, "print JSON")
+	enumFlag(cmd, "state", notify.OutboxPending, notify.OutboxSent, notify.OutboxParked, notify.OutboxDismissed, notify.OutboxSkipped, "all")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		filter := notify.OutboxFilter{State: *state}
 		switch *state {

@@ -25,6 +25,13 @@ func newTicketsListCmd(e *env) *cobra.Command {
 	provider := cmd.Flags().String("provider", "", "only the tickets of this provider")
 	reason := cmd.Flags().String("reason", "", "only the tickets of this reason (not_found, lookup_failed, …)")
 	asJSON := jsonFlag(cmd, "print JSON")
+	enumFlag(cmd, "state", review.StateOpen, review.StateResolved, "all")
+	reasons := make([]string, len(review.Reasons))
+	for i, r := range review.Reasons {
+		reasons[i] = string(r)
+	}
+	enumFlag(cmd, "reason", reasons...)
+	textFlags(cmd, "provider")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if *reason != "" && !slices.Contains(review.Reasons, review.Reason(*reason)) {
 			return usagef("--reason %q is not a reason: %v", *reason, review.Reasons)
