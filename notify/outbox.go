@@ -554,8 +554,13 @@ func (o *Outbox) Get(ctx context.Context, id int64) (Notification, error) {
 type OutboxFilter struct {
 	// State is pending, sent, parked, dismissed, or "" for all.
 	State string
+	// States, when not empty, keeps the rows in any of these states (and
+	// State, when also set).
+	States []string
 	// TicketID, when not 0, keeps one ticket's rows.
 	TicketID int64
+	// Since, when not zero, keeps the rows created at or after it.
+	Since time.Time
 	// Limit caps the rows; 0 means 1000.
 	Limit int
 }
@@ -566,9 +571,14 @@ func (o *Outbox) List(ctx context.Context, f OutboxFilter) ([]Notification, erro
 	if limit <= 0 {
 		limit = 1000
 	}
+	var since *time.Time
+	if !f.Since.IsZero() {
+		since = &f.Since
+	}
 	rows, err := o.db.Query(ctx, `SELECT `+notificationColumns+` FROM sweeper.outbox
 		WHERE ($1 = '' OR state = $1) AND ($2 = 0 OR ticket_id = $2)
-		ORDER BY id LIMIT $3`, f.State, f.TicketID, limit)
+		  AND (coalesce(cardinality($4::text[]), 0) = 0 OR state = ANY($4)) AND ($5::timestamptz IS NULL OR created_at >= $5)
+		ORDER BY id LIMIT $3`, f.State, f.TicketID, limit, f.States, since)
 	if err != nil {
 		return nil, fmt.Errorf("list outbox rows: %w", err)
 	}
