@@ -345,10 +345,12 @@ func (o *Outbox) MarkPosted(ctx context.Context, n Notification, channel, ts str
 // MarkSent records that held row n is done: its message is in Slack at
 // channel and ts, in the thread n.ThreadTS ("" for a root message).
 // [ErrLeaseLost] when the lease has passed, in which case the row stays
-// pending and its next holder finds the message by search.
+// pending and its next holder finds the message by search. The error of
+// an earlier attempt is cleared (its history entry keeps it): a sent row
+// shows none.
 func (o *Outbox) MarkSent(ctx context.Context, n Notification, channel, ts string) error {
 	return o.update(ctx, n, "mark sent", `state = 'sent', channel = $4, ts = $5, thread_ts = nullif($6, ''),
-		sent_at = now(), search_windows = '[]', leased_by = NULL, lease_until = now(),
+		sent_at = now(), search_windows = '[]', leased_by = NULL, lease_until = now(), last_error = NULL, error_code = NULL,
 		history = `+historyEntry("'sent'", "''"), channel, ts, n.ThreadTS)
 }
 

@@ -73,7 +73,13 @@ func newOutboxListCmd(e *env) *cobra.Command {
 			case n.TicketID == 0 && n.GroupID != 0:
 				ticket = fmt.Sprintf("group %d", n.GroupID)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, ticket, inert(n.Kind), n.State, n.Attempts, inert(n.TS), inert(n.ErrorCode), inert(n.LastError))
+			code, lastErr := n.ErrorCode, n.LastError
+			if n.State == notify.OutboxSent {
+				// A row sent before sending cleared its error: that error
+				// is history (--json and the row's history keep it).
+				code, lastErr = "", ""
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, ticket, inert(n.Kind), n.State, n.Attempts, inert(n.TS), inert(code), inert(lastErr))
 		}
 		tw.Flush()
 		fmt.Fprintln(e.stderr, list.trailer(len(rows), "row(s)", more))

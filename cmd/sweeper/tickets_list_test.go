@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,23 +116,27 @@ func TestListLimitAndSince(t *testing.T) {
 	t.Parallel()
 	b := setupResolve(t, "nf-l1", "nf-l2", "nf-l3")
 	ctx := context.Background()
-	// The first ticket opened two days ago.
-	backdate(t, b.pool.(*pgxpool.Pool), `UPDATE sweeper.tickets SET created_at = now() - interval '48 hours' WHERE op_key = 'nf-l1'`)
+	// Keys by ticket id, the order the lists print; the first ticket
+	// opened two days ago.
+	keys := []string{"nf-l1", "nf-l2", "nf-l3"}
+	slices.SortFunc(keys, func(a, c string) int { return cmp.Compare(b.tickets[a].ID, b.tickets[c].ID) })
+	k0, k1, k2 := keys[0], keys[1], keys[2]
+	backdate(t, b.pool.(*pgxpool.Pool), `UPDATE sweeper.tickets SET created_at = now() - interval '48 hours' WHERE op_key = '`+k0+`'`)
 	for _, tc := range []struct {
 		desc       string
 		args       []string
 		wantKeys   []string
 		wantStderr string
 	}{
-		{desc: "under the default limit", args: []string{"tickets", "list"}, wantKeys: []string{"nf-l1", "nf-l2", "nf-l3"}, wantStderr: "3 ticket(s)\n"},
-		{desc: "at the limit", args: []string{"tickets", "list", "--limit", "3"}, wantKeys: []string{"nf-l1", "nf-l2", "nf-l3"}, wantStderr: "3 ticket(s)\n"},
-		{desc: "over the limit", args: []string{"tickets", "list", "--limit", "2"}, wantKeys: []string{"nf-l1", "nf-l2"},
+		{desc: "under the default limit", args: []string{"tickets", "list"}, wantKeys: []string{k0, k1, k2}, wantStderr: "3 ticket(s)\n"},
+		{desc: "at the limit", args: []string{"tickets", "list", "--limit", "3"}, wantKeys: []string{k0, k1, k2}, wantStderr: "3 ticket(s)\n"},
+		{desc: "over the limit", args: []string{"tickets", "list", "--limit", "2"}, wantKeys: []string{k0, k1},
 			wantStderr: "2 ticket(s) shown, the oldest; more exist: raise --limit (2) or narrow with --since\n"},
-		{desc: "since a duration", args: []string{"tickets", "list", "--since", "24h"}, wantKeys: []string{"nf-l2", "nf-l3"}, wantStderr: "2 ticket(s)\n"},
-		{desc: "since days", args: []string{"tickets", "list", "--since", "3d"}, wantKeys: []string{"nf-l1", "nf-l2", "nf-l3"}, wantStderr: "3 ticket(s)\n"},
+		{desc: "since a duration", args: []string{"tickets", "list", "--since", "24h"}, wantKeys: []string{k1, k2}, wantStderr: "2 ticket(s)\n"},
+		{desc: "since days", args: []string{"tickets", "list", "--since", "3d"}, wantKeys: []string{k0, k1, k2}, wantStderr: "3 ticket(s)\n"},
 		{desc: "since a time", args: []string{"tickets", "list", "--since", time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)},
-			wantKeys: []string{"nf-l2", "nf-l3"}, wantStderr: "2 ticket(s)\n"},
-		{desc: "since and limit", args: []string{"tickets", "list", "--since", "24h", "--limit", "1"}, wantKeys: []string{"nf-l2"},
+			wantKeys: []string{k1, k2}, wantStderr: "2 ticket(s)\n"},
+		{desc: "since and limit", args: []string{"tickets", "list", "--since", "24h", "--limit", "1"}, wantKeys: []string{k1},
 			wantStderr: "1 ticket(s) shown, the oldest; more exist: raise --limit (1) or narrow with --since\n"},
 	} {
 		r := b.run(t, tc.args...)
@@ -145,7 +151,7 @@ func TestListLimitAndSince(t *testing.T) {
 	// --json: one document; the trailer only when more exist.
 	r := b.run(t, "tickets", "list", "--json", "--limit", "1")
 	var list []cliTicket
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].OpKey != "nf-l1" ||
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].OpKey != k0 ||
 		!strings.Contains(r.stderr, "more exist") {
 		t.Errorf("--json --limit 1: %v, %v\nstderr %q", err, list, r.stderr)
 	}
@@ -163,7 +169,8 @@ func TestListLimitAndSince(t *testing.T) {
 	}
 
 	// The outbox: one opened row per ticket; one is sent, one is parked.
-	if _, err := b.pool.Exec(ctx, `UPDATE sweeper.outbox SET state = 'sent', sent_at = now(), channel = 'C0TEST', ts = '1.1' WHERE id = (SELECT min(id) FROM sweeper.outbox)`); err != nil {
+	if _, err := b.pool.Exec(ctx, `UPDATE sweeper.outbox SET state = 'sent', sent_at = now(), channel = 'C0TEST', ts = '1.1',
+		last_error = 'chat.postMessage: not_in_channel', error_code = 'not_in_channel' WHERE id = (SELECT min(id) FROM sweeper.outbox)`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.pool.Exec(ctx, `UPDATE sweeper.outbox SET state = 'parked', error_code = 'channel_not_found' WHERE id = (SELECT max(id) FROM sweeper.outbox)`); err != nil {
@@ -194,6 +201,11 @@ func TestListLimitAndSince(t *testing.T) {
 	}
 	if got, _ := outboxStates("--state", "sent,parked"); got != "sent parked" {
 		t.Errorf("outbox list --state sent,parked: %q", got)
+	}
+	// A row sent with an old error (before sending cleared it) shows none.
+	if r := b.run(t, "outbox", "list", "--state", "sent"); r.code != exitOK || strings.Contains(r.stdout, "not_in_channel") ||
+		!strings.Contains(r.stdout, "1.1") {
+		t.Errorf("outbox list --state sent shows the stale error:\n%s", r.stdout)
 	}
 	if got, stderr := outboxStates("--state", "all", "--limit", "1"); got != "sent" || !strings.Contains(stderr, "1 row(s) shown, the oldest; more exist") {
 		t.Errorf("outbox list --limit 1: %q, %q", got, stderr)
