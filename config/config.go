@@ -655,6 +655,11 @@ func (c *Config) validateProviders(v *validator, kinds []providers.Kind, getenv 
 			v.add(prefix+"kind", "unknown kind %q: one of %s", p.Kind, strings.Join(kindNames, ", "))
 		}
 		v.duration(prefix+"stale_after", p.StaleAfter, time.Minute)
+		if p.StaleAfter.Duration > maxStaleAfter {
+			// An operation older than this has been pending for weeks: a
+			// longer wait is a typo for a shorter one, not a policy.
+			v.add(prefix+"stale_after", "must be at most %s", formatDuration(maxStaleAfter))
+		}
 		v.duration(prefix+"lookup_timeout", p.LookupTimeout, 100*time.Millisecond)
 		if p.LookupTimeout.Duration > 5*time.Minute {
 			v.add(prefix+"lookup_timeout", "must be at most 5m")
@@ -668,8 +673,13 @@ func (c *Config) validateProviders(v *validator, kinds []providers.Kind, getenv 
 		if p.LookupBudget.err == nil && p.LookupTimeout.err == nil && p.LookupBudget.Duration < p.LookupTimeout.Duration {
 			v.add(prefix+"lookup_budget", "must be at least lookup_timeout (%s)", p.LookupTimeout)
 		}
-		if !(p.RateLimit > 0) || math.IsInf(p.RateLimit, 0) { // NaN fails > 0 too
+		switch {
+		case !(p.RateLimit > 0) || math.IsInf(p.RateLimit, 0): // NaN fails > 0 too
 			v.add(prefix+"rate_limit", "must be a finite number greater than 0 (requests per second)")
+		case p.RateLimit < MinRateLimit || p.RateLimit > MaxRateLimit:
+			// Below, one request waits more than 16 minutes for the next and
+			// lookup jobs are snoozed for ages; above, no provider allows it.
+			v.add(prefix+"rate_limit", "must be between %g and %g requests per second, not %g", MinRateLimit, float64(MaxRateLimit), p.RateLimit)
 		}
 		switch {
 		case p.SettleWindow.err != nil:
@@ -1039,6 +1049,15 @@ type validator struct {
 func (v *validator) add(key, format string, args ...any) {
 	v.errs = append(v.errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 }
+
+// Bounds of providers.NAME.rate_limit, in requests per second.
+const (
+	MinRateLimit = 0.001
+	MaxRateLimit = 10000.0
+)
+
+// maxStaleAfter bounds providers.NAME.stale_after: 40 days.
+const maxStaleAfter = 960 * time.Hour
 
 func (v *validator) duration(key string, d Duration, least time.Duration) {
 	switch {

@@ -82,6 +82,10 @@ func Canonicalize(doc []byte) ([]byte, error) {
 	dec.UseNumber()
 	var buf bytes.Buffer
 	if err := canonicalValue(dec, &buf, 0); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// The decoder's bare EOF names no problem.
+			err = errors.New("the JSON ends before its value does")
+		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalidPayload, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -96,7 +100,7 @@ func canonicalValue(dec *json.Decoder, buf *bytes.Buffer, depth int) error {
 	}
 	tok, err := dec.Token()
 	if err != nil {
-		if err == io.EOF {
+		if err == io.EOF && depth == 0 {
 			return errors.New("empty document")
 		}
 		return err

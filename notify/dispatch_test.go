@@ -630,11 +630,17 @@ func TestPermanentErrorParksUntilReplay(t *testing.T) {
 	}
 	b.requireOne(t, openedKey(id))
 	b.requireOne(t, reply)
-	history := string(b.row(t, openedKey(id)).History)
+	sent := b.row(t, openedKey(id))
+	history := string(sent.History)
 	for _, event := range []string{`"parked"`, `"replayed"`, `"sent"`, "channel_not_found"} {
 		if !strings.Contains(history, event) {
 			t.Errorf("history lacks %s: %s", event, history)
 		}
+	}
+	// Sent, the row no longer shows the error it was parked with: that
+	// is history now, and the history keeps it.
+	if sent.State != notify.OutboxSent || sent.LastError != "" || sent.ErrorCode != "" {
+		t.Errorf("sent row: state %s, last_error %q, error_code %q; want sent without an error", sent.State, sent.LastError, sent.ErrorCode)
 	}
 }
 

@@ -345,10 +345,12 @@ func (o *Outbox) MarkPosted(ctx context.Context, n Notification, channel, ts str
 // MarkSent records that held row n is done: its message is in Slack at
 // channel and ts, in the thread n.ThreadTS ("" for a root message).
 // [ErrLeaseLost] when the lease has passed, in which case the row stays
-// pending and its next holder finds the message by search.
+// pending and its next holder finds the message by search. The error of
+// an earlier attempt is cleared (its history entry keeps it): a sent row
+// shows none.
 func (o *Outbox) MarkSent(ctx context.Context, n Notification, channel, ts string) error {
 	return o.update(ctx, n, "mark sent", `state = 'sent', channel = $4, ts = $5, thread_ts = nullif($6, ''),
-		sent_at = now(), search_windows = '[]', leased_by = NULL, lease_until = now(),
+		sent_at = now(), search_windows = '[]', leased_by = NULL, lease_until = now(), last_error = NULL, error_code = NULL,
 		history = `+historyEntry("'sent'", "''"), channel, ts, n.ThreadTS)
 }
 
@@ -554,8 +556,13 @@ func (o *Outbox) Get(ctx context.Context, id int64) (Notification, error) {
 type OutboxFilter struct {
 	// State is pending, sent, parked, dismissed, or "" for all.
 	State string
+	// States, when not empty, keeps the rows in any of these states (and
+	// State, when also set).
+	States []string
 	// TicketID, when not 0, keeps one ticket's rows.
 	TicketID int64
+	// Since, when not zero, keeps the rows created at or after it.
+	Since time.Time
 	// Limit caps the rows; 0 means 1000.
 	Limit int
 }
@@ -566,9 +573,14 @@ func (o *Outbox) List(ctx context.Context, f OutboxFilter) ([]Notification, erro
 	if limit <= 0 {
 		limit = 1000
 	}
+	var since *time.Time
+	if !f.Since.IsZero() {
+		since = &f.Since
+	}
 	rows, err := o.db.Query(ctx, `SELECT `+notificationColumns+` FROM sweeper.outbox
 		WHERE ($1 = '' OR state = $1) AND ($2 = 0 OR ticket_id = $2)
-		ORDER BY id LIMIT $3`, f.State, f.TicketID, limit)
+		  AND (coalesce(cardinality($4::text[]), 0) = 0 OR state = ANY($4)) AND ($5::timestamptz IS NULL OR created_at >= $5)
+		ORDER BY id LIMIT $3`, f.State, f.TicketID, limit, f.States, since)
 	if err != nil {
 		return nil, fmt.Errorf("list outbox rows: %w", err)
 	}

@@ -190,6 +190,22 @@ func HeldElsewhere(d Decision, holder string) Decision {
 	return Decision{Reason: ReasonMultipleMatches, RecordIDs: d.RecordIDs, Detail: heldDetail(d.ProviderRecordID, holder)}
 }
 
+// recordHeldError refuses a person's record id that already proves
+// another operation. It matches [ErrInvalidRequest] — Slack's form shows it
+// as a refused field, message and all — and [ledger.ErrRecordHeld]: the
+// request is well formed and the ledger's state refuses it, so the CLI
+// reports a failure (exit 1), not a usage mistake.
+type recordHeldError struct{ detail string }
+
+func (e *recordHeldError) Error() string {
+	return ErrInvalidRequest.Error() + ": provider_record_id: " + e.detail
+}
+
+// Is makes errors.Is hold for ErrInvalidRequest and ledger.ErrRecordHeld.
+func (e *recordHeldError) Is(target error) bool {
+	return target == ErrInvalidRequest || target == ledger.ErrRecordHeld
+}
+
 // heldDetail says why recordID proves nothing more: it proves holder.
 func heldDetail(recordID, holder string) string {
 	return fmt.Sprintf("record %s already proves operation %s: one record cannot prove two", recordID, holder)

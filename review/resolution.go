@@ -174,7 +174,8 @@ type resolvedDetails struct {
 // Errors, after which nothing was written: [ErrInvalidRequest] (also for a
 // duplicate naming a record the evidence lacks, and for a record another
 // operation of the provider's record namespace already holds — of its
-// block, or of another block reaching the same account); [ErrTicketNotFound];
+// block, or of another block reaching the same account: that refusal also
+// matches [ledger.ErrRecordHeld]); [ErrTicketNotFound];
 // [ErrAlreadyHandled] (a *HandledError) when the ticket is resolved or not
 // at ExpectVersion, so of concurrent or replayed resolutions exactly one
 // takes effect; [ErrNotInReview], also wrapping a
@@ -251,7 +252,7 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 		}
 		if holder != "" {
-			return Ticket{}, fmt.Errorf("%w: provider_record_id: %s", ErrInvalidRequest, heldDetail(r.ProviderRecordID, holder))
+			return Ticket{}, &recordHeldError{detail: heldDetail(r.ProviderRecordID, holder)}
 		}
 	}
 	moved, err := ops.CompareAndSet(ctx, t.OperationID, ledger.StatusReview, to, r.ProviderRecordID)

@@ -396,6 +396,8 @@ type ListFilter struct {
 	// Provider and Reason, when not "", keep the tickets of that provider
 	// (as the evidence names it) and of that reason.
 	Provider, Reason string
+	// Since, when not zero, keeps the tickets opened at or after it.
+	Since time.Time
 	// Limit caps the rows; 0 means 1000.
 	Limit int
 }
@@ -406,9 +408,14 @@ func (s *Store) List(ctx context.Context, f ListFilter) ([]Ticket, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
+	var since *time.Time
+	if !f.Since.IsZero() {
+		since = &f.Since
+	}
 	rows, err := s.db.Query(ctx, `SELECT `+ticketColumns+` FROM sweeper.tickets
 		WHERE ($1 = '' OR state = $1) AND ($3 = '' OR evidence->>'provider' = $3) AND ($4 = '' OR reason = $4)
-		ORDER BY id LIMIT $2`, f.State, limit, f.Provider, f.Reason)
+		  AND ($5::timestamptz IS NULL OR created_at >= $5)
+		ORDER BY id LIMIT $2`, f.State, limit, f.Provider, f.Reason, since)
 	if err != nil {
 		return nil, fmt.Errorf("list tickets: %w", err)
 	}

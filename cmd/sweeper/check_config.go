@@ -26,7 +26,11 @@ func newCheckConfigCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "# %s is valid. Effective configuration (defaults applied, secrets masked):\n\n", path)
+			fmt.Fprintf(e.stdout, "# %s is valid.\n", path)
+			for _, w := range cfg.Warnings() {
+				fmt.Fprintf(e.stdout, "# warning: %s\n", w)
+			}
+			fmt.Fprintf(e.stdout, "# Effective configuration (defaults applied, secrets masked):\n\n")
 			if err := cfg.WriteTOML(e.stdout, e.getenv); err != nil {
 				return err
 			}

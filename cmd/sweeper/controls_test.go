@@ -61,7 +61,7 @@ func TestCLIPrintsNoControls(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"providers"}, {"providers", "--json"},
-		{"outbox", "list"}, {"outbox", "list", "--json"},
+		{"outbox", "list", "--state", "all"}, {"outbox", "list", "--state", "all", "--json"},
 		{"tickets", "list", "--state", "all"}, {"tickets", "list", "--state", "all", "--json"},
 		{"tickets", "show", b.id("nf-ctl1")}, {"tickets", "show", b.id("nf-ctl1"), "--json"},
 	} {

@@ -21,6 +21,7 @@ func newHealthcheckCmd(e *env) *cobra.Command {
 		Args:  noArgs,
 	}
 	path := cmd.Flags().String("path", "/healthz", "the endpoint to ask: /healthz (up) or /readyz (able to work)")
+	enumFlag(cmd, "path", "/healthz", "/readyz")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if *path != "/healthz" && *path != "/readyz" {
 			return usagef("--path must be /healthz or /readyz, not %q", *path)

@@ -4,7 +4,33 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+func init() {
+	cobra.AddTemplateFunc("flagUsages", flagUsages)
+}
+
+// flagUsages is pflag's FlagUsages with a boolean flag shown as --json,
+// not --json[=true|false]: pflag 1.1 writes that for every flag whose
+// value says IsBoolFlag, though the value is optional and the plain
+// switch is how a person writes it. The flags are copied, each boolean
+// value behind a wrapper without IsBoolFlag; fs is left as it is.
+func flagUsages(fs *pflag.FlagSet) string {
+	plain := pflag.NewFlagSet("", pflag.ContinueOnError)
+	plain.SortFlags = fs.SortFlags
+	fs.VisitAll(func(f *pflag.Flag) {
+		c := *f
+		if f.Value.Type() == "bool" {
+			c.Value = plainBool{f.Value}
+		}
+		plain.AddFlag(&c)
+	})
+	return plain.FlagUsages()
+}
+
+// plainBool is a boolean flag's value without its IsBoolFlag method.
+type plainBool struct{ pflag.Value }
 
 // usageTemplate is cobra's, but a command that groups others (the root,
 // tickets, outbox) shows no usage line of its own: it runs only to refuse.
@@ -19,10 +45,10 @@ Available Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "he
   {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
 
 Flags:
-{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
+{{flagUsages .LocalFlags | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
 
 Global Flags:
-{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
+{{flagUsages .InheritedFlags | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
 
 Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}
 `

@@ -96,7 +96,7 @@ func TestJSONOutput(t *testing.T) {
 		}},
 		{desc: "tickets show", wantMention: true, args: func() []string { return []string{"tickets", "show", ticketID("nf-j3"), "--json"} }},
 		{desc: "notify", args: func() []string { return []string{"notify", "--once", "--json"} }},
-		{desc: "outbox list", args: func() []string { return []string{"outbox", "list", "--json"} }},
+		{desc: "outbox list", args: func() []string { return []string{"outbox", "list", "--state", "all", "--json"} }},
 		{desc: "migrate --status", args: func() []string { return []string{"migrate", "--status", "--json"} }},
 	}
 	for _, step := range steps {

@@ -7,7 +7,7 @@
 //	sweeper [command] [flags]
 //
 // Commands: demo, migrate, check-config, run, sweep, escalate, tickets,
-// notify, outbox, providers, healthcheck, bench, version, completion;
+// notify, outbox, providers, healthcheck, bench, hash, version, completion;
 // "sweeper help" describes them, "sweeper help COMMAND" or "sweeper
 // COMMAND --help" one of them and its flags. --config works before or
 // after the command. Exit codes: 0 success, 1 runtime failure, 2 usage or
@@ -23,7 +23,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	code := runIn(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	os.Exit(code)
 }

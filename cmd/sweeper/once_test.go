@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -189,4 +190,44 @@ func slackConfig(fake *slackfake.Server) string {
 channel = "C0REVIEW01"
 api_url = %q
 `, fake.URL())
+}
+
+// TestSweepOnceVerbose: `sweep --once -v` prints each decision it applied,
+// as --dry-run prints the ones it would apply; without -v, the counts
+// alone.
+func TestSweepOnceVerbose(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	cfgFile := writeConfig(t, daemonConfig)
+	seed(t, dbURL, "found-v1", "many-v2", "nf-v3")
+	environ := map[string]string{config.EnvDatabaseURL: dbURL}
+	dry := runCLI(t, environ, "sweep", "--once", "--dry-run", "--config", cfgFile)
+	r := runCLI(t, environ, "sweep", "--once", "-v", "--config", cfgFile)
+	if r.code != exitOK || strings.Contains(r.stdout, "dry run") {
+		t.Fatalf("sweep --once -v: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	decisions := func(out string) []string {
+		var lines []string
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "  ") && strings.Contains(line, " (sim): ") {
+				lines = append(lines, line)
+			}
+		}
+		slices.Sort(lines)
+		return lines
+	}
+	got, want := decisions(r.stdout), decisions(dry.stdout)
+	if len(got) != 3 || !slices.Equal(got, want) {
+		t.Errorf("sweep --once -v decisions:\n%s\nwant the dry run's:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, line := range []string{"found-v1 (sim): done, record ", "many-v2 (sim): review, multiple_matches", "nf-v3 (sim): review, not_found"} {
+		if !strings.Contains(r.stdout, line) {
+			t.Errorf("sweep --once -v lacks %q:\n%s", line, r.stdout)
+		}
+	}
+	// Nothing left: a second pass, quiet, prints no decision.
+	seed(t, dbURL, "nf-v4")
+	if r := runCLI(t, environ, "sweep", "--once", "--config", cfgFile); r.code != exitOK || len(decisions(r.stdout)) != 0 {
+		t.Errorf("sweep --once without -v printed decisions: code %d\n%s", r.code, r.stdout)
+	}
 }

@@ -16,6 +16,7 @@ func newOutboxDismissCmd(e *env) *cobra.Command {
 	}
 	by := cmd.Flags().String("by", "", "who dismisses the rows (required)")
 	note := cmd.Flags().String("note", "", "why their messages will never be posted (required)")
+	textFlags(cmd, "by", "note")
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return usagef("need row ids")

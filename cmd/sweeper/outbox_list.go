@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,20 +14,30 @@ import (
 
 func newOutboxListCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "list [--state pending|sent|parked|dismissed|skipped|all]",
+		Use:   "list [--state pending,parked|sent|dismissed|skipped|all] [--since D|T] [--limit N]",
 		Short: "print the Slack outbox: each row's ticket, event, state, attempts, ts and last error",
 		Args:  noArgs,
 	}
-	state := cmd.Flags().String("state", "all", "pending, sent, parked, dismissed, skipped or all")
+	state := cmd.Flags().String("state", "pending,parked", "pending, sent, parked, dismissed, skipped, several of them joined by commas, or all")
+	list := addListFlags(cmd, "rows")
 	asJSON := jsonFlag(cmd, "print JSON")
+	enumFlag(cmd, "state", notify.OutboxPending, notify.OutboxSent, notify.OutboxParked, notify.OutboxDismissed, notify.OutboxSkipped, "all")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
-		filter := notify.OutboxFilter{State: *state}
-		switch *state {
-		case "all":
-			filter.State = ""
-		case notify.OutboxPending, notify.OutboxSent, notify.OutboxParked, notify.OutboxDismissed, notify.OutboxSkipped:
-		default:
-			return usagef("--state must be pending, sent, parked, dismissed, skipped or all, not %q", *state)
+		since, err := list.sinceTime(time.Now())
+		if err != nil {
+			return err
+		}
+		// One more than asked: whether more exist.
+		filter := notify.OutboxFilter{Since: since, Limit: list.limit + 1}
+		if *state != "all" {
+			for _, st := range strings.Split(*state, ",") {
+				switch st {
+				case notify.OutboxPending, notify.OutboxSent, notify.OutboxParked, notify.OutboxDismissed, notify.OutboxSkipped:
+					filter.States = append(filter.States, st)
+				default:
+					return usagef("--state must be pending, sent, parked, dismissed, skipped or all (or states joined by commas), not %q", *state)
+				}
+			}
 		}
 		s, closeDB, err := open(cmd.Context(), e, uses{})
 		if err != nil {
@@ -36,11 +48,20 @@ func newOutboxListCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		more := len(rows) > list.limit
+		if more {
+			rows = rows[:list.limit]
+		}
 		if *asJSON {
 			if rows == nil {
 				rows = []notify.Notification{}
 			}
-			return printJSON(e, rows)
+			if err := printJSON(e, rows); err != nil || !more {
+				return err
+			}
+			// With --json only when more exist: stdout is one JSON document.
+			fmt.Fprintln(e.stderr, list.trailer(len(rows), "row(s)", more))
+			return nil
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tTICKET\tKIND\tSTATE\tATTEMPTS\tTS\tCODE\tLAST ERROR")
@@ -52,10 +73,16 @@ func newOutboxListCmd(e *env) *cobra.Command {
 			case n.TicketID == 0 && n.GroupID != 0:
 				ticket = fmt.Sprintf("group %d", n.GroupID)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, ticket, inert(n.Kind), n.State, n.Attempts, inert(n.TS), inert(n.ErrorCode), inert(n.LastError))
+			code, lastErr := n.ErrorCode, n.LastError
+			if n.State == notify.OutboxSent {
+				// A row sent before sending cleared its error: that error
+				// is history (--json and the row's history keep it).
+				code, lastErr = "", ""
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, ticket, inert(n.Kind), n.State, n.Attempts, inert(n.TS), inert(code), inert(lastErr))
 		}
 		tw.Flush()
-		fmt.Fprintf(e.stderr, "%d row(s)\n", len(rows))
+		fmt.Fprintln(e.stderr, list.trailer(len(rows), "row(s)", more))
 		return nil
 	})
 	return cmd

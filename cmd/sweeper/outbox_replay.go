@@ -19,6 +19,7 @@ func newOutboxReplayCmd(e *env) *cobra.Command {
 	all := cmd.Flags().Bool("all-parked", false, "replay every parked row (but those parked for their age, unless --error expired)")
 	code := cmd.Flags().String("error", "", "with --all-parked: only the rows parked with this error code (token_revoked, channel_not_found, expired, …)")
 	notPosted := cmd.Flags().Bool("not-posted", false, "you checked that the message is not in Slack: post it without searching (after search_inconclusive)")
+	textFlags(cmd, "by", "error")
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		switch {
 		case len(args) > 0 && *all:

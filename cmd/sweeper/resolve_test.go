@@ -324,3 +324,26 @@ func TestTicketsResolveLedgerMoved(t *testing.T) {
 		t.Errorf("ledger row is %s with %q, want done with wf_rec", status, record)
 	}
 }
+
+// TestTicketsResolveHeldRecordIsAFailure: a record id that already proves
+// another operation is a well-formed request the ledger refuses — exit 1,
+// the reason, no usage — and the ticket stays open.
+func TestTicketsResolveHeldRecordIsAFailure(t *testing.T) {
+	t.Parallel()
+	b := setupResolve(t, "nf-h1", "nf-h2")
+	if r := b.run(t, "tickets", "resolve", b.id("nf-h1"), "--outcome", "done", "--provider-record-id", "rec_one", "--by", "alice"); r.code != exitOK {
+		t.Fatalf("first resolve: code %d\n%s", r.code, r.stderr)
+	}
+	r := b.run(t, "tickets", "resolve", b.id("nf-h2"), "--outcome", "done", "--provider-record-id", "rec_one", "--by", "alice")
+	want := "sweeper tickets resolve: ticket " + b.id("nf-h2") + " stays open: provider_record_id: record rec_one already proves operation nf-h1: " +
+		"one record cannot prove two; nothing changed\n"
+	if r.code != exitFailure || r.stderr != want {
+		t.Errorf("resolve with a held record: code %d, want %d\nstderr %q\nwant   %q", r.code, exitFailure, r.stderr, want)
+	}
+	if shown := b.show(t, "nf-h2"); shown.State != "open" {
+		t.Errorf("ticket %s after the refusal, want open", shown.State)
+	}
+	if status, rec := b.ledgerRow(t, "nf-h2"); status != ledger.StatusReview || rec != "" {
+		t.Errorf("row %s %q after the refusal, want review without a record", status, rec)
+	}
+}

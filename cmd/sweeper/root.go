@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,15 +19,22 @@ func providerKinds() []providers.Kind { return kinds.All() }
 // environment, so tests can run commands in-process; and the global
 // --config.
 type env struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         config.Getenv
 	configPath     string
 }
 
-// run runs the command line args and returns the exit code. Everything a
-// command prints goes to stdout or stderr; nothing is printed twice.
+// run runs the command line args with an empty stdin and returns the exit
+// code. Everything a command prints goes to stdout or stderr; nothing is
+// printed twice.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv config.Getenv) int {
-	e := &env{stdout: stdout, stderr: stderr, getenv: getenv}
+	return runIn(ctx, args, strings.NewReader(""), stdout, stderr, getenv)
+}
+
+// runIn is run with stdin, which only `hash` reads.
+func runIn(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv config.Getenv) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := newRootCmd(e)
 	// Never nil: cobra would read os.Args instead.
 	root.SetArgs(append([]string{}, args...))
@@ -83,6 +91,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newProvidersCmd(e),
 		newHealthcheckCmd(e),
 		newBenchCmd(e),
+		newHashCmd(e),
 		newVersionCmd(e),
 	)
 	root.SetHelpCommand(newHelpCmd())

@@ -128,6 +128,9 @@ func runDaemon(ctx context.Context, e *env) error {
 	if len(serving) > 1 {
 		admin = serving[1].l.Addr().String()
 	}
+	for _, w := range s.Config.Warnings() {
+		logger.Warn("configuration: " + w)
+	}
 	logger.Info("sweeper running", "providers", len(s.Providers), "sweep", s.Config.Schedules.Sweep,
 		"http", serving[0].l.Addr().String(), "admin", admin, "slack", servers.Interactions != nil, "river_ui", s.Config.HTTP.RiverUI)
 

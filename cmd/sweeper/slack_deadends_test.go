@@ -214,7 +214,7 @@ func TestSlackDeadEnds(t *testing.T) {
 				}
 			},
 			after: func(t *testing.T, c *slackCase) {
-				r := c.mustRun(t, exitOK, "outbox", "list", "--json")
+				r := c.mustRun(t, exitOK, "outbox", "list", "--state", "all", "--json")
 				if !strings.Contains(r.stdout, `"removed_at"`) {
 					t.Errorf("the deleted root is not marked removed:\n%s", r.stdout)
 				}

@@ -12,7 +12,7 @@ import (
 
 func newSweepCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "sweep --once [--dry-run]",
+		Use:   "sweep --once [--dry-run] [-v]",
 		Short: "one full pass of scan, lookups and decisions, then exit",
 		Long: "sweep --once runs one full pass in the foreground — the scan, every lookup, every decision —\n" +
 			"and prints a summary. It exits 1 when the pass had errors, with one line on stderr saying which.",
@@ -21,6 +21,7 @@ func newSweepCmd(e *env) *cobra.Command {
 	once := cmd.Flags().Bool("once", false, "run one full pass — the scan, every lookup, every decision — then exit (required)")
 	asJSON := jsonFlag(cmd, "print the summary as JSON")
 	dryRun := cmd.Flags().Bool("dry-run", false, "look up and decide, print each decision, write nothing")
+	verbose := cmd.Flags().BoolP("verbose", "v", false, "print each decision the pass applied, as --dry-run prints them")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if !*once {
 			return usagef("--once is required (the daemon, 'sweeper run', sweeps on its schedule)")
@@ -31,7 +32,7 @@ func newSweepCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
-		sum, err := s.SweepOnce(ctx, app.OnceOptions{DryRun: *dryRun})
+		sum, err := s.SweepOnce(ctx, app.OnceOptions{DryRun: *dryRun, Decisions: *verbose})
 		if !*dryRun {
 			if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
 				// The rows stay in the outbox for the daemon or `notify --once`.
@@ -63,12 +64,12 @@ func newSweepCmd(e *env) *cobra.Command {
 func printSummary(w io.Writer, sum app.Summary) {
 	if sum.DryRun {
 		fmt.Fprintln(w, "dry run: nothing was written")
-		for _, d := range sum.Decisions {
-			if d.Decision.Done {
-				fmt.Fprintf(w, "  %s (%s): done, record %s\n", inert(d.OpKey), d.Provider, inert(d.Decision.ProviderRecordID))
-			} else {
-				fmt.Fprintf(w, "  %s (%s): review, %s: %s\n", inert(d.OpKey), d.Provider, d.Decision.Reason, inert(d.Decision.Detail))
-			}
+	}
+	for _, d := range sum.Decisions {
+		if d.Decision.Done {
+			fmt.Fprintf(w, "  %s (%s): done, record %s\n", inert(d.OpKey), d.Provider, inert(d.Decision.ProviderRecordID))
+		} else {
+			fmt.Fprintf(w, "  %s (%s): review, %s: %s\n", inert(d.OpKey), d.Provider, d.Decision.Reason, inert(d.Decision.Detail))
 		}
 	}
 	tickets := 0

@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -24,6 +26,10 @@ func decisionError(id int64, err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ledger.ErrRecordHeld):
+		// Well formed, refused by what the ledger holds: a failure.
+		return fmt.Errorf("ticket %d stays open: %s; nothing changed", id,
+			strings.TrimPrefix(err.Error(), review.ErrInvalidRequest.Error()+": "))
 	case errors.Is(err, review.ErrInvalidRequest):
 		return &exitError{exitUsage, err} // the flags parsed: no usage
 	case errors.Is(err, review.ErrTicketNotFound):

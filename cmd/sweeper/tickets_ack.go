@@ -16,6 +16,7 @@ func newTicketsAckCmd(e *env) *cobra.Command {
 	}
 	by := cmd.Flags().String("by", "", "who takes the ticket (required)")
 	asJSON := jsonFlag(cmd, "print the acknowledged ticket as JSON")
+	textFlags(cmd, "by")
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		id, err := idArg("ticket", args[0])
 		if err != nil {

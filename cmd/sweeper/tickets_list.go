@@ -17,7 +17,7 @@ const opKeyWidth = 40
 
 func newTicketsListCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "list [--state open|resolved|all] [--provider P] [--reason R]",
+		Use:   "list [--state open|resolved|all] [--provider P] [--reason R] [--since D|T] [--limit N]",
 		Short: "print review tickets, long op_keys shortened (--json and tickets show have them whole)",
 		Args:  noArgs,
 	}
@@ -25,11 +25,24 @@ func newTicketsListCmd(e *env) *cobra.Command {
 	provider := cmd.Flags().String("provider", "", "only the tickets of this provider")
 	reason := cmd.Flags().String("reason", "", "only the tickets of this reason (not_found, lookup_failed, …)")
 	asJSON := jsonFlag(cmd, "print JSON")
+	list := addListFlags(cmd, "tickets")
+	enumFlag(cmd, "state", review.StateOpen, review.StateResolved, "all")
+	reasons := make([]string, len(review.Reasons))
+	for i, r := range review.Reasons {
+		reasons[i] = string(r)
+	}
+	enumFlag(cmd, "reason", reasons...)
+	textFlags(cmd, "provider")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if *reason != "" && !slices.Contains(review.Reasons, review.Reason(*reason)) {
 			return usagef("--reason %q is not a reason: %v", *reason, review.Reasons)
 		}
-		filter := review.ListFilter{State: *state, Provider: *provider, Reason: *reason}
+		since, err := list.sinceTime(time.Now())
+		if err != nil {
+			return err
+		}
+		// One more than asked: whether more exist.
+		filter := review.ListFilter{State: *state, Provider: *provider, Reason: *reason, Since: since, Limit: list.limit + 1}
 		switch *state {
 		case review.StateOpen, review.StateResolved:
 		case "all":
@@ -46,14 +59,22 @@ func newTicketsListCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		more := len(tickets) > list.limit
+		if more {
+			tickets = tickets[:list.limit]
+		}
 		if *asJSON {
 			if tickets == nil {
 				tickets = []review.Ticket{}
 			}
-			return printJSON(e, tickets)
+			if err := printJSON(e, tickets); err != nil || !more {
+				return err
+			}
+		} else {
+			printTicketTable(e, tickets, *state != review.StateOpen)
 		}
-		printTicketTable(e, tickets, *state != review.StateOpen)
-		fmt.Fprintf(e.stderr, "%d ticket(s)\n", len(tickets))
+		// With --json only when more exist: stdout is one JSON document.
+		fmt.Fprintln(e.stderr, list.trailer(len(tickets), "ticket(s)", more))
 		return nil
 	})
 	return cmd

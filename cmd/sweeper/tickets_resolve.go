@@ -21,6 +21,8 @@ func newTicketsResolveCmd(e *env) *cobra.Command {
 	by := cmd.Flags().String("by", "", "who decides (required)")
 	note := cmd.Flags().String("note", "", "why, for the audit trail")
 	asJSON := jsonFlag(cmd, "print the resolved ticket as JSON")
+	enumFlag(cmd, "outcome", review.ResolutionDone, review.ResolutionNotSent, review.ResolutionDuplicate)
+	textFlags(cmd, "provider-record-id", "by", "note")
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		id, err := idArg("ticket", args[0])
 		if err != nil {

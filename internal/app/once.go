@@ -39,7 +39,8 @@ type Summary struct {
 	// of a running daemon that holds them (sweeper.lookup_claims).
 	HeldByDaemon int  `json:"held_by_daemon"`
 	DryRun       bool `json:"dry_run"`
-	// Decisions lists each decision, for --dry-run.
+	// Decisions lists each decision, for a dry run or with
+	// OnceOptions.Decisions.
 	Decisions []DecisionLine `json:"decisions,omitempty"`
 }
 
@@ -54,6 +55,9 @@ type DecisionLine struct {
 type OnceOptions struct {
 	// DryRun looks up and decides, and writes nothing.
 	DryRun bool
+	// Decisions lists each decision a real pass applied in
+	// Summary.Decisions, as a dry run always does (sweep --once -v).
+	Decisions bool
 	// Concurrency is how many operations are looked up at once; default
 	// river.max_workers.
 	Concurrency int
@@ -140,6 +144,9 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) 
 				case !settled.Applied.Settled:
 					sum.AlreadySettled++
 				default:
+					if opts.Decisions {
+						sum.Decisions = append(sum.Decisions, DecisionLine{OpKey: op.OpKey, Provider: op.Provider, Decision: settled.Decision})
+					}
 					countDecision(&sum, settled.Decision)
 				}
 				mu.Unlock()

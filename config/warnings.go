@@ -1,0 +1,26 @@
+package config
+
+import "strings"
+
+// Warnings lists what the configuration allows but an operator most
+// likely did not mean, each naming its keys: check-config prints them as
+// comments and `run` logs them at start. None stops sweeper.
+func (c *Config) Warnings() []string {
+	var warnings []string
+	if c.Slack.Channel != "" {
+		// Interactivity is on: a request signed with the signing secret is
+		// accepted from whichever workspace and app carry it.
+		var unset []string
+		if c.Slack.TeamID == "" {
+			unset = append(unset, "slack.team_id")
+		}
+		if c.Slack.AppID == "" {
+			unset = append(unset, "slack.app_id")
+		}
+		if len(unset) > 0 {
+			warnings = append(warnings, strings.Join(unset, " and ")+" unset: Slack's button clicks are accepted from any "+
+				"workspace and app whose requests carry the signing secret; set them to your workspace's (T…) and app's (A…) ids")
+		}
+	}
+	return warnings
+}
