@@ -182,7 +182,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every acknowledged commit survives the crash-like restart below.
-	_, err = admin.Exec(ctx, `ALTER DATABASE postgres SET synchronous_commit = on`)
+	_, err = admin.Exec(ctx, `ALTER DATABASE `+pgtemp.Database+` SET synchronous_commit = on`)
 	admin.Close(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -55,10 +55,10 @@ func TestCompletionOfFlagValues(t *testing.T) {
 
 // TestCompletionCoversEveryEnumFlag: every string flag of every command
 // has a completion, so none falls back to file names unless it names a
-// file (--config, bench's profiles).
+// file (--config, bench's profiles, an --output file).
 func TestCompletionCoversEveryEnumFlag(t *testing.T) {
 	t.Parallel()
-	files := map[string]bool{"config": true, "cpuprofile": true, "memprofile": true}
+	files := map[string]bool{"config": true, "cpuprofile": true, "memprofile": true, "output": true}
 	root := newRootCmd(&env{})
 	var walk func(*cobra.Command)
 	walk = func(cmd *cobra.Command) {

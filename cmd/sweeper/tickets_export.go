@@ -47,7 +47,8 @@ With --output the file appears only once the export is complete.`,
 	until := cmd.Flags().String("until", "", "end of the window, excluded (default now)")
 	format := cmd.Flags().String("format", "jsonl", "jsonl or csv")
 	output := cmd.Flags().String("output", "", "write to this file instead of stdout")
-	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"jsonl", "csv"}, cobra.ShellCompDirectiveNoFileComp))
+	enumFlag(cmd, "format", "jsonl", "csv")
+	textFlags(cmd, "since", "until")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		now := time.Now()
 		if *since == "" {

@@ -21,6 +21,7 @@ default_owner = "U0OWNER1"
 
 [providers.sim]
 kind = "sim"
+simulated = true
 `
 	environ := map[string]string{config.EnvSlackToken: "xoxb-test", config.EnvSlackSigning: "signing-secret"}
 	for _, tc := range []struct {

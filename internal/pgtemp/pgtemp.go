@@ -30,7 +30,7 @@ var ErrNoBinaries = errors.New("PostgreSQL server binaries (initdb, pg_ctl) not 
 
 // Cluster is a running throwaway cluster. Stop removes it.
 type Cluster struct {
-	// URL connects to the cluster's postgres database as its superuser.
+	// URL connects to the cluster's database [Database] as its superuser.
 	URL string
 
 	dir    string
@@ -115,9 +115,32 @@ func Start(ctx context.Context) (*Cluster, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	// A database of its own: sweeper refuses the maintenance database
+	// postgres as a ledger, as it should refuse a user's.
+	if err := createDatabase(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), Database); err != nil {
+		c.Stop() //nolint:errcheck // the error that matters is the creation's
+		return nil, err
+	}
+	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, Database)
 	return c, nil
 }
+
+// createDatabase creates database name on the server that maintenanceURL
+// reaches.
+func createDatabase(ctx context.Context, maintenanceURL, name string) error {
+	conn, err := pgx.Connect(ctx, maintenanceURL)
+	if err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+// Database is the database a started cluster's URL names.
+const Database = "sweeper"
 
 // LocalURL is where a developer machine's PostgreSQL usually listens.
 const LocalURL = "postgres://127.0.0.1:5432/postgres?sslmode=disable"
