@@ -77,7 +77,7 @@ func TestHaltResumeRestart(t *testing.T) {
 		_, err = conn.Exec(ctx, sql)
 		return err
 	}
-	if err := exec(`ALTER DATABASE `+pgtemp.Database+` SET synchronous_commit = on`); err != nil {
+	if err := exec(`ALTER DATABASE ` + pgtemp.Database + ` SET synchronous_commit = on`); err != nil {
 		t.Fatal(err)
 	}
 	if err := exec(`CREATE TABLE kept (n int); INSERT INTO kept VALUES (1)`); err != nil {
