@@ -51,12 +51,22 @@ func (l *listFlags) sinceTime(now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t, nil
-		}
+	if t, ok := parseTime(s); ok {
+		return t, nil
 	}
 	return time.Time{}, usagef("--since %q is neither a duration (24h, 7d) nor a time (2026-11-29, 2026-11-29T10:00:00Z)", l.since)
+}
+
+// parseTime reads a time a person gives a command: RFC 3339, or a date
+// and time without a zone, or a date (midnight), both in UTC. --since of
+// the lists and the export's window bounds read times with it.
+func parseTime(s string) (time.Time, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", time.DateOnly} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // trailer says how many of what a list printed and, when the list filled

@@ -116,10 +116,7 @@ With --output the file appears only once the export is complete.`,
 // parseWhen reads a window bound: an RFC 3339 time, a date (midnight UTC)
 // or a Go duration before now.
 func parseWhen(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
+	if t, ok := parseTime(s); ok {
 		return t, nil
 	}
 	if d, err := time.ParseDuration(s); err == nil {
