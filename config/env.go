@@ -176,36 +176,41 @@ func envValue(value string, t reflect.Type) (any, error) {
 }
 
 // fileKeys lists the paths of every value the file sets (joined with
-// "."), tables walked.
-func fileKeys(tree map[string]any, prefix string, out map[string]bool) {
+// "."), tables walked; a table that is one key (owners, channels: a Go
+// map in the configuration) is listed whole.
+func fileKeys(tree map[string]any, prefix string, whole map[string]bool, out map[string]bool) {
 	for k, v := range tree {
 		path := k
 		if prefix != "" {
 			path = prefix + "." + k
 		}
-		if sub, ok := v.(map[string]any); ok && !isFreeTable(path) {
-			fileKeys(sub, path, out)
+		if sub, ok := v.(map[string]any); ok && !whole[path] {
+			fileKeys(sub, path, whole, out)
 			continue
 		}
 		out[path] = true
 	}
 }
 
-// isFreeTable reports whether path is a table of names (owners, channels)
-// rather than a section: the whole table is one key.
-func isFreeTable(path string) bool {
-	switch path {
-	case "review.owners.workflows", "review.owners.providers", "slack.channels.workflows", "slack.channels.providers":
-		return true
+// tableKeys is the set of the configuration's keys that are tables of
+// names (a Go map) rather than sections.
+func tableKeys() map[string]bool {
+	var keys []envKey
+	leaves(reflect.TypeFor[Config](), nil, &keys)
+	out := map[string]bool{}
+	for _, k := range keys {
+		if k.typ.Kind() == reflect.Map {
+			out[strings.Join(k.path, ".")] = true
+		}
 	}
-	return false
+	return out
 }
 
 // sourcesOf is where each key's value came from: the environment's
 // variables by path, then the file's keys.
 func sourcesOf(tree map[string]any, fromEnv map[string]string, getenv Getenv) map[string]string {
 	inFile := map[string]bool{}
-	fileKeys(tree, "", inFile)
+	fileKeys(tree, "", tableKeys(), inFile)
 	out := map[string]string{}
 	for path := range inFile {
 		out[path] = SourceFile
