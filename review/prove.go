@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -142,7 +143,13 @@ func unlessLookalike(ctx context.Context, store *ledger.Store, op ledger.Operati
 	if q.Match.ByKey {
 		return d, nil
 	}
-	rec := out.records[0]
+	// The record that proves: the answer's one effect, which need not be
+	// its first record (failed attempts may stand beside it).
+	i := slices.IndexFunc(out.records, func(r providers.Record) bool { return r.ID == d.ProviderRecordID })
+	if i < 0 {
+		return Decision{}, fmt.Errorf("record %s is not in the answer it was proven from", d.ProviderRecordID)
+	}
+	rec := out.records[i]
 	margin := q.Match.Margin
 	if margin <= 0 {
 		margin = providers.DefaultMargin

@@ -108,3 +108,30 @@ func hashOfDoc(t *testing.T, doc string) string {
 	}
 	return h
 }
+
+// TestLookalikeCheckReadsTheEffectsDate: found by resemblance, the record
+// that would prove an operation is checked against the other operations'
+// windows by its own date — the effect's — not by the date of a failed
+// attempt listed before it in the same answer, which no look-alike's window
+// contains.
+func TestLookalikeCheckReadsTheEffectsDate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.Tx(t)
+	op := claim(t, tx, "la-effect-date", "onboarding", "sms3")
+	twin := claim(t, tx, "la-effect-twin", "onboarding", "sms3") // same recipient and payload
+	resemblance := providers.Matching{Margin: providers.DefaultMargin}
+	q := review.SearchFor(op, resemblance, time.Now().Add(time.Minute))
+	out := review.Answered(q, []providers.Record{
+		{ID: "SM_failed", CreatedAt: op.FirstAttemptAt.Add(-time.Hour), Recipient: op.Recipient, PayloadHash: op.PayloadHash,
+			State: providers.StateFailed, Status: "undelivered"},
+		{ID: "SM_sent", CreatedAt: op.FirstAttemptAt.Add(time.Second), Recipient: op.Recipient, PayloadHash: op.PayloadHash},
+	})
+	d, err := review.Prove(ctx, tx, op, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Done || d.Reason != review.ReasonAmbiguousOwner || !cmp.Equal(d.Candidates, []string{twin.OpKey}) {
+		t.Errorf("decision %+v; want ambiguous_owner naming %s, whose window holds SM_sent's date", d, twin.OpKey)
+	}
+}
