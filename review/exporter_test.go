@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
 )
@@ -46,6 +47,15 @@ func insertTickets(t *testing.T, db ledger.DB, prefix string, n int, at time.Tim
 func TestExportWindow(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	// A database of its own: ticket ids come from one sequence, which the
+	// package's other tests draw from at the same time in the shared one,
+	// and the tickets below are told apart by consecutive ids.
+	tx, err := dbtest.NewPool(t).Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) }) //nolint:errcheck // rolled back at the end, whatever happened
+	b.tx = tx
 	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	insertTickets(t, b.tx, "before", 2, base.Add(-time.Microsecond))
 	atSince := insertTickets(t, b.tx, "at-since", 3, base)
@@ -93,7 +103,7 @@ func TestExportWindow(t *testing.T) {
 
 	stop := errors.New("stop")
 	n := 0
-	err := review.NewExporter(b.tx).Export(b.ctx, base, base.Add(24*time.Hour), func(review.Exported) error {
+	err = review.NewExporter(b.tx).Export(b.ctx, base, base.Add(24*time.Hour), func(review.Exported) error {
 		n++
 		return stop
 	})
