@@ -20,7 +20,7 @@ import (
 // page was read from being handed on again.
 const claimSQL = `
 	INSERT INTO sweeper.lookup_claims (operation_id)
-	SELECT o.id FROM ledger.operations o
+	SELECT o.id FROM ` + ledger.OperationsSQL + ` o
 	WHERE o.id = ANY($1::bigint[]) AND o.status = 'pending'
 	ON CONFLICT (operation_id) DO NOTHING
 	RETURNING operation_id`

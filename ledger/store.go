@@ -403,6 +403,18 @@ func (s *Store) CountStalePending(ctx context.Context, provider string, cutoff t
 	return n, nil
 }
 
+// CountPending counts provider's pending operations, however old, dated
+// or not: what waits on it.
+func (s *Store) CountPending(ctx context.Context, provider string) (int64, error) {
+	var n int64
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM ledger.operations WHERE provider = $1 AND status = 'pending'`,
+		provider).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count pending operations of %s: %w", provider, err)
+	}
+	return n, nil
+}
+
 // StalePendingQuery is the stale scan's SQL, exported so that a test can
 // EXPLAIN it: $1 provider, $2 cutoff, $3/$4 the cursor, $5 the limit.
 const StalePendingQuery = `SELECT ` + operationColumns + `

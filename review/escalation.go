@@ -333,7 +333,7 @@ func (s *Store) ScheduleRelookup(ctx context.Context, id int64, done int, next t
 // its re-lookup at once — the provider is back — and reports how many.
 func (s *Store) RelookupNow(ctx context.Context, provider string) (int64, error) {
 	tag, err := s.db.Exec(ctx, `UPDATE sweeper.tickets t SET relookup_at = now()
-		FROM ledger.operations o
+		FROM `+ledger.OperationsSQL+` o
 		WHERE o.id = t.operation_id AND o.provider = $1 AND t.state = 'open' AND t.reason = 'lookup_failed'
 		  AND t.relookup_at IS NOT NULL AND t.relookup_at > now()`, provider)
 	if err != nil {

@@ -46,7 +46,8 @@ type Summary struct {
 // ErrEventNotFound: no audit event has the given id.
 var ErrEventNotFound = errors.New("ticket event not found")
 
-// Reader is the [TicketReader] over a database.
+// Reader is the [TicketReader] over a database, and the counts of open
+// tickets that `sweeper providers` and the state gauges show.
 type Reader struct {
 	db ledger.DB
 }
@@ -103,12 +104,50 @@ func (r *Reader) OpenedSince(ctx context.Context, provider string, since, writte
 		until = &writtenBy
 	}
 	var n int
-	err := r.db.QueryRow(ctx, `SELECT count(*) FROM sweeper.tickets t JOIN ledger.operations o ON o.id = t.operation_id
+	err := r.db.QueryRow(ctx, `SELECT count(*) FROM sweeper.tickets t JOIN `+ledger.OperationsSQL+` o ON o.id = t.operation_id
 		WHERE o.provider = $1 AND t.created_at >= $2 AND ($3::timestamptz IS NULL OR o.created_at <= $3)`, provider, since, until).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count the tickets of provider %q opened since %s: %w", provider, since.Format(time.RFC3339), err)
 	}
 	return n, nil
+}
+
+// CountOpen counts the open tickets of reason for operations of provider.
+func (r *Reader) CountOpen(ctx context.Context, provider string, reason Reason) (int64, error) {
+	var n int64
+	err := r.db.QueryRow(ctx, `SELECT count(*) FROM sweeper.tickets t JOIN `+ledger.OperationsSQL+` o ON o.id = t.operation_id
+		WHERE o.provider = $1 AND t.state = 'open' AND t.reason = $2`, provider, reason).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count the open %s tickets of provider %q: %w", reason, provider, err)
+	}
+	return n, nil
+}
+
+// OpenCount is how many tickets of Reason are open, opened within the age
+// bucket Age: <1h, 1h-1d, 1d-7d or >7d ago.
+type OpenCount struct {
+	Reason Reason
+	Age    string
+	Count  int64
+}
+
+// OpenCounts counts the open tickets by reason and age bucket (see
+// [OpenCount]); a bucket without tickets is left out.
+func (r *Reader) OpenCounts(ctx context.Context) ([]OpenCount, error) {
+	rows, err := r.db.Query(ctx, `SELECT reason, CASE
+			WHEN now() - created_at < interval '1 hour' THEN '<1h'
+			WHEN now() - created_at < interval '1 day' THEN '1h-1d'
+			WHEN now() - created_at < interval '7 days' THEN '1d-7d'
+			ELSE '>7d' END, count(*)
+		FROM sweeper.tickets WHERE state = 'open' GROUP BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("count open tickets: %w", err)
+	}
+	counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[OpenCount])
+	if err != nil {
+		return nil, fmt.Errorf("count open tickets: %w", err)
+	}
+	return counts, nil
 }
 
 // OpenedKey is the dedupe key of ticket id's [EventOpened] event, which

@@ -1,13 +1,17 @@
 package review_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -98,5 +102,67 @@ func TestNote(t *testing.T) {
 		if _, err := b.store.Note(b.ctx, tk.ID, kind, "x", nil); !errors.Is(err, review.ErrInvalidRequest) {
 			t.Errorf("Note(%q): %v, want ErrInvalidRequest", kind, err)
 		}
+	}
+}
+
+// TestOpenCounts: open tickets are counted by provider and reason, and by
+// reason and age.
+func TestOpenCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	store := review.NewStore(pool, testPolicy)
+	openTicket(t, store, pool, "count-a", threeRecords)
+	openTicket(t, store, pool, "count-b", threeRecords)
+	openTicket(t, store, pool, "count-c", review.Failed("HTTP 503"))
+	op := claim(t, pool, "count-d", "onboarding", "sms")
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	d, ev := decided(op, review.Failed("HTTP 503"), now)
+	if _, err := store.Apply(ctx, op, d, ev, now); err != nil {
+		t.Fatal(err)
+	}
+	// A ticket opened two days ago, as written then.
+	if _, err := pool.Exec(ctx, `
+		BEGIN;
+		SELECT set_config('sweeper.writer', 'sweeper', true);
+		INSERT INTO ledger.operations (op_key, workflow, provider, action, payload_hash, status)
+		VALUES ('count-e', 'wf', 'mailer', 'send_email', repeat('a', 64), 'review');
+		INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence, created_at)
+		SELECT id, op_key, 'lookup_failed', 'U0OWNER', 'normal', now(), '{}', now() - interval '2 days'
+		FROM ledger.operations WHERE op_key = 'count-e';
+		COMMIT;`); err != nil {
+		t.Fatal(err)
+	}
+
+	r := review.NewReader(pool)
+	for _, tc := range []struct {
+		provider string
+		reason   review.Reason
+		want     int64
+	}{
+		{"mailer", review.ReasonMultipleMatches, 2},
+		{"mailer", review.ReasonLookupFailed, 2},
+		{"sms", review.ReasonLookupFailed, 1},
+		{"sms", review.ReasonNotFound, 0},
+	} {
+		if n, err := r.CountOpen(ctx, tc.provider, tc.reason); err != nil || n != tc.want {
+			t.Errorf("CountOpen(%s, %s) = %d, %v; want %d", tc.provider, tc.reason, n, err, tc.want)
+		}
+	}
+
+	counts, err := r.OpenCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []review.OpenCount{
+		{Reason: review.ReasonLookupFailed, Age: "1d-7d", Count: 1},
+		{Reason: review.ReasonLookupFailed, Age: "<1h", Count: 2},
+		{Reason: review.ReasonMultipleMatches, Age: "<1h", Count: 2},
+	}
+	slices.SortFunc(counts, func(a, b review.OpenCount) int {
+		return strings.Compare(string(a.Reason)+" "+a.Age, string(b.Reason)+" "+b.Age)
+	})
+	if diff := cmp.Diff(want, counts); diff != "" {
+		t.Errorf("OpenCounts (-want +got):\n%s", diff)
 	}
 }

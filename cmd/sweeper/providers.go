@@ -11,6 +11,8 @@ import (
 
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/health"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/review"
 )
 
 // providerStatus is one line of `sweeper providers`.
@@ -66,6 +68,7 @@ func newProvidersCmd(e *env) *cobra.Command {
 // name.
 func providerStatuses(ctx context.Context, s *app.App) ([]providerStatus, error) {
 	names := slices.Sorted(maps.Keys(s.Providers))
+	operations, tickets := ledger.NewStore(s.Pool), review.NewReader(s.Pool)
 	var list []providerStatus
 	for _, name := range names {
 		p := s.Providers[name]
@@ -77,11 +80,10 @@ func providerStatuses(ctx context.Context, s *app.App) ([]providerStatus, error)
 		if p.Matching().ByKey {
 			line.Matching = "op_key"
 		}
-		err = s.Pool.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM ledger.operations WHERE provider = $1 AND status = 'pending'),
-			(SELECT count(*) FROM sweeper.tickets t JOIN ledger.operations o ON o.id = t.operation_id
-			 WHERE o.provider = $1 AND t.state = 'open' AND t.reason = 'lookup_failed')`, name).Scan(&line.Pending, &line.LookupFailed)
-		if err != nil {
+		if line.Pending, err = operations.CountPending(ctx, name); err != nil {
+			return nil, err
+		}
+		if line.LookupFailed, err = tickets.CountOpen(ctx, name, review.ReasonLookupFailed); err != nil {
 			return nil, err
 		}
 		list = append(list, line)

@@ -10,7 +10,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sweeper/sweeper/internal/health"
 	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/review"
 )
 
 // StateCollector reports what the database holds, so every replica reports
@@ -158,7 +163,8 @@ func (c *StateCollector) close() {
 	}
 }
 
-// read runs every state query on the collector's connection.
+// read reads the state gauges, each from the package that owns its
+// table, on the collector's connection.
 func (c *StateCollector) read(ctx context.Context) (readings []prometheus.Metric, err error) {
 	if c.conn == nil {
 		if c.conn, err = pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig.Copy()); err != nil {
@@ -171,65 +177,58 @@ func (c *StateCollector) read(ctx context.Context) (readings []prometheus.Metric
 			c.close() // a connection in an unknown state is not reused
 		}
 	}()
-	queries := []struct {
-		desc   *prometheus.Desc
-		labels int
-		query  string
-		args   []any
-	}{
-		// The ledger's provider column is written by workflows: a name with
-		// no [providers.NAME] block is folded into one label, as the event
-		// counters do, so that label values stay bounded.
-		{c.operations, 2, `SELECT CASE WHEN provider = ANY($1) THEN provider ELSE '` + metrics.UnconfiguredProvider + `' END,
-				status, count(*)::float8
-			FROM ledger.operations GROUP BY 1, 2`, []any{c.providers}},
-		{c.openTickets, 2, `SELECT reason, CASE
-				WHEN now() - created_at < interval '1 hour' THEN '<1h'
-				WHEN now() - created_at < interval '1 day' THEN '1h-1d'
-				WHEN now() - created_at < interval '7 days' THEN '1d-7d'
-				ELSE '>7d' END, count(*)::float8
-			FROM sweeper.tickets WHERE state = 'open' GROUP BY 1, 2`, nil},
-		{c.oldest, 1, `SELECT CASE WHEN provider = ANY($1) THEN provider ELSE '` + metrics.UnconfiguredProvider + `' END,
-				extract(epoch FROM now() - min(first_attempt_at))::float8
-			FROM ledger.operations WHERE status = 'pending' AND first_attempt_at > '-infinity' GROUP BY 1`, []any{c.providers}},
-		{c.outbox, 1, `SELECT state, count(*)::float8 FROM sweeper.outbox GROUP BY 1`, nil},
-		// Every bucket, 0 when empty, so that an alert on one has a series.
-		{c.pending, 1, `SELECT b.age, count(o.age)::float8
-			FROM (VALUES (1, '<1m'), (2, '1m-10m'), (3, '10m-1h'), (4, '>1h')) AS b(i, age)
-			LEFT JOIN (SELECT CASE
-					WHEN now() - since < interval '1 minute' THEN '<1m'
-					WHEN now() - since < interval '10 minutes' THEN '1m-10m'
-					WHEN now() - since < interval '1 hour' THEN '10m-1h'
-					ELSE '>1h' END AS age
-				FROM (SELECT greatest(created_at, replayed_at) AS since FROM sweeper.outbox WHERE state = 'pending') AS p) AS o
-			ON o.age = b.age GROUP BY b.i, b.age ORDER BY b.i`, nil},
-		{c.parked, 1, `SELECT coalesce(error_code, 'unknown'), count(*)::float8 FROM sweeper.outbox WHERE state = 'parked' GROUP BY 1`, nil},
-		{c.jobs, 2, `SELECT queue, state::text, count(*)::float8 FROM sweeper.river_job GROUP BY 1, 2`, nil},
-		{c.providerUp, 1, `SELECT p, CASE WHEN h.state = 'down' THEN 0 ELSE 1 END::float8
-			FROM unnest($1::text[]) p LEFT JOIN sweeper.provider_health h ON h.provider = p`, []any{c.providers}},
+	gauge := func(desc *prometheus.Desc, value float64, labels ...string) {
+		readings = append(readings, prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, value, labels...))
 	}
-	for _, q := range queries {
-		rows, err := c.conn.Query(ctx, q.query, q.args...)
-		if err != nil {
-			return nil, err
+	// The ledger's provider column is written by workflows: a name with
+	// no [providers.NAME] block is folded into one label, as the event
+	// counters do, so that label values stay bounded.
+	ops, err := ledger.NewStore(c.conn).Stats(ctx, c.providers, metrics.UnconfiguredProvider)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range ops.Operations {
+		gauge(c.operations, float64(n.Count), n.Provider, string(n.Status))
+	}
+	for _, a := range ops.OldestPending {
+		gauge(c.oldest, a.Seconds, a.Provider)
+	}
+	tickets, err := review.NewReader(c.conn).OpenCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range tickets {
+		gauge(c.openTickets, float64(n.Count), string(n.Reason), n.Age)
+	}
+	outbox, err := notify.NewOutbox(c.conn).Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range []struct {
+		desc   *prometheus.Desc
+		counts []notify.OutboxCount
+	}{{c.outbox, outbox.Rows}, {c.pending, outbox.PendingByAge}, {c.parked, outbox.ParkedByError}} {
+		for _, n := range s.counts {
+			gauge(s.desc, float64(n.Rows), n.Label)
 		}
-		for rows.Next() {
-			labels := make([]string, q.labels)
-			dest := make([]any, 0, q.labels+1)
-			for i := range labels {
-				dest = append(dest, &labels[i])
-			}
-			var value float64
-			if err := rows.Scan(append(dest, &value)...); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			readings = append(readings, prometheus.MustNewConstMetric(q.desc, prometheus.GaugeValue, value, labels...))
+	}
+	riverJobs, err := jobs.CountJobs(ctx, c.conn)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range riverJobs {
+		gauge(c.jobs, float64(n.Count), n.Queue, string(n.State))
+	}
+	up, err := health.ReadUp(ctx, c.conn, c.providers)
+	if err != nil {
+		return nil, err
+	}
+	for provider, isUp := range up {
+		value := 0.0
+		if isUp {
+			value = 1
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		gauge(c.providerUp, value, provider)
 	}
 	return readings, nil
 }

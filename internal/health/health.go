@@ -283,6 +283,26 @@ func Read(ctx context.Context, db ledger.DB, provider string) (State, error) {
 	return st, nil
 }
 
+// ReadUp reports, for each of providers, whether it is up, in one
+// statement; a provider without a row is up.
+func ReadUp(ctx context.Context, db ledger.DB, providers []string) (map[string]bool, error) {
+	rows, err := db.Query(ctx, `SELECT p, h.state IS DISTINCT FROM 'down'
+		FROM unnest($1::text[]) p LEFT JOIN sweeper.provider_health h ON h.provider = p`, providers)
+	if err != nil {
+		return nil, fmt.Errorf("read the health of %d providers: %w", len(providers), err)
+	}
+	up := map[string]bool{}
+	var provider string
+	var isUp bool
+	if _, err := pgx.ForEachRow(rows, []any{&provider, &isUp}, func() error {
+		up[provider] = isUp
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the health of %d providers: %w", len(providers), err)
+	}
+	return up, nil
+}
+
 // DownTotal is how long the provider has been down in all, as of the
 // state read at most a second ago.
 func (t *Tracker) DownTotal(ctx context.Context) time.Duration {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -236,5 +237,24 @@ func TestCause(t *testing.T) {
 		if got := health.Cause(c.detail); got != c.want {
 			t.Errorf("%s: Cause(%q) = %q, want %q", c.desc, c.detail, got, c.want)
 		}
+	}
+}
+
+// TestReadUp: one read tells the providers down from the rest, a provider
+// without a row among the rest.
+func TestReadUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	tracker := health.NewTracker(pool, "mailer", 1, time.Minute)
+	if err := tracker.Done(ctx, false, true, "op-1", "HTTP 503"); err != nil {
+		t.Fatal(err)
+	}
+	up, err := health.ReadUp(ctx, pool, []string{"mailer", "sms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]bool{"mailer": false, "sms": true}; !maps.Equal(up, want) {
+		t.Errorf("ReadUp = %v, want %v", up, want)
 	}
 }

@@ -1,0 +1,32 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/sweeper/sweeper/ledger"
+)
+
+// JobCount is how many of River's jobs in Queue are in State.
+type JobCount struct {
+	Queue string
+	State rivertype.JobState
+	Count int64
+}
+
+// CountJobs counts River's jobs by queue and state, in one statement: the
+// depth of a queue is its available, scheduled and retryable jobs.
+func CountJobs(ctx context.Context, db ledger.DB) ([]JobCount, error) {
+	rows, err := db.Query(ctx, `SELECT queue, state::text, count(*) FROM sweeper.river_job GROUP BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("count River's jobs: %w", err)
+	}
+	counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[JobCount])
+	if err != nil {
+		return nil, fmt.Errorf("count River's jobs: %w", err)
+	}
+	return counts, nil
+}
