@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 )
 
 // Ticket states.
@@ -26,7 +27,7 @@ type Ticket struct {
 	ID              int64           `json:"id"`
 	OperationID     int64           `json:"operation_id"`
 	OpKey           string          `json:"op_key"`
-	Reason          Reason          `json:"reason"`
+	Reason          proof.Reason    `json:"reason"`
 	Owner           string          `json:"owner"`
 	Priority        string          `json:"priority"`
 	EscalationLevel int             `json:"escalation_level"`
@@ -77,7 +78,7 @@ type Policy struct {
 	ProviderOwners map[string]string
 	Window         time.Duration
 	Priority       string
-	// RelookupAfter is when a ticket whose reason [Reason.Relooks] is first
+	// RelookupAfter is when a ticket whose reason [proof.Reason.Relooks] is first
 	// looked up again; each later re-lookup waits twice as long, up to
 	// RelookupMax. Zero schedules none.
 	RelookupAfter time.Duration
@@ -147,7 +148,7 @@ type Applied struct {
 // and its "opened" event. Every write is idempotent — the compare-and-set
 // admits one writer, the ticket is unique per operation, the event per
 // ticket — so a lookup re-run after a crash finds nothing left to do.
-func (s *Store) Apply(ctx context.Context, op ledger.Operation, d Decision, ev Evidence, now time.Time) (Applied, error) {
+func (s *Store) Apply(ctx context.Context, op ledger.Operation, d proof.Decision, ev proof.Evidence, now time.Time) (Applied, error) {
 	results, err := s.ApplyBatch(ctx, []Item{{Op: op, Decision: d, Evidence: ev, Now: now}})
 	if err != nil {
 		return Applied{}, err
@@ -158,8 +159,8 @@ func (s *Store) Apply(ctx context.Context, op ledger.Operation, d Decision, ev E
 // Item is one decision to write.
 type Item struct {
 	Op       ledger.Operation
-	Decision Decision
-	Evidence Evidence
+	Decision proof.Decision
+	Evidence proof.Evidence
 	Now      time.Time
 }
 
@@ -210,7 +211,7 @@ func (s *Store) ApplyBatch(ctx context.Context, items []Item) ([]ItemResult, err
 type opening struct {
 	item       int
 	op         ledger.Operation
-	reason     Reason
+	reason     proof.Reason
 	owner      string
 	deadline   time.Time
 	evidence   []byte
