@@ -172,7 +172,7 @@ type ItemResult struct {
 
 // ApplyBatch writes several decisions in one transaction, in a handful of
 // statements whatever their number: the writer's declaration, the done
-// items' compare-and-set ([ledger.SettleDone]: the records' locks, then one
+// items' compare-and-set ([ledger.MoveToDone]: the records' locks, then one
 // update), the review items' move ([ledger.MoveToReview]), their tickets,
 // and the tickets' "opened" events. A commit — the main cost per
 // operation — and every statement are shared by the batch. Should the
@@ -280,7 +280,7 @@ func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, e
 			return nil, fmt.Errorf("settle batch: %w", err)
 		}
 	}
-	moved, err := ledger.SettleDone(ctx, tx, done)
+	moved, err := ledger.MoveToDone(ctx, tx, done)
 	if err != nil {
 		return nil, fmt.Errorf("settle batch: %w", err)
 	}
