@@ -91,7 +91,7 @@ type QueuedOp struct {
 type LookupBatchWorker struct {
 	river.WorkerDefaults[LookupBatchArgs]
 	settler *settle.Settler
-	db      review.DB
+	db      review.TxBeginner
 	policy  review.Policy
 	// inFlight bounds the operations this process's jobs hold at once
 	// ([MaxOperationsInFlight]).
@@ -109,7 +109,7 @@ const MaxOperationsInFlight = 4 * LookupBatchSize
 
 // NewLookupBatchWorker returns the worker: db reads the operations and
 // takes the transactions; tickets open under policy.
-func NewLookupBatchWorker(settler *settle.Settler, db review.DB, policy review.Policy) *LookupBatchWorker {
+func NewLookupBatchWorker(settler *settle.Settler, db review.TxBeginner, policy review.Policy) *LookupBatchWorker {
 	return &LookupBatchWorker{settler: settler, db: db, policy: policy, inFlight: semaphore.NewWeighted(MaxOperationsInFlight)}
 }
 

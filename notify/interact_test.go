@@ -176,7 +176,7 @@ func (api *interactSlackAPI) calls() ([]interactEphemeral, []interactViewOpen) {
 // interactBundle is one test's endpoint, store and fake Slack.
 type interactBundle struct {
 	ctx    context.Context
-	db     review.DB
+	db     review.TxBeginner
 	store  *review.Store
 	ledger *ledger.Store
 	api    *interactSlackAPI
@@ -195,7 +195,7 @@ type interactOptions struct {
 
 func interactSetup(t *testing.T, opts interactOptions) *interactBundle {
 	t.Helper()
-	var db review.DB
+	var db review.TxBeginner
 	if opts.pool {
 		db = dbtest.NewPool(t)
 	} else {

@@ -118,20 +118,22 @@ func (p Policy) OwnerFor(op ledger.Operation) string {
 	return p.DefaultOwner
 }
 
-// DB is what the store needs: a pool, or a transaction to compose in.
-type DB interface {
+// TxBeginner is what the store needs: a [ledger.DB] that also begins
+// transactions — a pool, or a transaction to compose in, whose Begin opens a
+// savepoint.
+type TxBeginner interface {
 	ledger.DB
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // Store writes outcomes and reads tickets.
 type Store struct {
-	db     DB
+	db     TxBeginner
 	policy Policy
 }
 
 // NewStore returns a Store over db that opens tickets under policy.
-func NewStore(db DB, policy Policy) *Store { return &Store{db: db, policy: policy} }
+func NewStore(db TxBeginner, policy Policy) *Store { return &Store{db: db, policy: policy} }
 
 // Applied says what [Store.Apply] did.
 type Applied struct {

@@ -36,7 +36,7 @@ const outagePage = 1_000
 // open lookup_failed tickets are looked up again and settle by themselves
 // (proof.Reason.Relooks).
 type Outages struct {
-	DB        review.DB
+	DB        review.TxBeginner
 	Providers map[string]*providers.Provider
 	// Policy opens the tickets, as the lookups' do.
 	Policy review.Policy
