@@ -11,8 +11,8 @@ import (
 
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 )
 
 // QueueLookup is the queue lookups run on; river.max_workers sizes it.
@@ -186,14 +186,14 @@ func (w *LookupWorker) budget(op ledger.Operation) time.Duration {
 
 // attemptHistory turns River's record of failed runs, plus the final step's
 // own error, into the evidence's error list.
-func attemptHistory(job *river.Job[LookupArgs], step settle.Step) []review.AttemptError {
-	var history []review.AttemptError
+func attemptHistory(job *river.Job[LookupArgs], step settle.Step) []proof.AttemptError {
+	var history []proof.AttemptError
 	for _, e := range job.Errors {
-		history = append(history, review.AttemptError{At: e.At, Attempt: e.Attempt, Class: "transient", Error: e.Error})
+		history = append(history, proof.AttemptError{At: e.At, Attempt: e.Attempt, Class: "transient", Error: e.Error})
 	}
 	if step.Err != nil {
-		history = append(history, review.AttemptError{
-			At: time.Now(), Attempt: job.Attempt, Class: step.Class.String(), Error: review.StorableText(step.Err.Error()),
+		history = append(history, proof.AttemptError{
+			At: time.Now(), Attempt: job.Attempt, Class: step.Class.String(), Error: proof.StorableText(step.Err.Error()),
 		})
 	}
 	return history

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -72,7 +73,7 @@ type QueuedOp struct {
 	// provider's Retry-After, a settle window).
 	NotBefore time.Time `json:"not_before,omitzero"`
 	// Errors are the latest failed attempts, at most maxHistory.
-	Errors []review.AttemptError `json:"errors,omitempty"`
+	Errors []proof.AttemptError `json:"errors,omitempty"`
 }
 
 // LookupBatchWorker looks up a job's operations, asking the provider for
@@ -90,7 +91,7 @@ type QueuedOp struct {
 type LookupBatchWorker struct {
 	river.WorkerDefaults[LookupBatchArgs]
 	settler *settle.Settler
-	db      review.DB
+	db      review.TxBeginner
 	policy  review.Policy
 	// inFlight bounds the operations this process's jobs hold at once
 	// ([MaxOperationsInFlight]).
@@ -108,7 +109,7 @@ const MaxOperationsInFlight = 4 * LookupBatchSize
 
 // NewLookupBatchWorker returns the worker: db reads the operations and
 // takes the transactions; tickets open under policy.
-func NewLookupBatchWorker(settler *settle.Settler, db review.DB, policy review.Policy) *LookupBatchWorker {
+func NewLookupBatchWorker(settler *settle.Settler, db review.TxBeginner, policy review.Policy) *LookupBatchWorker {
 	return &LookupBatchWorker{settler: settler, db: db, policy: policy, inFlight: semaphore.NewWeighted(MaxOperationsInFlight)}
 }
 
@@ -258,7 +259,7 @@ func (w *LookupBatchWorker) ask(ctx context.Context, provider string, ops []*que
 		q.step = s.Answer(ctx, q.op, p, queries[i], results[i].records, results[i].err)
 		if q.step.Final {
 			if q.step.Err != nil {
-				q.Errors = appendHistory(q.Errors, review.AttemptError{
+				q.Errors = appendHistory(q.Errors, proof.AttemptError{
 					At: time.Now(), Attempt: q.Attempts + 1, Class: q.step.Class.String(), Error: q.step.Err.Error()})
 			}
 			q.final = true
@@ -286,11 +287,11 @@ func (w *LookupBatchWorker) ask(ctx context.Context, provider string, ops []*que
 			q.NotBefore = now.Add(wait)
 		case q.step.Class == providers.ClassTransient && now.Add(wait).Before(deadline) && attempt < lookupMaxAttempts:
 			q.Attempts = attempt
-			q.Errors = appendHistory(q.Errors, review.AttemptError{At: now, Attempt: attempt, Class: "transient", Error: q.step.Err.Error()})
+			q.Errors = appendHistory(q.Errors, proof.AttemptError{At: now, Attempt: attempt, Class: "transient", Error: q.step.Err.Error()})
 			q.NotBefore = now.Add(wait)
 		default:
 			q.step = settle.Exhausted(q.step, attempt, p.LookupBudget)
-			q.Errors = appendHistory(q.Errors, review.AttemptError{At: now, Attempt: attempt, Class: q.step.Class.String(), Error: q.step.Err.Error()})
+			q.Errors = appendHistory(q.Errors, proof.AttemptError{At: now, Attempt: attempt, Class: q.step.Class.String(), Error: q.step.Err.Error()})
 			q.final = true
 		}
 	}
@@ -298,8 +299,8 @@ func (w *LookupBatchWorker) ask(ctx context.Context, provider string, ops []*que
 }
 
 // appendHistory appends e, keeping the latest maxHistory.
-func appendHistory(history []review.AttemptError, e review.AttemptError) []review.AttemptError {
-	e.Error = review.StorableText(e.Error) // it travels in the next job's args (jsonb)
+func appendHistory(history []proof.AttemptError, e proof.AttemptError) []proof.AttemptError {
+	e.Error = proof.StorableText(e.Error) // it travels in the next job's args (jsonb)
 	history = append(history, e)
 	return history[max(0, len(history)-maxHistory):]
 }
@@ -402,7 +403,7 @@ type settledOp struct {
 	settle.Settled
 }
 
-// settle decides the final operations by the settle rule and writes the
+// settle decides the final operations by the proof rule and writes the
 // decisions in tx. A done the database refused — another operation took
 // the record meanwhile, or one of this batch did — is decided again on the
 // row as it now is, once, as [Settler.Finish] does; an answer the
@@ -411,18 +412,18 @@ func (w *LookupBatchWorker) settle(ctx context.Context, tx pgx.Tx, final []*queu
 	var out []settledOp
 	reviews := review.NewStore(tx, w.policy)
 	for pass := 0; len(final) > 0; pass++ {
-		proofs := make([]review.Proof, len(final))
+		proofs := make([]proof.Case, len(final))
 		for i, q := range final {
-			proofs[i] = review.Proof{Op: q.op, Outcome: q.step.Outcome}
+			proofs[i] = proof.Case{Op: q.op, Outcome: q.step.Outcome}
 		}
-		decisions, err := review.ProveBatch(ctx, tx, proofs)
+		decisions, err := proof.ProveBatch(ctx, tx, proofs)
 		if err != nil {
 			return nil, err
 		}
 		now := w.settler.Now()
 		items := make([]review.Item, len(final))
 		for i, q := range final {
-			items[i] = review.Item{Op: q.op, Decision: decisions[i], Now: now, Evidence: review.NewEvidence(q.op, review.Lookup{
+			items[i] = review.Item{Op: q.op, Decision: decisions[i], Now: now, Evidence: proof.NewEvidence(q.op, proof.Lookup{
 				Adapter: q.step.Adapter, Query: q.step.Query, Outcome: q.step.Outcome, Errors: q.Errors, At: now,
 			}, decisions[i])}
 		}
@@ -455,8 +456,8 @@ func (w *LookupBatchWorker) settle(ctx context.Context, tx pgx.Tx, final []*queu
 				switch {
 				case !ok || op.Status != ledger.StatusPending:
 					// Confirmed by its workflow or settled meanwhile.
-					out = append(out, settledOp{op: q.op, Settled: settle.Settled{Decision: review.Decision{Done: true}}})
-				case !review.LookedUpAs(op, q.step.Outcome.Query()):
+					out = append(out, settledOp{op: q.op, Settled: settle.Settled{Decision: proof.Decision{Done: true}}})
+				case !proof.LookedUpAs(op, q.step.Outcome.Query()):
 					// The row changed (ErrOperationChanged): the answer was
 					// for what it was, so it is asked again, spending nothing.
 					q.op, q.final, q.changed, q.NotBefore = op, false, true, time.Time{}

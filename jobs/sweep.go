@@ -32,7 +32,7 @@ func (SweepArgs) forRun(nextFire time.Time) river.JobArgs { return SweepArgs{Nex
 type SweepWorker struct {
 	river.WorkerDefaults[SweepArgs]
 	scanner *settle.Scanner
-	db      review.DB
+	db      review.TxBeginner
 	timeout time.Duration
 	logger  *slog.Logger
 }
@@ -40,7 +40,7 @@ type SweepWorker struct {
 // NewSweepWorker returns the worker; db takes the transaction that claims
 // each page's operations and inserts their jobs; timeout bounds a whole
 // scan.
-func NewSweepWorker(scanner *settle.Scanner, db review.DB, timeout time.Duration, logger *slog.Logger) *SweepWorker {
+func NewSweepWorker(scanner *settle.Scanner, db review.TxBeginner, timeout time.Duration, logger *slog.Logger) *SweepWorker {
 	return &SweepWorker{scanner: scanner, db: db, timeout: timeout, logger: logger}
 }
 

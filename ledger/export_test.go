@@ -1,4 +1,4 @@
 package ledger
 
-// SettleDoneSQL is [SettleDone]'s statement, for tests that EXPLAIN it.
-const SettleDoneSQL = settleDoneSQL
+// MoveToDoneSQL is [MoveToDone]'s statement, for tests that EXPLAIN it.
+const MoveToDoneSQL = moveToDoneSQL

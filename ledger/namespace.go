@@ -23,7 +23,7 @@ type NamespaceChange struct {
 // account the block reaches ("twilio:AC…", "stripe:acct_…"), so that blocks
 // reaching one account hold one record to one operation among all their
 // rows: [Store.HolderOf], [Store.HoldersOf], [Store.Lookalikes],
-// [SettleDone], [Store.Confirm] and the ledger's own trigger read it. A
+// [MoveToDone], [Store.Confirm] and the ledger's own trigger read it. A
 // namespace equal to its block's name — a block that is its own namespace —
 // removes the block's entry; any other must hold ":" after its first
 // character (the kind), so that it never reads as a block's name. Blocks

@@ -37,7 +37,7 @@ func setNamespaces(t *testing.T, db ledger.DB, namespaces map[string]string) {
 
 // TestOneRecordOneOperationPerAccount: two blocks reaching one account
 // (sms and sms_alerts, one Twilio AccountSid) hold a record to one
-// operation among all their rows — HolderOf, HoldersOf, Confirm, SettleDone
+// operation among all their rows — HolderOf, HoldersOf, Confirm, MoveToDone
 // and a workflow's own UPDATE alike — while a block of another account, and
 // a block that is its own namespace, may name the same id for an operation
 // of their own.
@@ -76,9 +76,9 @@ func TestOneRecordOneOperationPerAccount(t *testing.T) {
 	if _, err := store.Confirm(ctx, other.OpKey, "SM1"); !errors.As(err, &heldErr) || heldErr.Holder != held.OpKey {
 		t.Errorf("Confirm(sms_alerts, SM1) = %v; want a *RecordHeldError naming %s", err, held.OpKey)
 	}
-	moved, err := ledger.SettleDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(other, "SM1")})
+	moved, err := ledger.MoveToDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(other, "SM1")})
 	if err != nil || moved[0] {
-		t.Errorf("SettleDone(sms_alerts, SM1) = %v, %v; want not moved", moved, err)
+		t.Errorf("MoveToDone(sms_alerts, SM1) = %v, %v; want not moved", moved, err)
 	}
 
 	// A workflow writing done by hand is refused by the database.
@@ -98,21 +98,21 @@ func TestOneRecordOneOperationPerAccount(t *testing.T) {
 	if _, err := store.Confirm(ctx, elsewhere.OpKey, "SM1"); err != nil {
 		t.Errorf("Confirm(sms_eu, SM1): %v; want done: another account", err)
 	}
-	if moved, err := ledger.SettleDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(own, "SM1")}); err != nil || !moved[0] {
-		t.Errorf("SettleDone(mailer, SM1) = %v, %v; want moved: its own namespace", moved, err)
+	if moved, err := ledger.MoveToDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(own, "SM1")}); err != nil || !moved[0] {
+		t.Errorf("MoveToDone(mailer, SM1) = %v, %v; want moved: its own namespace", moved, err)
 	}
 }
 
-// TestSettleDoneOneRecordTwoBlocks: of two items of one call, in two blocks
+// TestMoveToDoneOneRecordTwoBlocks: of two items of one call, in two blocks
 // of one namespace, claiming one record, one moves its row.
-func TestSettleDoneOneRecordTwoBlocks(t *testing.T) {
+func TestMoveToDoneOneRecordTwoBlocks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
 	setNamespaces(t, tx, map[string]string{"sms": "twilio:AC1", "sms_alerts": "twilio:AC1"})
 	a := claimIn(t, tx, "sms", "two-a")
 	b := claimIn(t, tx, "sms_alerts", "two-b")
-	moved, err := ledger.SettleDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(a, "SM1"), ledger.DoneItemOf(b, "SM1")})
+	moved, err := ledger.MoveToDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(a, "SM1"), ledger.DoneItemOf(b, "SM1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +141,11 @@ func TestHTTPNamespaces(t *testing.T) {
 			setNamespaces(t, tx, tc.namespaces)
 			a := claimIn(t, tx, "billing", "h-a")
 			b := claimIn(t, tx, "invoices", "h-b")
-			moved, err := ledger.SettleDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(a, "inv_1")})
+			moved, err := ledger.MoveToDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(a, "inv_1")})
 			if err != nil || !moved[0] {
 				t.Fatalf("first = %v, %v; want moved", moved, err)
 			}
-			moved, err = ledger.SettleDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(b, "inv_1")})
+			moved, err = ledger.MoveToDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(b, "inv_1")})
 			if err != nil || moved[0] != tc.wantSecond {
 				t.Errorf("second = %v, %v; want moved %v", moved, err, tc.wantSecond)
 			}

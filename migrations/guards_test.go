@@ -14,6 +14,7 @@ import (
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -317,9 +318,9 @@ func TestGuardsLetSweeperWrite(t *testing.T) {
 			records[i].PayloadHash = c.Operation.PayloadHash
 			records[i].CreatedAt = c.Operation.FirstAttemptAt
 		}
-		out := review.Answered(review.SearchFor(c.Operation, providers.Matching{ByKey: true}, time.Now()), records)
-		d := review.Decide(c.Operation, out)
-		applied, err := store.Apply(ctx, c.Operation, d, review.NewEvidence(c.Operation, review.Lookup{Adapter: "sim", Outcome: out, At: now}, d), now)
+		out := proof.Answered(proof.SearchFor(c.Operation, providers.Matching{ByKey: true}, time.Now()), records)
+		d := proof.Decide(c.Operation, out)
+		applied, err := store.Apply(ctx, c.Operation, d, proof.NewEvidence(c.Operation, proof.Lookup{Adapter: "sim", Outcome: out, At: now}, d), now)
 		if err != nil || !applied.Settled {
 			t.Fatalf("Apply %s = %+v, %v", key, applied, err)
 		}
@@ -357,7 +358,7 @@ func TestGuardsLetSweeperWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := store.ResolveByRelookup(ctx, tk, "rec_relooked", review.Evidence{}, now, nil); err != nil || !ok {
+	if ok, err := store.ResolveByRelookup(ctx, tk, "rec_relooked", proof.Evidence{}, now, nil); err != nil || !ok {
 		t.Fatalf("ResolveByRelookup = %v, %v", ok, err)
 	}
 	if _, err := store.Resolve(ctx, review.Resolution{TicketID: resolved, Outcome: review.ResolutionNotSent, By: "U0OWNER"}); err != nil {

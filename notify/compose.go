@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -51,7 +52,7 @@ func (c TicketComposer) compose(ctx context.Context, n Notification) (Post, Aler
 	if err != nil {
 		return Post{}, Alert{}, err
 	}
-	var ev review.Evidence
+	var ev proof.Evidence
 	if err := json.Unmarshal(t.Evidence, &ev); err != nil {
 		return Post{}, Alert{}, fmt.Errorf("read the evidence of ticket %d: %w", t.ID, err)
 	}

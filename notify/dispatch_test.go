@@ -22,6 +22,7 @@ import (
 	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -119,8 +120,8 @@ func (b *bundle) openTicketOf(t *testing.T, workflow, provider string) int64 {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	d := review.Decide(c.Operation, review.Answered(review.SearchFor(c.Operation, providers.Matching{ByKey: true}, now), nil))
-	ev := review.NewEvidence(c.Operation, review.Lookup{Adapter: "sim", Outcome: review.Answered(providers.Query{}, nil), At: now}, d)
+	d := proof.Decide(c.Operation, proof.Answered(proof.SearchFor(c.Operation, providers.Matching{ByKey: true}, now), nil))
+	ev := proof.NewEvidence(c.Operation, proof.Lookup{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
 	applied, err := review.NewStore(b.pool, testPolicy).Apply(b.ctx, c.Operation, d, ev, now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("open ticket: %+v, %v", applied, err)

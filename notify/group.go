@@ -24,6 +24,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -384,7 +385,7 @@ func (c GroupComposer) Compose(ctx context.Context, db ledger.DB, n Notification
 // ticket's alert, with its buttons, is in the thread.
 func GroupMessage(g AlertGroup) Message {
 	provider := codeSpan(g.Provider, 100)
-	reason := reasonWords(review.Reason(g.Reason))
+	reason := reasonWords(proof.Reason(g.Reason))
 	var text string
 	if g.Open == 0 {
 		text = fmt.Sprintf(":white_check_mark: All %d review tickets for %s, %s, are resolved.", g.Resolved, provider, reason)

@@ -29,13 +29,13 @@ import (
 // errFuzzDatabase is what the fuzz targets' database answers to everything.
 var errFuzzDatabase = errors.New("the fuzz database refuses every statement")
 
-// refusingDB is a review.DB that counts the statements sent to it and
+// refusingDB is a review.TxBeginner that counts the statements sent to it and
 // refuses each: a request that gets this far has reached the store.
 type refusingDB struct {
 	calls atomic.Int64
 }
 
-var _ review.DB = (*refusingDB)(nil)
+var _ review.TxBeginner = (*refusingDB)(nil)
 
 func (d *refusingDB) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
 	d.calls.Add(1)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -175,7 +176,7 @@ func (api *interactSlackAPI) calls() ([]interactEphemeral, []interactViewOpen) {
 // interactBundle is one test's endpoint, store and fake Slack.
 type interactBundle struct {
 	ctx    context.Context
-	db     review.DB
+	db     review.TxBeginner
 	store  *review.Store
 	ledger *ledger.Store
 	api    *interactSlackAPI
@@ -194,7 +195,7 @@ type interactOptions struct {
 
 func interactSetup(t *testing.T, opts interactOptions) *interactBundle {
 	t.Helper()
-	var db review.DB
+	var db review.TxBeginner
 	if opts.pool {
 		db = dbtest.NewPool(t)
 	} else {
@@ -235,8 +236,8 @@ func (b *interactBundle) openTicket(t *testing.T) review.Ticket {
 		t.Fatal(err)
 	}
 	op, now := c.Operation, time.Now().UTC()
-	d := review.Decide(op, review.Answered(review.SearchFor(op, providers.Matching{ByKey: true}, now), nil))
-	ev := review.NewEvidence(op, review.Lookup{Adapter: "sim", Outcome: review.Answered(providers.Query{}, nil), At: now}, d)
+	d := proof.Decide(op, proof.Answered(proof.SearchFor(op, providers.Matching{ByKey: true}, now), nil))
+	ev := proof.NewEvidence(op, proof.Lookup{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
 	applied, err := b.store.Apply(b.ctx, op, d, ev, now)
 	if err != nil {
 		t.Fatal(err)

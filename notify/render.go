@@ -22,6 +22,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -106,9 +107,9 @@ type Alert struct {
 	Workflow string
 	Provider string
 	Action   string
-	// RecipientMasked is review.Evidence.RecipientMasked.
+	// RecipientMasked is proof.Evidence.RecipientMasked.
 	RecipientMasked string
-	Reason          review.Reason
+	Reason          proof.Reason
 	Detail          string
 	// RecordIDs are the ids of the records the lookup found, in evidence
 	// order.
@@ -127,7 +128,7 @@ type Alert struct {
 
 // NewAlert gathers what the messages of ticket t show, from t and its
 // evidence snapshot ev (decoded from t.Evidence by the caller).
-func NewAlert(t review.Ticket, ev review.Evidence) Alert {
+func NewAlert(t review.Ticket, ev proof.Evidence) Alert {
 	a := Alert{
 		TicketID:           t.ID,
 		Version:            t.Version,
@@ -500,27 +501,27 @@ func reasonText(a Alert) string {
 }
 
 // reasonWords is a reason in a few words, for one-line summaries.
-func reasonWords(r review.Reason) string {
+func reasonWords(r proof.Reason) string {
 	switch r {
-	case review.ReasonNotFound:
+	case proof.ReasonNotFound:
 		return "no record found"
-	case review.ReasonMultipleMatches:
+	case proof.ReasonMultipleMatches:
 		return "several records found"
-	case review.ReasonPayloadMismatch:
+	case proof.ReasonPayloadMismatch:
 		return "the record differs"
-	case review.ReasonAmbiguousOwner:
+	case proof.ReasonAmbiguousOwner:
 		return "the record could be another operation's"
-	case review.ReasonLookupFailed:
+	case proof.ReasonLookupFailed:
 		return "the lookup failed"
-	case review.ReasonLookupUnsupported:
+	case proof.ReasonLookupUnsupported:
 		return "the provider cannot search"
-	case review.ReasonInvalidOperation:
+	case proof.ReasonInvalidOperation:
 		return "the ledger row cannot be looked up"
-	case review.ReasonInFlight:
+	case proof.ReasonInFlight:
 		return "still in flight at the provider"
-	case review.ReasonProviderFailed:
+	case proof.ReasonProviderFailed:
 		return "the provider reports the attempt failed"
-	case review.ReasonProviderReversed:
+	case proof.ReasonProviderReversed:
 		return "the provider reports it refunded or disputed"
 	}
 	return "reason " + codeSpan(string(r), 50)
@@ -538,7 +539,7 @@ func evidenceText(a Alert) string {
 		b.WriteString("\n• What differed: ")
 		b.WriteString(listed(a.DifferingFields, maxDifferingShow, 100))
 	}
-	if a.LookupErrors > 0 || a.Reason == review.ReasonLookupFailed {
+	if a.LookupErrors > 0 || a.Reason == proof.ReasonLookupFailed {
 		fmt.Fprintf(&b, "\n• Lookup errors: %d", a.LookupErrors)
 		if a.LastErrorClass != "" {
 			b.WriteString(" (last: " + escape(oneLine(clip(a.LastErrorClass, 50))) + ")")
@@ -677,8 +678,8 @@ var (
 // in free text. Details come from adapters that already redact recipients;
 // this is the second line, because Slack is outside the database (I7).
 func scrubPersonal(s string) string {
-	s = emailPattern.ReplaceAllStringFunc(s, review.MaskRecipient)
-	return phonePattern.ReplaceAllStringFunc(s, review.MaskRecipient)
+	s = emailPattern.ReplaceAllStringFunc(s, proof.MaskRecipient)
+	return phonePattern.ReplaceAllStringFunc(s, proof.MaskRecipient)
 }
 
 func plainText(s string) *slack.TextBlockObject {

@@ -18,6 +18,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -39,11 +40,11 @@ var renderT0 = time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
 type renderFixture struct {
 	op      ledger.Operation
 	records []providers.Record
-	outcome func([]providers.Record) review.Outcome
-	errors  []review.AttemptError
+	outcome func([]providers.Record) proof.Outcome
+	errors  []proof.AttemptError
 	// ledgerSays replaces the decision, for what only the ledger can
 	// tell (another operation's claim on the record).
-	ledgerSays func(review.Decision) review.Decision
+	ledgerSays func(proof.Decision) proof.Decision
 }
 
 func emailOperation() ledger.Operation {
@@ -69,25 +70,25 @@ func inState(r providers.Record, state providers.State, status string) providers
 	return r
 }
 
-func answered(records []providers.Record) review.Outcome {
-	return review.Answered(providers.Query{}, records)
+func answered(records []providers.Record) proof.Outcome {
+	return proof.Answered(providers.Query{}, records)
 }
 
 // ticketAndEvidence decides the fixture's lookup and opens its ticket.
-func (f renderFixture) ticketAndEvidence(t *testing.T) (review.Ticket, review.Evidence) {
+func (f renderFixture) ticketAndEvidence(t *testing.T) (review.Ticket, proof.Evidence) {
 	t.Helper()
 	out := f.outcome(f.records)
 	if out.Searched() {
-		out = review.Answered(review.SearchFor(f.op, providers.Matching{ByKey: true}, renderT0), out.Records())
+		out = proof.Answered(proof.SearchFor(f.op, providers.Matching{ByKey: true}, renderT0), out.Records())
 	}
-	d := review.Decide(f.op, out)
+	d := proof.Decide(f.op, out)
 	if f.ledgerSays != nil {
 		d = f.ledgerSays(d)
 	}
 	if d.Done {
 		t.Fatalf("fixture for %s decides done; a ticket needs a review decision", f.op.OpKey)
 	}
-	ev := review.NewEvidence(f.op, review.Lookup{
+	ev := proof.NewEvidence(f.op, proof.Lookup{
 		Adapter: "http", Query: &providers.Query{OpKey: f.op.OpKey, Recipient: f.op.Recipient, Action: f.op.Action},
 		Outcome: f.outcome(f.records), Errors: f.errors, At: renderT0.Add(-5 * time.Minute),
 	}, d)
@@ -102,63 +103,63 @@ func (f renderFixture) ticketAndEvidence(t *testing.T) (review.Ticket, review.Ev
 	}, ev
 }
 
-func fixtureFor(reason review.Reason) renderFixture {
+func fixtureFor(reason proof.Reason) renderFixture {
 	op := emailOperation()
 	switch reason {
-	case review.ReasonNotFound:
+	case proof.ReasonNotFound:
 		return renderFixture{op: op, outcome: answered}
-	case review.ReasonMultipleMatches:
+	case proof.ReasonMultipleMatches:
 		return renderFixture{op: op, outcome: answered, records: []providers.Record{
 			emailRecord("msg_01HQ", op.PayloadHash, "Welcome"), emailRecord("msg_01HR", op.PayloadHash, "Welcome"),
 		}}
-	case review.ReasonPayloadMismatch:
+	case proof.ReasonPayloadMismatch:
 		return renderFixture{op: op, outcome: answered, records: []providers.Record{
 			emailRecord("msg_01HQ", "77aa01", "Welcome back"),
 		}}
-	case review.ReasonAmbiguousOwner:
+	case proof.ReasonAmbiguousOwner:
 		return renderFixture{op: op, outcome: answered, records: []providers.Record{
 			emailRecord("msg_01HQ", op.PayloadHash, "Welcome"),
-		}, ledgerSays: func(d review.Decision) review.Decision {
-			return review.Decision{Reason: review.ReasonAmbiguousOwner, RecordIDs: d.RecordIDs,
+		}, ledgerSays: func(d proof.Decision) proof.Decision {
+			return proof.Decision{Reason: proof.ReasonAmbiguousOwner, RecordIDs: d.RecordIDs,
 				Candidates: []string{"signup-4711-welcome-retry"},
 				Detail:     "record msg_01HQ agrees, but was found by resemblance and could as well be signup-4711-welcome-retry's"}
 		}}
-	case review.ReasonLookupFailed:
+	case proof.ReasonLookupFailed:
 		// An SMS this time, and a detail that echoes the recipient, as a
 		// careless provider error might.
 		op.Workflow, op.Provider, op.Action, op.OpKey = "otp-sms", "twilio", "send_sms", "otp:cus_8842:4711"
 		op.Recipient = rawPhone
 		return renderFixture{op: op,
-			outcome: func([]providers.Record) review.Outcome {
-				return review.Failed("3 attempts timed out; last: GET /Messages?To=" + rawPhone + " (cc " + rawEmail + ")")
+			outcome: func([]providers.Record) proof.Outcome {
+				return proof.Failed("3 attempts timed out; last: GET /Messages?To=" + rawPhone + " (cc " + rawEmail + ")")
 			},
-			errors: []review.AttemptError{
+			errors: []proof.AttemptError{
 				{At: renderT0.Add(-7 * time.Minute), Attempt: 1, Class: "timeout", Error: "context deadline exceeded"},
 				{At: renderT0.Add(-6 * time.Minute), Attempt: 2, Class: "rate_limited", Error: "429"},
 				{At: renderT0.Add(-5 * time.Minute), Attempt: 3, Class: "timeout", Error: "context deadline exceeded"},
 			}}
-	case review.ReasonLookupUnsupported:
+	case proof.ReasonLookupUnsupported:
 		op.Provider, op.Action = "legacy-smtp", "send_email"
-		return renderFixture{op: op, outcome: func([]providers.Record) review.Outcome {
-			return review.Unsupported("provider legacy-smtp (kind smtp) offers no search")
+		return renderFixture{op: op, outcome: func([]providers.Record) proof.Outcome {
+			return proof.Unsupported("provider legacy-smtp (kind smtp) offers no search")
 		}}
-	case review.ReasonInFlight:
+	case proof.ReasonInFlight:
 		return renderFixture{op: op, outcome: answered, records: []providers.Record{
 			inState(emailRecord("msg_01HQ", op.PayloadHash, "Welcome"), providers.StateInFlight, "scheduled"),
 		}}
-	case review.ReasonProviderFailed:
+	case proof.ReasonProviderFailed:
 		return renderFixture{op: op, outcome: answered, records: []providers.Record{
 			inState(emailRecord("msg_01HQ", op.PayloadHash, "Welcome"), providers.StateFailed, "bounced"),
 		}}
-	case review.ReasonProviderReversed:
+	case proof.ReasonProviderReversed:
 		op.Workflow, op.Provider, op.Action, op.OpKey = "billing", "stripe", "charge", "invoice:cus_8842:2026-11"
 		return renderFixture{op: op, outcome: answered, records: []providers.Record{
 			inState(emailRecord("ch_3Q1", op.PayloadHash, "Invoice"), providers.StateReversed, "refunded 1299 of 1299"),
 		}}
-	case review.ReasonInvalidOperation:
+	case proof.ReasonInvalidOperation:
 		op.Provider = "fax"
-		return renderFixture{op: op, outcome: func([]providers.Record) review.Outcome {
-			return review.Invalid(`unknown provider "fax"`)
+		return renderFixture{op: op, outcome: func([]providers.Record) proof.Outcome {
+			return proof.Invalid(`unknown provider "fax"`)
 		}}
 	}
 	panic("no fixture for " + reason)
@@ -172,7 +173,7 @@ type renderCase struct {
 }
 
 func renderCases() []renderCase {
-	root := func(reason review.Reason, edit func(*review.Ticket, *review.Evidence)) func(t *testing.T) Message {
+	root := func(reason proof.Reason, edit func(*review.Ticket, *proof.Evidence)) func(t *testing.T) Message {
 		return func(t *testing.T) Message {
 			tk, ev := fixtureFor(reason).ticketAndEvidence(t)
 			if edit != nil {
@@ -181,20 +182,20 @@ func renderCases() []renderCase {
 			return RootMessage(NewAlert(tk, ev))
 		}
 	}
-	escalated := func(tk *review.Ticket, _ *review.Evidence) {
+	escalated := func(tk *review.Ticket, _ *proof.Evidence) {
 		tk.EscalationLevel, tk.Owner, tk.Priority, tk.Version = 2, "U0LEAD42", "urgent", 3
 		tk.Deadline = renderT0.Add(6 * time.Hour)
 	}
-	resolved := func(reason review.Reason, outcome, by, recordID string) func(t *testing.T) Message {
+	resolved := func(reason proof.Reason, outcome, by, recordID string) func(t *testing.T) Message {
 		return func(t *testing.T) Message {
 			tk, ev := fixtureFor(reason).ticketAndEvidence(t)
 			tk.Version = 2
 			return ResolvedMessage(NewAlert(tk, ev), outcome, by, recordID)
 		}
 	}
-	reply := func(e EscalationEvent, edit func(*review.Ticket, *review.Evidence), exhausted bool) func(t *testing.T) Message {
+	reply := func(e EscalationEvent, edit func(*review.Ticket, *proof.Evidence), exhausted bool) func(t *testing.T) Message {
 		return func(t *testing.T) Message {
-			tk, ev := fixtureFor(review.ReasonNotFound).ticketAndEvidence(t)
+			tk, ev := fixtureFor(proof.ReasonNotFound).ticketAndEvidence(t)
 			edit(&tk, &ev)
 			a := NewAlert(tk, ev)
 			a.Exhausted = exhausted
@@ -203,34 +204,34 @@ func renderCases() []renderCase {
 	}
 
 	var cases []renderCase
-	for _, reason := range review.Reasons {
+	for _, reason := range proof.Reasons {
 		cases = append(cases, renderCase{
 			desc: "open ticket, reason " + string(reason), golden: "reason_" + string(reason),
 			render: root(reason, nil),
 		})
 	}
 	return append(cases,
-		renderCase{desc: "urgent priority at level 2", golden: "urgent", render: root(review.ReasonNotFound, escalated)},
+		renderCase{desc: "urgent priority at level 2", golden: "urgent", render: root(proof.ReasonNotFound, escalated)},
 		renderCase{desc: "acknowledged at its level: no Acknowledge button", golden: "acknowledged",
-			render: root(review.ReasonPayloadMismatch, func(tk *review.Ticket, _ *review.Evidence) {
+			render: root(proof.ReasonPayloadMismatch, func(tk *review.Ticket, _ *proof.Evidence) {
 				level, at := 1, renderT0.Add(time.Hour)
 				tk.EscalationLevel, tk.Priority, tk.Owner, tk.Version = 1, "high", "U0SECOND1", 4
 				tk.AcknowledgedBy, tk.AcknowledgedAt, tk.AcknowledgedLevel = "U0ACK777", &at, &level
 			})},
 		renderCase{desc: "escalation exhausted: the root says so", golden: "exhausted_root",
 			render: func(t *testing.T) Message {
-				tk, ev := fixtureFor(review.ReasonNotFound).ticketAndEvidence(t)
+				tk, ev := fixtureFor(proof.ReasonNotFound).ticketAndEvidence(t)
 				escalated(&tk, &ev)
 				a := NewAlert(tk, ev)
 				a.Exhausted = true
 				return RootMessage(a)
 			}},
 		renderCase{desc: "resolved done by a Slack user", golden: "resolved_done",
-			render: resolved(review.ReasonNotFound, review.ResolutionDone, "U0ACK777", "msg_01HZ")},
+			render: resolved(proof.ReasonNotFound, review.ResolutionDone, "U0ACK777", "msg_01HZ")},
 		renderCase{desc: "resolved not sent by a name from the CLI", golden: "resolved_not_sent",
-			render: resolved(review.ReasonNotFound, review.ResolutionNotSent, "ops-oncall", "")},
+			render: resolved(proof.ReasonNotFound, review.ResolutionNotSent, "ops-oncall", "")},
 		renderCase{desc: "resolved duplicate lists the duplicates", golden: "resolved_duplicate",
-			render: resolved(review.ReasonMultipleMatches, review.ResolutionDuplicate, "U0ACK777", "msg_01HR")},
+			render: resolved(proof.ReasonMultipleMatches, review.ResolutionDuplicate, "U0ACK777", "msg_01HR")},
 		renderCase{desc: "escalation reply, level 1 to 2", golden: "reply_escalated",
 			render: reply(EscalationEvent{Kind: review.EscalationLevelUp, FromLevel: 1, ToLevel: 2}, escalated, false)},
 		renderCase{desc: "repeat reply at the top level", golden: "reply_repeat",
@@ -240,7 +241,7 @@ func renderCases() []renderCase {
 				DedupeKey: "outbox:ticket:42:exhausted"}, escalated, true)},
 		renderCase{desc: "escalation as a new root: the first alert never reached Slack", golden: "new_root_escalated",
 			render: func(t *testing.T) Message {
-				tk, ev := fixtureFor(review.ReasonNotFound).ticketAndEvidence(t)
+				tk, ev := fixtureFor(proof.ReasonNotFound).ticketAndEvidence(t)
 				escalated(&tk, &ev)
 				a := NewAlert(tk, ev)
 				event := EscalationReply(a, EscalationEvent{Kind: review.EscalationLevelUp, FromLevel: 1, ToLevel: 2})
@@ -248,7 +249,7 @@ func renderCases() []renderCase {
 			}},
 		renderCase{desc: "a new root for one removed from Slack", golden: "new_root_removed",
 			render: func(t *testing.T) Message {
-				tk, ev := fixtureFor(review.ReasonPayloadMismatch).ticketAndEvidence(t)
+				tk, ev := fixtureFor(proof.ReasonPayloadMismatch).ticketAndEvidence(t)
 				return NewRootMessage(NewAlert(tk, ev), Replacement{Why: NewRootRemoved, DedupeKey: "ticket:42:slack_root_removed:1741964966.000100"})
 			}},
 		renderCase{desc: "hostile input is escaped and clipped", golden: "hostile", render: func(t *testing.T) Message {
@@ -260,7 +261,7 @@ func renderCases() []renderCase {
 			return EscalationReply(NewAlert(tk, ev), EscalationEvent{Kind: review.EscalationLevelUp, FromLevel: 0, ToLevel: 1})
 		}},
 		renderCase{desc: "12 records: five ids, then how many more", golden: "many_records", render: func(t *testing.T) Message {
-			f := fixtureFor(review.ReasonMultipleMatches)
+			f := fixtureFor(proof.ReasonMultipleMatches)
 			f.records = nil
 			for i := range 12 {
 				f.records = append(f.records, emailRecord("msg_"+string(rune('A'+i))+"0001", f.op.PayloadHash, "Welcome"))
@@ -271,14 +272,14 @@ func renderCases() []renderCase {
 	)
 }
 
-func hostileTicket(t *testing.T) (review.Ticket, review.Evidence) {
+func hostileTicket(t *testing.T) (review.Ticket, proof.Evidence) {
 	t.Helper()
-	f := fixtureFor(review.ReasonLookupFailed)
+	f := fixtureFor(proof.ReasonLookupFailed)
 	f.op.Workflow = "<!channel> & co"
 	f.op.OpKey = "key`with`backticks<@U999>\n*bold* <!here> &amp;"
 	f.op.Action = strings.Repeat("a", 500)
 	detail := "<!everyone> " + strings.Repeat("x&<>", 1250) // 5000 characters before escaping
-	f.outcome = func([]providers.Record) review.Outcome { return review.Failed(detail) }
+	f.outcome = func([]providers.Record) proof.Outcome { return proof.Failed(detail) }
 	tk, ev := f.ticketAndEvidence(t)
 	tk.Owner = "<!channel>" // not a user id: shown as text
 	tk.Priority = "<!here> very urgent"
@@ -640,7 +641,7 @@ func buttons(t *testing.T, m Message) map[string]*slack.ButtonBlockElement {
 
 func TestRenderButtons(t *testing.T) {
 	t.Parallel()
-	tk, ev := fixtureFor(review.ReasonNotFound).ticketAndEvidence(t)
+	tk, ev := fixtureFor(proof.ReasonNotFound).ticketAndEvidence(t)
 	tk.Version = 5
 	level0 := 0
 	tests := []struct {
@@ -800,7 +801,7 @@ func TestScrubPersonal(t *testing.T) {
 // raw, but the message shows the evidence's redacted form.
 func TestRenderOpKeyHoldingTheRecipient(t *testing.T) {
 	t.Parallel()
-	f := fixtureFor(review.ReasonNotFound)
+	f := fixtureFor(proof.ReasonNotFound)
 	f.op.OpKey = "welcome:" + rawEmail
 	tk, ev := f.ticketAndEvidence(t)
 	m := RootMessage(NewAlert(tk, ev))
@@ -821,14 +822,14 @@ const controlText = "boom \x1b]0;pwned\x07\x1b]52;c;Y3VybA==\x1b\\\x1b[2J\x1b[31
 // them.
 func TestRenderNoControls(t *testing.T) {
 	t.Parallel()
-	f := fixtureFor(review.ReasonLookupFailed)
+	f := fixtureFor(proof.ReasonLookupFailed)
 	f.op.Workflow, f.op.OpKey, f.op.Action = "wf "+controlText, "key "+controlText, "act "+controlText
-	f.outcome = func([]providers.Record) review.Outcome { return review.Failed("twilio: HTTP 400: " + controlText) }
+	f.outcome = func([]providers.Record) proof.Outcome { return proof.Failed("twilio: HTTP 400: " + controlText) }
 	tk, ev := f.ticketAndEvidence(t)
 	tk.Owner, tk.Priority = "ops "+controlText, "urgent"+controlText
 	ev.DifferingFields = []string{"payload." + controlText}
-	ev.Errors = append(ev.Errors, review.AttemptError{Class: "class " + controlText})
-	ev.Records = []review.EvidenceRecord{{ID: "rec " + controlText}}
+	ev.Errors = append(ev.Errors, proof.AttemptError{Class: "class " + controlText})
+	ev.Records = []proof.EvidenceRecord{{ID: "rec " + controlText}}
 	a := NewAlert(tk, ev)
 	acked := a
 	acked.AcknowledgedBy = "ack " + controlText

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 )
 
 // Batcher commits the decisions of concurrent lookups together: each
@@ -89,7 +90,7 @@ func (b *Batcher) commit(ctx context.Context, batch []batchRequest) {
 
 // Apply queues a decision and waits for its batch to commit. It has the
 // same meaning and guarantees as [Store.Apply].
-func (b *Batcher) Apply(ctx context.Context, op ledger.Operation, d Decision, ev Evidence, now time.Time) (Applied, error) {
+func (b *Batcher) Apply(ctx context.Context, op ledger.Operation, d proof.Decision, ev proof.Evidence, now time.Time) (Applied, error) {
 	req := batchRequest{item: Item{Op: op, Decision: d, Evidence: ev, Now: now}, reply: make(chan ItemResult, 1)}
 	select {
 	case b.requests <- req:

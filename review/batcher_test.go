@@ -11,6 +11,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -50,11 +51,11 @@ func TestBatcherCommitsEveryDecision(t *testing.T) {
 	for i, op := range ops {
 		for range 2 { // every decision twice, concurrently
 			wg.Go(func() {
-				d := review.Decision{Reason: review.ReasonNotFound, Detail: "none"}
+				d := proof.Decision{Reason: proof.ReasonNotFound, Detail: "none"}
 				if i%2 == 0 {
-					d = review.Decision{Done: true, ProviderRecordID: fmt.Sprintf("rec_%d", i)}
+					d = proof.Decision{Done: true, ProviderRecordID: fmt.Sprintf("rec_%d", i)}
 				}
-				applied, err := batcher.Apply(context.Background(), op, d, review.Evidence{OpKey: op.OpKey, Reason: d.Reason}, time.Now())
+				applied, err := batcher.Apply(context.Background(), op, d, proof.Evidence{OpKey: op.OpKey, Reason: d.Reason}, time.Now())
 				if err != nil {
 					t.Errorf("%s: %v", op.OpKey, err)
 					return
@@ -87,7 +88,7 @@ func TestBatcherCommitsEveryDecision(t *testing.T) {
 	if done2 != 30 || tickets != 30 || events != 30 {
 		t.Errorf("%d done, %d tickets, %d events; want 30 each", done2, tickets, events)
 	}
-	if _, err := batcher.Apply(context.Background(), ops[0], review.Decision{Reason: review.ReasonNotFound}, review.Evidence{}, time.Now()); !errors.Is(err, review.ErrBatcherStopped) {
+	if _, err := batcher.Apply(context.Background(), ops[0], proof.Decision{Reason: proof.ReasonNotFound}, proof.Evidence{}, time.Now()); !errors.Is(err, review.ErrBatcherStopped) {
 		t.Errorf("Apply after Run ended: %v, want ErrBatcherStopped", err)
 	}
 }
@@ -99,9 +100,9 @@ func TestApplyBatchIsolatesAFailingItem(t *testing.T) {
 	pool := dbtest.NewPool(t)
 	ops := claimN(t, ledger.NewStore(pool), "iso", 3)
 	items := []review.Item{
-		{Op: ops[0], Decision: review.Decision{Done: true, ProviderRecordID: "rec_0"}, Now: time.Now()},
-		{Op: ops[1], Decision: review.Decision{Reason: "no_such_reason"}, Now: time.Now()}, // violates tickets_reason_check
-		{Op: ops[2], Decision: review.Decision{Reason: review.ReasonNotFound}, Evidence: review.Evidence{OpKey: ops[2].OpKey}, Now: time.Now()},
+		{Op: ops[0], Decision: proof.Decision{Done: true, ProviderRecordID: "rec_0"}, Now: time.Now()},
+		{Op: ops[1], Decision: proof.Decision{Reason: "no_such_reason"}, Now: time.Now()}, // violates tickets_reason_check
+		{Op: ops[2], Decision: proof.Decision{Reason: proof.ReasonNotFound}, Evidence: proof.Evidence{OpKey: ops[2].OpKey}, Now: time.Now()},
 	}
 	results, err := review.NewStore(pool, batchPolicy).ApplyBatch(context.Background(), items)
 	if err != nil {
@@ -132,8 +133,8 @@ func TestApplyBatchesClaimingOneRecord(t *testing.T) {
 		record := fmt.Sprintf("rec_both_%d", round)
 		batch := func(a, b ledger.Operation) []review.Item {
 			return []review.Item{
-				{Op: a, Decision: review.Decision{Reason: review.ReasonNotFound}, Evidence: review.Evidence{OpKey: a.OpKey}, Now: time.Now()},
-				{Op: b, Decision: review.Decision{Done: true, ProviderRecordID: record}, Now: time.Now()},
+				{Op: a, Decision: proof.Decision{Reason: proof.ReasonNotFound}, Evidence: proof.Evidence{OpKey: a.OpKey}, Now: time.Now()},
+				{Op: b, Decision: proof.Decision{Done: true, ProviderRecordID: record}, Now: time.Now()},
 			}
 		}
 		batches := [][]review.Item{batch(ops[0], ops[1]), batch(ops[2], ops[3])}

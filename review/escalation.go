@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 )
 
 // EscalationLevel is one step of an [Escalation] policy.
@@ -197,7 +198,7 @@ type EscalationTicket struct {
 	OpKey       string
 	State       string
 	Version     int
-	Reason      Reason
+	Reason      proof.Reason
 	// Relookups counts the scheduled re-lookups made; RelookupAt is when
 	// the next is due (zero: none).
 	Relookups  int
@@ -408,7 +409,7 @@ func (s *Store) Escalate(ctx context.Context, t EscalationTicket, step Escalatio
 // It reports false, having written nothing, when the ticket changed since t
 // was read or was resolved meanwhile; it returns [ErrNotInReview], having
 // written nothing, when the operation is no longer in review.
-func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recordID string, ev Evidence, now time.Time, inTx InTx) (bool, error) {
+func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recordID string, ev proof.Evidence, now time.Time, inTx InTx) (bool, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
@@ -435,9 +436,9 @@ func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recor
 		return false, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 	}
 	// One record proves one operation, checked under the record's lock.
-	if holder, err := provesOther(ctx, tx, op, recordID, true); err != nil || holder != "" {
+	if holder, err := proof.ProvesOther(ctx, tx, op, recordID, true); err != nil || holder != "" {
 		if err == nil {
-			err = errors.New(heldDetail(recordID, holder))
+			err = errors.New(proof.HeldDetail(recordID, holder))
 		}
 		return false, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 	}
@@ -466,7 +467,7 @@ const EventContradicted = "record_found_after_not_sent"
 // the record and the evidence that proves it, at most once per ticket
 // (dedupe key "ticket:ID:contradicted"). It reports whether the event is
 // new. It changes neither the ticket nor the ledger.
-func (s *Store) RecordContradiction(ctx context.Context, id int64, recordID string, ev Evidence) (bool, error) {
+func (s *Store) RecordContradiction(ctx context.Context, id int64, recordID string, ev proof.Evidence) (bool, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("record a contradiction on ticket %d: %w", id, err)

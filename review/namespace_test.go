@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -23,13 +24,13 @@ func setNamespaces(t *testing.T, db ledger.DB, namespaces map[string]string) {
 
 // proveOne is ProveBatch's decision for op on one record, id, that agrees
 // with it in every field, found as m says.
-func proveOne(t *testing.T, db ledger.DB, op ledger.Operation, m providers.Matching, id string) review.Decision {
+func proveOne(t *testing.T, db ledger.DB, op ledger.Operation, m providers.Matching, id string) proof.Decision {
 	t.Helper()
-	q := review.SearchFor(op, m, time.Now().Add(time.Minute))
-	out := review.Answered(q, []providers.Record{{
+	q := proof.SearchFor(op, m, time.Now().Add(time.Minute))
+	out := proof.Answered(q, []providers.Record{{
 		ID: id, CreatedAt: op.FirstAttemptAt.Add(time.Second), Recipient: op.Recipient, PayloadHash: op.PayloadHash,
 	}})
-	ds, err := review.ProveBatch(context.Background(), db, []review.Proof{{Op: op, Outcome: out}})
+	ds, err := proof.ProveBatch(context.Background(), db, []proof.Case{{Op: op, Outcome: out}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestOneRecordProvesOneOperationPerAccount(t *testing.T) {
 	}
 	other := claim(t, b.tx, "acct-other", "alerts", "sms_alerts")
 	d := proveOne(t, b.tx, other, keyed, "SM1")
-	if d.Done || d.Reason != review.ReasonMultipleMatches || !strings.Contains(d.Detail, holder.OpKey) {
+	if d.Done || d.Reason != proof.ReasonMultipleMatches || !strings.Contains(d.Detail, holder.OpKey) {
 		t.Errorf("sms_alerts on sms's record: %+v; want multiple_matches naming %s", d, holder.OpKey)
 	}
 	elsewhere := claim(t, b.tx, "acct-elsewhere", "alerts", "sms_eu")
@@ -70,7 +71,7 @@ func TestOneRecordProvesOneOperationPerAccount(t *testing.T) {
 		op, candidate ledger.Operation
 	}{{twinA, twinB}, {twinB, twinA}} {
 		d := proveOne(t, b.tx, tc.op, resemblance, "SM_TWIN")
-		if d.Done || d.Reason != review.ReasonAmbiguousOwner || !slices.Contains(d.Candidates, tc.candidate.OpKey) {
+		if d.Done || d.Reason != proof.ReasonAmbiguousOwner || !slices.Contains(d.Candidates, tc.candidate.OpKey) {
 			t.Errorf("%s: %+v; want ambiguous_owner with candidate %s", tc.op.OpKey, d, tc.candidate.OpKey)
 		}
 	}

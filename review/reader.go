@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 )
 
 // TicketReader reads tickets and their audit events, and writes nothing:
@@ -36,7 +37,7 @@ type TicketReader interface {
 type Summary struct {
 	ID        int64
 	OpKey     string
-	Reason    Reason
+	Reason    proof.Reason
 	State     string
 	Workflow  string
 	Provider  string

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 )
 
 // Resolution outcomes: what a person decided about a ticket. The third,
@@ -54,6 +55,22 @@ var (
 	// errors.As with *HandledError for the ticket as found.
 	ErrAlreadyHandled = errors.New("ticket already handled")
 )
+
+// recordHeldError refuses a person's record id that already proves
+// another operation. It matches [ErrInvalidRequest] — Slack's form shows it
+// as a refused field, message and all — and [ledger.ErrRecordHeld]: the
+// request is well formed and the ledger's state refuses it, so the CLI
+// reports a failure (exit 1), not a usage mistake.
+type recordHeldError struct{ detail string }
+
+func (e *recordHeldError) Error() string {
+	return ErrInvalidRequest.Error() + ": provider_record_id: " + e.detail
+}
+
+// Is makes errors.Is hold for ErrInvalidRequest and ledger.ErrRecordHeld.
+func (e *recordHeldError) Is(target error) bool {
+	return target == ErrInvalidRequest || target == ledger.ErrRecordHeld
+}
 
 // HandledError reports a decision that came too late: the ticket was
 // already resolved, changed since the version the person saw, or already
@@ -247,12 +264,12 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 		if err != nil {
 			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 		}
-		holder, err := provesOther(ctx, tx, op, r.ProviderRecordID, true)
+		holder, err := proof.ProvesOther(ctx, tx, op, r.ProviderRecordID, true)
 		if err != nil {
 			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 		}
 		if holder != "" {
-			return Ticket{}, &recordHeldError{detail: heldDetail(r.ProviderRecordID, holder)}
+			return Ticket{}, &recordHeldError{detail: proof.HeldDetail(r.ProviderRecordID, holder)}
 		}
 	}
 	moved, err := ops.CompareAndSet(ctx, t.OperationID, ledger.StatusReview, to, r.ProviderRecordID)

@@ -16,13 +16,14 @@ import (
 
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
 // openTicket claims key, looks it up with outcome out and returns the
 // ticket that opened.
-func openTicket(t *testing.T, store *review.Store, db ledger.DB, key string, out review.Outcome) review.Ticket {
+func openTicket(t *testing.T, store *review.Store, db ledger.DB, key string, out proof.Outcome) review.Ticket {
 	t.Helper()
 	ctx, now := context.Background(), time.Now().UTC().Truncate(time.Microsecond)
 	op := claim(t, db, key, "onboarding", "mailer")
@@ -42,7 +43,7 @@ func openTicket(t *testing.T, store *review.Store, db ledger.DB, key string, out
 }
 
 // threeRecords is a lookup that found three matching records.
-var threeRecords = review.Answered(providers.Query{}, []providers.Record{{ID: "rec_a"}, {ID: "rec_b"}, {ID: "rec_c"}})
+var threeRecords = proof.Answered(providers.Query{}, []providers.Record{{ID: "rec_a"}, {ID: "rec_b"}, {ID: "rec_c"}})
 
 // events returns a ticket's audit trail, failing the test on error.
 func events(t *testing.T, store *review.Store, ticketID int64) []review.Event {
@@ -88,17 +89,17 @@ func TestResolve(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		desc       string
-		found      review.Outcome
+		found      proof.Outcome
 		resolution review.Resolution // TicketID is filled in
 		wantStatus ledger.Status
 		wantRecord string
 		wantDups   []string
 	}{
-		{desc: "done names the record", found: review.Answered(providers.Query{}, nil),
+		{desc: "done names the record", found: proof.Answered(providers.Query{}, nil),
 			resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: "msg_late", By: "U0ALICE",
 				Note: "found it in the provider's dashboard"},
 			wantStatus: ledger.StatusDone, wantRecord: "msg_late", wantDups: []string{}},
-		{desc: "not_sent fails the row", found: review.Failed("HTTP 503"),
+		{desc: "not_sent fails the row", found: proof.Failed("HTTP 503"),
 			resolution: review.Resolution{Outcome: review.ResolutionNotSent, By: "U0BOB"},
 			wantStatus: ledger.StatusFailed, wantDups: []string{}},
 		{desc: "duplicate keeps the picked record and lists the others", found: threeRecords,
@@ -108,11 +109,11 @@ func TestResolve(t *testing.T) {
 		{desc: "duplicate keeping the first record", found: threeRecords,
 			resolution: review.Resolution{Outcome: review.ResolutionDuplicate, ProviderRecordID: "rec_a", By: "U0CAROL"},
 			wantStatus: ledger.StatusDone, wantRecord: "rec_a", wantDups: []string{"rec_b", "rec_c"}},
-		{desc: "space around the actor and the note is trimmed", found: review.Answered(providers.Query{}, nil),
+		{desc: "space around the actor and the note is trimmed", found: proof.Answered(providers.Query{}, nil),
 			resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: "msg_1", By: " U0DAVE ",
 				Note: "  "},
 			wantStatus: ledger.StatusDone, wantRecord: "msg_1", wantDups: []string{}},
-		{desc: "a record id is kept as written", found: review.Answered(providers.Query{}, nil),
+		{desc: "a record id is kept as written", found: proof.Answered(providers.Query{}, nil),
 			resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: "rec T/é<1>", By: "U0DAVE"},
 			wantStatus: ledger.StatusDone, wantRecord: "rec T/é<1>", wantDups: []string{}},
 	}
@@ -352,7 +353,7 @@ func TestResolveInvalid(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			tk := openTicket(t, b.store, b.tx, "invalid", review.Answered(providers.Query{}, nil))
+			tk := openTicket(t, b.store, b.tx, "invalid", proof.Answered(providers.Query{}, nil))
 			r := tt.resolution
 			if r.TicketID == 0 {
 				r.TicketID = tk.ID
@@ -455,7 +456,7 @@ func TestResolveConcurrent(t *testing.T) {
 func TestAcknowledge(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	tk := openTicket(t, b.store, b.tx, "ack", review.Answered(providers.Query{}, nil))
+	tk := openTicket(t, b.store, b.tx, "ack", proof.Answered(providers.Query{}, nil))
 
 	acked, err := b.store.Acknowledge(b.ctx, tk.ID, " U0ALICE ", tk.Version)
 	if err != nil {
@@ -567,7 +568,7 @@ func TestAcknowledgeRefused(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			tk := openTicket(t, b.store, b.tx, "ack-refused", review.Answered(providers.Query{}, nil))
+			tk := openTicket(t, b.store, b.tx, "ack-refused", proof.Answered(providers.Query{}, nil))
 			if tt.before != nil {
 				tt.before(t, b, tk)
 			}
@@ -641,7 +642,7 @@ func TestResolutionConstraints(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			tk := openTicket(t, b.store, b.tx, "constraints", review.Answered(providers.Query{}, nil))
+			tk := openTicket(t, b.store, b.tx, "constraints", proof.Answered(providers.Query{}, nil))
 			tag, err := b.tx.Exec(b.ctx, tt.sql, tk.ID)
 			if tt.wantConstraint == "" {
 				if err != nil || tag.RowsAffected() != 1 {

@@ -11,6 +11,7 @@ import (
 	"github.com/sweeper/sweeper/internal/benchkit"
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -41,11 +42,11 @@ func TestApplyBatchStatementCount(t *testing.T) {
 		ops := claimN(t, ledger.NewStore(pool), fmt.Sprintf("count%d", n), n)
 		items := make([]review.Item, n)
 		for i, op := range ops {
-			d := review.Decision{Reason: review.ReasonNotFound, Detail: "none"}
+			d := proof.Decision{Reason: proof.ReasonNotFound, Detail: "none"}
 			if i%2 == 0 {
-				d = review.Decision{Done: true, ProviderRecordID: fmt.Sprintf("rec_%d_%d", n, i)}
+				d = proof.Decision{Done: true, ProviderRecordID: fmt.Sprintf("rec_%d_%d", n, i)}
 			}
-			items[i] = review.Item{Op: op, Decision: d, Evidence: review.Evidence{OpKey: op.OpKey, Reason: d.Reason}, Now: time.Now()}
+			items[i] = review.Item{Op: op, Decision: d, Evidence: proof.Evidence{OpKey: op.OpKey, Reason: d.Reason}, Now: time.Now()}
 		}
 		counter.Start()
 		results, err := store.ApplyBatch(ctx, items)

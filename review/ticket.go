@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 )
 
 // Ticket states.
@@ -26,7 +27,7 @@ type Ticket struct {
 	ID              int64           `json:"id"`
 	OperationID     int64           `json:"operation_id"`
 	OpKey           string          `json:"op_key"`
-	Reason          Reason          `json:"reason"`
+	Reason          proof.Reason    `json:"reason"`
 	Owner           string          `json:"owner"`
 	Priority        string          `json:"priority"`
 	EscalationLevel int             `json:"escalation_level"`
@@ -77,7 +78,7 @@ type Policy struct {
 	ProviderOwners map[string]string
 	Window         time.Duration
 	Priority       string
-	// RelookupAfter is when a ticket whose reason [Reason.Relooks] is first
+	// RelookupAfter is when a ticket whose reason [proof.Reason.Relooks] is first
 	// looked up again; each later re-lookup waits twice as long, up to
 	// RelookupMax. Zero schedules none.
 	RelookupAfter time.Duration
@@ -117,20 +118,22 @@ func (p Policy) OwnerFor(op ledger.Operation) string {
 	return p.DefaultOwner
 }
 
-// DB is what the store needs: a pool, or a transaction to compose in.
-type DB interface {
+// TxBeginner is what the store needs: a [ledger.DB] that also begins
+// transactions — a pool, or a transaction to compose in, whose Begin opens a
+// savepoint.
+type TxBeginner interface {
 	ledger.DB
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // Store writes outcomes and reads tickets.
 type Store struct {
-	db     DB
+	db     TxBeginner
 	policy Policy
 }
 
 // NewStore returns a Store over db that opens tickets under policy.
-func NewStore(db DB, policy Policy) *Store { return &Store{db: db, policy: policy} }
+func NewStore(db TxBeginner, policy Policy) *Store { return &Store{db: db, policy: policy} }
 
 // Applied says what [Store.Apply] did.
 type Applied struct {
@@ -147,7 +150,7 @@ type Applied struct {
 // and its "opened" event. Every write is idempotent — the compare-and-set
 // admits one writer, the ticket is unique per operation, the event per
 // ticket — so a lookup re-run after a crash finds nothing left to do.
-func (s *Store) Apply(ctx context.Context, op ledger.Operation, d Decision, ev Evidence, now time.Time) (Applied, error) {
+func (s *Store) Apply(ctx context.Context, op ledger.Operation, d proof.Decision, ev proof.Evidence, now time.Time) (Applied, error) {
 	results, err := s.ApplyBatch(ctx, []Item{{Op: op, Decision: d, Evidence: ev, Now: now}})
 	if err != nil {
 		return Applied{}, err
@@ -158,8 +161,8 @@ func (s *Store) Apply(ctx context.Context, op ledger.Operation, d Decision, ev E
 // Item is one decision to write.
 type Item struct {
 	Op       ledger.Operation
-	Decision Decision
-	Evidence Evidence
+	Decision proof.Decision
+	Evidence proof.Evidence
 	Now      time.Time
 }
 
@@ -171,7 +174,7 @@ type ItemResult struct {
 
 // ApplyBatch writes several decisions in one transaction, in a handful of
 // statements whatever their number: the writer's declaration, the done
-// items' compare-and-set ([ledger.SettleDone]: the records' locks, then one
+// items' compare-and-set ([ledger.MoveToDone]: the records' locks, then one
 // update), the review items' move ([ledger.MoveToReview]), their tickets,
 // and the tickets' "opened" events. A commit — the main cost per
 // operation — and every statement are shared by the batch. Should the
@@ -210,7 +213,7 @@ func (s *Store) ApplyBatch(ctx context.Context, items []Item) ([]ItemResult, err
 type opening struct {
 	item       int
 	op         ledger.Operation
-	reason     Reason
+	reason     proof.Reason
 	owner      string
 	deadline   time.Time
 	evidence   []byte
@@ -279,7 +282,7 @@ func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, e
 			return nil, fmt.Errorf("settle batch: %w", err)
 		}
 	}
-	moved, err := ledger.SettleDone(ctx, tx, done)
+	moved, err := ledger.MoveToDone(ctx, tx, done)
 	if err != nil {
 		return nil, fmt.Errorf("settle batch: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -71,40 +72,40 @@ func claim(t *testing.T, db ledger.DB, key, workflow, provider string) ledger.Op
 
 // decided returns the decision and evidence sweeper would write for op
 // after a lookup with outcome out.
-func decided(op ledger.Operation, out review.Outcome, now time.Time) (review.Decision, review.Evidence) {
+func decided(op ledger.Operation, out proof.Outcome, now time.Time) (proof.Decision, proof.Evidence) {
 	if out.Searched() && out.Query().OpKey == "" {
 		// An answer written without its query is the keyed lookup's for op.
-		out = review.Answered(review.SearchFor(op, providers.Matching{ByKey: true}, now), out.Records())
+		out = proof.Answered(proof.SearchFor(op, providers.Matching{ByKey: true}, now), out.Records())
 	}
-	d := review.Decide(op, out)
+	d := proof.Decide(op, out)
 	q := &providers.Query{OpKey: op.OpKey, Recipient: op.Recipient, Action: op.Action, PayloadHash: op.PayloadHash,
 		Since: op.FirstAttemptAt.Add(-time.Hour), Until: now}
-	ev := review.NewEvidence(op, review.Lookup{Adapter: "sim", Query: q, Outcome: out,
-		Errors: []review.AttemptError{{At: now.Add(-time.Minute), Attempt: 1, Class: "transient", Error: "sim: HTTP 503"}},
+	ev := proof.NewEvidence(op, proof.Lookup{Adapter: "sim", Query: q, Outcome: out,
+		Errors: []proof.AttemptError{{At: now.Add(-time.Minute), Attempt: 1, Class: "transient", Error: "sim: HTTP 503"}},
 		At:     now}, d)
 	return d, ev
 }
 
 // decider is a lookup's result for op, decided at now.
-type decider func(op ledger.Operation, now time.Time) (review.Decision, review.Evidence)
+type decider func(op ledger.Operation, now time.Time) (proof.Decision, proof.Evidence)
 
 // notFound is an answered lookup with no record: a review.
-func notFound(op ledger.Operation, now time.Time) (review.Decision, review.Evidence) {
-	return decided(op, review.Answered(providers.Query{}, nil), now)
+func notFound(op ledger.Operation, now time.Time) (proof.Decision, proof.Evidence) {
+	return decided(op, proof.Answered(providers.Query{}, nil), now)
 }
 
 // found is one agreeing record with the given id: done.
-func found(op ledger.Operation, id string, now time.Time) (review.Decision, review.Evidence) {
-	return decided(op, review.Answered(providers.Query{}, []providers.Record{{ID: id, CreatedAt: op.FirstAttemptAt, Recipient: op.Recipient, PayloadHash: op.PayloadHash}}), now)
+func found(op ledger.Operation, id string, now time.Time) (proof.Decision, proof.Evidence) {
+	return decided(op, proof.Answered(providers.Query{}, []providers.Record{{ID: id, CreatedAt: op.FirstAttemptAt, Recipient: op.Recipient, PayloadHash: op.PayloadHash}}), now)
 }
 
 func foundAs(id string) decider {
-	return func(op ledger.Operation, now time.Time) (review.Decision, review.Evidence) { return found(op, id, now) }
+	return func(op ledger.Operation, now time.Time) (proof.Decision, proof.Evidence) { return found(op, id, now) }
 }
 
 func failedWith(problem string) decider {
-	return func(op ledger.Operation, now time.Time) (review.Decision, review.Evidence) {
-		return decided(op, review.Failed(problem), now)
+	return func(op ledger.Operation, now time.Time) (proof.Decision, proof.Evidence) {
+		return decided(op, proof.Failed(problem), now)
 	}
 }
 
@@ -187,17 +188,17 @@ func TestApplyReview(t *testing.T) {
 	tests := []struct {
 		desc               string
 		workflow, provider string
-		out                review.Outcome
+		out                proof.Outcome
 		wantOwner          string
-		wantReason         review.Reason
+		wantReason         proof.Reason
 	}{
-		{desc: "workflow owner, not found", workflow: "onboarding", provider: "mailer", out: review.Answered(providers.Query{}, nil),
-			wantOwner: "U0WORKFLOW", wantReason: review.ReasonNotFound},
-		{desc: "provider owner, lookup failed", workflow: "billing", provider: "mailer", out: review.Failed("HTTP 503"),
-			wantOwner: "U0PROVIDER", wantReason: review.ReasonLookupFailed},
+		{desc: "workflow owner, not found", workflow: "onboarding", provider: "mailer", out: proof.Answered(providers.Query{}, nil),
+			wantOwner: "U0WORKFLOW", wantReason: proof.ReasonNotFound},
+		{desc: "provider owner, lookup failed", workflow: "billing", provider: "mailer", out: proof.Failed("HTTP 503"),
+			wantOwner: "U0PROVIDER", wantReason: proof.ReasonLookupFailed},
 		{desc: "default owner, several matches", workflow: "billing", provider: "crm",
-			out:       review.Answered(providers.Query{}, []providers.Record{{ID: "r1"}, {ID: "r2"}}),
-			wantOwner: "U0DEFAULT", wantReason: review.ReasonMultipleMatches},
+			out:       proof.Answered(providers.Query{}, []providers.Record{{ID: "r1"}, {ID: "r2"}}),
+			wantOwner: "U0DEFAULT", wantReason: proof.ReasonMultipleMatches},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -234,7 +235,7 @@ func TestApplyReview(t *testing.T) {
 			if tk.CreatedAt.IsZero() || tk.UpdatedAt.IsZero() {
 				t.Errorf("created_at %v, updated_at %v: want both set", tk.CreatedAt, tk.UpdatedAt)
 			}
-			var gotEv review.Evidence
+			var gotEv proof.Evidence
 			if err := json.Unmarshal(tk.Evidence, &gotEv); err != nil {
 				t.Fatalf("evidence %s: %v", tk.Evidence, err)
 			}
@@ -257,10 +258,10 @@ func TestApplyReview(t *testing.T) {
 				t.Errorf("event = %+v, want %q by %q on ticket %d", e, review.EventOpened, review.ActorSweeper, tk.ID)
 			}
 			var details struct {
-				Reason   review.Reason `json:"reason"`
-				Owner    string        `json:"owner"`
-				Priority string        `json:"priority"`
-				Deadline time.Time     `json:"deadline"`
+				Reason   proof.Reason `json:"reason"`
+				Owner    string       `json:"owner"`
+				Priority string       `json:"priority"`
+				Deadline time.Time    `json:"deadline"`
 			}
 			if err := json.Unmarshal(e.Details, &details); err != nil {
 				t.Fatalf("details %s: %v", e.Details, err)
@@ -592,8 +593,8 @@ func TestListAndGet(t *testing.T) {
 	}{
 		{desc: "open", filter: review.ListFilter{State: review.StateOpen}, want: []int64{ids[0], ids[2], ids[3]}},
 		{desc: "open, one provider", filter: review.ListFilter{State: review.StateOpen, Provider: "acme"}, want: []int64{ids[3]}},
-		{desc: "one provider and reason", filter: review.ListFilter{Provider: "mailer", Reason: string(review.ReasonNotFound)}, want: ids[:3]},
-		{desc: "another reason", filter: review.ListFilter{Reason: string(review.ReasonLookupFailed)}, want: nil},
+		{desc: "one provider and reason", filter: review.ListFilter{Provider: "mailer", Reason: string(proof.ReasonNotFound)}, want: ids[:3]},
+		{desc: "another reason", filter: review.ListFilter{Reason: string(proof.ReasonLookupFailed)}, want: nil},
 		{desc: "resolved", filter: review.ListFilter{State: review.StateResolved}, want: []int64{ids[1]}},
 		{desc: "all", filter: review.ListFilter{}, want: ids},
 		{desc: "all, limited", filter: review.ListFilter{Limit: 2}, want: ids[:2]},
@@ -723,12 +724,12 @@ func TestAttemptRecordsOpenTickets(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		state      providers.State
-		want       review.Reason
+		want       proof.Reason
 		wantRelook bool
 	}{
-		{providers.StateFailed, review.ReasonProviderFailed, false},
-		{providers.StateInFlight, review.ReasonInFlight, true},
-		{providers.StateReversed, review.ReasonProviderReversed, false},
+		{providers.StateFailed, proof.ReasonProviderFailed, false},
+		{providers.StateInFlight, proof.ReasonInFlight, true},
+		{providers.StateReversed, proof.ReasonProviderReversed, false},
 	} {
 		t.Run(string(tc.state), func(t *testing.T) {
 			t.Parallel()
@@ -739,7 +740,7 @@ func TestAttemptRecordsOpenTickets(t *testing.T) {
 			op := claim(t, b.tx, "attempt-"+string(tc.state), "onboarding", "sms")
 			rec := providers.Record{ID: "SM" + string(tc.state), CreatedAt: op.FirstAttemptAt, Recipient: op.Recipient,
 				PayloadHash: op.PayloadHash, State: tc.state, Status: "provider word"}
-			d, ev := decided(op, review.Answered(providers.Query{}, []providers.Record{rec}), b.now)
+			d, ev := decided(op, proof.Answered(providers.Query{}, []providers.Record{rec}), b.now)
 			if d.Done || d.Reason != tc.want {
 				t.Fatalf("decided %+v, want %s", d, tc.want)
 			}

@@ -7,8 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/proof"
 )
 
 // TestCompletionOfFlagValues asks cobra's hidden __complete command, as
@@ -18,7 +17,7 @@ func TestCompletionOfFlagValues(t *testing.T) {
 	t.Parallel()
 	noFiles := fmt.Sprintf(":%d", cobra.ShellCompDirectiveNoFileComp)
 	var reasons []string
-	for _, r := range review.Reasons {
+	for _, r := range proof.Reasons {
 		reasons = append(reasons, string(r))
 	}
 	for _, tc := range []struct {

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/proof"
 )
 
 func newSweepCmd(e *env) *cobra.Command {
@@ -78,7 +78,7 @@ func printSummary(w io.Writer, sum app.Summary) {
 	}
 	fmt.Fprintf(w, "scanned %d, done %d, tickets %d, already settled %d, errors %d\n",
 		sum.Scanned, sum.Done, tickets, sum.AlreadySettled, sum.Errors)
-	for _, r := range review.Reasons {
+	for _, r := range proof.Reasons {
 		if n := sum.Tickets[r]; n > 0 {
 			fmt.Fprintf(w, "  %-20s %d\n", r, n)
 		}

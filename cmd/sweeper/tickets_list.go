@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -27,15 +28,15 @@ func newTicketsListCmd(e *env) *cobra.Command {
 	asJSON := jsonFlag(cmd, "print JSON")
 	list := addListFlags(cmd, "tickets")
 	enumFlag(cmd, "state", review.StateOpen, review.StateResolved, "all")
-	reasons := make([]string, len(review.Reasons))
-	for i, r := range review.Reasons {
+	reasons := make([]string, len(proof.Reasons))
+	for i, r := range proof.Reasons {
 		reasons[i] = string(r)
 	}
 	enumFlag(cmd, "reason", reasons...)
 	textFlags(cmd, "provider")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
-		if *reason != "" && !slices.Contains(review.Reasons, review.Reason(*reason)) {
-			return usagef("--reason %q is not a reason: %v", *reason, review.Reasons)
+		if *reason != "" && !slices.Contains(proof.Reasons, proof.Reason(*reason)) {
+			return usagef("--reason %q is not a reason: %v", *reason, proof.Reasons)
 		}
 		since, err := list.sinceTime(time.Now())
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/ledger"
-	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/proof"
 )
 
 // attemptsConfig is a provider whose records are attempts, not effects:
@@ -55,7 +55,7 @@ func TestAttemptIsNotTheEffect(t *testing.T) {
 	t.Parallel()
 	check := func(t *testing.T, b *bundle) {
 		t.Helper()
-		for key, want := range map[string]review.Reason{"failed-1": review.ReasonProviderFailed, "refunded-1": review.ReasonProviderReversed} {
+		for key, want := range map[string]proof.Reason{"failed-1": proof.ReasonProviderFailed, "refunded-1": proof.ReasonProviderReversed} {
 			if op := b.status(t, key); op.Status != ledger.StatusReview || op.ProviderRecordID != "" {
 				t.Errorf("%s: %s with record %q, want review without one", key, op.Status, op.ProviderRecordID)
 			}
@@ -75,7 +75,7 @@ func TestAttemptIsNotTheEffect(t *testing.T) {
 		}
 		tk, _ := b.ticketOf(t, "scheduled-old")
 		relooks := b.count(t, `SELECT count(*) FROM sweeper.tickets WHERE id = $1 AND relookup_at IS NOT NULL`, tk.ID)
-		if tk.Reason != review.ReasonInFlight || relooks != 1 {
+		if tk.Reason != proof.ReasonInFlight || relooks != 1 {
 			t.Errorf("scheduled-old: ticket %s, re-lookup scheduled %d; want in_flight, looked up again", tk.Reason, relooks)
 		}
 	}
@@ -112,7 +112,7 @@ func TestAttemptIsNotTheEffect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sum.Done != 1 || sum.Tickets[review.ReasonInFlight] != 1 || sum.Tickets[review.ReasonProviderFailed] != 1 {
+		if sum.Done != 1 || sum.Tickets[proof.ReasonInFlight] != 1 || sum.Tickets[proof.ReasonProviderFailed] != 1 {
 			t.Errorf("summary %+v", sum)
 		}
 		check(t, b)

@@ -17,6 +17,7 @@ import (
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -234,7 +235,7 @@ func TestEscalationWalksEveryLevel(t *testing.T) {
 		d := b.lastDetails(t, id)
 		relookup, _ := d["relookup"].(map[string]any)
 		if d["from_level"] != float64(before.Level) || d["to_level"] != float64(step.level) || d["owner"] != step.owner ||
-			d["priority"] != step.priority || relookup["reason"] != string(review.ReasonNotFound) {
+			d["priority"] != step.priority || relookup["reason"] != string(proof.ReasonNotFound) {
 			t.Errorf("%s: event details %v", step.desc, d)
 		}
 		// The same pass again, at the same time: nothing is due.
@@ -303,8 +304,8 @@ func TestEscalationRelookup(t *testing.T) {
 			t.Errorf("events (-want +got):\n%s", diff)
 		}
 		var details struct {
-			ProviderRecordID string          `json:"provider_record_id"`
-			Evidence         review.Evidence `json:"evidence"`
+			ProviderRecordID string         `json:"provider_record_id"`
+			Evidence         proof.Evidence `json:"evidence"`
 		}
 		raw, _ := json.Marshal(b.lastDetails(t, id))
 		if err := json.Unmarshal(raw, &details); err != nil {
@@ -360,7 +361,7 @@ func TestEscalationRelookup(t *testing.T) {
 			t.Errorf("summary %+v", got)
 		}
 		relookup, _ := b.lastDetails(t, id)["relookup"].(map[string]any)
-		if ids, _ := relookup["record_ids"].([]any); relookup["reason"] != string(review.ReasonMultipleMatches) || len(ids) != 2 {
+		if ids, _ := relookup["record_ids"].([]any); relookup["reason"] != string(proof.ReasonMultipleMatches) || len(ids) != 2 {
 			t.Errorf("relookup %v", relookup)
 		}
 	})

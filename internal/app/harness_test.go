@@ -18,6 +18,7 @@ import (
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/httplookup"
 	"github.com/sweeper/sweeper/providers/sim"
@@ -222,7 +223,7 @@ func (b *bundle) status(t testing.TB, key string) ledger.Operation {
 
 // ticketOf returns the ticket of key's operation, with its evidence decoded,
 // or fails.
-func (b *bundle) ticketOf(t testing.TB, key string) (review.Ticket, review.Evidence) {
+func (b *bundle) ticketOf(t testing.TB, key string) (review.Ticket, proof.Evidence) {
 	t.Helper()
 	var id int64
 	if err := b.pool.QueryRow(context.Background(), `SELECT id FROM sweeper.tickets WHERE op_key = $1`, key).Scan(&id); err != nil {
@@ -232,7 +233,7 @@ func (b *bundle) ticketOf(t testing.TB, key string) (review.Ticket, review.Evide
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev review.Evidence
+	var ev proof.Evidence
 	if err := json.Unmarshal(tk.Evidence, &ev); err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 )
 
 // byKey is a provider at the edge that answers each op_key by its prefix,
@@ -171,7 +171,7 @@ func TestBatchOneRecordTwoOperations(t *testing.T) {
 	for _, k := range keys {
 		if op := b.status(t, k); op.Status == ledger.StatusReview {
 			tk, ev := b.ticketOf(t, k)
-			if tk.Reason != review.ReasonMultipleMatches || !strings.Contains(ev.Detail, "rec_shared") {
+			if tk.Reason != proof.ReasonMultipleMatches || !strings.Contains(ev.Detail, "rec_shared") {
 				t.Errorf("%s: ticket %s %q", k, tk.Reason, ev.Detail)
 			}
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 )
 
 // Summary counts what one pass did.
@@ -20,7 +20,7 @@ type Summary struct {
 	Scanned int `json:"scanned"`
 	Done    int `json:"done"`
 	// Tickets counts the tickets opened, by reason.
-	Tickets map[review.Reason]int `json:"tickets"`
+	Tickets map[proof.Reason]int `json:"tickets"`
 	// AlreadySettled counts operations someone else settled or confirmed
 	// while the pass looked them up.
 	AlreadySettled int `json:"already_settled"`
@@ -46,9 +46,9 @@ type Summary struct {
 
 // DecisionLine is one decision of a dry run.
 type DecisionLine struct {
-	OpKey    string          `json:"op_key"`
-	Provider string          `json:"provider"`
-	Decision review.Decision `json:"decision"`
+	OpKey    string         `json:"op_key"`
+	Provider string         `json:"provider"`
+	Decision proof.Decision `json:"decision"`
 }
 
 // OnceOptions tune [App.SweepOnce].
@@ -90,7 +90,7 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) 
 	if concurrency <= 0 {
 		concurrency = s.Config.River.MaxWorkers
 	}
-	sum := Summary{Tickets: map[review.Reason]int{}, DryRun: opts.DryRun}
+	sum := Summary{Tickets: map[proof.Reason]int{}, DryRun: opts.DryRun}
 	if opts.DryRun {
 		// A dry run writes nothing — not even a provider's health, which
 		// would pause (or resume) the lookups of every replica.
@@ -108,7 +108,7 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) 
 		// its waiting operations move to review first.
 		outages, err := s.Outages().End(ctx)
 		for _, o := range outages {
-			sum.Tickets[review.ReasonLookupFailed] += o.Moved
+			sum.Tickets[proof.ReasonLookupFailed] += o.Moved
 			sum.MovedAfterMaxOutage += o.Moved
 		}
 		if err != nil {
@@ -134,7 +134,7 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) 
 					if d := settled.Decision; d.Done {
 						key := ledger.RecordLockKey(s.namespaceOf(op.Provider), d.ProviderRecordID)
 						if holder, ok := claimed[key]; ok {
-							settled.Decision = review.HeldElsewhere(d, holder)
+							settled.Decision = proof.HeldElsewhere(d, holder)
 						} else {
 							claimed[key] = op.OpKey
 						}
@@ -183,7 +183,7 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) 
 	return sum, err
 }
 
-func countDecision(sum *Summary, d review.Decision) {
+func countDecision(sum *Summary, d proof.Decision) {
 	if d.Done {
 		sum.Done++
 	} else {
@@ -203,13 +203,13 @@ func (s *App) settleOnce(ctx context.Context, settler *settle.Settler, op ledger
 	// The budget starts with the first run that asks the provider: waiting
 	// for this process's own pacing spends none of it.
 	var deadline time.Time
-	var history []review.AttemptError
+	var history []proof.AttemptError
 	for attempt := 1; ; {
 		asked := s.now()
 		step := settler.Attempt(ctx, op)
 		if step.Final {
 			if step.Err != nil {
-				history = append(history, review.AttemptError{At: s.now(), Attempt: attempt, Class: step.Class.String(), Error: step.Err.Error()})
+				history = append(history, proof.AttemptError{At: s.now(), Attempt: attempt, Class: step.Class.String(), Error: step.Err.Error()})
 			}
 			return settler.Finish(ctx, op, step, history, dryRun)
 		}
@@ -230,7 +230,7 @@ func (s *App) settleOnce(ctx context.Context, settler *settle.Settler, op ledger
 			// The time the provider was down since does not count.
 			deadline = deadline.Add(max(p.DownTotal(ctx)-downAtFirst, 0))
 			downAtFirst = max(downAtFirst, p.DownTotal(ctx))
-			history = append(history, review.AttemptError{At: s.now(), Attempt: attempt, Class: step.Class.String(), Error: step.Err.Error()})
+			history = append(history, proof.AttemptError{At: s.now(), Attempt: attempt, Class: step.Class.String(), Error: step.Err.Error()})
 			if step.Class != providers.ClassRateLimited {
 				wait = settle.Backoff(attempt)
 			}

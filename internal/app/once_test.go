@@ -8,15 +8,15 @@ import (
 	"testing"
 
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/proof"
 )
 
 // TestDecisionLineJSON: a dry run's decision prints every field of
-// review.Decision, under a snake_case key, with <, > and & as written. A
-// field added to review.Decision fails here until the JSON shows it.
+// proof.Decision, under a snake_case key, with <, > and & as written. A
+// field added to proof.Decision fails here until the JSON shows it.
 func TestDecisionLineJSON(t *testing.T) {
 	t.Parallel()
-	var d review.Decision
+	var d proof.Decision
 	v := reflect.ValueOf(&d).Elem()
 	for i := range v.NumField() {
 		switch f := v.Field(i); f.Kind() {
@@ -27,7 +27,7 @@ func TestDecisionLineJSON(t *testing.T) {
 		case reflect.Slice:
 			f.Set(reflect.ValueOf([]string{"<a>"}))
 		default:
-			t.Fatalf("review.Decision.%s: a %s; teach this test", v.Type().Field(i).Name, f.Kind())
+			t.Fatalf("proof.Decision.%s: a %s; teach this test", v.Type().Field(i).Name, f.Kind())
 		}
 	}
 	// As the CLI prints it: an encoder that leaves <, > and & alone.

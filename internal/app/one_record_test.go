@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 )
 
 // TestOneRecordProvesOneOperation (I3): a provider that answers the same
@@ -54,4 +54,4 @@ func TestOneRecordProvesOneOperation(t *testing.T) {
 	}
 }
 
-const reviewMultiple = review.ReasonMultipleMatches
+const reviewMultiple = proof.ReasonMultipleMatches

@@ -11,8 +11,8 @@ import (
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 )
 
 // TestOwnPacingIsNeverAFailure: 60 stale operations whose records the
@@ -194,7 +194,7 @@ func TestSettleWindowWaitsForALaggingSearch(t *testing.T) {
 	for _, tc := range []struct {
 		op   ledger.Operation
 		want string
-	}{{indexed, "done"}, {never, string(review.ReasonNotFound)}} {
+	}{{indexed, "done"}, {never, string(proof.ReasonNotFound)}} {
 		step := settler.Attempt(context.Background(), tc.op)
 		if !step.Final {
 			t.Fatalf("%s after the window: not final (%v)", tc.op.OpKey, step.Err)

@@ -15,6 +15,7 @@ import (
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -84,7 +85,7 @@ func TestResemblanceProvesOnlyItsOwnMessage(t *testing.T) {
 			}
 			tk, ev := b.ticketOf(t, op.OpKey)
 			other := map[string]string{"tw-1": "tw-2", "tw-2": "tw-1"}[op.OpKey]
-			if tk.Reason != review.ReasonAmbiguousOwner || !strings.Contains(ev.Detail, other) {
+			if tk.Reason != proof.ReasonAmbiguousOwner || !strings.Contains(ev.Detail, other) {
 				t.Errorf("%s: ticket %s %q, want ambiguous_owner naming %s", op.OpKey, tk.Reason, ev.Detail, other)
 			}
 		}
@@ -161,9 +162,9 @@ func TestChangedRowIsLookedUpAgain(t *testing.T) {
 	// The lookup was made for the row as it was, with another payload.
 	was := current
 	was.PayloadHash = strings.Repeat("e", 64)
-	q := review.SearchFor(was, providers.Matching{ByKey: true}, time.Now())
+	q := proof.SearchFor(was, providers.Matching{ByKey: true}, time.Now())
 	rec := providers.Record{ID: "rec_old", CreatedAt: current.FirstAttemptAt.Add(time.Second), Recipient: was.Recipient, PayloadHash: was.PayloadHash}
-	step := settle.Step{Final: true, Outcome: review.Answered(q, []providers.Record{rec}), Query: &q, Adapter: "sim"}
+	step := settle.Step{Final: true, Outcome: proof.Answered(q, []providers.Record{rec}), Query: &q, Adapter: "sim"}
 
 	settler := b.sweeper.Settler(nil)
 	if _, err := settler.Finish(ctx, current, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
@@ -174,9 +175,9 @@ func TestChangedRowIsLookedUpAgain(t *testing.T) {
 	if _, err := settler.Finish(ctx, was, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
 		t.Errorf("Finish on the row as it was: %v, want ErrOperationChanged", err)
 	}
-	d := review.Decision{Done: true, ProviderRecordID: "rec_old", RecordIDs: []string{"rec_old"}}
+	d := proof.Decision{Done: true, ProviderRecordID: "rec_old", RecordIDs: []string{"rec_old"}}
 	applied, err := review.NewStore(b.pool, review.Policy{DefaultOwner: "U0DEFAULT1", Window: time.Hour, Priority: "normal"}).
-		Apply(ctx, was, d, review.Evidence{}, time.Now())
+		Apply(ctx, was, d, proof.Evidence{}, time.Now())
 	if err != nil || applied.Settled {
 		t.Errorf("Apply of a done for the old identity = %+v, %v; want nothing written", applied, err)
 	}
@@ -254,7 +255,7 @@ func TestUnstorableAnswerEndsInATicket(t *testing.T) {
 		t.Fatalf("sweep: %+v, %v", sum, err)
 	}
 	tk, ev := b.ticketOf(t, op.OpKey)
-	if tk.Reason != review.ReasonLookupFailed || !strings.Contains(ev.Detail, "could not be stored") || len(ev.Records) != 0 {
+	if tk.Reason != proof.ReasonLookupFailed || !strings.Contains(ev.Detail, "could not be stored") || len(ev.Records) != 0 {
 		t.Errorf("ticket %s %q with %d records; want lookup_failed saying the answer could not be stored", tk.Reason, ev.Detail, len(ev.Records))
 	}
 }
@@ -288,7 +289,7 @@ func TestDryRunAgreesWithTheRealPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"done": 1, string(review.ReasonMultipleMatches): 2}
+	want := map[string]int{"done": 1, string(proof.ReasonMultipleMatches): 2}
 	if diff := cmp.Diff(want, count(real)); diff != "" {
 		t.Errorf("real pass (-want +got):\n%s", diff)
 	}
@@ -360,7 +361,7 @@ func TestFutureDatedRowsAreNotLeftPending(t *testing.T) {
 	}
 	for _, key := range []string{"found-future-1", "found-future-2"} {
 		tk, ev := b.ticketOf(t, key)
-		if tk.Reason != review.ReasonInvalidOperation || !strings.Contains(ev.Detail, "first_attempt_at") {
+		if tk.Reason != proof.ReasonInvalidOperation || !strings.Contains(ev.Detail, "first_attempt_at") {
 			t.Errorf("%s: ticket %s %q, want invalid_operation about first_attempt_at", key, tk.Reason, ev.Detail)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -52,7 +53,7 @@ func TestReplayCases(t *testing.T) {
 			t.Fatalf("operation = %+v, want review without record", got)
 		}
 		tk, ev := b.ticketOf(t, op.OpKey)
-		if tk.Reason != review.ReasonNotFound || tk.Owner != "U0BILLING1" || tk.State != review.StateOpen || tk.EscalationLevel != 0 {
+		if tk.Reason != proof.ReasonNotFound || tk.Owner != "U0BILLING1" || tk.State != review.StateOpen || tk.EscalationLevel != 0 {
 			t.Errorf("ticket = %+v", tk)
 		}
 		if d := time.Until(tk.Deadline); d < 55*time.Minute || d > time.Hour {
@@ -71,7 +72,7 @@ func TestReplayCases(t *testing.T) {
 		b.sweep(t, client)
 		b.waitSettled(t, []string{op.OpKey}, 30*time.Second)
 		tk, ev := b.ticketOf(t, op.OpKey)
-		if tk.Reason != review.ReasonMultipleMatches || len(ev.Records) != 2 || ev.Records[0].ID == ev.Records[1].ID {
+		if tk.Reason != proof.ReasonMultipleMatches || len(ev.Records) != 2 || ev.Records[0].ID == ev.Records[1].ID {
 			t.Fatalf("ticket %s, records %+v", tk.Reason, ev.Records)
 		}
 		for _, r := range ev.Records {
@@ -96,7 +97,7 @@ func TestReplayCases(t *testing.T) {
 		b.waitSettled(t, []string{amount.OpKey, recipient.OpKey}, 30*time.Second)
 		for key, want := range map[string]string{amount.OpKey: "payload_hash", recipient.OpKey: "recipient"} {
 			tk, ev := b.ticketOf(t, key)
-			if tk.Reason != review.ReasonPayloadMismatch || !slices.Contains(ev.DifferingFields, want) {
+			if tk.Reason != proof.ReasonPayloadMismatch || !slices.Contains(ev.DifferingFields, want) {
 				t.Errorf("%s: ticket %s differing %v, want payload_mismatch on %s", key, tk.Reason, ev.DifferingFields, want)
 			}
 			if b.status(t, key).Status != ledger.StatusReview {
@@ -114,7 +115,7 @@ func TestReplayCases(t *testing.T) {
 		b.sweep(t, client)
 		b.waitSettled(t, []string{op.OpKey}, 60*time.Second)
 		tk, ev := b.ticketOf(t, op.OpKey)
-		if tk.Reason != review.ReasonLookupFailed {
+		if tk.Reason != proof.ReasonLookupFailed {
 			t.Fatalf("reason %s, want lookup_failed", tk.Reason)
 		}
 		if len(ev.Errors) < 2 {
@@ -224,7 +225,7 @@ func TestReplayCases(t *testing.T) {
 		b.sweep(t, client)
 		b.waitSettled(t, []string{op.OpKey}, 30*time.Second)
 		tk, ev := b.ticketOf(t, op.OpKey)
-		if tk.Reason != review.ReasonLookupUnsupported || len(ev.Errors) != 1 {
+		if tk.Reason != proof.ReasonLookupUnsupported || len(ev.Errors) != 1 {
 			t.Errorf("ticket %s with %d errors; want lookup_unsupported after one attempt", tk.Reason, len(ev.Errors))
 		}
 		if n := b.count(t, `SELECT count(*) FROM sweeper.river_job WHERE kind = 'lookup_batch'`); n != 1 {
@@ -252,7 +253,7 @@ func TestReplayCases(t *testing.T) {
 		b.sweep(t, client)
 		b.waitSettled(t, []string{unknown.OpKey, fine.OpKey, noHash}, 30*time.Second)
 		for _, key := range []string{unknown.OpKey, noHash} {
-			if tk, _ := b.ticketOf(t, key); tk.Reason != review.ReasonInvalidOperation {
+			if tk, _ := b.ticketOf(t, key); tk.Reason != proof.ReasonInvalidOperation {
 				t.Errorf("%s: ticket %s, want invalid_operation", key, tk.Reason)
 			}
 		}
@@ -275,8 +276,8 @@ func mixedKeys(n int) ([]string, map[string]int) {
 		p := prefixes[i%len(prefixes)]
 		keys[i] = fmt.Sprintf("%s-%05d", p, i)
 		want[map[string]string{
-			"found": "done", "many": string(review.ReasonMultipleMatches), "mismatch": string(review.ReasonPayloadMismatch),
-			"nf": string(review.ReasonNotFound), "unsupported": string(review.ReasonLookupUnsupported), "error": string(review.ReasonLookupFailed),
+			"found": "done", "many": string(proof.ReasonMultipleMatches), "mismatch": string(proof.ReasonPayloadMismatch),
+			"nf": string(proof.ReasonNotFound), "unsupported": string(proof.ReasonLookupUnsupported), "error": string(proof.ReasonLookupFailed),
 		}[p]]++
 	}
 	return keys, want

@@ -29,6 +29,7 @@ import (
 	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers/kinds"
 	"github.com/sweeper/sweeper/providers/sim"
 	"github.com/sweeper/sweeper/review"
@@ -819,7 +820,7 @@ func (w *demoWatch) printOperations(ops []demoOperation, opened map[string]demoE
 		if (seen && prev == status) || status == string(ledger.StatusPending) {
 			continue
 		}
-		what := fmt.Sprintf("%s  %s %s to %s", opKey, provider, action, review.MaskRecipient(recipient))
+		what := fmt.Sprintf("%s  %s %s to %s", opKey, provider, action, proof.MaskRecipient(recipient))
 		switch status {
 		case string(ledger.StatusDone):
 			via := "one matching record"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -55,9 +56,9 @@ const (
 // Relookup is what the lookup before an escalation found, as the
 // "escalated" event records it.
 type Relookup struct {
-	Reason    review.Reason `json:"reason,omitempty"`
-	Detail    string        `json:"detail,omitempty"`
-	RecordIDs []string      `json:"record_ids,omitempty"`
+	Reason    proof.Reason `json:"reason,omitempty"`
+	Detail    string       `json:"detail,omitempty"`
+	RecordIDs []string     `json:"record_ids,omitempty"`
 	// Error is a lookup that did not answer: not proof either way.
 	Error string `json:"error,omitempty"`
 	// Skipped says why there was no lookup.
@@ -160,7 +161,7 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 // retry it under a new key and do the thing twice. The ledger stays as it
 // is (failed is final); the ticket gets one "record_found_after_not_sent"
 // event with the new evidence, which is alerted like any other.
-func (e *Escalator) contradicts(ctx context.Context, t review.EscalationTicket, p *proof, logger *slog.Logger) error {
+func (e *Escalator) contradicts(ctx context.Context, t review.EscalationTicket, p *proven, logger *slog.Logger) error {
 	op, err := e.Ledger.GetByID(ctx, t.OperationID)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil
@@ -185,17 +186,17 @@ func (e *Escalator) contradicts(ctx context.Context, t review.EscalationTicket, 
 // pacing before it gives up asking.
 const relookupPacedWait = 5 * time.Second
 
-// proof is a re-lookup that proves the effect.
-type proof struct {
+// proven is a re-lookup that proves the effect.
+type proven struct {
 	recordID string
-	evidence review.Evidence
+	evidence proof.Evidence
 }
 
 // relookup looks t's operation up once. It returns a proof when exactly one
 // agreeing record was found, else what the lookup saw for the event. Only a
 // cancelled ctx (shutdown, job timeout) is an error: a failed lookup is a
 // finding, not a reason to hold the escalation back.
-func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Relookup, *proof, error) {
+func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Relookup, *proven, error) {
 	op, err := e.Ledger.GetByID(ctx, t.OperationID)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return Relookup{Skipped: "the ledger row is gone"}, nil, nil
@@ -232,7 +233,7 @@ func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Re
 	if !step.Final {
 		return Relookup{Error: step.Err.Error()}, nil, nil
 	}
-	d, err := review.Prove(ctx, e.Settler.DB, op, step.Outcome)
+	d, err := proof.Prove(ctx, e.Settler.DB, op, step.Outcome)
 	if err != nil {
 		return Relookup{}, nil, err
 	}
@@ -243,10 +244,10 @@ func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Re
 		}
 		return r, nil, nil
 	}
-	ev := review.NewEvidence(op, review.Lookup{
+	ev := proof.NewEvidence(op, proof.Lookup{
 		Adapter: step.Adapter, Query: step.Query, Outcome: step.Outcome, At: e.Now(),
 	}, d)
-	return Relookup{Detail: d.Detail, RecordIDs: d.RecordIDs}, &proof{recordID: d.ProviderRecordID, evidence: ev}, nil
+	return Relookup{Detail: d.Detail, RecordIDs: d.RecordIDs}, &proven{recordID: d.ProviderRecordID, evidence: ev}, nil
 }
 
 // ScanExpired walks the open tickets whose deadline has passed at now, in

@@ -12,6 +12,7 @@ import (
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/sim"
 	"github.com/sweeper/sweeper/review"
@@ -98,7 +99,7 @@ func TestEscalate(t *testing.T) {
 	e := escalatorOn(pool, clk, nothing)
 
 	tk := openTicket(t, pool, nothing, "esc-1")
-	if tk.Reason != review.ReasonNotFound || tk.Level != 0 || tk.Owner != "U0DEFAULT1" {
+	if tk.Reason != proof.ReasonNotFound || tk.Level != 0 || tk.Owner != "U0DEFAULT1" {
 		t.Fatalf("opened %+v", tk)
 	}
 	step := func(version int) settle.EscalationOutcome {
@@ -161,7 +162,7 @@ func TestEscalate(t *testing.T) {
 		ORDER BY id LIMIT 1`, tk.ID).Scan(&details); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := details["relookup"].(map[string]any); r["reason"] != string(review.ReasonNotFound) {
+	if r, _ := details["relookup"].(map[string]any); r["reason"] != string(proof.ReasonNotFound) {
 		t.Errorf("the escalated event's re-lookup %v, want the not_found it found", details["relookup"])
 	}
 }
@@ -271,7 +272,7 @@ func TestRelookup(t *testing.T) {
 	// A reason that a re-lookup cannot settle has none scheduled.
 	many := simProvider(t, "sim", limits(), "*", sim.OutcomeMany)
 	other := openTicket(t, pool, many, "relook-many")
-	if other.Reason != review.ReasonMultipleMatches || !other.RelookupAt.IsZero() {
+	if other.Reason != proof.ReasonMultipleMatches || !other.RelookupAt.IsZero() {
 		t.Fatalf("opened %+v, want multiple_matches with no re-lookup", other)
 	}
 	clk.add(365 * 24 * time.Hour)

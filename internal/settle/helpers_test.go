@@ -183,7 +183,7 @@ func policy() review.Policy {
 
 // settlerOn is a Settler over db with provs, applying through a review
 // store under policy(), by the clock now.
-func settlerOn(db review.DB, now func() time.Time, provs ...*providers.Provider) *settle.Settler {
+func settlerOn(db review.TxBeginner, now func() time.Time, provs ...*providers.Provider) *settle.Settler {
 	m := map[string]*providers.Provider{}
 	for _, p := range provs {
 		m[p.Name] = p

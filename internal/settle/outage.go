@@ -14,6 +14,7 @@ import (
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -33,9 +34,9 @@ const outagePage = 1_000
 // review as lookup_failed tickets, without asking the provider. The
 // sweep runs it before it scans. When the provider answers again, its
 // open lookup_failed tickets are looked up again and settle by themselves
-// (review.Reason.Relooks).
+// (proof.Reason.Relooks).
 type Outages struct {
-	DB        review.DB
+	DB        review.TxBeginner
 	Providers map[string]*providers.Provider
 	// Policy opens the tickets, as the lookups' do.
 	Policy review.Policy
@@ -142,10 +143,10 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 	now := o.Now()
 	items := make([]review.Item, len(ops))
 	for i, op := range ops {
-		outcome := review.Failed(detail)
-		d := review.Decide(op, outcome)
+		outcome := proof.Failed(detail)
+		d := proof.Decide(op, outcome)
 		items[i] = review.Item{Op: op, Decision: d, Now: now,
-			Evidence: review.NewEvidence(op, review.Lookup{Adapter: p.Kind, Outcome: outcome, At: now}, d)}
+			Evidence: proof.NewEvidence(op, proof.Lookup{Adapter: p.Kind, Outcome: outcome, At: now}, d)}
 	}
 	results, err := review.NewStore(tx, o.Policy).ApplyBatch(ctx, items)
 	if err != nil {
@@ -168,7 +169,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 	}
 	for range moved {
 		o.Metrics.Settled(p.Name, metrics.OutcomeReview)
-		o.Metrics.TicketOpened(string(review.ReasonLookupFailed))
+		o.Metrics.TicketOpened(string(proof.ReasonLookupFailed))
 	}
 	step.Moved = len(moved)
 	return step, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -31,14 +32,14 @@ type Settler struct {
 // Applier writes a decision: a *review.Store, or a *review.Batcher that
 // shares commits between concurrent lookups.
 type Applier interface {
-	Apply(ctx context.Context, op ledger.Operation, d review.Decision, ev review.Evidence, now time.Time) (review.Applied, error)
+	Apply(ctx context.Context, op ledger.Operation, d proof.Decision, ev proof.Evidence, now time.Time) (review.Applied, error)
 }
 
 // Step is what one lookup attempt leads to: a final outcome to decide on,
 // or an error to retry (Final false).
 type Step struct {
 	Final      bool
-	Outcome    review.Outcome
+	Outcome    proof.Outcome
 	Query      *providers.Query
 	Adapter    string
 	Err        error
@@ -64,20 +65,20 @@ func (s *Settler) Attempt(ctx context.Context, op ledger.Operation) Step {
 func (s *Settler) Prepare(op ledger.Operation) (*providers.Provider, providers.Query, *Step) {
 	p := s.Providers[op.Provider]
 	if p == nil {
-		return nil, providers.Query{}, &Step{Final: true, Outcome: review.Invalid(fmt.Sprintf("provider %q is not configured: no [providers.%s] block", op.Provider, op.Provider))}
+		return nil, providers.Query{}, &Step{Final: true, Outcome: proof.Invalid(fmt.Sprintf("provider %q is not configured: no [providers.%s] block", op.Provider, op.Provider))}
 	}
-	if problem := review.Lookable(op); problem != "" {
-		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(problem)}
+	if problem := proof.Lookable(op); problem != "" {
+		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: proof.Invalid(problem)}
 	}
 	if now := s.Now(); op.FirstAttemptAt.IsZero() || op.FirstAttemptAt.After(now.Add(ledger.MaxClockSkew)) {
-		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
+		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: proof.Invalid(
 			"first_attempt_at is not a time an attempt was made (infinite, or in the future): no lookup window can be drawn")}
 	}
 	if !p.Matching().ByKey && op.Recipient == "" {
-		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: review.Invalid(
+		return nil, providers.Query{}, &Step{Final: true, Adapter: p.Kind, Outcome: proof.Invalid(
 			"missing recipient: provider " + op.Provider + " matches records by resemblance (recipient, payload, time), not by op_key")}
 	}
-	return p, review.SearchFor(op, p.Matching(), s.Now()), nil
+	return p, proof.SearchFor(op, p.Matching(), s.Now()), nil
 }
 
 // Answer turns the provider's answer to q, made for op, into a step.
@@ -94,7 +95,7 @@ func (s *Settler) Answer(ctx context.Context, op ledger.Operation, p *providers.
 				op.Provider, settled.UTC().Format(time.RFC3339), p.SettleWindow)
 			return step
 		}
-		if until := op.FirstAttemptAt.Add(p.InFlightFor); review.InFlight(records) && now.Before(until) {
+		if until := op.FirstAttemptAt.Add(p.InFlightFor); proof.InFlight(records) && now.Before(until) {
 			// The provider is still making the effect: neither done nor
 			// not_found. Asked again, spending no attempt or budget, until
 			// in_flight_for has passed; only then an in_flight ticket.
@@ -103,7 +104,7 @@ func (s *Settler) Answer(ctx context.Context, op ledger.Operation, p *providers.
 				op.Provider, until.UTC().Format(time.RFC3339), p.InFlightFor)
 			return step
 		}
-		step.Final, step.Outcome = true, review.Answered(q, records)
+		step.Final, step.Outcome = true, proof.Answered(q, records)
 		return step
 	}
 	if ctx.Err() != nil {
@@ -114,9 +115,9 @@ func (s *Settler) Answer(ctx context.Context, op ledger.Operation, p *providers.
 	step.Class, step.RetryAfter = providers.Classify(err)
 	switch step.Class {
 	case providers.ClassUnsupported:
-		step.Final, step.Outcome = true, review.Unsupported(err.Error())
+		step.Final, step.Outcome = true, proof.Unsupported(err.Error())
 	case providers.ClassPermanent:
-		step.Final, step.Outcome = true, review.Failed("permanent error: "+err.Error())
+		step.Final, step.Outcome = true, proof.Failed("permanent error: "+err.Error())
 	}
 	return step
 }
@@ -132,7 +133,7 @@ func InFlightWait(age, left time.Duration) time.Duration {
 
 // Settled says what happened to one operation.
 type Settled struct {
-	Decision review.Decision
+	Decision proof.Decision
 	Applied  review.Applied
 }
 
@@ -141,18 +142,18 @@ type Settled struct {
 // operation is looked up again rather than settled on it.
 var ErrOperationChanged = errors.New("the operation changed during its lookup; looking it up again")
 
-// Finish decides on a final step by the one settle rule ([review.Prove])
+// Finish decides on a final step by the one proof rule ([proof.Prove])
 // and, unless dryRun, applies the decision in one transaction. history
 // lists the failed attempts before this one.
-func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, history []review.AttemptError, dryRun bool) (Settled, error) {
+func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, history []proof.AttemptError, dryRun bool) (Settled, error) {
 	// Two passes at most: a "done" the database refused because another
 	// operation took the same record meanwhile, or because the row changed,
 	// is decided again on the row as it now is.
 	for pass := 0; ; pass++ {
-		if q := step.Outcome.Query(); q.OpKey != "" && !review.LookedUpAs(op, q) {
+		if q := step.Outcome.Query(); q.OpKey != "" && !proof.LookedUpAs(op, q) {
 			return Settled{}, ErrOperationChanged
 		}
-		d, err := review.Prove(ctx, s.DB, op, step.Outcome)
+		d, err := proof.Prove(ctx, s.DB, op, step.Outcome)
 		if err != nil {
 			return Settled{}, err
 		}
@@ -160,7 +161,7 @@ func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, hi
 			return Settled{Decision: d}, nil
 		}
 		now := s.Now()
-		ev := review.NewEvidence(op, review.Lookup{
+		ev := proof.NewEvidence(op, proof.Lookup{
 			Adapter: step.Adapter, Query: step.Query, Outcome: step.Outcome, Errors: history, At: now,
 		}, d)
 		applied, err := s.Reviews.Apply(ctx, op, d, ev, now)
@@ -188,7 +189,7 @@ func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, hi
 	}
 }
 
-func (s *Settler) LogSettled(op ledger.Operation, d review.Decision, applied review.Applied) {
+func (s *Settler) LogSettled(op ledger.Operation, d proof.Decision, applied review.Applied) {
 	logger := s.Logger.With("op_key", LogKey(op), "provider", op.Provider)
 	switch {
 	case !applied.Settled:
@@ -212,7 +213,7 @@ func LogKey(op ledger.Operation) string { return providers.RedactText(op.OpKey, 
 // store: a failed lookup, whose evidence holds no records.
 func Unstorable(step Step, err error) Step {
 	step.Final = true
-	step.Outcome = review.Failed(fmt.Sprintf("the provider's answer could not be stored: %v", err))
+	step.Outcome = proof.Failed(fmt.Sprintf("the provider's answer could not be stored: %v", err))
 	return step
 }
 
@@ -220,7 +221,7 @@ func Unstorable(step Step, err error) Step {
 // step's error after attempts tries.
 func Exhausted(step Step, attempts int, budget time.Duration) Step {
 	step.Final = true
-	step.Outcome = review.Failed(fmt.Sprintf("%d attempt(s) failed within lookup_budget %s; last: %v", attempts, budget, step.Err))
+	step.Outcome = proof.Failed(fmt.Sprintf("%d attempt(s) failed within lookup_budget %s; last: %v", attempts, budget, step.Err))
 	return step
 }
 

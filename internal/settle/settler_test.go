@@ -12,6 +12,7 @@ import (
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/sim"
 	"github.com/sweeper/sweeper/review"
@@ -19,7 +20,7 @@ import (
 
 // TestPrepareRefuses: an operation that cannot be asked about is final at
 // once as invalid_operation — the provider is never asked — and says why.
-// What can be asked gets the one query review.SearchFor draws.
+// What can be asked gets the one query proof.SearchFor draws.
 func TestPrepareRefuses(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
@@ -88,7 +89,7 @@ func TestPrepareRefuses(t *testing.T) {
 				if p != s.Providers[op.Provider] {
 					t.Errorf("provider %v, want %s's", p, op.Provider)
 				}
-				if want := review.SearchFor(op, p.Matching(), now); q != want {
+				if want := proof.SearchFor(op, p.Matching(), now); q != want {
 					t.Errorf("query\n got %+v\nwant %+v", q, want)
 				}
 				return
@@ -102,13 +103,13 @@ func TestPrepareRefuses(t *testing.T) {
 			if !refused.Final || refused.Err != nil || refused.Query != nil || refused.Adapter != tc.wantAdapter {
 				t.Errorf("step %+v, want final, no error or query, adapter %q", *refused, tc.wantAdapter)
 			}
-			d := review.Decide(op, refused.Outcome)
-			if d.Done || d.Reason != review.ReasonInvalidOperation || !strings.Contains(d.Detail, tc.wantDetail) {
+			d := proof.Decide(op, refused.Outcome)
+			if d.Done || d.Reason != proof.ReasonInvalidOperation || !strings.Contains(d.Detail, tc.wantDetail) {
 				t.Errorf("decided %+v, want invalid_operation saying %q", d, tc.wantDetail)
 			}
 			// Attempt refuses the same way, without asking the provider.
 			before := server.requests.Load()
-			if step := s.Attempt(context.Background(), op); !step.Final || review.Decide(op, step.Outcome).Reason != review.ReasonInvalidOperation {
+			if step := s.Attempt(context.Background(), op); !step.Final || proof.Decide(op, step.Outcome).Reason != proof.ReasonInvalidOperation {
 				t.Errorf("Attempt: %+v, want the same refusal", step)
 			}
 			if n := server.requests.Load() - before; n != 0 {
@@ -119,7 +120,7 @@ func TestPrepareRefuses(t *testing.T) {
 }
 
 // TestAnswer: each kind of provider answer leads to its step. Records are
-// final and decided by the settle rule — done only on exactly one agreeing
+// final and decided by the proof rule — done only on exactly one agreeing
 // record, "none" is not_found and never done (I3); errors are retried
 // (transient, rate-limited with the provider's delay, paced by this
 // process's own limits) or final (unsupported, permanent).
@@ -130,7 +131,7 @@ func TestAnswer(t *testing.T) {
 	s := settlerOn(nil, func() time.Time { return now }, p)
 	op := opOf("answer-1", "sim", now, time.Hour)
 	op.ID = 42
-	q := review.SearchFor(op, p.Matching(), now)
+	q := proof.SearchFor(op, p.Matching(), now)
 	agreeing := providers.Record{ID: "rec_1", CreatedAt: op.FirstAttemptAt.Add(time.Second), Recipient: op.Recipient, PayloadHash: op.PayloadHash}
 	other := agreeing
 	other.ID = "rec_2"
@@ -147,7 +148,7 @@ func TestAnswer(t *testing.T) {
 		// the detail.
 		wantFinal  bool
 		wantDone   bool
-		wantReason review.Reason
+		wantReason proof.Reason
 		wantDetail string
 		// For a step to retry, its class and delay.
 		wantClass providers.Class
@@ -156,15 +157,15 @@ func TestAnswer(t *testing.T) {
 		{desc: "one agreeing record", records: []providers.Record{agreeing},
 			wantFinal: true, wantDone: true},
 		{desc: "no record", records: nil,
-			wantFinal: true, wantReason: review.ReasonNotFound, wantDetail: "returned no record"},
+			wantFinal: true, wantReason: proof.ReasonNotFound, wantDetail: "returned no record"},
 		{desc: "an empty list", records: []providers.Record{},
-			wantFinal: true, wantReason: review.ReasonNotFound},
+			wantFinal: true, wantReason: proof.ReasonNotFound},
 		{desc: "a record with another payload", records: []providers.Record{disagreeing},
-			wantFinal: true, wantReason: review.ReasonPayloadMismatch, wantDetail: "payload_hash"},
+			wantFinal: true, wantReason: proof.ReasonPayloadMismatch, wantDetail: "payload_hash"},
 		{desc: "a record dated before the window", records: []providers.Record{outOfWindow},
-			wantFinal: true, wantReason: review.ReasonPayloadMismatch, wantDetail: "outside the lookup window"},
+			wantFinal: true, wantReason: proof.ReasonPayloadMismatch, wantDetail: "outside the lookup window"},
 		{desc: "two records", records: []providers.Record{agreeing, other},
-			wantFinal: true, wantReason: review.ReasonMultipleMatches, wantDetail: "rec_1, rec_2"},
+			wantFinal: true, wantReason: proof.ReasonMultipleMatches, wantDetail: "rec_1, rec_2"},
 		{desc: "transient error", err: providers.Transient(errors.New("HTTP 503")),
 			wantClass: providers.ClassTransient},
 		{desc: "unclassified error: transient", err: errors.New("connection reset"),
@@ -176,9 +177,9 @@ func TestAnswer(t *testing.T) {
 		{desc: "paced by this process", err: providers.Paced(3*time.Second, errors.New("rate_limit reached")),
 			wantClass: providers.ClassPaced, wantAfter: 3 * time.Second},
 		{desc: "unsupported", err: fmt.Errorf("sim: %w", providers.ErrUnsupported),
-			wantFinal: true, wantReason: review.ReasonLookupUnsupported, wantDetail: "cannot search"},
+			wantFinal: true, wantReason: proof.ReasonLookupUnsupported, wantDetail: "cannot search"},
 		{desc: "permanent error", err: providers.Permanent(errors.New("HTTP 401")),
-			wantFinal: true, wantReason: review.ReasonLookupFailed, wantDetail: "permanent error: HTTP 401"},
+			wantFinal: true, wantReason: proof.ReasonLookupFailed, wantDetail: "permanent error: HTTP 401"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			step := s.Answer(context.Background(), op, p, q, tc.records, tc.err)
@@ -188,7 +189,7 @@ func TestAnswer(t *testing.T) {
 			if step.Final != tc.wantFinal {
 				t.Fatalf("final %v, want %v (step %+v)", step.Final, tc.wantFinal, step)
 			}
-			d := review.Decide(op, step.Outcome)
+			d := proof.Decide(op, step.Outcome)
 			if !tc.wantFinal {
 				if step.Class != tc.wantClass || step.RetryAfter != tc.wantAfter || !errors.Is(step.Err, tc.err) {
 					t.Errorf("retry step: class %s after %s err %v, want %s after %s err %v",
@@ -228,7 +229,7 @@ func TestAnswerSettleWindow(t *testing.T) {
 	s := settlerOn(nil, func() time.Time { return now }, p)
 
 	young := opOf("young", "lagging", now, 10*time.Minute)
-	q := review.SearchFor(young, p.Matching(), now)
+	q := proof.SearchFor(young, p.Matching(), now)
 	step := s.Answer(context.Background(), young, p, q, nil, nil)
 	if step.Final || step.Class != providers.ClassPaced || step.RetryAfter != 20*time.Minute ||
 		step.Err == nil || !strings.Contains(step.Err.Error(), "settle_window") {
@@ -237,14 +238,14 @@ func TestAnswerSettleWindow(t *testing.T) {
 
 	rec := providers.Record{ID: "rec_young", CreatedAt: young.FirstAttemptAt, Recipient: young.Recipient, PayloadHash: young.PayloadHash}
 	if step := s.Answer(context.Background(), young, p, q, []providers.Record{rec}, nil); !step.Final ||
-		!review.Decide(young, step.Outcome).Done {
+		!proof.Decide(young, step.Outcome).Done {
 		t.Errorf("record inside the window: %+v, want final and done", step)
 	}
 
 	edge := opOf("edge", "lagging", now, 30*time.Minute)
-	q = review.SearchFor(edge, p.Matching(), now)
+	q = proof.SearchFor(edge, p.Matching(), now)
 	if step := s.Answer(context.Background(), edge, p, q, nil, nil); !step.Final ||
-		review.Decide(edge, step.Outcome).Reason != review.ReasonNotFound {
+		proof.Decide(edge, step.Outcome).Reason != proof.ReasonNotFound {
 		t.Errorf("empty answer as the window ends: %+v, want final not_found", step)
 	}
 }
@@ -276,10 +277,10 @@ func TestAnswerInFlight(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			op := opOf("in-flight", "scheduled", now, tc.age)
-			q := review.SearchFor(op, p.Matching(), now)
+			q := proof.SearchFor(op, p.Matching(), now)
 			step := s.Answer(context.Background(), op, p, q, inFlight(op), nil)
 			if tc.wantAfter == 0 {
-				if d := review.Decide(op, step.Outcome); !step.Final || d.Done || d.Reason != review.ReasonInFlight {
+				if d := proof.Decide(op, step.Outcome); !step.Final || d.Done || d.Reason != proof.ReasonInFlight {
 					t.Fatalf("step %+v decided %+v, want final and in_flight", step, d)
 				}
 				return
@@ -292,11 +293,11 @@ func TestAnswerInFlight(t *testing.T) {
 	}
 	// A failed attempt is no reason to wait: it is decided at once.
 	op := opOf("failed", "scheduled", now, 10*time.Minute)
-	q := review.SearchFor(op, p.Matching(), now)
+	q := proof.SearchFor(op, p.Matching(), now)
 	records := inFlight(op)
 	records[0].State, records[0].Status = providers.StateFailed, "undelivered"
 	if step := s.Answer(context.Background(), op, p, q, records, nil); !step.Final ||
-		review.Decide(op, step.Outcome).Reason != review.ReasonProviderFailed {
+		proof.Decide(op, step.Outcome).Reason != proof.ReasonProviderFailed {
 		t.Errorf("failed record: %+v, want final provider_failed", step)
 	}
 }
@@ -313,7 +314,7 @@ func TestAnswerCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, err := range []error{context.Canceled, providers.Permanent(errors.New("HTTP 401")), providers.ErrUnsupported} {
-		step := s.Answer(ctx, op, p, review.SearchFor(op, p.Matching(), now), nil, err)
+		step := s.Answer(ctx, op, p, proof.SearchFor(op, p.Matching(), now), nil, err)
 		if step.Final || !errors.Is(step.Err, context.Canceled) {
 			t.Errorf("cancelled with %v: %+v, want a step to retry carrying context.Canceled", err, step)
 		}
@@ -355,16 +356,16 @@ func TestAttempt(t *testing.T) {
 	for _, tc := range []struct {
 		key        string
 		wantFinal  bool
-		wantReason review.Reason // "" with wantFinal: done
+		wantReason proof.Reason // "" with wantFinal: done
 		wantClass  providers.Class
 		wantAfter  time.Duration
 	}{
 		{key: "found-1", wantFinal: true},
-		{key: "none-1", wantFinal: true, wantReason: review.ReasonNotFound},
+		{key: "none-1", wantFinal: true, wantReason: proof.ReasonNotFound},
 		{key: "throttled-1", wantClass: providers.ClassRateLimited, wantAfter: 7 * time.Second},
 		{key: "down-1", wantClass: providers.ClassTransient},
 		{key: "garbled-1", wantClass: providers.ClassTransient},
-		{key: "forbidden-1", wantFinal: true, wantReason: review.ReasonLookupFailed},
+		{key: "forbidden-1", wantFinal: true, wantReason: proof.ReasonLookupFailed},
 	} {
 		op = opOf(tc.key, "orders", now, time.Hour)
 		step := s.Attempt(context.Background(), op)
@@ -372,7 +373,7 @@ func TestAttempt(t *testing.T) {
 			t.Errorf("%s: final %v, want %v (%+v)", tc.key, step.Final, tc.wantFinal, step)
 			continue
 		}
-		d := review.Decide(op, step.Outcome)
+		d := proof.Decide(op, step.Outcome)
 		switch {
 		case !tc.wantFinal:
 			if step.Class != tc.wantClass || step.RetryAfter != tc.wantAfter || d.Done {
@@ -415,7 +416,7 @@ func TestAttemptPaced(t *testing.T) {
 	}
 }
 
-// TestFinish: a final step is decided by the settle rule and applied in
+// TestFinish: a final step is decided by the proof rule and applied in
 // one transaction: one agreeing record moves the row to done with its id;
 // anything else moves it to review with a ticket for its reason — "not
 // found" included, which is never done (I3). A dry run writes nothing; a
@@ -432,14 +433,14 @@ func TestFinish(t *testing.T) {
 	for _, tc := range []struct {
 		suffix     string
 		wantStatus ledger.Status
-		wantReason review.Reason
+		wantReason proof.Reason
 	}{
 		{"found", ledger.StatusDone, ""},
-		{"none", ledger.StatusReview, review.ReasonNotFound},
-		{"many", ledger.StatusReview, review.ReasonMultipleMatches},
-		{"mismatch", ledger.StatusReview, review.ReasonPayloadMismatch},
-		{"unsupported", ledger.StatusReview, review.ReasonLookupUnsupported},
-		{"error", ledger.StatusReview, review.ReasonLookupFailed},
+		{"none", ledger.StatusReview, proof.ReasonNotFound},
+		{"many", ledger.StatusReview, proof.ReasonMultipleMatches},
+		{"mismatch", ledger.StatusReview, proof.ReasonPayloadMismatch},
+		{"unsupported", ledger.StatusReview, proof.ReasonLookupUnsupported},
+		{"error", ledger.StatusReview, proof.ReasonLookupFailed},
 	} {
 		t.Run(tc.suffix, func(t *testing.T) {
 			op := claim(t, tx, "finish-"+tc.suffix, "sim", time.Hour)
@@ -545,8 +546,8 @@ func TestExhaustedAndUnstorable(t *testing.T) {
 		if tc.step.Outcome.Searched() || len(tc.step.Outcome.Records()) != 0 {
 			t.Errorf("%s: outcome holds an answer", tc.desc)
 		}
-		d := review.Decide(op, tc.step.Outcome)
-		if d.Done || d.Reason != review.ReasonLookupFailed || d.Detail != tc.wantDetail {
+		d := proof.Decide(op, tc.step.Outcome)
+		if d.Done || d.Reason != proof.ReasonLookupFailed || d.Detail != tc.wantDetail {
 			t.Errorf("%s: decided %+v, want lookup_failed %q", tc.desc, d, tc.wantDetail)
 		}
 	}

@@ -45,7 +45,7 @@ func LockRecords(ctx context.Context, db DB, records []RecordRef) error {
 	return nil
 }
 
-// DoneItem is one operation a lookup proved, for [SettleDone]: the row's
+// DoneItem is one operation a lookup proved, for [MoveToDone]: the row's
 // id, the identity it was looked up as, and the record that proves it.
 type DoneItem struct {
 	ID       int64
@@ -66,7 +66,7 @@ func DoneItemOf(op Operation, recordID string) DoneItem {
 		Recipient: op.Recipient, PayloadHash: op.PayloadHash, RecordID: recordID}
 }
 
-// settleDoneSQL moves pending rows to done, one per item of the arrays $1
+// moveToDoneSQL moves pending rows to done, one per item of the arrays $1
 // id, $2 provider record id, $3 op_key, $4 action, $5 recipient ("" for
 // none), $6 payload hash; it returns the (1-based) position of each item
 // that moved its row.
@@ -82,7 +82,7 @@ func DoneItemOf(op Operation, recordID string) DoneItem {
 // row, one moves it. The conditions on the row are in the outer WHERE, so
 // that a row another transaction changed meanwhile is checked again as it
 // now is.
-const settleDoneSQL = `
+const moveToDoneSQL = `
 	UPDATE ledger.operations o SET status = 'done', provider_record_id = c.record_id
 	FROM (
 		SELECT DISTINCT ON (sweeper.record_namespace(r.provider), i.record_id) i.ord, i.id, i.record_id, i.op_key, i.action, i.recipient, i.payload_hash
@@ -103,7 +103,7 @@ const settleDoneSQL = `
 	                    AND other.provider = ANY(sweeper.record_namespace_blocks(o.provider)))
 	RETURNING c.ord`
 
-// SettleDone moves the operations items name from pending to done with
+// MoveToDone moves the operations items name from pending to done with
 // their records, in two statements whatever the number of items: the
 // records' locks ([LockRecords]), then one compare-and-set for all. It
 // reports, item by item, whether that item moved its row. An item that did
@@ -116,7 +116,7 @@ const settleDoneSQL = `
 //
 // db must be the writing transaction, so that the locks cover the write;
 // its error is the database's, and the transaction is then aborted.
-func SettleDone(ctx context.Context, db DB, items []DoneItem) ([]bool, error) {
+func MoveToDone(ctx context.Context, db DB, items []DoneItem) ([]bool, error) {
 	moved := make([]bool, len(items))
 	if len(items) == 0 {
 		return moved, nil
@@ -134,22 +134,22 @@ func SettleDone(ctx context.Context, db DB, items []DoneItem) ([]bool, error) {
 			it.ID, it.RecordID, it.OpKey, it.Action, it.Recipient, it.PayloadHash
 	}
 	if err := LockRecords(ctx, db, refs); err != nil {
-		return nil, fmt.Errorf("settle %d operation(s) as done: %w", len(items), err)
+		return nil, fmt.Errorf("move %d operation(s) to done: %w", len(items), err)
 	}
-	rows, err := db.Query(ctx, settleDoneSQL, ids, records, opKeys, actions, recipients, hashes)
+	rows, err := db.Query(ctx, moveToDoneSQL, ids, records, opKeys, actions, recipients, hashes)
 	if err != nil {
-		return nil, fmt.Errorf("settle %d operation(s) as done: %w", len(items), mapError(err))
+		return nil, fmt.Errorf("move %d operation(s) to done: %w", len(items), mapError(err))
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var ord int64
 		if err := rows.Scan(&ord); err != nil {
-			return nil, fmt.Errorf("settle %d operation(s) as done: %w", len(items), err)
+			return nil, fmt.Errorf("move %d operation(s) to done: %w", len(items), err)
 		}
 		moved[ord-1] = true
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("settle %d operation(s) as done: %w", len(items), mapError(err))
+		return nil, fmt.Errorf("move %d operation(s) to done: %w", len(items), mapError(err))
 	}
 	return moved, nil
 }

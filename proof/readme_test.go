@@ -1,12 +1,11 @@
-package review_test
+package proof_test
 
 import (
+	"github.com/sweeper/sweeper/proof"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/sweeper/sweeper/review"
 )
 
 // TestReadmeMaskingExamples: every "`input` → `masked`" pair of README's
@@ -27,7 +26,7 @@ func TestReadmeMaskingExamples(t *testing.T) {
 		t.Fatalf("README's masking paragraph has %d example(s), want an address and a phone number:\n%s", len(pairs), para)
 	}
 	for _, p := range pairs {
-		if got := review.MaskRecipient(p[1]); got != p[2] {
+		if got := proof.MaskRecipient(p[1]); got != p[2] {
 			t.Errorf("README says %s masks as %s; MaskRecipient prints %s", p[1], p[2], got)
 		}
 	}

@@ -46,7 +46,7 @@ func TestDoneCheckReadsAFewPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		var raw []byte
-		err = sp.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+ledger.SettleDoneSQL,
+		err = sp.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+ledger.MoveToDoneSQL,
 			[]int64{id}, []string{record}, []string{"to-settle"}, []string{"send"}, []string{""}, []string{strings.Repeat("a", 64)}).Scan(&raw)
 		if rbErr := sp.Rollback(ctx); err == nil {
 			err = rbErr

@@ -1,7 +1,4 @@
-// Package review decides what a lookup proves, and keeps the review tickets
-// for what it does not: one per operation, with one owner, a deadline, an
-// immutable evidence snapshot and an append-only audit trail.
-package review
+package proof
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package review_test
+package proof_test
 
 import (
 	"encoding/json"
@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 )
 
 // hashOf is the ledger's payload hash of a JSON document.
@@ -60,8 +60,8 @@ var (
 
 // answered is the provider's answer to the keyed query made for op at
 // decideNow.
-func answered(op ledger.Operation, records []providers.Record) review.Outcome {
-	return review.Answered(review.SearchFor(op, providers.Matching{ByKey: true}, decideNow), records)
+func answered(op ledger.Operation, records []providers.Record) proof.Outcome {
+	return proof.Answered(proof.SearchFor(op, providers.Matching{ByKey: true}, decideNow), records)
 }
 
 func TestDecide(t *testing.T) {
@@ -110,8 +110,8 @@ func TestDecide(t *testing.T) {
 	tests := []struct {
 		desc string
 		op   ledger.Operation
-		out  review.Outcome
-		want review.Decision
+		out  proof.Outcome
+		want proof.Decision
 		// detailHas are substrings Detail must contain.
 		detailHas []string
 	}{
@@ -119,51 +119,51 @@ func TestDecide(t *testing.T) {
 			desc: "exactly one agreeing record is done with its id",
 			op:   op,
 			out:  answered(op, []providers.Record{agreeing("ch_1")}),
-			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+			want: proof.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
 		},
 		{
 			desc: "one agreeing record without fields is done",
 			op:   op,
 			out:  answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient, PayloadHash: op.PayloadHash}}),
-			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+			want: proof.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
 		},
 		{
 			desc: "recipient differing only by case and surrounding space agrees",
 			op:   op,
 			out: answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "  Jane.DOE@Example.COM\t",
 				PayloadHash: op.PayloadHash}}),
-			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+			want: proof.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
 		},
 		{
 			desc: "recipient empty on the record is not compared",
 			op:   op,
 			out:  answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, PayloadHash: op.PayloadHash}}),
-			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+			want: proof.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
 		},
 		{
 			desc: "recipient empty on the operation is not compared",
 			op:   noRecipient,
 			out:  answered(noRecipient, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "someone.else@example.com", PayloadHash: op.PayloadHash}}),
-			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+			want: proof.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
 		},
 		{
 			desc:      "zero records is not_found",
 			op:        op,
 			out:       answered(op, nil),
-			want:      review.Decision{Reason: review.ReasonNotFound, RecordIDs: []string{}},
+			want:      proof.Decision{Reason: proof.ReasonNotFound, RecordIDs: []string{}},
 			detailHas: []string{"no record"},
 		},
 		{
 			desc: "an empty non-nil answer is not_found",
 			op:   op,
 			out:  answered(op, []providers.Record{}),
-			want: review.Decision{Reason: review.ReasonNotFound, RecordIDs: []string{}},
+			want: proof.Decision{Reason: proof.ReasonNotFound, RecordIDs: []string{}},
 		},
 		{
 			desc:      "two agreeing records are multiple_matches",
 			op:        op,
 			out:       answered(op, []providers.Record{agreeing("ch_1"), agreeing("ch_2")}),
-			want:      review.Decision{Reason: review.ReasonMultipleMatches, RecordIDs: []string{"ch_1", "ch_2"}},
+			want:      proof.Decision{Reason: proof.ReasonMultipleMatches, RecordIDs: []string{"ch_1", "ch_2"}},
 			detailHas: []string{"ch_1", "ch_2"},
 		},
 		{
@@ -171,7 +171,7 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{agreeing("ch_a"), {ID: "ch_b", CreatedAt: at, PayloadHash: otherHash},
 				{ID: "ch_c"}, agreeing("ch_d")}),
-			want: review.Decision{Reason: review.ReasonMultipleMatches,
+			want: proof.Decision{Reason: proof.ReasonMultipleMatches,
 				RecordIDs: []string{"ch_a", "ch_b", "ch_c", "ch_d"}},
 			detailHas: []string{"4 records", "ch_a", "ch_b", "ch_c", "ch_d"},
 		},
@@ -179,7 +179,7 @@ func TestDecide(t *testing.T) {
 			desc: "another payload hash without fields names the hash",
 			op:   op,
 			out:  answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient, PayloadHash: otherHash}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload_hash"}},
 			detailHas: []string{"ch_1", "payload_hash"},
 		},
@@ -188,7 +188,7 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{withFields("ch_1",
 				map[string]any{"amount": 1399, "currency": "usd", "memo": "March"})}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.amount"}},
 			detailHas: []string{"ch_1", "payload.amount"},
 		},
@@ -197,7 +197,7 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{withFields("ch_1",
 				map[string]any{"amount": 1299, "memo": "March"})}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.currency"}},
 		},
 		{
@@ -205,7 +205,7 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{withFields("ch_1",
 				map[string]any{"amount": 1299, "currency": nil, "memo": "March"})}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.currency"}},
 		},
 		{
@@ -213,7 +213,7 @@ func TestDecide(t *testing.T) {
 			op:   nullOp,
 			out: answered(nullOp, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient, PayloadHash: otherHash,
 				Fields: map[string]any{"amount": 1299}}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.coupon"}},
 		},
 		{
@@ -221,7 +221,7 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{withFields("ch_1",
 				map[string]any{"amount": 1299, "currency": "usd", "memo": "March", "tip": 100})}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.tip"}},
 		},
 		{
@@ -229,7 +229,7 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{withFields("ch_1",
 				map[string]any{"memo": "April", "amount": 1, "currency": "usd"})}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.amount", "payload.memo"}},
 		},
 		{
@@ -237,7 +237,7 @@ func TestDecide(t *testing.T) {
 			op:   decimalOp,
 			out: answered(decimalOp, []providers.Record{withFields("ch_1",
 				map[string]any{"amount": 1, "currency": "eur"})}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.currency"}},
 		},
 		{
@@ -245,14 +245,14 @@ func TestDecide(t *testing.T) {
 			op:   sameFieldsOp,
 			out: answered(sameFieldsOp, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient, PayloadHash: otherHash,
 				Fields: map[string]any{"amount": 12.5, "note": "cafe\u0301"}}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload_hash"}},
 		},
 		{
 			desc: "a record with no payload hash is a mismatch, never agreement",
 			op:   op,
 			out:  answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload_hash (the record carries none)"}},
 		},
 		{
@@ -260,14 +260,14 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient,
 				Fields: map[string]any{"amount": 1299, "currency": "usd", "memo": "March"}}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload_hash (the record carries none)"}},
 		},
 		{
 			desc: "a differing recipient is named",
 			op:   op,
 			out:  answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "john.doe@example.com", PayloadHash: op.PayloadHash}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"recipient"}},
 			detailHas: []string{"ch_1", "recipient"},
 		},
@@ -276,7 +276,7 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "+15550100777", PayloadHash: otherHash,
 				Fields: map[string]any{"amount": 1299, "currency": "gbp", "memo": "March"}}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"payload.currency", "recipient"}},
 		},
 		{
@@ -284,7 +284,7 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{{ID: "ch_1", CreatedAt: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC),
 				Recipient: recipient, PayloadHash: op.PayloadHash}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"created_at (2020-01-01T00:00:00Z is outside the lookup window 2026-11-30T10:45:00Z – 2026-11-30T12:00:00Z)"}},
 		},
 		{
@@ -292,14 +292,14 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{{ID: "ch_1", CreatedAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
 				Recipient: recipient, PayloadHash: op.PayloadHash}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"created_at (2099-01-01T00:00:00Z is outside the lookup window 2026-11-30T10:45:00Z – 2026-11-30T12:00:00Z)"}},
 		},
 		{
 			desc: "a record without a date cannot be shown inside the window",
 			op:   op,
 			out:  answered(op, []providers.Record{{ID: "ch_1", Recipient: recipient, PayloadHash: op.PayloadHash}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"created_at (the record carries none)"}},
 		},
 		{
@@ -307,7 +307,7 @@ func TestDecide(t *testing.T) {
 			op:   kateOp,
 			out: answered(kateOp, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "\u212Aate@example.com",
 				PayloadHash: kateOp.PayloadHash}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"recipient"}},
 		},
 		{
@@ -315,107 +315,107 @@ func TestDecide(t *testing.T) {
 			op:   samOp,
 			out: answered(samOp, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: "\u017Fam@example.com",
 				PayloadHash: samOp.PayloadHash}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"ch_1"},
 				DifferingFields: []string{"recipient"}},
 		},
 		{
 			desc:      "an answer for the row as it was before a workflow changed it is not proof",
 			op:        changedOp,
 			out:       answered(op, []providers.Record{agreeing("ch_1")}),
-			want:      review.Decision{Reason: review.ReasonLookupFailed},
+			want:      proof.Decision{Reason: proof.ReasonLookupFailed},
 			detailHas: []string{"changed after its lookup"},
 		},
 		{
 			desc: "phone numbers compare in E.164 for a phone provider",
 			op:   phoneOp,
-			out: review.Answered(review.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1", CreatedAt: at,
+			out: proof.Answered(proof.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1", CreatedAt: at,
 				Recipient: "+15550100002", PayloadHash: phoneOp.PayloadHash}}),
-			want: review.Decision{Done: true, ProviderRecordID: "SM1", RecordIDs: []string{"SM1"}},
+			want: proof.Decision{Done: true, ProviderRecordID: "SM1", RecordIDs: []string{"SM1"}},
 		},
 		{
 			desc: "another phone number differs",
 			op:   phoneOp,
-			out: review.Answered(review.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1", CreatedAt: at,
+			out: proof.Answered(proof.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1", CreatedAt: at,
 				Recipient: "+15550100003", PayloadHash: phoneOp.PayloadHash}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"SM1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"SM1"},
 				DifferingFields: []string{"recipient"}},
 		},
 		{
 			desc: "a record found by resemblance must carry the recipient",
 			op:   phoneOp,
-			out: review.Answered(review.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1", CreatedAt: at,
+			out: proof.Answered(proof.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1", CreatedAt: at,
 				PayloadHash: phoneOp.PayloadHash}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"SM1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"SM1"},
 				DifferingFields: []string{"recipient (the record carries none)"}},
 		},
 		{
 			desc: "a record found by resemblance after the operation's own window is another send's",
 			op:   phoneOp,
-			out: review.Answered(review.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1",
+			out: proof.Answered(proof.SearchFor(phoneOp, phone, decideNow), []providers.Record{{ID: "SM1",
 				CreatedAt: decideNow.Add(-time.Minute), Recipient: "+15550100002", PayloadHash: phoneOp.PayloadHash}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"SM1"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"SM1"},
 				DifferingFields: []string{"created_at (2026-11-30T11:59:00Z is outside the lookup window 2026-11-30T10:58:00Z – 2026-11-30T11:10:00Z)"}},
 		},
 		{
 			desc:      "a failed lookup is lookup_failed",
 			op:        op,
-			out:       review.Failed("3 attempt(s) failed; last: HTTP 503"),
-			want:      review.Decision{Reason: review.ReasonLookupFailed},
+			out:       proof.Failed("3 attempt(s) failed; last: HTTP 503"),
+			want:      proof.Decision{Reason: proof.ReasonLookupFailed},
 			detailHas: []string{"HTTP 503"},
 		},
 		{
 			desc:      "an unsupported lookup is lookup_unsupported",
 			op:        op,
-			out:       review.Unsupported("no search endpoint"),
-			want:      review.Decision{Reason: review.ReasonLookupUnsupported},
+			out:       proof.Unsupported("no search endpoint"),
+			want:      proof.Decision{Reason: proof.ReasonLookupUnsupported},
 			detailHas: []string{"no search endpoint"},
 		},
 		{
 			desc:      "an invalid operation is invalid_operation",
 			op:        op,
-			out:       review.Invalid("unknown provider payments"),
-			want:      review.Decision{Reason: review.ReasonInvalidOperation},
+			out:       proof.Invalid("unknown provider payments"),
+			want:      proof.Decision{Reason: proof.ReasonInvalidOperation},
 			detailHas: []string{"unknown provider"},
 		},
 		{
 			desc:      "a lookup that never ran is lookup_failed, not not_found",
 			op:        op,
-			out:       review.Outcome{},
-			want:      review.Decision{Reason: review.ReasonLookupFailed},
+			out:       proof.Outcome{},
+			want:      proof.Decision{Reason: proof.ReasonLookupFailed},
 			detailHas: []string{"did not run"},
 		},
 		{
 			desc:      "an answer for an operation without payload_hash is invalid_operation",
 			op:        noHash,
 			out:       answered(noHash, []providers.Record{{ID: "ch_1", CreatedAt: at, Recipient: recipient}}),
-			want:      review.Decision{Reason: review.ReasonInvalidOperation},
+			want:      proof.Decision{Reason: proof.ReasonInvalidOperation},
 			detailHas: []string{"payload_hash"},
 		},
 		{
 			desc: "the one record in the state 'effect' is done",
 			op:   op,
 			out:  answered(op, []providers.Record{inState(agreeing("ch_1"), providers.StateEffect, "succeeded")}),
-			want: review.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
+			want: proof.Decision{Done: true, ProviderRecordID: "ch_1", RecordIDs: []string{"ch_1"}},
 		},
 		{
 			desc:      "one agreeing record the provider reports failed is provider_failed, never done",
 			op:        op,
 			out:       answered(op, []providers.Record{inState(agreeing("SM1"), providers.StateFailed, "undelivered")}),
-			want:      review.Decision{Reason: review.ReasonProviderFailed, RecordIDs: []string{"SM1"}},
+			want:      proof.Decision{Reason: proof.ReasonProviderFailed, RecordIDs: []string{"SM1"}},
 			detailHas: []string{"SM1 failed (undelivered)"},
 		},
 		{
 			desc:      "one agreeing record still in flight is in_flight, never done and never not_found",
 			op:        op,
 			out:       answered(op, []providers.Record{inState(agreeing("SM1"), providers.StateInFlight, "scheduled")}),
-			want:      review.Decision{Reason: review.ReasonInFlight, RecordIDs: []string{"SM1"}},
+			want:      proof.Decision{Reason: proof.ReasonInFlight, RecordIDs: []string{"SM1"}},
 			detailHas: []string{"SM1 in_flight (scheduled)"},
 		},
 		{
 			desc:      "one agreeing record since refunded is provider_reversed",
 			op:        op,
 			out:       answered(op, []providers.Record{inState(agreeing("ch_1"), providers.StateReversed, "refunded 1299 of 1299")}),
-			want:      review.Decision{Reason: review.ReasonProviderReversed, RecordIDs: []string{"ch_1"}},
+			want:      proof.Decision{Reason: proof.ReasonProviderReversed, RecordIDs: []string{"ch_1"}},
 			detailHas: []string{"refunded 1299 of 1299"},
 		},
 		{
@@ -423,7 +423,7 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{inState(agreeing("SM1"), providers.StateFailed, "failed"), agreeing("SM2"),
 				inState(agreeing("SM3"), providers.StateFailed, "canceled")}),
-			want:      review.Decision{Done: true, ProviderRecordID: "SM2", RecordIDs: []string{"SM1", "SM2", "SM3"}},
+			want:      proof.Decision{Done: true, ProviderRecordID: "SM2", RecordIDs: []string{"SM1", "SM2", "SM3"}},
 			detailHas: []string{"SM1 failed,", "SM3 failed (canceled)"},
 		},
 		{
@@ -431,43 +431,43 @@ func TestDecide(t *testing.T) {
 			op:   op,
 			out: answered(op, []providers.Record{agreeing("SM1"),
 				inState(agreeing("SM2"), providers.StateInFlight, "scheduled")}),
-			want: review.Decision{Reason: review.ReasonInFlight, RecordIDs: []string{"SM1", "SM2"}},
+			want: proof.Decision{Reason: proof.ReasonInFlight, RecordIDs: []string{"SM1", "SM2"}},
 		},
 		{
 			desc: "one effect beside a reversed one goes to a person",
 			op:   op,
 			out: answered(op, []providers.Record{inState(agreeing("ch_1"), providers.StateReversed, "refunded"),
 				agreeing("ch_2")}),
-			want: review.Decision{Reason: review.ReasonProviderReversed, RecordIDs: []string{"ch_1", "ch_2"}},
+			want: proof.Decision{Reason: proof.ReasonProviderReversed, RecordIDs: []string{"ch_1", "ch_2"}},
 		},
 		{
 			desc: "two effects beside a failed attempt are multiple_matches",
 			op:   op,
 			out: answered(op, []providers.Record{agreeing("SM1"), agreeing("SM2"),
 				inState(agreeing("SM3"), providers.StateFailed, "failed")}),
-			want: review.Decision{Reason: review.ReasonMultipleMatches, RecordIDs: []string{"SM1", "SM2", "SM3"}},
+			want: proof.Decision{Reason: proof.ReasonMultipleMatches, RecordIDs: []string{"SM1", "SM2", "SM3"}},
 		},
 		{
 			desc: "a failed record beside a differing effect is payload_mismatch, never done",
 			op:   op,
 			out: answered(op, []providers.Record{inState(agreeing("SM1"), providers.StateFailed, "failed"),
 				{ID: "SM2", CreatedAt: at, Recipient: recipient, PayloadHash: otherHash}}),
-			want: review.Decision{Reason: review.ReasonPayloadMismatch, RecordIDs: []string{"SM1", "SM2"},
+			want: proof.Decision{Reason: proof.ReasonPayloadMismatch, RecordIDs: []string{"SM1", "SM2"},
 				DifferingFields: []string{"payload_hash"}},
 		},
 		{
 			desc:      "an empty answer for an operation without payload_hash is invalid_operation, not not_found",
 			op:        noHash,
 			out:       answered(noHash, nil),
-			want:      review.Decision{Reason: review.ReasonInvalidOperation},
+			want:      proof.Decision{Reason: proof.ReasonInvalidOperation},
 			detailHas: []string{"payload_hash"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
-			got := review.Decide(tt.op, tt.out)
-			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(review.Decision{}, "Detail"),
+			got := proof.Decide(tt.op, tt.out)
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(proof.Decision{}, "Detail"),
 				cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Decide mismatch (-want +got):\n%s", diff)
 			}
@@ -495,19 +495,19 @@ func TestDecideNeverDoneWithoutProof(t *testing.T) {
 	noAction.Action = ""
 	ops := map[string]ledger.Operation{"complete": op, "no payload hash": noHash, "no action": noAction,
 		"zero": {}}
-	unsearched := map[string]review.Outcome{
+	unsearched := map[string]proof.Outcome{
 		"zero outcome": {},
-		"failed":       review.Failed(""),
-		"unsupported":  review.Unsupported(""),
-		"invalid":      review.Invalid(""),
+		"failed":       proof.Failed(""),
+		"unsupported":  proof.Unsupported(""),
+		"invalid":      proof.Invalid(""),
 	}
 	for opDesc, op := range ops {
 		for outDesc, out := range unsearched {
-			d := review.Decide(op, out)
+			d := proof.Decide(op, out)
 			if d.Done || d.ProviderRecordID != "" {
 				t.Errorf("%s op, %s: Decide = done (%+v)", opDesc, outDesc, d)
 			}
-			if d.Reason == review.ReasonNotFound || d.Reason == "" {
+			if d.Reason == proof.ReasonNotFound || d.Reason == "" {
 				t.Errorf("%s op, %s: Reason = %q", opDesc, outDesc, d.Reason)
 			}
 		}
@@ -530,7 +530,7 @@ func TestLookable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
-			got := review.Lookable(ledger.Operation{OpKey: "k", PayloadHash: tt.payloadHash, Action: tt.action})
+			got := proof.Lookable(ledger.Operation{OpKey: "k", PayloadHash: tt.payloadHash, Action: tt.action})
 			if got != tt.want {
 				t.Errorf("Lookable = %q, want %q", got, tt.want)
 			}
@@ -540,8 +540,8 @@ func TestLookable(t *testing.T) {
 
 func TestReasonDescribe(t *testing.T) {
 	t.Parallel()
-	seen := map[string]review.Reason{}
-	for _, r := range review.Reasons {
+	seen := map[string]proof.Reason{}
+	for _, r := range proof.Reasons {
 		d := r.Describe()
 		if d == "" || d == string(r) {
 			t.Errorf("%s: Describe = %q, want words for people", r, d)
@@ -551,7 +551,7 @@ func TestReasonDescribe(t *testing.T) {
 		}
 		seen[d] = r
 	}
-	if len(review.Reasons) != 10 {
-		t.Errorf("Reasons has %d entries, want the 10 of docs/architecture.md", len(review.Reasons))
+	if len(proof.Reasons) != 10 {
+		t.Errorf("Reasons has %d entries, want the 10 of docs/architecture.md", len(proof.Reasons))
 	}
 }

@@ -1,9 +1,8 @@
-package review_test
+package proof_test
 
 import (
+	"github.com/sweeper/sweeper/proof"
 	"testing"
-
-	"github.com/sweeper/sweeper/review"
 )
 
 // TestStorableText: what a provider's error text may hold that the
@@ -16,7 +15,7 @@ func TestStorableText(t *testing.T) {
 		"bad \xff utf-8": "bad \uFFFD utf-8",
 		"":               "",
 	} {
-		if got := review.StorableText(in); got != want {
+		if got := proof.StorableText(in); got != want {
 			t.Errorf("StorableText(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package review_test
+package proof_test
 
 import (
 	"context"
@@ -10,9 +10,25 @@ import (
 
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 )
+
+// claim records a pending operation the way a workflow does.
+func claim(t *testing.T, db ledger.DB, key, workflow, provider string) ledger.Operation {
+	t.Helper()
+	c, err := ledger.NewStore(db).Claim(context.Background(), ledger.Attempt{
+		OpKey: key, Workflow: workflow, Provider: provider, Action: "send_email",
+		Recipient: "jane.doe@example.com", Payload: json.RawMessage(`{"template":"welcome","to":"jane.doe@example.com"}`),
+	})
+	if err != nil {
+		t.Fatalf("claim %s: %v", key, err)
+	}
+	if !c.Owned {
+		t.Fatalf("claim %s: not owned", key)
+	}
+	return c.Operation
+}
 
 // TestProveBatchIsProve: for every branch the database takes part in — a
 // record no one holds, one another operation holds, one the operation
@@ -52,27 +68,27 @@ func TestProveBatchIsProve(t *testing.T) {
 	now := time.Now().Add(time.Minute) // the records are dated a second after the claims
 	keyed := providers.Matching{ByKey: true}
 	resemblance := providers.Matching{Margin: providers.DefaultMargin}
-	record := func(op ledger.Operation, m providers.Matching, id string) review.Outcome {
-		q := review.SearchFor(op, m, now)
-		return review.Answered(q, []providers.Record{{
+	record := func(op ledger.Operation, m providers.Matching, id string) proof.Outcome {
+		q := proof.SearchFor(op, m, now)
+		return proof.Answered(q, []providers.Record{{
 			ID: id, CreatedAt: op.FirstAttemptAt.Add(time.Second), Recipient: op.Recipient, PayloadHash: op.PayloadHash,
 		}})
 	}
-	proofs := []review.Proof{
+	proofs := []proof.Case{
 		{Op: free, Outcome: record(free, keyed, "rec_free")},
 		{Op: taken, Outcome: record(taken, keyed, "rec_taken")},
 		{Op: own, Outcome: record(own, keyed, "rec_own")},
 		{Op: twinA, Outcome: record(twinA, keyed, "rec_twin")},
 		{Op: twinB, Outcome: record(twinB, keyed, "rec_twin")},
-		{Op: missing, Outcome: review.Answered(review.SearchFor(missing, keyed, now), nil)},
-		{Op: mismatch, Outcome: review.Answered(review.SearchFor(mismatch, keyed, now), []providers.Record{{
+		{Op: missing, Outcome: proof.Answered(proof.SearchFor(missing, keyed, now), nil)},
+		{Op: mismatch, Outcome: proof.Answered(proof.SearchFor(mismatch, keyed, now), []providers.Record{{
 			ID: "rec_other", CreatedAt: mismatch.FirstAttemptAt.Add(time.Second), PayloadHash: hashOfDoc(t, `{"template":"other"}`),
 		}})},
 		{Op: alone, Outcome: record(alone, resemblance, "rec_sms_alone")},
 		{Op: lookalike, Outcome: record(lookalike, resemblance, "rec_sms_twin")},
 		{Op: holder, Outcome: record(holder, keyed, "rec_taken")},
 	}
-	got, err := review.ProveBatch(ctx, tx, proofs)
+	got, err := proof.ProveBatch(ctx, tx, proofs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +96,7 @@ func TestProveBatchIsProve(t *testing.T) {
 		t.Fatalf("%d decisions for %d proofs", len(got), len(proofs))
 	}
 	for i, p := range proofs {
-		want, err := review.Prove(ctx, tx, p.Op, p.Outcome)
+		want, err := proof.Prove(ctx, tx, p.Op, p.Outcome)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +111,7 @@ func TestProveBatchIsProve(t *testing.T) {
 			t.Errorf("%s: done %v (%s %s)", p.Op.OpKey, got[i].Done, got[i].Reason, got[i].Detail)
 		}
 	}
-	if got[1].Reason != review.ReasonMultipleMatches || got[8].Reason != review.ReasonAmbiguousOwner {
+	if got[1].Reason != proof.ReasonMultipleMatches || got[8].Reason != proof.ReasonAmbiguousOwner {
 		t.Errorf("held record: %s; look-alike: %s", got[1].Reason, got[8].Reason)
 	}
 }
@@ -121,17 +137,17 @@ func TestLookalikeCheckReadsTheEffectsDate(t *testing.T) {
 	op := claim(t, tx, "la-effect-date", "onboarding", "sms3")
 	twin := claim(t, tx, "la-effect-twin", "onboarding", "sms3") // same recipient and payload
 	resemblance := providers.Matching{Margin: providers.DefaultMargin}
-	q := review.SearchFor(op, resemblance, time.Now().Add(time.Minute))
-	out := review.Answered(q, []providers.Record{
+	q := proof.SearchFor(op, resemblance, time.Now().Add(time.Minute))
+	out := proof.Answered(q, []providers.Record{
 		{ID: "SM_failed", CreatedAt: op.FirstAttemptAt.Add(-time.Hour), Recipient: op.Recipient, PayloadHash: op.PayloadHash,
 			State: providers.StateFailed, Status: "undelivered"},
 		{ID: "SM_sent", CreatedAt: op.FirstAttemptAt.Add(time.Second), Recipient: op.Recipient, PayloadHash: op.PayloadHash},
 	})
-	d, err := review.Prove(ctx, tx, op, out)
+	d, err := proof.Prove(ctx, tx, op, out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Done || d.Reason != review.ReasonAmbiguousOwner || !cmp.Equal(d.Candidates, []string{twin.OpKey}) {
+	if d.Done || d.Reason != proof.ReasonAmbiguousOwner || !cmp.Equal(d.Candidates, []string{twin.OpKey}) {
 		t.Errorf("decision %+v; want ambiguous_owner naming %s, whose window holds SM_sent's date", d, twin.OpKey)
 	}
 }

@@ -1,4 +1,4 @@
-package review_test
+package proof_test
 
 import (
 	"crypto/sha256"
@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 )
 
 func TestMaskRecipient(t *testing.T) {
@@ -52,7 +52,7 @@ func TestMaskRecipient(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
-			if got := review.MaskRecipient(tt.in); got != tt.want {
+			if got := proof.MaskRecipient(tt.in); got != tt.want {
 				t.Errorf("MaskRecipient(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
@@ -82,7 +82,7 @@ func TestMaskRecipientHides(t *testing.T) {
 		local := pick(localRunes, 2+rng.IntN(20))
 		domain := pick(domainRunes, 1+rng.IntN(12)) + "." + pick([]rune("abcdefghijklmnopqrstuvwxyz"), 2+rng.IntN(4))
 		email := local + "@" + domain
-		masked := review.MaskRecipient(email)
+		masked := proof.MaskRecipient(email)
 		maskedLocal, _, ok := strings.Cut(masked, "@")
 		if !ok {
 			t.Fatalf("MaskRecipient(%q) = %q: the @ is gone, a person cannot tell it is an email", email, masked)
@@ -102,7 +102,7 @@ func TestMaskRecipientHides(t *testing.T) {
 
 func checkNumberMasked(t *testing.T, s string) {
 	t.Helper()
-	masked := review.MaskRecipient(s)
+	masked := proof.MaskRecipient(s)
 	if strings.Contains(masked, s) {
 		t.Fatalf("MaskRecipient(%q) = %q holds the whole value", s, masked)
 	}
@@ -120,12 +120,12 @@ func TestHashRecipient(t *testing.T) {
 	sum := sha256.Sum256([]byte("jane.doe@example.com"))
 	want := hex.EncodeToString(sum[:])
 	for _, in := range []string{"jane.doe@example.com", "Jane.Doe@Example.COM", "  jane.doe@example.com\t\n", " JANE.DOE@EXAMPLE.COM "} {
-		if got := review.HashRecipient(in); got != want {
+		if got := proof.HashRecipient(in); got != want {
 			t.Errorf("HashRecipient(%q) = %s, want %s", in, got, want)
 		}
 	}
 	for _, in := range []string{"john.doe@example.com", "jane.doe@example.co", "+15550100777", "jane.doe+x@example.com"} {
-		got := review.HashRecipient(in)
+		got := proof.HashRecipient(in)
 		if got == want {
 			t.Errorf("HashRecipient(%q) = HashRecipient(jane.doe@example.com)", in)
 		}
@@ -133,7 +133,7 @@ func TestHashRecipient(t *testing.T) {
 			t.Errorf("HashRecipient(%q) = %q, want 64 lowercase hex characters", in, got)
 		}
 	}
-	if got := review.HashRecipient("  "); got != "" {
+	if got := proof.HashRecipient("  "); got != "" {
 		t.Errorf("HashRecipient of a blank recipient = %q, want empty (nothing to match)", got)
 	}
 }
@@ -178,19 +178,19 @@ func TestNewEvidence(t *testing.T) {
 		{ID: "msg_2", Recipient: "JANE.DOE@example.com", PayloadHash: strings.Repeat("c", 64),
 			Excerpt: strings.Repeat("é", 250)},
 	}
-	lookup := review.Lookup{
+	lookup := proof.Lookup{
 		Adapter: "http",
 		Query: &providers.Query{OpKey: op.OpKey, Recipient: "Jane.Doe@Example.com", Action: op.Action,
 			PayloadHash: op.PayloadHash, Since: first.Add(-time.Hour), Until: lookedUp},
-		Outcome: review.Answered(review.SearchFor(op, providers.Matching{ByKey: true}, lookedUp), records),
-		Errors: []review.AttemptError{
+		Outcome: proof.Answered(proof.SearchFor(op, providers.Matching{ByKey: true}, lookedUp), records),
+		Errors: []proof.AttemptError{
 			{At: first.Add(5 * time.Minute), Attempt: 1, Class: "transient", Error: "mailer: HTTP 503"},
 			{At: first.Add(10 * time.Minute), Attempt: 2, Class: "rate_limited", Error: "mailer: HTTP 429"},
 		},
 		At: lookedUp,
 	}
-	d := review.Decide(op, lookup.Outcome)
-	ev := review.NewEvidence(op, lookup, d)
+	d := proof.Decide(op, lookup.Outcome)
+	ev := proof.NewEvidence(op, lookup, d)
 
 	raw, err := json.Marshal(ev)
 	if err != nil {
@@ -204,27 +204,27 @@ func TestNewEvidence(t *testing.T) {
 	}
 	for _, s := range []string{`"welcome:u-981"`, `"msg_1"`, `"msg_2"`, strings.Repeat("a", 64), strings.Repeat("b", 64),
 		strings.Repeat("c", 64), "mailer: HTTP 503", "mailer: HTTP 429", `"2026-11-29T09:00:00.123456Z"`,
-		`"2026-11-29T10:20:00.123456Z"`, review.HashRecipient("jane.doe@example.com"), `"multiple_matches"`} {
+		`"2026-11-29T10:20:00.123456Z"`, proof.HashRecipient("jane.doe@example.com"), `"multiple_matches"`} {
 		if !strings.Contains(string(raw), s) {
 			t.Errorf("evidence JSON lacks %s:\n%s", s, raw)
 		}
 	}
 
-	var got review.Evidence
+	var got proof.Evidence
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range got.Records {
 		blankDigests(r.Fields)
 	}
-	want := review.Evidence{
+	want := proof.Evidence{
 		OpKey: "welcome:u-981", Workflow: "onboarding", Provider: "mailer", Action: "send_email",
-		RecipientMasked: "j***@***.com", RecipientHash: review.HashRecipient("jane.doe@example.com"),
+		RecipientMasked: "j***@***.com", RecipientHash: proof.HashRecipient("jane.doe@example.com"),
 		PayloadHash: strings.Repeat("a", 64), Attempts: 2, FirstAttemptAt: first, LastAttemptAt: first.Add(time.Minute),
 		Adapter: "http",
-		Query: &review.EvidenceQuery{OpKey: "welcome:u-981", RecipientMasked: "J***@***.com", Action: "send_email",
+		Query: &proof.EvidenceQuery{OpKey: "welcome:u-981", RecipientMasked: "J***@***.com", Action: "send_email",
 			PayloadHash: strings.Repeat("a", 64), Since: first.Add(-time.Hour), Until: lookedUp},
-		Records: []review.EvidenceRecord{
+		Records: []proof.EvidenceRecord{
 			{ID: "msg_1", CreatedAt: first.Add(time.Second), RecipientMasked: "+1******0777",
 				PayloadHash: strings.Repeat("b", 64), Excerpt: "mailer id=msg_1",
 				Fields: map[string]any{
@@ -246,7 +246,7 @@ func TestNewEvidence(t *testing.T) {
 		},
 		Errors:     lookup.Errors,
 		LookedUpAt: lookedUp,
-		Reason:     review.ReasonMultipleMatches,
+		Reason:     proof.ReasonMultipleMatches,
 		Detail:     d.Detail,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -273,7 +273,7 @@ func blankDigests(v any) {
 	}
 }
 
-// textJSON is a string field's [review.FieldText] as decoded from the
+// textJSON is a string field's [proof.FieldText] as decoded from the
 // evidence JSON, its digest blanked.
 func textJSON(s string, agrees bool, masked string) map[string]any {
 	m := map[string]any{"digest": "", "length": float64(utf8.RuneCountInString(s)), "agrees": agrees}
@@ -290,8 +290,8 @@ func TestNewEvidenceWithoutLookup(t *testing.T) {
 	t.Parallel()
 	op := ledger.Operation{OpKey: "k", Workflow: "wf", Provider: "sms", Action: "send_sms", Recipient: "+15550100777",
 		PayloadHash: strings.Repeat("d", 64), Attempts: 1}
-	out := review.Failed("sms: HTTP 503 until the lookup budget ran out")
-	ev := review.NewEvidence(op, review.Lookup{Outcome: out}, review.Decide(op, out))
+	out := proof.Failed("sms: HTTP 503 until the lookup budget ran out")
+	ev := proof.NewEvidence(op, proof.Lookup{Outcome: out}, proof.Decide(op, out))
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +332,7 @@ func TestEvidenceHidesFreeTextAndNumericPhones(t *testing.T) {
 		"amount":   float64(1299),
 		"currency": "usd",
 	}}
-	ev := review.NewEvidence(op, review.Lookup{Outcome: review.Answered(providers.Query{}, []providers.Record{rec})}, review.Decision{})
+	ev := proof.NewEvidence(op, proof.Lookup{Outcome: proof.Answered(providers.Query{}, []providers.Record{rec})}, proof.Decision{})
 	b, err := json.Marshal(ev)
 	if err != nil {
 		t.Fatal(err)
@@ -343,8 +343,8 @@ func TestEvidenceHidesFreeTextAndNumericPhones(t *testing.T) {
 		}
 	}
 	fields := ev.Records[0].Fields
-	body, _ := fields["body"].(review.FieldText)
-	currency, _ := fields["currency"].(review.FieldText)
+	body, _ := fields["body"].(proof.FieldText)
+	currency, _ := fields["currency"].(proof.FieldText)
 	if fields["amount"] != float64(1299) || currency.Length != 3 || body.Length != 28 || len(body.Digest) != 12 || body.Agrees != nil {
 		t.Errorf("fields = %v", fields)
 	}
@@ -414,23 +414,23 @@ func TestEvidenceRedactsEveryFormOfTheRecipient(t *testing.T) {
 				{ID: "msg_2", CreatedAt: at, Recipient: tc.other, PayloadHash: strings.Repeat("c", 64),
 					Excerpt: "forwarded to " + q[len(q)-1]},
 			}
-			lookup := review.Lookup{
+			lookup := proof.Lookup{
 				Adapter: "http",
 				Query:   &providers.Query{OpKey: op.OpKey, Recipient: tc.op, Action: op.Action, Since: at, Until: at.Add(time.Hour)},
-				Outcome: review.Answered(providers.Query{}, records),
-				Errors: []review.AttemptError{
+				Outcome: proof.Answered(providers.Query{}, records),
+				Errors: []proof.AttemptError{
 					{At: at, Attempt: 1, Class: "permanent", Error: "mailer: HTTP 404 no mailbox " + q[0]},
 					{At: at, Attempt: 2, Class: "transient", Error: "GET /lookup?recipient=" + q[2] + "&op_key=x: timeout"},
 					{At: at, Attempt: 3, Class: "transient", Error: "bounced by " + q[len(q)-2] + "; " + q[3]},
 				},
 				At: at.Add(time.Hour),
 			}
-			d := review.Decision{Reason: review.ReasonMultipleMatches,
+			d := proof.Decision{Reason: proof.ReasonMultipleMatches,
 				Detail:          "records msg_1 (" + q[1] + ") and msg_2 (" + q[len(q)-1] + ")",
 				DifferingFields: []string{"to:" + q[0]}}
 
-			before := append([]review.AttemptError(nil), lookup.Errors...)
-			raw, err := json.Marshal(review.NewEvidence(op, lookup, d))
+			before := append([]proof.AttemptError(nil), lookup.Errors...)
+			raw, err := json.Marshal(proof.NewEvidence(op, lookup, d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -471,10 +471,10 @@ func TestEvidenceKeepsNoProviderText(t *testing.T) {
 		Fields: map[string]any{"body": body, "code": code, "link": link, "amount": 1299, "sent": true,
 			"extra": "not in the ledger", "meta": map[string]any{"lang": "en", "tags": []any{code, 7}}},
 		Excerpt: "sms message status=undelivered code=g-482913 see https://acme.example/l/other and " + link}
-	lookup := review.Lookup{Adapter: "twilio", Outcome: review.Answered(providers.Query{}, []providers.Record{rec}),
-		Errors: []review.AttemptError{{At: at, Attempt: 1, Class: "permanent", Error: "sms: HTTP 400: body " + body + " refused"}},
+	lookup := proof.Lookup{Adapter: "twilio", Outcome: proof.Answered(providers.Query{}, []providers.Record{rec}),
+		Errors: []proof.AttemptError{{At: at, Attempt: 1, Class: "permanent", Error: "sms: HTTP 400: body " + body + " refused"}},
 		At:     at.Add(time.Hour)}
-	raw, err := json.Marshal(review.NewEvidence(op, lookup, review.Decision{Reason: review.ReasonPayloadMismatch, Detail: "the record differs"}))
+	raw, err := json.Marshal(proof.NewEvidence(op, lookup, proof.Decision{Reason: proof.ReasonPayloadMismatch, Detail: "the record differs"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,8 +520,8 @@ func TestEvidenceKeepsNoProviderText(t *testing.T) {
 
 	// Without a payload in the ledger there is nothing to agree with.
 	op.Payload = nil
-	ev2 := review.NewEvidence(op, lookup, review.Decision{})
-	if got := ev2.Records[0].Fields["code"]; !cmp.Equal(got, review.FieldText{Length: 8}, cmpopts.IgnoreFields(review.FieldText{}, "Digest")) {
+	ev2 := proof.NewEvidence(op, lookup, proof.Decision{})
+	if got := ev2.Records[0].Fields["code"]; !cmp.Equal(got, proof.FieldText{Length: 8}, cmpopts.IgnoreFields(proof.FieldText{}, "Digest")) {
 		t.Errorf("code without a ledger payload = %#v, want its hash and length, agrees null", got)
 	}
 }
@@ -536,15 +536,15 @@ func TestEvidenceDigestsAreTheSnapshots(t *testing.T) {
 	const code = "482913"
 	op := ledger.Operation{OpKey: "k", Provider: "sms", Action: "send_sms", PayloadHash: strings.Repeat("a", 64)}
 	records := []providers.Record{{ID: "SM1", Fields: map[string]any{"code": code}}, {ID: "SM2", Fields: map[string]any{"code": code, "other": "482914"}}}
-	lookup := review.Lookup{Outcome: review.Answered(providers.Query{}, records)}
-	digestOf := func(ev review.Evidence, i int, key string) string {
-		f, ok := ev.Records[i].Fields[key].(review.FieldText)
+	lookup := proof.Lookup{Outcome: proof.Answered(providers.Query{}, records)}
+	digestOf := func(ev proof.Evidence, i int, key string) string {
+		f, ok := ev.Records[i].Fields[key].(proof.FieldText)
 		if !ok || len(f.Digest) != 12 {
 			t.Fatalf("record %d field %s = %#v, want a FieldText with a 12-digit digest", i, key, ev.Records[i].Fields[key])
 		}
 		return f.Digest
 	}
-	first, second := review.NewEvidence(op, lookup, review.Decision{}), review.NewEvidence(op, lookup, review.Decision{})
+	first, second := proof.NewEvidence(op, lookup, proof.Decision{}), proof.NewEvidence(op, lookup, proof.Decision{})
 	sum := sha256.Sum256([]byte(code))
 	plain := hex.EncodeToString(sum[:6])
 	switch d := digestOf(first, 0, "code"); {

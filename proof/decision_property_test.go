@@ -1,4 +1,4 @@
-package review_test
+package proof_test
 
 import (
 	"math/rand/v2"
@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 )
 
 // TestDecideProperty throws random operations and random provider answers
@@ -53,7 +53,7 @@ func TestDecideProperty(t *testing.T) {
 		if rng.IntN(10) == 0 {
 			asked.Recipient = pick(pool)
 		}
-		q := review.SearchFor(asked, m, now)
+		q := proof.SearchFor(asked, m, now)
 		records := make([]providers.Record, rng.IntN(3)+rng.IntN(2))
 		for i := range records {
 			created := first.Add(time.Duration(rng.IntN(48*60)-24*60) * time.Minute)
@@ -68,14 +68,14 @@ func TestDecideProperty(t *testing.T) {
 				records[i].State = states[rng.IntN(len(states))]
 			}
 		}
-		d := review.Decide(op, review.Answered(q, records))
+		d := proof.Decide(op, proof.Answered(q, records))
 		want := oracleProves(op, q, records)
 		if d.Done {
 			done++
 			if !want {
 				t.Fatalf("Decide says done, the rule does not:\nop %+v\nquery %+v\nrecords %+v\ndecision %+v", op, q, records, d)
 			}
-			if proof := effectsOf(records); len(proof) != 1 || d.ProviderRecordID != proof[0].ID {
+			if effects := effectsOf(records); len(effects) != 1 || d.ProviderRecordID != effects[0].ID {
 				t.Fatalf("done with %q, not the one effect record of %+v", d.ProviderRecordID, records)
 			}
 		}

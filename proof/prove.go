@@ -1,4 +1,4 @@
-package review
+package proof
 
 import (
 	"cmp"
@@ -50,10 +50,10 @@ func SearchFor(op ledger.Operation, m providers.Matching, now time.Time) provide
 	return q
 }
 
-// Prove is the one settle rule, which the sweep, the re-lookup before an
+// Prove is the one proof rule, which the sweep, the re-lookup before an
 // escalation and dry runs all apply: [Decide], then, for a record that
 // would prove op (a person's resolution, whose word is the proof, is held
-// to the first of these, by the same function),
+// to the first of these, by [ProvesOther]),
 //
 //   - one record proves one operation: a record another operation of the
 //     provider's record namespace — its block, or any block reaching the
@@ -68,30 +68,30 @@ func SearchFor(op ledger.Operation, m providers.Matching, now time.Time) provide
 // needs no lock, because the operation that sent a record was written
 // before its send, and so before any lookup could see the record.
 func Prove(ctx context.Context, db ledger.DB, op ledger.Operation, out Outcome) (Decision, error) {
-	ds, err := ProveBatch(ctx, db, []Proof{{Op: op, Outcome: out}})
+	ds, err := ProveBatch(ctx, db, []Case{{Op: op, Outcome: out}})
 	if err != nil {
 		return Decision{}, err
 	}
 	return ds[0], nil
 }
 
-// Proof is one operation and what its lookup found, for [ProveBatch].
-type Proof struct {
+// Case is one operation and what its lookup found, for [ProveBatch].
+type Case struct {
 	Op      ledger.Operation
 	Outcome Outcome
 }
 
-// ProveBatch gives each proof the decision [Prove] gives it alone, in the
+// ProveBatch gives each case the decision [Prove] gives it alone, in the
 // same order, asking the database who already holds the records that would
 // prove them — in the provider's whole record namespace — in one query per
 // provider rather than one per operation. Each
 // is decided against the ledger as it is, not against the others' decisions:
 // two operations of the batch proven by one record both come out done, and
 // the write, which admits one holder per record, settles which.
-func ProveBatch(ctx context.Context, db ledger.DB, proofs []Proof) ([]Decision, error) {
-	decisions := make([]Decision, len(proofs))
+func ProveBatch(ctx context.Context, db ledger.DB, cases []Case) ([]Decision, error) {
+	decisions := make([]Decision, len(cases))
 	records := map[string][]string{} // by provider
-	for i, p := range proofs {
+	for i, p := range cases {
 		decisions[i] = Decide(p.Op, p.Outcome)
 		if d := decisions[i]; d.Done {
 			records[p.Op.Provider] = append(records[p.Op.Provider], d.ProviderRecordID)
@@ -110,7 +110,7 @@ func ProveBatch(ctx context.Context, db ledger.DB, proofs []Proof) ([]Decision, 
 			holders[k] = append(holders[k], h)
 		}
 	}
-	for i, p := range proofs {
+	for i, p := range cases {
 		d := decisions[i]
 		if !d.Done {
 			continue
@@ -194,37 +194,21 @@ func couldBeSame(m providers.Matching, other, op string) bool {
 // HeldElsewhere is the decision for a record that would prove an
 // operation but already proves holder: one record proves one operation.
 func HeldElsewhere(d Decision, holder string) Decision {
-	return Decision{Reason: ReasonMultipleMatches, RecordIDs: d.RecordIDs, Detail: heldDetail(d.ProviderRecordID, holder)}
+	return Decision{Reason: ReasonMultipleMatches, RecordIDs: d.RecordIDs, Detail: HeldDetail(d.ProviderRecordID, holder)}
 }
 
-// recordHeldError refuses a person's record id that already proves
-// another operation. It matches [ErrInvalidRequest] — Slack's form shows it
-// as a refused field, message and all — and [ledger.ErrRecordHeld]: the
-// request is well formed and the ledger's state refuses it, so the CLI
-// reports a failure (exit 1), not a usage mistake.
-type recordHeldError struct{ detail string }
-
-func (e *recordHeldError) Error() string {
-	return ErrInvalidRequest.Error() + ": provider_record_id: " + e.detail
-}
-
-// Is makes errors.Is hold for ErrInvalidRequest and ledger.ErrRecordHeld.
-func (e *recordHeldError) Is(target error) bool {
-	return target == ErrInvalidRequest || target == ledger.ErrRecordHeld
-}
-
-// heldDetail says why recordID proves nothing more: it proves holder.
-func heldDetail(recordID, holder string) string {
+// HeldDetail says why recordID proves nothing more: it proves holder.
+func HeldDetail(recordID, holder string) string {
 	return fmt.Sprintf("record %s already proves operation %s: one record cannot prove two", recordID, holder)
 }
 
-// provesOther is the half of the settle rule only the ledger can answer:
+// ProvesOther is the half of the proof rule only the ledger can answer:
 // the op_key of another operation of op's provider's record namespace that
 // recordID already proves, or "" when none does. With lock, it first takes the record's
 // lock ([ledger.Store.LockRecord]), so that the answer holds until the
 // transaction db ends: pass it when the caller writes the record next.
 // Without, the answer may be overtaken, and the write checks again.
-func provesOther(ctx context.Context, db ledger.DB, op ledger.Operation, recordID string, lock bool) (string, error) {
+func ProvesOther(ctx context.Context, db ledger.DB, op ledger.Operation, recordID string, lock bool) (string, error) {
 	store := ledger.NewStore(db)
 	if lock {
 		if err := store.LockRecord(ctx, op.Provider, recordID); err != nil {

@@ -30,9 +30,9 @@ func claimOps(t *testing.T, db ledger.DB, prefix string, n int) []ledger.Operati
 	return ops
 }
 
-// TestSettleDone: every compare-and-set of the done write, item by item,
+// TestMoveToDone: every compare-and-set of the done write, item by item,
 // in one call.
-func TestSettleDone(t *testing.T) {
+func TestMoveToDone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
@@ -59,7 +59,7 @@ func TestSettleDone(t *testing.T) {
 		ledger.DoneItemOf(ops[0], "rec_0"),      // the same item again: the row moves once
 		ledger.DoneItemOf(ops[7], "rec_x"),      // ops[7] again, with a free record: wins
 	}
-	moved, err := ledger.SettleDone(ctx, tx, items)
+	moved, err := ledger.MoveToDone(ctx, tx, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,15 +89,15 @@ func TestSettleDone(t *testing.T) {
 	if got, _ := store.GetByID(ctx, ops[7].ID); !moved[8] || got.Status != ledger.StatusDone || got.ProviderRecordID != "rec_x" {
 		t.Errorf("ops[7] is %s with %q, moved=%v; want done with its free record rec_x", got.Status, got.ProviderRecordID, moved[8])
 	}
-	if moved, err := ledger.SettleDone(ctx, tx, nil); err != nil || len(moved) != 0 {
-		t.Errorf("SettleDone(nil) = %v, %v; want nothing", moved, err)
+	if moved, err := ledger.MoveToDone(ctx, tx, nil); err != nil || len(moved) != 0 {
+		t.Errorf("MoveToDone(nil) = %v, %v; want nothing", moved, err)
 	}
 }
 
-// TestSettleDoneConcurrentBatches: two batches at once, each claiming the
+// TestMoveToDoneConcurrentBatches: two batches at once, each claiming the
 // same record for a different operation: exactly one operation is done
 // with it, the other stays pending to be decided again — never two done.
-func TestSettleDoneConcurrentBatches(t *testing.T) {
+func TestMoveToDoneConcurrentBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
@@ -119,7 +119,7 @@ func TestSettleDoneConcurrentBatches(t *testing.T) {
 				<-start
 				errs[b] = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 					var err error
-					moved[b], err = ledger.SettleDone(ctx, tx, batches[b])
+					moved[b], err = ledger.MoveToDone(ctx, tx, batches[b])
 					return err
 				})
 			})

@@ -1,0 +1,9 @@
+package proof_test
+
+import (
+	"testing"
+
+	"github.com/sweeper/sweeper/internal/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
