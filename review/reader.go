@@ -114,7 +114,7 @@ func (r *Reader) OpenedSince(ctx context.Context, provider string, since, writte
 }
 
 // CountOpen counts the open tickets of reason for operations of provider.
-func (r *Reader) CountOpen(ctx context.Context, provider string, reason Reason) (int64, error) {
+func (r *Reader) CountOpen(ctx context.Context, provider string, reason proof.Reason) (int64, error) {
 	var n int64
 	err := r.db.QueryRow(ctx, `SELECT count(*) FROM sweeper.tickets t JOIN `+ledger.OperationsSQL+` o ON o.id = t.operation_id
 		WHERE o.provider = $1 AND t.state = 'open' AND t.reason = $2`, provider, reason).Scan(&n)
@@ -127,7 +127,7 @@ func (r *Reader) CountOpen(ctx context.Context, provider string, reason Reason) 
 // OpenCount is how many tickets of Reason are open, opened within the age
 // bucket Age: <1h, 1h-1d, 1d-7d or >7d ago.
 type OpenCount struct {
-	Reason Reason
+	Reason proof.Reason
 	Age    string
 	Count  int64
 }

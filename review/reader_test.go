@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -114,10 +115,10 @@ func TestOpenCounts(t *testing.T) {
 	store := review.NewStore(pool, testPolicy)
 	openTicket(t, store, pool, "count-a", threeRecords)
 	openTicket(t, store, pool, "count-b", threeRecords)
-	openTicket(t, store, pool, "count-c", review.Failed("HTTP 503"))
+	openTicket(t, store, pool, "count-c", proof.Failed("HTTP 503"))
 	op := claim(t, pool, "count-d", "onboarding", "sms")
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	d, ev := decided(op, review.Failed("HTTP 503"), now)
+	d, ev := decided(op, proof.Failed("HTTP 503"), now)
 	if _, err := store.Apply(ctx, op, d, ev, now); err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +138,13 @@ func TestOpenCounts(t *testing.T) {
 	r := review.NewReader(pool)
 	for _, tc := range []struct {
 		provider string
-		reason   review.Reason
+		reason   proof.Reason
 		want     int64
 	}{
-		{"mailer", review.ReasonMultipleMatches, 2},
-		{"mailer", review.ReasonLookupFailed, 2},
-		{"sms", review.ReasonLookupFailed, 1},
-		{"sms", review.ReasonNotFound, 0},
+		{"mailer", proof.ReasonMultipleMatches, 2},
+		{"mailer", proof.ReasonLookupFailed, 2},
+		{"sms", proof.ReasonLookupFailed, 1},
+		{"sms", proof.ReasonNotFound, 0},
 	} {
 		if n, err := r.CountOpen(ctx, tc.provider, tc.reason); err != nil || n != tc.want {
 			t.Errorf("CountOpen(%s, %s) = %d, %v; want %d", tc.provider, tc.reason, n, err, tc.want)
@@ -155,9 +156,9 @@ func TestOpenCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []review.OpenCount{
-		{Reason: review.ReasonLookupFailed, Age: "1d-7d", Count: 1},
-		{Reason: review.ReasonLookupFailed, Age: "<1h", Count: 2},
-		{Reason: review.ReasonMultipleMatches, Age: "<1h", Count: 2},
+		{Reason: proof.ReasonLookupFailed, Age: "1d-7d", Count: 1},
+		{Reason: proof.ReasonLookupFailed, Age: "<1h", Count: 2},
+		{Reason: proof.ReasonMultipleMatches, Age: "<1h", Count: 2},
 	}
 	slices.SortFunc(counts, func(a, b review.OpenCount) int {
 		return strings.Compare(string(a.Reason)+" "+a.Age, string(b.Reason)+" "+b.Age)

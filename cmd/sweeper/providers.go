@@ -12,6 +12,7 @@ import (
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/health"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -83,7 +84,7 @@ func providerStatuses(ctx context.Context, s *app.App) ([]providerStatus, error)
 		if line.Pending, err = operations.CountPending(ctx, name); err != nil {
 			return nil, err
 		}
-		if line.LookupFailed, err = tickets.CountOpen(ctx, name, review.ReasonLookupFailed); err != nil {
+		if line.LookupFailed, err = tickets.CountOpen(ctx, name, proof.ReasonLookupFailed); err != nil {
 			return nil, err
 		}
 		list = append(list, line)
