@@ -174,7 +174,7 @@ func TestSettleWindowWaitsForALaggingSearch(t *testing.T) {
 	never := b.claim(t, "never-1", "lagging", 0)
 	time.AfterFunc(1500*time.Millisecond, func() { listed.Store(true) })
 	// Looked up directly, as their lookup jobs would be.
-	settler := b.sweeper.Settler(nil)
+	settler := b.sweeper.Settler()
 	for _, op := range []ledger.Operation{indexed, never} {
 		step := settler.Attempt(context.Background(), op)
 		if step.Final || step.Class != providers.ClassPaced || step.RetryAfter <= 0 || step.RetryAfter > 3*time.Second {
