@@ -1,6 +1,12 @@
-// Package jobs holds sweeper's River jobs: the args of each (sweep, lookup,
-// escalate, escalate_ticket, relookup_ticket, notify) and the worker that
-// runs it, translating River's job state (attempts, metadata, snoozes) into
-// calls of package settle and its results back into River's terms. The
-// River client that runs them is wired in internal/app.
+// Package jobs is sweeper's River side: the args of each job (sweep,
+// lookup_batch, escalate, escalate_ticket, relookup_ticket, notify, prune),
+// the workers that run them, the periodic runs, and the logger River's
+// client gets. What to ask, when to ask again, when to give up and what an
+// answer proves are package settle's (notify's, for delivery); a worker
+// calls those steps and translates them into River's terms — job args and
+// follow-up jobs, snoozes, retries, timeouts, and completion in the
+// transaction of what the job wrote. Beside River's job table it keeps the
+// lookup claims (sweeper.lookup_claims), so that the sweep hands an
+// operation a lookup job holds on only once. The River client that runs
+// the workers is wired in internal/app.
 package jobs

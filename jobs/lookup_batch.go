@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,10 +12,6 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/sweeper/sweeper/internal/settle"
-	"github.com/sweeper/sweeper/ledger"
-	"github.com/sweeper/sweeper/proof"
-	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 )
 
 // LookupBatchSize is how many operations of one provider a lookup job
@@ -28,10 +23,6 @@ import (
 // own concurrency cap.
 const LookupBatchSize = 500
 
-// maxHistory is how many failed attempts of one operation a job carries
-// (the latest): the evidence of a lookup_failed ticket lists them.
-const maxHistory = 20
-
 // LookupBatchArgs asks for operations of one provider to be looked up and
 // settled. The sweep claims each operation (sweeper.lookup_claims) in the
 // transaction that inserts the job, so no other job holds it meanwhile.
@@ -42,6 +33,9 @@ type LookupBatchArgs struct {
 
 // Kind implements river.JobArgs.
 func (LookupBatchArgs) Kind() string { return "lookup_batch" }
+
+// QueueLookup is the queue lookups run on; river.max_workers sizes it.
+const QueueLookup = "lookup"
 
 // InsertOpts puts the job on the lookup queue. A job's River attempts count
 // only its own failures (the database); each operation's lookup attempts
@@ -62,37 +56,23 @@ const lookupBatchMaxAttempts = 25
 // recipient or payload.
 type QueuedOp struct {
 	ID int64 `json:"id"`
-	// Attempts counts the asks that failed transiently; the next is
-	// Attempts+1. A rate-limited or paced ask is none.
-	Attempts int `json:"attempts,omitempty"`
-	// FirstAsked is when the provider was first asked for the operation —
-	// its lookup budget starts there — and how long the provider had been
-	// down in all by then; nil until it is asked.
-	FirstAsked *asked `json:"first_asked,omitempty"`
+	settle.Tries
 	// NotBefore is when the operation may be asked again (a backoff, a
 	// provider's Retry-After, a settle window).
 	NotBefore time.Time `json:"not_before,omitzero"`
-	// Errors are the latest failed attempts, at most maxHistory.
-	Errors []proof.AttemptError `json:"errors,omitempty"`
 }
 
-// LookupBatchWorker looks up a job's operations, asking the provider for
-// all of them at once, and writes every outcome in one transaction that
-// also completes the job: the decisions, the claims released, and — for
-// the operations still to be asked — one follow-up job holding them. A
-// crash leaves all of it written or none (River then runs the job again).
-//
-// Per operation, the rules are the single lookup's: own pacing is never a
-// failure (a job whose every operation is paced snoozes, spending nothing);
-// a transient error is asked again after settle.Backoff(attempts), a rate-limited
-// one after the provider's Retry-After, while the provider's lookup_budget
-// — counted from the first ask, leaving out the time the provider was down
-// — allows; past it, a lookup_failed ticket lists the attempts.
+// LookupBatchWorker runs a job's operations through one step of their
+// lookup ([settle.Settler.AskMany]) and writes every outcome in one
+// transaction that also completes the job: the decisions
+// ([settle.Settler.FinishBatch]), the claims released, and — for the
+// operations still to be asked — one follow-up job holding them, due when
+// the first of them is. A crash leaves all of it written or none (River
+// then runs the job again). A job that learned nothing — every operation
+// paced, or waiting for its time — snoozes instead, spending nothing.
 type LookupBatchWorker struct {
 	river.WorkerDefaults[LookupBatchArgs]
 	settler *settle.Settler
-	db      review.TxBeginner
-	policy  review.Policy
 	// inFlight bounds the operations this process's jobs hold at once
 	// ([MaxOperationsInFlight]).
 	inFlight *semaphore.Weighted
@@ -107,17 +87,25 @@ type LookupBatchWorker struct {
 // by what its rate limit allows within lookup_timeout.
 const MaxOperationsInFlight = 4 * LookupBatchSize
 
-// NewLookupBatchWorker returns the worker: db reads the operations and
-// takes the transactions; tickets open under policy.
-func NewLookupBatchWorker(settler *settle.Settler, db review.TxBeginner, policy review.Policy) *LookupBatchWorker {
-	return &LookupBatchWorker{settler: settler, db: db, policy: policy, inFlight: semaphore.NewWeighted(MaxOperationsInFlight)}
+// NewLookupBatchWorker returns the worker: the settler's database reads
+// the operations and takes the transactions.
+func NewLookupBatchWorker(settler *settle.Settler) *LookupBatchWorker {
+	return &LookupBatchWorker{settler: settler, inFlight: semaphore.NewWeighted(MaxOperationsInFlight)}
 }
+
+// LookupOverhead is a lookup run's time beyond the provider call.
+const LookupOverhead = 10 * time.Second
 
 // Timeout gives a run room for its asks, which wait for the provider's
 // slots and rate limit (at most lookup_timeout) and run concurrently
-// (lookup_timeout each), and for the database.
+// (lookup_timeout each), and for the database; longer than that, the job
+// is cancelled.
 func (w *LookupBatchWorker) Timeout(*river.Job[LookupBatchArgs]) time.Duration {
-	return (&LookupWorker{settler: w.settler}).Timeout(nil)
+	var longest time.Duration
+	for _, p := range w.settler.Providers {
+		longest = max(longest, p.LookupTimeout)
+	}
+	return 2*longest + LookupOverhead
 }
 
 // NextRetry spaces a job's own failures as lookups' (1s … 1m, jittered).
@@ -129,12 +117,10 @@ func (w *LookupBatchWorker) NextRetry(job *river.Job[LookupBatchArgs]) time.Time
 // made of it.
 type queued struct {
 	QueuedOp
-	op   ledger.Operation
-	step settle.Step
-	// asked: this run asked for it; final: its step is an outcome to write.
-	asked, final bool
-	// changed: its QueuedOp moved on (an attempt, a first ask, a wait).
-	changed bool
+	ask settle.Ask
+	// final: its ask settled it; changed: its QueuedOp moved on (an
+	// attempt, a first ask, a row to ask about again).
+	final, changed bool
 }
 
 // Work implements river.Worker.
@@ -162,27 +148,13 @@ func (w *LookupBatchWorker) Work(ctx context.Context, job *river.Job[LookupBatch
 	if len(ops) == 0 && len(gone) == 0 {
 		return nil
 	}
-	if err := w.ask(ctx, job.Args.Provider, ops); err != nil {
+	if err := w.ask(ctx, ops); err != nil {
 		return err
 	}
-	final, carried, snooze := 0, 0, time.Duration(0)
-	for _, q := range ops {
-		switch {
-		case q.final:
-			final++
-		case q.changed:
-			carried++
-		default:
-			carried++
-			if wait := time.Until(q.NotBefore); snooze == 0 || wait < snooze {
-				snooze = wait
-			}
-		}
-	}
-	if final == 0 && len(gone) == 0 && !slices.ContainsFunc(ops, func(q *queued) bool { return q.changed }) {
-		// Nothing was learned: every operation was held back by this
-		// process's own pacing, or waits for its time. No attempt, no error,
-		// no budget.
+	if len(gone) == 0 && !slices.ContainsFunc(ops, func(q *queued) bool { return q.final || q.changed }) {
+		// Nothing was learned: every operation was held back by pacing,
+		// or waits for its time.
+		snooze := time.Until(slices.MinFunc(ops, func(a, b *queued) int { return a.NotBefore.Compare(b.NotBefore) }).NotBefore)
 		return river.JobSnooze(max(snooze, time.Second))
 	}
 	return w.write(ctx, job, ops, gone)
@@ -196,160 +168,83 @@ func (w *LookupBatchWorker) read(ctx context.Context, queuedOps []QueuedOp) ([]*
 	for i, q := range queuedOps {
 		ids[i] = q.ID
 	}
-	rows, err := ledger.NewStore(w.db).GetByIDs(ctx, ids)
+	pending, err := settle.Pending(ctx, w.settler.DB, ids)
 	if err != nil {
 		return nil, nil, err
 	}
-	byID := make(map[int64]ledger.Operation, len(rows))
-	for _, op := range rows {
-		byID[op.ID] = op
-	}
 	var ops []*queued
 	var gone []int64
-	for _, q := range queuedOps {
-		op, ok := byID[q.ID]
-		if !ok || op.Status != ledger.StatusPending {
-			gone = append(gone, q.ID)
+	for _, qo := range queuedOps {
+		op, ok := pending[qo.ID]
+		if !ok {
+			gone = append(gone, qo.ID)
 			continue
 		}
-		ops = append(ops, &queued{QueuedOp: q, op: op})
+		q := &queued{QueuedOp: qo}
+		q.ask = settle.Ask{Op: op, Tries: &q.Tries}
+		ops = append(ops, q)
 	}
 	return ops, gone, nil
 }
 
-// ask asks the provider about every operation that is due, and sets each
-// one's step and what it leads to.
-func (w *LookupBatchWorker) ask(ctx context.Context, provider string, ops []*queued) error {
-	s := w.settler
+// ask asks about the operations that are due, and turns what follows each
+// into its place in the job: settled, or when it is due again.
+func (w *LookupBatchWorker) ask(ctx context.Context, ops []*queued) error {
 	now := time.Now()
-	var due []*queued
-	var queries []providers.Query
-	var p *providers.Provider
+	var due []*settle.Ask
+	var dueOps []*queued
 	for _, q := range ops {
 		if q.NotBefore.After(now) {
 			continue // waits for its backoff or Retry-After: carried as it is
 		}
-		prov, query, refused := s.Prepare(q.op)
-		if refused != nil {
-			q.step, q.final = *refused, true
-			continue
-		}
-		p = prov
-		due = append(due, q)
-		queries = append(queries, query)
+		due = append(due, &q.ask)
+		dueOps = append(dueOps, q)
 	}
-	if len(due) == 0 {
-		return nil
+	if err := w.settler.AskMany(ctx, due); err != nil {
+		return err
 	}
-	askedAt := time.Now()
-	results := lookupAll(ctx, p, queries)
-	if ctx.Err() != nil {
-		return ctx.Err() // shutdown or the job's timeout: not the provider's answer
-	}
-	var down *time.Duration // the provider's downtime, read once a run
-	downTotal := func() time.Duration {
-		if down == nil {
-			d := p.DownTotal(ctx)
-			down = &d
-		}
-		return *down
-	}
-	for i, q := range due {
-		q.asked = true
-		q.step = s.Answer(ctx, q.op, p, queries[i], results[i].records, results[i].err)
-		if q.step.Final {
-			if q.step.Err != nil {
-				q.Errors = appendHistory(q.Errors, proof.AttemptError{
-					At: time.Now(), Attempt: q.Attempts + 1, Class: q.step.Class.String(), Error: q.step.Err.Error()})
-			}
+	now = time.Now()
+	for _, q := range dueOps {
+		switch next := q.ask.Next; next.Kind {
+		case settle.ActionSettle:
 			q.final = true
-			continue
-		}
-		wait := max(q.step.RetryAfter, time.Second) // a zero Retry-After would spin
-		if q.step.Class == providers.ClassPaced {
-			// Held back by this process's own pacing, or a settle window
-			// still open: no attempt, no error, no budget.
-			q.NotBefore = time.Now().Add(wait)
-			continue
-		}
-		if q.FirstAsked == nil {
-			q.FirstAsked = &asked{At: askedAt, Down: downTotal()}
-		}
-		q.changed = true
-		deadline := q.FirstAsked.At.Add(p.LookupBudget + downCredit(downTotal()-q.FirstAsked.Down))
-		attempt := q.Attempts + 1
-		if q.step.Class == providers.ClassTransient {
-			wait = settle.Backoff(attempt)
-		}
-		now := time.Now()
-		switch {
-		case q.step.Class == providers.ClassRateLimited && now.Add(wait).Before(deadline):
-			q.NotBefore = now.Add(wait)
-		case q.step.Class == providers.ClassTransient && now.Add(wait).Before(deadline) && attempt < lookupMaxAttempts:
-			q.Attempts = attempt
-			q.Errors = appendHistory(q.Errors, proof.AttemptError{At: now, Attempt: attempt, Class: "transient", Error: q.step.Err.Error()})
-			q.NotBefore = now.Add(wait)
-		default:
-			q.step = settle.Exhausted(q.step, attempt, p.LookupBudget)
-			q.Errors = appendHistory(q.Errors, proof.AttemptError{At: now, Attempt: attempt, Class: q.step.Class.String(), Error: q.step.Err.Error()})
-			q.final = true
+		case settle.ActionAskAgain:
+			q.NotBefore, q.changed = now.Add(next.Wait), true
+		case settle.ActionPace:
+			q.NotBefore = now.Add(next.Wait)
 		}
 	}
 	return nil
 }
 
-// appendHistory appends e, keeping the latest maxHistory.
-func appendHistory(history []proof.AttemptError, e proof.AttemptError) []proof.AttemptError {
-	e.Error = proof.StorableText(e.Error) // it travels in the next job's args (jsonb)
-	history = append(history, e)
-	return history[max(0, len(history)-maxHistory):]
-}
-
-// answer is one provider answer: records or an error.
-type answer struct {
-	records []providers.Record
-	err     error
-}
-
-// lookupAll asks p about every query at once and returns the answers in
-// the queries' order: in requests of p's batch size ([providers.Provider.MaxBatch];
-// one query each for an adapter that does not batch), sent side by side.
-// Each request goes through the provider's own rate limit, concurrency cap
-// and health, and each answer through the checks a single lookup's gets.
-func lookupAll(ctx context.Context, p *providers.Provider, queries []providers.Query) []answer {
-	answers := make([]answer, len(queries))
-	size := max(1, p.MaxBatch())
-	var wg sync.WaitGroup
-	for start := 0; start < len(queries); start += size {
-		chunk := queries[start:min(start+size, len(queries))]
-		wg.Go(func() {
-			for i, r := range p.LookupMany(ctx, chunk) {
-				answers[start+i] = answer{records: r.Records, err: r.Err}
-			}
-		})
-	}
-	wg.Wait()
-	return answers
-}
-
-// write decides the final operations and writes everything the run leads
+// write settles the final operations and writes everything the run leads
 // to in one transaction, which completes the job.
 func (w *LookupBatchWorker) write(ctx context.Context, job *river.Job[LookupBatchArgs], ops []*queued, gone []int64) error {
-	tx, err := w.db.Begin(ctx)
+	tx, err := w.settler.DB.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
 
-	var final []*queued
+	var finals []settle.Final
+	var finalOps []*queued
 	for _, q := range ops {
 		if q.final {
-			final = append(final, q)
+			finals = append(finals, settle.Final{Op: q.ask.Op, Step: q.ask.Next.Step, History: q.Errors})
+			finalOps = append(finalOps, q)
 		}
 	}
-	settled, err := w.settle(ctx, tx, final)
+	settled, err := w.settler.FinishBatch(ctx, tx, finals)
 	if err != nil {
 		return err
+	}
+	for i, r := range settled {
+		if r.Changed {
+			// The row was rewritten during its lookup: the answer was for
+			// what it was, so it is asked again, spending nothing.
+			q := finalOps[i]
+			q.final, q.changed, q.NotBefore = false, true, time.Time{}
+		}
 	}
 
 	// What is left goes on in one follow-up job, due when its first
@@ -392,99 +287,9 @@ func (w *LookupBatchWorker) write(ctx context.Context, job *river.Job[LookupBatc
 		return err
 	}
 	for _, r := range settled {
-		w.settler.LogSettled(r.op, r.Decision, r.Applied)
+		if !r.Changed {
+			w.settler.LogSettled(r)
+		}
 	}
 	return nil
-}
-
-// settledOp is one final operation and what was written for it.
-type settledOp struct {
-	op ledger.Operation
-	settle.Settled
-}
-
-// settle decides the final operations by the proof rule and writes the
-// decisions in tx. A done the database refused — another operation took
-// the record meanwhile, or one of this batch did — is decided again on the
-// row as it now is, once, as [Settler.Finish] does; an answer the
-// database cannot store becomes a lookup_failed ticket saying so.
-func (w *LookupBatchWorker) settle(ctx context.Context, tx pgx.Tx, final []*queued) ([]settledOp, error) {
-	var out []settledOp
-	reviews := review.NewStore(tx, w.policy)
-	for pass := 0; len(final) > 0; pass++ {
-		proofs := make([]proof.Case, len(final))
-		for i, q := range final {
-			proofs[i] = proof.Case{Op: q.op, Outcome: q.step.Outcome}
-		}
-		decisions, err := proof.ProveBatch(ctx, tx, proofs)
-		if err != nil {
-			return nil, err
-		}
-		now := w.settler.Now()
-		items := make([]review.Item, len(final))
-		for i, q := range final {
-			items[i] = review.Item{Op: q.op, Decision: decisions[i], Now: now, Evidence: proof.NewEvidence(q.op, proof.Lookup{
-				Adapter: q.step.Adapter, Query: q.step.Query, Outcome: q.step.Outcome, Errors: q.Errors, At: now,
-			}, decisions[i])}
-		}
-		results, err := reviews.ApplyBatch(ctx, items)
-		if err != nil {
-			return nil, err
-		}
-		var again, refused []*queued
-		for i, q := range final {
-			r := results[i]
-			switch {
-			case r.Err != nil && q.step.Outcome.Searched() && review.Unstorable(r.Err):
-				q.step = settle.Unstorable(q.step, r.Err)
-				again = append(again, q)
-			case r.Err != nil:
-				return nil, fmt.Errorf("lookup of %s: %w", settle.LogKey(q.op), r.Err)
-			case decisions[i].Done && !r.Applied.Settled && pass == 0:
-				refused = append(refused, q)
-			default:
-				out = append(out, settledOp{op: q.op, Settled: settle.Settled{Decision: decisions[i], Applied: r.Applied}})
-			}
-		}
-		if len(refused) > 0 {
-			current, err := w.reread(ctx, tx, refused)
-			if err != nil {
-				return nil, err
-			}
-			for _, q := range refused {
-				op, ok := current[q.ID]
-				switch {
-				case !ok || op.Status != ledger.StatusPending:
-					// Confirmed by its workflow or settled meanwhile.
-					out = append(out, settledOp{op: q.op, Settled: settle.Settled{Decision: proof.Decision{Done: true}}})
-				case !proof.LookedUpAs(op, q.step.Outcome.Query()):
-					// The row changed (ErrOperationChanged): the answer was
-					// for what it was, so it is asked again, spending nothing.
-					q.op, q.final, q.changed, q.NotBefore = op, false, true, time.Time{}
-				default:
-					q.op = op
-					again = append(again, q)
-				}
-			}
-		}
-		final = again
-	}
-	return out, nil
-}
-
-// reread returns the current rows of ops, by id.
-func (w *LookupBatchWorker) reread(ctx context.Context, tx pgx.Tx, ops []*queued) (map[int64]ledger.Operation, error) {
-	ids := make([]int64, len(ops))
-	for i, q := range ops {
-		ids[i] = q.ID
-	}
-	rows, err := ledger.NewStore(tx).GetByIDs(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[int64]ledger.Operation, len(rows))
-	for _, op := range rows {
-		byID[op.ID] = op
-	}
-	return byID, nil
 }

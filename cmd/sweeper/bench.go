@@ -25,7 +25,6 @@ func newBenchCmd(e *env) *cobra.Command {
 	fs.Float64Var(&f.Stale, "stale", 1.0, "fraction of the rows that are stale pending (0–1); the rest are done")
 	fs.DurationVar(&f.Latency, "latency", 0, "sim provider latency per lookup")
 	fs.IntVar(&f.Concurrency, "concurrency", 100, "river.max_workers and the provider's concurrency (1–1000)")
-	fs.IntVar(&f.CommitBatch, "commit-batch", 100, "outcomes per commit (1: a transaction each)")
 	fs.IntVar(&f.BatchSize, "batch", 500, "sweep.batch_size: rows per page of the stale scan (1–10000)")
 	fs.IntVar(&f.MaxBatch, "max-batch", 100, "the sim provider's max_batch: operations answered per request (1–1000)")
 	fs.Float64Var(&f.ZeroRate, "zero-rate", 0, "settled/s of a --latency 0s run, which caps the target of a run with latency\n(default: measured first, in a scratch database of its own)")

@@ -86,13 +86,9 @@ func (s *App) now() time.Time {
 	return time.Now()
 }
 
-// Settler returns the settler the lookup worker and `sweep --once` use,
-// writing through applier (nil: a transaction per decision).
-func (s *App) Settler(applier settle.Applier) *settle.Settler {
-	if applier == nil {
-		applier = s.Reviews()
-	}
-	return &settle.Settler{Providers: s.Providers, Reviews: applier, DB: s.Pool, Logger: s.Logger, Now: s.now, Metrics: s.Metrics}
+// Settler returns the settler the lookup worker and `sweep --once` use.
+func (s *App) Settler() *settle.Settler {
+	return &settle.Settler{Providers: s.Providers, DB: s.Pool, Policy: Policy(s.Config), Logger: s.Logger, Now: s.now, Metrics: s.Metrics}
 }
 
 // Reviews returns the ticket store under the configured policy.
@@ -121,7 +117,7 @@ func (s *App) Escalator() *settle.Escalator {
 	return &settle.Escalator{
 		Reviews:   s.Reviews(),
 		Ledger:    ledger.NewStore(s.Pool),
-		Settler:   s.Settler(nil),
+		Settler:   s.Settler(),
 		Policy:    EscalationPolicy(s.Config),
 		Relookups: Policy(s.Config),
 		Logger:    s.Logger,

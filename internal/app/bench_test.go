@@ -21,15 +21,13 @@ import (
 //	go test -run '^$' -bench SettleThroughput -benchtime 5000x ./internal/app
 func BenchmarkSettleThroughput(b *testing.B) {
 	for _, workers := range []int{100, 500} {
-		for _, batch := range []int{1, 100} {
-			b.Run(fmt.Sprintf("workers=%d/commit_batch=%d", workers, batch), func(b *testing.B) {
-				benchSettle(b, workers, batch)
-			})
-		}
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			benchSettle(b, workers)
+		})
 	}
 }
 
-func benchSettle(b *testing.B, workers, batch int) {
+func benchSettle(b *testing.B, workers int) {
 	cfg := strings.Replace(baseConfig, "max_workers = 50", fmt.Sprintf("max_workers = %d", workers), 1)
 	cfg = strings.Replace(cfg, "batch_size = 50", "batch_size = 500", 1)
 	bundle := setup(b, cfg, nil)
@@ -44,7 +42,7 @@ func benchSettle(b *testing.B, workers, batch int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	client := bundle.startClient(b, app.ClientOptions{CommitBatch: batch})
+	client := bundle.startClient(b)
 	b.ResetTimer()
 	start := time.Now()
 	bundle.sweep(b, client)

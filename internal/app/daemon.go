@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/migrations"
-	"github.com/sweeper/sweeper/review"
 )
 
 // ClientOptions tune a River client beyond the configuration, for tests
@@ -25,62 +23,27 @@ type ClientOptions struct {
 	// NoPeriodic leaves the periodic jobs, sweep and escalate, out (tests
 	// insert them).
 	NoPeriodic bool
-	// CommitBatch caps how many lookup outcomes share one commit; 1 gives
-	// each its own transaction. Default 100.
-	CommitBatch int
 }
 
-// Daemon is a River client running sweeper's jobs, and the batcher its
-// lookups write through.
+// Daemon is a River client running sweeper's jobs.
 type Daemon struct {
 	// Client is the River client, for inserting jobs.
-	Client  *river.Client[pgx.Tx]
-	batcher *review.Batcher
-	cancel  context.CancelFunc
-	done    chan struct{}
+	Client *river.Client[pgx.Tx]
 }
 
-// Start starts the batcher and the client. ctx bounds neither: stop them
-// with Stop or StopAndCancel.
+// Start starts the client. ctx does not bound it: stop it with Stop or
+// StopAndCancel.
 func (d *Daemon) Start(ctx context.Context) error {
-	batchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d.cancel, d.done = cancel, make(chan struct{})
-	go func() {
-		defer close(d.done)
-		d.batcher.Run(batchCtx)
-	}()
-	if err := d.Client.Start(context.WithoutCancel(ctx)); err != nil {
-		d.stopBatcher()
-		return err
-	}
-	return nil
+	return d.Client.Start(context.WithoutCancel(ctx))
 }
 
 // Stop stops fetching jobs and waits, within ctx, for running jobs to
 // finish and their outcomes to commit.
-func (d *Daemon) Stop(ctx context.Context) error {
-	err := d.Client.Stop(ctx)
-	if err == nil {
-		d.stopBatcher()
-	}
-	return err
-}
+func (d *Daemon) Stop(ctx context.Context) error { return d.Client.Stop(ctx) }
 
 // StopAndCancel cancels running jobs (they are retried by the next process)
 // and waits for them to return.
-func (d *Daemon) StopAndCancel(ctx context.Context) error {
-	err := d.Client.StopAndCancel(ctx)
-	d.stopBatcher()
-	return err
-}
-
-func (d *Daemon) stopBatcher() {
-	if d.cancel != nil {
-		d.cancel()
-		<-d.done
-		d.cancel = nil
-	}
-}
+func (d *Daemon) StopAndCancel(ctx context.Context) error { return d.Client.StopAndCancel(ctx) }
 
 // NewDaemon returns a River client running sweeper's workers and periodic
 // jobs in schema sweeper. Every replica registers the same periodic jobs;
@@ -88,12 +51,9 @@ func (d *Daemon) stopBatcher() {
 // unique per period of its schedule, so a restart or a leader change does
 // not double it.
 func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
-	batcher := review.NewBatcher(s.Reviews(), cmp.Or(opts.CommitBatch, 100))
 	workers := river.NewWorkers()
-	// Jobs an older version queued, one operation each, still run.
-	lookup := jobs.NewLookupWorker(s.Settler(batcher), s.Pool)
+	lookup := jobs.NewLookupBatchWorker(s.Settler())
 	river.AddWorker(workers, lookup)
-	river.AddWorker(workers, jobs.NewLookupBatchWorker(s.Settler(nil), s.Pool, Policy(s.Config)))
 	sweepTimeout := s.Config.Sweep.Timeout.Duration
 	// The River sweep hands each provider's backlog on in bounded pieces:
 	// the queue, and memory, stay the same with a million stale rows.
@@ -183,7 +143,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Daemon{Client: client, batcher: batcher}, nil
+	return &Daemon{Client: client}, nil
 }
 
 // fireClock is the clock periodic runs are named by: this machine's, by

@@ -158,13 +158,9 @@ func (b *bundle) claimAs(t testing.TB, attempt ledger.Attempt, age time.Duration
 
 // startClient starts a River client on b's pool with fast polling, stopped
 // (softly) when the test ends.
-func (b *bundle) startClient(t testing.TB, opts ...app.ClientOptions) *river.Client[pgx.Tx] {
+func (b *bundle) startClient(t testing.TB) *river.Client[pgx.Tx] {
 	t.Helper()
-	o := app.ClientOptions{FetchPollInterval: 200 * time.Millisecond, NoPeriodic: true}
-	if len(opts) > 0 {
-		o.CommitBatch = opts[0].CommitBatch
-	}
-	daemon, err := b.sweeper.NewDaemon(o)
+	daemon, err := b.sweeper.NewDaemon(app.ClientOptions{FetchPollInterval: 200 * time.Millisecond, NoPeriodic: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ func TestMetricsCountOnlyCommits(t *testing.T) {
 	b := setup(t, baseConfig, nil)
 	reg := b.countEvents(t)
 	ctx := context.Background()
-	settler := b.sweeper.Settler(nil)
+	settler := b.sweeper.Settler()
 	nothing := func(when string) {
 		t.Helper()
 		for _, name := range []string{"sweeper_operations_settled_total", "sweeper_tickets_opened_total"} {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
-	"github.com/sweeper/sweeper/providers"
 )
 
 // Summary counts what one pass did.
@@ -67,17 +65,13 @@ type OnceOptions struct {
 	MaxPaced time.Duration
 }
 
-// ErrLeftPending: a pass in the foreground left an operation pending
-// rather than wait longer than OnceOptions.MaxPaced for its provider (down for the
-// cluster, or a settle window still open). Nothing was decided.
-var ErrLeftPending = errors.New("left pending for a later pass")
-
 // defaultMaxPaced is how long a pass in the foreground waits, in all, for
 // one operation's provider to be asked.
 const defaultMaxPaced = 30 * time.Second
 
 // SweepOnce runs one full pass in this process: the scan, every lookup it
-// causes (retrying within each provider's budget), every decision. It
+// causes (retrying within each provider's budget, as the River lookup job
+// does: [settle.Settler.Settle]), every decision. It
 // returns when all are settled. It leaves alone the operations a running
 // daemon's lookup job holds, and writes exactly what the River jobs write,
 // through the same compare-and-set, so it is safe beside a daemon: an
@@ -85,7 +79,8 @@ const defaultMaxPaced = 30 * time.Second
 // lookups only read — and whichever settles it first wins, the other
 // finds nothing to do.
 func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) {
-	settler := s.Settler(nil)
+	settler := s.Settler()
+	maxPaced := cmp.Or(opts.MaxPaced, defaultMaxPaced)
 	concurrency := opts.Concurrency
 	if concurrency <= 0 {
 		concurrency = s.Config.River.MaxWorkers
@@ -121,10 +116,10 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) 
 	for range concurrency {
 		wg.Go(func() {
 			for op := range work {
-				settled, err := s.settleOnce(ctx, settler, op, opts.DryRun, opts.MaxPaced)
+				settled, err := settler.Settle(ctx, op, opts.DryRun, maxPaced)
 				mu.Lock()
 				switch {
-				case errors.Is(err, ErrLeftPending):
+				case errors.Is(err, settle.ErrLeftPending):
 					sum.LeftPending++
 					s.Logger.Info("left pending for a later pass", "op_key", settle.LogKey(op), "why", err)
 				case err != nil:
@@ -188,62 +183,6 @@ func countDecision(sum *Summary, d proof.Decision) {
 		sum.Done++
 	} else {
 		sum.Tickets[d.Reason]++
-	}
-}
-
-// settleOnce is the lookup job's loop, in process: retry transient errors
-// with backoff and wait out rate limits, within the provider's budget.
-func (s *App) settleOnce(ctx context.Context, settler *settle.Settler, op ledger.Operation, dryRun bool, maxPaced time.Duration) (settle.Settled, error) {
-	var budget time.Duration
-	p := s.Providers[op.Provider]
-	if p != nil {
-		budget = p.LookupBudget
-	}
-	var downAtFirst, paced time.Duration
-	// The budget starts with the first run that asks the provider: waiting
-	// for this process's own pacing spends none of it.
-	var deadline time.Time
-	var history []proof.AttemptError
-	for attempt := 1; ; {
-		asked := s.now()
-		step := settler.Attempt(ctx, op)
-		if step.Final {
-			if step.Err != nil {
-				history = append(history, proof.AttemptError{At: s.now(), Attempt: attempt, Class: step.Class.String(), Error: step.Err.Error()})
-			}
-			return settler.Finish(ctx, op, step, history, dryRun)
-		}
-		if ctx.Err() != nil {
-			return settle.Settled{}, ctx.Err()
-		}
-		wait := max(step.RetryAfter, time.Second) // never spin on a zero delay
-		if step.Class == providers.ClassPaced {
-			// A pass in the foreground does not wait out an outage or a
-			// long settle window: it leaves the operation for later.
-			if paced += wait; paced > cmp.Or(maxPaced, defaultMaxPaced) {
-				return settle.Settled{}, fmt.Errorf("%w: %w", ErrLeftPending, step.Err)
-			}
-		} else {
-			if deadline.IsZero() {
-				deadline, downAtFirst = asked.Add(budget), p.DownTotal(ctx)
-			}
-			// The time the provider was down since does not count.
-			deadline = deadline.Add(max(p.DownTotal(ctx)-downAtFirst, 0))
-			downAtFirst = max(downAtFirst, p.DownTotal(ctx))
-			history = append(history, proof.AttemptError{At: s.now(), Attempt: attempt, Class: step.Class.String(), Error: step.Err.Error()})
-			if step.Class != providers.ClassRateLimited {
-				wait = settle.Backoff(attempt)
-			}
-			if s.now().Add(wait).After(deadline) {
-				return settler.Finish(ctx, op, settle.Exhausted(step, attempt, budget), history, dryRun)
-			}
-			attempt++
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return settle.Settled{}, errors.Join(ctx.Err(), step.Err)
-		}
 	}
 }
 

@@ -166,7 +166,7 @@ func TestChangedRowIsLookedUpAgain(t *testing.T) {
 	rec := providers.Record{ID: "rec_old", CreatedAt: current.FirstAttemptAt.Add(time.Second), Recipient: was.Recipient, PayloadHash: was.PayloadHash}
 	step := settle.Step{Final: true, Outcome: proof.Answered(q, []providers.Record{rec}), Query: &q, Adapter: "sim"}
 
-	settler := b.sweeper.Settler(nil)
+	settler := b.sweeper.Settler()
 	if _, err := settler.Finish(ctx, current, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
 		t.Errorf("Finish on the current row with the old answer: %v, want ErrOperationChanged", err)
 	}

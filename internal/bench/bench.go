@@ -38,7 +38,6 @@ type Options struct {
 	Stale       float64
 	Latency     time.Duration
 	Concurrency int
-	CommitBatch int
 	BatchSize   int
 	MaxBatch    int     // the sim provider's max_batch: operations per request
 	ZeroRate    float64 // settled/s of a --latency 0s run, which caps the latency target
@@ -73,9 +72,6 @@ func (f *Options) Validate() error {
 	}
 	if f.Concurrency < 1 || f.Concurrency > 1000 {
 		errs = append(errs, errors.New("--concurrency: must be between 1 and 1000"))
-	}
-	if f.CommitBatch < 1 {
-		errs = append(errs, errors.New("--commit-batch: must be at least 1"))
 	}
 	if f.BatchSize < 1 || f.BatchSize > 10000 {
 		errs = append(errs, errors.New("--batch: must be between 1 and 10000"))
@@ -237,8 +233,8 @@ func run(ctx context.Context, f Options, server *benchkit.Server, reference bool
 		return res, err
 	}
 	fmt.Fprintf(out, "setup: %d operations, %d stale pending (%s), the rest done; sim latency %s; concurrency %d "+
-		"(river.max_workers and provider concurrency); commit batch %d; sweep.batch_size %d; database.max_conns %d\n",
-		fill.Rows, fill.Stale, benchkit.DefaultMix, f.Latency, f.Concurrency, f.CommitBatch, f.BatchSize, f.MaxConns)
+		"(river.max_workers and provider concurrency); sweep.batch_size %d; database.max_conns %d\n",
+		fill.Rows, fill.Stale, benchkit.DefaultMix, f.Latency, f.Concurrency, f.BatchSize, f.MaxConns)
 	fmt.Fprintf(out, "fill: %d rows in %s (INSERT … SELECT generate_series, then ANALYZE)\n", fill.Rows, fill.Elapsed.Round(time.Millisecond))
 
 	s := &app.App{Config: cfg, Pool: pool, Providers: provs, Logger: logger}
@@ -291,7 +287,7 @@ func benchPool(ctx context.Context, u string, maxConns int32, counter *benchkit.
 // sweep job, and waits until no stale row is pending.
 func benchSettle(ctx context.Context, out io.Writer, f Options, s *app.App, monitor *pgx.Conn,
 	counter *benchkit.StatementCounter, stale int, res *benchResult) error {
-	daemon, err := s.NewDaemon(app.ClientOptions{NoPeriodic: true, CommitBatch: f.CommitBatch})
+	daemon, err := s.NewDaemon(app.ClientOptions{NoPeriodic: true})
 	if err != nil {
 		return err
 	}

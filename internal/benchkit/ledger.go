@@ -103,9 +103,7 @@ func Settled(ctx context.Context, db *pgx.Conn) (Settlement, error) {
 		SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY d), percentile_cont(0.99) WITHIN GROUP (ORDER BY d)
 		FROM (SELECT extract(epoch FROM o.updated_at - min(q.created_at)) AS d
 		      FROM (SELECT j.created_at, (op->>'id')::bigint AS id
-		            FROM sweeper.river_job j, jsonb_array_elements(j.args->'ops') AS op WHERE j.kind = 'lookup_batch'
-		            UNION ALL
-		            SELECT j.created_at, (j.args->>'operation_id')::bigint FROM sweeper.river_job j WHERE j.kind = 'lookup') AS q
+		            FROM sweeper.river_job j, jsonb_array_elements(j.args->'ops') AS op WHERE j.kind = 'lookup_batch') AS q
 		      JOIN ledger.operations o ON o.id = q.id
 		      WHERE o.status <> 'pending'
 		      GROUP BY o.id, o.updated_at) AS settled`).Scan(&p50, &p99)

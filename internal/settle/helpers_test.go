@@ -181,8 +181,8 @@ func policy() review.Policy {
 	}
 }
 
-// settlerOn is a Settler over db with provs, applying through a review
-// store under policy(), by the clock now.
+// settlerOn is a Settler over db with provs, opening tickets under
+// policy(), by the clock now.
 func settlerOn(db review.TxBeginner, now func() time.Time, provs ...*providers.Provider) *settle.Settler {
 	m := map[string]*providers.Provider{}
 	for _, p := range provs {
@@ -190,8 +190,8 @@ func settlerOn(db review.TxBeginner, now func() time.Time, provs ...*providers.P
 	}
 	return &settle.Settler{
 		Providers: m,
-		Reviews:   review.NewStore(db, policy()),
 		DB:        db,
+		Policy:    policy(),
 		Logger:    discard(),
 		Now:       now,
 	}

@@ -2,10 +2,8 @@ package settle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/sweeper/sweeper/internal/metrics"
@@ -15,24 +13,20 @@ import (
 	"github.com/sweeper/sweeper/review"
 )
 
-// Settler looks up one operation and applies what the lookup proves. The
+// Settler looks operations up and applies what the lookups prove. The
 // River lookup worker and `sweeper sweep --once` share it.
 type Settler struct {
 	Providers map[string]*providers.Provider
-	Reviews   Applier
-	// DB reads the ledger (who already holds a record).
-	DB     ledger.DB
+	// DB reads the ledger (who already holds a record) and takes the
+	// transactions of [Settler.Finish].
+	DB review.TxBeginner
+	// Policy is the policy tickets open under.
+	Policy review.Policy
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Metrics counts settlements and tickets once they commit; nil counts
 	// none.
 	Metrics *metrics.Metrics
-}
-
-// Applier writes a decision: a *review.Store, or a *review.Batcher that
-// shares commits between concurrent lookups.
-type Applier interface {
-	Apply(ctx context.Context, op ledger.Operation, d proof.Decision, ev proof.Evidence, now time.Time) (review.Applied, error)
 }
 
 // Step is what one lookup attempt leads to: a final outcome to decide on,
@@ -131,79 +125,6 @@ func InFlightWait(age, left time.Duration) time.Duration {
 	return max(time.Second, min(max(time.Minute, age/10), left))
 }
 
-// Settled says what happened to one operation.
-type Settled struct {
-	Decision proof.Decision
-	Applied  review.Applied
-}
-
-// ErrOperationChanged: the operation's row changed between its lookup and
-// the write (a workflow rewrote it): the answer is for what it was, so the
-// operation is looked up again rather than settled on it.
-var ErrOperationChanged = errors.New("the operation changed during its lookup; looking it up again")
-
-// Finish decides on a final step by the one proof rule ([proof.Prove])
-// and, unless dryRun, applies the decision in one transaction. history
-// lists the failed attempts before this one.
-func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, history []proof.AttemptError, dryRun bool) (Settled, error) {
-	// Two passes at most: a "done" the database refused because another
-	// operation took the same record meanwhile, or because the row changed,
-	// is decided again on the row as it now is.
-	for pass := 0; ; pass++ {
-		if q := step.Outcome.Query(); q.OpKey != "" && !proof.LookedUpAs(op, q) {
-			return Settled{}, ErrOperationChanged
-		}
-		d, err := proof.Prove(ctx, s.DB, op, step.Outcome)
-		if err != nil {
-			return Settled{}, err
-		}
-		if dryRun {
-			return Settled{Decision: d}, nil
-		}
-		now := s.Now()
-		ev := proof.NewEvidence(op, proof.Lookup{
-			Adapter: step.Adapter, Query: step.Query, Outcome: step.Outcome, Errors: history, At: now,
-		}, d)
-		applied, err := s.Reviews.Apply(ctx, op, d, ev, now)
-		if err != nil && step.Outcome.Searched() && review.Unstorable(err) {
-			// The answer itself cannot be written (the adapter let through
-			// what the database refuses): retrying would fail forever, so
-			// a ticket says why, without the records.
-			return s.Finish(ctx, op, Unstorable(step, err), history, dryRun)
-		}
-		if err != nil {
-			return Settled{}, err
-		}
-		if d.Done && !applied.Settled && pass == 0 {
-			current, err := ledger.NewStore(s.DB).GetByID(ctx, op.ID)
-			if err != nil {
-				return Settled{}, err
-			}
-			if current.Status == ledger.StatusPending {
-				op = current
-				continue
-			}
-		}
-		s.LogSettled(op, d, applied)
-		return Settled{Decision: d, Applied: applied}, nil
-	}
-}
-
-func (s *Settler) LogSettled(op ledger.Operation, d proof.Decision, applied review.Applied) {
-	logger := s.Logger.With("op_key", LogKey(op), "provider", op.Provider)
-	switch {
-	case !applied.Settled:
-		logger.Info("operation no longer pending; nothing to do")
-	case d.Done:
-		s.Metrics.Settled(providerLabel(s.Providers, op.Provider), metrics.OutcomeDone)
-		logger.Info("operation done", "provider_record_id", d.ProviderRecordID)
-	default:
-		s.Metrics.Settled(providerLabel(s.Providers, op.Provider), metrics.OutcomeReview)
-		s.Metrics.TicketOpened(string(d.Reason))
-		logger.Info("review ticket opened", "ticket_id", applied.TicketID, "reason", d.Reason)
-	}
-}
-
 // LogKey is an operation's op_key as logs show it: a workflow may have
 // built it from the recipient ("welcome:jane@example.com"), which no log
 // line carries.
@@ -215,25 +136,6 @@ func Unstorable(step Step, err error) Step {
 	step.Final = true
 	step.Outcome = proof.Failed(fmt.Sprintf("the provider's answer could not be stored: %v", err))
 	return step
-}
-
-// Exhausted returns the final outcome for a lookup whose budget ran out on
-// step's error after attempts tries.
-func Exhausted(step Step, attempts int, budget time.Duration) Step {
-	step.Final = true
-	step.Outcome = proof.Failed(fmt.Sprintf("%d attempt(s) failed within lookup_budget %s; last: %v", attempts, budget, step.Err))
-	return step
-}
-
-// Backoff is the wait before retry number attempt (1-based): 1s, 2s, 4s, …
-// up to a minute, with ±20% jitter so replicas do not retry in step.
-func Backoff(attempt int) time.Duration {
-	d := time.Minute
-	if attempt < 7 {
-		d = time.Second << (attempt - 1)
-	}
-	jitter := 0.8 + 0.4*rand.Float64()
-	return time.Duration(float64(d) * jitter)
 }
 
 // providerLabel is the provider label of an operation's metrics: its
