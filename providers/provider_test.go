@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -57,15 +58,15 @@ func TestNewProvider(t *testing.T) {
 func TestProviderLookup(t *testing.T) {
 	t.Parallel()
 
-	const timeout = 50 * time.Millisecond
 	records := []providers.Record{{ID: "r1", PayloadHash: strings.Repeat("a", 64)}, {ID: "r2"}}
-	// blockPastTimeout sleeps past the timeout whatever ctx says, as an
-	// adapter that ignores its context does.
-	blockPastTimeout := func() { time.Sleep(3 * timeout) }
 
 	tests := []struct {
-		desc        string
-		adapter     lookupFunc
+		desc    string
+		adapter lookupFunc
+		// pastTimeout gives the case a lookup_timeout short enough to pass:
+		// the others have one no loaded machine outlasts, so what they
+		// answer is in time.
+		pastTimeout bool
 		wantRecords []providers.Record
 		wantErr     bool
 		wantClass   providers.Class
@@ -87,23 +88,23 @@ func TestProviderLookup(t *testing.T) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			},
-			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
+			pastTimeout: true, wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
 		},
 		{
 			desc: "permanent error after the deadline is transient",
-			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
-				blockPastTimeout()
+			adapter: func(ctx context.Context, _ providers.Query) ([]providers.Record, error) {
+				<-ctx.Done() // then answers as if it had not seen the deadline
 				return nil, providers.Permanent(errors.New("HTTP 400"))
 			},
-			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
+			pastTimeout: true, wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
 		},
 		{
 			desc: "swallowed deadline with nil records is not an empty success",
-			adapter: func(context.Context, providers.Query) ([]providers.Record, error) {
-				blockPastTimeout()
+			adapter: func(ctx context.Context, _ providers.Query) ([]providers.Record, error) {
+				<-ctx.Done()
 				return nil, nil
 			},
-			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
+			pastTimeout: true, wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
 		},
 		{
 			desc: "swallowed deadline with an empty slice is not an empty success",
@@ -111,7 +112,7 @@ func TestProviderLookup(t *testing.T) {
 				<-ctx.Done()
 				return []providers.Record{}, nil
 			},
-			wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
+			pastTimeout: true, wantErr: true, wantClass: providers.ClassTransient, wantMsg: "lookup_timeout",
 		},
 		{
 			desc: "panicking adapter is transient",
@@ -210,7 +211,7 @@ func TestProviderLookup(t *testing.T) {
 				<-ctx.Done()
 				return nil, providers.ErrUnsupported
 			},
-			wantErr: true, wantClass: providers.ClassUnsupported,
+			pastTimeout: true, wantErr: true, wantClass: providers.ClassUnsupported,
 		},
 		{
 			desc: "rate limited keeps its delay",
@@ -230,6 +231,10 @@ func TestProviderLookup(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
+			timeout := time.Hour
+			if tt.pastTimeout {
+				timeout = 50 * time.Millisecond
+			}
 			p := providers.NewProvider("orders", "test", tt.adapter, limits(timeout))
 
 			got, err := p.Lookup(t.Context(), query)
@@ -294,21 +299,17 @@ func TestProviderLookupCallerCancelled(t *testing.T) {
 			run: func(t *testing.T) error {
 				started := make(chan struct{}, 1)
 				p := providers.NewProvider("orders", "test", blockOnCtx(started), limits(time.Hour))
-				ctx, cancel := context.WithCancel(t.Context())
-				go func() { <-started; cancel() }()
-				_, err := p.Lookup(ctx, query)
+				_, err := p.Lookup(testwait.CancelWhen(t, started), query)
 				return err
 			},
 			wantErr: context.Canceled,
 		},
 		{
-			desc: "caller deadline shorter than lookup_timeout",
+			desc: "caller's deadline passes before lookup_timeout",
 			run: func(t *testing.T) error {
 				started := make(chan struct{}, 1)
 				p := providers.NewProvider("orders", "test", blockOnCtx(started), limits(time.Hour))
-				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
-				defer cancel()
-				_, err := p.Lookup(ctx, query)
+				_, err := p.Lookup(testwait.DeadlineWhen(t, started), query)
 				return err
 			},
 			wantErr: context.DeadlineExceeded,
@@ -329,6 +330,8 @@ func TestProviderLookupCallerCancelled(t *testing.T) {
 				}()
 				<-started // the one slot is taken
 
+				// The slot stays taken whether the deadline passes before
+				// the wait for it or during it: nothing races.
 				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 				defer cancel()
 				_, err := p.Lookup(ctx, query)
@@ -369,6 +372,11 @@ func TestProviderConcurrencyCap(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
 			var inside, most atomic.Int64
+			// The calls stay inside until the cap has been reached once
+			// (10s at most), however slowly a loaded machine starts them,
+			// then a while more for any call past the cap to come in.
+			full := make(chan struct{})
+			filled := sync.OnceFunc(func() { close(full) })
 			adapter := lookupFunc(func(context.Context, providers.Query) ([]providers.Record, error) {
 				n := inside.Add(1)
 				defer inside.Add(-1)
@@ -377,6 +385,13 @@ func TestProviderConcurrencyCap(t *testing.T) {
 					if n <= m || most.CompareAndSwap(m, n) {
 						break
 					}
+				}
+				if n >= tt.wantMax {
+					filled()
+				}
+				select {
+				case <-full:
+				case <-time.After(10 * time.Second):
 				}
 				time.Sleep(30 * time.Millisecond)
 				return nil, nil

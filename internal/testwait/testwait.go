@@ -1,6 +1,8 @@
 // Package testwait is how tests wait for something to happen: they poll a
 // condition, never sleep a guessed time, and fail naming what they waited
-// for and how long.
+// for and how long; and a context they hand to the code under test ends
+// when the test has seen what it waited for (CancelWhen, DeadlineWhen),
+// not after a time a loaded machine may outlast.
 package testwait
 
 import (

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.uber.org/goleak"
 
+	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/httplookup"
 	"github.com/sweeper/sweeper/providers/providertest"
@@ -474,19 +475,25 @@ func TestLookupConnectionErrors(t *testing.T) {
 func TestLookupContext(t *testing.T) {
 	t.Parallel()
 
-	hang := func(f **fakeProvider) http.HandlerFunc {
+	// hang answers nothing until the lookup gives up; it calls reached
+	// once the request is in.
+	hang := func(f **fakeProvider, reached func()) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
+			reached()
 			select {
 			case <-r.Context().Done():
 			case <-(*f).stop:
 			}
 		}
 	}
-	hangMidBody := func(f **fakeProvider) http.HandlerFunc {
+	// hangMidBody sends the start of an answer and hangs; it calls
+	// reached once that start is sent.
+	hangMidBody := func(f **fakeProvider, reached func()) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"matches":[`)
 			http.NewResponseController(w).Flush() //nolint:errcheck // best effort
+			reached()
 			select {
 			case <-r.Context().Done():
 			case <-(*f).stop:
@@ -495,16 +502,17 @@ func TestLookupContext(t *testing.T) {
 	}
 	tests := []struct {
 		desc    string
-		respond func(f **fakeProvider) http.HandlerFunc
-		// ctx returns the lookup's context.
-		ctx          func(t *testing.T) context.Context
+		respond func(f **fakeProvider, reached func()) http.HandlerFunc
+		// ctx returns the lookup's context; reached is closed once the
+		// fake has got as far as the case is about.
+		ctx          func(t *testing.T, reached <-chan struct{}) context.Context
 		wantErr      error // errors.Is, when set
 		wantRequests int
 	}{
 		{
 			desc:    "cancelled before the call",
 			respond: hang,
-			ctx: func(t *testing.T) context.Context {
+			ctx: func(t *testing.T, _ <-chan struct{}) context.Context {
 				ctx, cancel := context.WithCancel(t.Context())
 				cancel()
 				return ctx
@@ -512,46 +520,35 @@ func TestLookupContext(t *testing.T) {
 			wantErr: context.Canceled,
 		},
 		{
-			desc:    "cancelled while the provider hangs",
-			respond: hang,
-			ctx: func(t *testing.T) context.Context {
-				ctx, cancel := context.WithCancel(t.Context())
-				time.AfterFunc(50*time.Millisecond, cancel)
-				return ctx
-			},
+			desc:         "cancelled while the provider hangs",
+			respond:      hang,
+			ctx:          func(t *testing.T, reached <-chan struct{}) context.Context { return testwait.CancelWhen(t, reached) },
 			wantErr:      context.Canceled,
 			wantRequests: 1,
 		},
 		{
-			desc:    "deadline passes while the provider hangs",
-			respond: hang,
-			ctx: func(t *testing.T) context.Context {
-				ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-				t.Cleanup(cancel)
-				return ctx
-			},
+			desc:         "deadline passes while the provider hangs",
+			respond:      hang,
+			ctx:          func(t *testing.T, reached <-chan struct{}) context.Context { return testwait.DeadlineWhen(t, reached) },
 			wantErr:      context.DeadlineExceeded,
 			wantRequests: 1,
 		},
 		{
-			desc:    "deadline passes while the body is read",
-			respond: hangMidBody,
-			ctx: func(t *testing.T) context.Context {
-				ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-				t.Cleanup(cancel)
-				return ctx
-			},
+			desc:         "deadline passes while the body is read",
+			respond:      hangMidBody,
+			ctx:          func(t *testing.T, reached <-chan struct{}) context.Context { return testwait.DeadlineWhen(t, reached) },
 			wantRequests: 1,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
+			reached := make(chan struct{})
 			var f *fakeProvider
-			f = newFake(t, tt.respond(&f))
+			f = newFake(t, tt.respond(&f, sync.OnceFunc(func() { close(reached) })))
 
 			start := time.Now()
-			got, err := f.adapter(t, token).Lookup(tt.ctx(t), query)
+			got, err := f.adapter(t, token).Lookup(tt.ctx(t, reached), query)
 			elapsed := time.Since(start)
 
 			if err == nil || got != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/postgres"
@@ -635,20 +636,57 @@ func TestMissingDatabaseIsPermanent(t *testing.T) {
 	wantClass(t, err, providers.ClassPermanent)
 }
 
+// sleepingQuery is a lookup that runs until the test ends it.
+const sleepingQuery = `SELECT id, created_at, body_hash AS payload_hash
+		FROM sent_emails, pg_sleep(30) WHERE op_key = @op_key`
+
+// sleeping reports whether sleepingQuery runs on b's database.
+func sleeping(t *testing.T, b *testBundle) bool {
+	t.Helper()
+	var running int
+	err := b.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND state = 'active' AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()`).Scan(&running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return running > 0
+}
+
+// lookupWhileSleeping runs sleepingQuery's lookup under end(t, signal)
+// — testwait.DeadlineWhen or testwait.CancelWhen — and closes signal once
+// the statement runs on the server: the lookup's context ends while the
+// query runs, never before it was sent. It returns how long the lookup
+// took to return after that, and its answer.
+func lookupWhileSleeping(t *testing.T, b *testBundle, end func(testing.TB, <-chan struct{}) context.Context) (time.Duration, []providers.Record, error) {
+	t.Helper()
+	a := newAdapter(t, b.dsn, sleepingQuery)
+	signal := make(chan struct{})
+	type answer struct {
+		records []providers.Record
+		err     error
+	}
+	answered := make(chan answer, 1)
+	lookupCtx := end(t, signal)
+	go func() {
+		records, err := a.Lookup(lookupCtx, query("op-1"))
+		answered <- answer{records, err}
+	}()
+	testwait.Until(t, 20*time.Second, "the lookup's statement running on the server", func() bool { return sleeping(t, b) })
+	close(signal)
+	start := time.Now()
+	got := <-answered
+	return time.Since(start), got.records, got.err
+}
+
 func TestDeadlineIsTransientAndStopsTheQuery(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	a := newAdapter(t, b.dsn, `SELECT id, created_at, body_hash AS payload_hash
-		FROM sent_emails, pg_sleep(30) WHERE op_key = @op_key`)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	got, err := a.Lookup(ctx, query("op-1"))
+	after, got, err := lookupWhileSleeping(t, b, testwait.DeadlineWhen)
 	if err == nil {
 		t.Fatalf("Lookup past its deadline = %v, nil; want an error", got)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("Lookup returned %s after start, with a 300ms deadline", d)
+	if after > 2*time.Second {
+		t.Errorf("Lookup returned %s after its deadline passed", after)
 	}
 	wantClass(t, err, providers.ClassTransient)
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -657,38 +695,18 @@ func TestDeadlineIsTransientAndStopsTheQuery(t *testing.T) {
 	checkLeaks(t, "the error", err.Error())
 
 	// The statement was cancelled on the server, not left running.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var running int
-		err := b.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND state = 'active' AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()`).Scan(&running)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if running == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the query still runs on the server 5s after the deadline")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Until(t, 5*time.Second, "the statement stopped on the server after the deadline", func() bool { return !sleeping(t, b) })
 }
 
 func TestCancellationReturnsPromptly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	a := newAdapter(t, b.dsn, `SELECT id, created_at, body_hash AS payload_hash
-		FROM sent_emails, pg_sleep(30) WHERE op_key = @op_key`)
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	start := time.Now()
-	got, err := a.Lookup(ctx, query("op-1"))
+	after, got, err := lookupWhileSleeping(t, b, testwait.CancelWhen)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Lookup after cancellation = %v, %v; want context.Canceled", got, err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("Lookup returned %s after start, cancelled at 200ms", d)
+	if after > 2*time.Second {
+		t.Errorf("Lookup returned %s after it was cancelled", after)
 	}
 	// The adapter still works: the pool dropped or reused the connection.
 	if _, err := lookup(t, newAdapter(t, b.dsn, byOpKey), query("op-1")); err != nil {

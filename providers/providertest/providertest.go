@@ -45,6 +45,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -190,6 +191,20 @@ func setup(t *testing.T, h Harness, respond func(*fake, http.ResponseWriter, *ht
 	return f, adapter, logs
 }
 
+// hang answers nothing until the request ends (30 seconds at most),
+// closing reached when the first request is in: the moment a test ends
+// the lookup's context.
+func hang(reached chan struct{}) func(*fake, http.ResponseWriter, *http.Request) {
+	in := sync.OnceFunc(func() { close(reached) })
+	return func(_ *fake, _ http.ResponseWriter, r *http.Request) {
+		in()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	}
+}
+
 // checkLeaks fails when text holds the secret or the query's recipient, as
 // is or escaped the way URLs and JSON escape them.
 func checkLeaks(t *testing.T, h Harness, what, text string) {
@@ -229,6 +244,13 @@ func lookup(t *testing.T, h Harness, adapter providers.Lookup, timeout time.Dura
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	return lookupIn(ctx, t, h, adapter)
+}
+
+// lookupIn runs the kit's query under ctx, and checks that nothing it
+// returns shows the secret or the recipient.
+func lookupIn(ctx context.Context, t *testing.T, h Harness, adapter providers.Lookup) ([]providers.Record, error) {
+	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
 			t.Fatalf("the adapter panicked: %v", r)
@@ -276,16 +298,10 @@ func Run(t *testing.T, h Harness) {
 
 	t.Run("cancellation is honoured promptly", func(t *testing.T) {
 		t.Parallel()
-		_, adapter, _ := setup(t, h, func(_ *fake, _ http.ResponseWriter, r *http.Request) {
-			select {
-			case <-r.Context().Done():
-			case <-time.After(30 * time.Second):
-			}
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(100*time.Millisecond, cancel)
+		reached := make(chan struct{})
+		_, adapter, _ := setup(t, h, hang(reached))
 		start := time.Now()
-		records, err := adapter.Lookup(ctx, h.query())
+		records, err := adapter.Lookup(testwait.CancelWhen(t, reached), h.query())
 		if err == nil {
 			t.Fatalf("Lookup after cancellation = %v, nil; want an error", records)
 		}
@@ -296,14 +312,10 @@ func Run(t *testing.T, h Harness) {
 
 	t.Run("a timeout is transient", func(t *testing.T) {
 		t.Parallel()
-		_, adapter, _ := setup(t, h, func(_ *fake, _ http.ResponseWriter, r *http.Request) {
-			select {
-			case <-r.Context().Done():
-			case <-time.After(30 * time.Second):
-			}
-		})
+		reached := make(chan struct{})
+		_, adapter, _ := setup(t, h, hang(reached))
 		start := time.Now()
-		records, err := lookup(t, h, adapter, 200*time.Millisecond)
+		records, err := lookupIn(testwait.DeadlineWhen(t, reached), t, h, adapter)
 		if err == nil {
 			t.Fatalf("Lookup past its deadline = %v, nil; want an error", records)
 		}
@@ -311,7 +323,7 @@ func Run(t *testing.T, h Harness) {
 			t.Errorf("timeout classified %s, want transient: %v", class, err)
 		}
 		if d := time.Since(start); d > 3*time.Second {
-			t.Errorf("Lookup returned %s after a 200ms deadline", d)
+			t.Errorf("Lookup returned %s after start, its deadline passing once the provider was asked", d)
 		}
 	})
 

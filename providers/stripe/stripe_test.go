@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/stripe"
@@ -668,7 +669,10 @@ func TestLookupWithoutOpKey(t *testing.T) {
 func TestLookupCancelled(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
+	reached := make(chan struct{})
+	in := sync.OnceFunc(func() { close(reached) })
 	f := newFake(t, func(_ http.ResponseWriter, r *http.Request) (int, string) {
+		in()
 		select {
 		case <-r.Context().Done():
 		case <-release:
@@ -677,10 +681,8 @@ func TestLookupCancelled(t *testing.T) {
 	})
 	t.Cleanup(func() { close(release) })
 	l := newLookup(t, f, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()
-	_, err := l.Lookup(ctx, query("op-1", time.Hour))
+	_, err := l.Lookup(testwait.CancelWhen(t, reached), query("op-1", time.Hour))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Lookup after cancellation: %v; want context.Canceled", err)
 	}
