@@ -81,10 +81,10 @@ type LookupBatchWorker struct {
 // MaxOperationsInFlight is how many operations one process's lookup jobs
 // hold at once: four full jobs. A job waits for room before it reads its
 // rows, so memory stays about the same whatever the backlog and however
-// many River workers the lookup queue has. Four jobs of 500 already ask
-// faster than the sweep hands a backlog on (about 10,000 operations a
-// second here), and a slow provider's jobs are small: the sweep sizes them
-// by what its rate limit allows within lookup_timeout.
+// many River workers the lookup queue has. Four full jobs ask faster than
+// the sweep hands a backlog on (README, "Performance", has the figures),
+// and a slow provider's jobs are small: the sweep sizes them by what its
+// rate limit allows within lookup_timeout.
 const MaxOperationsInFlight = 4 * LookupBatchSize
 
 // NewLookupBatchWorker returns the worker: the settler's database reads

@@ -163,28 +163,34 @@ func TestSettleWindowWaitsForALaggingSearch(t *testing.T) {
 			return nil, nil
 		},
 	}}
+	// window is long enough for the first lookups to fall inside it on
+	// a loaded machine; the test then waits for it to end.
+	const window = 5 * time.Second
 	p := providers.NewProvider("lagging", "fake", lagging, providers.Limits{
 		StaleAfter: 10 * time.Minute, LookupTimeout: time.Second, LookupBudget: time.Second,
-		RateLimit: 1000, Concurrency: 10, SettleWindow: 3 * time.Second,
+		RateLimit: 1000, Concurrency: 10, SettleWindow: window,
 	})
 	b := setup(t, baseConfig, map[string]*providers.Provider{"lagging": p})
 	// First attempted just now: the window is still open. (A stale row
 	// is older than any window; the window is about young rows.)
 	indexed := b.claim(t, "indexed-1", "lagging", 0)
 	never := b.claim(t, "never-1", "lagging", 0)
-	time.AfterFunc(1500*time.Millisecond, func() { listed.Store(true) })
 	// Looked up directly, as their lookup jobs would be.
 	settler := b.sweeper.Settler()
+	var windowEnds time.Duration
 	for _, op := range []ledger.Operation{indexed, never} {
 		step := settler.Attempt(context.Background(), op)
-		if step.Final || step.Class != providers.ClassPaced || step.RetryAfter <= 0 || step.RetryAfter > 3*time.Second {
+		if step.Final || step.Class != providers.ClassPaced || step.RetryAfter <= 0 || step.RetryAfter > window {
 			t.Fatalf("%s inside the window: final %v, class %s, retry after %s; want paced until the window ends", op.OpKey, step.Final, step.Class, step.RetryAfter)
 		}
 		if !strings.Contains(step.Err.Error(), "settle_window") {
 			t.Errorf("%s: %v, want the reason", op.OpKey, step.Err)
 		}
+		windowEnds = max(windowEnds, step.RetryAfter)
 	}
-	time.Sleep(3100 * time.Millisecond)
+	// The search lists the record, late; then the window ends: the scenario.
+	listed.Store(true)
+	time.Sleep(windowEnds + 100*time.Millisecond)
 	for _, tc := range []struct {
 		op   ledger.Operation
 		want string

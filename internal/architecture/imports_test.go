@@ -1,0 +1,302 @@
+package architecture
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// module is the module's path; the rules name packages relative to it.
+const module = "github.com/sweeper/sweeper"
+
+// kind is what a package is for. It decides who may import the package at
+// all (importable); a rule's may list then says which packages of the
+// kinds allowed.
+type kind int
+
+const (
+	leaf    kind = iota + 1 // a small helper that imports no package of sweeper: anyone may import it
+	product                 // the daemon's code
+	command                 // a program of the product (package main under cmd/)
+	tool                    // the demo, the benchmark and the programs around sweeper: imported by commands and tools only
+	kit                     // a test kit: imported by tests, other kits and tools only
+	example                 // an example for workflow authors: imported by nothing
+	tests                   // a home for tests (a doc.go and _test.go files): imported by nothing
+)
+
+func (k kind) String() string {
+	return [...]string{leaf: "a leaf helper", product: "product code", command: "a command", tool: "a tool",
+		kit: "a test kit", example: "an example", tests: "a home for tests"}[k]
+}
+
+// importable says which kinds of package each kind may import. Tests of
+// any package may import anything: only the packages' own code is checked.
+var importable = map[kind][]kind{
+	leaf:    nil,
+	product: {leaf, product},
+	command: {leaf, product, tool},
+	tool:    {leaf, product, tool, kit},
+	kit:     {leaf, product, kit},
+	example: {leaf, product},
+	tests:   nil,
+}
+
+// rule says what the packages pkgs match are and which packages of
+// sweeper they may import, besides leaves. A pattern is a package path
+// relative to the module ("ledger"), or a directory and every package
+// under it ("notify/..."), or every package ("..."). A package follows the
+// most specific rule that matches it: a path itself before a pattern, a
+// longer pattern before a shorter one.
+type rule struct {
+	pkgs string
+	kind kind
+	may  []string
+	why  string
+}
+
+// rules is the house: what may import what. A package no rule matches
+// fails the test — add its rule here, and to docs/architecture.md's "What
+// may import what" if it changes the picture.
+var rules = []rule{
+	{pkgs: "internal/logs", kind: leaf, why: "repeated errors held back with a count"},
+	{pkgs: "internal/metrics", kind: leaf, why: "Prometheus collectors"},
+
+	{pkgs: "ledger", kind: product,
+		why: "the operation model and every statement on ledger.operations: the floor of the house"},
+	{pkgs: "migrations", kind: product,
+		why: "embedded SQL"},
+	{pkgs: "providers", kind: product, may: []string{"ledger"},
+		why: "the Lookup interface, strict decoding, the read-only transport, error classes"},
+	{pkgs: "config", kind: product, may: []string{"providers"},
+		why: "decodes and validates each [providers.NAME] block through its adapter's providers.Kind: " +
+			"the one arrow up, to the providers package itself and never to an adapter"},
+	{pkgs: "providers/...", kind: product, may: []string{"providers", "config", "ledger"},
+		why: "one adapter: it reads, and never imports another adapter nor anything that settles"},
+	{pkgs: "providers/kinds", kind: product, may: []string{"providers", "providers/..."},
+		why: "the list of adapters"},
+	{pkgs: "proof/...", kind: product, may: []string{"ledger", "providers"},
+		why: "the settle rule and the evidence it keeps"},
+	{pkgs: "review/...", kind: product, may: []string{"ledger", "providers", "proof/...", "review/..."},
+		why: "tickets, events, escalation and resolution"},
+	{pkgs: "notify/...", kind: product, may: []string{"config", "ledger", "providers", "proof/...", "review/...", "notify/..."},
+		why: "Slack: never the jobs that call it nor the wiring"},
+	{pkgs: "internal/health", kind: product, may: []string{"ledger", "providers"},
+		why: "provider health shared by replicas"},
+	{pkgs: "internal/settle/...", kind: product,
+		may: []string{"ledger", "providers", "proof/...", "review/...", "notify/...", "internal/health", "internal/settle/..."},
+		why: "the settle steps, free of River"},
+	{pkgs: "jobs/...", kind: product,
+		may: []string{"ledger", "providers", "proof/...", "review/...", "notify/...", "internal/health", "internal/settle/...", "jobs/..."},
+		why: "River's workers: never the wiring that starts them"},
+	{pkgs: "internal/app/...", kind: product,
+		may: []string{"ledger", "migrations", "providers", "providers/kinds", "config", "proof/...", "review/...", "notify/...",
+			"internal/health", "internal/settle/...", "jobs/...", "internal/app/..."},
+		why: "the wiring, in one place"},
+
+	{pkgs: "cmd/...", kind: command,
+		may: []string{"internal/app/...", "ledger", "migrations", "providers", "providers/kinds", "config", "proof/...", "review/...",
+			"notify/...", "internal/health", "internal/demo", "internal/bench"},
+		why: "the CLI: workers and settle steps only through internal/app"},
+
+	{pkgs: "internal/demo", kind: tool, may: []string{"..."}, why: "sweeper demo"},
+	{pkgs: "internal/bench", kind: tool, may: []string{"..."}, why: "sweeper bench"},
+	{pkgs: "internal/benchkit", kind: tool, may: []string{"..."}, why: "what the benchmark and its tests share"},
+	{pkgs: "internal/withpg", kind: tool, may: []string{"..."}, why: "make quickstart's PostgreSQL"},
+
+	{pkgs: "internal/dbtest", kind: kit, may: []string{"..."}},
+	{pkgs: "internal/pgtemp", kind: kit, may: []string{"..."}},
+	{pkgs: "internal/testwait", kind: kit, may: []string{"..."}},
+	{pkgs: "internal/slackfake", kind: kit, may: []string{"..."}},
+	{pkgs: "internal/metrics/metricstest", kind: kit, may: []string{"..."}},
+	{pkgs: "providers/providertest", kind: kit, may: []string{"..."}, why: "the adapters' conformance kit"},
+
+	{pkgs: "examples/...", kind: example, may: []string{"ledger"}, why: "workflows writing the ledger"},
+	{pkgs: "deploy", kind: tests},
+	{pkgs: "internal/architecture", kind: tests},
+}
+
+// matches reports whether pattern matches the package path rel (both
+// relative to the module), and how specifically: the longer the more.
+func matches(pattern, rel string) (bool, int) {
+	if pattern == "..." {
+		return true, 0
+	}
+	if dir, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return rel == dir || strings.HasPrefix(rel, dir+"/"), len(dir)
+	}
+	return rel == pattern, len(pattern) + 1 // a path itself before a pattern of the same length
+}
+
+// ruleFor returns the most specific rule matching rel, or false.
+func ruleFor(rules []rule, rel string) (rule, bool) {
+	var best rule
+	bestScore := -1
+	for _, r := range rules {
+		if ok, score := matches(r.pkgs, rel); ok && score > bestScore {
+			best, bestScore = r, score
+		}
+	}
+	return best, bestScore >= 0
+}
+
+// pkg is one package of the module and the module's packages its code
+// (not its tests) imports, all relative to the module.
+type pkg struct {
+	path    string
+	imports []string
+}
+
+// check returns one problem for each package no rule matches and for each
+// import its rule does not allow.
+func check(rules []rule, pkgs []pkg) []string {
+	var problems []string
+	for _, p := range pkgs {
+		from, ok := ruleFor(rules, p.path)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s: no rule says what it is or what it may import: add one to rules in internal/architecture/imports_test.go", p.path))
+			continue
+		}
+		for _, imp := range p.imports {
+			to, ok := ruleFor(rules, imp)
+			switch {
+			case !ok:
+				// Reported as a package of its own.
+			case !slices.Contains(importable[from.kind], to.kind):
+				problems = append(problems, fmt.Sprintf("%s imports %s: %s (%s) never imports %s (%s)", p.path, imp, p.path, from.kind, imp, to.kind))
+			case to.kind == leaf:
+			case !slices.ContainsFunc(from.may, func(pattern string) bool { ok, _ := matches(pattern, imp); return ok }):
+				problems = append(problems, fmt.Sprintf("%s imports %s: %s may import %s (%s)", p.path, imp, from.pkgs, allowed(from.may), from.why))
+			}
+		}
+	}
+	return problems
+}
+
+// allowed says what a rule's may list allows.
+func allowed(may []string) string {
+	if len(may) == 0 {
+		return "no package of sweeper but leaf helpers"
+	}
+	return "only " + strings.Join(may, ", ") + " and leaf helpers"
+}
+
+// modulePackages lists the module's packages with `go list`.
+func modulePackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var listed struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&listed); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list's output: %v", err)
+		}
+		p := pkg{path: relative(listed.ImportPath)}
+		for _, imp := range listed.Imports {
+			if imp == module || strings.HasPrefix(imp, module+"/") {
+				p.imports = append(p.imports, relative(imp))
+			}
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list found no package of the module")
+	}
+	return pkgs
+}
+
+func relative(path string) string {
+	if path == module {
+		return "."
+	}
+	return strings.TrimPrefix(path, module+"/")
+}
+
+// TestImports: the code of every package of the module imports only what
+// the rules allow it.
+func TestImports(t *testing.T) {
+	pkgs := modulePackages(t)
+	for _, problem := range check(rules, pkgs) {
+		t.Error(problem)
+	}
+	for _, r := range rules {
+		if !slices.ContainsFunc(pkgs, func(p pkg) bool { ok, _ := matches(r.pkgs, p.path); return ok }) {
+			t.Logf("rule %q matches no package (yet)", r.pkgs)
+		}
+	}
+}
+
+// TestCheckFindsForbiddenImports: the checker itself fails an import that
+// runs against the rules, a test kit in product code, a tool outside the
+// commands, anything in a leaf helper, and a package no rule names; and
+// passes the imports allowed.
+func TestCheckFindsForbiddenImports(t *testing.T) {
+	pkgs := []pkg{
+		{path: "ledger", imports: []string{"internal/metrics"}},                // a leaf: allowed
+		{path: "review", imports: []string{"ledger", "providers", "proof"}},    // allowed
+		{path: "notify/outbox", imports: []string{"notify/message", "review"}}, // allowed
+		{path: "ledger/rows", imports: []string{"review"}},                     // planted: a package no rule names
+		{path: "jobs", imports: []string{"internal/app"}},                      // planted: jobs never imports the wiring
+		{path: "providers/sim", imports: []string{"providers/stripe"}},         // planted: an adapter imports another
+		{path: "internal/app", imports: []string{"internal/dbtest"}},           // planted: a test kit in product code
+		{path: "internal/settle", imports: []string{"internal/demo"}},          // planted: a tool in product code
+		{path: "internal/logs", imports: []string{"ledger"}},                   // planted: a leaf imports nothing of sweeper
+		{path: "cmd/sweeper", imports: []string{"internal/demo"}},              // a command may run a tool
+	}
+	want := []string{
+		"ledger/rows: no rule says what it is or what it may import",
+		"jobs imports internal/app: jobs/... may import only ledger, ",
+		"providers/sim imports providers/stripe: providers/... may import only providers, config, ledger",
+		"internal/app imports internal/dbtest: internal/app (product code) never imports internal/dbtest (a test kit)",
+		"internal/settle imports internal/demo: internal/settle (product code) never imports internal/demo (a tool)",
+		"internal/logs imports ledger: internal/logs (a leaf helper) never imports ledger (product code)",
+	}
+	got := check(rules, pkgs)
+	if len(got) != len(want) {
+		t.Errorf("check found %d problems, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range min(len(got), len(want)) {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("problem %d = %q, want it to start %q", i, got[i], want[i])
+		}
+	}
+}
+
+// TestRuleForPrefersTheMostSpecific: a path itself wins over a pattern,
+// a longer pattern over a shorter one.
+func TestRuleForPrefersTheMostSpecific(t *testing.T) {
+	for rel, want := range map[string]string{
+		"providers":              "providers",
+		"providers/sim":          "providers/...",
+		"providers/kinds":        "providers/kinds",
+		"providers/providertest": "providers/providertest",
+		"notify":                 "notify/...",
+		"notify/outbox":          "notify/...",
+		"internal/metrics":       "internal/metrics",
+		"cmd/sweeper":            "cmd/...",
+	} {
+		if r, ok := ruleFor(rules, rel); !ok || r.pkgs != want {
+			t.Errorf("ruleFor(%q) = %q, %v; want %q", rel, r.pkgs, ok, want)
+		}
+	}
+	if r, ok := ruleFor(rules, "internal/nowhere"); ok {
+		t.Errorf("ruleFor(internal/nowhere) = %q; want none", r.pkgs)
+	}
+}
