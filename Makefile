@@ -22,7 +22,7 @@ build:
 QUICKSTART_ORDERS_URL ?= http://127.0.0.1:8081/sweeper/lookup
 
 quickstart: build
-	SWEEPER_CONFIG=config.example.toml SWEEPER_PROVIDERS_ORDERS_API_URL=$(QUICKSTART_ORDERS_URL) $(GO) run ./internal/withpg -- \
+	SWEEPER_CONFIG=config.example.toml SWEEPER_PROVIDERS_ORDERS_API_URL=$(QUICKSTART_ORDERS_URL) $(GO) run ./internal/tools/withpg -- \
 		sh -c '$(BIN) migrate && $(BIN) migrate --status && $(BIN) check-config'
 
 test: lint gotest nodetest

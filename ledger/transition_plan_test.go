@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/proof"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/migrations"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
-	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/review"
 )

@@ -17,9 +17,9 @@ import (
 	"github.com/slack-go/slack"
 	"golang.org/x/time/rate"
 
-	"github.com/sweeper/sweeper/internal/dbtest"
-	"github.com/sweeper/sweeper/internal/slackfake"
-	"github.com/sweeper/sweeper/internal/testwait"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/slackfake"
+	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/proof"

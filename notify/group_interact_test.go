@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
 )

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/review"
 )

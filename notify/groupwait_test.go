@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/review"
 )

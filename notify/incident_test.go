@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/health"
-	"github.com/sweeper/sweeper/internal/slackfake"
-	"github.com/sweeper/sweeper/internal/testwait"
+	"github.com/sweeper/sweeper/internal/testkit/slackfake"
+	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/review"

@@ -3,7 +3,7 @@ package proof_test
 import (
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sweeper/sweeper/internal/benchkit"
-	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/internal/tools/benchkit"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"

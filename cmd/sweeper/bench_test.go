@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/benchkit"
-	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/internal/tools/benchkit"
 )
 
 // TestBenchSmoke runs a small benchmark against the test server: every

@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sweeper/sweeper/internal/pgtemp"
-	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/internal/testkit/pgtemp"
+	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/migrations"
 )
 

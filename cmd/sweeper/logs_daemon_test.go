@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sweeper/sweeper/internal/pgtemp"
+	"github.com/sweeper/sweeper/internal/testkit/pgtemp"
 	"github.com/sweeper/sweeper/migrations"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/migrations"
 )
 

@@ -19,9 +19,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/dbtest"
-	"github.com/sweeper/sweeper/internal/pgtemp"
-	"github.com/sweeper/sweeper/internal/testwait"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/pgtemp"
+	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/migrations"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/internal/testwait"
+	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 )
 
 // TestDeliverWaitsOutAShortRetryAfter: the alert a pass in the foreground

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/internal/testwait"
+	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"

@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
-	"github.com/sweeper/sweeper/internal/testwait"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/providers"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/internal/testwait"
+	"github.com/sweeper/sweeper/internal/testkit/testwait"
 )
 
 // resolvedTicketWithSentRows writes a resolved ticket whose two outbox

@@ -101,18 +101,15 @@ var rules = []rule{
 
 	{pkgs: "cmd/...", kind: command,
 		may: []string{"internal/app/...", "ledger", "migrations", "providers", "providers/kinds", "config", "proof/...", "review/...",
-			"notify/...", "internal/health", "internal/demo", "internal/bench"},
+			"notify/...", "internal/health", "internal/tools/demo", "internal/tools/bench"},
 		why: "the CLI: workers and settle steps only through internal/app"},
 
-	{pkgs: "internal/demo", kind: tool, may: []string{"..."}, why: "sweeper demo"},
-	{pkgs: "internal/bench", kind: tool, may: []string{"..."}, why: "sweeper bench"},
-	{pkgs: "internal/benchkit", kind: tool, may: []string{"..."}, why: "what the benchmark and its tests share"},
-	{pkgs: "internal/withpg", kind: tool, may: []string{"..."}, why: "make quickstart's PostgreSQL"},
+	{pkgs: "internal/tools/demo", kind: tool, may: []string{"..."}, why: "sweeper demo"},
+	{pkgs: "internal/tools/bench", kind: tool, may: []string{"..."}, why: "sweeper bench"},
+	{pkgs: "internal/tools/benchkit", kind: tool, may: []string{"..."}, why: "what the benchmark and its tests share"},
+	{pkgs: "internal/tools/withpg", kind: tool, may: []string{"..."}, why: "make quickstart's PostgreSQL"},
 
-	{pkgs: "internal/dbtest", kind: kit, may: []string{"..."}},
-	{pkgs: "internal/pgtemp", kind: kit, may: []string{"..."}},
-	{pkgs: "internal/testwait", kind: kit, may: []string{"..."}},
-	{pkgs: "internal/slackfake", kind: kit, may: []string{"..."}},
+	{pkgs: "internal/testkit/...", kind: kit, may: []string{"..."}, why: "what tests stand on"},
 	{pkgs: "internal/metrics/metricstest", kind: kit, may: []string{"..."}},
 	{pkgs: "providers/providertest", kind: kit, may: []string{"..."}, why: "the adapters' conformance kit"},
 
@@ -255,17 +252,17 @@ func TestCheckFindsForbiddenImports(t *testing.T) {
 		{path: "ledger/rows", imports: []string{"review"}},                     // planted: a package no rule names
 		{path: "jobs", imports: []string{"internal/app"}},                      // planted: jobs never imports the wiring
 		{path: "providers/sim", imports: []string{"providers/stripe"}},         // planted: an adapter imports another
-		{path: "internal/app", imports: []string{"internal/dbtest"}},           // planted: a test kit in product code
-		{path: "internal/settle", imports: []string{"internal/demo"}},          // planted: a tool in product code
+		{path: "internal/app", imports: []string{"internal/testkit/dbtest"}},   // planted: a test kit in product code
+		{path: "internal/settle", imports: []string{"internal/tools/demo"}},    // planted: a tool in product code
 		{path: "internal/logs", imports: []string{"ledger"}},                   // planted: a leaf imports nothing of sweeper
-		{path: "cmd/sweeper", imports: []string{"internal/demo"}},              // a command may run a tool
+		{path: "cmd/sweeper", imports: []string{"internal/tools/demo"}},        // a command may run a tool
 	}
 	want := []string{
 		"ledger/rows: no rule says what it is or what it may import",
 		"jobs imports internal/app: jobs/... may import only ledger, ",
 		"providers/sim imports providers/stripe: providers/... may import only providers, config, ledger",
-		"internal/app imports internal/dbtest: internal/app (product code) never imports internal/dbtest (a test kit)",
-		"internal/settle imports internal/demo: internal/settle (product code) never imports internal/demo (a tool)",
+		"internal/app imports internal/testkit/dbtest: internal/app (product code) never imports internal/testkit/dbtest (a test kit)",
+		"internal/settle imports internal/tools/demo: internal/settle (product code) never imports internal/tools/demo (a tool)",
 		"internal/logs imports ledger: internal/logs (a leaf helper) never imports ledger (product code)",
 	}
 	got := check(rules, pkgs)

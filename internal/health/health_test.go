@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/internal/health"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sweeper/sweeper/internal/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/postgres"
 	"github.com/sweeper/sweeper/providers/providertest"

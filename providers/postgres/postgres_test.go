@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sweeper/sweeper/internal/dbtest"
-	"github.com/sweeper/sweeper/internal/testwait"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/postgres"

@@ -45,7 +45,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/internal/testwait"
+	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/providers"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/slackfake"
+	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 )
 
 // TestRotate: standing faults are answered in turn until Clear, after the

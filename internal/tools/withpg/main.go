@@ -4,7 +4,7 @@
 // throwaway cluster started with the machine's initdb/pg_ctl and removed
 // afterwards. It backs `make quickstart`.
 //
-//	go run ./internal/withpg -- COMMAND [ARGS...]
+//	go run ./internal/tools/withpg -- COMMAND [ARGS...]
 package main
 
 import (
@@ -20,7 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sweeper/sweeper/internal/pgtemp"
+	"github.com/sweeper/sweeper/internal/testkit/pgtemp"
 )
 
 const database = "sweeper_quickstart"

@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sweeper/sweeper/internal/pgtemp"
+	"github.com/sweeper/sweeper/internal/testkit/pgtemp"
 )
 
 // Server is the PostgreSQL server the benchmark creates its database on.

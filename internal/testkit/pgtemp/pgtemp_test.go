@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
-	"github.com/sweeper/sweeper/internal/pgtemp"
+	"github.com/sweeper/sweeper/internal/testkit/pgtemp"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -29,7 +29,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
-	"github.com/sweeper/sweeper/internal/pgtemp"
+	"github.com/sweeper/sweeper/internal/testkit/pgtemp"
 	"github.com/sweeper/sweeper/migrations"
 )
 
