@@ -385,7 +385,7 @@ func TestChaos(t *testing.T) {
 		err := pool.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM sweeper.outbox WHERE state = 'pending'),
 			(SELECT count(*) FROM sweeper.outbox WHERE state = 'parked'),
-			(SELECT count(*) FROM sweeper.river_job WHERE kind IN ('lookup', 'escalate_ticket')
+			(SELECT count(*) FROM sweeper.river_job WHERE kind IN ('lookup_batch', 'escalate_ticket')
 				AND state NOT IN ('completed', 'cancelled', 'discarded')),
 			(SELECT count(*) FROM sweeper.river_job WHERE state = 'running')`).Scan(&unsent, &parked, &lookups, &running)
 		switch {

@@ -118,7 +118,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 		var pending, unfinished int
 		err := pool.QueryRow(context.Background(), `SELECT
 			(SELECT count(*) FROM ledger.operations WHERE status = 'pending'),
-			(SELECT count(*) FROM sweeper.river_job WHERE kind IN ('lookup', 'lookup_batch') AND state NOT IN ('completed', 'cancelled', 'discarded'))`).Scan(&pending, &unfinished)
+			(SELECT count(*) FROM sweeper.river_job WHERE kind = 'lookup_batch' AND state NOT IN ('completed', 'cancelled', 'discarded'))`).Scan(&pending, &unfinished)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +180,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 func countRunning(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
 	var n int
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM sweeper.river_job WHERE kind IN ('lookup', 'lookup_batch') AND state = 'running'`).Scan(&n); err != nil {
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM sweeper.river_job WHERE kind = 'lookup_batch' AND state = 'running'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

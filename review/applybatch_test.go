@@ -3,7 +3,6 @@ package review_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -31,66 +30,6 @@ func claimN(t *testing.T, store *ledger.Store, prefix string, n int) []ledger.Op
 		ops[i] = c.Operation
 	}
 	return ops
-}
-
-// TestBatcherCommitsEveryDecision: concurrent decisions through the
-// batcher are all written, each exactly once, and the same operation
-// decided twice at once is settled once.
-func TestBatcherCommitsEveryDecision(t *testing.T) {
-	t.Parallel()
-	pool := dbtest.NewPool(t)
-	ops := claimN(t, ledger.NewStore(pool), "batch", 60)
-	batcher := review.NewBatcher(review.NewStore(pool, batchPolicy), 16)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); batcher.Run(ctx) }()
-
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	settled := map[string]int{}
-	for i, op := range ops {
-		for range 2 { // every decision twice, concurrently
-			wg.Go(func() {
-				d := proof.Decision{Reason: proof.ReasonNotFound, Detail: "none"}
-				if i%2 == 0 {
-					d = proof.Decision{Done: true, ProviderRecordID: fmt.Sprintf("rec_%d", i)}
-				}
-				applied, err := batcher.Apply(context.Background(), op, d, proof.Evidence{OpKey: op.OpKey, Reason: d.Reason}, time.Now())
-				if err != nil {
-					t.Errorf("%s: %v", op.OpKey, err)
-					return
-				}
-				if applied.Settled {
-					mu.Lock()
-					settled[op.OpKey]++
-					mu.Unlock()
-				}
-			})
-		}
-	}
-	wg.Wait()
-	cancel()
-	<-done
-
-	for _, op := range ops {
-		if settled[op.OpKey] != 1 {
-			t.Errorf("%s settled %d times, want once", op.OpKey, settled[op.OpKey])
-		}
-	}
-	var done2, tickets, events int
-	err := pool.QueryRow(context.Background(), `SELECT
-		(SELECT count(*) FROM ledger.operations WHERE status = 'done'),
-		(SELECT count(*) FROM sweeper.tickets),
-		(SELECT count(*) FROM sweeper.ticket_events)`).Scan(&done2, &tickets, &events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done2 != 30 || tickets != 30 || events != 30 {
-		t.Errorf("%d done, %d tickets, %d events; want 30 each", done2, tickets, events)
-	}
-	if _, err := batcher.Apply(context.Background(), ops[0], proof.Decision{Reason: proof.ReasonNotFound}, proof.Evidence{}, time.Now()); !errors.Is(err, review.ErrBatcherStopped) {
-		t.Errorf("Apply after Run ended: %v, want ErrBatcherStopped", err)
-	}
 }
 
 // TestApplyBatchIsolatesAFailingItem: an item the database rejects fails
