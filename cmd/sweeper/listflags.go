@@ -43,23 +43,36 @@ func (l *listFlags) sinceTime(now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if d, err := time.ParseDuration(days + "h"); err == nil && d >= 0 {
-			return now.Add(-24 * d), nil
-		}
+	t, err := parseWhen(s, now)
+	if err != nil {
+		return time.Time{}, usagef("--since %v", err)
 	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
+	return t, nil
+}
+
+// parseWhen reads a time a person gives a command: a time (see
+// [parseTime]) or a duration before now — Go's (90m, 24h) or whole days
+// (7d). The lists' --since and the export's window read times with it.
+func parseWhen(s string, now time.Time) (time.Time, error) {
 	if t, ok := parseTime(s); ok {
 		return t, nil
 	}
-	return time.Time{}, usagef("--since %q is neither a duration (24h, 7d) nor a time (2026-11-29, 2026-11-29T10:00:00Z)", l.since)
+	d, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
+		d, err = time.ParseDuration(days + "h")
+		d *= 24
+	}
+	switch {
+	case err != nil:
+		return time.Time{}, fmt.Errorf("%q is neither a duration (24h, 7d) nor a time (2026-11-29, 2026-11-29T10:00:00Z)", s)
+	case d < 0:
+		return time.Time{}, fmt.Errorf("%q: a duration before now is positive", s)
+	}
+	return now.Add(-d), nil
 }
 
 // parseTime reads a time a person gives a command: RFC 3339, or a date
-// and time without a zone, or a date (midnight), both in UTC. --since of
-// the lists and the export's window bounds read times with it.
+// and time without a zone, or a date (midnight), both in UTC.
 func parseTime(s string) (time.Time, bool) {
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", time.DateOnly} {
 		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {

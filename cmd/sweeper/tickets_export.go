@@ -52,7 +52,7 @@ With --output the file appears only once the export is complete.`,
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		now := time.Now()
 		if *since == "" {
-			return usagef("--since is required: an RFC 3339 time, a date or a duration before now (720h)")
+			return usagef("--since is required: an RFC 3339 time, a date or a duration before now (720h, 30d)")
 		}
 		from, err := parseWhen(*since, now)
 		if err != nil {
@@ -111,21 +111,6 @@ With --output the file appears only once the export is complete.`,
 		return nil
 	})
 	return cmd
-}
-
-// parseWhen reads a window bound: an RFC 3339 time, a date (midnight UTC)
-// or a Go duration before now.
-func parseWhen(s string, now time.Time) (time.Time, error) {
-	if t, ok := parseTime(s); ok {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("%q: a duration before now is positive", s)
-		}
-		return now.Add(-d), nil
-	}
-	return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time (2026-11-01T00:00:00Z), a date (2026-11-01) or a duration before now (720h)", s)
 }
 
 // exportOutput returns where the export goes: stdout, or a temporary file

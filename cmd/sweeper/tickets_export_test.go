@@ -165,7 +165,7 @@ func TestTicketsExportUsage(t *testing.T) {
 		wantErr string
 	}{
 		{desc: "no since", args: []string{}, wantErr: "--since is required"},
-		{desc: "30d is no Go duration", args: []string{"--since", "30d"}, wantErr: "--since"},
+		{desc: "neither a time nor a duration", args: []string{"--since", "30 days"}, wantErr: "--since"},
 		{desc: "a negative duration", args: []string{"--since", "-1h"}, wantErr: "positive"},
 		{desc: "since after until", args: []string{"--since", "2026-11-02", "--until", "2026-11-01"}, wantErr: "is not before"},
 		{desc: "an unknown format", args: []string{"--since", "1h", "--format", "xml"}, wantErr: "jsonl or csv"},
