@@ -71,12 +71,7 @@ func (c TicketComposer) compose(ctx context.Context, n Notification) (Post, Aler
 	case review.EventOpened:
 		return Post{Text: root.Text, Blocks: root.Blocks}, a, nil
 	case review.EventEscalated:
-		var d struct {
-			Step      review.EscalationKind `json:"step"`
-			FromLevel int                   `json:"from_level"`
-			ToLevel   int                   `json:"to_level"`
-			Repeat    int                   `json:"repeat"`
-		}
+		var d review.EscalatedDetails
 		if err := json.Unmarshal(details, &d); err != nil {
 			return Post{}, Alert{}, fmt.Errorf("read the details of escalation event %d: %w", n.EventID, err)
 		}
@@ -86,14 +81,12 @@ func (c TicketComposer) compose(ctx context.Context, n Notification) (Post, Aler
 	case review.EventAcknowledged:
 		return Post{Text: fmt.Sprintf("Acknowledged by %s.", mention(t.AcknowledgedBy)), RootEdit: edit}, a, nil
 	case review.EventContradicted:
-		var d struct {
-			RecordID string `json:"provider_record_id"`
-		}
+		var d review.ContradictedDetails
 		if err := json.Unmarshal(details, &d); err != nil {
 			return Post{}, Alert{}, fmt.Errorf("read the details of contradiction event %d: %w", n.EventID, err)
 		}
 		return Post{Text: fmt.Sprintf(":warning: The provider holds record %s for this operation, which is marked not sent (ledger: failed). "+
-			"Check before the workflow retries it under a new key: it may do the thing twice.", codeSpan(d.RecordID, 100)),
+			"Check before the workflow retries it under a new key: it may do the thing twice.", codeSpan(d.ProviderRecordID, 100)),
 			Broadcast: true, RootEdit: edit}, a, nil
 	case review.EventResolved, review.EventResolvedByRelookup:
 		return Post{Text: fmt.Sprintf("Resolved: %s, by %s.", escape(t.Resolution), mention(t.ResolvedBy)), RootEdit: edit}, a, nil
