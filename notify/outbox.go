@@ -27,8 +27,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/ledger"
-	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -397,7 +397,7 @@ func (o *Outbox) Release(ctx context.Context, n Notification, delay time.Duratio
 // [ErrLeaseLost] when the lease has passed.
 func (o *Outbox) Park(ctx context.Context, n Notification, code string, cause error) error {
 	return o.update(ctx, n, "park", `state = 'parked', last_error = $4, error_code = nullif($5, ''),
-		leased_by = NULL, lease_until = now(), history = `+historyEntry("'parked'", "$4"), errorText(cause), providers.Printable(code))
+		leased_by = NULL, lease_until = now(), history = `+historyEntry("'parked'", "$4"), errorText(cause), safetext.Printable(code))
 }
 
 // skipResolved marks held row n, the "opened" row of a ticket that is
@@ -792,12 +792,12 @@ func incidentProvider(ctx context.Context, db ledger.DB, incidentID int64) (stri
 }
 
 // errorText is what is stored of an error: its message, bounded, on one
-// line and inert ([providers.Printable]): Slack's or a proxy's text is
+// line and inert ([safetext.Printable]): Slack's or a proxy's text is
 // printed by `outbox list` on a terminal, and NUL is refused by
 // PostgreSQL.
 func errorText(err error) string {
 	if err == nil {
 		return ""
 	}
-	return providers.Truncate(providers.Printable(err.Error()), 2000)
+	return safetext.Truncate(safetext.Printable(err.Error()), 2000)
 }

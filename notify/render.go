@@ -22,7 +22,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -53,7 +53,7 @@ const (
 // there, and slack-go's TextBlockObject.Validate (block_object.go) counts
 // the 3,000 of a text object with utf8.RuneCountInString. The count is of
 // the text as sent: "&amp;" is five. [clip] counts so, and
-// [providers.TruncateChars] cuts only between what shows as characters.
+// [safetext.TruncateChars] cuts only between what shows as characters.
 const (
 	maxSectionText  = 3000
 	maxFieldText    = 2000
@@ -640,20 +640,20 @@ var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // escape makes s literal text for mrkdwn, on one line: Slack parses &, <
 // and > as control characters, so "<!channel>" in a workflow name would
 // ping a whole channel; and a provider's text can hold escape sequences
-// and bidi controls, which [providers.Printable] makes inert — a message
+// and bidi controls, which [safetext.Printable] makes inert — a message
 // is read in terminals too (Slack's CLI clients, a pasted log).
-func escape(s string) string { return mrkdwnEscaper.Replace(providers.Printable(s)) }
+func escape(s string) string { return mrkdwnEscaper.Replace(safetext.Printable(s)) }
 
 // oneLine is s as one line without control characters, line breaks a
-// space, escape sequences and bidi controls inert: [providers.Printable].
-func oneLine(s string) string { return providers.Printable(s) }
+// space, escape sequences and bidi controls inert: [safetext.Printable].
+func oneLine(s string) string { return safetext.Printable(s) }
 
 // clip cuts s to at most limit characters (code points, as Slack counts
 // them), ending with "…". It does not cut a character, an emoji sequence
-// or a flag in half ([providers.TruncateChars]), nor leave half an entity
+// or a flag in half ([safetext.TruncateChars]), nor leave half an entity
 // (&amp;) or half a <…> token at the cut.
 func clip(s string, limit int) string {
-	cut := providers.TruncateChars(s, limit)
+	cut := safetext.TruncateChars(s, limit)
 	if cut == s {
 		return s
 	}
