@@ -23,51 +23,9 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/review"
 )
-
-// outboxEventType is the event_type of the metadata every message the
-// dispatcher posts carries (the same as the renderer's MetadataEventType);
-// its event_payload holds the outbox row's dedupe_key and the ticket_id,
-// both opaque ids.
-const outboxEventType = "sweeper_ticket"
-
-// Post is what one outbox row's message says.
-type Post struct {
-	// Text is the message's text: the notification and the fallback for
-	// Blocks. Required.
-	Text string
-	// Blocks is the Block Kit layout; none posts Text alone.
-	Blocks []slack.Block
-	// Broadcast also shows a thread reply in the channel.
-	Broadcast bool
-	// RootEdit, for a reply, is what the ticket's root message becomes
-	// (chat.update); nil leaves it as it is. Ignored for a root message.
-	RootEdit *RootEdit
-}
-
-// RootEdit is the new content of a ticket's root message. It replaces the
-// text and every block.
-type RootEdit struct {
-	Text   string
-	Blocks []slack.Block
-}
-
-// Composer says what an outbox row's message is. It is called while the
-// row is leased, before each post, and reads what it needs (the ticket as
-// it is now, the event) through db. The dispatcher adds the metadata that
-// carries the dedupe key itself.
-type Composer interface {
-	Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error)
-}
-
-// ComposerFunc is a function that is a [Composer].
-type ComposerFunc func(ctx context.Context, db ledger.DB, n Notification) (Post, error)
-
-// Compose calls f.
-func (f ComposerFunc) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
-	return f(ctx, db, n)
-}
 
 // Channels picks the channel of a ticket's alerts (slack.channel and
 // slack.channels): the workflow's, else the provider's, else the default.
@@ -721,7 +679,7 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 		}
 	}
 
-	var post *Post
+	var post *message.Post
 	for res.ts == "" {
 		if err := d.target(ctx, n, r); err != nil {
 			return res, err
@@ -777,7 +735,7 @@ func (d *Dispatcher) attempt(ctx context.Context, n *Notification, log *slog.Log
 	_, _, _, err = d.client.UpdateMessageContext(ctx, r.Channel, r.TS,
 		slack.MsgOptionText(post.RootEdit.Text, false),
 		slack.MsgOptionBlocks(post.RootEdit.Blocks...),
-		slack.MsgOptionMetadata(dedupeMetadata(r.DedupeKey, *n)))
+		slack.MsgOptionMetadata(message.Metadata(r.DedupeKey, subjectOf(*n))))
 	if slackCode(err) == "message_not_found" {
 		log.Warn("notify: the ticket's root message was removed from Slack; a new root follows", "channel", r.Channel, "ts", r.TS)
 		res.rootRemoved = &r
@@ -867,15 +825,15 @@ func (d *Dispatcher) where(ctx context.Context, n Notification, r root) (channel
 	switch {
 	case n.IncidentID != 0 && n.Kind == KindIncidentOpened:
 	case n.Kind == KindRootRemoved || (n.Kind != KindOpened && r.Removed):
-		newRoot = NewRootRemoved
+		newRoot = message.NewRootRemoved
 	case n.Kind != KindOpened:
-		newRoot = NewRootUndelivered
+		newRoot = message.NewRootUndelivered
 	}
 	return channel, "", newRoot, nil
 }
 
 // compose asks the composer for held row n's message.
-func (d *Dispatcher) compose(ctx context.Context, n Notification) (*Post, error) {
+func (d *Dispatcher) compose(ctx context.Context, n Notification) (*message.Post, error) {
 	composer := d.composer
 	switch {
 	case n.IncidentID != 0:
@@ -899,11 +857,11 @@ var errNoTS = errors.New("answered ok without the message's ts")
 // post posts held row n's message p where n says, and returns its ts. A
 // post Slack answered ok without a ts is uncertain, as one it did not
 // answer: the message may be there, and is searched for.
-func (d *Dispatcher) post(ctx context.Context, n *Notification, p Post) (string, error) {
+func (d *Dispatcher) post(ctx context.Context, n *Notification, p message.Post) (string, error) {
 	if err := d.pace(ctx, n.Channel); err != nil {
 		return "", err
 	}
-	opts := []slack.MsgOption{slack.MsgOptionText(p.Text, false), slack.MsgOptionMetadata(dedupeMetadata(n.DedupeKey, *n))}
+	opts := []slack.MsgOption{slack.MsgOptionText(p.Text, false), slack.MsgOptionMetadata(message.Metadata(n.DedupeKey, subjectOf(*n)))}
 	if len(p.Blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(p.Blocks...))
 	}
@@ -1054,7 +1012,7 @@ func (d *Dispatcher) searchWindow(ctx context.Context, n Notification, w SearchW
 			return "", slackError(method, err, true)
 		}
 		for _, m := range msgs {
-			if carries(m, n.DedupeKey) {
+			if message.Carries(m, n.DedupeKey) {
 				return m.Timestamp, nil
 			}
 		}
@@ -1079,31 +1037,16 @@ func (d *Dispatcher) searchWindow(ctx context.Context, n Notification, w SearchW
 			errSearchInconclusive, where, d.pages*200, from.Format(time.RFC3339), until.Format(time.RFC3339), n.TicketID, n.ID, n.ID)}
 }
 
-// dedupeMetadata is what a message of row n's ticket or incident carries
-// to be found again: opaque ids only.
-func dedupeMetadata(dedupeKey string, n Notification) slack.SlackMetadata {
-	if isGroupRow(n) {
-		return slack.SlackMetadata{EventType: outboxEventType, EventPayload: map[string]any{
-			"dedupe_key": dedupeKey, "group_id": n.GroupID,
-		}}
+// subjectOf is what row n's message is about, as its metadata names it:
+// an alert group's own message, an incident's, or else a ticket's.
+func subjectOf(n Notification) message.Subject {
+	switch {
+	case isGroupRow(n):
+		return message.AboutGroup(n.GroupID)
+	case n.IncidentID != 0:
+		return message.AboutIncident(n.IncidentID)
 	}
-	if n.IncidentID != 0 {
-		return slack.SlackMetadata{EventType: outboxEventType, EventPayload: map[string]any{
-			"dedupe_key": dedupeKey, "incident_id": n.IncidentID,
-		}}
-	}
-	return slack.SlackMetadata{EventType: outboxEventType, EventPayload: map[string]any{
-		"dedupe_key": dedupeKey, "ticket_id": n.TicketID,
-	}}
-}
-
-// carries reports whether m is the message posted for dedupeKey.
-func carries(m slack.Message, dedupeKey string) bool {
-	if m.Metadata.EventType != outboxEventType {
-		return false
-	}
-	key, _ := m.Metadata.EventPayload["dedupe_key"].(string)
-	return key == dedupeKey
+	return message.AboutTicket(n.TicketID)
 }
 
 // slackTS formats t as a Slack timestamp: seconds, a dot, microseconds.

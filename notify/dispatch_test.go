@@ -22,6 +22,7 @@ import (
 	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -39,11 +40,11 @@ var testChannels = notify.Channels{
 
 // testComposer writes what identifies the row; replies are broadcast and
 // edit the root.
-var testComposer = notify.ComposerFunc(func(_ context.Context, _ ledger.DB, n notify.Notification) (notify.Post, error) {
-	p := notify.Post{Text: fmt.Sprintf("%s (%s)", n.Kind, n.DedupeKey)}
+var testComposer = notify.ComposerFunc(func(_ context.Context, _ ledger.DB, n notify.Notification) (message.Post, error) {
+	p := message.Post{Text: fmt.Sprintf("%s (%s)", n.Kind, n.DedupeKey)}
 	if n.Kind != notify.KindOpened {
 		p.Broadcast = true
-		p.RootEdit = &notify.RootEdit{Text: fmt.Sprintf("ticket %d: %s", n.TicketID, n.Kind)}
+		p.RootEdit = &message.RootEdit{Text: fmt.Sprintf("ticket %d: %s", n.TicketID, n.Kind)}
 	}
 	return p, nil
 })

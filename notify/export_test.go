@@ -1,6 +1,8 @@
 package notify
 
-import "time"
+import (
+	"time"
+)
 
 // SetIncidentRefresh sets how often d brings ended incidents' root
 // messages up to date.

@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"slices"
@@ -24,11 +23,9 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/review"
 )
-
-// groupShown is how many of a group's open tickets its message lists.
-const groupShown = 5
 
 // group decides, before the first attempt on a ticket's "opened" row n
 // (one row at a time per dispatcher: the rows of its batch that it makes a
@@ -295,7 +292,7 @@ func (d *Dispatcher) refreshGroup(ctx context.Context, group int64) error {
 	}
 	_, _, _, err = d.client.UpdateMessageContext(ctx, g.Channel, g.TS,
 		slack.MsgOptionText(post.Text, false), slack.MsgOptionBlocks(post.Blocks...),
-		slack.MsgOptionMetadata(dedupeMetadata(g.DedupeKey, row)))
+		slack.MsgOptionMetadata(message.Metadata(g.DedupeKey, subjectOf(row))))
 	if d.rateLimited(g.Channel, err) {
 		return fmt.Errorf("%w: %w", errRateLimited, err)
 	}
@@ -306,45 +303,27 @@ func (d *Dispatcher) refreshGroup(ctx context.Context, group int64) error {
 	return nil
 }
 
-// AlertGroup is an alert group as its message shows it.
-type AlertGroup struct {
-	ID       int64
-	Provider string
-	Reason   string
-	// Open and Resolved count its tickets; Shown are the first open ones.
-	Open, Resolved int
-	Shown          []GroupedTicket
-}
-
-// GroupedTicket is what a group's message shows of one open ticket.
-type GroupedTicket struct {
-	ID       int64
-	Workflow string
-	OpKey    string
-	OpenedAt time.Time
-}
-
 // ReadAlertGroup returns alert group id as it is now: the group from db,
 // its tickets through tickets.
-func ReadAlertGroup(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (AlertGroup, error) {
-	g := AlertGroup{ID: id}
+func ReadAlertGroup(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (message.AlertGroup, error) {
+	g := message.AlertGroup{ID: id}
 	var members []int64
 	err := db.QueryRow(ctx, `SELECT provider, reason,
 			coalesce((SELECT array_agg(m.ticket_id ORDER BY m.id) FROM sweeper.outbox m
 			          WHERE m.group_id = g.id AND m.ticket_id IS NOT NULL), '{}')
 		FROM sweeper.alert_groups g WHERE id = $1`, id).Scan(&g.Provider, &g.Reason, &members)
 	if err != nil {
-		return AlertGroup{}, fmt.Errorf("read alert group %d: %w", id, err)
+		return message.AlertGroup{}, fmt.Errorf("read alert group %d: %w", id, err)
 	}
 	list, err := tickets.Summaries(ctx, members)
 	if err != nil {
-		return AlertGroup{}, fmt.Errorf("read the tickets of alert group %d: %w", id, err)
+		return message.AlertGroup{}, fmt.Errorf("read the tickets of alert group %d: %w", id, err)
 	}
 	state := map[int64]string{}
 	for _, t := range list {
 		state[t.ID] = t.State
-		if t.State == review.StateOpen && len(g.Shown) < groupShown {
-			g.Shown = append(g.Shown, GroupedTicket{ID: t.ID, Workflow: t.Workflow, OpKey: t.OpKey, OpenedAt: t.CreatedAt})
+		if t.State == review.StateOpen && len(g.Shown) < message.GroupShown {
+			g.Shown = append(g.Shown, message.GroupedTicket{ID: t.ID, Workflow: t.Workflow, OpKey: t.OpKey, OpenedAt: t.CreatedAt})
 		}
 	}
 	for _, m := range members {
@@ -356,70 +335,4 @@ func ReadAlertGroup(ctx context.Context, db ledger.DB, tickets review.TicketRead
 		}
 	}
 	return g, nil
-}
-
-// GroupComposer is the message of an alert group's row: [GroupMessage].
-// It reads the group's tickets through Tickets.
-type GroupComposer struct {
-	Tickets review.TicketReader
-}
-
-var _ Composer = GroupComposer{}
-
-// Compose implements [Composer].
-func (c GroupComposer) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
-	if c.Tickets == nil {
-		return Post{}, errors.New("the alert group composer has no ticket reader: set GroupComposer.Tickets")
-	}
-	g, err := ReadAlertGroup(ctx, db, c.Tickets, n.GroupID)
-	if err != nil {
-		return Post{}, err
-	}
-	m := GroupMessage(g)
-	return Post{Text: m.Text, Blocks: m.Blocks}, nil
-}
-
-// GroupMessage is an alert group's message: how many of its tickets are
-// open and resolved, the first open ones, how to list them all; each
-// ticket's alert, with its buttons, is in the thread.
-func GroupMessage(g AlertGroup) Message {
-	provider := codeSpan(g.Provider, 100)
-	reason := reasonWords(review.Reason(g.Reason))
-	var text string
-	if g.Open == 0 {
-		text = fmt.Sprintf(":white_check_mark: All %d review tickets for %s, %s, are resolved.", g.Resolved, provider, reason)
-	} else {
-		text = fmt.Sprintf(":warning: %d review tickets open for %s: %s", g.Open, provider, reason)
-		if g.Resolved > 0 {
-			text += fmt.Sprintf(" (%d more resolved)", g.Resolved)
-		}
-		text += "."
-	}
-	blocks := []slack.Block{mrkdwnSection(text)}
-	if len(g.Shown) > 0 {
-		var lines []string
-		for _, t := range g.Shown {
-			lines = append(lines, fmt.Sprintf("• #%d · %s · op_key %s · opened %s", t.ID, codeSpan(t.Workflow, 100),
-				codeSpan(t.OpKey, 200), slackDate(t.OpenedAt)))
-		}
-		if more := g.Open - len(g.Shown); more > 0 {
-			lines = append(lines, fmt.Sprintf("…and %d more.", more))
-		}
-		blocks = append(blocks, mrkdwnSection(strings.Join(lines, "\n")))
-	}
-	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf(
-		"sweeper · alert group #%d · each ticket's alert, with its buttons, is in this thread · list them: `sweeper tickets list --provider %s --reason %s`",
-		g.ID, shellWord(g.Provider), shellWord(g.Reason)))))
-	return Message{Text: text, Blocks: blocks}
-}
-
-// shellWord shows s as one word a shell reads back as s.
-func shellWord(s string) string {
-	s = oneLine(clip(s, 100))
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(escape(s), "'", `'\''`) + "'"
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -52,7 +53,7 @@ func TestGroupedTicketButtons(t *testing.T) {
 	var value string
 	for _, bl := range blocks {
 		for _, el := range bl.Elements {
-			if el.ActionID == ActionAck {
+			if el.ActionID == message.ActionAck {
 				value = el.Value
 			}
 		}
@@ -60,7 +61,7 @@ func TestGroupedTicketButtons(t *testing.T) {
 	if value == "" {
 		t.Fatalf("no Acknowledge button on the grouped alert: %s", alert[0].Blocks)
 	}
-	if rec := b.post(t, interactForm(t, interactClick(interactTestOwner, ActionAck, value))); rec.Code != http.StatusOK {
+	if rec := b.post(t, interactForm(t, interactClick(interactTestOwner, message.ActionAck, value))); rec.Code != http.StatusOK {
 		t.Fatalf("click: %d %s", rec.Code, rec.Body)
 	}
 	if tk := b.ticket(t, tickets[1]); tk.AcknowledgedBy != "slack:"+interactTestOwner {

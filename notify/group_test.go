@@ -9,6 +9,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -84,7 +85,7 @@ func TestAlertGroups(t *testing.T) {
 			}
 			for _, id := range ids {
 				m := b.requireOne(t, openedKey(id))
-				if m.ThreadTS != g.TS || m.Channel != g.Channel || !strings.Contains(string(m.Blocks), notify.ActionAck) {
+				if m.ThreadTS != g.TS || m.Channel != g.Channel || !strings.Contains(string(m.Blocks), message.ActionAck) {
 					t.Errorf("ticket %d's alert in %s thread %q, want in the group's thread %s with its buttons", id, m.Channel, m.ThreadTS, g.TS)
 				}
 			}

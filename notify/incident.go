@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -160,7 +160,7 @@ func (d *Dispatcher) refreshIncident(ctx context.Context, id int64) error {
 	ectx, cancel := context.WithTimeout(ctx, incidentEditTime)
 	defer cancel()
 	var errs []error
-	if m := IncidentMessage(in); r.Live && m.Text != shown.root {
+	if m := message.IncidentMessage(in); r.Live && m.Text != shown.root {
 		err := d.editIncident(ectx, id, r.Channel, r.TS, r.DedupeKey, m)
 		switch {
 		case err == nil:
@@ -179,7 +179,7 @@ func (d *Dispatcher) refreshIncident(ctx context.Context, id int64) error {
 			errs = append(errs, fmt.Errorf("root: %w", err))
 		}
 	}
-	if m := IncidentClosedReply(in); reply.TS != "" && !replyGone && m.Text != shown.reply {
+	if m := message.IncidentClosedReply(in); reply.TS != "" && !replyGone && m.Text != shown.reply {
 		// After a rate limit on the root, the channel's gate is closed:
 		// the reply waits for the next refresh without a call.
 		err := d.editIncident(ectx, id, reply.Channel, reply.TS, reply.DedupeKey, m)
@@ -205,13 +205,13 @@ func (d *Dispatcher) refreshIncident(ctx context.Context, id int64) error {
 // editIncident edits incident id's message at channel and ts, which
 // carries dedupeKey, to m, in channel's pace. A rate limit closes the
 // channel for Slack's Retry-After.
-func (d *Dispatcher) editIncident(ctx context.Context, id int64, channel, ts, dedupeKey string, m Message) error {
+func (d *Dispatcher) editIncident(ctx context.Context, id int64, channel, ts, dedupeKey string, m message.Message) error {
 	if err := d.pace(ctx, channel); err != nil {
 		return err
 	}
 	_, _, _, err := d.client.UpdateMessageContext(ctx, channel, ts,
 		slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...),
-		slack.MsgOptionMetadata(dedupeMetadata(dedupeKey, Notification{IncidentID: id})))
+		slack.MsgOptionMetadata(message.Metadata(dedupeKey, message.AboutIncident(id))))
 	if d.rateLimited(channel, err) {
 		return fmt.Errorf("%w: %w", errRateLimited, err)
 	}
@@ -238,32 +238,6 @@ func (d *Dispatcher) shownIncident(ctx context.Context, n Notification, res atte
 	}
 }
 
-// Incident is a provider's outage as sweeper.incidents records it, with
-// what became of the provider's operations since it began.
-type Incident struct {
-	ID        int64
-	Provider  string
-	StartedAt time.Time
-	// EndedAt is zero while the provider is down.
-	EndedAt time.Time
-	// Waiting is how many of the provider's operations were pending when
-	// it went down.
-	Waiting int
-	// Settled, Review and Pending are about its backlog: the provider's
-	// operations written (created) before it ended, those written while it
-	// lasted included; what was written after is not counted, so the counts
-	// stop changing once the backlog has settled, whatever work came after.
-	// Settled is how many of them were settled (done or failed) since it
-	// went down; Review how many review tickets were opened for them since;
-	// Pending how many are still pending now.
-	Settled, Review, Pending int
-	// MovedToReview is how many of its waiting operations were moved to
-	// review, as lookup_failed tickets, because the provider was down for
-	// longer than MovedAfter (its max_outage); they count in Review too.
-	MovedToReview int
-	MovedAfter    time.Duration
-}
-
 // ReadIncident returns incident id with its counts as of now: the
 // incident and the operations from db, the tickets through tickets. The
 // counts are a report, each read as it is committed when it is read. The
@@ -272,8 +246,8 @@ type Incident struct {
 // own and reads the provider's operations — a refresh runs it at most
 // every incident_refresh, on one dispatcher at a time, and no more once
 // the counts are final.
-func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (Incident, error) {
-	in := Incident{ID: id}
+func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (message.Incident, error) {
+	in := message.Incident{ID: id}
 	var ended *time.Time
 	var movedAfter float64
 	err := db.QueryRow(ctx, `SELECT i.provider, i.started_at, i.ended_at, i.waiting,
@@ -286,122 +260,17 @@ func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader
 		FROM sweeper.incidents i WHERE i.id = $1`, id).
 		Scan(&in.Provider, &in.StartedAt, &ended, &in.Waiting, &in.MovedToReview, &movedAfter, &in.Settled, &in.Pending)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Incident{}, fmt.Errorf("incident %d not found", id)
+		return message.Incident{}, fmt.Errorf("incident %d not found", id)
 	}
 	if err != nil {
-		return Incident{}, fmt.Errorf("read incident %d: %w", id, err)
+		return message.Incident{}, fmt.Errorf("read incident %d: %w", id, err)
 	}
 	if ended != nil {
 		in.EndedAt = *ended
 	}
 	in.MovedAfter = time.Duration(movedAfter * float64(time.Second)).Round(time.Second)
 	if in.Review, err = tickets.OpenedSince(ctx, in.Provider, in.StartedAt, in.EndedAt); err != nil {
-		return Incident{}, fmt.Errorf("read incident %d: %w", id, err)
+		return message.Incident{}, fmt.Errorf("read incident %d: %w", id, err)
 	}
 	return in, nil
-}
-
-// IncidentComposer turns an incident's outbox rows into Slack messages:
-// KindIncidentOpened posts the root ([IncidentMessage] while down);
-// KindIncidentClosed edits the root to the incident as it ended and replies
-// with the counts ([IncidentClosedReply]). For an hour after the end, the
-// dispatcher keeps editing the root and that reply to the counts as the
-// backlog settles (DispatcherConfig.IncidentRefresh). A closed row posted
-// as a new root (the opening never reached Slack, or was removed) is the ended
-// incident's root message itself.
-// It counts the provider's tickets through Tickets.
-type IncidentComposer struct {
-	Tickets review.TicketReader
-}
-
-var _ Composer = IncidentComposer{}
-
-// Compose implements [Composer].
-func (c IncidentComposer) Compose(ctx context.Context, db ledger.DB, n Notification) (Post, error) {
-	if n.IncidentID == 0 {
-		return Post{}, fmt.Errorf("outbox row %d belongs to no incident", n.ID)
-	}
-	if c.Tickets == nil {
-		return Post{}, errors.New("the incident composer has no ticket reader: set IncidentComposer.Tickets")
-	}
-	in, err := ReadIncident(ctx, db, c.Tickets, n.IncidentID)
-	if err != nil {
-		return Post{}, err
-	}
-	root := IncidentMessage(in)
-	if n.Kind == KindIncidentOpened || n.NewRoot != "" {
-		return Post{Text: root.Text, Blocks: root.Blocks}, nil
-	}
-	reply := IncidentClosedReply(in)
-	return Post{Text: reply.Text, Blocks: reply.Blocks, RootEdit: &RootEdit{Text: root.Text, Blocks: root.Blocks}}, nil
-}
-
-// IncidentMessage is an incident's root message: while the provider is
-// down, since when and how many operations wait; once it is back, how long
-// it was down and what became of them.
-func IncidentMessage(in Incident) Message {
-	provider := "*" + escape(oneLine(clip(in.Provider, 100))) + "*"
-	var text string
-	switch {
-	case in.EndedAt.IsZero() && in.MovedToReview > 0:
-		text = fmt.Sprintf(":rotating_light: %s unreachable since %s — %s waiting; %s moved to review after max_outage (%s) as lookup_failed tickets, "+
-			"looked up again when it answers.",
-			provider, slackDate(in.StartedAt), operations(in.Waiting), thousands(in.MovedToReview), roundDuration(in.MovedAfter))
-	case in.EndedAt.IsZero():
-		text = fmt.Sprintf(":rotating_light: %s unreachable since %s — %s waiting, nothing decided; lookups resume automatically.",
-			provider, slackDate(in.StartedAt), operations(in.Waiting))
-	default:
-		text = fmt.Sprintf(":white_check_mark: %s was unreachable from %s for %s, back since %s: %s",
-			provider, slackDate(in.StartedAt), roundDuration(in.EndedAt.Sub(in.StartedAt)), slackDate(in.EndedAt), countsText(in))
-	}
-	return Message{Text: text, Blocks: []slack.Block{
-		mrkdwnSection(text),
-		slack.NewContextBlock("", mrkdwn(fmt.Sprintf("sweeper · provider incident #%d · no alert is posted per operation while it lasts; "+
-			"`sweeper providers` shows its health", in.ID))),
-	}}
-}
-
-// IncidentClosedReply is the reply in an incident's thread when the
-// provider is back, edited as its counts change.
-func IncidentClosedReply(in Incident) Message {
-	text := fmt.Sprintf("Back after %s: %s", roundDuration(in.EndedAt.Sub(in.StartedAt)), countsText(in))
-	return Message{Text: text, Blocks: []slack.Block{mrkdwnSection(text)}}
-}
-
-// countsText is what became of the provider's operations since the
-// incident began.
-func countsText(in Incident) string {
-	s := fmt.Sprintf("%s settled, %s need review", thousands(in.Settled), thousands(in.Review))
-	if in.MovedToReview > 0 {
-		s += fmt.Sprintf(" (%s moved to review after max_outage %s)", thousands(in.MovedToReview), roundDuration(in.MovedAfter))
-	}
-	if in.Pending > 0 {
-		s += fmt.Sprintf(", %s still being looked up", thousands(in.Pending))
-	}
-	return s + "."
-}
-
-// operations says "1 operation" or "1,400 operations".
-func operations(n int) string {
-	if n == 1 {
-		return "1 operation"
-	}
-	return thousands(n) + " operations"
-}
-
-// thousands writes n with comma separators: 1,400.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
-// roundDuration writes d to the second: 4m10s.
-func roundDuration(d time.Duration) string {
-	return max(d.Round(time.Second), 0).String()
 }

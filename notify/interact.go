@@ -19,6 +19,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -268,7 +269,7 @@ func interactParse(body []byte) (slack.InteractionCallback, error) {
 // "TICKET_ID:VERSION". The version must be set: 0 would turn the
 // compare-and-set off.
 func interactTicketRef(v string) (id int64, version int, err error) {
-	id, version, err = ParseButtonValue(v)
+	id, version, err = message.ParseButtonValue(v)
 	if err == nil && version < 1 {
 		err = fmt.Errorf("button value %q: version must be at least 1", v)
 	}
@@ -305,7 +306,7 @@ func (h *Interactions) blockActions(ctx context.Context, ic slack.InteractionCal
 	action := ic.ActionCallback.BlockActions[0]
 	log = log.With("action", action.ActionID)
 	switch action.ActionID {
-	case ActionAck, ActionMarkDone, ActionNotSent:
+	case message.ActionAck, message.ActionMarkDone, message.ActionNotSent:
 	default:
 		log.Info("slack interaction ignored: unknown action")
 		return
@@ -327,12 +328,12 @@ func (h *Interactions) blockActions(ctx context.Context, ic slack.InteractionCal
 	}
 	by := interactActorPrefix + ic.User.ID
 	switch action.ActionID {
-	case ActionAck:
+	case message.ActionAck:
 		_, err = h.store.Acknowledge(ctx, id, by, version)
-	case ActionNotSent:
+	case message.ActionNotSent:
 		_, err = h.store.Resolve(ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent, By: by,
 			Note: "confirmed not sent in Slack", ExpectVersion: version})
-	case ActionMarkDone:
+	case message.ActionMarkDone:
 		// Nothing changes until the modal is submitted; a click on an
 		// outdated message is told so now rather than after typing.
 		if why := interactOutdated(t, version); why != "" {
@@ -441,7 +442,7 @@ func interactMarkDoneModal(id int64, version int) slack.ModalViewRequest {
 	return slack.ModalViewRequest{
 		Type:            slack.VTModal,
 		CallbackID:      interactMarkDoneCallback,
-		PrivateMetadata: ButtonValue(id, version),
+		PrivateMetadata: message.ButtonValue(id, version),
 		Title:           text("Mark done"),
 		Submit:          text("Mark done"),
 		Close:           text("Cancel"),

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slack-go/slack"
 
+	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -84,13 +85,13 @@ func interactFuzzForm(payload any) []byte {
 // interactFuzzSeeds are request bodies Slack sends, and some it does not.
 func interactFuzzSeeds() [][]byte {
 	return [][]byte{
-		interactFuzzForm(interactClick(interactTestOwner, ActionAck, ButtonValue(42, 1))),
-		interactFuzzForm(interactClick(interactTestReviewer, ActionNotSent, ButtonValue(42, 3))),
-		interactFuzzForm(interactClick(interactTestStranger, ActionMarkDone, ButtonValue(7, 2))),
-		interactFuzzForm(interactClick(interactTestOwner, ActionAck, "42:0")),
-		interactFuzzForm(interactClick(interactTestOwner, ActionAck, "+42:-1")),
-		interactFuzzForm(interactClick(interactTestOwner, "escalate", ButtonValue(42, 1))),
-		interactFuzzForm(interactSubmission(interactTestOwner, ButtonValue(42, 1), "pi_3Nx1")),
+		interactFuzzForm(interactClick(interactTestOwner, message.ActionAck, message.ButtonValue(42, 1))),
+		interactFuzzForm(interactClick(interactTestReviewer, message.ActionNotSent, message.ButtonValue(42, 3))),
+		interactFuzzForm(interactClick(interactTestStranger, message.ActionMarkDone, message.ButtonValue(7, 2))),
+		interactFuzzForm(interactClick(interactTestOwner, message.ActionAck, "42:0")),
+		interactFuzzForm(interactClick(interactTestOwner, message.ActionAck, "+42:-1")),
+		interactFuzzForm(interactClick(interactTestOwner, "escalate", message.ButtonValue(42, 1))),
+		interactFuzzForm(interactSubmission(interactTestOwner, message.ButtonValue(42, 1), "pi_3Nx1")),
 		interactFuzzForm(interactSubmission(interactTestOwner, "42", strings.Repeat("x", interactMaxRecordID+1))),
 		interactFuzzForm(map[string]any{"type": "block_actions", "team": map[string]any{"id": "T0OTHER01"}, "api_app_id": interactTestApp}),
 		interactFuzzForm(map[string]any{"type": "view_closed"}),
@@ -107,7 +108,7 @@ func interactFuzzSeeds() [][]byte {
 // FuzzInteractParse: whatever a signed body holds, reading it does not
 // panic; a body read without error holds a non-empty JSON payload, and a
 // ticket reference read from it names a ticket and a version of at least
-// 1, which ButtonValue writes back the same.
+// 1, which message.ButtonValue writes back the same.
 func FuzzInteractParse(f *testing.F) {
 	for _, seed := range interactFuzzSeeds() {
 		f.Add(seed)
@@ -136,9 +137,9 @@ func FuzzInteractParse(f *testing.F) {
 			if id < 1 || version < 1 {
 				t.Errorf("interactTicketRef(%q) = %d, %d: want both at least 1", ref, id, version)
 			}
-			gotID, gotVersion, err := ParseButtonValue(ButtonValue(id, version))
+			gotID, gotVersion, err := message.ParseButtonValue(message.ButtonValue(id, version))
 			if err != nil || gotID != id || gotVersion != version {
-				t.Errorf("ParseButtonValue(ButtonValue(%d, %d)) = %d, %d, %v", id, version, gotID, gotVersion, err)
+				t.Errorf("ParseButtonValue(message.ButtonValue(%d, %d)) = %d, %d, %v", id, version, gotID, gotVersion, err)
 			}
 		}
 	})
@@ -159,7 +160,7 @@ func FuzzInteractionsRequest(f *testing.F) {
 		f.Add(body, int64(0), "", true)
 		f.Add(body, int64(-2*60), "", true)
 	}
-	click := interactFuzzForm(interactClick(interactTestOwner, ActionNotSent, ButtonValue(42, 1)))
+	click := interactFuzzForm(interactClick(interactTestOwner, message.ActionNotSent, message.ButtonValue(42, 1)))
 	now := time.Now()
 	f.Add(click, int64(-6*60), "", true)
 	f.Add(click, int64(6*60), "", true)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/dbtest"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -352,7 +353,7 @@ func interactClick(user, action, value string) map[string]any {
 		"message":      map[string]any{"type": "message", "ts": "1700000000.000100", "text": "Ticket"},
 		"response_url": "https://hooks.slack.com/actions/T0ACME01/1/abc",
 		"actions": []any{map[string]any{
-			"type": "button", "action_id": action, "block_id": ActionsBlockID, "value": value,
+			"type": "button", "action_id": action, "block_id": message.ActionsBlockID, "value": value,
 			"text": map[string]any{"type": "plain_text", "text": "Button", "emoji": true}, "action_ts": "1700000001.000200",
 		}},
 		"state": map[string]any{"values": map[string]any{}},
@@ -486,7 +487,7 @@ func TestInteractionsRefusesUnverified(t *testing.T) {
 			t.Parallel()
 			b := interactSetup(t, interactOptions{config: tt.config})
 			tk := b.openTicket(t)
-			method, body, header := tt.request(t, interactClick(interactTestOwner, ActionNotSent, ButtonValue(tk.ID, tk.Version)))
+			method, body, header := tt.request(t, interactClick(interactTestOwner, message.ActionNotSent, message.ButtonValue(tk.ID, tk.Version)))
 			rec := b.serve(t, method, body, header)
 			if rec.Code != tt.want {
 				t.Errorf("status = %d, want %d (%s)", rec.Code, tt.want, rec.Body)
@@ -535,7 +536,7 @@ func TestInteractionsButtons(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	shown := func(tk review.Ticket) string { return ButtonValue(tk.ID, tk.Version) }
+	shown := func(tk review.Ticket) string { return message.ButtonValue(tk.ID, tk.Version) }
 
 	tests := []struct {
 		desc   string
@@ -551,44 +552,44 @@ func TestInteractionsButtons(t *testing.T) {
 		wantReply  string // "" for no reply
 		wantViews  int
 	}{
-		{desc: "owner acknowledges", user: interactTestOwner, action: ActionAck, value: shown,
+		{desc: "owner acknowledges", user: interactTestOwner, action: message.ActionAck, value: shown,
 			want: acked("slack:" + interactTestOwner), wantLedger: ledger.StatusReview},
-		{desc: "reviewer acknowledges", user: interactTestReviewer, action: ActionAck, value: shown,
+		{desc: "reviewer acknowledges", user: interactTestReviewer, action: message.ActionAck, value: shown,
 			want: acked("slack:" + interactTestReviewer), wantLedger: ledger.StatusReview},
-		{desc: "owner confirms not sent", user: interactTestOwner, action: ActionNotSent, value: shown,
+		{desc: "owner confirms not sent", user: interactTestOwner, action: message.ActionNotSent, value: shown,
 			want: notSent("slack:" + interactTestOwner), wantLedger: ledger.StatusFailed},
-		{desc: "reviewer confirms not sent", user: interactTestReviewer, action: ActionNotSent, value: shown,
+		{desc: "reviewer confirms not sent", user: interactTestReviewer, action: message.ActionNotSent, value: shown,
 			want: notSent("slack:" + interactTestReviewer), wantLedger: ledger.StatusFailed},
-		{desc: "owner opens the mark-done form", user: interactTestOwner, action: ActionMarkDone, value: shown,
+		{desc: "owner opens the mark-done form", user: interactTestOwner, action: message.ActionMarkDone, value: shown,
 			wantLedger: ledger.StatusReview, wantViews: 1},
-		{desc: "stranger acknowledges", user: interactTestStranger, action: ActionAck, value: shown,
+		{desc: "stranger acknowledges", user: interactTestStranger, action: message.ActionAck, value: shown,
 			wantLedger: ledger.StatusReview, wantReply: "You are not allowed to act on ticket"},
-		{desc: "stranger confirms not sent", user: interactTestStranger, action: ActionNotSent, value: shown,
+		{desc: "stranger confirms not sent", user: interactTestStranger, action: message.ActionNotSent, value: shown,
 			wantLedger: ledger.StatusReview, wantReply: "You are not allowed to act on ticket"},
-		{desc: "stranger clicks mark done", user: interactTestStranger, action: ActionMarkDone, value: shown,
+		{desc: "stranger clicks mark done", user: interactTestStranger, action: message.ActionMarkDone, value: shown,
 			wantLedger: ledger.StatusReview, wantReply: "You are not allowed to act on ticket"},
-		{desc: "not sent on an outdated message", before: ackedInCLI, user: interactTestOwner, action: ActionNotSent,
+		{desc: "not sent on an outdated message", before: ackedInCLI, user: interactTestOwner, action: message.ActionNotSent,
 			value: shown, wantLedger: ledger.StatusReview, wantReply: "was already handled (it is at version 2, not 1"},
-		{desc: "acknowledge on an outdated message", before: ackedInCLI, user: interactTestOwner, action: ActionAck,
+		{desc: "acknowledge on an outdated message", before: ackedInCLI, user: interactTestOwner, action: message.ActionAck,
 			value: shown, wantLedger: ledger.StatusReview, wantReply: "was already handled"},
-		{desc: "mark done on an outdated message", before: ackedInCLI, user: interactTestOwner, action: ActionMarkDone,
+		{desc: "mark done on an outdated message", before: ackedInCLI, user: interactTestOwner, action: message.ActionMarkDone,
 			value: shown, wantLedger: ledger.StatusReview, wantReply: "was already handled (it is at version 2, not 1"},
-		{desc: "acknowledge a resolved ticket", before: resolvedInCLI, user: interactTestReviewer, action: ActionAck,
-			value:      func(tk review.Ticket) string { return ButtonValue(tk.ID, tk.Version+1) },
+		{desc: "acknowledge a resolved ticket", before: resolvedInCLI, user: interactTestReviewer, action: message.ActionAck,
+			value:      func(tk review.Ticket) string { return message.ButtonValue(tk.ID, tk.Version+1) },
 			wantLedger: ledger.StatusFailed, wantReply: "was already handled (resolved as not_sent by cli:alice)"},
-		{desc: "mark done on a resolved ticket", before: resolvedInCLI, user: interactTestOwner, action: ActionMarkDone,
-			value:      func(tk review.Ticket) string { return ButtonValue(tk.ID, tk.Version+1) },
+		{desc: "mark done on a resolved ticket", before: resolvedInCLI, user: interactTestOwner, action: message.ActionMarkDone,
+			value:      func(tk review.Ticket) string { return message.ButtonValue(tk.ID, tk.Version+1) },
 			wantLedger: ledger.StatusFailed, wantReply: "was already handled (resolved as not_sent by cli:alice)"},
-		{desc: "a ticket that does not exist", user: interactTestOwner, action: ActionNotSent,
-			value:      func(tk review.Ticket) string { return ButtonValue(tk.ID+1000000, 1) },
+		{desc: "a ticket that does not exist", user: interactTestOwner, action: message.ActionNotSent,
+			value:      func(tk review.Ticket) string { return message.ButtonValue(tk.ID+1000000, 1) },
 			wantLedger: ledger.StatusReview, wantReply: "does not exist"},
 		{desc: "unknown action", user: interactTestOwner, action: "snooze", value: shown,
 			wantLedger: ledger.StatusReview},
-		{desc: "malformed value", user: interactTestOwner, action: ActionNotSent,
+		{desc: "malformed value", user: interactTestOwner, action: message.ActionNotSent,
 			value:      func(review.Ticket) string { return "twelve" },
 			wantLedger: ledger.StatusReview},
-		{desc: "version 0 would skip the compare-and-set", user: interactTestOwner, action: ActionNotSent,
-			value:      func(tk review.Ticket) string { return ButtonValue(tk.ID, 0) },
+		{desc: "version 0 would skip the compare-and-set", user: interactTestOwner, action: message.ActionNotSent,
+			value:      func(tk review.Ticket) string { return message.ButtonValue(tk.ID, 0) },
 			wantLedger: ledger.StatusReview},
 	}
 	for _, tt := range tests {
@@ -647,15 +648,15 @@ func TestInteractionsDoubleClick(t *testing.T) {
 		action    string
 		wantEvent string
 	}{
-		{desc: "acknowledge", action: ActionAck, wantEvent: review.EventAcknowledged},
-		{desc: "not sent", action: ActionNotSent, wantEvent: review.EventResolved},
+		{desc: "acknowledge", action: message.ActionAck, wantEvent: review.EventAcknowledged},
+		{desc: "not sent", action: message.ActionNotSent, wantEvent: review.EventResolved},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Parallel()
 			b := interactSetup(t, interactOptions{})
 			tk := b.openTicket(t)
-			body := interactForm(t, interactClick(interactTestOwner, tt.action, ButtonValue(tk.ID, tk.Version)))
+			body := interactForm(t, interactClick(interactTestOwner, tt.action, message.ButtonValue(tk.ID, tk.Version)))
 			header := interactSigned(interactTestSecret, time.Now(), body)
 
 			for i := range 2 {
@@ -692,7 +693,7 @@ func TestInteractionsConcurrentClicks(t *testing.T) {
 		if i%2 == 1 {
 			user = interactTestReviewer
 		}
-		body := interactForm(t, interactClick(user, ActionNotSent, ButtonValue(tk.ID, tk.Version)))
+		body := interactForm(t, interactClick(user, message.ActionNotSent, message.ButtonValue(tk.ID, tk.Version)))
 		wg.Go(func() {
 			if rec := b.post(t, body); rec.Code != http.StatusOK {
 				t.Errorf("status %d", rec.Code)
@@ -727,7 +728,7 @@ func TestInteractionsMarkDone(t *testing.T) {
 	b := interactSetup(t, interactOptions{})
 	tk := b.openTicket(t)
 
-	rec := b.post(t, interactForm(t, interactClick(interactTestOwner, ActionMarkDone, ButtonValue(tk.ID, tk.Version))))
+	rec := b.post(t, interactForm(t, interactClick(interactTestOwner, message.ActionMarkDone, message.ButtonValue(tk.ID, tk.Version))))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("click: status %d", rec.Code)
 	}
@@ -737,9 +738,9 @@ func TestInteractionsMarkDone(t *testing.T) {
 	}
 	v := views[0]
 	if v.TriggerID != interactTestTrigger || v.View.Type != "modal" || v.View.CallbackID != interactMarkDoneCallback ||
-		v.View.PrivateMetadata != ButtonValue(tk.ID, tk.Version) {
+		v.View.PrivateMetadata != message.ButtonValue(tk.ID, tk.Version) {
 		t.Errorf("views.open got %+v, want the trigger_id %s, callback_id %s and private_metadata %s",
-			v, interactTestTrigger, interactMarkDoneCallback, ButtonValue(tk.ID, tk.Version))
+			v, interactTestTrigger, interactMarkDoneCallback, message.ButtonValue(tk.ID, tk.Version))
 	}
 	input := slices.IndexFunc(v.View.Blocks, func(blk interactViewBlock) bool { return blk.Type == "input" })
 	if input < 0 {
@@ -808,7 +809,7 @@ func interactFormErrors(t *testing.T, rec *httptest.ResponseRecorder) map[string
 // keeps the modal open with an error on the input, and changes nothing.
 func TestInteractionsMarkDoneRefused(t *testing.T) {
 	t.Parallel()
-	shown := func(tk review.Ticket) string { return ButtonValue(tk.ID, tk.Version) }
+	shown := func(tk review.Ticket) string { return message.ButtonValue(tk.ID, tk.Version) }
 	tests := []struct {
 		desc     string
 		before   func(t *testing.T, b *interactBundle, tk review.Ticket)
@@ -887,12 +888,12 @@ func TestInteractionsIgnoresOthers(t *testing.T) {
 		payload func(tk review.Ticket) map[string]any
 	}{
 		{desc: "view closed", payload: func(tk review.Ticket) map[string]any {
-			p := interactSubmission(interactTestOwner, ButtonValue(tk.ID, tk.Version), "msg_1")
+			p := interactSubmission(interactTestOwner, message.ButtonValue(tk.ID, tk.Version), "msg_1")
 			p["type"] = "view_closed"
 			return p
 		}},
 		{desc: "another modal submitted", payload: func(tk review.Ticket) map[string]any {
-			p := interactSubmission(interactTestOwner, ButtonValue(tk.ID, tk.Version), "msg_1")
+			p := interactSubmission(interactTestOwner, message.ButtonValue(tk.ID, tk.Version), "msg_1")
 			p["view"].(map[string]any)["callback_id"] = "feedback"
 			return p
 		}},
@@ -902,7 +903,7 @@ func TestInteractionsIgnoresOthers(t *testing.T) {
 				"api_app_id": interactTestApp}
 		}},
 		{desc: "block actions without an action", payload: func(tk review.Ticket) map[string]any {
-			p := interactClick(interactTestOwner, ActionNotSent, ButtonValue(tk.ID, tk.Version))
+			p := interactClick(interactTestOwner, message.ActionNotSent, message.ButtonValue(tk.ID, tk.Version))
 			p["actions"] = []any{}
 			return p
 		}},
@@ -934,7 +935,7 @@ func TestInteractionsAnswersBeforeReplying(t *testing.T) {
 	b := interactSetup(t, interactOptions{holdReplies: true})
 	tk := b.openTicket(t)
 	start := time.Now()
-	rec := b.post(t, interactForm(t, interactClick(interactTestStranger, ActionAck, ButtonValue(tk.ID, tk.Version))))
+	rec := b.post(t, interactForm(t, interactClick(interactTestStranger, message.ActionAck, message.ButtonValue(tk.ID, tk.Version))))
 	if took := time.Since(start); rec.Code != http.StatusOK || took > time.Second {
 		t.Errorf("answered %d after %s while the reply was held, want 200 at once", rec.Code, took)
 	}

@@ -169,18 +169,10 @@ type Notification struct {
 
 	// NewRoot is set while a row that is not its ticket's "opened" event is
 	// being posted as the ticket's root message, and says why
-	// (NewRootUndelivered, NewRootRemoved); "" otherwise. Not stored.
+	// ([message.NewRootUndelivered], [message.NewRootRemoved]); "" otherwise.
+	// Not stored.
 	NewRoot string `json:"-"`
 }
-
-// Why a ticket's message other than "opened" is posted as a new root.
-const (
-	// NewRootUndelivered: the ticket's root message never reached Slack
-	// (parked or dismissed).
-	NewRootUndelivered = "undelivered"
-	// NewRootRemoved: the ticket's root message was removed from Slack.
-	NewRootRemoved = "removed"
-)
 
 // SearchWindow is where, and between which times, an attempt whose result
 // is unknown may have posted a message: from its claim to the end of its

@@ -1,4 +1,4 @@
-package notify
+package message
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 	"github.com/sweeper/sweeper/review"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite notify/testdata/*.golden.json")
+var updateGolden = flag.Bool("update", false, "rewrite notify/message/testdata/*.golden.json")
 
 // The raw recipients of the fixtures: they are in the operations, the
 // providers' records, their excerpts and fields, and some details, and must
@@ -351,7 +351,7 @@ func TestRenderGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%s: %v (run go test ./notify -update to write it)", tc.desc, err)
+				t.Fatalf("%s: %v (run go test ./notify/message -update to write it)", tc.desc, err)
 			}
 			if diff := cmp.Diff(string(want), string(got)); diff != "" {
 				t.Errorf("%s: message differs from %s (-want +got):\n%s", tc.desc, path, diff)
@@ -585,8 +585,8 @@ func TestRenderMetadata(t *testing.T) {
 	keys := map[string]string{}
 	for _, tc := range renderCases() {
 		m := tc.render(t)
-		if m.Metadata.EventType != MetadataEventType {
-			t.Errorf("%s: event_type %q, want %q", tc.desc, m.Metadata.EventType, MetadataEventType)
+		if m.Metadata.EventType != EventType {
+			t.Errorf("%s: event_type %q, want %q", tc.desc, m.Metadata.EventType, EventType)
 		}
 		for k := range m.Metadata.EventPayload {
 			if !slices.Contains(allowed, k) {
@@ -876,24 +876,6 @@ func TestRenderNoControls(t *testing.T) {
 					t.Errorf("%s: a text holds %U: %q", name, r, s)
 					break
 				}
-			}
-		}
-	}
-}
-
-// TestErrorTextInert: what the outbox stores of an error is one line of
-// inert text, NUL and invalid UTF-8 included, bounded.
-func TestErrorTextInert(t *testing.T) {
-	t.Parallel()
-	for _, in := range []string{controlText, "bad \xff byte", strings.Repeat("é\x1b", 3000)} {
-		got := errorText(fmt.Errorf("slack: %s", in))
-		if !utf8.ValidString(got) || len(got) > 2000+len("…") || !strings.HasPrefix(got, "slack: ") {
-			t.Errorf("errorText(%q) = %q: not UTF-8, too long, or not the text", in, got)
-		}
-		for _, r := range got {
-			if r < 0x20 || r >= 0x7f && r <= 0x9f || r >= 0x202a && r <= 0x202e || r == 0x2028 {
-				t.Errorf("errorText(%q) = %q holds %U", in, got, r)
-				break
 			}
 		}
 	}

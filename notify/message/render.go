@@ -1,19 +1,26 @@
-// Package notify delivers review alerts to Slack: one root message per
-// ticket, edited as the ticket changes, and a thread reply for each
-// escalation step.
+// Package message builds sweeper's Slack messages: a ticket's root message,
+// edited as the ticket changes, and a thread reply for each later event;
+// an alert group's message; a provider incident's messages. It is the
+// pipeline's pure stage: it builds a message from what the message is about
+// (an [Alert], an [AlertGroup], an [Incident], read by the caller) and does
+// no I/O and reads no clock, so the same input always gives the same
+// message. Delivery (package notify and its receivers) reads, posts and
+// records; the outbox (package notify/outbox) stores.
 //
-// This file set renders those messages as Block Kit. Rendering is pure —
-// no I/O, no clock — so the same ticket always gives the same message, and
-// the golden files under testdata/ show exactly what Slack receives. What a
-// message shows is escaped and bounded here, once: user-controlled text
-// (workflow names, op_keys, details) can neither ping anyone nor push a
-// message past Slack's limits, and no raw recipient ever reaches it (I7).
-package notify
+// The golden files under testdata/ are the messages exactly as Slack
+// receives them when they are posted: their text, their blocks and their
+// metadata, which the dispatcher builds with the same [Metadata]. (An edit
+// of a root message carries the metadata of the message it edits; an
+// incident's messages get theirs, naming the incident, where they are
+// delivered: their golden files hold none.) What a message shows is escaped
+// and bounded here, once: user-controlled text (workflow names, op_keys,
+// details) can neither ping anyone nor push a message past Slack's limits,
+// and no raw recipient ever reaches it (I7).
+package message
 
 import (
 	"cmp"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -22,13 +29,8 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/review"
 )
-
-// MetadataEventType is the event_type of every message's metadata, by which
-// an uncertain post is found again in a channel's history.
-const MetadataEventType = "sweeper_ticket"
 
 // Block and action ids of the root message's buttons; the interactivity
 // endpoint dispatches on them.
@@ -39,27 +41,6 @@ const (
 	ActionNotSent    = "not_sent"
 	maxRecordIDsShow = 5
 	maxDifferingShow = 10
-)
-
-// Slack's limits, in characters
-// (https://docs.slack.dev/reference/block-kit/blocks). A message over one of
-// them fails with invalid_blocks or msg_too_long, permanently, so every text
-// is clipped to fit before it is sent.
-//
-// A character is a Unicode code point, not a UTF-16 code unit nor a byte:
-// Slack's RTM limits (https://api.slack.com/rtm#limits) keep 4,000
-// characters under 16 KB "even with a message comprised solely of non-BMP
-// Unicode characters at 4 bytes each", so an astral emoji is one character
-// there, and slack-go's TextBlockObject.Validate (block_object.go) counts
-// the 3,000 of a text object with utf8.RuneCountInString. The count is of
-// the text as sent: "&amp;" is five. [clip] counts so, and
-// [safetext.TruncateChars] cuts only between what shows as characters.
-const (
-	maxSectionText  = 3000
-	maxFieldText    = 2000
-	maxHeaderText   = 150
-	maxButtonText   = 75
-	maxFallbackText = 4000 // Slack allows 40,000; a notification shows far less.
 )
 
 // Alert is everything a ticket's Slack messages show. It holds no raw
@@ -176,21 +157,14 @@ type Message struct {
 	Text string `json:"text"`
 	// Blocks is the Block Kit layout.
 	Blocks []slack.Block `json:"blocks"`
-	// Metadata carries opaque ids only — it is visible to the whole
-	// workspace — under [MetadataEventType]: "dedupe_key" and "ticket_id",
-	// and "level" on escalation replies.
+	// Metadata, on a ticket's message, is what it is posted with:
+	// [Metadata] of the key of the event it delivers and the ticket.
 	Metadata slack.SlackMetadata `json:"metadata"`
 }
 
-// MsgOptions returns m as chat.postMessage / chat.update options. The text
-// is passed unescaped: it is escaped already.
-func (m Message) MsgOptions() []slack.MsgOption {
-	return []slack.MsgOption{
-		slack.MsgOptionText(m.Text, false),
-		slack.MsgOptionBlocks(m.Blocks...),
-		slack.MsgOptionMetadata(m.Metadata),
-	}
-}
+// Post is m as a message to post: its text and blocks. The dispatcher adds
+// the metadata of the outbox row it delivers.
+func (m Message) Post() Post { return Post{Text: m.Text, Blocks: m.Blocks} }
 
 // RootMessage renders a ticket's root message in its current state: a
 // header with the priority, the state, what the operation was, why it needs
@@ -221,7 +195,7 @@ func RootMessage(a Alert) Message {
 	return Message{
 		Text:     clip(rootFallback(a), maxFallbackText),
 		Blocks:   blocks,
-		Metadata: metadata(a.RootDedupeKey, a.TicketID, nil),
+		Metadata: Metadata(a.RootDedupeKey, AboutTicket(a.TicketID)),
 	}
 }
 
@@ -236,10 +210,19 @@ func ResolvedMessage(a Alert, outcome, by, recordID string) Message {
 	return RootMessage(a)
 }
 
+// Why a ticket's message other than "opened" is posted as a new root.
+const (
+	// NewRootUndelivered: the ticket's root message never reached Slack
+	// (parked or dismissed).
+	NewRootUndelivered = "undelivered"
+	// NewRootRemoved: the ticket's root message was removed from Slack.
+	NewRootRemoved = "removed"
+)
+
 // Replacement is why, and for which event, a ticket's message other than
 // its first is posted as a new root message.
 type Replacement struct {
-	// Why is NewRootUndelivered or NewRootRemoved.
+	// Why is [NewRootUndelivered] or [NewRootRemoved].
 	Why string
 	// Event is the event's own text, already escaped (an escalation
 	// reply's, with its mention of the new owner); "" when the event is
@@ -272,7 +255,7 @@ func NewRootMessage(a Alert, r Replacement) Message {
 	return Message{
 		Text:     clip(text, maxFallbackText),
 		Blocks:   blocks,
-		Metadata: metadata(r.DedupeKey, a.TicketID, nil),
+		Metadata: Metadata(r.DedupeKey, AboutTicket(a.TicketID)),
 	}
 }
 
@@ -321,14 +304,13 @@ func EscalationReply(a Alert, e EscalationEvent) Message {
 	}
 	summary := fmt.Sprintf("Workflow %s · %s %s · op_key %s · %s. Decide with the buttons on the message above.",
 		codeSpan(a.Workflow, 200), codeSpan(a.Provider, 200), codeSpan(a.Action, 200), codeSpan(a.OpKey, 500), reasonWords(a.Reason))
-	level := e.ToLevel
 	return Message{
 		Text: clip(text, maxFallbackText),
 		Blocks: []slack.Block{
 			mrkdwnSection(text),
 			slack.NewContextBlock("", mrkdwn(clip(summary, maxSectionText))),
 		},
-		Metadata: metadata(key, a.TicketID, &level),
+		Metadata: Metadata(key, AboutTicket(a.TicketID)),
 	}
 }
 
@@ -375,14 +357,6 @@ func actionsBlock(a Alert) *slack.ActionBlock {
 	buttons = append(buttons, slack.NewButtonBlockElement(ActionNotSent, value, plainText("Confirm not sent")).
 		WithStyle(slack.StyleDanger).WithConfirm(confirm))
 	return slack.NewActionBlock(ActionsBlockID, buttons...)
-}
-
-func metadata(key string, ticketID int64, level *int) slack.SlackMetadata {
-	payload := map[string]any{"dedupe_key": key, "ticket_id": ticketID}
-	if level != nil {
-		payload["level"] = *level
-	}
-	return slack.SlackMetadata{EventType: MetadataEventType, EventPayload: payload}
 }
 
 // headerText holds no user-controlled text: a header is plain_text, where
@@ -591,108 +565,4 @@ func rootFallback(a Alert) string {
 	}
 	return fmt.Sprintf("%s review ticket #%d (%s): %s: %s. Owner %s, deadline %s.",
 		priorityWord(a.Priority), a.TicketID, state, what, escape(a.Reason.Describe()), person(a.Owner), slackDate(a.Deadline))
-}
-
-// slackUserID matches Slack user ids (U…, W… for Enterprise Grid).
-var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
-
-// person mentions a Slack user id; anything else (a name given on the CLI,
-// "sweeper") is shown as escaped text, so it cannot smuggle a mention in.
-func person(who string) string {
-	switch {
-	case slackUserID.MatchString(who):
-		return "<@" + who + ">"
-	case who == "":
-		return "nobody"
-	}
-	return "*" + escape(oneLine(clip(who, 100))) + "*"
-}
-
-// slackDate shows t in each reader's time zone, with an RFC 3339 UTC
-// fallback for clients that cannot.
-func slackDate(t time.Time) string {
-	if t.IsZero() {
-		return "none"
-	}
-	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format(time.RFC3339))
-}
-
-func recipient(masked string) string {
-	if masked == "" {
-		return "none recorded"
-	}
-	return codeSpan(masked, 200)
-}
-
-// codeSpan shows user-controlled text verbatim in code formatting. Slack
-// has no escape for a backtick inside a code span, so one is shown as ˋ
-// (U+02CB); line breaks would end the span, so they become spaces.
-func codeSpan(s string, limit int) string {
-	s = oneLine(s)
-	if s == "" {
-		return "—"
-	}
-	return "`" + clip(escape(strings.ReplaceAll(s, "`", "ˋ")), limit) + "`"
-}
-
-var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
-// escape makes s literal text for mrkdwn, on one line: Slack parses &, <
-// and > as control characters, so "<!channel>" in a workflow name would
-// ping a whole channel; and a provider's text can hold escape sequences
-// and bidi controls, which [safetext.Printable] makes inert — a message
-// is read in terminals too (Slack's CLI clients, a pasted log).
-func escape(s string) string { return mrkdwnEscaper.Replace(safetext.Printable(s)) }
-
-// oneLine is s as one line without control characters, line breaks a
-// space, escape sequences and bidi controls inert: [safetext.Printable].
-func oneLine(s string) string { return safetext.Printable(s) }
-
-// clip cuts s to at most limit characters (code points, as Slack counts
-// them), ending with "…". It does not cut a character, an emoji sequence
-// or a flag in half ([safetext.TruncateChars]), nor leave half an entity
-// (&amp;) or half a <…> token at the cut.
-func clip(s string, limit int) string {
-	cut := safetext.TruncateChars(s, limit)
-	if cut == s {
-		return s
-	}
-	cut = strings.TrimSuffix(cut, "…")
-	if i := strings.LastIndexByte(cut, '&'); i > strings.LastIndexByte(cut, ';') {
-		cut = cut[:i]
-	}
-	if i := strings.LastIndexByte(cut, '<'); i > strings.LastIndexByte(cut, '>') {
-		cut = cut[:i]
-	}
-	return cut + "…"
-}
-
-var (
-	emailPattern = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+`)
-	// phonePattern: an international number, or a bare run of 10–15 digits.
-	phonePattern = regexp.MustCompile(`\+\d[\d ().-]{5,18}\d|\b\d{10,15}\b`)
-)
-
-// scrubPersonal masks what looks like an email address or a phone number
-// in free text. Details come from adapters that already redact recipients;
-// this is the second line, because Slack is outside the database (I7).
-func scrubPersonal(s string) string {
-	s = emailPattern.ReplaceAllStringFunc(s, review.MaskRecipient)
-	return phonePattern.ReplaceAllStringFunc(s, review.MaskRecipient)
-}
-
-func plainText(s string) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.PlainTextType, s, true, false)
-}
-
-func mrkdwn(s string) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
-}
-
-func mrkdwnSection(s string) *slack.SectionBlock {
-	return slack.NewSectionBlock(mrkdwn(clip(s, maxSectionText)), nil, nil)
-}
-
-func field(label, value string) *slack.TextBlockObject {
-	return mrkdwn(clip("*"+label+"*\n"+value, maxFieldText))
 }
