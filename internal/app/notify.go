@@ -9,6 +9,8 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/interact"
+	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -117,7 +119,7 @@ func (s *App) Deliver(ctx context.Context) (Delivery, error) {
 
 // Interactions returns the Slack interactivity endpoint (button clicks and
 // the "Mark done" modal), or ErrSlackOff.
-func (s *App) Interactions() (*notify.Interactions, error) {
+func (s *App) Interactions() (*interact.Endpoint, error) {
 	cfg := s.Config.Slack
 	token, err := s.slackToken()
 	if err != nil {
@@ -132,13 +134,14 @@ func (s *App) Interactions() (*notify.Interactions, error) {
 		// slack-go appends method names to the base as is.
 		opts = append(opts, slack.OptionAPIURL(strings.TrimSuffix(cfg.APIURL, "/")+"/"))
 	}
-	return notify.NewInteractions(notify.InteractionsConfig{
+	return interact.New(interact.Config{
 		SigningSecret: signing,
 		TeamID:        cfg.TeamID,
 		AppID:         cfg.AppID,
 		Reviewers:     cfg.Reviewers,
-		Store:         s.Reviews(),
+		Resolver:      s.Reviews(),
 		Slack:         slack.New(token, opts...),
+		DecodeJSON:    providers.DecodeJSON,
 		Logger:        s.Logger,
 		Now:           s.now,
 	})

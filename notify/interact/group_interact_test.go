@@ -1,4 +1,4 @@
-package notify
+package interact
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/review"
 )
@@ -22,8 +23,8 @@ func TestGroupedTicketButtons(t *testing.T) {
 	t.Parallel()
 	b := interactSetup(t, interactOptions{pool: true})
 	fake := slackfake.New(t)
-	d, err := NewDispatcher(b.db.(ledger.DB), DispatcherConfig{
-		Token: slackfake.Token, APIURL: fake.URL(), Composer: TicketComposer{Tickets: review.NewReader(b.db.(ledger.DB))},
+	d, err := notify.NewDispatcher(b.db.(ledger.DB), notify.DispatcherConfig{
+		Token: slackfake.Token, APIURL: fake.URL(), Composer: notify.TicketComposer{Tickets: review.NewReader(b.db.(ledger.DB))},
 		Tickets: review.NewReader(b.db.(ledger.DB)),
 		Channel: func(string, string) string { return interactTestChannel }, PerChannel: rate.Inf,
 		Backoff: func(int) time.Duration { return 0 }, GroupThreshold: 3,

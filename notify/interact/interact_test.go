@@ -1,4 +1,4 @@
-package notify
+package interact
 
 import (
 	"context"
@@ -180,7 +180,7 @@ type interactBundle struct {
 	store  *review.Store
 	ledger *ledger.Store
 	api    *interactSlackAPI
-	h      *Interactions
+	h      *Endpoint
 }
 
 type interactOptions struct {
@@ -190,7 +190,7 @@ type interactOptions struct {
 	// holdReplies: the fake holds ephemeral replies until released.
 	holdReplies bool
 	// config changes the endpoint's configuration.
-	config func(*InteractionsConfig)
+	config func(*Config)
 }
 
 func interactSetup(t *testing.T, opts interactOptions) *interactBundle {
@@ -203,12 +203,13 @@ func interactSetup(t *testing.T, opts interactOptions) *interactBundle {
 	}
 	api := newInteractSlackAPI(t, opts.holdReplies)
 	store := review.NewStore(db, interactTestPolicy)
-	cfg := InteractionsConfig{
+	cfg := Config{
 		SigningSecret: interactTestSecret,
 		TeamID:        interactTestTeam,
 		AppID:         interactTestApp,
 		Reviewers:     []string{interactTestReviewer},
-		Store:         store,
+		Resolver:      store,
+		DecodeJSON:    providers.DecodeJSON,
 		Slack:         slack.New(interactTestToken, slack.OptionAPIURL(api.srv.URL+"/"), slack.OptionHTTPClient(api.srv.Client())),
 		Logger:        slog.New(slog.NewTextHandler(t.Output(), nil)),
 		Now:           time.Now,
@@ -216,7 +217,7 @@ func interactSetup(t *testing.T, opts interactOptions) *interactBundle {
 	if opts.config != nil {
 		opts.config(&cfg)
 	}
-	h, err := NewInteractions(cfg)
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ func TestInteractionsRefusesUnverified(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		desc   string
-		config func(*InteractionsConfig)
+		config func(*Config)
 		// request builds the request from a valid click's payload.
 		request func(t *testing.T, click map[string]any) (method, body string, header http.Header)
 		want    int
@@ -435,7 +436,7 @@ func TestInteractionsRefusesUnverified(t *testing.T) {
 				return http.MethodPost, body, interactSigned(interactTestSecret, time.Now().Add(6*time.Minute), body)
 			}},
 		{desc: "the endpoint's clock is five minutes and a second later",
-			config: func(c *InteractionsConfig) {
+			config: func(c *Config) {
 				c.Now = func() time.Time { return time.Now().Add(5*time.Minute + time.Second) }
 			},
 			want: http.StatusUnauthorized,
@@ -951,10 +952,10 @@ func TestInteractionsAnswersBeforeReplying(t *testing.T) {
 
 func TestNewInteractionsRequires(t *testing.T) {
 	t.Parallel()
-	_, err := NewInteractions(InteractionsConfig{})
-	for _, field := range []string{"SigningSecret", "Store", "Slack"} {
+	_, err := New(Config{})
+	for _, field := range []string{"SigningSecret", "Resolver", "Slack"} {
 		if err == nil || !strings.Contains(err.Error(), field+" is required") {
-			t.Errorf("NewInteractions(empty) = %v, want it to name %s", err, field)
+			t.Errorf("New(empty) = %v, want it to name %s", err, field)
 		}
 	}
 }

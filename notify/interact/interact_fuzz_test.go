@@ -1,4 +1,4 @@
-package notify
+package interact
 
 import (
 	"context"
@@ -114,7 +114,7 @@ func FuzzInteractParse(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ic, err := interactParse(body)
+		ic, err := interactParse(body, providers.DecodeJSON)
 		if err != nil {
 			return
 		}
@@ -175,12 +175,13 @@ func FuzzInteractionsRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, offset int64, signature string, sign bool) {
 		db := &refusingDB{}
 		api := &refusingSlack{}
-		h, err := NewInteractions(InteractionsConfig{
+		h, err := New(Config{
 			SigningSecret: interactTestSecret,
 			TeamID:        interactTestTeam,
 			AppID:         interactTestApp,
 			Reviewers:     []string{interactTestReviewer},
-			Store:         review.NewStore(db, interactTestPolicy),
+			Resolver:      review.NewStore(db, interactTestPolicy),
+			DecodeJSON:    providers.DecodeJSON,
 			Slack:         slack.New(interactTestToken, slack.OptionAPIURL("https://slack.test/api/"), slack.OptionHTTPClient(&http.Client{Transport: api})),
 			Logger:        slog.New(slog.DiscardHandler),
 		})
@@ -217,7 +218,7 @@ func FuzzInteractionsRequest(f *testing.F) {
 					signed, offset, rec.Code, acted)
 			}
 		case off.Abs() < 4*time.Minute:
-			ic, err := interactParse(body)
+			ic, err := interactParse(body, providers.DecodeJSON)
 			want := http.StatusOK
 			switch {
 			case err != nil:

@@ -1,4 +1,10 @@
-package notify
+// Package interact serves Slack's interactivity requests: the buttons of a
+// ticket's message and the "Mark done" modal. It is the last stage of the
+// notify pipeline, where people answer the alerts: what they decide is
+// applied through a [Resolver] (review's store), so the endpoint knows
+// nothing of how a decision is stored, and its few Slack calls go through
+// [SlackAPI].
+package interact
 
 import (
 	"cmp"
@@ -20,7 +26,6 @@ import (
 
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/message"
-	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -55,8 +60,8 @@ const (
 	interactActorPrefix = "slack:"
 )
 
-// InteractionsConfig configures [NewInteractions].
-type InteractionsConfig struct {
+// Config configures [New].
+type Config struct {
 	// SigningSecret is the app's signing secret (SLACK_SIGNING_SECRET), by
 	// which every request is checked to come from Slack. Required.
 	SigningSecret string
@@ -69,11 +74,15 @@ type InteractionsConfig struct {
 	// Reviewers are the Slack user ids allowed to act on any ticket besides
 	// its owner.
 	Reviewers []string
-	// Store applies the decisions. Required.
-	Store *review.Store
-	// Slack opens the "Mark done" modal and posts ephemeral replies.
-	// Required.
-	Slack *slack.Client
+	// Resolver applies the decisions, such as a [review.Store]. Required.
+	Resolver Resolver
+	// Slack opens the "Mark done" modal and posts ephemeral replies, such
+	// as a *slack.Client. Required.
+	Slack SlackAPI
+	// DecodeJSON reads a request's JSON payload strictly: one value, valid
+	// UTF-8, no key twice in an object nor two differing only in letter
+	// case, such as providers.DecodeJSON. Required.
+	DecodeJSON func(data []byte, v any) error
 	// Logger receives a line per request acted on or refused. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -82,7 +91,31 @@ type InteractionsConfig struct {
 	Now func() time.Time
 }
 
-// Interactions serves Slack's interactivity requests (POST
+// Resolver applies what people decide on a ticket in Slack. Every decision
+// is a compare-and-set on the version of the ticket the person saw.
+// [review.Store] is one.
+type Resolver interface {
+	// Get returns ticket id as it is now, or [review.ErrTicketNotFound].
+	Get(ctx context.Context, id int64) (review.Ticket, error)
+	// Acknowledge records that by takes ticket id at its current level.
+	Acknowledge(ctx context.Context, id int64, by string, expectVersion int) (review.Ticket, error)
+	// Resolve applies a person's resolution of a ticket.
+	Resolve(ctx context.Context, r review.Resolution) (review.Ticket, error)
+}
+
+var _ Resolver = (*review.Store)(nil)
+
+// SlackAPI is what the endpoint calls of Slack's Web API: views.open for
+// the "Mark done" modal, chat.postEphemeral for its replies.
+// *slack.Client is one.
+type SlackAPI interface {
+	OpenViewContext(ctx context.Context, triggerID string, view slack.ModalViewRequest) (*slack.ViewResponse, error)
+	PostEphemeralContext(ctx context.Context, channelID, userID string, options ...slack.MsgOption) (string, error)
+}
+
+var _ SlackAPI = (*slack.Client)(nil)
+
+// Endpoint serves Slack's interactivity requests (POST
 // /slack/interactions): the buttons of a ticket's message and the "Mark
 // done" modal.
 //
@@ -95,14 +128,15 @@ type InteractionsConfig struct {
 //
 // Answers come within Slack's 3 s: the database work and views.open share a
 // 2.5 s budget, and ephemeral replies are sent after the answer, in the
-// background, until [Interactions.Close].
-type Interactions struct {
+// background, until [Endpoint.Close].
+type Endpoint struct {
 	secret    string
 	teamID    string
 	appID     string
 	reviewers map[string]bool
-	store     *review.Store
-	slack     *slack.Client
+	resolver  Resolver
+	slack     SlackAPI
+	decode    func(data []byte, v any) error
 	logger    *slog.Logger
 	now       func() time.Time
 
@@ -111,31 +145,35 @@ type Interactions struct {
 	replies sync.WaitGroup
 }
 
-var _ http.Handler = (*Interactions)(nil)
+var _ http.Handler = (*Endpoint)(nil)
 
-// NewInteractions returns the endpoint configured by cfg. Its error names
-// the missing fields.
-func NewInteractions(cfg InteractionsConfig) (*Interactions, error) {
+// New returns the endpoint configured by cfg. Its error names the missing
+// fields.
+func New(cfg Config) (*Endpoint, error) {
 	var errs []error
 	if cfg.SigningSecret == "" {
 		errs = append(errs, errors.New("the Slack interactivity endpoint: SigningSecret is required (SLACK_SIGNING_SECRET)"))
 	}
-	if cfg.Store == nil {
-		errs = append(errs, errors.New("the Slack interactivity endpoint: Store is required, the review store that records what people decide"))
+	if cfg.Resolver == nil {
+		errs = append(errs, errors.New("the Slack interactivity endpoint: Resolver is required, the review store that records what people decide"))
 	}
 	if cfg.Slack == nil {
 		errs = append(errs, errors.New("the Slack interactivity endpoint: Slack is required, a Web API client"))
 	}
+	if cfg.DecodeJSON == nil {
+		errs = append(errs, errors.New("the Slack interactivity endpoint: DecodeJSON is required, a strict JSON decoder"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	h := &Interactions{
+	h := &Endpoint{
 		secret:    cfg.SigningSecret,
 		teamID:    cfg.TeamID,
 		appID:     cfg.AppID,
 		reviewers: make(map[string]bool, len(cfg.Reviewers)),
-		store:     cfg.Store,
+		resolver:  cfg.Resolver,
 		slack:     cfg.Slack,
+		decode:    cfg.DecodeJSON,
 		logger:    cmp.Or(cfg.Logger, slog.Default()),
 		now:       cfg.Now,
 	}
@@ -152,7 +190,7 @@ func NewInteractions(cfg InteractionsConfig) (*Interactions, error) {
 // seconds. Requests served afterwards are still acted on, but their
 // replies are dropped (and logged). Call it after the HTTP server has shut
 // down.
-func (h *Interactions) Close() {
+func (h *Endpoint) Close() {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
@@ -171,7 +209,7 @@ func (h *Interactions) Close() {
 //     view_submission of the "Mark done" modal answers with an empty body
 //     (the modal closes) or with response_action "errors"; anything else
 //     is logged and ignored, so that Slack does not retry it.
-func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -192,7 +230,7 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ic, err := interactParse(body)
+	ic, err := interactParse(body, h.decode)
 	if err != nil {
 		h.logger.Warn("slack interaction refused: unreadable payload", "error", err)
 		http.Error(w, "unreadable payload", http.StatusBadRequest)
@@ -221,7 +259,7 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // verify checks the request's signature over the raw body and its
 // timestamp, before anything in the body is looked at.
-func (h *Interactions) verify(header http.Header, body []byte) error {
+func (h *Endpoint) verify(header http.Header, body []byte) error {
 	sv, err := slack.NewSecretsVerifier(header, h.secret)
 	if err != nil {
 		return err
@@ -244,9 +282,9 @@ func (h *Interactions) verify(header http.Header, body []byte) error {
 }
 
 // interactParse reads the interaction from a verified form body. Its JSON
-// payload is read with providers.DecodeJSON: one value, valid UTF-8, no key
-// twice in an object nor two differing only in letter case.
-func interactParse(body []byte) (slack.InteractionCallback, error) {
+// payload is read with decode ([Config.DecodeJSON]): one value, valid
+// UTF-8, no key twice in an object nor two differing only in letter case.
+func interactParse(body []byte, decode func(data []byte, v any) error) (slack.InteractionCallback, error) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
 		return slack.InteractionCallback{}, err
@@ -259,7 +297,7 @@ func interactParse(body []byte) (slack.InteractionCallback, error) {
 	// letter case, is a malformed request rather than whichever one
 	// encoding/json would keep.
 	var ic slack.InteractionCallback
-	if err := providers.DecodeJSON([]byte(payload), &ic); err != nil {
+	if err := decode([]byte(payload), &ic); err != nil {
 		return slack.InteractionCallback{}, err
 	}
 	return ic, nil
@@ -284,8 +322,8 @@ var errNotAllowed = errors.New("not allowed to act on this ticket")
 // ticket's owner changes only with its version, and every decision is a
 // compare-and-set on the version the person saw, so a decision that takes
 // effect was authorized against the owner it acts under.
-func (h *Interactions) authorize(ctx context.Context, ticketID int64, user string) (review.Ticket, error) {
-	t, err := h.store.Get(ctx, ticketID)
+func (h *Endpoint) authorize(ctx context.Context, ticketID int64, user string) (review.Ticket, error) {
+	t, err := h.resolver.Get(ctx, ticketID)
 	if err != nil {
 		return review.Ticket{}, err
 	}
@@ -298,7 +336,7 @@ func (h *Interactions) authorize(ctx context.Context, ticketID int64, user strin
 // blockActions acts on a click on one of a ticket message's buttons.
 // Whatever happens, Slack gets 200; what a person needs to know comes in an
 // ephemeral reply.
-func (h *Interactions) blockActions(ctx context.Context, ic slack.InteractionCallback, log *slog.Logger) {
+func (h *Endpoint) blockActions(ctx context.Context, ic slack.InteractionCallback, log *slog.Logger) {
 	if len(ic.ActionCallback.BlockActions) == 0 {
 		log.Info("slack interaction ignored: no block action")
 		return
@@ -329,9 +367,9 @@ func (h *Interactions) blockActions(ctx context.Context, ic slack.InteractionCal
 	by := interactActorPrefix + ic.User.ID
 	switch action.ActionID {
 	case message.ActionAck:
-		_, err = h.store.Acknowledge(ctx, id, by, version)
+		_, err = h.resolver.Acknowledge(ctx, id, by, version)
 	case message.ActionNotSent:
-		_, err = h.store.Resolve(ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent, By: by,
+		_, err = h.resolver.Resolve(ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent, By: by,
 			Note: "confirmed not sent in Slack", ExpectVersion: version})
 	case message.ActionMarkDone:
 		// Nothing changes until the modal is submitted; a click on an
@@ -371,7 +409,7 @@ func interactOutdated(t review.Ticket, version int) string {
 
 // refusal logs why a decision on ticket id was not applied and says so
 // for the person who made it; what is "click" or "form".
-func (h *Interactions) refusal(log *slog.Logger, id int64, err error, what string) string {
+func (h *Endpoint) refusal(log *slog.Logger, id int64, err error, what string) string {
 	nothing := "your " + what + " changed nothing"
 	if he, ok := errors.AsType[*review.HandledError](err); ok {
 		log.Info("slack interaction refused: already handled", "why", he.Why)
@@ -404,8 +442,8 @@ func (h *Interactions) refusal(log *slog.Logger, id int64, err error, what strin
 }
 
 // reply posts an ephemeral message to user in channel after the answer,
-// bounded by interactReplyTimeout; [Interactions.Close] waits for it.
-func (h *Interactions) reply(ctx context.Context, log *slog.Logger, channel, user, text string) {
+// bounded by interactReplyTimeout; [Endpoint.Close] waits for it.
+func (h *Endpoint) reply(ctx context.Context, log *slog.Logger, channel, user, text string) {
 	if channel == "" || user == "" {
 		log.Warn("slack interaction: no channel to reply in", "reply", text)
 		return
@@ -459,7 +497,7 @@ func interactMarkDoneModal(id int64, version int) slack.ModalViewRequest {
 // markDoneSubmitted resolves a ticket as done with the record id typed in
 // the "Mark done" modal. Success answers with an empty body, which closes
 // the modal; a refusal answers with response_action "errors" on the input.
-func (h *Interactions) markDoneSubmitted(ctx context.Context, w http.ResponseWriter, ic slack.InteractionCallback, log *slog.Logger) {
+func (h *Endpoint) markDoneSubmitted(ctx context.Context, w http.ResponseWriter, ic slack.InteractionCallback, log *slog.Logger) {
 	fail := func(msg string) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(slack.NewErrorsViewSubmissionResponse(map[string]string{interactRecordBlock: msg}))
@@ -492,7 +530,7 @@ func (h *Interactions) markDoneSubmitted(ctx context.Context, w http.ResponseWri
 		fail(h.refusal(log, id, err, "form"))
 		return
 	}
-	_, err = h.store.Resolve(ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionDone, ProviderRecordID: recordID,
+	_, err = h.resolver.Resolve(ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionDone, ProviderRecordID: recordID,
 		By: interactActorPrefix + ic.User.ID, Note: "marked done in Slack", ExpectVersion: version})
 	if err != nil {
 		fail(h.refusal(log, id, err, "form"))
