@@ -10,6 +10,8 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/interact"
+	"github.com/sweeper/sweeper/notify/outbox"
+	slacknotify "github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -38,18 +40,20 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	channels := notify.Channels{Default: cfg.Channel, Workflows: cfg.Channels.Workflows, Providers: cfg.Channels.Providers}
+	channels := slacknotify.Channels{Default: cfg.Channel, Workflows: cfg.Channels.Workflows, Providers: cfg.Channels.Providers}
 	tickets := review.NewReader(s.Pool)
-	return notify.NewDispatcher(s.Pool, notify.DispatcherConfig{
+	return slacknotify.NewDispatcher(s.Pool, slacknotify.Config{
+		DispatcherConfig: notify.DispatcherConfig{
+			Tickets:   tickets,
+			Logger:    s.Logger,
+			Metrics:   s.Metrics,
+			MaxAge:    cfg.MaxAlertAge.Duration,
+			GroupWait: groupWait,
+		},
 		Token:           token,
 		APIURL:          cfg.APIURL,
-		Composer:        notify.TicketComposer{Tickets: tickets},
-		Tickets:         tickets,
+		Composer:        slacknotify.TicketComposer{Tickets: tickets},
 		Channel:         channels.For,
-		Logger:          s.Logger,
-		Metrics:         s.Metrics,
-		MaxAge:          cfg.MaxAlertAge.Duration,
-		GroupWait:       groupWait,
 		GroupThreshold:  cfg.Threshold(),
 		IncidentRefresh: cfg.IncidentRefresh.Duration,
 	})
@@ -90,7 +94,7 @@ func (s *App) Deliver(ctx context.Context) (Delivery, error) {
 	if err != nil {
 		return Delivery{}, err
 	}
-	outbox := notify.NewOutbox(s.Pool)
+	rows := outbox.NewStore(s.Pool)
 	var out Delivery
 	deadline := time.Now().Add(deliverWait)
 	for {
@@ -99,7 +103,7 @@ func (s *App) Deliver(ctx context.Context) (Delivery, error) {
 		if err != nil {
 			return out, err
 		}
-		left, due, err := outbox.Pending(ctx)
+		left, due, err := rows.Pending(ctx)
 		if err != nil {
 			return out, err
 		}

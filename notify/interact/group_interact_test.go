@@ -13,6 +13,7 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
+	slacknotify "github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -23,11 +24,10 @@ func TestGroupedTicketButtons(t *testing.T) {
 	t.Parallel()
 	b := interactSetup(t, interactOptions{pool: true})
 	fake := slackfake.New(t)
-	d, err := notify.NewDispatcher(b.db.(ledger.DB), notify.DispatcherConfig{
-		Token: slackfake.Token, APIURL: fake.URL(), Composer: notify.TicketComposer{Tickets: review.NewReader(b.db.(ledger.DB))},
-		Tickets: review.NewReader(b.db.(ledger.DB)),
-		Channel: func(string, string) string { return interactTestChannel }, PerChannel: rate.Inf,
-		Backoff: func(int) time.Duration { return 0 }, GroupThreshold: 3,
+	d, err := slacknotify.NewDispatcher(b.db.(ledger.DB), slacknotify.Config{
+		DispatcherConfig: notify.DispatcherConfig{Tickets: review.NewReader(b.db.(ledger.DB)), Backoff: func(int) time.Duration { return 0 }},
+		Token:            slackfake.Token, APIURL: fake.URL(), Composer: slacknotify.TicketComposer{Tickets: review.NewReader(b.db.(ledger.DB))},
+		Channel: func(string, string) string { return interactTestChannel }, PerChannel: rate.Inf, GroupThreshold: 3,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package notify_test
+package slack_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/slack-go/slack"
+	goslack "github.com/slack-go/slack"
 	"golang.org/x/time/rate"
 
 	"github.com/sweeper/sweeper/internal/dbtest"
@@ -23,6 +23,8 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
+	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -33,16 +35,16 @@ const (
 	billingChannel = "C0BILLING"
 )
 
-var testChannels = notify.Channels{
+var testChannels = slack.Channels{
 	Default:   alertsChannel,
 	Workflows: map[string]string{"billing": billingChannel},
 }
 
 // testComposer writes what identifies the row; replies are broadcast and
 // edit the root.
-var testComposer = notify.ComposerFunc(func(_ context.Context, _ ledger.DB, n notify.Notification) (message.Post, error) {
+var testComposer = slack.ComposerFunc(func(_ context.Context, _ ledger.DB, n outbox.Notification) (message.Post, error) {
 	p := message.Post{Text: fmt.Sprintf("%s (%s)", n.Kind, n.DedupeKey)}
-	if n.Kind != notify.KindOpened {
+	if n.Kind != outbox.KindOpened {
 		p.Broadcast = true
 		p.RootEdit = &message.RootEdit{Text: fmt.Sprintf("ticket %d: %s", n.TicketID, n.Kind)}
 	}
@@ -53,7 +55,7 @@ type bundle struct {
 	ctx    context.Context
 	pool   *pgxpool.Pool
 	fake   *slackfake.Server
-	outbox *notify.Outbox
+	outbox *outbox.Store
 	ops    atomic.Int64
 }
 
@@ -63,29 +65,31 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	t.Parallel()
 	pool := dbtest.NewPool(t)
-	return &bundle{ctx: context.Background(), pool: pool, fake: slackfake.New(t), outbox: notify.NewOutbox(pool)}
+	return &bundle{ctx: context.Background(), pool: pool, fake: slackfake.New(t), outbox: outbox.NewStore(pool)}
 }
 
 // dispatcher returns a dispatcher on the bundle's database and fake, fast
 // for tests: no pacing and no backoff unless cfg says otherwise.
-func (b *bundle) dispatcher(t *testing.T, id string, edit func(*notify.DispatcherConfig)) *notify.Dispatcher {
+func (b *bundle) dispatcher(t *testing.T, id string, edit func(*slack.Config)) *notify.Dispatcher {
 	t.Helper()
-	cfg := notify.DispatcherConfig{
+	cfg := slack.Config{
+		DispatcherConfig: notify.DispatcherConfig{
+			Tickets: review.NewReader(b.pool),
+			ID:      id,
+			Lease:   30 * time.Second,
+			Backoff: func(int) time.Duration { return 0 },
+			Logger:  slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		},
 		Token:      slackfake.Token,
 		APIURL:     b.fake.URL(),
 		Composer:   testComposer,
-		Tickets:    review.NewReader(b.pool),
 		Channel:    testChannels.For,
-		ID:         id,
-		Lease:      30 * time.Second,
 		PerChannel: rate.Inf,
-		Backoff:    func(int) time.Duration { return 0 },
-		Logger:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
-	d, err := notify.NewDispatcher(b.pool, cfg)
+	d, err := slack.NewTestDispatcher(b.pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +149,7 @@ func (b *bundle) event(t *testing.T, ticketID int64, kind, suffix string) string
 func openedKey(ticketID int64) string { return fmt.Sprintf("ticket:%d:opened", ticketID) }
 
 // row returns the outbox row of dedupeKey.
-func (b *bundle) row(t *testing.T, dedupeKey string) notify.Notification {
+func (b *bundle) row(t *testing.T, dedupeKey string) outbox.Notification {
 	t.Helper()
 	var id int64
 	if err := b.pool.QueryRow(b.ctx, `SELECT id FROM sweeper.outbox WHERE dedupe_key = $1`, dedupeKey).Scan(&id); err != nil {
@@ -167,7 +171,7 @@ func (b *bundle) requireOne(t *testing.T, dedupeKey string) slackfake.Message {
 		t.Fatalf("%s: %d messages in Slack, want exactly 1: %+v", dedupeKey, len(msgs), msgs)
 	}
 	n := b.row(t, dedupeKey)
-	if n.State != notify.OutboxSent || n.TS != msgs[0].TS || n.Channel != msgs[0].Channel {
+	if n.State != outbox.StateSent || n.TS != msgs[0].TS || n.Channel != msgs[0].Channel {
 		t.Fatalf("%s: row %s at %s/%s, message at %s/%s", dedupeKey, n.State, n.Channel, n.TS, msgs[0].Channel, msgs[0].TS)
 	}
 	return msgs[0]
@@ -290,7 +294,7 @@ func TestOutboxRowInTicketTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := notify.NewOutbox(tx).List(ctx, notify.OutboxFilter{TicketID: ticketID})
+	list, err := outbox.NewStore(tx).List(ctx, outbox.Filter{TicketID: ticketID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,13 +303,13 @@ func TestOutboxRowInTicketTransaction(t *testing.T) {
 	}
 	n := list[0]
 	if n.EventID != eventID || n.Kind != "opened" || n.DedupeKey != fmt.Sprintf("ticket:%d:opened", ticketID) ||
-		n.State != notify.OutboxPending || n.Attempts != 0 || n.Uncertain {
+		n.State != outbox.StatePending || n.Attempts != 0 || n.Uncertain {
 		t.Errorf("outbox row = %+v", n)
 	}
 	if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT before_event`); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := notify.NewOutbox(tx).List(ctx, notify.OutboxFilter{TicketID: ticketID}); len(list) != 0 {
+	if list, _ := outbox.NewStore(tx).List(ctx, outbox.Filter{TicketID: ticketID}); len(list) != 0 {
 		t.Errorf("outbox row outlived its event's rollback: %+v", list)
 	}
 }
@@ -348,7 +352,7 @@ func TestTwoDispatchersAtOnce(t *testing.T) {
 	}
 	// Slow answers widen the window in which both dispatchers work.
 	b.fake.Always("chat.postMessage", slackfake.Fault{Delay: 5 * time.Millisecond, Apply: true})
-	small := func(c *notify.DispatcherConfig) { c.BatchSize = 3 }
+	small := func(c *slack.Config) { c.BatchSize = 3 }
 	dispatchers := []*notify.Dispatcher{b.dispatcher(t, "d1", small), b.dispatcher(t, "d2", small)}
 	var wg sync.WaitGroup
 	stats := make([]notify.Stats, len(dispatchers))
@@ -370,7 +374,7 @@ func TestTwoDispatchersAtOnce(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if counts[notify.OutboxSent] == len(keys) {
+				if counts[outbox.StateSent] == len(keys) {
 					return
 				}
 				// Spaces the drains, in a goroutine of its own where
@@ -423,7 +427,7 @@ func TestLostAnswerIsFoundNotResent(t *testing.T) {
 				t.Fatalf("stats %+v, want one uncertain", st)
 			}
 			n := b.row(t, key)
-			if n.State != notify.OutboxPending || !n.Uncertain || n.LastError == "" {
+			if n.State != outbox.StatePending || !n.Uncertain || n.LastError == "" {
 				t.Fatalf("after the drop: row %+v", n)
 			}
 			if got := len(b.fake.WithKey(key)); got != 1 {
@@ -469,9 +473,9 @@ func TestCrashAfterPostBeforeRecord(t *testing.T) {
 		t.Fatalf("claim: %v, %v", claimed, err)
 	}
 	// What the killed dispatcher managed to do: post, with the key.
-	client := slack.New(slackfake.Token, slack.OptionAPIURL(b.fake.URL()))
-	_, ts, err := client.PostMessage(alertsChannel, slack.MsgOptionText("opened", false),
-		slack.MsgOptionMetadata(slack.SlackMetadata{EventType: "sweeper_ticket",
+	client := goslack.New(slackfake.Token, goslack.OptionAPIURL(b.fake.URL()))
+	_, ts, err := client.PostMessage(alertsChannel, goslack.MsgOptionText("opened", false),
+		goslack.MsgOptionMetadata(goslack.SlackMetadata{EventType: "sweeper_ticket",
 			EventPayload: map[string]any{"dedupe_key": openedKey(id), "ticket_id": id}}))
 	if err != nil {
 		t.Fatal(err)
@@ -509,7 +513,7 @@ func TestServerErrorThenSuccess(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			b := setup(t)
-			d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+			d := b.dispatcher(t, "d1", func(c *slack.Config) {
 				c.HTTPClient = &http.Client{Timeout: 300 * time.Millisecond}
 			})
 			id := b.openTicket(t, "onboarding")
@@ -539,7 +543,7 @@ func TestServerErrorThenSuccess(t *testing.T) {
 func TestRateLimitHonoursRetryAfter(t *testing.T) {
 	b := setup(t)
 	first, second := b.openTicket(t, "onboarding"), b.openTicket(t, "onboarding")
-	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) { c.Workers = 1 })
+	d := b.dispatcher(t, "d1", func(c *slack.Config) { c.Workers = 1 })
 	b.fake.Inject("chat.postMessage", slackfake.Fault{Status: 429, RetryAfter: "1"})
 
 	st, err := d.DispatchOnce(b.ctx)
@@ -553,7 +557,7 @@ func TestRateLimitHonoursRetryAfter(t *testing.T) {
 		t.Fatalf("%d posts while the channel was rate limited, want 1", got)
 	}
 	n := b.row(t, openedKey(first))
-	if n.Uncertain || n.State != notify.OutboxPending || !strings.Contains(n.LastError, "rate limit") {
+	if n.Uncertain || n.State != outbox.StatePending || !strings.Contains(n.LastError, "rate limit") {
 		t.Errorf("rate-limited row: %+v", n)
 	}
 	if wait := time.Until(n.LeaseUntil); wait < 800*time.Millisecond || wait > 1600*time.Millisecond {
@@ -595,25 +599,25 @@ func TestPermanentErrorParksUntilReplay(t *testing.T) {
 		t.Fatalf("stats %+v, want one parked", st)
 	}
 	root := b.row(t, openedKey(id))
-	if root.State != notify.OutboxParked || !strings.Contains(root.LastError, "channel_not_found") {
+	if root.State != outbox.StateParked || !strings.Contains(root.LastError, "channel_not_found") {
 		t.Fatalf("row %+v, want parked with channel_not_found", root)
 	}
 	reply := b.event(t, id, review.EventEscalated, "escalated:1")
 	if st := b.drain(t, d); st.Claimed != 0 {
 		t.Fatalf("claimed %+v while the root is parked", st)
 	}
-	parked, err := b.outbox.List(b.ctx, notify.OutboxFilter{State: notify.OutboxParked})
+	parked, err := b.outbox.List(b.ctx, outbox.Filter{State: outbox.StateParked})
 	if err != nil || len(parked) != 1 || parked[0].ID != root.ID {
 		t.Fatalf("parked list = %+v, %v", parked, err)
 	}
-	if counts, _ := b.outbox.Counts(b.ctx); counts[notify.OutboxParked] != 1 || counts[notify.OutboxPending] != 1 {
+	if counts, _ := b.outbox.Counts(b.ctx); counts[outbox.StateParked] != 1 || counts[outbox.StatePending] != 1 {
 		t.Errorf("counts = %v", counts)
 	}
 
-	if _, err := b.outbox.Replay(b.ctx, b.row(t, reply).ID, "test"); !errors.Is(err, notify.ErrNotParked) {
+	if _, err := b.outbox.Replay(b.ctx, b.row(t, reply).ID, "test"); !errors.Is(err, outbox.ErrNotParked) {
 		t.Errorf("replay of a pending row: %v, want ErrNotParked", err)
 	}
-	if _, err := b.outbox.Replay(b.ctx, 1<<40, "test"); !errors.Is(err, notify.ErrNotificationNotFound) {
+	if _, err := b.outbox.Replay(b.ctx, 1<<40, "test"); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("replay of no row: %v, want ErrNotificationNotFound", err)
 	}
 
@@ -622,7 +626,7 @@ func TestPermanentErrorParksUntilReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if replayed.State != notify.OutboxPending || replayed.LastError == "" {
+	if replayed.State != outbox.StatePending || replayed.LastError == "" {
 		t.Errorf("replayed row %+v, want pending with its last error kept", replayed)
 	}
 	st = b.drain(t, d)
@@ -640,7 +644,7 @@ func TestPermanentErrorParksUntilReplay(t *testing.T) {
 	}
 	// Sent, the row no longer shows the error it was parked with: that
 	// is history now, and the history keeps it.
-	if sent.State != notify.OutboxSent || sent.LastError != "" || sent.ErrorCode != "" {
+	if sent.State != outbox.StateSent || sent.LastError != "" || sent.ErrorCode != "" {
 		t.Errorf("sent row: state %s, last_error %q, error_code %q; want sent without an error", sent.State, sent.LastError, sent.ErrorCode)
 	}
 }
@@ -661,7 +665,7 @@ func TestFailedRootEditIsRetriedAlone(t *testing.T) {
 	if st.Failed != 1 {
 		t.Fatalf("stats %+v, want one failed", st)
 	}
-	if n := b.row(t, key); n.TS == "" || n.State != notify.OutboxPending || n.Uncertain {
+	if n := b.row(t, key); n.TS == "" || n.State != outbox.StatePending || n.Uncertain {
 		t.Fatalf("row after the failed edit: %+v", n)
 	}
 	b.drain(t, d)
@@ -681,7 +685,7 @@ func TestShutdownMidPostIsUncertain(t *testing.T) {
 	id := b.openTicket(t, "onboarding")
 	b.fake.Inject("chat.postMessage", slackfake.Fault{Delay: 300 * time.Millisecond, Apply: true})
 	ctx, cancel := context.WithCancel(b.ctx)
-	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) { c.PollInterval = 10 * time.Millisecond })
+	d := b.dispatcher(t, "d1", func(c *slack.Config) { c.PollInterval = 10 * time.Millisecond })
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 	testwait.Until(t, 5*time.Second, "a post in flight", func() bool {
@@ -691,7 +695,7 @@ func TestShutdownMidPostIsUncertain(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Run after cancel: %v, want nil", err)
 	}
-	if n := b.row(t, openedKey(id)); !n.Uncertain || n.State != notify.OutboxPending {
+	if n := b.row(t, openedKey(id)); !n.Uncertain || n.State != outbox.StatePending {
 		t.Fatalf("row after shutdown: %+v", n)
 	}
 	b.drain(t, b.dispatcher(t, "d2", nil))
@@ -713,7 +717,7 @@ func TestLeaseFencesAnExpiredHolder(t *testing.T) {
 	if !fresh[0].Uncertain || fresh[0].Attempts != 2 {
 		t.Errorf("re-claimed row: uncertain %v, attempts %d; want uncertain, 2", fresh[0].Uncertain, fresh[0].Attempts)
 	}
-	if err := b.outbox.MarkSent(b.ctx, old[0], alertsChannel, "1.000001"); !errors.Is(err, notify.ErrLeaseLost) {
+	if err := b.outbox.MarkSent(b.ctx, old[0], alertsChannel, "1.000001"); !errors.Is(err, outbox.ErrLeaseLost) {
 		t.Errorf("the expired holder marked the row sent: %v", err)
 	}
 	if again, err := b.outbox.Claim(b.ctx, "third", time.Minute, 1); err != nil || len(again) != 0 {
@@ -722,14 +726,14 @@ func TestLeaseFencesAnExpiredHolder(t *testing.T) {
 	if err := b.outbox.MarkSent(b.ctx, fresh[0], alertsChannel, "1.000002"); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.row(t, openedKey(id)); n.State != notify.OutboxSent || n.TS != "1.000002" || n.LeasedBy != "" {
+	if n := b.row(t, openedKey(id)); n.State != outbox.StateSent || n.TS != "1.000002" || n.LeasedBy != "" {
 		t.Errorf("row = %+v", n)
 	}
 }
 
 func TestChannelsFor(t *testing.T) {
 	t.Parallel()
-	c := notify.Channels{Default: "C0DEF", Workflows: map[string]string{"billing": "C0WF"}, Providers: map[string]string{"sms": "C0PV"}}
+	c := slack.Channels{Default: "C0DEF", Workflows: map[string]string{"billing": "C0WF"}, Providers: map[string]string{"sms": "C0PV"}}
 	for _, tc := range []struct {
 		desc, workflow, provider, want string
 	}{
@@ -745,7 +749,7 @@ func TestChannelsFor(t *testing.T) {
 
 func TestNewDispatcherNamesMissingFields(t *testing.T) {
 	t.Parallel()
-	_, err := notify.NewDispatcher(nil, notify.DispatcherConfig{})
+	_, err := slack.NewDispatcher(nil, slack.Config{})
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -772,7 +776,7 @@ func TestSearchReadsEveryPage(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			b := setup(t)
-			d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) { c.SearchPages = tc.pages })
+			d := b.dispatcher(t, "d1", func(c *slack.Config) { c.SearchPages = tc.pages })
 			id := b.openTicket(t, "onboarding")
 			b.fake.Inject("chat.postMessage", slackfake.Fault{Drop: true})
 			if st, err := d.DispatchOnce(b.ctx); err != nil || st.Uncertain != 1 {
@@ -799,7 +803,7 @@ func TestSearchReadsEveryPage(t *testing.T) {
 				return
 			}
 			n := b.row(t, openedKey(id))
-			if st.Failed != 1 || n.State != notify.OutboxPending || !n.Uncertain || !strings.Contains(n.LastError, "inconclusive") {
+			if st.Failed != 1 || n.State != outbox.StatePending || !n.Uncertain || !strings.Contains(n.LastError, "inconclusive") {
 				t.Errorf("stats %+v, row %+v; want a failed, still uncertain attempt", st, n)
 			}
 		})

@@ -1,46 +1,14 @@
-package notify
+package slack
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/sweeper/sweeper/notify"
 )
-
-// failure says what a failed Slack call means for its outbox row.
-type failure int
-
-const (
-	// failureUncertain: the call may have taken effect (a timeout, a dropped
-	// connection, a 5xx, internal_error, fatal_error): retry later, and
-	// search for the message before posting again.
-	failureUncertain failure = iota + 1
-	// failureRateLimited: Slack refused the call for its rate limit and did
-	// nothing: retry after the delay it asked for.
-	failureRateLimited
-	// failureTransient: Slack did nothing, and a later attempt may succeed
-	// (a 4xx from a proxy, a method briefly unavailable): retry later.
-	failureTransient
-	// failurePermanent: Slack refused the call for a reason a person must
-	// fix (a channel, the token, a scope, the message itself): park.
-	failurePermanent
-)
-
-func (f failure) String() string {
-	switch f {
-	case failureUncertain:
-		return "uncertain"
-	case failureRateLimited:
-		return "rate_limited"
-	case failureTransient:
-		return "failed"
-	case failurePermanent:
-		return "permanent"
-	}
-	return fmt.Sprintf("failure(%d)", int(f))
-}
 
 // permanentErrors are Slack's error codes that no retry cures.
 var permanentErrors = map[string]bool{
@@ -89,41 +57,60 @@ var uncertainErrors = map[string]bool{
 // defaultRateLimitDelay is the wait after a 429 that names no Retry-After.
 const defaultRateLimitDelay = 30 * time.Second
 
-// classify says what a Slack call's error means, and for a rate limit how
+// classify says what a Slack call's error means for its outbox row, and for a rate limit how
 // long Slack asked to wait. An error it does not recognise — a timeout, a
 // dropped connection, a body that is not JSON — is uncertain: the request
 // may have reached Slack.
-func classify(err error) (failure, time.Duration) {
+func classify(err error) (notify.Failure, time.Duration) {
 	var limited *slack.RateLimitedError
 	if errors.As(err, &limited) {
-		return failureRateLimited, limited.RetryAfter
+		return notify.FailureRateLimited, limited.RetryAfter
 	}
 	var status slack.StatusCodeError
 	if errors.As(err, &status) {
 		switch {
 		case status.Code == http.StatusTooManyRequests:
-			return failureRateLimited, defaultRateLimitDelay
+			return notify.FailureRateLimited, defaultRateLimitDelay
 		case status.Code >= 500:
-			return failureUncertain, 0
+			return notify.FailureUncertain, 0
 		default:
-			return failureTransient, 0
+			return notify.FailureTransient, 0
 		}
 	}
 	var refused slack.SlackErrorResponse
 	if errors.As(err, &refused) {
 		switch code := refused.Err; {
 		case code == "ratelimited" || code == "rate_limited":
-			return failureRateLimited, defaultRateLimitDelay
+			return notify.FailureRateLimited, defaultRateLimitDelay
 		case uncertainErrors[code]:
-			return failureUncertain, 0
+			return notify.FailureUncertain, 0
 		case permanentErrors[code]:
-			return failurePermanent, 0
+			return notify.FailurePermanent, 0
 		default:
 			// A refusal Slack documents for no method we call: it did
 			// nothing, so a retry cannot duplicate, and a person sees it in
 			// last_error while it lasts.
-			return failureTransient, 0
+			return notify.FailureTransient, 0
 		}
 	}
-	return failureUncertain, 0
+	return notify.FailureUncertain, 0
+}
+
+// slackError classifies a Slack call's error. A call that is safe to
+// repeat (a search, an edit) is never uncertain.
+func slackError(step string, err error, repeatable bool) *notify.AttemptError {
+	f, delay := classify(err)
+	if f == notify.FailureUncertain && repeatable {
+		f = notify.FailureTransient
+	}
+	return &notify.AttemptError{Step: step, Failure: f, Code: slackCode(err), Delay: delay, Err: err}
+}
+
+// slackCode is the error code of Slack's ok:false answer in err, or "".
+func slackCode(err error) string {
+	var refused slack.SlackErrorResponse
+	if errors.As(err, &refused) {
+		return refused.Err
+	}
+	return ""
 }

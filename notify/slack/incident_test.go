@@ -1,4 +1,4 @@
-package notify_test
+package slack_test
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 	"github.com/sweeper/sweeper/internal/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
 )
 
 const acmeChannel = "C0ACME"
 
 // incidentChannels route the acme provider's alerts to a channel of its own.
-var incidentChannels = notify.Channels{Default: alertsChannel, Providers: map[string]string{"acme": acmeChannel}}
+var incidentChannels = slack.Channels{Default: alertsChannel, Providers: map[string]string{"acme": acmeChannel}}
 
 // pending writes n pending operations of provider, as workflows do before
 // they call it.
@@ -87,7 +88,7 @@ func (b *bundle) incidentIDs(t *testing.T, provider string) []int64 {
 func incidentKey(id int64, what string) string { return fmt.Sprintf("incident:%d:%s", id, what) }
 
 func (b *bundle) incidentDispatcher(t *testing.T, id string) *notify.Dispatcher {
-	return b.dispatcher(t, id, func(c *notify.DispatcherConfig) { c.Channel = incidentChannels.For })
+	return b.dispatcher(t, id, func(c *slack.Config) { c.Channel = incidentChannels.For })
 }
 
 // TestIncidentOneMessage: a provider going down posts one root message in
@@ -136,7 +137,7 @@ func TestIncidentOneMessage(t *testing.T) {
 
 	// As the backlog settles, the root follows it: edited when the counts
 	// change, not otherwise.
-	notify.SetIncidentRefresh(d, 0)
+	slack.SetIncidentRefresh(d, 0)
 	if _, err := b.pool.Exec(b.ctx, `UPDATE ledger.operations SET status = 'done', provider_record_id = 'rec-' || id
 		WHERE id IN (SELECT id FROM ledger.operations WHERE provider = 'acme' ORDER BY id LIMIT 10)`); err != nil {
 		t.Fatal(err)
@@ -273,7 +274,7 @@ func (b *bundle) refresh(t *testing.T, ds ...*notify.Dispatcher) {
 // the incident's backlog. Nothing is posted twice.
 func TestIncidentReplyFollowsBacklog(t *testing.T) {
 	b := setup(t)
-	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+	d := b.dispatcher(t, "d1", func(c *slack.Config) {
 		c.Channel = incidentChannels.For
 		c.IncidentRefresh = time.Nanosecond
 	})
@@ -308,7 +309,7 @@ func TestIncidentRefreshTwoDispatchers(t *testing.T) {
 	b := setup(t)
 	ds := make([]*notify.Dispatcher, 2)
 	for i := range ds {
-		ds[i] = b.dispatcher(t, fmt.Sprintf("d%d", i), func(c *notify.DispatcherConfig) {
+		ds[i] = b.dispatcher(t, fmt.Sprintf("d%d", i), func(c *slack.Config) {
 			c.Channel = incidentChannels.For
 			c.IncidentRefresh = time.Nanosecond
 		})
@@ -342,7 +343,7 @@ func TestIncidentRefreshTwoDispatchers(t *testing.T) {
 // when it is found and after; an edit whose answer was lost is made again.
 func TestIncidentReplyRetried(t *testing.T) {
 	b := setup(t)
-	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+	d := b.dispatcher(t, "d1", func(c *slack.Config) {
 		c.Channel = incidentChannels.For
 		c.IncidentRefresh = time.Nanosecond
 	})
@@ -371,8 +372,8 @@ func TestIncidentReplyRetried(t *testing.T) {
 // TestIncidentRefreshNegative: a negative refresh is refused by name.
 func TestIncidentRefreshNegative(t *testing.T) {
 	b := setup(t)
-	_, err := notify.NewDispatcher(b.pool, notify.DispatcherConfig{Token: slackfake.Token, Composer: testComposer,
-		Tickets: review.NewReader(b.pool), Channel: incidentChannels.For, IncidentRefresh: -time.Second})
+	_, err := slack.NewDispatcher(b.pool, slack.Config{DispatcherConfig: notify.DispatcherConfig{Tickets: review.NewReader(b.pool)},
+		Token: slackfake.Token, Composer: testComposer, Channel: incidentChannels.For, IncidentRefresh: -time.Second})
 	if err == nil || !strings.Contains(err.Error(), "IncidentRefresh must not be negative") {
 		t.Errorf("err = %v, want IncidentRefresh named", err)
 	}
@@ -394,7 +395,7 @@ func (b *bundle) updatesOf(ts string) int {
 // connection, no transaction and no lock in the database.
 func TestIncidentRefreshHoldsNothingDuringEdit(t *testing.T) {
 	b := setup(t)
-	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+	d := b.dispatcher(t, "d1", func(c *slack.Config) {
 		c.Channel = incidentChannels.For
 		c.IncidentRefresh = time.Nanosecond
 	})
@@ -441,7 +442,7 @@ func TestIncidentRefreshHoldsNothingDuringEdit(t *testing.T) {
 // messages changing once its backlog has settled.
 func TestIncidentCountsOnlyItsBacklog(t *testing.T) {
 	b := setup(t)
-	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+	d := b.dispatcher(t, "d1", func(c *slack.Config) {
 		c.Channel = incidentChannels.For
 		c.IncidentRefresh = time.Nanosecond
 	})
@@ -478,7 +479,7 @@ func TestIncidentCountsOnlyItsBacklog(t *testing.T) {
 // alerts wait, nothing is called there meanwhile.
 func TestIncidentEditRateLimited(t *testing.T) {
 	b := setup(t)
-	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+	d := b.dispatcher(t, "d1", func(c *slack.Config) {
 		c.Channel = incidentChannels.For
 		c.IncidentRefresh = time.Nanosecond
 	})
@@ -515,7 +516,7 @@ func TestIncidentRootDeleted(t *testing.T) {
 	b := setup(t)
 	ds := make([]*notify.Dispatcher, 2)
 	for i := range ds {
-		ds[i] = b.dispatcher(t, fmt.Sprintf("d%d", i), func(c *notify.DispatcherConfig) {
+		ds[i] = b.dispatcher(t, fmt.Sprintf("d%d", i), func(c *slack.Config) {
 			c.Channel = incidentChannels.For
 			c.IncidentRefresh = time.Nanosecond
 		})

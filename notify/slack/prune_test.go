@@ -1,11 +1,11 @@
-package notify_test
+package slack_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/sweeper/sweeper/ledger"
-	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -41,7 +41,7 @@ func TestPruneOutbox(t *testing.T) {
 	}
 
 	// Not yet past the retention: nothing goes.
-	if n, err := notify.PruneOutbox(b.ctx, b.pool, time.Now().Add(-time.Hour), 100); err != nil || n != 0 {
+	if n, err := outbox.Prune(b.ctx, b.pool, time.Now().Add(-time.Hour), 100); err != nil || n != 0 {
 		t.Fatalf("PruneOutbox an hour ago = %d, %v; want 0", n, err)
 	}
 	// A person's delete, even of a row the prune would delete, is refused.
@@ -50,7 +50,7 @@ func TestPruneOutbox(t *testing.T) {
 	}
 
 	before := time.Now().Add(time.Minute)
-	n, err := notify.PruneOutbox(b.ctx, b.pool, before, 100)
+	n, err := outbox.Prune(b.ctx, b.pool, before, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestPruneOutbox(t *testing.T) {
 	if evs, err := store.Events(b.ctx, done); err != nil || len(evs) < 2 {
 		t.Errorf("the pruned ticket's events: %d, %v; want them kept", len(evs), err)
 	}
-	if n, err := notify.PruneOutbox(b.ctx, b.pool, before, 100); err != nil || n != 0 {
+	if n, err := outbox.Prune(b.ctx, b.pool, before, 100); err != nil || n != 0 {
 		t.Errorf("a second prune = %d, %v; want 0 (idempotent)", n, err)
 	}
 
@@ -98,7 +98,7 @@ func TestPruneOutboxBatches(t *testing.T) {
 	before := time.Now().Add(time.Minute)
 	var passes []int64
 	for {
-		n, err := notify.PruneOutbox(b.ctx, b.pool, before, 2)
+		n, err := outbox.Prune(b.ctx, b.pool, before, 2)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package notify_test
+package slack_test
 
 import (
 	"strings"
@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/health"
-	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/slack"
 )
 
 // TestIncidentShowsWhatMovedAfterMaxOutage: while the provider is still
@@ -16,7 +17,7 @@ import (
 // reply still say how many moved.
 func TestIncidentShowsWhatMovedAfterMaxOutage(t *testing.T) {
 	b := setup(t)
-	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+	d := b.dispatcher(t, "d1", func(c *slack.Config) {
 		c.Channel = incidentChannels.For
 		c.IncidentRefresh = time.Nanosecond
 	})
@@ -41,7 +42,7 @@ func TestIncidentShowsWhatMovedAfterMaxOutage(t *testing.T) {
 		t.Errorf("root edited %d times before anything moved", root.Edits)
 	}
 
-	if err := notify.CountMovedToReview(b.ctx, b.pool, "acme", 6, time.Hour); err != nil {
+	if err := outbox.CountMovedToReview(b.ctx, b.pool, "acme", 6, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	b.refresh(t, d)

@@ -1,4 +1,4 @@
-package notify_test
+package slack_test
 
 import (
 	"errors"
@@ -8,19 +8,21 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/slack-go/slack"
+	goslack "github.com/slack-go/slack"
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
 	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
 )
 
 // requireNothingPending fails when any outbox row is still pending.
 func (b *bundle) requireNothingPending(t *testing.T) {
 	t.Helper()
-	list, err := b.outbox.List(b.ctx, notify.OutboxFilter{State: notify.OutboxPending})
+	list, err := b.outbox.List(b.ctx, outbox.Filter{State: outbox.StatePending})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func TestUncertainSearchIsBoundedByItsWindow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+			d := b.dispatcher(t, "d1", func(c *slack.Config) {
 				c.SearchPages = tt.pages
 				c.Metrics = m
 				if tt.closed {
@@ -115,14 +117,14 @@ func TestUncertainSearchIsBoundedByItsWindow(t *testing.T) {
 				}
 				b.requireOne(t, key)
 			case "retried":
-				if st.Failed != 1 || n.State != notify.OutboxPending || n.ErrorCode != "" || !strings.Contains(n.LastError, "inconclusive") {
+				if st.Failed != 1 || n.State != outbox.StatePending || n.ErrorCode != "" || !strings.Contains(n.LastError, "inconclusive") {
 					t.Errorf("stats %+v, row %s %q; want a failed attempt, pending", st, n.State, n.LastError)
 				}
 				if closes := n.SearchWindows[0].Until; n.LeaseUntil.Before(closes) {
 					t.Errorf("retry due %s, before the window closes at %s", n.LeaseUntil, closes)
 				}
 			case "parked":
-				if st.Parked != 1 || st.Inconclusive != 1 || n.State != notify.OutboxParked || n.ErrorCode != notify.CodeSearchInconclusive {
+				if st.Parked != 1 || st.Inconclusive != 1 || n.State != outbox.StateParked || n.ErrorCode != outbox.CodeSearchInconclusive {
 					t.Fatalf("stats %+v, row %s %s; want parked, search_inconclusive", st, n.State, n.ErrorCode)
 				}
 				for _, want := range []string{alertsChannel, "sweeper outbox dismiss", "--not-posted"} {
@@ -157,7 +159,7 @@ func TestUncertainSearchIsBoundedByItsWindow(t *testing.T) {
 // the replay posts it, once, without searching again.
 func TestReplayNotPostedPostsWithoutSearching(t *testing.T) {
 	b := setup(t)
-	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
+	d := b.dispatcher(t, "d1", func(c *slack.Config) {
 		c.SearchPages, c.Lease, c.SearchMargin = 1, time.Second, 10*time.Millisecond
 	})
 	id := b.openTicket(t, "onboarding")
@@ -221,7 +223,7 @@ func TestOKWithoutTSIsUncertain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := b.row(t, key); st.Uncertain != 1 || n.State != notify.OutboxPending || n.TS != "" || len(n.SearchWindows) != 1 {
+			if n := b.row(t, key); st.Uncertain != 1 || n.State != outbox.StatePending || n.TS != "" || len(n.SearchWindows) != 1 {
 				t.Fatalf("stats %+v, row %s ts %q windows %v; want uncertain, pending, no ts, one window", st, n.State, n.TS, n.SearchWindows)
 			}
 			if st := b.drain(t, d); st.Adopted != 1 {
@@ -281,7 +283,7 @@ func TestRemovedRootIsReplaced(t *testing.T) {
 			// The new root: the escalation itself, or the event recording the removal.
 			newKey := escalated
 			if tc.tombstone {
-				newKey = fmt.Sprintf("ticket:%d:%s:%s", id, notify.KindRootRemoved, old.TS)
+				newKey = fmt.Sprintf("ticket:%d:%s:%s", id, outbox.KindRootRemoved, old.TS)
 			}
 			root := b.requireOne(t, newKey)
 			if root.ThreadTS != "" {
@@ -320,8 +322,8 @@ func TestRemovedRootIsReplaced(t *testing.T) {
 func TestReplayRoutesAgain(t *testing.T) {
 	b := setup(t)
 	b.fake.DeleteChannel("C0WRONG")
-	wrong := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) {
-		c.Channel = notify.Channels{Default: "C0WRONG"}.For
+	wrong := b.dispatcher(t, "d1", func(c *slack.Config) {
+		c.Channel = slack.Channels{Default: "C0WRONG"}.For
 	})
 	id := b.openTicket(t, "onboarding")
 	if st := b.drain(t, wrong); st.Parked != 1 {
@@ -366,13 +368,13 @@ func TestRevokedTokenBulkReplay(t *testing.T) {
 	}
 	old := b.openTicket(t, "onboarding")
 	b.age(t, openedKey(old), 48*time.Hour)
-	aged := b.dispatcher(t, "d0", func(c *notify.DispatcherConfig) { c.MaxAge = 24 * time.Hour })
+	aged := b.dispatcher(t, "d0", func(c *slack.Config) { c.MaxAge = 24 * time.Hour })
 	if st := b.drain(t, aged); st.Parked != 3 || st.Expired != 1 {
 		t.Fatalf("stats %+v, want three parked, one expired", st)
 	}
 
 	b.fake.Accept("xoxb-slackfake-reissued")
-	d := b.dispatcher(t, "d2", func(c *notify.DispatcherConfig) { c.Token = "xoxb-slackfake-reissued" })
+	d := b.dispatcher(t, "d2", func(c *slack.Config) { c.Token = "xoxb-slackfake-reissued" })
 	replayed, err := b.outbox.ReplayParked(b.ctx, "token_revoked", "ops-alice")
 	if err != nil || len(replayed) != 3 {
 		t.Fatalf("replayed %d rows, %v; want 3", len(replayed), err)
@@ -383,7 +385,7 @@ func TestRevokedTokenBulkReplay(t *testing.T) {
 	for _, key := range keys {
 		b.requireOne(t, key)
 	}
-	if n := b.row(t, openedKey(old)); n.State != notify.OutboxParked {
+	if n := b.row(t, openedKey(old)); n.State != outbox.StateParked {
 		t.Errorf("the expired row is %s after a replay by token_revoked", n.State)
 	}
 	if again, err := b.outbox.ReplayParked(b.ctx, "", "ops-alice"); err != nil || len(again) != 0 {
@@ -405,7 +407,7 @@ func TestDismiss(t *testing.T) {
 	}
 	n := b.row(t, openedKey(id))
 	dismissed, err := b.outbox.Dismiss(b.ctx, n.ID, "ops-alice", "channel archived for good")
-	if err != nil || dismissed.State != notify.OutboxDismissed {
+	if err != nil || dismissed.State != outbox.StateDismissed {
 		t.Fatalf("dismiss: %+v, %v", dismissed, err)
 	}
 	for _, want := range []string{`"dismissed"`, `"ops-alice"`, "channel archived for good"} {
@@ -413,10 +415,10 @@ func TestDismiss(t *testing.T) {
 			t.Errorf("history lacks %s: %s", want, dismissed.History)
 		}
 	}
-	if _, err := b.outbox.Dismiss(b.ctx, n.ID, "ops-alice", "again"); !errors.Is(err, notify.ErrNotParked) {
+	if _, err := b.outbox.Dismiss(b.ctx, n.ID, "ops-alice", "again"); !errors.Is(err, outbox.ErrNotParked) {
 		t.Errorf("dismissing a dismissed row: %v, want ErrNotParked", err)
 	}
-	if _, err := b.outbox.Replay(b.ctx, n.ID, "ops-alice"); !errors.Is(err, notify.ErrNotParked) {
+	if _, err := b.outbox.Replay(b.ctx, n.ID, "ops-alice"); !errors.Is(err, outbox.ErrNotParked) {
 		t.Errorf("replaying a dismissed row: %v, want ErrNotParked", err)
 	}
 	next := b.event(t, id, review.EventEscalated, "escalated:1")
@@ -424,7 +426,7 @@ func TestDismiss(t *testing.T) {
 	if m := b.requireOne(t, next); m.ThreadTS != "" {
 		t.Errorf("the escalation after a dismissed root went to thread %s, want a new root", m.ThreadTS)
 	}
-	if counts, _ := b.outbox.Counts(b.ctx); counts[notify.OutboxDismissed] != 1 || counts[notify.OutboxParked] != 0 {
+	if counts, _ := b.outbox.Counts(b.ctx); counts[outbox.StateDismissed] != 1 || counts[outbox.StateParked] != 0 {
 		t.Errorf("counts %v", counts)
 	}
 }
@@ -459,9 +461,9 @@ func TestLostHolderWindowEndsWithItsLease(t *testing.T) {
 		t.Fatalf("claim: %v, %v", claimed, err)
 	}
 	// What the killed dispatcher managed to do: post, with the key.
-	client := slack.New(slackfake.Token, slack.OptionAPIURL(b.fake.URL()))
-	if _, _, err := client.PostMessage(alertsChannel, slack.MsgOptionText("opened", false),
-		slack.MsgOptionMetadata(slack.SlackMetadata{EventType: "sweeper_ticket",
+	client := goslack.New(slackfake.Token, goslack.OptionAPIURL(b.fake.URL()))
+	if _, _, err := client.PostMessage(alertsChannel, goslack.MsgOptionText("opened", false),
+		goslack.MsgOptionMetadata(goslack.SlackMetadata{EventType: "sweeper_ticket",
 			EventPayload: map[string]any{"dedupe_key": openedKey(id), "ticket_id": id}})); err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +471,7 @@ func TestLostHolderWindowEndsWithItsLease(t *testing.T) {
 	for i := range 300 {
 		b.fake.Add(slackfake.Message{Channel: alertsChannel, Text: fmt.Sprintf("chatter %d", i)})
 	}
-	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) { c.SearchPages, c.SearchMargin = 1, 10*time.Millisecond })
+	d := b.dispatcher(t, "d1", func(c *slack.Config) { c.SearchPages, c.SearchMargin = 1, 10*time.Millisecond })
 	st := b.drain(t, d)
 	if st.Adopted != 1 {
 		t.Errorf("stats %+v, want adopted after one page", st)

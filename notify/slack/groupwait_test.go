@@ -1,4 +1,4 @@
-package notify_test
+package slack_test
 
 import (
 	"strconv"
@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/slackfake"
-	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -23,14 +24,14 @@ func TestGroupWaitSkipsWhatSettledItself(t *testing.T) {
 		wantPosts int
 		wantState string
 	}{
-		{desc: "resolved within the wait: never posted", resolve: true, wantState: notify.OutboxSkipped},
-		{desc: "open after the wait: posted", wantPosts: 1, wantState: notify.OutboxSent},
+		{desc: "resolved within the wait: never posted", resolve: true, wantState: outbox.StateSkipped},
+		{desc: "open after the wait: posted", wantPosts: 1, wantState: outbox.StateSent},
 		{desc: "resolved after an uncertain post: found, not skipped, the resolution replied", resolve: true, uncertain: true,
-			wantPosts: 2, wantState: notify.OutboxSent},
+			wantPosts: 2, wantState: outbox.StateSent},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			b := setup(t)
-			d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) { c.GroupWait = wait })
+			d := b.dispatcher(t, "d1", func(c *slack.Config) { c.GroupWait = wait })
 			id := b.openTicket(t, "onboarding")
 			if st := b.drain(t, d); st.Claimed != 0 {
 				t.Fatalf("claimed %+v before the wait", st)
@@ -57,15 +58,15 @@ func TestGroupWaitSkipsWhatSettledItself(t *testing.T) {
 			if n.State != tc.wantState {
 				t.Fatalf("opened row %s, want %s", n.State, tc.wantState)
 			}
-			if tc.wantState == notify.OutboxSkipped {
-				if n.ErrorCode != notify.CodeSettledBeforeAlert || st.Skipped != 2 {
-					t.Errorf("skipped with code %q, stats %+v; want %s, both rows", n.ErrorCode, st, notify.CodeSettledBeforeAlert)
+			if tc.wantState == outbox.StateSkipped {
+				if n.ErrorCode != outbox.CodeSettledBeforeAlert || st.Skipped != 2 {
+					t.Errorf("skipped with code %q, stats %+v; want %s, both rows", n.ErrorCode, st, outbox.CodeSettledBeforeAlert)
 				}
-				if r := b.row(t, "ticket:"+itoa(id)+":resolved"); r.State != notify.OutboxSkipped {
+				if r := b.row(t, "ticket:"+itoa(id)+":resolved"); r.State != outbox.StateSkipped {
 					t.Errorf("the resolution's row is %s, want skipped", r.State)
 				}
 				counts, err := b.outbox.Counts(b.ctx)
-				if err != nil || counts[notify.OutboxSkipped] != 2 {
+				if err != nil || counts[outbox.StateSkipped] != 2 {
 					t.Errorf("counts %v, %v", counts, err)
 				}
 			}

@@ -1,19 +1,22 @@
-package notify
-
-// The outbox: how sweeper tells people about review tickets in Slack and
-// never tells them twice.
+// Package outbox is the store of sweeper's notifications: the outbox
+// (sweeper.outbox), the alert groups and the provider incidents whose
+// messages it holds. It is the first stage of the notify pipeline; message
+// building (package notify/message) and delivery (package notify and its
+// receivers) come after it, and it knows nothing of either.
 //
-// Every ticket event has one row in the outbox (sweeper.outbox), written
-// by a database trigger in the transaction that changed the ticket. A
-// [Dispatcher] claims rows with a lease, posts each one's message and
-// records its channel and ts. Because chat.postMessage has no idempotency
-// key, an attempt whose result is unknown marks its row uncertain, and the
-// next attempt first searches Slack for a message carrying the row's dedupe
-// key in its metadata and adopts it when found. The search reads only the
+// Every ticket event has one row in the outbox, written by a database
+// trigger in the transaction that changed the ticket (and every incident's
+// start and end one, by the trigger on sweeper.provider_health). A
+// dispatcher claims rows with a lease, posts each one's message and records
+// its channel and ts. Because chat.postMessage has no idempotency key, an
+// attempt whose result is unknown marks its row uncertain, and the next
+// attempt first searches Slack for a message carrying the row's dedupe key
+// in its metadata and adopts it when found. The search reads only the
 // windows in which an earlier attempt could have posted (from its claim to
 // the end of its lease), so it ends, whatever came after in the channel.
 // Errors a person must fix park the row, to be replayed afterwards, or
 // dismissed when it can never succeed.
+package outbox
 
 import (
 	"cmp"
@@ -34,20 +37,20 @@ import (
 
 // Outbox row states.
 const (
-	// OutboxPending: the message is owed; the row is claimable once its
+	// StatePending: the message is owed; the row is claimable once its
 	// lease_until has passed.
-	OutboxPending = "pending"
-	// OutboxSent: the message is in Slack, at Channel and TS. Final.
-	OutboxSent = "sent"
-	// OutboxParked: Slack refused the message for a reason a person must fix
-	// (LastError, ErrorCode); [Outbox.Replay] makes it pending again.
-	OutboxParked = "parked"
-	// OutboxDismissed: a person closed the parked row for good
-	// ([Outbox.Dismiss]); who and why are in its history. Final.
-	OutboxDismissed = "dismissed"
-	// OutboxSkipped: the message was never posted because nobody needs it
+	StatePending = "pending"
+	// StateSent: the message is in Slack, at Channel and TS. Final.
+	StateSent = "sent"
+	// StateParked: Slack refused the message for a reason a person must fix
+	// (LastError, ErrorCode); [Store.Replay] makes it pending again.
+	StateParked = "parked"
+	// StateDismissed: a person closed the parked row for good
+	// ([Store.Dismiss]); who and why are in its history. Final.
+	StateDismissed = "dismissed"
+	// StateSkipped: the message was never posted because nobody needs it
 	// (ErrorCode says why: [CodeSettledBeforeAlert]). Final.
-	OutboxSkipped = "skipped"
+	StateSkipped = "skipped"
 )
 
 // Event kinds with a meaning for the outbox.
@@ -70,13 +73,14 @@ const (
 	KindGroupOpened = "group_opened"
 )
 
-// isRootKind reports whether rows of kind post a root message.
-func isRootKind(kind string) bool {
+// IsRootKind reports whether rows of kind post a root message.
+func IsRootKind(kind string) bool {
 	return kind == KindOpened || kind == KindRootRemoved || kind == KindIncidentOpened || kind == KindGroupOpened
 }
 
-// isGroupRow reports whether row n is an alert group's own message.
-func isGroupRow(n Notification) bool { return n.GroupID != 0 && n.TicketID == 0 }
+// IsGroupMessage reports whether n is an alert group's own message (rather
+// than a ticket's or an incident's).
+func (n Notification) IsGroupMessage() bool { return n.GroupID != 0 && n.TicketID == 0 }
 
 // Error codes of parked rows: Slack's own ("channel_not_found",
 // "token_revoked", …) or these.
@@ -109,8 +113,8 @@ var holdingCodes = []string{
 }
 
 var (
-	// ErrNotificationNotFound: no outbox row has the given id.
-	ErrNotificationNotFound = errors.New("outbox row not found")
+	// ErrNotFound: no outbox row has the given id.
+	ErrNotFound = errors.New("outbox row not found")
 	// ErrNotParked: only a parked row can be replayed or dismissed.
 	ErrNotParked = errors.New("outbox row is not parked")
 )
@@ -167,10 +171,10 @@ type Notification struct {
 	// Slack (deleted): the ticket's next message is a new root.
 	RemovedAt *time.Time `json:"removed_at,omitempty"`
 
-	// NewRoot is set while a row that is not its ticket's "opened" event is
-	// being posted as the ticket's root message, and says why
-	// ([message.NewRootUndelivered], [message.NewRootRemoved]); "" otherwise.
-	// Not stored.
+	// NewRoot is set by the dispatcher while a row that is not its ticket's
+	// "opened" event is being posted as the ticket's root message, and says
+	// why (package message's NewRootUndelivered or NewRootRemoved); ""
+	// otherwise. Not stored.
 	NewRoot string `json:"-"`
 }
 
@@ -178,7 +182,7 @@ type Notification struct {
 // is unknown may have posted a message: from its claim to the end of its
 // lease, in Channel, in the thread ThreadTS ("" for the channel itself).
 // Channel "" means the attempt recorded no target before its holder was
-// lost: the window is searched where the message goes now.
+// lost: the window is Searched where the message goes now.
 type SearchWindow struct {
 	Channel  string    `json:"channel"`
 	ThreadTS string    `json:"thread_ts"`
@@ -186,15 +190,16 @@ type SearchWindow struct {
 	Until    time.Time `json:"until"`
 }
 
-// Outbox reads and writes sweeper.outbox. Every write by a dispatcher is a
+// Store reads and writes sweeper.outbox, and the alert groups and
+// incidents whose messages it holds. Every write by a dispatcher is a
 // compare-and-set on the lease it holds (leased_by and attempts), so a
 // holder whose lease has passed to another changes nothing.
-type Outbox struct {
+type Store struct {
 	db ledger.DB
 }
 
-// NewOutbox returns an Outbox over db: a pool, or a transaction.
-func NewOutbox(db ledger.DB) *Outbox { return &Outbox{db: db} }
+// NewStore returns a Store over db: a pool, or a transaction.
+func NewStore(db ledger.DB) *Store { return &Store{db: db} }
 
 const notificationColumns = `id, coalesce(event_id, 0), coalesce(ticket_id, 0), coalesce(incident_id, 0), coalesce(group_id, 0), dedupe_key, kind, state, attempts, lease_until,
 	coalesce(leased_by, ''), coalesce(channel, ''), coalesce(ts, ''), coalesce(thread_ts, ''),
@@ -218,7 +223,7 @@ func scanNotification(row pgx.CollectableRow) (Notification, error) {
 
 // windowOfAttempt is the search window of the attempt that holds the row
 // (or held it, in a claim, before the SET), as a one-element jsonb array.
-// Its channel is "" when the attempt recorded no target: it is searched
+// Its channel is "" when the attempt recorded no target: it is Searched
 // where the row's message goes now.
 const windowOfAttempt = `jsonb_build_array(jsonb_build_object('channel', coalesce(channel, ''),
 	'thread_ts', coalesce(thread_ts, ''), 'from', coalesce(claimed_at, first_attempt_at, now()),
@@ -275,20 +280,20 @@ const claimSQL = `
 // and returns them with Attempts counting this claim. Concurrent claims
 // never return the same row. A claimed row whose previous lease ended
 // without an outcome comes back Uncertain. A ticket's "opened" row is
-// claimable only once it is older than groupWait ([Outbox.ClaimAfter]); Claim
+// claimable only once it is older than groupWait ([Store.ClaimAfter]); Claim
 // waits for none.
-func (o *Outbox) Claim(ctx context.Context, by string, lease time.Duration, limit int) ([]Notification, error) {
-	return o.ClaimAfter(ctx, by, lease, limit, 0)
+func (s *Store) Claim(ctx context.Context, by string, lease time.Duration, limit int) ([]Notification, error) {
+	return s.ClaimAfter(ctx, by, lease, limit, 0)
 }
 
-// ClaimAfter is [Outbox.Claim] with the wait of each ticket's "opened" row
+// ClaimAfter is [Store.Claim] with the wait of each ticket's "opened" row
 // (slack.group_wait): it is claimable only once it is older than groupWait.
-func (o *Outbox) ClaimAfter(ctx context.Context, by string, lease time.Duration, limit int, groupWait time.Duration) ([]Notification, error) {
+func (s *Store) ClaimAfter(ctx context.Context, by string, lease time.Duration, limit int, groupWait time.Duration) ([]Notification, error) {
 	if by == "" || lease <= 0 || limit <= 0 || groupWait < 0 {
 		return nil, fmt.Errorf("claim outbox rows: need a holder, a lease, a limit and a wait of at least 0 (got %q, %s, %d, %s)",
 			by, lease, limit, groupWait)
 	}
-	rows, err := o.db.Query(ctx, claimSQL, by, lease.Seconds(), limit, holdingCodes, groupWait.Seconds())
+	rows, err := s.db.Query(ctx, claimSQL, by, lease.Seconds(), limit, holdingCodes, groupWait.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox rows: %w", err)
 	}
@@ -308,8 +313,8 @@ const leaseHeld = `WHERE id = $1 AND leased_by = $2 AND attempts = $3 AND state 
 // Nothing was written.
 var ErrLeaseLost = errors.New("outbox lease lost")
 
-func (o *Outbox) update(ctx context.Context, n Notification, what, set string, args ...any) error {
-	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox SET `+set+` `+leaseHeld,
+func (s *Store) update(ctx context.Context, n Notification, what, set string, args ...any) error {
+	tag, err := s.db.Exec(ctx, `UPDATE sweeper.outbox SET `+set+` `+leaseHeld,
 		append([]any{n.ID, n.LeasedBy, n.Attempts}, args...)...)
 	if err != nil {
 		return fmt.Errorf("outbox row %d: %s: %w", n.ID, what, err)
@@ -320,17 +325,17 @@ func (o *Outbox) update(ctx context.Context, n Notification, what, set string, a
 	return nil
 }
 
-// recordTarget fixes where held row n's message goes before its first
+// RecordTarget fixes where held row n's message goes before its first
 // attempt, so that a later search looks where the post went.
-func (o *Outbox) recordTarget(ctx context.Context, n Notification, channel, threadTS string) error {
-	return o.update(ctx, n, "record target", `channel = $4, thread_ts = nullif($5, '')`, channel, threadTS)
+func (s *Store) RecordTarget(ctx context.Context, n Notification, channel, threadTS string) error {
+	return s.update(ctx, n, "record target", `channel = $4, thread_ts = nullif($5, '')`, channel, threadTS)
 }
 
 // MarkPosted records that held row n's message is in Slack at channel and
 // ts while work remains (the root message's edit), so no later attempt
 // posts it again. [ErrLeaseLost] when the lease has passed.
-func (o *Outbox) MarkPosted(ctx context.Context, n Notification, channel, ts string) error {
-	return o.update(ctx, n, "mark posted", `channel = $4, ts = $5, thread_ts = nullif($6, ''), search_windows = '[]'`,
+func (s *Store) MarkPosted(ctx context.Context, n Notification, channel, ts string) error {
+	return s.update(ctx, n, "mark posted", `channel = $4, ts = $5, thread_ts = nullif($6, ''), search_windows = '[]'`,
 		channel, ts, n.ThreadTS)
 }
 
@@ -340,8 +345,8 @@ func (o *Outbox) MarkPosted(ctx context.Context, n Notification, channel, ts str
 // pending and its next holder finds the message by search. The error of
 // an earlier attempt is cleared (its history entry keeps it): a sent row
 // shows none.
-func (o *Outbox) MarkSent(ctx context.Context, n Notification, channel, ts string) error {
-	return o.update(ctx, n, "mark sent", `state = 'sent', channel = $4, ts = $5, thread_ts = nullif($6, ''),
+func (s *Store) MarkSent(ctx context.Context, n Notification, channel, ts string) error {
+	return s.update(ctx, n, "mark sent", `state = 'sent', channel = $4, ts = $5, thread_ts = nullif($6, ''),
 		sent_at = now(), search_windows = '[]', leased_by = NULL, lease_until = now(), last_error = NULL, error_code = NULL,
 		history = `+historyEntry("'sent'", "''"), channel, ts, n.ThreadTS)
 }
@@ -349,20 +354,20 @@ func (o *Outbox) MarkSent(ctx context.Context, n Notification, channel, ts strin
 // MarkUncertain records an attempt on held row n whose result is unknown
 // (cause), and releases the row for a retry after delay. The attempt's
 // window — from its claim to the end of its lease, where it was posting —
-// is searched before any later post. [ErrLeaseLost] when the lease has
+// is Searched before any later post. [ErrLeaseLost] when the lease has
 // passed.
-func (o *Outbox) MarkUncertain(ctx context.Context, n Notification, cause error, delay time.Duration) error {
-	return o.update(ctx, n, "mark uncertain", `uncertain = true, last_error = $4,
+func (s *Store) MarkUncertain(ctx context.Context, n Notification, cause error, delay time.Duration) error {
+	return s.update(ctx, n, "mark uncertain", `uncertain = true, last_error = $4,
 		search_windows = search_windows || `+windowOfAttempt+`,
 		leased_by = NULL, lease_until = now() + make_interval(secs => $5),
 		history = `+historyEntry("'uncertain'", "$4"), errorText(cause), delay.Seconds())
 }
 
-// searched records, on held row n, that a search found nothing in the
+// Searched records, on held row n, that a search found nothing in the
 // windows that ended before closedBefore: no message can appear in them
-// any more, so they are not searched again.
-func (o *Outbox) searched(ctx context.Context, n Notification, closedBefore time.Time) error {
-	return o.update(ctx, n, "record the search", `search_windows = coalesce((
+// any more, so they are not Searched again.
+func (s *Store) Searched(ctx context.Context, n Notification, closedBefore time.Time) error {
+	return s.update(ctx, n, "record the search", `search_windows = coalesce((
 		SELECT jsonb_agg(w ORDER BY ord) FROM jsonb_array_elements(search_windows) WITH ORDINALITY AS x(w, ord)
 		WHERE (w->>'until')::timestamptz >= $4), '[]')`, closedBefore)
 }
@@ -370,38 +375,38 @@ func (o *Outbox) searched(ctx context.Context, n Notification, closedBefore time
 // Retry records a failed attempt on held row n that certainly did not post
 // (event says which: "rate_limited", "failed"), and releases the row for a
 // retry after delay. [ErrLeaseLost] when the lease has passed.
-func (o *Outbox) Retry(ctx context.Context, n Notification, event string, cause error, delay time.Duration) error {
-	return o.update(ctx, n, event, `last_error = $4, leased_by = NULL, lease_until = now() + make_interval(secs => $5),
+func (s *Store) Retry(ctx context.Context, n Notification, event string, cause error, delay time.Duration) error {
+	return s.update(ctx, n, event, `last_error = $4, leased_by = NULL, lease_until = now() + make_interval(secs => $5),
 		history = `+historyEntry("$6", "$4"), errorText(cause), delay.Seconds(), event)
 }
 
 // Release gives held row n back untouched, due again after delay: the claim
 // made no attempt (the channel was rate limited, the dispatcher stopped),
 // so it is not counted. [ErrLeaseLost] when the lease has passed.
-func (o *Outbox) Release(ctx context.Context, n Notification, delay time.Duration) error {
-	return o.update(ctx, n, "release", `attempts = attempts - 1, leased_by = NULL,
+func (s *Store) Release(ctx context.Context, n Notification, delay time.Duration) error {
+	return s.update(ctx, n, "release", `attempts = attempts - 1, leased_by = NULL,
 		lease_until = now() + make_interval(secs => $4)`, delay.Seconds())
 }
 
 // Park sets held row n aside with the error a person must fix (cause)
 // and its code (Slack's error code, or a Code constant): it is not tried
-// again until [Outbox.Replay], or closed by [Outbox.Dismiss].
+// again until [Store.Replay], or closed by [Store.Dismiss].
 // [ErrLeaseLost] when the lease has passed.
-func (o *Outbox) Park(ctx context.Context, n Notification, code string, cause error) error {
-	return o.update(ctx, n, "park", `state = 'parked', last_error = $4, error_code = nullif($5, ''),
+func (s *Store) Park(ctx context.Context, n Notification, code string, cause error) error {
+	return s.update(ctx, n, "park", `state = 'parked', last_error = $4, error_code = nullif($5, ''),
 		leased_by = NULL, lease_until = now(), history = `+historyEntry("'parked'", "$4"), errorText(cause), safetext.Printable(code))
 }
 
-// skipResolved marks held row n, the "opened" row of a ticket that is
+// SkipResolved marks held row n, the "opened" row of a ticket that is
 // resolved and was never attempted, skipped (CodeSettledBeforeAlert), and
 // with it the ticket's other rows written so far that are pending and not
 // held: the events up to the resolution, which nobody needs either. A
 // later event's row (a contradiction) is posted as the ticket's root. It
 // returns how many rows it skipped. [ErrLeaseLost] when the lease has
 // passed.
-func (o *Outbox) skipResolved(ctx context.Context, n Notification) (int, error) {
+func (s *Store) SkipResolved(ctx context.Context, n Notification) (int, error) {
 	var skipped int
-	err := o.db.QueryRow(ctx, `WITH me AS (
+	err := s.db.QueryRow(ctx, `WITH me AS (
 			UPDATE sweeper.outbox SET state = 'skipped', error_code = '`+CodeSettledBeforeAlert+`',
 				leased_by = NULL, lease_until = now(),
 				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
@@ -426,12 +431,12 @@ func (o *Outbox) skipResolved(ctx context.Context, n Notification) (int, error) 
 	return skipped, nil
 }
 
-// parkLater parks, with cause, the pending rows of row n's ticket that
+// ParkLater parks, with cause, the pending rows of row n's ticket that
 // come after it, were written before cutoff, were never replayed and are
 // not held, and returns how many. It follows the parking of n, which was
 // held: while n was pending, none of them could be claimed.
-func (o *Outbox) parkLater(ctx context.Context, n Notification, cutoff time.Time, cause error) (int, error) {
-	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox
+func (s *Store) ParkLater(ctx context.Context, n Notification, cutoff time.Time, cause error) (int, error) {
+	tag, err := s.db.Exec(ctx, `UPDATE sweeper.outbox
 		SET state = 'parked', last_error = $4, error_code = '`+CodeExpired+`', leased_by = NULL, lease_until = now(),
 		    history = `+historyEntry("'parked'", "$4")+`
 		WHERE ticket_id = $1 AND id > $2 AND state = 'pending' AND created_at < $3
@@ -444,8 +449,29 @@ func (o *Outbox) parkLater(ctx context.Context, n Notification, cutoff time.Time
 	return int(tag.RowsAffected()), nil
 }
 
-// eventReplayed is the history event of [Outbox.Replay].
+// eventReplayed is the history event of [Store.Replay].
 const eventReplayed = "replayed"
+
+// DueSince is when row n became due as it is: when it was written or, when
+// a person replayed it since, the last replay.
+func (n Notification) DueSince() time.Time {
+	since := n.CreatedAt
+	var history []struct {
+		At    time.Time `json:"at"`
+		Event string    `json:"event"`
+	}
+	// An unreadable history leaves the row's own age, the stricter one.
+	_ = json.Unmarshal(n.History, &history)
+	for _, h := range history {
+		if h.Event == eventReplayed && h.At.After(since) {
+			since = h.At
+		}
+	}
+	if n.ReplayedAt != nil && n.ReplayedAt.After(since) {
+		since = *n.ReplayedAt
+	}
+	return since
+}
 
 // replaySet is what a replay changes: the row is pending and due now, and
 // routed again from the configuration when its message was never posted
@@ -459,17 +485,17 @@ var replaySet = `state = 'pending', lease_until = now(), leased_by = NULL, repla
 // fixed; a message never posted is routed again from the configuration as
 // it is now. Its last error and history stay; an uncertain row still
 // searches its windows before posting. by says who replayed it, for the
-// history. Errors: [ErrNotificationNotFound], [ErrNotParked].
-func (o *Outbox) Replay(ctx context.Context, id int64, by string) (Notification, error) {
-	return o.parkedOne(ctx, id, "replay", replaySet, by)
+// history. Errors: [ErrNotFound], [ErrNotParked].
+func (s *Store) Replay(ctx context.Context, id int64, by string) (Notification, error) {
+	return s.parkedOne(ctx, id, "replay", replaySet, by)
 }
 
-// ReplayNotPosted is [Outbox.Replay] for a row a person checked is not in
+// ReplayNotPosted is [Store.Replay] for a row a person checked is not in
 // Slack (after an inconclusive search): the windows in which earlier
 // attempts may have posted it are forgotten, so it is posted without a
 // search. The history says who vouched for it.
-func (o *Outbox) ReplayNotPosted(ctx context.Context, id int64, by string) (Notification, error) {
-	return o.parkedOne(ctx, id, "replay", `search_windows = '[]', `+strings.Replace(replaySet,
+func (s *Store) ReplayNotPosted(ctx context.Context, id int64, by string) (Notification, error) {
+	return s.parkedOne(ctx, id, "replay", `search_windows = '[]', `+strings.Replace(replaySet,
 		"'by ' || $2", "'by ' || $2 || ', who found the message not posted'", 1), by)
 }
 
@@ -477,8 +503,8 @@ func (o *Outbox) ReplayNotPosted(ctx context.Context, id int64, by string) (Noti
 // code "" every parked row but those parked for their age (CodeExpired:
 // replaying them is a choice made one code at a time), and returns them,
 // oldest first. A ticket's rows still go out in order.
-func (o *Outbox) ReplayParked(ctx context.Context, code, by string) ([]Notification, error) {
-	rows, err := o.db.Query(ctx, `UPDATE sweeper.outbox SET `+replaySet+`
+func (s *Store) ReplayParked(ctx context.Context, code, by string) ([]Notification, error) {
+	rows, err := s.db.Query(ctx, `UPDATE sweeper.outbox SET `+replaySet+`
 		WHERE state = 'parked' AND CASE WHEN $1 = '' THEN error_code IS DISTINCT FROM '`+CodeExpired+`'
 		                                ELSE error_code = $1 END
 		RETURNING `+notificationColumns, code, by)
@@ -497,9 +523,9 @@ func (o *Outbox) ReplayParked(ctx context.Context, code, by string) ([]Notificat
 // (the channel is gone, or a person found it in Slack after an inconclusive
 // search). by and note go into the row's history. If it was a ticket's root
 // message, the ticket's next message becomes its root. Errors:
-// [ErrNotificationNotFound], [ErrNotParked].
-func (o *Outbox) Dismiss(ctx context.Context, id int64, by, note string) (Notification, error) {
-	return o.parkedOne(ctx, id, "dismiss", `state = 'dismissed', leased_by = NULL, lease_until = now(),
+// [ErrNotFound], [ErrNotParked].
+func (s *Store) Dismiss(ctx context.Context, id int64, by, note string) (Notification, error) {
+	return s.parkedOne(ctx, id, "dismiss", `state = 'dismissed', leased_by = NULL, lease_until = now(),
 		history = (CASE WHEN jsonb_array_length(history) >= 50 THEN history - 0 ELSE history END)
 			|| jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempts, 'event', 'dismissed',
 				'by', $2::text, 'note', $3::text))`, by, note)
@@ -507,8 +533,8 @@ func (o *Outbox) Dismiss(ctx context.Context, id int64, by, note string) (Notifi
 
 // parkedOne applies set to parked row id ($1; args are $2…) and returns
 // the row as it is then.
-func (o *Outbox) parkedOne(ctx context.Context, id int64, what, set string, args ...any) (Notification, error) {
-	rows, err := o.db.Query(ctx, `UPDATE sweeper.outbox SET `+set+`
+func (s *Store) parkedOne(ctx context.Context, id int64, what, set string, args ...any) (Notification, error) {
+	rows, err := s.db.Query(ctx, `UPDATE sweeper.outbox SET `+set+`
 		WHERE id = $1 AND state = 'parked'
 		RETURNING `+notificationColumns, append([]any{id}, args...)...)
 	if err != nil {
@@ -516,7 +542,7 @@ func (o *Outbox) parkedOne(ctx context.Context, id int64, what, set string, args
 	}
 	n, err := pgx.CollectExactlyOneRow(rows, scanNotification)
 	if errors.Is(err, pgx.ErrNoRows) {
-		found, err := o.Get(ctx, id)
+		found, err := s.Get(ctx, id)
 		if err != nil {
 			return Notification{}, err
 		}
@@ -528,15 +554,15 @@ func (o *Outbox) parkedOne(ctx context.Context, id int64, what, set string, args
 	return n, nil
 }
 
-// Get returns outbox row id, or [ErrNotificationNotFound].
-func (o *Outbox) Get(ctx context.Context, id int64) (Notification, error) {
-	rows, err := o.db.Query(ctx, `SELECT `+notificationColumns+` FROM sweeper.outbox WHERE id = $1`, id)
+// Get returns outbox row id, or [ErrNotFound].
+func (s *Store) Get(ctx context.Context, id int64) (Notification, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+notificationColumns+` FROM sweeper.outbox WHERE id = $1`, id)
 	if err != nil {
 		return Notification{}, fmt.Errorf("read outbox row %d: %w", id, err)
 	}
 	n, err := pgx.CollectExactlyOneRow(rows, scanNotification)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Notification{}, fmt.Errorf("%w: %d", ErrNotificationNotFound, id)
+		return Notification{}, fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
 	if err != nil {
 		return Notification{}, fmt.Errorf("read outbox row %d: %w", id, err)
@@ -544,8 +570,8 @@ func (o *Outbox) Get(ctx context.Context, id int64) (Notification, error) {
 	return n, nil
 }
 
-// OutboxFilter selects rows for [Outbox.List].
-type OutboxFilter struct {
+// Filter selects rows for [Store.List].
+type Filter struct {
 	// State is pending, sent, parked, dismissed, or "" for all.
 	State string
 	// States, when not empty, keeps the rows in any of these states (and
@@ -560,7 +586,7 @@ type OutboxFilter struct {
 }
 
 // List returns outbox rows, oldest first.
-func (o *Outbox) List(ctx context.Context, f OutboxFilter) ([]Notification, error) {
+func (s *Store) List(ctx context.Context, f Filter) ([]Notification, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 1000
@@ -569,7 +595,7 @@ func (o *Outbox) List(ctx context.Context, f OutboxFilter) ([]Notification, erro
 	if !f.Since.IsZero() {
 		since = &f.Since
 	}
-	rows, err := o.db.Query(ctx, `SELECT `+notificationColumns+` FROM sweeper.outbox
+	rows, err := s.db.Query(ctx, `SELECT `+notificationColumns+` FROM sweeper.outbox
 		WHERE ($1 = '' OR state = $1) AND ($2 = 0 OR ticket_id = $2)
 		  AND (coalesce(cardinality($4::text[]), 0) = 0 OR state = ANY($4)) AND ($5::timestamptz IS NULL OR created_at >= $5)
 		ORDER BY id LIMIT $3`, f.State, f.TicketID, limit, f.States, since)
@@ -585,9 +611,9 @@ func (o *Outbox) List(ctx context.Context, f OutboxFilter) ([]Notification, erro
 
 // Counts returns how many rows are in each state: pending, sent and
 // parked always (0 when none), dismissed when there are any.
-func (o *Outbox) Counts(ctx context.Context) (map[string]int, error) {
-	counts := map[string]int{OutboxPending: 0, OutboxSent: 0, OutboxParked: 0}
-	rows, err := o.db.Query(ctx, `SELECT state, count(*) FROM sweeper.outbox GROUP BY state`)
+func (s *Store) Counts(ctx context.Context) (map[string]int, error) {
+	counts := map[string]int{StatePending: 0, StateSent: 0, StateParked: 0}
+	rows, err := s.db.Query(ctx, `SELECT state, count(*) FROM sweeper.outbox GROUP BY state`)
 	if err != nil {
 		return nil, fmt.Errorf("count outbox rows: %w", err)
 	}
@@ -604,10 +630,10 @@ func (o *Outbox) Counts(ctx context.Context) (map[string]int, error) {
 // long from now (by the database's clock) until the first of them is due:
 // 0 when one is due already. A due row may still wait for an earlier row
 // of its ticket; the wait is a lower bound.
-func (o *Outbox) Pending(ctx context.Context) (int, time.Duration, error) {
+func (s *Store) Pending(ctx context.Context) (int, time.Duration, error) {
 	var n int
 	var wait float64
-	err := o.db.QueryRow(ctx, `SELECT count(*), coalesce(greatest(extract(epoch FROM min(lease_until) - now()), 0), 0)::float8
+	err := s.db.QueryRow(ctx, `SELECT count(*), coalesce(greatest(extract(epoch FROM min(lease_until) - now()), 0), 0)::float8
 		FROM sweeper.outbox WHERE state = 'pending'`).Scan(&n, &wait)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count pending outbox rows: %w", err)
@@ -615,9 +641,9 @@ func (o *Outbox) Pending(ctx context.Context) (int, time.Duration, error) {
 	return n, time.Duration(wait * float64(time.Second)), nil
 }
 
-// root is a ticket's live root message: the root message most recently
+// Root is a ticket's live root message: the root message most recently
 // posted that is not known to be removed from Slack.
-type root struct {
+type Root struct {
 	// Live: the ticket has one. When it has none, the ticket's next
 	// message is posted as a new root.
 	Live    bool
@@ -632,12 +658,12 @@ type root struct {
 	Removed bool
 }
 
-// rootOf returns the live root message of row n's ticket, incident or
+// RootOf returns the live root message of row n's ticket, incident or
 // group. A sent row's message is a root when it is in no thread, or when it
 // is a grouped ticket's alert in its group's thread.
-func (o *Outbox) rootOf(ctx context.Context, n Notification) (root, error) {
-	var r root
-	err := o.db.QueryRow(ctx, `SELECT
+func (s *Store) RootOf(ctx context.Context, n Notification) (Root, error) {
+	var r Root
+	err := s.db.QueryRow(ctx, `SELECT
 			coalesce(live.channel, ''), coalesce(live.ts, ''), coalesce(live.thread, ''), coalesce(live.dedupe_key, ''),
 			live.id IS NOT NULL,
 			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE `+ownedBy+` AND g.removed_at IS NOT NULL)
@@ -648,28 +674,28 @@ func (o *Outbox) rootOf(ctx context.Context, n Notification) (root, error) {
 			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, n.TicketID, n.IncidentID, groupOwner(n)).
 		Scan(&r.Channel, &r.TS, &r.Thread, &r.DedupeKey, &r.Live, &r.Removed)
 	if err != nil {
-		return root{}, fmt.Errorf("find the root message of %s: %w", owner(n), err)
+		return Root{}, fmt.Errorf("find the root message of %s: %w", owner(n), err)
 	}
 	return r, nil
 }
 
-// reply is a message in a thread, as its row records it.
-type reply struct {
+// Reply is a message in a thread, as its row records it.
+type Reply struct {
 	Channel, TS, DedupeKey string
 }
 
-// incidentReply returns incident id's closing reply, or a zero reply when
+// IncidentReply returns incident id's closing reply, or a zero reply when
 // the incident's end is not in Slack, or is in Slack as its root message.
-func (o *Outbox) incidentReply(ctx context.Context, id int64) (reply, error) {
-	var r reply
-	err := o.db.QueryRow(ctx, `SELECT channel, ts, dedupe_key FROM sweeper.outbox
+func (s *Store) IncidentReply(ctx context.Context, id int64) (Reply, error) {
+	var r Reply
+	err := s.db.QueryRow(ctx, `SELECT channel, ts, dedupe_key FROM sweeper.outbox
 		WHERE incident_id = $1 AND kind = $2 AND state = 'sent' AND thread_ts IS NOT NULL AND ts IS NOT NULL
 		ORDER BY id DESC LIMIT 1`, id, KindIncidentClosed).Scan(&r.Channel, &r.TS, &r.DedupeKey)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return reply{}, nil
+		return Reply{}, nil
 	}
 	if err != nil {
-		return reply{}, fmt.Errorf("find the closing reply of incident %d: %w", id, err)
+		return Reply{}, fmt.Errorf("find the closing reply of incident %d: %w", id, err)
 	}
 	return r, nil
 }
@@ -680,7 +706,7 @@ const ownedBy = `(g.ticket_id = $1 OR g.incident_id = $2 OR (g.group_id = $3 AND
 
 // groupOwner is the group row n is the message of, or 0.
 func groupOwner(n Notification) int64 {
-	if isGroupRow(n) {
+	if n.IsGroupMessage() {
 		return n.GroupID
 	}
 	return 0
@@ -688,7 +714,7 @@ func groupOwner(n Notification) int64 {
 
 // owner names row n's ticket or incident, for errors.
 func owner(n Notification) string {
-	if isGroupRow(n) {
+	if n.IsGroupMessage() {
 		return fmt.Sprintf("alert group %d", n.GroupID)
 	}
 	if n.IncidentID != 0 {
@@ -697,11 +723,11 @@ func owner(n Notification) string {
 	return fmt.Sprintf("ticket %d", n.TicketID)
 }
 
-// markRemoved records that the root message of row n's ticket or incident
+// MarkRemoved records that the root message of row n's ticket or incident
 // at channel and ts is no longer in Slack, and reports whether it was its
 // root (not known removed before).
-func (o *Outbox) markRemoved(ctx context.Context, n Notification, channel, ts string) (bool, error) {
-	tag, err := o.db.Exec(ctx, `UPDATE sweeper.outbox g SET removed_at = now(),
+func (s *Store) MarkRemoved(ctx context.Context, n Notification, channel, ts string) (bool, error) {
+	tag, err := s.db.Exec(ctx, `UPDATE sweeper.outbox g SET removed_at = now(),
 			history = `+historyEntry("'removed_from_slack'", "''")+`
 		WHERE `+ownedBy+` AND channel = $4 AND ts = $5 AND state = 'sent'
 		  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
@@ -712,13 +738,13 @@ func (o *Outbox) markRemoved(ctx context.Context, n Notification, channel, ts st
 	return tag.RowsAffected() > 0, nil
 }
 
-// markSentRootRemoved is [Outbox.MarkSent] for held reply n whose root
+// MarkSentRootRemoved is [Store.MarkSent] for held reply n whose root
 // message at channel and rootTS turned out removed when it was to be
 // edited: in one transaction, the root is marked removed and a
 // KindRootRemoved event is written, whose outbox row posts the new root.
 // The event's key names the removed message, so it is written once.
-func (o *Outbox) markSentRootRemoved(ctx context.Context, n Notification, channel, rootTS string) error {
-	db, ok := o.db.(interface {
+func (s *Store) MarkSentRootRemoved(ctx context.Context, n Notification, channel, rootTS string) error {
+	db, ok := s.db.(interface {
 		Begin(context.Context) (pgx.Tx, error)
 	})
 	if !ok {
@@ -729,8 +755,8 @@ func (o *Outbox) markSentRootRemoved(ctx context.Context, n Notification, channe
 		return fmt.Errorf("outbox row %d: %w", n.ID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	in := NewOutbox(tx)
-	if _, err := in.markRemoved(ctx, n, channel, rootTS); err != nil {
+	in := NewStore(tx)
+	if _, err := in.MarkRemoved(ctx, n, channel, rootTS); err != nil {
 		return err
 	}
 	if n.TicketID == 0 {
@@ -758,29 +784,6 @@ func (o *Outbox) markSentRootRemoved(ctx context.Context, n Notification, channe
 		return fmt.Errorf("outbox row %d: %w", n.ID, err)
 	}
 	return nil
-}
-
-// ticketRoute is what picks a ticket's channel: its workflow and provider,
-// from the evidence snapshot.
-func (d *Dispatcher) ticketRoute(ctx context.Context, ticketID int64) (workflow, provider string, err error) {
-	s, err := d.tickets.Summaries(ctx, []int64{ticketID})
-	if err != nil {
-		return "", "", err
-	}
-	if len(s) == 0 {
-		return "", "", fmt.Errorf("%w: %d", review.ErrTicketNotFound, ticketID)
-	}
-	return s[0].Workflow, s[0].Provider, nil
-}
-
-// incidentProvider is what picks an incident's channel: its provider.
-func incidentProvider(ctx context.Context, db ledger.DB, incidentID int64) (string, error) {
-	var provider string
-	err := db.QueryRow(ctx, `SELECT provider FROM sweeper.incidents WHERE id = $1`, incidentID).Scan(&provider)
-	if err != nil {
-		return "", fmt.Errorf("read incident %d: %w", incidentID, err)
-	}
-	return provider, nil
 }
 
 // errorText is what is stored of an error: its message, bounded, on one

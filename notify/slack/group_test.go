@@ -1,4 +1,4 @@
-package notify_test
+package slack_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
+	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -25,8 +26,8 @@ func (b *bundle) groupRoots() []slackfake.Message {
 }
 
 func (b *bundle) groupDispatcher(t *testing.T, id string) *notify.Dispatcher {
-	return b.dispatcher(t, id, func(c *notify.DispatcherConfig) {
-		c.Composer = notify.TicketComposer{Tickets: c.Tickets}
+	return b.dispatcher(t, id, func(c *slack.Config) {
+		c.Composer = slack.TicketComposer{Tickets: c.Tickets}
 		c.GroupThreshold = 3
 	})
 }
@@ -127,8 +128,8 @@ func TestAlertGroupsTwoDispatchers(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for i := range 3 {
-		d := b.dispatcher(t, fmt.Sprintf("d%d", i), func(c *notify.DispatcherConfig) {
-			c.Composer = notify.TicketComposer{Tickets: c.Tickets}
+		d := b.dispatcher(t, fmt.Sprintf("d%d", i), func(c *slack.Config) {
+			c.Composer = slack.TicketComposer{Tickets: c.Tickets}
 			c.GroupThreshold = 3
 			c.BatchSize = 4
 		})

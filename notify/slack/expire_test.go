@@ -1,4 +1,4 @@
-package notify_test
+package slack_test
 
 import (
 	"testing"
@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -25,7 +27,7 @@ func (b *bundle) age(t *testing.T, dedupeKey string, ago time.Duration) {
 // that Slack has no message for it.
 func (b *bundle) requireExpired(t *testing.T, dedupeKey string) {
 	t.Helper()
-	if n := b.row(t, dedupeKey); n.State != notify.OutboxParked || n.LastError != expiredReason || n.TS != "" {
+	if n := b.row(t, dedupeKey); n.State != outbox.StateParked || n.LastError != expiredReason || n.TS != "" {
 		t.Errorf("%s: %s, ts %q, last_error %q; want parked, unposted, %q", dedupeKey, n.State, n.TS, n.LastError, expiredReason)
 	}
 	if msgs := b.fake.WithKey(dedupeKey); len(msgs) > 0 {
@@ -50,13 +52,13 @@ func TestDispatchExpiresOldAlerts(t *testing.T) {
 	}{
 		{desc: "a backlog of old alerts", maxAge: 24 * time.Hour, old: 3,
 			wantStats:  notify.Stats{Claimed: 3, Expired: 6},
-			wantCounts: map[string]int{notify.OutboxPending: 0, notify.OutboxSent: 0, notify.OutboxParked: 6}},
+			wantCounts: map[string]int{outbox.StatePending: 0, outbox.StateSent: 0, outbox.StateParked: 6}},
 		{desc: "old alerts and a fresh one", maxAge: 24 * time.Hour, old: 2, fresh: 1,
 			wantStats:  notify.Stats{Claimed: 3, Sent: 1, Expired: 4},
-			wantCounts: map[string]int{notify.OutboxPending: 0, notify.OutboxSent: 1, notify.OutboxParked: 4}},
+			wantCounts: map[string]int{outbox.StatePending: 0, outbox.StateSent: 1, outbox.StateParked: 4}},
 		{desc: "no age limit", maxAge: 0, old: 1, fresh: 1,
 			wantStats:  notify.Stats{Claimed: 2, Sent: 2},
-			wantCounts: map[string]int{notify.OutboxPending: 1, notify.OutboxSent: 2, notify.OutboxParked: 0}},
+			wantCounts: map[string]int{outbox.StatePending: 1, outbox.StateSent: 2, outbox.StateParked: 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -73,7 +75,7 @@ func TestDispatchExpiresOldAlerts(t *testing.T) {
 			for range tt.fresh {
 				freshKeys = append(freshKeys, openedKey(b.openTicket(t, "onboarding")))
 			}
-			d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) { c.MaxAge = tt.maxAge })
+			d := b.dispatcher(t, "d1", func(c *slack.Config) { c.MaxAge = tt.maxAge })
 
 			st, err := d.DispatchOnce(b.ctx)
 			if err != nil {
@@ -106,7 +108,7 @@ func TestDispatchExpiresOldAlerts(t *testing.T) {
 // waits for the root.
 func TestDispatchExpiredReplay(t *testing.T) {
 	b := setup(t)
-	d := b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) { c.MaxAge = 24 * time.Hour })
+	d := b.dispatcher(t, "d1", func(c *slack.Config) { c.MaxAge = 24 * time.Hour })
 	id := b.openTicket(t, "billing")
 	root := openedKey(id)
 	b.age(t, root, 48*time.Hour)
@@ -116,7 +118,7 @@ func TestDispatchExpiredReplay(t *testing.T) {
 		t.Fatalf("first drain: %+v, want the root expired and nothing sent", st)
 	}
 	b.requireExpired(t, root)
-	if n := b.row(t, reply); n.State != notify.OutboxPending {
+	if n := b.row(t, reply); n.State != outbox.StatePending {
 		t.Errorf("the fresh reply is %s, want pending behind its root", n.State)
 	}
 

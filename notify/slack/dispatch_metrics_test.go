@@ -1,4 +1,4 @@
-package notify_test
+package slack_test
 
 import (
 	"testing"
@@ -10,6 +10,7 @@ import (
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
 	"github.com/sweeper/sweeper/internal/slackfake"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -22,7 +23,7 @@ func (b *bundle) countingDispatcher(t *testing.T) (*notify.Dispatcher, *promethe
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.dispatcher(t, "d1", func(c *notify.DispatcherConfig) { c.Metrics = m }), reg
+	return b.dispatcher(t, "d1", func(c *slack.Config) { c.Metrics = m }), reg
 }
 
 // slackCounts is every Slack counter's non-zero series, by metric.

@@ -1,4 +1,4 @@
-package notify
+package outbox
 
 import (
 	"context"
@@ -34,13 +34,13 @@ const pruneSQL = `
 		LIMIT $2)
 	DELETE FROM sweeper.outbox o USING doomed WHERE o.ticket_id = doomed.id`
 
-// PruneOutbox deletes, in one transaction, the outbox rows of up to
+// Prune deletes, in one transaction, the outbox rows of up to
 // tickets resolved tickets that nothing reads any more: every row final
 // and older than before. It returns how many rows it deleted; a caller
 // loops while a pass deletes rows, each pass a short transaction. Pending
 // and parked rows, the rows of open tickets, of alert groups and of
 // incidents are never deleted.
-func PruneOutbox(ctx context.Context, db Beginner, before time.Time, tickets int) (int64, error) {
+func Prune(ctx context.Context, db Beginner, before time.Time, tickets int) (int64, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("prune the outbox: %w", err)
