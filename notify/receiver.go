@@ -16,7 +16,8 @@ import (
 // receiver and records what the receiver says became of it. A receiver
 // builds its messages from package notify/message's model (its own
 // rendering if Block Kit is not its format) and reads and writes the
-// outbox through package notify/outbox; adding one changes neither.
+// outbox through package notify/outbox; adding one changes neither. A
+// dispatcher has one receiver: a row records where its one message is.
 type Receiver interface {
 	// Prepare is given each claimed row, one at a time, before any
 	// attempt of the batch: the place to decide what depends on the other
