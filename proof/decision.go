@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 )
@@ -260,7 +261,7 @@ func stateDetail(records []providers.Record) string {
 		}
 		parts[i] = fmt.Sprintf("%s %s", r.ID, state)
 		if r.Status != "" && r.Status != string(state) {
-			parts[i] += " (" + providers.Truncate(r.Status, 40) + ")"
+			parts[i] += " (" + safetext.Truncate(r.Status, 40) + ")"
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 )
@@ -139,7 +140,7 @@ type Lookup struct {
 // string of the ledger's payload — is replaced by "[redacted]" wherever an
 // excerpt, a status or an error quotes it, and a link in an excerpt by
 // "[link]": an adapter that quotes a message body is caught here, once.
-// Excerpts, statuses and errors are also made [providers.Printable].
+// Excerpts, statuses and errors are also made [safetext.Printable].
 //
 // Recipients are masked and hashed, and every text the snapshot keeps —
 // the op_key, workflow and action, the query's, each error, the decision's
@@ -165,7 +166,7 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 	}
 	digest := snapshotDigest()
 	// Provider text: what a provider wrote, quoted by an adapter.
-	quoted := func(s string) string { return providers.Printable(providers.RedactText(redact(s), texts...)) }
+	quoted := func(s string) string { return safetext.Printable(providers.RedactText(redact(s), texts...)) }
 
 	ev := Evidence{
 		OpKey:           redact(op.OpKey),

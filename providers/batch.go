@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sweeper/sweeper/internal/safetext"
 	"strings"
 	"time"
 )
@@ -324,7 +325,7 @@ func refuseShared(name string, qs []Query, results []Result) {
 		}
 		for _, i := range idx {
 			results[i] = Result{Err: unreadable(fmt.Errorf("%s: malformed answer: record %q was returned for %d operations of one request, op_key %q among them",
-				name, Truncate(id, 64), len(idx), Truncate(qs[i].OpKey, 64)))}
+				name, safetext.Truncate(id, 64), len(idx), safetext.Truncate(qs[i].OpKey, 64)))}
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/ledger"
 )
 
@@ -311,7 +312,7 @@ func checkRecords(records []Record) ([]Record, error) {
 			}
 		}
 		if !r.State.Valid() {
-			return nil, fmt.Errorf("record %d: state %q is none of %v", i, Truncate(string(r.State), 32), States)
+			return nil, fmt.Errorf("record %d: state %q is none of %v", i, safetext.Truncate(string(r.State), 32), States)
 		}
 		for _, text := range []struct{ name, value string }{{"recipient", r.Recipient}, {"excerpt", r.Excerpt}, {"status", r.Status}} {
 			if !utf8.ValidString(text.value) || strings.ContainsRune(text.value, 0) {

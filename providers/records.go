@@ -2,6 +2,7 @@ package providers
 
 import (
 	"fmt"
+	"github.com/sweeper/sweeper/internal/safetext"
 	"reflect"
 )
 
@@ -17,7 +18,7 @@ type DuplicateError struct {
 }
 
 func (e *DuplicateError) Error() string {
-	return fmt.Sprintf("records %d and %d have the same id %q but different %s", e.First, e.Second, Truncate(e.ID, 64), e.Field)
+	return fmt.Sprintf("records %d and %d have the same id %q but different %s", e.First, e.Second, safetext.Truncate(e.ID, 64), e.Field)
 }
 
 // MergeDuplicates returns records with each id once, in the order of first

@@ -351,10 +351,10 @@ type InTx func(ctx context.Context, tx pgx.Tx) error
 // Escalate writes step for ticket t in one transaction: a compare-and-set
 // on (id, version, open, not exhausted) that sets owner, priority, level,
 // deadline, repeat count and the exhausted flag, and — for a step that
-// alerts — the "escalated" event with details under the step's dedupe key.
-// An alerting step bumps the version; a held step does not (it changes
-// nothing a person sees, and must not outdate their buttons), and its
-// compare-and-set includes the deadline instead.
+// alerts — the "escalated" event with details ([EscalatedDetails]) under the
+// step's dedupe key. An alerting step bumps the version; a held step does
+// not (it changes nothing a person sees, and must not outdate their
+// buttons), and its compare-and-set includes the deadline instead.
 //
 // It reports false, having written nothing, when the ticket changed since t
 // was read or the step's event already exists: someone else took the step.
@@ -449,7 +449,7 @@ func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recor
 	if !moved {
 		return false, fmt.Errorf("%w: ticket %d, operation %s", ErrNotInReview, t.ID, t.OpKey)
 	}
-	details := map[string]any{"resolution": ResolutionDone, "provider_record_id": recordID, "evidence": ev}
+	details := ResolvedByRelookupDetails{Resolution: ResolutionDone, ProviderRecordID: recordID, Evidence: ev}
 	added, err := appendEvents(ctx, tx, newEvent{ticketID: t.ID, kind: EventResolvedByRelookup, actor: ActorSweeper,
 		details: details, key: EventKey(t.ID, EventResolved)})
 	if err != nil || added == 0 {
@@ -474,7 +474,7 @@ func (s *Store) RecordContradiction(ctx context.Context, id int64, recordID stri
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 	added, err := appendEvents(ctx, tx, newEvent{ticketID: id, kind: EventContradicted, actor: ActorSweeper,
-		details: map[string]any{"provider_record_id": recordID, "evidence": ev}, key: EventKey(id, "contradicted")})
+		details: ContradictedDetails{ProviderRecordID: recordID, Evidence: ev}, key: EventKey(id, "contradicted")})
 	if err != nil {
 		return false, err
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
 )
 
 // EventKey is the dedupe key of a ticket's event: "ticket:ID:NAME", then
@@ -74,4 +76,66 @@ func appendEvents(ctx context.Context, db ledger.DB, events ...newEvent) (int64,
 		return 0, fmt.Errorf("%d ticket events: %w", len(events), err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// The details of the events whose details are read back — by the Slack
+// messages and the demo — are these types: the code that writes an event
+// and the code that reads it share one.
+
+// OpenedDetails are the details of a ticket's [EventOpened] event: why it
+// opened, and the owner, priority and deadline it opened with.
+type OpenedDetails struct {
+	Reason   proof.Reason `json:"reason"`
+	Owner    string       `json:"owner"`
+	Priority string       `json:"priority"`
+	Deadline time.Time    `json:"deadline"`
+	Detail   string       `json:"detail"`
+}
+
+// EscalatedDetails are the details of an [EventEscalated] event: the step
+// taken, the owner, priority and deadline after it, and what the lookup
+// before it found.
+type EscalatedDetails struct {
+	Step      EscalationKind `json:"step"`
+	FromLevel int            `json:"from_level"`
+	ToLevel   int            `json:"to_level"`
+	Owner     string         `json:"owner"`
+	Priority  string         `json:"priority"`
+	Deadline  time.Time      `json:"deadline"`
+	Relookup  Relookup       `json:"relookup"`
+	// Repeat and MaxRepeats, on a repeat step, are the repeat's number and
+	// the policy's cap; Repeats, on an exhausted step, how many repeats
+	// were made.
+	Repeat     int  `json:"repeat,omitempty"`
+	MaxRepeats int  `json:"max_repeats,omitempty"`
+	Repeats    *int `json:"repeats,omitempty"`
+}
+
+// Relookup is what the lookup before an escalation found, as the
+// [EventEscalated] event records it.
+type Relookup struct {
+	Reason    proof.Reason `json:"reason,omitempty"`
+	Detail    string       `json:"detail,omitempty"`
+	RecordIDs []string     `json:"record_ids,omitempty"`
+	// Error is a lookup that did not answer: not proof either way.
+	Error string `json:"error,omitempty"`
+	// Skipped says why there was no lookup.
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// ResolvedByRelookupDetails are the details of an
+// [EventResolvedByRelookup] event: the record found, and the evidence of
+// the lookup that found it.
+type ResolvedByRelookupDetails struct {
+	Resolution       string         `json:"resolution"`
+	ProviderRecordID string         `json:"provider_record_id"`
+	Evidence         proof.Evidence `json:"evidence"`
+}
+
+// ContradictedDetails are the details of an [EventContradicted] event: the
+// record found for an operation marked not sent, and the evidence of the
+// lookup that found it.
+type ContradictedDetails struct {
+	ProviderRecordID string         `json:"provider_record_id"`
+	Evidence         proof.Evidence `json:"evidence"`
 }

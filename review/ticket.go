@@ -230,8 +230,8 @@ func (s *Store) openingFor(i int, item Item) (opening, error) {
 	}
 	o := opening{item: i, op: op, reason: d.Reason, owner: s.policy.OwnerFor(op),
 		deadline: item.Now.Add(s.policy.Window), evidence: evidence}
-	o.details, err = json.Marshal(map[string]any{
-		"reason": d.Reason, "owner": o.owner, "priority": s.policy.Priority, "deadline": o.deadline, "detail": d.Detail,
+	o.details, err = json.Marshal(OpenedDetails{
+		Reason: d.Reason, Owner: o.owner, Priority: s.policy.Priority, Deadline: o.deadline, Detail: d.Detail,
 	})
 	if err != nil {
 		return opening{}, fmt.Errorf("opened event for %s: %w", op.OpKey, err)

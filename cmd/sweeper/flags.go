@@ -16,7 +16,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/logs"
-	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/internal/safetext"
 )
 
 // loadConfig resolves the configuration file — --config, else
@@ -132,8 +132,8 @@ func inertJSON(b []byte) []byte {
 
 // inert is text from outside sweeper — a provider's error, a person's
 // note, a Slack error code — as a terminal may show it: one line,
-// [providers.Printable].
-func inert(s string) string { return providers.Printable(s) }
+// [safetext.Printable].
+func inert(s string) string { return safetext.Printable(s) }
 
 // inertLines is [inert] for a text whose line breaks are sweeper's own (a
 // joined error, a list of problems, cobra's "Did you mean this?" list):

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
 )
 
 func newOutboxDismissCmd(e *env) *cobra.Command {
@@ -35,9 +35,9 @@ func newOutboxDismissCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
-		outbox := notify.NewOutbox(s.Pool)
+		store := outbox.NewStore(s.Pool)
 		return eachRow(e, "dismiss", ids, func(id int64) (string, error) {
-			n, err := outbox.Dismiss(cmd.Context(), id, *by, *note)
+			n, err := store.Dismiss(cmd.Context(), id, *by, *note)
 			if err != nil {
 				return "", err
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
 )
 
 func newOutboxListCmd(e *env) *cobra.Command {
@@ -21,18 +21,18 @@ func newOutboxListCmd(e *env) *cobra.Command {
 	state := cmd.Flags().String("state", "pending,parked", "pending, sent, parked, dismissed, skipped, several of them joined by commas, or all")
 	list := addListFlags(cmd, "rows")
 	asJSON := jsonFlag(cmd, "print JSON")
-	enumFlag(cmd, "state", notify.OutboxPending, notify.OutboxSent, notify.OutboxParked, notify.OutboxDismissed, notify.OutboxSkipped, "all")
+	enumFlag(cmd, "state", outbox.StatePending, outbox.StateSent, outbox.StateParked, outbox.StateDismissed, outbox.StateSkipped, "all")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		since, err := list.sinceTime(time.Now())
 		if err != nil {
 			return err
 		}
 		// One more than asked: whether more exist.
-		filter := notify.OutboxFilter{Since: since, Limit: list.limit + 1}
+		filter := outbox.Filter{Since: since, Limit: list.limit + 1}
 		if *state != "all" {
 			for _, st := range strings.Split(*state, ",") {
 				switch st {
-				case notify.OutboxPending, notify.OutboxSent, notify.OutboxParked, notify.OutboxDismissed, notify.OutboxSkipped:
+				case outbox.StatePending, outbox.StateSent, outbox.StateParked, outbox.StateDismissed, outbox.StateSkipped:
 					filter.States = append(filter.States, st)
 				default:
 					return usagef("--state must be pending, sent, parked, dismissed, skipped or all (or states joined by commas), not %q", *state)
@@ -44,7 +44,7 @@ func newOutboxListCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
-		rows, err := notify.NewOutbox(s.Pool).List(cmd.Context(), filter)
+		rows, err := outbox.NewStore(s.Pool).List(cmd.Context(), filter)
 		if err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func newOutboxListCmd(e *env) *cobra.Command {
 		}
 		if *asJSON {
 			if rows == nil {
-				rows = []notify.Notification{}
+				rows = []outbox.Notification{}
 			}
 			if err := printJSON(e, rows); err != nil || !more {
 				return err
@@ -74,7 +74,7 @@ func newOutboxListCmd(e *env) *cobra.Command {
 				ticket = fmt.Sprintf("group %d", n.GroupID)
 			}
 			code, lastErr := n.ErrorCode, n.LastError
-			if n.State == notify.OutboxSent {
+			if n.State == outbox.StateSent {
 				// A row sent before sending cleared its error: that error
 				// is history (--json and the row's history keep it).
 				code, lastErr = "", ""

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
 )
 
 func newOutboxReplayCmd(e *env) *cobra.Command {
@@ -43,9 +43,9 @@ func newOutboxReplayCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
-		outbox := notify.NewOutbox(s.Pool)
+		store := outbox.NewStore(s.Pool)
 		if *all {
-			rows, err := outbox.ReplayParked(cmd.Context(), *code, *by)
+			rows, err := store.ReplayParked(cmd.Context(), *code, *by)
 			if err != nil {
 				return err
 			}
@@ -55,9 +55,9 @@ func newOutboxReplayCmd(e *env) *cobra.Command {
 			fmt.Fprintf(e.stderr, "%d row(s) replayed; the next notify pass delivers them\n", len(rows))
 			return nil
 		}
-		replay := outbox.Replay
+		replay := store.Replay
 		if *notPosted {
-			replay = outbox.ReplayNotPosted
+			replay = store.ReplayNotPosted
 		}
 		return eachRow(e, "replay", ids, func(id int64) (string, error) {
 			n, err := replay(cmd.Context(), id, *by)

@@ -175,7 +175,7 @@ func (j *jsonlExport) write(t review.Exported) error {
 func (j *jsonlExport) flush() error { return j.w.Flush() }
 
 // csvExport writes a header line, then one row per event, each text made
-// inert ([providers.Printable]).
+// inert ([safetext.Printable]).
 type csvExport struct {
 	buf    *bufio.Writer
 	w      *csv.Writer

@@ -11,6 +11,7 @@ import (
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -114,7 +115,7 @@ func TestMaxOutageEndsInTickets(t *testing.T) {
 	if in.MovedToReview != n || in.Review != n {
 		t.Errorf("incident: %d moved to review, %d need review; want %d both", in.MovedToReview, in.Review, n)
 	}
-	if text := notify.IncidentMessage(in).Text; !strings.Contains(text, "500 moved to review after max_outage (2s)") {
+	if text := message.IncidentMessage(in).Text; !strings.Contains(text, "500 moved to review after max_outage (2s)") {
 		t.Errorf("the incident's message does not say how many moved: %q", text)
 	}
 

@@ -14,7 +14,7 @@ import (
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
-	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -200,14 +200,14 @@ func (c *StateCollector) read(ctx context.Context) (readings []prometheus.Metric
 	for _, n := range tickets {
 		gauge(c.openTickets, float64(n.Count), string(n.Reason), n.Age)
 	}
-	outbox, err := notify.NewOutbox(c.conn).Stats(ctx)
+	stats, err := outbox.NewStore(c.conn).Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range []struct {
 		desc   *prometheus.Desc
-		counts []notify.OutboxCount
-	}{{c.outbox, outbox.Rows}, {c.pending, outbox.PendingByAge}, {c.parked, outbox.ParkedByError}} {
+		counts []outbox.Count
+	}{{c.outbox, stats.Rows}, {c.pending, stats.PendingByAge}, {c.parked, stats.ParkedByError}} {
 		for _, n := range s.counts {
 			gauge(s.desc, float64(n.Rows), n.Label)
 		}

@@ -9,6 +9,10 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/interact"
+	"github.com/sweeper/sweeper/notify/outbox"
+	slacknotify "github.com/sweeper/sweeper/notify/slack"
+	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -36,18 +40,20 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	channels := notify.Channels{Default: cfg.Channel, Workflows: cfg.Channels.Workflows, Providers: cfg.Channels.Providers}
+	channels := slacknotify.Channels{Default: cfg.Channel, Workflows: cfg.Channels.Workflows, Providers: cfg.Channels.Providers}
 	tickets := review.NewReader(s.Pool)
-	return notify.NewDispatcher(s.Pool, notify.DispatcherConfig{
+	return slacknotify.NewDispatcher(s.Pool, slacknotify.Config{
+		DispatcherConfig: notify.DispatcherConfig{
+			Tickets:   tickets,
+			Logger:    s.Logger,
+			Metrics:   s.Metrics,
+			MaxAge:    cfg.MaxAlertAge.Duration,
+			GroupWait: groupWait,
+		},
 		Token:           token,
 		APIURL:          cfg.APIURL,
-		Composer:        notify.TicketComposer{Tickets: tickets},
-		Tickets:         tickets,
+		Composer:        slacknotify.TicketComposer{Tickets: tickets},
 		Channel:         channels.For,
-		Logger:          s.Logger,
-		Metrics:         s.Metrics,
-		MaxAge:          cfg.MaxAlertAge.Duration,
-		GroupWait:       groupWait,
 		GroupThreshold:  cfg.Threshold(),
 		IncidentRefresh: cfg.IncidentRefresh.Duration,
 	})
@@ -88,7 +94,7 @@ func (s *App) Deliver(ctx context.Context) (Delivery, error) {
 	if err != nil {
 		return Delivery{}, err
 	}
-	outbox := notify.NewOutbox(s.Pool)
+	rows := outbox.NewStore(s.Pool)
 	var out Delivery
 	deadline := time.Now().Add(deliverWait)
 	for {
@@ -97,7 +103,7 @@ func (s *App) Deliver(ctx context.Context) (Delivery, error) {
 		if err != nil {
 			return out, err
 		}
-		left, due, err := outbox.Pending(ctx)
+		left, due, err := rows.Pending(ctx)
 		if err != nil {
 			return out, err
 		}
@@ -117,7 +123,7 @@ func (s *App) Deliver(ctx context.Context) (Delivery, error) {
 
 // Interactions returns the Slack interactivity endpoint (button clicks and
 // the "Mark done" modal), or ErrSlackOff.
-func (s *App) Interactions() (*notify.Interactions, error) {
+func (s *App) Interactions() (*interact.Endpoint, error) {
 	cfg := s.Config.Slack
 	token, err := s.slackToken()
 	if err != nil {
@@ -132,13 +138,14 @@ func (s *App) Interactions() (*notify.Interactions, error) {
 		// slack-go appends method names to the base as is.
 		opts = append(opts, slack.OptionAPIURL(strings.TrimSuffix(cfg.APIURL, "/")+"/"))
 	}
-	return notify.NewInteractions(notify.InteractionsConfig{
+	return interact.New(interact.Config{
 		SigningSecret: signing,
 		TeamID:        cfg.TeamID,
 		AppID:         cfg.AppID,
 		Reviewers:     cfg.Reviewers,
-		Store:         s.Reviews(),
+		Resolver:      s.Reviews(),
 		Slack:         slack.New(token, opts...),
+		DecodeJSON:    providers.DecodeJSON,
 		Logger:        s.Logger,
 		Now:           s.now,
 	})

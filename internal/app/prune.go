@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
 )
 
 // prunePage is how many tickets' outbox rows one prune transaction
@@ -34,7 +34,7 @@ func (p *Pruner) Prune(ctx context.Context) (int64, error) {
 	}
 	var total int64
 	for {
-		n, err := notify.PruneOutbox(ctx, p.app.Pool, before, page)
+		n, err := outbox.Prune(ctx, p.app.Pool, before, page)
 		total += n
 		if err != nil {
 			return total, err

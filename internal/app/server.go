@@ -19,7 +19,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/migrations"
-	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/interact"
 )
 
 // riverUIPrefix is where River's UI is served when http.river_ui is on.
@@ -34,7 +34,7 @@ const riverUIPrefix = "/riverui"
 type Servers struct {
 	Public, Admin *http.Server
 	State         *StateCollector
-	Interactions  *notify.Interactions
+	Interactions  *interact.Endpoint
 }
 
 // NewHTTPServers returns the daemon's endpoints: /healthz, /readyz,

@@ -151,7 +151,7 @@ var (
 
 // TestDocNamesWhatExists: docs/architecture.md names only what exists —
 // every test it credits (`TestX`, or `TestX*` for tests named so), every
-// identifier it qualifies (`ledger.SettleDone`, `health.Tracker.OnDown`,
+// identifier it qualifies (`ledger.MoveToDone`, `health.Tracker.OnDown`,
 // `Provider.LookupMany`), every package path and every file it mentions,
 // and every package of its package list.
 func TestDocNamesWhatExists(t *testing.T) {
@@ -351,11 +351,11 @@ func TestCheckDocFindsWhatDoesNotExist(t *testing.T) {
 	}
 	c := code{
 		tests: map[string]bool{"TestDecide": true, "TestGuardsDownUp": true},
-		decls: map[string]map[string]bool{"ledger": {"SettleDone": true, "Clock": true}, "health": {"Tracker.OnDown": true}},
+		decls: map[string]map[string]bool{"ledger": {"MoveToDone": true, "Clock": true}, "health": {"Tracker.OnDown": true}},
 	}
 	packages := map[string]bool{"internal/app": true, "internal/logs": true, "cmd/sweeper": true}
 	text := "# x\n\n" +
-		"`TestDecide`, `TestGuards*`, `TestGone`, `TestNone*`; `ledger.SettleDone`, `health.Tracker.OnDown`, `ledger.Batcher`,\n" +
+		"`TestDecide`, `TestGuards*`, `TestGone`, `TestNone*`; `ledger.MoveToDone`, `health.Tracker.OnDown`, `ledger.Batcher`,\n" +
 		"`Tracker.OnDown`, `Tracker.Gone`, `ledger.operations` (a table), `sweeper.lookup_claims` (a table);\n" +
 		"`internal/app`, `internal/gone`; docs/adapters.md, docs/gone.md.\n\n" +
 		"## Packages\n\n```\n" +

@@ -23,8 +23,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/ledger"
-	"github.com/sweeper/sweeper/providers"
 )
 
 // DefaultFailures is how many different operations the provider must fail,
@@ -170,7 +170,7 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail string) error {
 	// The provider's text, stored inert: every reader of last_error prints
 	// it on a terminal.
-	detail = providers.Printable(detail)
+	detail = safetext.Printable(detail)
 	switch {
 	case probe && !failed:
 		return t.up(ctx)

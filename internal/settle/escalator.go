@@ -53,18 +53,6 @@ const (
 	OutcomeAlreadyHandled review.EscalationKind = "already_handled"
 )
 
-// Relookup is what the lookup before an escalation found, as the
-// "escalated" event records it.
-type Relookup struct {
-	Reason    proof.Reason `json:"reason,omitempty"`
-	Detail    string       `json:"detail,omitempty"`
-	RecordIDs []string     `json:"record_ids,omitempty"`
-	// Error is a lookup that did not answer: not proof either way.
-	Error string `json:"error,omitempty"`
-	// Skipped says why there was no lookup.
-	Skipped string `json:"skipped,omitempty"`
-}
-
 // Escalate takes at most one step for ticket id, which the caller saw at
 // version. It does nothing when the ticket is no longer open, changed, is
 // exhausted, or is not yet due by e.Now. Otherwise it looks the operation
@@ -96,7 +84,7 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 		case review.Unstorable(err):
 			// What the provider answered cannot be written: escalate as
 			// for a failed lookup, rather than retry forever.
-			relookup = Relookup{Error: "the provider's answer could not be stored: " + err.Error()}
+			relookup = review.Relookup{Error: "the provider's answer could not be stored: " + err.Error()}
 			logger.Warn("re-lookup answer could not be stored; escalating", "error", err)
 		case errors.Is(err, review.ErrNotInReview):
 			if err := e.contradicts(ctx, t, done, logger); err != nil {
@@ -125,20 +113,20 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 	if step.Kind == review.EscalationNone {
 		return skip, nil
 	}
-	details := map[string]any{
-		"step":       step.Kind,
-		"from_level": step.FromLevel,
-		"to_level":   step.ToLevel,
-		"owner":      step.Owner,
-		"priority":   step.Priority,
-		"deadline":   step.Deadline,
-		"relookup":   relookup,
+	details := review.EscalatedDetails{
+		Step:      step.Kind,
+		FromLevel: step.FromLevel,
+		ToLevel:   step.ToLevel,
+		Owner:     step.Owner,
+		Priority:  step.Priority,
+		Deadline:  step.Deadline,
+		Relookup:  relookup,
 	}
 	switch step.Kind {
 	case review.EscalationRepeat:
-		details["repeat"], details["max_repeats"] = step.RepeatCount, e.Policy.MaxRepeats
+		details.Repeat, details.MaxRepeats = step.RepeatCount, e.Policy.MaxRepeats
 	case review.EscalationExhausted:
-		details["repeats"] = step.RepeatCount
+		details.Repeats = &step.RepeatCount
 	}
 	taken, err := e.Reviews.Escalate(ctx, t, step, details, inTx)
 	if err != nil {
@@ -196,16 +184,16 @@ type proven struct {
 // agreeing record was found, else what the lookup saw for the event. Only a
 // cancelled ctx (shutdown, job timeout) is an error: a failed lookup is a
 // finding, not a reason to hold the escalation back.
-func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Relookup, *proven, error) {
+func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (review.Relookup, *proven, error) {
 	op, err := e.Ledger.GetByID(ctx, t.OperationID)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return Relookup{Skipped: "the ledger row is gone"}, nil, nil
+		return review.Relookup{Skipped: "the ledger row is gone"}, nil, nil
 	}
 	if err != nil {
-		return Relookup{}, nil, err
+		return review.Relookup{}, nil, err
 	}
 	if op.Status != ledger.StatusReview {
-		return Relookup{Skipped: fmt.Sprintf("the operation is %s; left as it is", op.Status)}, nil, nil
+		return review.Relookup{Skipped: fmt.Sprintf("the operation is %s; left as it is", op.Status)}, nil, nil
 	}
 	step := e.Settler.Attempt(ctx, op)
 	// Held back by this process's own pacing (the provider was not asked):
@@ -228,17 +216,17 @@ func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Re
 		}
 	}
 	if ctx.Err() != nil {
-		return Relookup{}, nil, ctx.Err()
+		return review.Relookup{}, nil, ctx.Err()
 	}
 	if !step.Final {
-		return Relookup{Error: step.Err.Error()}, nil, nil
+		return review.Relookup{Error: step.Err.Error()}, nil, nil
 	}
 	d, err := proof.Prove(ctx, e.Settler.DB, op, step.Outcome)
 	if err != nil {
-		return Relookup{}, nil, err
+		return review.Relookup{}, nil, err
 	}
 	if !d.Done {
-		r := Relookup{Reason: d.Reason, Detail: d.Detail, RecordIDs: d.RecordIDs}
+		r := review.Relookup{Reason: d.Reason, Detail: d.Detail, RecordIDs: d.RecordIDs}
 		if step.Err != nil {
 			r.Error = step.Err.Error()
 		}
@@ -247,7 +235,7 @@ func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (Re
 	ev := proof.NewEvidence(op, proof.Lookup{
 		Adapter: step.Adapter, Query: step.Query, Outcome: step.Outcome, At: e.Now(),
 	}, d)
-	return Relookup{Detail: d.Detail, RecordIDs: d.RecordIDs}, &proven{recordID: d.ProviderRecordID, evidence: ev}, nil
+	return review.Relookup{Detail: d.Detail, RecordIDs: d.RecordIDs}, &proven{recordID: d.ProviderRecordID, evidence: ev}, nil
 }
 
 // ScanExpired walks the open tickets whose deadline has passed at now, in

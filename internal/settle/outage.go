@@ -13,7 +13,7 @@ import (
 	"github.com/sweeper/sweeper/internal/health"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/ledger"
-	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -161,7 +161,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 			moved = append(moved, r)
 		}
 	}
-	if err := notify.CountMovedToReview(ctx, tx, p.Name, len(moved), p.MaxOutage); err != nil {
+	if err := outbox.CountMovedToReview(ctx, tx, p.Name, len(moved), p.MaxOutage); err != nil {
 		return outageStep{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -167,7 +168,7 @@ func (a *Adapter) entryAnswer(es []batchEntry, opKey string) providers.BatchAnsw
 	case es[0].Error != nil && es[0].Matches != nil:
 		return malformed("the op_key's entry has both matches and an error")
 	case es[0].Error != nil:
-		return providers.BatchAnswer{Err: providers.Transient(fmt.Errorf("%s: the endpoint failed for this operation: %s", a.name, providers.Truncate(*es[0].Error, 200)))}
+		return providers.BatchAnswer{Err: providers.Transient(fmt.Errorf("%s: the endpoint failed for this operation: %s", a.name, safetext.Truncate(*es[0].Error, 200)))}
 	case es[0].Matches == nil:
 		return malformed("the op_key's entry has no matches field")
 	}

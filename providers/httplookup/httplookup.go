@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -173,11 +174,11 @@ func (a *Adapter) records(matches []match, opKey string) ([]providers.Record, er
 			// operations.
 			return nil, providers.Transient(fmt.Errorf("%s: malformed response: match %d carries another op_key than the one asked: an endpoint that searches by op_key returns only that key's records", a.name, i))
 		}
-		rec := providers.Record{ID: m.ID, Recipient: m.Recipient, PayloadHash: m.PayloadHash, Status: providers.Truncate(m.Status, maxStatus)}
+		rec := providers.Record{ID: m.ID, Recipient: m.Recipient, PayloadHash: m.PayloadHash, Status: safetext.Truncate(m.Status, maxStatus)}
 		if m.State != nil {
 			rec.State = providers.State(*m.State)
 			if !slices.Contains(states, rec.State) {
-				return nil, providers.Transient(fmt.Errorf("%s: malformed response: match %d: state %q is none of effect, in_flight, failed", a.name, i, providers.Truncate(*m.State, 32)))
+				return nil, providers.Transient(fmt.Errorf("%s: malformed response: match %d: state %q is none of effect, in_flight, failed", a.name, i, safetext.Truncate(*m.State, 32)))
 			}
 		}
 		if m.CreatedAt != "" {
@@ -187,7 +188,7 @@ func (a *Adapter) records(matches []match, opKey string) ([]providers.Record, er
 			}
 			rec.CreatedAt = t
 		}
-		rec.Excerpt = fmt.Sprintf("%s id=%s", a.name, providers.Truncate(m.ID, 64))
+		rec.Excerpt = fmt.Sprintf("%s id=%s", a.name, safetext.Truncate(m.ID, 64))
 		records = append(records, rec)
 	}
 	return records, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 )
@@ -266,7 +267,7 @@ func (a *Adapter) merge(records []providers.Record) ([]providers.Record, error) 
 	var dup *providers.DuplicateError
 	if errors.As(err, &dup) {
 		return nil, providers.Permanent(fmt.Errorf("%s: query: malformed answer: rows %d and %d have the same id %q but different %s; a query that repeats a row must repeat it identically",
-			a.name, dup.First, dup.Second, providers.Truncate(dup.ID, 64), dup.Field))
+			a.name, dup.First, dup.Second, safetext.Truncate(dup.ID, 64), dup.Field))
 	}
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("%s: query: %w", a.name, err))
@@ -382,20 +383,20 @@ func (a *Adapter) record(i int, id pgtype.Text, createdAt *time.Time, payloadHas
 		// json or text column keeps a key twice, which encoding/json would
 		// read as its last value.
 		if err := providers.DecodeJSON(fields, &rec.Fields); err != nil {
-			return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): fields is not a JSON object: %w", a.name, i, providers.Truncate(rec.ID, 64), err))
+			return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): fields is not a JSON object: %w", a.name, i, safetext.Truncate(rec.ID, 64), err))
 		}
 		if rec.Fields == nil {
-			return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): fields is not a JSON object", a.name, i, providers.Truncate(rec.ID, 64)))
+			return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): fields is not a JSON object", a.name, i, safetext.Truncate(rec.ID, 64)))
 		}
 		if rec.PayloadHash == "" {
 			h, err := ledger.PayloadHashOf(rec.Fields)
 			if err != nil {
-				return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): payload hash of fields: %w", a.name, i, providers.Truncate(rec.ID, 64), err))
+				return providers.Record{}, providers.Permanent(fmt.Errorf("%s: row %d (id %s): payload hash of fields: %w", a.name, i, safetext.Truncate(rec.ID, 64), err))
 			}
 			rec.PayloadHash = h
 		}
 	}
-	rec.Excerpt = fmt.Sprintf("%s row id=%s", a.name, providers.Truncate(rec.ID, 64))
+	rec.Excerpt = fmt.Sprintf("%s row id=%s", a.name, safetext.Truncate(rec.ID, 64))
 	if !rec.CreatedAt.IsZero() {
 		rec.Excerpt += " created_at=" + rec.CreatedAt.UTC().Format(time.RFC3339)
 	}
@@ -416,14 +417,14 @@ const maxStatus = 200
 // provider's unknown state is), never a record read as the effect.
 func (a *Adapter) state(i int, rec *providers.Record, state, status *string) error {
 	if status != nil {
-		rec.Status = providers.Truncate(*status, maxStatus)
+		rec.Status = safetext.Truncate(*status, maxStatus)
 	}
 	if state == nil {
 		return nil
 	}
 	rec.State = providers.State(*state)
 	if !slices.Contains(states, rec.State) {
-		return providers.Malformed(fmt.Errorf("%s: row %d (id %s): state %q is none of effect, in_flight, failed", a.name, i, providers.Truncate(rec.ID, 64), providers.Truncate(*state, 32)))
+		return providers.Malformed(fmt.Errorf("%s: row %d (id %s): state %q is none of effect, in_flight, failed", a.name, i, safetext.Truncate(rec.ID, 64), safetext.Truncate(*state, 32)))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stripe/stripe-go/v82/form"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 )
@@ -462,7 +463,7 @@ func (a *Adapter) redact(s string) string {
 		}
 		return r
 	}, s)
-	return providers.Truncate(strings.TrimSpace(s), 200)
+	return safetext.Truncate(strings.TrimSpace(s), 200)
 }
 
 // redacted is an error whose text was redacted, still unwrapping to the
@@ -483,5 +484,5 @@ func word(s string, n int) string {
 			return "?"
 		}
 	}
-	return providers.Truncate(s, n)
+	return safetext.Truncate(s, n)
 }

@@ -879,21 +879,9 @@ func (w *demoWatch) pollHealth(ctx context.Context) error {
 type demoEvent struct {
 	id, ticket  int64
 	kind, opKey string
-	details     struct {
-		Reason    string    `json:"reason"`
-		Owner     string    `json:"owner"`
-		Priority  string    `json:"priority"`
-		Deadline  time.Time `json:"deadline"`
-		Step      string    `json:"step"`
-		FromLevel int       `json:"from_level"`
-		ToLevel   int       `json:"to_level"`
-		Record    string    `json:"provider_record_id"`
-		Relookup  struct {
-			Reason  string `json:"reason"`
-			Error   string `json:"error"`
-			Skipped string `json:"skipped"`
-		} `json:"relookup"`
-	}
+	// details are read as the event's kind says (review's details types);
+	// a detail the demo cannot read is left out.
+	details json.RawMessage
 }
 
 // newEvents reads the ticket events not printed yet. Events commit out of
@@ -911,14 +899,12 @@ func (w *demoWatch) newEvents(ctx context.Context) ([]demoEvent, error) {
 	var events []demoEvent
 	for rows.Next() {
 		var ev demoEvent
-		var raw []byte
-		if err := rows.Scan(&ev.id, &ev.ticket, &ev.kind, &raw, &ev.opKey); err != nil {
+		if err := rows.Scan(&ev.id, &ev.ticket, &ev.kind, &ev.details, &ev.opKey); err != nil {
 			return nil, err
 		}
 		if w.printed[ev.id] {
 			continue
 		}
-		_ = json.Unmarshal(raw, &ev.details) // a detail it cannot read is left out
 		events = append(events, ev)
 	}
 	return events, rows.Err()
@@ -926,28 +912,33 @@ func (w *demoWatch) newEvents(ctx context.Context) ([]demoEvent, error) {
 
 func (w *demoWatch) printEvent(ev demoEvent) {
 	w.printed[ev.id] = true
-	d := ev.details
 	switch ev.kind {
 	case review.EventOpened:
+		var d review.OpenedDetails
+		_ = json.Unmarshal(ev.details, &d)
 		w.firstOwners[d.Owner]++
 		w.out.event("ticket", "#%d opened for %s: owner @%s, %s, %s priority, deadline %s",
 			ev.ticket, ev.opKey, d.Owner, d.Reason, d.Priority, clock(d.Deadline))
 	case review.EventEscalated:
+		var d review.EscalatedDetails
+		_ = json.Unmarshal(ev.details, &d)
 		w.escalations++
-		found := cmp.Or(d.Relookup.Reason, d.Relookup.Skipped)
+		found := cmp.Or(string(d.Relookup.Reason), d.Relookup.Skipped)
 		if found == "" && d.Relookup.Error != "" {
 			found = "the lookup failed again"
 		}
 		found = cmp.Or(found, "nothing new")
 		step := fmt.Sprintf("to level %d", d.ToLevel)
-		if d.Step != string(review.EscalationLevelUp) {
+		if d.Step != review.EscalationLevelUp {
 			step = fmt.Sprintf("(%s, level %d)", d.Step, d.ToLevel)
 		}
 		w.out.event("escalate", "#%d %s past its deadline: looked up once more (%s); escalated %s: owner @%s, %s priority, deadline %s",
 			ev.ticket, ev.opKey, found, step, d.Owner, d.Priority, clock(d.Deadline))
 	case review.EventResolvedByRelookup:
+		var d review.ResolvedByRelookupDetails
+		_ = json.Unmarshal(ev.details, &d)
 		w.out.event("resolved", "#%d %s settled by itself: looked up again, record %s is there now; resolved as done, nobody had to act",
-			ev.ticket, ev.opKey, d.Record)
+			ev.ticket, ev.opKey, d.ProviderRecordID)
 	default:
 		w.out.event("ticket", "#%d %s: %s", ev.ticket, ev.opKey, ev.kind)
 	}

@@ -1,9 +1,0 @@
-package notify
-
-import (
-	"testing"
-
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-)
-
-func TestMain(m *testing.M) { dbtest.Main(m) }

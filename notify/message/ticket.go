@@ -1,0 +1,97 @@
+package message
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/sweeper/sweeper/proof"
+	"github.com/sweeper/sweeper/review"
+)
+
+// Post is what one outbox row's message says: what the dispatcher posts,
+// and for a reply the edit of the root message it makes. It carries no
+// metadata: the dispatcher adds [Metadata] for the row it delivers.
+type Post struct {
+	// Text is the message's text: the notification and the fallback for
+	// Blocks. Required.
+	Text string
+	// Blocks is the Block Kit layout; none posts Text alone.
+	Blocks []slack.Block
+	// Broadcast also shows a thread reply in the channel.
+	Broadcast bool
+	// RootEdit, for a reply, is what the ticket's root message becomes
+	// (chat.update); nil leaves it as it is. Ignored for a root message.
+	RootEdit *RootEdit
+}
+
+// RootEdit is the new content of a ticket's root message. It replaces the
+// text and every block.
+type RootEdit struct {
+	Text   string
+	Blocks []slack.Block
+}
+
+// TicketPost is the message of ticket event e, delivered under dedupeKey,
+// from ticket t as it is now and its evidence snapshot ev: "opened" posts
+// the root message; an escalation, an acknowledgement or a resolution edits
+// the root to the ticket's current state and adds a thread reply
+// (broadcast to the channel for escalations, so the new owner is pinged),
+// as does a contradiction; an event kind this build does not know still
+// gets a plain reply, so that its row is delivered rather than stuck.
+// newRoot, when not "", says why the message is posted as the ticket's new
+// root ([NewRootUndelivered], [NewRootRemoved]): it then shows the ticket's
+// current state with the event's own text ([NewRootMessage]). Its error is
+// for details that cannot be read.
+func TicketPost(t review.Ticket, ev proof.Evidence, e review.Event, dedupeKey, newRoot string) (Post, error) {
+	a := NewAlert(t, ev)
+	p, err := eventPost(t, a, e, dedupeKey)
+	if err != nil || newRoot == "" {
+		return p, err
+	}
+	return NewRootMessage(a, Replacement{Why: newRoot, Event: p.Text, DedupeKey: dedupeKey}).Post(), nil
+}
+
+// eventPost is event e's message as a reply (the root message for
+// "opened"), a being what it shows of t.
+func eventPost(t review.Ticket, a Alert, e review.Event, dedupeKey string) (Post, error) {
+	root := RootMessage(a)
+	if t.State == review.StateResolved {
+		root = ResolvedMessage(a, t.Resolution, t.ResolvedBy, t.ResolutionRecordID)
+	}
+	edit := &RootEdit{Text: root.Text, Blocks: root.Blocks}
+
+	switch e.Kind {
+	case review.EventOpened:
+		return root.Post(), nil
+	case review.EventEscalated:
+		var d review.EscalatedDetails
+		if err := json.Unmarshal(e.Details, &d); err != nil {
+			return Post{}, fmt.Errorf("read the details of escalation event %d: %w", e.ID, err)
+		}
+		reply := EscalationReply(a, EscalationEvent{Kind: d.Step, FromLevel: d.FromLevel, ToLevel: d.ToLevel,
+			Repeat: d.Repeat, DedupeKey: dedupeKey})
+		return Post{Text: reply.Text, Blocks: reply.Blocks, Broadcast: true, RootEdit: edit}, nil
+	case review.EventAcknowledged:
+		return Post{Text: fmt.Sprintf("Acknowledged by %s.", mention(t.AcknowledgedBy)), RootEdit: edit}, nil
+	case review.EventContradicted:
+		var d review.ContradictedDetails
+		if err := json.Unmarshal(e.Details, &d); err != nil {
+			return Post{}, fmt.Errorf("read the details of contradiction event %d: %w", e.ID, err)
+		}
+		return Post{Text: fmt.Sprintf(":warning: The provider holds record %s for this operation, which is marked not sent (ledger: failed). "+
+			"Check before the workflow retries it under a new key: it may do the thing twice.", codeSpan(d.ProviderRecordID, 100)),
+			Broadcast: true, RootEdit: edit}, nil
+	case review.EventResolved, review.EventResolvedByRelookup:
+		return Post{Text: fmt.Sprintf("Resolved: %s, by %s.", escape(t.Resolution), mention(t.ResolvedBy)), RootEdit: edit}, nil
+	}
+	return Post{Text: fmt.Sprintf("Ticket %d: %s.", t.ID, escape(e.Kind)), RootEdit: edit}, nil
+}
+
+// mention shows "slack:U123" as a Slack mention, like [person] does for a
+// bare user id.
+func mention(actor string) string {
+	return person(strings.TrimPrefix(actor, "slack:"))
+}

@@ -1,0 +1,184 @@
+package outbox
+
+// Alert groups: the tickets opened for the same provider and reason, bound
+// for the same channel, whose alerts go in the thread of one group message
+// (sweeper.alert_groups, and the group's own outbox row). The decision of
+// which group an alert joins, or whether it makes one, is the dispatcher's;
+// these are its reads and writes.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// GroupDecision is one decision on the alert groups of a channel, provider
+// and reason: a transaction holding the lock that makes such decisions one
+// at a time across every dispatcher, so that two never make two groups of
+// the same tickets. End it with [GroupDecision.Commit] or
+// [GroupDecision.Rollback].
+type GroupDecision struct {
+	tx                        pgx.Tx
+	channel, provider, reason string
+}
+
+// DecideGroup begins a decision on the alert groups of channel, provider
+// and reason; the store's database must be a pool, which begins
+// transactions.
+func (s *Store) DecideGroup(ctx context.Context, channel, provider, reason string) (*GroupDecision, error) {
+	db, ok := s.db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return nil, errors.New("grouping alerts needs a database that begins transactions: give the dispatcher a pool")
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sweeper.alert_group'), hashtext($1 || ' ' || $2 || ' ' || $3))`,
+		channel, provider, reason); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return &GroupDecision{tx: tx, channel: channel, provider: provider, reason: reason}, nil
+}
+
+// Commit ends the decision, keeping what it wrote.
+func (g *GroupDecision) Commit(ctx context.Context) error { return g.tx.Commit(ctx) }
+
+// Rollback ends the decision, undoing what it wrote; after Commit, it does
+// nothing.
+func (g *GroupDecision) Rollback(ctx context.Context) { _ = g.tx.Rollback(ctx) }
+
+// GroupTickets is an alert group and the tickets whose alerts it holds.
+type GroupTickets struct {
+	Group   int64
+	Tickets []int64
+}
+
+// Groups returns up to limit alert groups of the decision's channel,
+// provider and reason with an id below before (0: any), newest first,
+// whose own message is pending or in Slack (not removed), each with the
+// tickets of its alerts that are pending or sent.
+func (g *GroupDecision) Groups(ctx context.Context, before int64, limit int) ([]GroupTickets, error) {
+	rows, err := g.tx.Query(ctx, `SELECT g.id, array_agg(m.ticket_id ORDER BY m.ticket_id)
+		FROM sweeper.alert_groups g JOIN sweeper.outbox m ON m.group_id = g.id
+		WHERE g.channel = $1 AND g.provider = $2 AND g.reason = $3 AND ($4::bigint = 0 OR g.id < $4::bigint)
+		  AND m.ticket_id IS NOT NULL AND m.state IN ('pending', 'sent')
+		  AND EXISTS (SELECT 1 FROM sweeper.outbox r WHERE r.group_id = g.id AND r.ticket_id IS NULL
+		              AND r.state IN ('pending', 'sent') AND r.removed_at IS NULL)
+		GROUP BY g.id ORDER BY g.id DESC LIMIT $5`, g.channel, g.provider, g.reason, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	var page []GroupTickets
+	var m GroupTickets
+	if _, err := pgx.ForEachRow(rows, []any{&m.Group, &m.Tickets}, func() error {
+		page = append(page, m)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// Ungrouped returns the rows due that may still join a group — tickets'
+// "opened" rows pending, in no group, never attempted with an unknown
+// result — and their tickets, oldest first, whatever their channel,
+// provider and reason.
+func (g *GroupDecision) Ungrouped(ctx context.Context) (rowIDs, ticketIDs []int64, err error) {
+	rows, err := g.tx.Query(ctx, `SELECT o.id, o.ticket_id FROM sweeper.outbox o
+		WHERE o.kind = 'opened' AND o.state = 'pending' AND o.group_id IS NULL AND o.ts IS NULL
+		  AND NOT o.uncertain AND o.search_windows = '[]' AND o.ticket_id IS NOT NULL
+		ORDER BY o.id`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("find the alerts to group: %w", err)
+	}
+	var rowID, ticketID int64
+	if _, err := pgx.ForEachRow(rows, []any{&rowID, &ticketID}, func() error {
+		rowIDs, ticketIDs = append(rowIDs, rowID), append(ticketIDs, ticketID)
+		return nil
+	}); err != nil {
+		return nil, nil, fmt.Errorf("find the alerts to group: %w", err)
+	}
+	return rowIDs, ticketIDs, nil
+}
+
+// NewGroup makes a group of the decision's channel, provider and reason,
+// with its message's outbox row, and makes rows — held row n among them —
+// its alerts: those still pending and in no group that n's holder holds or
+// nobody does. Rows held by other dispatchers join when their holder
+// decides (under the same lock, it finds the group). It returns the
+// group's id, or [ErrLeaseLost] when not even n's row is held any more.
+func (g *GroupDecision) NewGroup(ctx context.Context, n Notification, rows []int64) (int64, error) {
+	var group int64
+	if err := g.tx.QueryRow(ctx, `INSERT INTO sweeper.alert_groups (channel, provider, reason) VALUES ($1, $2, $3) RETURNING id`,
+		g.channel, g.provider, g.reason).Scan(&group); err != nil {
+		return 0, fmt.Errorf("make an alert group: %w", err)
+	}
+	if _, err := g.tx.Exec(ctx, `INSERT INTO sweeper.outbox (group_id, dedupe_key, kind) VALUES ($1::bigint, 'group:' || $1::bigint::text || ':opened', $2)`,
+		group, KindGroupOpened); err != nil {
+		return 0, fmt.Errorf("alert group %d: %w", group, err)
+	}
+	tag, err := g.tx.Exec(ctx, `UPDATE sweeper.outbox SET group_id = $1
+		WHERE id = ANY($2) AND state = 'pending' AND group_id IS NULL
+		  AND ((id = $3 AND leased_by = $4 AND attempts = $5) OR leased_by IS NULL OR lease_until <= now() OR leased_by = $4)`,
+		group, rows, n.ID, n.LeasedBy, n.Attempts)
+	if err != nil {
+		return 0, fmt.Errorf("alert group %d: %w", group, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return 0, ErrLeaseLost
+	}
+	return group, nil
+}
+
+// Join makes held row n an alert of group. [ErrLeaseLost] when the lease
+// has passed.
+func (g *GroupDecision) Join(ctx context.Context, n Notification, group int64) error {
+	return NewStore(g.tx).update(ctx, n, "join an alert group", `group_id = $4`, group)
+}
+
+// GroupChannel is where alert group id's message goes: the channel its
+// tickets were bound for when it was made.
+func (s *Store) GroupChannel(ctx context.Context, id int64) (string, error) {
+	var channel string
+	if err := s.db.QueryRow(ctx, `SELECT channel FROM sweeper.alert_groups WHERE id = $1`, id).Scan(&channel); err != nil {
+		return "", fmt.Errorf("alert group %d: %w", id, err)
+	}
+	return channel, nil
+}
+
+// TicketGroup returns the alert group whose thread holds ticket id's
+// alert, or 0.
+func (s *Store) TicketGroup(ctx context.Context, id int64) (int64, error) {
+	var group int64
+	err := s.db.QueryRow(ctx, `SELECT coalesce(max(group_id), 0) FROM sweeper.outbox WHERE ticket_id = $1`, id).Scan(&group)
+	return group, err
+}
+
+// Group is an alert group as the outbox records it.
+type Group struct {
+	ID       int64
+	Provider string
+	Reason   string
+	// Tickets are the tickets whose alerts it holds, in the order they
+	// joined.
+	Tickets []int64
+}
+
+// Group returns alert group id.
+func (s *Store) Group(ctx context.Context, id int64) (Group, error) {
+	g := Group{ID: id}
+	err := s.db.QueryRow(ctx, `SELECT provider, reason,
+			coalesce((SELECT array_agg(m.ticket_id ORDER BY m.id) FROM sweeper.outbox m
+			          WHERE m.group_id = g.id AND m.ticket_id IS NOT NULL), '{}')
+		FROM sweeper.alert_groups g WHERE id = $1`, id).Scan(&g.Provider, &g.Reason, &g.Tickets)
+	if err != nil {
+		return Group{}, fmt.Errorf("read alert group %d: %w", id, err)
+	}
+	return g, nil
+}

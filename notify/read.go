@@ -1,0 +1,64 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify/message"
+	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/review"
+)
+
+// ReadIncident returns incident id as its messages show it, with its
+// counts as of now: the incident from the outbox, what became of the
+// provider's backlog from the ledger ([ledger.Store.Backlog]), the tickets
+// opened for it through tickets. The counts are a report, each read as it
+// is committed when it is read. A refresh reads them at most every
+// incident_refresh, on one dispatcher at a time, and no more once the
+// counts are final.
+func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (message.Incident, error) {
+	rec, err := outbox.NewStore(db).Incident(ctx, id)
+	if err != nil {
+		return message.Incident{}, err
+	}
+	in := message.Incident{ID: id, Provider: rec.Provider, StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Waiting: rec.Waiting,
+		MovedToReview: rec.MovedToReview, MovedAfter: rec.MovedAfter}
+	if in.Settled, in.Pending, err = ledger.NewStore(db).Backlog(ctx, in.Provider, in.StartedAt, in.EndedAt); err != nil {
+		return message.Incident{}, fmt.Errorf("read incident %d: %w", id, err)
+	}
+	if in.Review, err = tickets.OpenedSince(ctx, in.Provider, in.StartedAt, in.EndedAt); err != nil {
+		return message.Incident{}, fmt.Errorf("read incident %d: %w", id, err)
+	}
+	return in, nil
+}
+
+// ReadAlertGroup returns alert group id as its message shows it now: the
+// group from the outbox, its tickets through tickets.
+func ReadAlertGroup(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (message.AlertGroup, error) {
+	rec, err := outbox.NewStore(db).Group(ctx, id)
+	if err != nil {
+		return message.AlertGroup{}, err
+	}
+	list, err := tickets.Summaries(ctx, rec.Tickets)
+	if err != nil {
+		return message.AlertGroup{}, fmt.Errorf("read the tickets of alert group %d: %w", id, err)
+	}
+	g := message.AlertGroup{ID: id, Provider: rec.Provider, Reason: rec.Reason}
+	state := map[int64]string{}
+	for _, t := range list {
+		state[t.ID] = t.State
+		if t.State == review.StateOpen && len(g.Shown) < message.GroupShown {
+			g.Shown = append(g.Shown, message.GroupedTicket{ID: t.ID, Workflow: t.Workflow, OpKey: t.OpKey, OpenedAt: t.CreatedAt})
+		}
+	}
+	for _, m := range rec.Tickets {
+		switch state[m] {
+		case review.StateOpen:
+			g.Open++
+		case review.StateResolved:
+			g.Resolved++
+		}
+	}
+	return g, nil
+}

@@ -1,0 +1,124 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/sweeper/sweeper/notify/outbox"
+)
+
+// A Receiver delivers outbox rows' messages to one place: Slack (package
+// notify/slack), or another such as a webhook or PagerDuty. The
+// [Dispatcher] claims the rows, parks those too old and skips those whose
+// ticket settled before its first alert, hands every other row to its
+// receiver and records what the receiver says became of it. A receiver
+// builds its messages from package notify/message's model (its own
+// rendering if Block Kit is not its format) and reads and writes the
+// outbox through package notify/outbox; adding one changes neither. A
+// dispatcher has one receiver: a row records where its one message is.
+type Receiver interface {
+	// Prepare is given each claimed row, one at a time, before any
+	// attempt of the batch: the place to decide what depends on the other
+	// rows (Slack's alert groups). A *[ReleaseError] gives the row back
+	// untouched, due again at once; any other error gives it back due in
+	// a second.
+	Prepare(ctx context.Context, n *outbox.Notification) error
+	// Deliver makes one attempt at held row n, before ctx's deadline. It
+	// records where the message goes as it decides it (n's Channel,
+	// ThreadTS and TS, through the outbox) and returns where it is. Its
+	// error is an *[AttemptError] saying what the failure means for the
+	// row, a *[ReleaseError], or an error of its own I/O (the database),
+	// which the dispatcher retries as a certain failure unless the
+	// delivery says it posted.
+	Deliver(ctx context.Context, n *outbox.Notification, log *slog.Logger) (Delivery, error)
+	// Skipped is told of each row skipped unposted, its ticket resolved
+	// before its first alert was due.
+	Skipped(ctx context.Context, n outbox.Notification)
+	// Flush runs after each batch's attempts, with budget to spend on what
+	// follows from them (edits of messages that changed).
+	Flush(ctx context.Context, budget time.Duration)
+}
+
+// Delivery is what a receiver's attempt at a row found or did.
+type Delivery struct {
+	// TS identifies the message where the row's Channel and ThreadTS say
+	// (Slack's ts); "" when the attempt ended before it was there.
+	TS string
+	// Posted: this attempt sent the message, which is at risk of being
+	// sent twice until the row is recorded sent.
+	Posted bool
+	// Adopted: the message was found where an earlier attempt, whose
+	// result was unknown, had sent it.
+	Adopted bool
+	// RootRemoved, for a reply, is the root message found removed when it
+	// was to be edited: the row is recorded sent together with the event
+	// that posts a new root ([outbox.Store.MarkSentRootRemoved]).
+	RootRemoved *outbox.Root
+	// Recorded, when set, runs once the row is recorded sent: what the
+	// receiver keeps of what it delivered.
+	Recorded func(ctx context.Context)
+}
+
+// Failure says what a failed attempt means for its outbox row.
+type Failure int
+
+const (
+	// FailureUncertain: the attempt may have taken effect (a timeout, a
+	// dropped connection, a 5xx): retry later, and search for the message
+	// before sending it again.
+	FailureUncertain Failure = iota + 1
+	// FailureRateLimited: the receiver refused the attempt for its rate
+	// limit and did nothing: retry after the delay it asked for.
+	FailureRateLimited
+	// FailureTransient: nothing was sent, and a later attempt may succeed:
+	// retry later.
+	FailureTransient
+	// FailurePermanent: the attempt was refused for a reason a person must
+	// fix (a channel, a token, a scope, the message itself): park the row.
+	FailurePermanent
+)
+
+// String is the failure's name, as a row's history records its retries.
+func (f Failure) String() string {
+	switch f {
+	case FailureUncertain:
+		return "uncertain"
+	case FailureRateLimited:
+		return "rate_limited"
+	case FailureTransient:
+		return "failed"
+	case FailurePermanent:
+		return "permanent"
+	}
+	return fmt.Sprintf("failure(%d)", int(f))
+}
+
+// AttemptError is why an attempt on a row ended early, and what that
+// means for the row.
+type AttemptError struct {
+	// Step is the call or the stage that failed ("chat.postMessage",
+	// "search", "route").
+	Step    string
+	Failure Failure
+	// Code is the receiver's error code (Slack's), or the outbox's (an
+	// outbox.Code constant), for a parked row.
+	Code string
+	// Delay is how long to wait before the next attempt: what a rate limit
+	// asked for, or the least wait before a retry.
+	Delay time.Duration
+	Err   error
+}
+
+func (e *AttemptError) Error() string { return e.Step + ": " + e.Err.Error() }
+func (e *AttemptError) Unwrap() error { return e.Err }
+
+// ReleaseError: the attempt made no call, and the row goes back as it was,
+// due again at Until.
+type ReleaseError struct {
+	Until time.Time
+	Err   error
+}
+
+func (e *ReleaseError) Error() string { return e.Err.Error() }

@@ -1,0 +1,29 @@
+package slack
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify"
+)
+
+// receivers are the receivers of the dispatchers [NewTestDispatcher] made.
+var receivers sync.Map // *notify.Dispatcher → *receiver
+
+// NewTestDispatcher is [NewDispatcher] for the tests: it keeps the
+// dispatcher's receiver, for [SetIncidentRefresh].
+func NewTestDispatcher(db ledger.DB, cfg Config) (*notify.Dispatcher, error) {
+	d, r, err := newDispatcher(db, cfg)
+	if err == nil {
+		receivers.Store(d, r)
+	}
+	return d, err
+}
+
+// SetIncidentRefresh sets how often d, made by [NewTestDispatcher], brings
+// ended incidents' root messages up to date.
+func SetIncidentRefresh(d *notify.Dispatcher, every time.Duration) {
+	r, _ := receivers.Load(d)
+	r.(*receiver).incidents.every = every
+}

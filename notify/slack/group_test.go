@@ -1,0 +1,188 @@
+package slack_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sweeper/sweeper/internal/testkit/slackfake"
+	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/message"
+	"github.com/sweeper/sweeper/notify/slack"
+	"github.com/sweeper/sweeper/review"
+)
+
+// groupRoots returns the alert groups' messages in Slack.
+func (b *bundle) groupRoots() []slackfake.Message {
+	var roots []slackfake.Message
+	for _, m := range b.fake.Messages() {
+		if strings.HasPrefix(m.DedupeKey(), "group:") {
+			roots = append(roots, m)
+		}
+	}
+	return roots
+}
+
+func (b *bundle) groupDispatcher(t *testing.T, id string) *notify.Dispatcher {
+	return b.dispatcher(t, id, func(c *slack.Config) {
+		c.Composer = slack.TicketComposer{Tickets: c.Tickets}
+		c.GroupThreshold = 3
+	})
+}
+
+// TestAlertGroups: tickets of one provider and reason bound for one
+// channel are one root message from the threshold on, each ticket's alert
+// with its buttons in its thread; fewer are posted alone, as are tickets
+// of another channel; the group's message is edited as tickets resolve,
+// and their replies go in the group's thread.
+func TestAlertGroups(t *testing.T) {
+	for _, tc := range []struct {
+		desc      string
+		tickets   int
+		wantRoots int
+	}{
+		{desc: "below the threshold: one root each", tickets: 2, wantRoots: 2},
+		{desc: "at the threshold: one group", tickets: 3, wantRoots: 1},
+		{desc: "many: one group", tickets: 12, wantRoots: 1},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			b := setup(t)
+			d := b.groupDispatcher(t, "d1")
+			var ids []int64
+			for range tc.tickets {
+				ids = append(ids, b.openTicket(t, "onboarding"))
+			}
+			billing := b.openTicket(t, "billing") // another channel
+			b.drain(t, d)
+
+			var roots int
+			for _, m := range b.fake.Messages() {
+				if m.ThreadTS == "" || m.ThreadTS == m.TS { // Slack gives a thread's root its own ts
+					roots++
+				}
+			}
+			if roots != tc.wantRoots+1 {
+				t.Fatalf("%d root messages, want %d and the billing ticket's", roots, tc.wantRoots)
+			}
+			if m := b.requireOne(t, openedKey(billing)); m.ThreadTS != "" || m.Channel != billingChannel {
+				t.Errorf("billing ticket's alert %+v, want a root in %s", m, billingChannel)
+			}
+			groups := b.groupRoots()
+			if tc.tickets < 3 {
+				if len(groups) != 0 {
+					t.Errorf("%d group messages below the threshold", len(groups))
+				}
+				return
+			}
+			if len(groups) != 1 {
+				t.Fatalf("%d group messages, want 1", len(groups))
+			}
+			g := groups[0]
+			if want := fmt.Sprintf("%d review tickets open for `mailer`: no record found.", tc.tickets); !strings.Contains(g.Text, want) ||
+				!strings.Contains(string(g.Blocks), "sweeper tickets list --provider mailer --reason not_found") {
+				t.Errorf("group message %q, blocks %s; want %q and how to list them", g.Text, g.Blocks, want)
+			}
+			for _, id := range ids {
+				m := b.requireOne(t, openedKey(id))
+				if m.ThreadTS != g.TS || m.Channel != g.Channel || !strings.Contains(string(m.Blocks), message.ActionAck) {
+					t.Errorf("ticket %d's alert in %s thread %q, want in the group's thread %s with its buttons", id, m.Channel, m.ThreadTS, g.TS)
+				}
+			}
+
+			// Two resolve: replies in the group's thread, the ticket's own
+			// alert and the group's message edited.
+			store := review.NewStore(b.pool, testPolicy)
+			for _, id := range ids[:2] {
+				if _, err := store.Resolve(b.ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent, By: "cli:alice"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.drain(t, d)
+			for _, id := range ids[:2] {
+				reply := b.requireOne(t, fmt.Sprintf("ticket:%d:resolved", id))
+				if reply.ThreadTS != g.TS {
+					t.Errorf("resolution of ticket %d in thread %q, want the group's %s", id, reply.ThreadTS, g.TS)
+				}
+				if m := b.fake.WithKey(openedKey(id))[0]; m.Edits != 1 {
+					t.Errorf("ticket %d's alert edited %d times, want 1", id, m.Edits)
+				}
+			}
+			g = b.groupRoots()[0]
+			if want := fmt.Sprintf("%d review tickets open for `mailer`: no record found (2 more resolved).", tc.tickets-2); !strings.Contains(g.Text, want) {
+				t.Errorf("group message after two resolved: %q, want %q", g.Text, want)
+			}
+		})
+	}
+}
+
+// TestAlertGroupsTwoDispatchers: dispatchers draining at once, and again,
+// make one group and post each alert once.
+func TestAlertGroupsTwoDispatchers(t *testing.T) {
+	b := setup(t)
+	const tickets = 15
+	var ids []int64
+	for range tickets {
+		ids = append(ids, b.openTicket(t, "onboarding"))
+	}
+	var wg sync.WaitGroup
+	for i := range 3 {
+		d := b.dispatcher(t, fmt.Sprintf("d%d", i), func(c *slack.Config) {
+			c.Composer = slack.TicketComposer{Tickets: c.Tickets}
+			c.GroupThreshold = 3
+			c.BatchSize = 4
+		})
+		wg.Go(func() {
+			for range 3 {
+				if _, err := d.Drain(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.drain(t, b.groupDispatcher(t, "d9"))
+	groups := b.groupRoots()
+	if len(groups) != 1 {
+		t.Fatalf("%d group messages, want 1", len(groups))
+	}
+	for _, id := range ids {
+		if m := b.requireOne(t, openedKey(id)); m.ThreadTS != groups[0].TS {
+			t.Errorf("ticket %d's alert in thread %q, want %s", id, m.ThreadTS, groups[0].TS)
+		}
+	}
+	if got := len(b.fake.Calls("chat.postMessage")); got != tickets+1 {
+		t.Errorf("%d posts, want %d", got, tickets+1)
+	}
+}
+
+// TestAlertGroupRemoved: a group message a person deleted before its
+// tickets' alerts went in its thread leaves each alert posted once, as a
+// root of its own.
+func TestAlertGroupRemoved(t *testing.T) {
+	b := setup(t)
+	d := b.groupDispatcher(t, "d1")
+	var ids []int64
+	for range 3 {
+		ids = append(ids, b.openTicket(t, "onboarding"))
+	}
+	for range 2 { // the group is made, then its message posted
+		if _, err := d.DispatchOnce(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groups := b.groupRoots()
+	if len(groups) != 1 || len(b.fake.Messages()) != 1 {
+		t.Fatalf("%d group messages of %d messages, want the group's alone", len(groups), len(b.fake.Messages()))
+	}
+	if !b.fake.Delete(groups[0].Channel, groups[0].TS) {
+		t.Fatal("could not delete the group's message")
+	}
+	b.drain(t, d)
+	for _, id := range ids {
+		if m := b.requireOne(t, openedKey(id)); m.ThreadTS != "" {
+			t.Errorf("ticket %d's alert in thread %q, want a root of its own", id, m.ThreadTS)
+		}
+	}
+}
