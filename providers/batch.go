@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // BatchLookup is implemented by adapters whose provider can answer for
@@ -36,6 +37,23 @@ type BatchLookup interface {
 type BatchAnswer struct {
 	Records []Record
 	Err     error
+}
+
+// Span is the window that holds the windows of qs (at least one query):
+// the earliest Since and the latest Until. One search over it, for a
+// batch, returns no less than each operation's own search would; the
+// decision checks each record's date against its own operation's window.
+func Span(qs []Query) (since, until time.Time) {
+	since, until = qs[0].Since, qs[0].Until
+	for _, q := range qs[1:] {
+		if q.Since.Before(since) {
+			since = q.Since
+		}
+		if q.Until.After(until) {
+			until = q.Until
+		}
+	}
+	return since, until
 }
 
 // Result is [Provider.LookupMany]'s answer for one query: its records, or

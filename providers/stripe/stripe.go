@@ -136,8 +136,8 @@ type found struct {
 
 // Lookup implements providers.Lookup.
 func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
-	if q.OpKey == "" {
-		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no op_key to search for", a.name))
+	if err := providers.RequireOpKey(a.name, q); err != nil {
+		return nil, err
 	}
 	query := searchQuery(a.metadataKey, q.OpKey)
 	var all []found
