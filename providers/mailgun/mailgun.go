@@ -81,7 +81,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 				public:  public,
 				apiBase: apiBase,
 				events:  strings.TrimRight(public.EscapedPath(), "/") + "/" + cfg.Domain + "/events",
-				next:    cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport),
+				next:    env.RoundTripper(),
 			}},
 			CheckRedirect: providers.RefuseRedirects("api_base"),
 		},

@@ -69,7 +69,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	}
 	client := &http.Client{
 		Transport: providers.ReadOnlyTransport{
-			Base: &apiTransport{name: name, host: host, apiBase: apiBase, next: cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport)},
+			Base: &apiTransport{name: name, host: host, apiBase: apiBase, next: env.RoundTripper()},
 			// Email Logs' search is a POST that only reads (SendGrid takes the
 			// query in a body so that addresses stay out of URLs); it is the
 			// one request besides GETs this client sends, and only to the

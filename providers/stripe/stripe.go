@@ -73,7 +73,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		objects = []string{ObjectPaymentIntents}
 	}
 	client := &http.Client{
-		Transport: providers.ReadOnlyTransport{Base: responseCheck{base: cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport)}},
+		Transport: providers.ReadOnlyTransport{Base: responseCheck{base: env.RoundTripper()}},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return errors.New("redirects are not followed")
 		},
@@ -98,7 +98,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		client:      client,
 		backend:     backend,
 		apiBase:     base,
-		transport:   cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport),
+		transport:   env.RoundTripper(),
 	}, nil
 }
 
