@@ -38,15 +38,18 @@ type EscalateTicketArgs struct {
 // Kind implements river.JobArgs.
 func (EscalateTicketArgs) Kind() string { return "escalate_ticket" }
 
-// InsertOpts makes the job unique by (ticket, version) while unfinished,
-// and runs it on the lookup queue: it makes one lookup, bounded by
-// river.max_workers like every other.
-func (EscalateTicketArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{
-		Queue:       QueueLookup,
-		MaxAttempts: 10,
-		UniqueOpts:  uniqueWhileUnfinished,
-	}
+// InsertOpts makes the job unique by (ticket, version) while unfinished:
+// [ticketJobOpts].
+func (EscalateTicketArgs) InsertOpts() river.InsertOpts { return ticketJobOpts }
+
+// ticketJobOpts are a ticket job's (escalate_ticket, relookup_ticket):
+// unique by its arguments while unfinished, on the lookup queue — it makes
+// one lookup, bounded by river.max_workers like every other — and ten
+// attempts.
+var ticketJobOpts = river.InsertOpts{
+	Queue:       QueueLookup,
+	MaxAttempts: 10,
+	UniqueOpts:  uniqueWhileUnfinished,
 }
 
 // EscalateWorker runs the escalation scan and enqueues one escalate_ticket
@@ -99,36 +102,16 @@ func (w *EscalateWorker) Work(ctx context.Context, job *river.Job[EscalateArgs])
 	e := w.escalator
 	var out EscalateOutput
 	out.Expired, err = e.ScanExpired(ctx, e.Now(), w.scan.BatchSize, w.scan.QueryTimeout,
-		func(ctx context.Context, tickets []review.ExpiredTicket) error {
-			params := make([]river.InsertManyParams, len(tickets))
-			for i, t := range tickets {
-				params[i] = river.InsertManyParams{Args: EscalateTicketArgs{TicketID: t.ID, Version: t.Version}}
-			}
-			enqueued, duplicates, err := insertUnique(ctx, client, params)
-			out.Enqueued += enqueued
-			out.Duplicates += duplicates
-			if err != nil {
-				return fmt.Errorf("escalate: enqueue tickets: %w", err)
-			}
-			return nil
-		})
+		enqueueEach(client, &out, "escalate", func(t review.ExpiredTicket) river.JobArgs {
+			return EscalateTicketArgs{TicketID: t.ID, Version: t.Version}
+		}))
 	if err != nil {
 		return err
 	}
 	out.DueRelookups, err = e.ScanDueRelookups(ctx, e.Now(), w.scan.BatchSize, w.scan.QueryTimeout,
-		func(ctx context.Context, due []review.DueRelookup) error {
-			params := make([]river.InsertManyParams, len(due))
-			for i, d := range due {
-				params[i] = river.InsertManyParams{Args: RelookupTicketArgs{TicketID: d.ID, Relookups: d.Relookups}}
-			}
-			enqueued, duplicates, err := insertUnique(ctx, client, params)
-			out.Enqueued += enqueued
-			out.Duplicates += duplicates
-			if err != nil {
-				return fmt.Errorf("relookup: enqueue tickets: %w", err)
-			}
-			return nil
-		})
+		enqueueEach(client, &out, "relookup", func(d review.DueRelookup) river.JobArgs {
+			return RelookupTicketArgs{TicketID: d.ID, Relookups: d.Relookups}
+		}))
 	if err != nil {
 		return err
 	}
@@ -137,6 +120,31 @@ func (w *EscalateWorker) Work(ctx context.Context, job *river.Job[EscalateArgs])
 			"enqueued", out.Enqueued, "already_queued", out.Duplicates)
 	}
 	return river.RecordOutput(ctx, out)
+}
+
+// enqueueEach is a scan's page handler that inserts one unique ticket job
+// per ticket of the page, its arguments made by args, and counts in out
+// how many were new and how many already existed unfinished. op names the
+// scan in an error.
+func enqueueEach[T any](client *river.Client[pgx.Tx], out *EscalateOutput, op string, args func(T) river.JobArgs) func(context.Context, []T) error {
+	return func(ctx context.Context, tickets []T) error {
+		params := make([]river.InsertManyParams, len(tickets))
+		for i, t := range tickets {
+			params[i] = river.InsertManyParams{Args: args(t)}
+		}
+		results, err := client.InsertMany(ctx, params)
+		if err != nil {
+			return fmt.Errorf("%s: enqueue tickets: %w", op, err)
+		}
+		for _, r := range results {
+			if r.UniqueSkippedAsDuplicate {
+				out.Duplicates++
+			} else {
+				out.Enqueued++
+			}
+		}
+		return nil
+	}
 }
 
 // EscalateTicketWorker takes one escalation step per job, completing the

@@ -19,15 +19,9 @@ type RelookupTicketArgs struct {
 // Kind implements river.JobArgs.
 func (RelookupTicketArgs) Kind() string { return "relookup_ticket" }
 
-// InsertOpts makes the job unique by (ticket, count) while unfinished, on
-// the lookup queue with every other lookup.
-func (RelookupTicketArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{
-		Queue:       QueueLookup,
-		MaxAttempts: 10,
-		UniqueOpts:  uniqueWhileUnfinished,
-	}
-}
+// InsertOpts makes the job unique by (ticket, count) while unfinished:
+// [ticketJobOpts].
+func (RelookupTicketArgs) InsertOpts() river.InsertOpts { return ticketJobOpts }
 
 // RelookupTicketWorker makes one scheduled re-lookup per job, completing
 // the job in the transaction that writes its outcome.

@@ -44,23 +44,6 @@ func NewSweepWorker(scanner *settle.Scanner, db review.TxBeginner, timeout time.
 	return &SweepWorker{scanner: scanner, db: db, timeout: timeout, logger: logger}
 }
 
-// insertUnique inserts unique jobs and counts how many were new and how
-// many already existed unfinished.
-func insertUnique(ctx context.Context, client *river.Client[pgx.Tx], params []river.InsertManyParams) (enqueued, duplicates int, err error) {
-	results, err := client.InsertMany(ctx, params)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, r := range results {
-		if r.UniqueSkippedAsDuplicate {
-			duplicates++
-		} else {
-			enqueued++
-		}
-	}
-	return enqueued, duplicates, nil
-}
-
 // SweepOutput is recorded on each sweep job (visible in River UI).
 type SweepOutput struct {
 	Scanned int `json:"scanned"`

@@ -40,6 +40,23 @@ type BatchAnswer struct {
 	Err     error
 }
 
+// Span is the window that holds the windows of qs (at least one query):
+// the earliest Since and the latest Until. One search over it, for a
+// batch, returns no less than each operation's own search would; the
+// decision checks each record's date against its own operation's window.
+func Span(qs []Query) (since, until time.Time) {
+	since, until = qs[0].Since, qs[0].Until
+	for _, q := range qs[1:] {
+		if q.Since.Before(since) {
+			since = q.Since
+		}
+		if q.Until.After(until) {
+			until = q.Until
+		}
+	}
+	return since, until
+}
+
 // Result is [Provider.LookupMany]'s answer for one query: its records, or
 // the error that query's lookup ended with (classified as
 // [Provider.Lookup]'s are).
@@ -212,47 +229,16 @@ func (p *Provider) lookupBatch(ctx context.Context, b BatchLookup, qs []Query) [
 
 // batchRequest returns one result per query, or an error for the request.
 func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) (results []Result, err error) {
-	release, probe, err := p.admit(ctx)
+	req, err := p.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
-	defer cancel() // after the report below: a deadline it sees is the request's own
-	lookupCtx, ex := watchExchanges(lookupCtx)
-	if p.health != nil {
-		defer func() {
-			if ctx.Err() != nil {
-				return
-			}
-			failed, detail := batchFailed(results, err, lookupCtx.Err() != nil, ex)
-			keys := make([]string, len(qs))
-			recipients := make([]string, len(qs))
-			for i, q := range qs {
-				keys[i], recipients[i] = q.OpKey, q.Recipient
-			}
-			detail = RedactText(detail, recipients...)
-			// A request the provider answered, whatever its answers for
-			// each operation, reports once.
-			if probe || !failed || err == nil {
-				p.health.Done(context.WithoutCancel(ctx), probe, failed, strings.Join(keys, ","), detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
-				return
-			}
-			// A request that failed as a whole failed every operation it
-			// asked for: as many failures, of as many operations, as the
-			// same operations asked one by one would have reported.
-			for _, key := range keys {
-				p.health.Done(context.WithoutCancel(ctx), false, true, key, detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
-			}
-		}()
-	}
-
-	start := time.Now()
+	defer req.end()
 	defer func() {
 		if ctx.Err() != nil {
 			return
 		}
-		took := time.Since(start)
+		took := req.took()
 		for i := range qs {
 			if err != nil {
 				p.metrics.ObserveLookup(p.Name, lookupResult(nil, err), took)
@@ -260,37 +246,44 @@ func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) 
 				p.metrics.ObserveLookup(p.Name, lookupResult(results[i].Records, results[i].Err), took)
 			}
 		}
+		failed, detail := batchFailed(results, err, req.timedOut(), req.ex)
+		keys := make([]string, len(qs))
+		recipients := make([]string, len(qs))
+		for i, q := range qs {
+			keys[i], recipients[i] = q.OpKey, q.Recipient
+		}
+		detail = RedactText(detail, recipients...)
+		// A request the provider answered, whatever its answers for each
+		// operation, reports once.
+		if req.probe || !failed || err == nil {
+			req.report(failed, strings.Join(keys, ","), detail)
+			return
+		}
+		// A request that failed as a whole failed every operation it asked
+		// for: as many failures, of as many operations, as the same
+		// operations asked one by one would have reported.
+		for _, key := range keys {
+			req.report(true, key, detail)
+		}
 	}()
 	defer func() {
 		if r := recover(); r != nil {
-			results, err = nil, Transient(fmt.Errorf("%s: adapter panicked: %v", p.Name, r))
+			results, err = nil, p.panicked(r)
 		}
 	}()
-	p.requests.Add(1)
-	answers, err := b.LookupBatch(lookupCtx, qs)
+	answers, err := b.LookupBatch(req.ctx, qs)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, ctx.Err()
-	case err != nil && lookupCtx.Err() != nil && !errors.Is(err, ErrUnsupported):
-		return nil, Transient(fmt.Errorf("%s: no answer within lookup_timeout %s: %w", p.Name, p.LookupTimeout, err))
 	case err != nil:
-		return nil, err
+		return nil, req.failure(nil, err)
 	case len(answers) != len(qs):
 		return nil, Malformed(fmt.Errorf("%s: malformed answer: %d answers for %d operations", p.Name, len(answers), len(qs)))
 	}
 	results = make([]Result, len(qs))
 	for i, a := range answers {
-		switch {
-		case a.Err != nil && lookupCtx.Err() != nil && !errors.Is(a.Err, ErrUnsupported):
-			results[i].Err = Transient(fmt.Errorf("%s: no answer within lookup_timeout %s: %w", p.Name, p.LookupTimeout, a.Err))
-			continue
-		case a.Err != nil:
-			results[i].Err = a.Err
-			continue
-		case len(a.Records) == 0 && lookupCtx.Err() != nil:
-			// An adapter that swallowed its deadline: an empty answer given
-			// after the time ran out is not a search that found nothing (I3).
-			results[i].Err = Transient(fmt.Errorf("%s: no answer within lookup_timeout %s", p.Name, p.LookupTimeout))
+		if err := req.failure(a.Records, a.Err); err != nil {
+			results[i].Err = err
 			continue
 		}
 		records, err := checkRecords(a.Records)

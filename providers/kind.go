@@ -98,6 +98,15 @@ func (e Env) Log() *slog.Logger {
 	return e.Logger
 }
 
+// RoundTripper returns e.Transport, or http.DefaultTransport when it is
+// nil: the transport beneath an adapter that puts its own checks over it.
+func (e Env) RoundTripper() http.RoundTripper {
+	if e.Transport == nil {
+		return http.DefaultTransport
+	}
+	return e.Transport
+}
+
 // ReadOnly returns the transport an HTTP adapter sends through: e.Transport
 // under a [ReadOnlyTransport] that lets through GET, HEAD and the searches
 // declared here, in the adapter's code (I1).

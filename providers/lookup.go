@@ -137,6 +137,16 @@ type Lookup interface {
 	Lookup(ctx context.Context, q Query) ([]Record, error)
 }
 
+// RequireOpKey returns a permanent error of the adapter named name for a
+// query without an op_key, nil for one with: an adapter that searches by
+// op_key has nothing to search for without one.
+func RequireOpKey(name string, q Query) error {
+	if q.OpKey == "" {
+		return Permanent(fmt.Errorf("%s: the operation has no op_key to search for", name))
+	}
+	return nil
+}
+
 // Window returns the end of q's search window for an adapter named name:
 // q.Until, or now for a query without one (a keyed query's Until is "now"
 // by the database's clock). A query without a start, or that ends before

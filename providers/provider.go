@@ -2,7 +2,6 @@ package providers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -174,56 +173,38 @@ func (p *Provider) Lookup(ctx context.Context, q Query) ([]Record, error) {
 }
 
 func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err error) {
-	release, probe, err := p.admit(ctx)
+	req, err := p.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	lookupCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
-	defer cancel() // after the report below: a deadline it sees is the lookup's own
-	lookupCtx, ex := watchExchanges(lookupCtx)
-	if p.health != nil {
-		defer func() {
-			if ctx.Err() == nil {
-				// Only the provider's own failures count: an answer it gave
-				// that cannot be read is this operation's problem, and says
-				// the provider is there.
-				failed := providersFault(err, lookupCtx.Err() != nil, ex)
-				detail := ""
-				if err != nil {
-					detail = Redact(err, q.Recipient).Error()
-				}
-				p.health.Done(context.WithoutCancel(ctx), probe, failed, q.OpKey, detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
-			}
-		}()
-	}
-
-	start := time.Now()
+	defer req.end()
 	defer func() {
 		// Runs after the recover below: it sees what the caller gets. A call
 		// the caller gave up on (shutdown) says nothing about the provider.
-		if ctx.Err() == nil {
-			p.metrics.ObserveLookup(p.Name, lookupResult(records, err), time.Since(start))
+		if ctx.Err() != nil {
+			return
 		}
+		p.metrics.ObserveLookup(p.Name, lookupResult(records, err), req.took())
+		// Only the provider's own failures count: an answer it gave that
+		// cannot be read is this operation's problem, and says the provider
+		// is there.
+		detail := ""
+		if err != nil {
+			detail = Redact(err, q.Recipient).Error()
+		}
+		req.report(providersFault(err, req.timedOut(), req.ex), q.OpKey, detail)
 	}()
 	defer func() {
 		if r := recover(); r != nil {
-			records, err = nil, Transient(fmt.Errorf("%s: adapter panicked: %v", p.Name, r))
+			records, err = nil, p.panicked(r)
 		}
 	}()
-	p.requests.Add(1)
-	records, err = p.adapter.Lookup(lookupCtx, q)
-	switch {
-	case err != nil && ctx.Err() != nil:
+	records, err = p.adapter.Lookup(req.ctx, q)
+	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err() // the caller gave up (shutdown): not the provider's answer
-	case err != nil && lookupCtx.Err() != nil && !errors.Is(err, ErrUnsupported):
-		return nil, Transient(fmt.Errorf("%s: no answer within lookup_timeout %s: %w", p.Name, p.LookupTimeout, err))
-	case err != nil:
+	}
+	if err = req.failure(records, err); err != nil {
 		return nil, err
-	case len(records) == 0 && lookupCtx.Err() != nil:
-		// An adapter that swallowed its deadline: an empty answer given after
-		// the time ran out is not a search that found nothing (I3).
-		return nil, Transient(fmt.Errorf("%s: no answer within lookup_timeout %s", p.Name, p.LookupTimeout))
 	}
 	records, err = checkRecords(records)
 	if err != nil {
@@ -236,61 +217,6 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 // provider: one per single lookup and one per batch, however many
 // operations it held.
 func (p *Provider) Requests() int64 { return p.requests.Load() }
-
-// admit waits for what one request to the provider needs in this process
-// — a free slot, a rate-limit token — and for the provider's health to
-// allow it. Waiting is bounded by lookup_timeout (not by the request's own
-// timeout); past it the request is paced — handed back to be tried later —
-// never failed: the provider was not asked, so nothing was learned and no
-// budget is spent. A provider that is down paces too. release frees the
-// slot; probe marks the one request asking a provider that is down.
-func (p *Provider) admit(ctx context.Context) (release func(), probe bool, err error) {
-	waitCtx, cancelWait := context.WithTimeout(ctx, p.LookupTimeout)
-	defer cancelWait()
-	select {
-	case p.slots <- struct{}{}:
-	case <-waitCtx.Done():
-		if ctx.Err() != nil {
-			return nil, false, ctx.Err()
-		}
-		return nil, false, Paced(time.Second, fmt.Errorf("%s: all %d lookup slots busy", p.Name, cap(p.slots)))
-	}
-	release = func() { <-p.slots }
-	fail := func(err error) (func(), bool, error) {
-		release()
-		return nil, false, err
-	}
-	if err := ctx.Err(); err != nil {
-		return fail(err) // the caller gave up while the slot was being taken
-	}
-	r := p.limiter.Reserve()
-	if delay := r.Delay(); delay > 0 {
-		deadline, _ := waitCtx.Deadline()
-		if time.Now().Add(delay).After(deadline) {
-			r.Cancel()
-			return fail(Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit()))))
-		}
-		timer := time.NewTimer(delay)
-		select {
-		case <-timer.C:
-		case <-waitCtx.Done():
-			timer.Stop()
-			r.Cancel()
-			if ctx.Err() != nil {
-				return fail(ctx.Err())
-			}
-			return fail(Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit()))))
-		}
-	}
-	if p.health != nil {
-		var wait time.Duration
-		var down error
-		if probe, wait, down = p.health.Allow(ctx); down != nil {
-			return fail(Paced(wait, fmt.Errorf("%s: the provider is down; its lookups wait for a probe to be answered", p.Name)))
-		}
-	}
-	return release, probe, nil
-}
 
 // checkRecords refuses an answer the ledger could not store or compare
 // exactly — an id outside [ledger.CheckRecordID]'s canonical form, a

@@ -196,3 +196,14 @@ func TestReadOnlyTransportSearches(t *testing.T) {
 		})
 	}
 }
+
+func TestEnvRoundTripper(t *testing.T) {
+	t.Parallel()
+	if got := (providers.Env{}).RoundTripper(); got != http.DefaultTransport {
+		t.Errorf("RoundTripper without a Transport = %v; want http.DefaultTransport", got)
+	}
+	fake := &http.Transport{}
+	if got := (providers.Env{Transport: fake}).RoundTripper(); got != fake {
+		t.Errorf("RoundTripper = %v; want the Env's Transport", got)
+	}
+}

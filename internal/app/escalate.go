@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/review"
@@ -41,10 +42,7 @@ func (s *App) EscalateOnce(ctx context.Context) (EscalationSummary, error) {
 	escalator := s.Escalator()
 	sum := EscalationSummary{Escalated: map[int]int{}}
 	var mu sync.Mutex
-	examined, err := inPool(ctx, s.Config.River.MaxWorkers,
-		func(ctx context.Context, page func(context.Context, []review.ExpiredTicket) error) (int, error) {
-			return escalator.ScanExpired(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration, page)
-		},
+	examined, err := inPool(ctx, s.Config.River.MaxWorkers, ticketScan(s, escalator.ScanExpired),
 		func(t review.ExpiredTicket) {
 			out, err := escalator.Escalate(ctx, t.ID, t.Version, nil)
 			mu.Lock()
@@ -82,10 +80,7 @@ func (s *App) RelookupOnce(ctx context.Context) (RelookupSummary, error) {
 	escalator := s.Escalator()
 	var sum RelookupSummary
 	var mu sync.Mutex
-	due, err := inPool(ctx, s.Config.River.MaxWorkers,
-		func(ctx context.Context, page func(context.Context, []review.DueRelookup) error) (int, error) {
-			return escalator.ScanDueRelookups(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration, page)
-		},
+	due, err := inPool(ctx, s.Config.River.MaxWorkers, ticketScan(s, escalator.ScanDueRelookups),
 		func(t review.DueRelookup) {
 			out, err := escalator.Relookup(ctx, t.ID, t.Relookups, nil)
 			mu.Lock()
@@ -106,32 +101,12 @@ func (s *App) RelookupOnce(ctx context.Context) (RelookupSummary, error) {
 	return sum, err
 }
 
-// inPool hands every item scan finds to handle, on workers goroutines, and
-// returns what scan returns once every item is handled.
-func inPool[T any](ctx context.Context, workers int,
-	scan func(context.Context, func(context.Context, []T) error) (int, error), handle func(T)) (int, error) {
-	work := make(chan T)
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for item := range work {
-				handle(item)
-			}
-		})
+// ticketScan is scan, one of the escalator's ticket scans, run now, in
+// pages of sweep.batch_size, each query bounded by sweep.query_timeout.
+func ticketScan[T any](s *App, scan func(context.Context, time.Time, int, time.Duration, func(context.Context, []T) error) (int, error)) scanFunc[T] {
+	return func(ctx context.Context, page func(context.Context, []T) error) (int, error) {
+		return scan(ctx, s.now(), s.Config.Sweep.BatchSize, s.Config.Sweep.QueryTimeout.Duration, page)
 	}
-	n, err := scan(ctx, func(ctx context.Context, items []T) error {
-		for _, item := range items {
-			select {
-			case work <- item:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	})
-	close(work)
-	wg.Wait()
-	return n, err
 }
 
 func (sum *EscalationSummary) count(out settle.EscalationOutcome) {

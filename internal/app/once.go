@@ -111,61 +111,84 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) 
 			sum.Errors++
 		}
 	}
-	work := make(chan ledger.Operation)
-	var wg sync.WaitGroup
-	for range concurrency {
-		wg.Go(func() {
-			for op := range work {
-				settled, err := settler.Settle(ctx, op, opts.DryRun, maxPaced)
-				mu.Lock()
-				switch {
-				case errors.Is(err, settle.ErrLeftPending):
-					sum.LeftPending++
-					s.Logger.Info("left pending for a later pass", "op_key", settle.LogKey(op), "why", err)
-				case err != nil:
-					sum.Errors++
-					s.Logger.Error("settle failed; the operation stays pending", "op_key", settle.LogKey(op), "error", err)
-				case opts.DryRun:
-					if d := settled.Decision; d.Done {
-						key := ledger.RecordLockKey(s.namespaceOf(op.Provider), d.ProviderRecordID)
-						if holder, ok := claimed[key]; ok {
-							settled.Decision = proof.HeldElsewhere(d, holder)
-						} else {
-							claimed[key] = op.OpKey
-						}
-					}
-					sum.Decisions = append(sum.Decisions, DecisionLine{OpKey: op.OpKey, Provider: op.Provider, Decision: settled.Decision})
-					countDecision(&sum, settled.Decision)
-				case !settled.Applied.Settled:
-					sum.AlreadySettled++
-				default:
-					if opts.Decisions {
-						sum.Decisions = append(sum.Decisions, DecisionLine{OpKey: op.OpKey, Provider: op.Provider, Decision: settled.Decision})
-					}
-					countDecision(&sum, settled.Decision)
+	// The stale operations a running daemon's lookup job holds are its.
+	var scan scanFunc[ledger.Operation] = func(ctx context.Context, page func(context.Context, []ledger.Operation) error) (int, error) {
+		return s.Scanner().Scan(ctx, func(ctx context.Context, ops []ledger.Operation) error {
+			ids := make([]int64, len(ops))
+			for i, op := range ops {
+				ids[i] = op.ID
+			}
+			held, err := jobs.HeldByJobs(ctx, s.Pool, ids)
+			if err != nil {
+				return err
+			}
+			free := make([]ledger.Operation, 0, len(ops))
+			for _, op := range ops {
+				if !held[op.ID] {
+					free = append(free, op)
 				}
-				mu.Unlock()
+			}
+			mu.Lock()
+			sum.HeldByDaemon += len(ops) - len(free)
+			mu.Unlock()
+			return page(ctx, free)
+		})
+	}
+	scanned, err := inPool(ctx, concurrency, scan, func(op ledger.Operation) {
+		settled, err := settler.Settle(ctx, op, opts.DryRun, maxPaced)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case errors.Is(err, settle.ErrLeftPending):
+			sum.LeftPending++
+			s.Logger.Info("left pending for a later pass", "op_key", settle.LogKey(op), "why", err)
+		case err != nil:
+			sum.Errors++
+			s.Logger.Error("settle failed; the operation stays pending", "op_key", settle.LogKey(op), "error", err)
+		case opts.DryRun:
+			if d := settled.Decision; d.Done {
+				key := ledger.RecordLockKey(s.namespaceOf(op.Provider), d.ProviderRecordID)
+				if holder, ok := claimed[key]; ok {
+					settled.Decision = proof.HeldElsewhere(d, holder)
+				} else {
+					claimed[key] = op.OpKey
+				}
+			}
+			sum.Decisions = append(sum.Decisions, DecisionLine{OpKey: op.OpKey, Provider: op.Provider, Decision: settled.Decision})
+			countDecision(&sum, settled.Decision)
+		case !settled.Applied.Settled:
+			sum.AlreadySettled++
+		default:
+			if opts.Decisions {
+				sum.Decisions = append(sum.Decisions, DecisionLine{OpKey: op.OpKey, Provider: op.Provider, Decision: settled.Decision})
+			}
+			countDecision(&sum, settled.Decision)
+		}
+	})
+	sum.Scanned = scanned
+	return sum, err
+}
+
+// scanFunc walks rows in pages and hands each page to page; it returns how
+// many rows it saw.
+type scanFunc[T any] func(ctx context.Context, page func(context.Context, []T) error) (int, error)
+
+// inPool hands every item scan finds to handle, on workers goroutines, and
+// returns what scan returns once every item is handled.
+func inPool[T any](ctx context.Context, workers int, scan scanFunc[T], handle func(T)) (int, error) {
+	work := make(chan T)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for item := range work {
+				handle(item)
 			}
 		})
 	}
-	scanned, err := s.Scanner().Scan(ctx, func(ctx context.Context, ops []ledger.Operation) error {
-		ids := make([]int64, len(ops))
-		for i, op := range ops {
-			ids[i] = op.ID
-		}
-		held, err := jobs.HeldByJobs(ctx, s.Pool, ids)
-		if err != nil {
-			return err
-		}
-		for _, op := range ops {
-			if held[op.ID] {
-				mu.Lock()
-				sum.HeldByDaemon++
-				mu.Unlock()
-				continue
-			}
+	n, err := scan(ctx, func(ctx context.Context, items []T) error {
+		for _, item := range items {
 			select {
-			case work <- op:
+			case work <- item:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -174,8 +197,7 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) 
 	})
 	close(work)
 	wg.Wait()
-	sum.Scanned = scanned
-	return sum, err
+	return n, err
 }
 
 func countDecision(sum *Summary, d proof.Decision) {

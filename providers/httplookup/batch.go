@@ -62,15 +62,7 @@ func (a *Adapter) LookupBatch(ctx context.Context, qs []providers.Query) ([]prov
 // less than each operation's own search would, and the decision checks
 // each record's date against its own operation's window.
 func (a *Adapter) batchURL(qs []providers.Query) (string, int) {
-	since, until := qs[0].Since, qs[0].Until
-	for _, q := range qs[1:] {
-		if q.Since.Before(since) {
-			since = q.Since
-		}
-		if q.Until.After(until) {
-			until = q.Until
-		}
-	}
+	since, until := providers.Span(qs)
 	u := *a.url
 	params := u.Query()
 	params.Set("since", since.UTC().Format(time.RFC3339))

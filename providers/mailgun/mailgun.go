@@ -81,7 +81,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 				public:  public,
 				apiBase: apiBase,
 				events:  strings.TrimRight(public.EscapedPath(), "/") + "/" + cfg.Domain + "/events",
-				next:    cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport),
+				next:    env.RoundTripper(),
 			}},
 			CheckRedirect: providers.RefuseRedirects("api_base"),
 		},
@@ -129,11 +129,11 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 }
 
 func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	if err := providers.RequireOpKey(a.name, q); err != nil {
+		return nil, err
+	}
 	to := strings.TrimSpace(q.Recipient)
-	switch {
-	case q.OpKey == "":
-		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no op_key to search for", a.name))
-	case to == "":
+	if to == "" {
 		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no recipient; Mailgun's events are searched by recipient", a.name))
 	}
 	now, err := providers.Window(a.name, q)

@@ -42,17 +42,11 @@ func (a *Adapter) LookupBatch(ctx context.Context, qs []providers.Query) ([]prov
 	}
 	keys := make([]string, len(qs))
 	index := make(map[string]int, len(qs))
-	since, until := qs[0].Since, qs[0].Until
 	for i, q := range qs {
 		keys[i] = q.OpKey
 		index[q.OpKey] = i
-		if q.Since.Before(since) {
-			since = q.Since
-		}
-		if q.Until.After(until) {
-			until = q.Until
-		}
 	}
+	since, until := providers.Span(qs)
 	tx, err := a.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, a.failure(ctx, "begin read-only transaction", err, providers.Query{})

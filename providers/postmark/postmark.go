@@ -114,8 +114,8 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 }
 
 func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
-	if q.OpKey == "" {
-		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no op_key to search for", a.name))
+	if err := providers.RequireOpKey(a.name, q); err != nil {
+		return nil, err
 	}
 	now, err := providers.Window(a.name, q)
 	if err != nil {

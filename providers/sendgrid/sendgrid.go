@@ -69,7 +69,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	}
 	client := &http.Client{
 		Transport: providers.ReadOnlyTransport{
-			Base: &apiTransport{name: name, host: host, apiBase: apiBase, next: cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport)},
+			Base: &apiTransport{name: name, host: host, apiBase: apiBase, next: env.RoundTripper()},
 			// Email Logs' search is a POST that only reads (SendGrid takes the
 			// query in a body so that addresses stay out of URLs); it is the
 			// one request besides GETs this client sends, and only to the
@@ -108,10 +108,11 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 }
 
 func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+	if err := providers.RequireOpKey(a.name, q); err != nil {
+		return nil, err
+	}
 	to := strings.TrimSpace(q.Recipient)
 	switch {
-	case q.OpKey == "":
-		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no op_key to search for", a.name))
 	case to == "":
 		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no recipient; Email Logs is searched by to_email", a.name))
 	case strings.ContainsAny(to, `"\`) || strings.ContainsFunc(to, unicode.IsControl):

@@ -30,8 +30,8 @@ func (a *Adapter) LookupBatch(ctx context.Context, qs []providers.Query) ([]prov
 	answers := make([]providers.BatchAnswer, len(qs))
 	var clauses []string
 	for i, q := range qs {
-		if q.OpKey == "" {
-			answers[i].Err = providers.Permanent(fmt.Errorf("%s: the operation has no op_key to search for", a.name))
+		if err := providers.RequireOpKey(a.name, q); err != nil {
+			answers[i].Err = err
 			continue
 		}
 		clauses = append(clauses, searchQuery(a.metadataKey, q.OpKey))

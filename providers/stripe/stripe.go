@@ -74,7 +74,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		objects = []string{ObjectPaymentIntents}
 	}
 	client := &http.Client{
-		Transport: providers.ReadOnlyTransport{Base: responseCheck{base: cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport)}},
+		Transport: providers.ReadOnlyTransport{Base: responseCheck{base: env.RoundTripper()}},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return errors.New("redirects are not followed")
 		},
@@ -99,7 +99,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		client:      client,
 		backend:     backend,
 		apiBase:     base,
-		transport:   cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport),
+		transport:   env.RoundTripper(),
 	}, nil
 }
 
@@ -137,8 +137,8 @@ type found struct {
 
 // Lookup implements providers.Lookup.
 func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
-	if q.OpKey == "" {
-		return nil, providers.Permanent(fmt.Errorf("%s: the operation has no op_key to search for", a.name))
+	if err := providers.RequireOpKey(a.name, q); err != nil {
+		return nil, err
 	}
 	query := searchQuery(a.metadataKey, q.OpKey)
 	var all []found

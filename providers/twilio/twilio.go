@@ -74,7 +74,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		token:     token,
 		from:      cfg.From,
 		apiBase:   base,
-		transport: cmp.Or[http.RoundTripper](env.Transport, http.DefaultTransport),
+		transport: env.RoundTripper(),
 		logger:    env.Log(),
 	}, nil
 }

@@ -1,0 +1,147 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// request is one request to the adapter, for one query or a batch of them,
+// and what every such request is made within: admitted ([Provider.admit]),
+// bounded by lookup_timeout, its HTTP exchanges watched, counted in
+// [Provider.Requests], and reported to the provider's health once it ends.
+type request struct {
+	p *Provider
+	// caller is the caller's context; ctx is the request's own, the one
+	// the adapter is called with.
+	caller, ctx context.Context
+	// probe marks the one request asking a provider that is down.
+	probe bool
+	ex    *exchanges
+	start time.Time
+	// end frees what the request holds: its deadline, then its slot.
+	end func()
+}
+
+// begin waits for the provider to admit one request and starts it. The
+// caller calls the adapter with the request's ctx and defers its end,
+// before deferring the report: a deadline the report sees is the
+// request's own.
+func (p *Provider) begin(ctx context.Context) (*request, error) {
+	release, probe, err := p.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
+	reqCtx, ex := watchExchanges(reqCtx)
+	p.requests.Add(1)
+	return &request{
+		p:      p,
+		caller: ctx,
+		ctx:    reqCtx,
+		probe:  probe,
+		ex:     ex,
+		start:  time.Now(),
+		end: func() {
+			cancel()
+			release()
+		},
+	}, nil
+}
+
+// timedOut reports whether the request's lookup_timeout has passed.
+func (r *request) timedOut() bool { return r.ctx.Err() != nil }
+
+// took is how long the request has taken so far.
+func (r *request) took() time.Duration { return time.Since(r.start) }
+
+// failure is what the adapter's answer for one query — records, or err —
+// comes to: nil when the records stand (still to be checked), err as it
+// is, or a transient error once lookup_timeout has passed: an error then
+// (an unsupported search aside) is no answer in time, and an empty answer
+// given after it is not a search that found nothing (I3).
+func (r *request) failure(records []Record, err error) error {
+	p := r.p
+	switch {
+	case err != nil && r.timedOut() && !errors.Is(err, ErrUnsupported):
+		return Transient(fmt.Errorf("%s: no answer within lookup_timeout %s: %w", p.Name, p.LookupTimeout, err))
+	case err != nil:
+		return err
+	case len(records) == 0 && r.timedOut():
+		// An adapter that swallowed its deadline.
+		return Transient(fmt.Errorf("%s: no answer within lookup_timeout %s", p.Name, p.LookupTimeout))
+	}
+	return nil
+}
+
+// report tells the provider's health, if it has one, how the request
+// ended for the operations ops (their op_keys, comma-separated): failed
+// for a failure that is the provider's own, detail its redacted error.
+func (r *request) report(failed bool, ops, detail string) {
+	if r.p.health == nil {
+		return
+	}
+	r.p.health.Done(context.WithoutCancel(r.caller), r.probe, failed, ops, detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
+}
+
+// panicked is the error of a request whose adapter panicked with v:
+// transient, as any failure to answer.
+func (p *Provider) panicked(v any) error {
+	return Transient(fmt.Errorf("%s: adapter panicked: %v", p.Name, v))
+}
+
+// admit waits for what one request to the provider needs in this process
+// — a free slot, a rate-limit token — and for the provider's health to
+// allow it. Waiting is bounded by lookup_timeout (not by the request's own
+// timeout); past it the request is paced — handed back to be tried later —
+// never failed: the provider was not asked, so nothing was learned and no
+// budget is spent. A provider that is down paces too. release frees the
+// slot; probe marks the one request asking a provider that is down.
+func (p *Provider) admit(ctx context.Context) (release func(), probe bool, err error) {
+	waitCtx, cancelWait := context.WithTimeout(ctx, p.LookupTimeout)
+	defer cancelWait()
+	select {
+	case p.slots <- struct{}{}:
+	case <-waitCtx.Done():
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		return nil, false, Paced(time.Second, fmt.Errorf("%s: all %d lookup slots busy", p.Name, cap(p.slots)))
+	}
+	release = func() { <-p.slots }
+	fail := func(err error) (func(), bool, error) {
+		release()
+		return nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err) // the caller gave up while the slot was being taken
+	}
+	r := p.limiter.Reserve()
+	if delay := r.Delay(); delay > 0 {
+		deadline, _ := waitCtx.Deadline()
+		if time.Now().Add(delay).After(deadline) {
+			r.Cancel()
+			return fail(Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit()))))
+		}
+		timer := time.NewTimer(delay)
+		select {
+		case <-timer.C:
+		case <-waitCtx.Done():
+			timer.Stop()
+			r.Cancel()
+			if ctx.Err() != nil {
+				return fail(ctx.Err())
+			}
+			return fail(Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit()))))
+		}
+	}
+	if p.health != nil {
+		var wait time.Duration
+		var down error
+		if probe, wait, down = p.health.Allow(ctx); down != nil {
+			return fail(Paced(wait, fmt.Errorf("%s: the provider is down; its lookups wait for a probe to be answered", p.Name)))
+		}
+	}
+	return release, probe, nil
+}
