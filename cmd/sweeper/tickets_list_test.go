@@ -159,7 +159,7 @@ func TestListLimitAndSince(t *testing.T) {
 		{"limit 0", "--limit", "0", "--limit must be between 1 and 10000, not 0"},
 		{"limit too large", "--limit", "10001", "--limit must be between 1 and 10000"},
 		{"since a word", "--since", "yesterday", `--since "yesterday" is neither a duration`},
-		{"since a negative duration", "--since", "-1h", `--since "-1h" is neither`},
+		{"since a negative duration", "--since", "-1h", `--since "-1h": a duration before now is positive`},
 	} {
 		for _, cmd := range [][]string{{"tickets", "list"}, {"outbox", "list"}} {
 			if r := b.run(t, append(cmd, tc.flag, tc.value)...); r.code != exitUsage || !strings.Contains(r.stderr, tc.wantErr) {
