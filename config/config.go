@@ -475,6 +475,9 @@ func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options)
 		if err := md.PrimitiveDecode(raw.Providers[name], p.Settings); err != nil {
 			return nil, fmt.Errorf("providers.%s: %w", name, err)
 		}
+		if d, ok := p.Settings.(providers.Defaulter); ok {
+			d.ApplyDefaults()
+		}
 	}
 	for _, key := range md.Undecoded() {
 		if len(key) >= 2 && key[0] == "providers" && skip[key[1]] {

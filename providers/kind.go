@@ -44,12 +44,23 @@ type Noter interface {
 	Notes() []string
 }
 
+// Defaulter is implemented by settings with keys whose zero value stands
+// for a default ("max_batch = 0" is the default batch). ApplyDefaults
+// replaces each such zero with the value it stands for. The configuration
+// calls it once a block is decoded, and the adapter's New on its own copy,
+// so that validation, check-config and the adapter see the value that
+// applies.
+type Defaulter interface {
+	ApplyDefaults()
+}
+
 // Kind is one kind of adapter, as named by a block's kind key.
 type Kind struct {
 	// Name is the value of the kind key, e.g. "http".
 	Name string
 	// NewSettings returns settings holding the kind's defaults; the block is
-	// decoded over them. Must return a pointer.
+	// decoded over them. A default that a zero stands for too is applied
+	// after decoding, by the settings' [Defaulter]. Must return a pointer.
 	NewSettings func() Settings
 	// New builds the adapter for the block named name from its validated
 	// settings.

@@ -8,7 +8,9 @@ import (
 	"github.com/sweeper/sweeper/providers"
 )
 
-// newConfig returns an http block's defaults: none.
+// newConfig returns the settings an http block is decoded over: empty,
+// since each default stands for a zero too and is applied by
+// [Config.ApplyDefaults].
 func newConfig() *Config { return &Config{} }
 
 // Config is the kind-specific part of an http provider block.
@@ -45,6 +47,17 @@ const (
 	SearchByKey         = "op_key"
 	SearchByResemblance = "resemblance"
 )
+
+// ApplyDefaults implements providers.Defaulter: search_by "" is
+// [SearchByKey], max_batch 0 is 1 (the single form).
+func (c *Config) ApplyDefaults() {
+	if c.SearchBy == "" {
+		c.SearchBy = SearchByKey
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 1
+	}
+}
 
 // Validate implements providers.Settings.
 func (c *Config) Validate() []error {

@@ -50,7 +50,9 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 			return nil, fmt.Errorf("token_env: %w", err)
 		}
 	}
-	u, err := url.Parse(cfg.URL)
+	d := *cfg
+	d.ApplyDefaults()
+	u, err := url.Parse(d.URL)
 	if err != nil {
 		return nil, errors.New("url: must be an absolute http or https URL")
 	}
@@ -58,8 +60,8 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		name:  name,
 		url:   u,
 		token: token,
-		byKey: cfg.SearchBy != SearchByResemblance,
-		batch: max(cfg.MaxBatch, 1),
+		byKey: d.SearchBy != SearchByResemblance,
+		batch: max(d.MaxBatch, 1),
 		client: &http.Client{
 			Transport:     env.ReadOnly(),
 			CheckRedirect: providers.RefuseRedirects("url"),

@@ -57,6 +57,14 @@ type Config struct {
 // NewConfig returns a Config holding the defaults.
 func NewConfig() *Config { return &Config{MaxConns: DefaultMaxConns, MaxBatch: DefaultMaxBatch} }
 
+// ApplyDefaults implements providers.Defaulter: max_batch 0 is
+// [DefaultMaxBatch].
+func (c *Config) ApplyDefaults() {
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+}
+
 // Validate implements providers.Settings. It reads the query the way
 // pgx.NamedArgs does, so what it accepts is what will be bound; the
 // database, not this check, is what keeps the query from writing.

@@ -97,7 +97,9 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	}
 	a := &Adapter{name: name, query: cfg.Query, password: cc.Password, pool: pool, byKey: byKey(cfg.Query)}
 	if batchForm(cfg.Query) {
-		a.batch = cmp.Or(cfg.MaxBatch, DefaultMaxBatch)
+		d := *cfg
+		d.ApplyDefaults()
+		a.batch = d.MaxBatch
 	}
 	return a, nil
 }

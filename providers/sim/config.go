@@ -28,7 +28,9 @@ const (
 var Outcomes = []string{OutcomeFound, OutcomeNotFound, OutcomeMany, OutcomeMismatch, OutcomeError, OutcomeSlow,
 	OutcomeUnsupported, OutcomeFailed, OutcomeInFlight, OutcomeReversed}
 
-// newConfig returns a sim block's defaults: none.
+// newConfig returns the settings a sim block is decoded over: empty,
+// since max_batch's default stands for a zero too and is applied by
+// [Config.ApplyDefaults].
 func newConfig() *Config { return &Config{} }
 
 // Config is the kind-specific part of a sim provider block.
@@ -52,6 +54,14 @@ type Config struct {
 	// sim block without it, so that a copied example never runs one
 	// unasked. Default false.
 	Simulated bool `toml:"simulated"`
+}
+
+// ApplyDefaults implements providers.Defaulter: max_batch 0 is
+// [DefaultMaxBatch].
+func (c *Config) ApplyDefaults() {
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
 }
 
 // Acknowledged reports whether the block says simulated = true: the

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,8 +18,9 @@ var Kind = providers.NewKind("sim", newConfig, New)
 
 // Adapter is the simulated adapter.
 type Adapter struct {
-	name string
-	cfg  *Config
+	name  string
+	cfg   *Config
+	batch int // max_batch, defaults applied
 
 	mu       sync.Mutex
 	lookups  int
@@ -37,7 +37,9 @@ var _ providers.BatchLookup = (*Adapter)(nil)
 // New returns a simulated adapter for the block named name. It takes
 // nothing from env and never fails.
 func New(name string, cfg *Config, _ providers.Env) (*Adapter, error) {
-	return &Adapter{name: name, cfg: cfg}, nil
+	d := *cfg
+	d.ApplyDefaults()
+	return &Adapter{name: name, cfg: cfg, batch: d.MaxBatch}, nil
 }
 
 // Lookups reports how many operations the adapter has answered for or
@@ -53,7 +55,7 @@ func (s *Adapter) Lookups() int {
 func (s *Adapter) Requests() int64 { return s.requests.Load() }
 
 // MaxBatch implements providers.BatchLookup: max_batch.
-func (s *Adapter) MaxBatch() int { return cmp.Or(s.cfg.MaxBatch, DefaultMaxBatch) }
+func (s *Adapter) MaxBatch() int { return s.batch }
 
 // Lookup implements providers.Lookup by the first matching rule, once
 // FailFor has passed and the rule's After has.

@@ -63,6 +63,14 @@ func newConfig() *Config {
 	}
 }
 
+// ApplyDefaults implements providers.Defaulter: max_batch 0 is
+// [MaxClauses].
+func (c *Config) ApplyDefaults() {
+	if c.MaxBatch == 0 {
+		c.MaxBatch = MaxClauses
+	}
+}
+
 var _ providers.Settings = (*Config)(nil)
 var _ providers.SecretHolder = (*Config)(nil)
 

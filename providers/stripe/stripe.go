@@ -69,6 +69,8 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if u, err := url.Parse(base); err == nil {
 		host = u.Host
 	}
+	d := *cfg
+	d.ApplyDefaults()
 	objects := cfg.Objects
 	if len(objects) == 0 {
 		objects = []string{ObjectPaymentIntents}
@@ -95,7 +97,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		metadataKey: cmp.Or(cfg.MetadataKey, DefaultMetadataKey),
 		mode:        keyMode(key),
 		objects:     objects,
-		batch:       min(cmp.Or(cfg.MaxBatch, MaxClauses), MaxClauses),
+		batch:       min(d.MaxBatch, MaxClauses),
 		client:      client,
 		backend:     backend,
 		apiBase:     base,
