@@ -1,0 +1,82 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sweeper/sweeper/config"
+)
+
+// TestCheckConfigPrintsAdapterDefaults: a provider block that leaves out a
+// key whose zero stands for a default is printed with the value that
+// applies, from its default; a key the file sets is printed as set, from
+// the file.
+func TestCheckConfigPrintsAdapterDefaults(t *testing.T) {
+	t.Parallel()
+	const text = `
+[database]
+url = "postgres://127.0.0.1:5432/sweeper"
+
+[review]
+default_owner = "U0OWNER1"
+
+[providers.sim]
+kind = "sim"
+simulated = true
+
+[providers.sim_set]
+kind = "sim"
+simulated = true
+max_batch = 7
+
+[providers.orders]
+kind = "http"
+url = "https://orders.internal/lookup"
+
+[providers.ledger]
+kind = "postgres"
+dsn_env = "LEDGER_DSN"
+query = "SELECT id, created_at, payload_hash, op_key FROM records WHERE op_key = ANY(@op_keys)"
+`
+	r := runCLI(t, map[string]string{"LEDGER_DSN": "postgres://127.0.0.1/ledger"}, "check-config", "--config", writeConfig(t, text))
+	if r.code != exitOK {
+		t.Fatalf("check-config: code %d\n%s", r.code, r.stderr)
+	}
+	for _, tc := range []struct{ block, key, value, source string }{
+		{"sim", "max_batch", "100", config.SourceDefault},
+		{"sim_set", "max_batch", "7", config.SourceFile},
+		{"orders", "max_batch", "1", config.SourceDefault},
+		{"orders", "search_by", `"op_key"`, config.SourceDefault},
+		{"ledger", "max_batch", "100", config.SourceDefault},
+		{"ledger", "in_flight_for", `"1h"`, config.SourceDefault},
+	} {
+		if got := blockValue(r.stdout, tc.block, tc.key); got != tc.value {
+			t.Errorf("providers.%s.%s = %s, want %s", tc.block, tc.key, got, tc.value)
+		}
+		source := regexp.MustCompile(`(?m)^#\s+providers\.` + regexp.QuoteMeta(tc.block+"."+tc.key) + `\s+(.*)$`)
+		if m := source.FindStringSubmatch(r.stdout); m == nil || m[1] != tc.source {
+			t.Errorf("providers.%s.%s: source %q, want %q", tc.block, tc.key, m, tc.source)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s", r.stdout)
+	}
+}
+
+// blockValue returns the value printed for key in the TOML table
+// [providers.block] of out, as written.
+func blockValue(out, block, key string) string {
+	in := false
+	for line := range strings.Lines(out) {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			in = line == "[providers."+block+"]"
+			continue
+		}
+		if k, v, ok := strings.Cut(line, " = "); in && ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
