@@ -59,6 +59,18 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 	})
 }
 
+// SkippingDispatcher returns the dispatcher of a daemon with Slack off: it
+// delivers nowhere and records every due row skipped
+// ([outbox.CodeNoReceiver]), so that no row waits for a Slack that is not
+// configured and none goes out in a flood if Slack is configured later.
+func (s *App) SkippingDispatcher() (*notify.Dispatcher, error) {
+	return notify.NewDispatcher(s.Pool, notify.Nowhere, notify.DispatcherConfig{
+		Tickets: review.NewReader(s.Pool),
+		Logger:  s.Logger,
+		Metrics: s.Metrics,
+	})
+}
+
 func (s *App) getenv(name string) string {
 	if s.Getenv != nil {
 		return s.Getenv(name)
