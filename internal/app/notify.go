@@ -91,8 +91,8 @@ type Delivery struct {
 // Retry-After of a second or two, not a long one.
 const deliverWait = 5 * time.Second
 
-// Deliver drains the outbox when Slack is on (nothing to do when it is
-// off): what `sweep --once` and `escalate --once` call before they exit, so
+// Deliver drains the outbox when Slack is on (when it is off, the rows are
+// left for the daemon, which records them skipped): what `sweep --once` and `escalate --once` call before they exit, so
 // that the alerts their pass produced go out without a daemon. It does not
 // wait slack.group_wait: they deliver what they caused now. Rows Slack
 // rate-limited are delivered once their Retry-After has passed, as long as
