@@ -325,6 +325,13 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 				d.metrics.SlackParked()
 			}
 			log.Error("notify: parked: Slack refused the message for a reason a person must fix; replay the row after the fix", "error", err)
+		case FailureNowhere:
+			werr = d.outbox.Skip(wctx, n, aerr.Code, err)
+			if werr == nil {
+				st.Skipped = 1
+				d.metrics.SlackSkipped(1)
+			}
+			log.Debug("notify: not posted: nowhere to deliver", "code", aerr.Code)
 		case FailureRateLimited:
 			werr = d.outbox.Retry(wctx, n, FailureRateLimited.String(), err, aerr.Delay)
 			st.RateLimited = 1

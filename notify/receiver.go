@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -78,6 +79,9 @@ const (
 	// FailurePermanent: the attempt was refused for a reason a person must
 	// fix (a channel, a token, a scope, the message itself): park the row.
 	FailurePermanent
+	// FailureNowhere: there is nowhere to deliver the message, nor will be
+	// for it: skip the row, unposted and final, with the error's Code.
+	FailureNowhere
 )
 
 // String is the failure's name, as a row's history records its retries.
@@ -91,6 +95,8 @@ func (f Failure) String() string {
 		return "failed"
 	case FailurePermanent:
 		return "permanent"
+	case FailureNowhere:
+		return "nowhere"
 	}
 	return fmt.Sprintf("failure(%d)", int(f))
 }
@@ -122,3 +128,23 @@ type ReleaseError struct {
 }
 
 func (e *ReleaseError) Error() string { return e.Err.Error() }
+
+// Nowhere is the receiver of a dispatcher with no place to deliver to
+// (Slack off): it sends nothing, and the dispatcher skips every row it is
+// given ([outbox.CodeNoReceiver]), so that no row waits for a receiver that
+// is not configured, nor goes out in a flood when one is.
+var Nowhere Receiver = nowhere{}
+
+type nowhere struct{}
+
+var errNowhere = errors.New("no receiver is configured (slack.channel is empty); not posted")
+
+func (nowhere) Prepare(context.Context, *outbox.Notification) error { return nil }
+
+func (nowhere) Deliver(context.Context, *outbox.Notification, *slog.Logger) (Delivery, error) {
+	return Delivery{}, &AttemptError{Step: "route", Failure: FailureNowhere, Code: outbox.CodeNoReceiver, Err: errNowhere}
+}
+
+func (nowhere) Skipped(context.Context, outbox.Notification) {}
+
+func (nowhere) Flush(context.Context, time.Duration) {}

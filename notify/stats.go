@@ -24,8 +24,9 @@ type Stats struct {
 	// ones, and the later rows of their tickets that went with them.
 	Expired int `json:"expired"`
 	// Skipped rows were never posted: their ticket was resolved before its
-	// first alert was due (GroupWait). The claimed ones, and the later rows
-	// of their tickets that went with them.
+	// first alert was due (GroupWait) — the claimed ones, and the later
+	// rows of their tickets that went with them — or there was nowhere to
+	// deliver them ([Nowhere]).
 	Skipped int `json:"skipped"`
 	// Released rows were given back without an attempt (the channel was
 	// paced or closed, or the dispatcher stopping).

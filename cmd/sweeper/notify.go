@@ -35,7 +35,7 @@ func newNotifyCmd(e *env) *cobra.Command {
 		// By hand: what is owed goes now, without slack.group_wait.
 		d, err := s.DispatcherNow()
 		if errors.Is(err, app.ErrSlackOff) {
-			return configError(errors.New("slack.channel is empty: nothing to deliver to"))
+			return configError(errors.New("slack.channel is empty: nothing to deliver to (Slack is off; the daemon records the outbox's rows as skipped, no_receiver)"))
 		}
 		if err != nil {
 			return configError(err)

@@ -69,15 +69,17 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	river.AddWorker(workers, jobs.NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
 	river.AddWorker(workers, jobs.NewRelookupTicketWorker(s.Escalator(), lookup.Timeout(nil)))
 	river.AddWorker(workers, jobs.NewPruneWorker(s.Pruner()))
+	// With Slack off the outbox is still dispatched, to nowhere: each due
+	// row is recorded skipped rather than left pending.
 	dispatcher, err := s.Dispatcher()
-	switch {
-	case errors.Is(err, ErrSlackOff):
-		dispatcher = nil
-	case err != nil:
-		return nil, err
-	default:
-		river.AddWorker(workers, jobs.NewNotifyWorker(dispatcher))
+	if errors.Is(err, ErrSlackOff) {
+		s.Logger.Info("slack is off (slack.channel is empty): alerts are recorded in the outbox as skipped (no_receiver), not delivered")
+		dispatcher, err = s.SkippingDispatcher()
 	}
+	if err != nil {
+		return nil, err
+	}
+	river.AddWorker(workers, jobs.NewNotifyWorker(dispatcher))
 
 	var periodic []*river.PeriodicJob
 	if !opts.NoPeriodic {
@@ -88,12 +90,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 			{"sweep", "schedules.sweep", s.Config.Schedules.Sweep, jobs.SweepArgs{}},
 			{"escalate", "schedules.escalate", s.Config.Schedules.Escalate, jobs.EscalateArgs{}},
 			{"prune", "schedules.prune", s.Config.Schedules.Prune, jobs.PruneArgs{}},
-		}
-		if dispatcher != nil {
-			schedules = append(schedules, struct {
-				id, key, expr string
-				args          jobs.PeriodicArgs
-			}{"notify", "schedules.notify", s.Config.Schedules.Notify, jobs.NotifyArgs{}})
+			{"notify", "schedules.notify", s.Config.Schedules.Notify, jobs.NotifyArgs{}},
 		}
 		for _, j := range schedules {
 			schedule, err := cron.ParseStandard(j.expr)
@@ -120,9 +117,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	queues := map[string]river.QueueConfig{
 		river.QueueDefault: {MaxWorkers: 4},
 		jobs.QueueLookup:   {MaxWorkers: s.Config.River.MaxWorkers},
-	}
-	if dispatcher != nil {
-		queues[jobs.QueueNotify] = river.QueueConfig{MaxWorkers: 4}
+		jobs.QueueNotify:   {MaxWorkers: 4},
 	}
 	client, err := river.NewClient(riverpgxv5.New(s.Pool), &river.Config{
 		Schema:               migrations.Schema,

@@ -59,6 +59,18 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 	})
 }
 
+// SkippingDispatcher returns the dispatcher of a daemon with Slack off: it
+// delivers nowhere and records every due row skipped
+// ([outbox.CodeNoReceiver]), so that no row waits for a Slack that is not
+// configured and none goes out in a flood if Slack is configured later.
+func (s *App) SkippingDispatcher() (*notify.Dispatcher, error) {
+	return notify.NewDispatcher(s.Pool, notify.Nowhere, notify.DispatcherConfig{
+		Tickets: review.NewReader(s.Pool),
+		Logger:  s.Logger,
+		Metrics: s.Metrics,
+	})
+}
+
 func (s *App) getenv(name string) string {
 	if s.Getenv != nil {
 		return s.Getenv(name)
@@ -79,8 +91,8 @@ type Delivery struct {
 // Retry-After of a second or two, not a long one.
 const deliverWait = 5 * time.Second
 
-// Deliver drains the outbox when Slack is on (nothing to do when it is
-// off): what `sweep --once` and `escalate --once` call before they exit, so
+// Deliver drains the outbox when Slack is on (when it is off, the rows are
+// left for the daemon, which records them skipped): what `sweep --once` and `escalate --once` call before they exit, so
 // that the alerts their pass produced go out without a daemon. It does not
 // wait slack.group_wait: they deliver what they caused now. Rows Slack
 // rate-limited are delivered once their Retry-After has passed, as long as

@@ -118,7 +118,7 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 		}),
 		slackSkipped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sweeper_slack_skipped_total",
-			Help: "Outbox rows never posted because their ticket was resolved before its first alert was due (slack.group_wait): alerts for what settled itself.",
+			Help: "Outbox rows never posted because their ticket was resolved before its first alert was due (slack.group_wait): alerts for what settled itself; or because Slack is off (slack.channel empty), error code no_receiver.",
 		}),
 		slackSearches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sweeper_slack_search_inconclusive_total",
@@ -224,8 +224,8 @@ func (m *Metrics) SlackAdopted() {
 	m.slackAdopted.Inc()
 }
 
-// SlackSkipped counts n rows skipped, their ticket resolved before its
-// first alert was due.
+// SlackSkipped counts n rows skipped: their ticket resolved before its
+// first alert was due, or nowhere to deliver them (Slack off).
 func (m *Metrics) SlackSkipped(n int) {
 	if m == nil {
 		return

@@ -49,7 +49,8 @@ const (
 	// ([Store.Dismiss]); who and why are in its history. Final.
 	StateDismissed = "dismissed"
 	// StateSkipped: the message was never posted because nobody needs it
-	// (ErrorCode says why: [CodeSettledBeforeAlert]). Final.
+	// (ErrorCode says why: [CodeSettledBeforeAlert], [CodeNoReceiver]).
+	// Final.
 	StateSkipped = "skipped"
 )
 
@@ -97,6 +98,10 @@ const (
 	// before its first alert was due (slack.group_wait), so none of the
 	// ticket's messages up to the resolution was posted.
 	CodeSettledBeforeAlert = "settled_before_alert"
+	// CodeNoReceiver, on a skipped row: nowhere to deliver was configured
+	// (Slack off) when the row was due, so it was recorded and not posted,
+	// then or later.
+	CodeNoReceiver = "no_receiver"
 )
 
 // holdingCodes are the errors of a parked root message that hold back its
@@ -395,6 +400,13 @@ func (s *Store) Release(ctx context.Context, n Notification, delay time.Duration
 func (s *Store) Park(ctx context.Context, n Notification, code string, cause error) error {
 	return s.update(ctx, n, "park", `state = 'parked', last_error = $4, error_code = nullif($5, ''),
 		leased_by = NULL, lease_until = now(), history = `+historyEntry("'parked'", "$4"), errorText(cause), safetext.Printable(code))
+}
+
+// Skip marks held row n skipped, never posted, with its code (a Code
+// constant) and why (cause). [ErrLeaseLost] when the lease has passed.
+func (s *Store) Skip(ctx context.Context, n Notification, code string, cause error) error {
+	return s.update(ctx, n, "skip", `state = 'skipped', error_code = nullif($5, ''), leased_by = NULL, lease_until = now(),
+		history = `+historyEntry("'skipped'", "$4"), errorText(cause), safetext.Printable(code))
 }
 
 // SkipResolved marks held row n, the "opened" row of a ticket that is
