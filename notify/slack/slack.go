@@ -241,8 +241,19 @@ func (r *receiver) Skipped(ctx context.Context, n outbox.Notification) {
 // whose tickets changed, and of the incidents whose counts may have, are
 // edited.
 func (r *receiver) Flush(ctx context.Context, budget time.Duration) {
+	// The groups' edits outlast a pass whose time ran out (ctx's deadline),
+	// so that the messages show what the pass delivered; a pass cancelled —
+	// the process stopping — stops them: the groups touched are in memory
+	// only, lost with the process as after a crash, and a later change
+	// shows each group as it is then.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel()
+		}
+	})
+	defer stop()
 	r.refreshGroups(rctx)
 	// An incident's edits can be made at the next refresh, by any
 	// dispatcher: they stop with the dispatcher.
