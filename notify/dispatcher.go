@@ -328,7 +328,7 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 		case FailureNowhere:
 			werr = d.outbox.Skip(wctx, n, aerr.Code, err)
 			if werr == nil {
-				st.Skipped = 1
+				st.Skipped, st.Nowhere = 1, 1
 				d.metrics.SlackSkipped(1)
 			}
 			log.Debug("notify: not posted: nowhere to deliver", "code", aerr.Code)

@@ -26,8 +26,9 @@ type Stats struct {
 	// Skipped rows were never posted: their ticket was resolved before its
 	// first alert was due (GroupWait) — the claimed ones, and the later
 	// rows of their tickets that went with them — or there was nowhere to
-	// deliver them ([Nowhere]).
+	// deliver them ([Nowhere]); Nowhere counts those of them.
 	Skipped int `json:"skipped"`
+	Nowhere int `json:"no_receiver"`
 	// Released rows were given back without an attempt (the channel was
 	// paced or closed, or the dispatcher stopping).
 	Released int `json:"released"`
@@ -49,6 +50,7 @@ func (s *Stats) Add(o Stats) {
 	s.Inconclusive += o.Inconclusive
 	s.Expired += o.Expired
 	s.Skipped += o.Skipped
+	s.Nowhere += o.Nowhere
 	s.Released += o.Released
 	s.Lost += o.Lost
 }

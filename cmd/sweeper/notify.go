@@ -18,7 +18,8 @@ func newNotifyCmd(e *env) *cobra.Command {
 		Use:   "notify --once",
 		Short: "deliver the outbox (review alerts) to Slack, then exit",
 		Long: "notify --once delivers what the outbox owes Slack now, without slack.group_wait, and exits:\n" +
-			"1 when a row failed, was parked or had an unknown result.",
+			"1 when a row failed, was parked or had an unknown result. With Slack off (slack.channel empty)\n" +
+			"it records each row owed as skipped (no_receiver), as the daemon does.",
 		Args: noArgs,
 	}
 	once := cmd.Flags().Bool("once", false, "deliver the outbox to Slack once, then exit (required)")
@@ -32,10 +33,11 @@ func newNotifyCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
-		// By hand: what is owed goes now, without slack.group_wait.
+		// By hand: what is owed goes now, without slack.group_wait. With
+		// Slack off, what is owed is recorded skipped, as the daemon does.
 		d, err := s.DispatcherNow()
 		if errors.Is(err, app.ErrSlackOff) {
-			return configError(errors.New("slack.channel is empty: nothing to deliver to (Slack is off; the daemon records the outbox's rows as skipped, no_receiver)"))
+			d, err = s.SkippingDispatcher()
 		}
 		if err != nil {
 			return configError(err)
@@ -89,8 +91,11 @@ func printStats(w io.Writer, s notify.Stats) {
 	if s.Expired > 0 {
 		fmt.Fprintf(w, ", %d not posted for their age (slack.max_alert_age)", s.Expired)
 	}
-	if s.Skipped > 0 {
-		fmt.Fprintf(w, ", %d not posted: their ticket settled before its first alert was due", s.Skipped)
+	if settled := s.Skipped - s.Nowhere; settled > 0 {
+		fmt.Fprintf(w, ", %d not posted: their ticket settled before its first alert was due", settled)
+	}
+	if s.Nowhere > 0 {
+		fmt.Fprintf(w, ", %d recorded skipped: Slack is off (no_receiver)", s.Nowhere)
 	}
 	fmt.Fprintln(w)
 }

@@ -51,14 +51,16 @@ type onceBundle struct {
 }
 
 // openDueTickets opens one ticket per not-found key through `sweep --once`
-// with Slack off, so their outbox rows stay pending, and puts their
-// deadlines in the past.
+// with Slack off, puts their outbox rows back to pending, as a sweep whose
+// Slack was unreachable leaves them (with Slack off the pass records them
+// skipped), and puts the tickets' deadlines in the past.
 func (b *onceBundle) openDueTickets(t *testing.T, keys ...string) {
 	t.Helper()
 	seed(t, b.dbURL, keys...)
 	if r := runCLI(t, b.environ, "sweep", "--once", "--config", b.slackOff); r.code != exitOK {
 		t.Fatalf("sweep --once: code %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	b.exec(t, `UPDATE sweeper.outbox SET state = 'pending', error_code = NULL WHERE error_code = 'no_receiver'`)
 	if err := execAsSweeper(context.Background(), dbtest.Pool(t, b.dbURL), `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +145,11 @@ func TestOnceExitCodes(t *testing.T) {
 			}},
 		{desc: "notify: without --once", args: []string{"notify"}, slack: true, wantCode: exitUsage,
 			wantSummary: "sweeper notify: --once is required"},
-		{desc: "notify: Slack off", args: []string{"notify", "--once"}, wantCode: exitUsage,
-			wantSummary: "sweeper notify: slack.channel is empty"},
+		// Slack off is a state: what is owed is recorded skipped, as the
+		// daemon records it, and nothing is left pending.
+		{desc: "notify: Slack off", args: []string{"notify", "--once"}, wantCode: exitOK,
+			wantOut: "0 parked, 1 recorded skipped: Slack is off (no_receiver)",
+			prepare: func(t *testing.T, b *onceBundle) { b.openDueTickets(t, "nf-off1") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -229,5 +234,51 @@ func TestSweepOnceVerbose(t *testing.T) {
 	seed(t, dbURL, "nf-v4")
 	if r := runCLI(t, environ, "sweep", "--once", "--config", cfgFile); r.code != exitOK || len(decisions(r.stdout)) != 0 {
 		t.Errorf("sweep --once without -v printed decisions: code %d\n%s", r.code, r.stdout)
+	}
+}
+
+// TestOnceWithSlackOffLeavesNothingPending: with Slack off, the alerts a
+// `sweep --once` or `escalate --once` pass causes are recorded skipped
+// (no_receiver) before the command exits, as the daemon records them: no
+// row waits for a Slack that is not configured, and configuring Slack
+// later posts none of them in a flood.
+func TestOnceWithSlackOffLeavesNothingPending(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	cfgFile := writeConfig(t, daemonConfig)
+	environ := map[string]string{config.EnvDatabaseURL: dbURL}
+	pool := dbtest.Pool(t, dbURL)
+	count := func(sql string) int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(context.Background(), sql).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	seed(t, dbURL, "nf-so1", "nf-so2")
+	r := runCLI(t, environ, "sweep", "--once", "--config", cfgFile)
+	if r.code != exitOK {
+		t.Fatalf("sweep --once: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "2 recorded skipped: Slack is off (no_receiver)") {
+		t.Errorf("sweep --once does not say what became of the alerts:\n%s", r.stderr)
+	}
+	if n := count(`SELECT count(*) FROM sweeper.outbox WHERE state = 'pending'`); n != 0 {
+		t.Errorf("%d outbox row(s) pending after sweep --once with Slack off", n)
+	}
+	if err := execAsSweeper(context.Background(), pool, `UPDATE sweeper.tickets SET deadline = now() - interval '1 minute'`); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, environ, "escalate", "--once", "--config", cfgFile)
+	if r.code != exitOK {
+		t.Fatalf("escalate --once: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := count(`SELECT count(*) FROM sweeper.outbox WHERE state = 'pending'`); n != 0 {
+		t.Errorf("%d outbox row(s) pending after escalate --once with Slack off", n)
+	}
+	skipped := count(`SELECT count(*) FROM sweeper.outbox WHERE state = 'skipped' AND error_code = 'no_receiver'`)
+	if all := count(`SELECT count(*) FROM sweeper.outbox`); skipped != all || all < 4 {
+		t.Errorf("%d of %d outbox rows skipped (no_receiver), want all of the two openings and two escalations", skipped, all)
 	}
 }

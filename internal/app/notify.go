@@ -91,9 +91,10 @@ type Delivery struct {
 // Retry-After of a second or two, not a long one.
 const deliverWait = 5 * time.Second
 
-// Deliver drains the outbox when Slack is on (when it is off, the rows are
-// left for the daemon, which records them skipped): what `sweep --once` and `escalate --once` call before they exit, so
-// that the alerts their pass produced go out without a daemon. It does not
+// Deliver drains the outbox: what `sweep --once` and `escalate --once` call
+// before they exit, so that the alerts their pass produced go out without a
+// daemon — or, with Slack off, are recorded skipped (no_receiver) as the
+// daemon records them, so that none waits for a Slack that is not there. It does not
 // wait slack.group_wait: they deliver what they caused now. Rows Slack
 // rate-limited are delivered once their Retry-After has passed, as long as
 // that is within deliverWait in all; what is still pending then is left,
@@ -101,7 +102,7 @@ const deliverWait = 5 * time.Second
 func (s *App) Deliver(ctx context.Context) (Delivery, error) {
 	d, err := s.DispatcherNow()
 	if errors.Is(err, ErrSlackOff) {
-		return Delivery{}, nil
+		d, err = s.SkippingDispatcher()
 	}
 	if err != nil {
 		return Delivery{}, err
