@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -138,11 +139,17 @@ type Retention struct {
 	// River's own cleaner deletes them (discarded jobs keep River's 7
 	// days). Default 24h, at least 1m.
 	Jobs Duration `toml:"jobs"`
-	// ResolvedTickets is refused unless "0s" (keep), the default: deleting a ticket or an audit
-	// event is refused by the database's append-only triggers, which
-	// sweeper does not lift. Export tickets with `sweeper tickets export`
-	// and keep them in the database.
+	// ResolvedTickets is how long a resolved ticket and its audit events
+	// are kept, counted from its resolution; "0s", the default, keeps them
+	// for good. When set, the prune job first writes each ticket due, with
+	// its events, to a file in ArchiveDir (the JSON lines of `sweeper
+	// tickets export --format jsonl`), then deletes it with its outbox rows;
+	// sweeper.ticket_archives keeps which file holds each. At least 24h,
+	// and not shorter than Outbox.
 	ResolvedTickets Duration `toml:"resolved_tickets"`
+	// ArchiveDir is the existing directory the archive files are written
+	// to; required with ResolvedTickets, an absolute path.
+	ArchiveDir string `toml:"archive_dir"`
 }
 
 // River tunes the job queue.
@@ -632,10 +639,19 @@ func (c *Config) validateRuntime(v *validator) {
 
 	v.duration("retention.outbox", c.Retention.Outbox, time.Hour)
 	v.duration("retention.jobs", c.Retention.Jobs, time.Minute)
-	if d := c.Retention.ResolvedTickets; d.err != nil || d.Duration != 0 {
-		v.add("retention.resolved_tickets", "cannot be set: tickets and their audit events are append-only "+
-			"(the database refuses their deletion); export them with `sweeper tickets export --since … --format jsonl` "+
-			"and remove this key")
+	switch d := c.Retention.ResolvedTickets; {
+	case d.err != nil:
+		v.add("retention.resolved_tickets", "%v", d.err)
+	case d.Duration == 0:
+		if c.Retention.ArchiveDir != "" {
+			v.add("retention.archive_dir", "is set but retention.resolved_tickets is not: tickets are kept for good and nothing is archived; remove the key or set a retention")
+		}
+	case d.Duration < minTicketRetention:
+		v.add("retention.resolved_tickets", "must be \"0s\" (keep for good) or at least %s", formatDuration(minTicketRetention))
+	case d.Duration < c.Retention.Outbox.Duration:
+		v.add("retention.resolved_tickets", "must not be shorter than retention.outbox (%s): a ticket's alerts are kept that long", formatDuration(c.Retention.Outbox.Duration))
+	default:
+		v.archiveDir("retention.archive_dir", c.Retention.ArchiveDir)
 	}
 }
 
@@ -1068,6 +1084,29 @@ func (v *validator) duration(key string, d Duration, least time.Duration) {
 		v.add(key, "%v", d.err)
 	case d.Duration < least:
 		v.add(key, "must be at least %s", formatDuration(least))
+	}
+}
+
+// minTicketRetention is the shortest retention.resolved_tickets.
+const minTicketRetention = 24 * time.Hour
+
+// archiveDir checks that dir, where resolved tickets are archived before
+// they are deleted, is an absolute path to an existing directory.
+func (v *validator) archiveDir(key, dir string) {
+	switch {
+	case dir == "":
+		v.add(key, "is required with retention.resolved_tickets: tickets are written there before they are deleted")
+		return
+	case !filepath.IsAbs(dir):
+		v.add(key, "%q must be an absolute path", dir)
+		return
+	}
+	info, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		v.add(key, "%v", err)
+	case !info.IsDir():
+		v.add(key, "%q is not a directory", dir)
 	}
 }
 

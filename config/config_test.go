@@ -799,10 +799,15 @@ func TestLogSection(t *testing.T) {
 }
 
 // TestRetention: retentions too short to keep what the next pass needs are
-// refused by key, and a retention for resolved tickets is refused whatever
-// its value: the database keeps tickets and their events for good.
+// refused by key; a retention for resolved tickets needs the directory its
+// archive files go to, and an archive directory without it is a mistake.
 func TestRetention(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		desc, text, wantErr string
 	}{
@@ -811,8 +816,21 @@ func TestRetention(t *testing.T) {
 		{desc: "outbox under an hour", text: "[retention]\noutbox = \"30m\"\n", wantErr: "retention.outbox: must be at least 1h"},
 		{desc: "jobs under a minute", text: "[retention]\njobs = \"10s\"\n", wantErr: "retention.jobs: must be at least 1m"},
 		{desc: "outbox malformed", text: "[retention]\noutbox = \"30d\"\n", wantErr: `retention.outbox: invalid duration "30d"`},
-		{desc: "resolved tickets deleted", text: "[retention]\nresolved_tickets = \"8760h\"\n",
-			wantErr: "retention.resolved_tickets: cannot be set: tickets and their audit events are append-only"},
+		{desc: "resolved tickets archived", text: "[retention]\nresolved_tickets = \"8760h\"\narchive_dir = " + strconv.Quote(dir) + "\n"},
+		{desc: "resolved tickets without an archive", text: "[retention]\nresolved_tickets = \"8760h\"\n",
+			wantErr: "retention.archive_dir: is required with retention.resolved_tickets"},
+		{desc: "archive dir relative", text: "[retention]\nresolved_tickets = \"8760h\"\narchive_dir = \"archive\"\n",
+			wantErr: `retention.archive_dir: "archive" must be an absolute path`},
+		{desc: "archive dir missing", text: "[retention]\nresolved_tickets = \"8760h\"\narchive_dir = " + strconv.Quote(filepath.Join(dir, "nope")) + "\n",
+			wantErr: "retention.archive_dir: stat "},
+		{desc: "archive dir a file", text: "[retention]\nresolved_tickets = \"8760h\"\narchive_dir = " + strconv.Quote(file) + "\n",
+			wantErr: "is not a directory"},
+		{desc: "archive dir alone", text: "[retention]\narchive_dir = " + strconv.Quote(dir) + "\n",
+			wantErr: "retention.archive_dir: is set but retention.resolved_tickets is not"},
+		{desc: "resolved tickets too soon", text: "[retention]\nresolved_tickets = \"1h\"\narchive_dir = " + strconv.Quote(dir) + "\n",
+			wantErr: `retention.resolved_tickets: must be "0s" (keep for good) or at least 24h`},
+		{desc: "resolved tickets before their alerts", text: "[retention]\nresolved_tickets = \"48h\"\narchive_dir = " + strconv.Quote(dir) + "\n",
+			wantErr: "retention.resolved_tickets: must not be shorter than retention.outbox (720h)"},
 		{desc: "unknown key", text: "[retention]\nexport_dir = \"/var/lib/sweeper\"\n", wantErr: "retention.export_dir"},
 	} {
 		t.Run(c.desc, func(t *testing.T) {

@@ -84,8 +84,21 @@ func (x *Exporter) page(ctx context.Context, since, until time.Time, after int64
 	if err != nil {
 		return nil, fmt.Errorf("export the tickets opened in %s: %w", window, err)
 	}
+	page, events, err := x.withEvents(ctx, tickets)
+	if err != nil || len(page) == 0 {
+		return nil, err
+	}
+	if x.onPage != nil {
+		x.onPage(len(page), events)
+	}
+	return page, nil
+}
+
+// withEvents returns tickets with their events, oldest first, and how many
+// events there were.
+func (x *Exporter) withEvents(ctx context.Context, tickets []Ticket) ([]Exported, int, error) {
 	if len(tickets) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	page := make([]Exported, len(tickets))
 	ids := make([]int64, len(tickets))
@@ -95,14 +108,14 @@ func (x *Exporter) page(ctx context.Context, since, until time.Time, after int64
 		ids[i] = t.ID
 		index[t.ID] = i
 	}
-	rows, err = x.db.Query(ctx, `SELECT id, ticket_id, kind, actor, at, details
+	rows, err := x.db.Query(ctx, `SELECT id, ticket_id, kind, actor, at, details
 		FROM sweeper.ticket_events WHERE ticket_id = ANY($1) ORDER BY ticket_id, id`, ids)
 	if err != nil {
-		return nil, fmt.Errorf("export the events of tickets %d–%d: %w", ids[0], ids[len(ids)-1], err)
+		return nil, 0, fmt.Errorf("export the events of tickets %d–%d: %w", ids[0], ids[len(ids)-1], err)
 	}
 	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Event])
 	if err != nil {
-		return nil, fmt.Errorf("export the events of tickets %d–%d: %w", ids[0], ids[len(ids)-1], err)
+		return nil, 0, fmt.Errorf("export the events of tickets %d–%d: %w", ids[0], ids[len(ids)-1], err)
 	}
 	for _, e := range events {
 		i := index[e.TicketID]
@@ -113,8 +126,5 @@ func (x *Exporter) page(ctx context.Context, since, until time.Time, after int64
 			page[i].Events = []Event{}
 		}
 	}
-	if x.onPage != nil {
-		x.onPage(len(page), len(events))
-	}
-	return page, nil
+	return page, len(events), nil
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -93,7 +92,7 @@ func printJSON(e *env, v any) error {
 // starting with prefix, ending in a newline, and with <, > and & as they
 // are. The output goes to terminals and pipes, never into HTML, and a Slack
 // mention must read <@U…>, not \u003c@U…\u003e. No character a terminal
-// acts on is printed raw ([inertJSON]).
+// acts on is printed raw ([safetext.InertJSON]).
 func writeJSON(w io.Writer, prefix string, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -102,32 +101,8 @@ func writeJSON(w io.Writer, prefix string, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(inertJSON(buf.Bytes()))
+	_, err := w.Write(safetext.InertJSON(buf.Bytes()))
 	return err
-}
-
-// inertJSON is the JSON text b with every DEL, C1 control (U+0080–U+009F),
-// bidi control (U+202A–U+202E, U+2066–U+2069) and line separator written
-// as a \uXXXX escape, and invalid UTF-8 as \ufffd: encoding/json and
-// PostgreSQL escape the C0 controls only, and a terminal acts on the
-// others — U+009B starts a CSI like ESC [. Outside strings JSON holds none
-// of them, so the escapes stand for the same characters: the data is
-// unchanged, only its spelling.
-func inertJSON(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); {
-		r, w := utf8.DecodeRune(b[i:])
-		switch {
-		case r == utf8.RuneError && w <= 1:
-			out = append(out, `\ufffd`...)
-		case r == 0x7f, r >= 0x80 && r <= 0x9f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x2028, r == 0x2029:
-			out = fmt.Appendf(out, `\u%04x`, r)
-		default:
-			out = append(out, b[i:i+w]...)
-		}
-		i += w
-	}
-	return out
 }
 
 // inert is text from outside sweeper — a provider's error, a person's
@@ -207,7 +182,7 @@ func configuredLogger(w io.Writer, l config.Log, floor slog.Level) *slog.Logger 
 // prints a character a terminal acts on, whatever a provider's error or a
 // person's input holds: the text handler quotes every value holding one
 // (strconv.Quote writes ESC as \x1b, U+202E as \u202e), and the JSON
-// handler's lines go through [inertJSON], for the C1 and bidi controls it
+// handler's lines go through [safetext.InertJSON], for the C1 and bidi controls it
 // leaves raw — a JSON log is read with tail on a terminal too.
 func newLogHandler(w io.Writer, level slog.Level, text bool) slog.Handler {
 	opts := &slog.HandlerOptions{Level: level}
@@ -217,12 +192,12 @@ func newLogHandler(w io.Writer, level slog.Level, text bool) slog.Handler {
 	return slog.NewJSONHandler(inertWriter{w}, opts)
 }
 
-// inertWriter writes JSON through [inertJSON]. A slog handler writes each
+// inertWriter writes JSON through [safetext.InertJSON]. A slog handler writes each
 // record in one Write, so no character is split between two.
 type inertWriter struct{ w io.Writer }
 
 func (i inertWriter) Write(p []byte) (int, error) {
-	if _, err := i.w.Write(inertJSON(p)); err != nil {
+	if _, err := i.w.Write(safetext.InertJSON(p)); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -155,7 +156,7 @@ type exportWriter interface {
 }
 
 // jsonlExport writes one ticket a line, its events nested, with every
-// character a terminal acts on escaped ([inertJSON]).
+// character a terminal acts on escaped ([safetext.InertJSON]).
 type jsonlExport struct {
 	w   *bufio.Writer
 	buf bytes.Buffer
@@ -168,7 +169,7 @@ func (j *jsonlExport) write(t review.Exported) error {
 	if err := enc.Encode(t); err != nil {
 		return err
 	}
-	_, err := j.w.Write(inertJSON(j.buf.Bytes()))
+	_, err := j.w.Write(safetext.InertJSON(j.buf.Bytes()))
 	return err
 }
 

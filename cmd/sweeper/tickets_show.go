@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -31,6 +32,10 @@ func newTicketsShowCmd(e *env) *cobra.Command {
 		store := s.Reviews()
 		t, err := store.Get(cmd.Context(), id)
 		if errors.Is(err, review.ErrTicketNotFound) {
+			file, archErr := review.NewReader(s.Pool).ArchivedIn(cmd.Context(), id)
+			if archErr == nil && file != "" {
+				return fmt.Errorf("ticket %d was archived to %s and deleted (retention.resolved_tickets)", id, inert(file))
+			}
 			return fmt.Errorf("no ticket %d", id)
 		}
 		if err != nil {
@@ -53,7 +58,7 @@ func newTicketsShowCmd(e *env) *cobra.Command {
 		_ = writeJSON(e.stdout, "  ", evidence)
 		fmt.Fprint(e.stdout, "events:\n")
 		for _, ev := range events {
-			fmt.Fprintf(e.stdout, "  %s  %-10s by %s  %s\n", ev.At.UTC().Format(time.RFC3339), inert(ev.Kind), inert(ev.Actor), inertJSON(ev.Details))
+			fmt.Fprintf(e.stdout, "  %s  %-10s by %s  %s\n", ev.At.UTC().Format(time.RFC3339), inert(ev.Kind), inert(ev.Actor), safetext.InertJSON(ev.Details))
 		}
 		return nil
 	})

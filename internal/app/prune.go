@@ -12,7 +12,9 @@ import (
 // does not hold locks for long.
 const prunePage = 500
 
-// Pruner deletes the outbox rows retention.outbox no longer keeps.
+// Pruner deletes the outbox rows retention.outbox no longer keeps and,
+// when retention.resolved_tickets is set, archives then deletes the
+// resolved tickets it no longer keeps.
 type Pruner struct {
 	app *App
 	// Page is how many tickets one transaction prunes; 0 means 500.
@@ -40,10 +42,16 @@ func (p *Pruner) Prune(ctx context.Context) (int64, error) {
 			return total, err
 		}
 		if n == 0 {
-			if total > 0 {
-				p.app.Logger.Info("pruned the outbox", "rows", total, "final_before", before.UTC().Format(time.RFC3339))
-			}
-			return total, nil
+			break
 		}
 	}
+	if total > 0 {
+		p.app.Logger.Info("pruned the outbox", "rows", total, "final_before", before.UTC().Format(time.RFC3339))
+	}
+	archived, err := p.archiveTickets(ctx, page)
+	if archived.Tickets > 0 || archived.Held > 0 {
+		p.app.Logger.Info("archived resolved tickets", "tickets", archived.Tickets, "events", archived.Events,
+			"outbox_rows", archived.OutboxRows, "files", archived.Files, "held_by_outbox", archived.Held)
+	}
+	return total + archived.Tickets + archived.Events + archived.OutboxRows, err
 }

@@ -25,6 +25,7 @@ var owners = map[string]string{
 	"sweeper.record_namespaces": "ledger",
 	"sweeper.tickets":           "review",
 	"sweeper.ticket_events":     "review",
+	"sweeper.ticket_archives":   "review",
 	"sweeper.outbox":            "notify/outbox",
 	"sweeper.alert_groups":      "notify/outbox",
 	"sweeper.incidents":         "notify/outbox",

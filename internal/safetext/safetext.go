@@ -145,3 +145,27 @@ func unprintable(r rune) bool {
 	}
 	return false
 }
+
+// InertJSON is the JSON text b with every DEL, C1 control (U+0080–U+009F),
+// bidi control (U+202A–U+202E, U+2066–U+2069) and line separator written
+// as a \uXXXX escape, and invalid UTF-8 as \ufffd: encoding/json and
+// PostgreSQL escape the C0 controls only, and a terminal acts on the
+// others — U+009B starts a CSI like ESC [. Outside strings JSON holds none
+// of them, so the escapes stand for the same characters: the data is
+// unchanged, only its spelling.
+func InertJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		r, w := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && w <= 1:
+			out = append(out, `\ufffd`...)
+		case r == 0x7f, r >= 0x80 && r <= 0x9f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x2028, r == 0x2029:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		default:
+			out = append(out, b[i:i+w]...)
+		}
+		i += w
+	}
+	return out
+}

@@ -59,3 +59,31 @@ func Prune(ctx context.Context, db Beginner, before time.Time, tickets int) (int
 	}
 	return tag.RowsAffected(), nil
 }
+
+// Unfinished returns which of tickets ids still have an outbox row that is
+// not final (pending, parked): a ticket with a message still owed or
+// waiting for a person is not archived yet.
+func Unfinished(ctx context.Context, tx pgx.Tx, ids []int64) ([]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT DISTINCT ticket_id FROM sweeper.outbox
+		WHERE ticket_id = ANY($1) AND state NOT IN ('sent', 'skipped', 'dismissed')`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("outbox rows of tickets to archive: %w", err)
+	}
+	held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("outbox rows of tickets to archive: %w", err)
+	}
+	return held, nil
+}
+
+// DeleteArchived deletes every outbox row of archived tickets ids (each
+// final: [Unfinished] kept the others' tickets out), their alerts in alert
+// groups' threads included, and returns how many. The table's trigger
+// refuses it for a ticket not archived.
+func DeleteArchived(ctx context.Context, tx pgx.Tx, ids []int64) (int64, error) {
+	tag, err := tx.Exec(ctx, `DELETE FROM sweeper.outbox WHERE ticket_id = ANY($1)`, ids)
+	if err != nil {
+		return 0, fmt.Errorf("delete the outbox rows of %d archived ticket(s): %w", len(ids), err)
+	}
+	return tag.RowsAffected(), nil
+}
