@@ -250,6 +250,15 @@ func TestSweepOnceAndTicketsCommands(t *testing.T) {
 			t.Errorf("%v: code %d, want %d\n%s", tc.args, r.code, tc.code, r.stderr)
 		}
 	}
+	// A ticket archived and deleted (retention.resolved_tickets): show names its file.
+	if _, err := dbtest.Pool(t, dbURL).Exec(context.Background(),
+		`INSERT INTO sweeper.ticket_archives (ticket_id, op_key, file) VALUES (888888, 'k', '/var/lib/sweeper/archive/tickets-x.jsonl')`); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, environ, "tickets", "show", "888888", "--config", cfgFile); r.code != exitFailure ||
+		!strings.Contains(r.stderr, "ticket 888888 was archived to /var/lib/sweeper/archive/tickets-x.jsonl and deleted") {
+		t.Errorf("tickets show of an archived ticket: code %d\n%s", r.code, r.stderr)
+	}
 	r = runCLI(t, environ, "tickets", "list", "--state", "resolved", "--config", cfgFile)
 	if r.code != exitOK || !strings.Contains(r.stderr, "0 ticket(s)") {
 		t.Errorf("resolved list: %s%s", r.stdout, r.stderr)
