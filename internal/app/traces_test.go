@@ -253,4 +253,3 @@ func names(spans tracetest.SpanStubs) string {
 	}
 	return strings.Join(out, ", ")
 }
-
