@@ -11,7 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -212,6 +214,77 @@ stale_after = "10m"
 					t.Errorf("span %q holds %q: %s", sp.Name, f, text)
 				}
 			}
+		}
+	}
+}
+
+// TestTracesOfRiverJobs: in the daemon, each job worked is a span (River's
+// middleware): the sweep job's, and the lookup job it enqueued, linked to
+// the sweep that enqueued it; the provider's lookup and the database's
+// statements are the lookup job's children. River's own polling, outside
+// any job, makes no database span.
+func TestTracesOfRiverJobs(t *testing.T) {
+	t.Parallel()
+	exporter := tracetest.NewInMemoryExporter()
+	tr := tracing.New(sdktrace.NewSimpleSpanProcessor(tracing.Scrub(exporter)), tracing.Resource(nil, "test"))
+	t.Cleanup(func() { tr.Shutdown(context.Background()) }) //nolint:errcheck // the spans were read
+	dbURL := dbtest.NewDatabase(t)
+	poolCfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poolCfg.ConnConfig.Tracer = tr.QueryTracer()
+	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b := wire(t, dbURL, baseConfig, nil)
+	b.pool, b.sweeper.Pool, b.ledger = pool, pool, ledger.NewStore(pool)
+	b.sweeper.Tracing = tr
+	b.sweeper.Providers["sim"].SetTracer(tr.Tracer("test"))
+	b.claim(t, "found-1", "sim", time.Hour)
+	client := b.startClient(t)
+	b.sweep(t, client)
+	b.waitSettled(t, []string{"found-1"}, 20*time.Second)
+
+	spans := exporter.GetSpans()
+	var sweep, lookupJob, lookup []tracetest.SpanStub
+	for _, sp := range spans {
+		switch sp.Name {
+		case "river.work/sweep":
+			sweep = append(sweep, sp)
+		case "river.work/lookup_batch":
+			lookupJob = append(lookupJob, sp)
+		case providers.SpanLookup, providers.SpanLookupBatch:
+			lookup = append(lookup, sp)
+		}
+	}
+	if len(sweep) != 1 || len(lookupJob) != 1 || len(lookup) != 1 {
+		t.Fatalf("%d sweep job span(s), %d lookup job span(s), %d lookup span(s), want 1 each; spans: %s",
+			len(sweep), len(lookupJob), len(lookup), names(spans))
+	}
+	job := lookupJob[0]
+	if lookup[0].Parent.SpanID() != job.SpanContext.SpanID() {
+		t.Error("the provider's lookup is not the lookup job's child")
+	}
+	if len(job.Links) != 1 || job.Links[0].SpanContext.TraceID() != sweep[0].SpanContext.TraceID() {
+		t.Errorf("the lookup job's span links %v, want the sweep job's trace %s", job.Links, sweep[0].SpanContext.TraceID())
+	}
+	statements := map[trace.SpanID]int{}
+	for _, sp := range spans {
+		if attr(sp, "db.system.name") != "postgresql" {
+			continue
+		}
+		if !sp.Parent.IsValid() {
+			t.Errorf("database span %q has no parent: only statements of traced work are spans", sp.Name)
+			continue
+		}
+		statements[sp.Parent.SpanID()]++
+	}
+	for _, work := range []tracetest.SpanStub{sweep[0], job} {
+		if statements[work.SpanContext.SpanID()] == 0 {
+			t.Errorf("no database span is %s's child", work.Name)
 		}
 	}
 }
