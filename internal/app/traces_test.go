@@ -293,7 +293,7 @@ func TestTracesOfRiverJobs(t *testing.T) {
 func attr(sp tracetest.SpanStub, key attribute.Key) string {
 	for _, a := range sp.Attributes {
 		if a.Key == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
@@ -305,7 +305,7 @@ func spanText(sp tracetest.SpanStub) []string {
 	out := []string{sp.Name, sp.Status.Description}
 	kv := func(attrs []attribute.KeyValue) {
 		for _, a := range attrs {
-			out = append(out, string(a.Key)+"="+a.Value.Emit())
+			out = append(out, string(a.Key)+"="+a.Value.String())
 		}
 	}
 	kv(sp.Attributes)

@@ -145,17 +145,17 @@ func TestScrub(t *testing.T) {
 	attrs := map[attribute.Key]attribute.Value{}
 	for _, a := range s.Attributes {
 		attrs[a.Key] = a.Value
-		text += " " + a.Value.Emit()
+		text += " " + a.Value.String()
 	}
 	for _, e := range s.Events {
 		text += " " + e.Name
 		for _, a := range e.Attributes {
-			text += " " + a.Value.Emit()
+			text += " " + a.Value.String()
 		}
 	}
 	for _, l := range s.Links {
 		for _, a := range l.Attributes {
-			text += " " + a.Value.Emit()
+			text += " " + a.Value.String()
 		}
 	}
 	for _, leak := range []string{secret, "pa55", "user", "frag", "PageSize", "sslmode"} {
@@ -171,7 +171,7 @@ func TestScrub(t *testing.T) {
 		"server.address": "api.twilio.example",
 		"urls":           `["http://h/a","postgres://db/x"]`,
 	} {
-		if got := attrs[key].Emit(); got != want {
+		if got := attrs[key].String(); got != want {
 			t.Errorf("%s = %s, want %s", key, got, want)
 		}
 	}
