@@ -1,8 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/providers"
 )
 
 // TestCheckConfigTraces: check-config says whether the standard
@@ -46,5 +55,41 @@ default_owner = "U0OWNER1"
 				}
 			}
 		})
+	}
+}
+
+// TestTracesOfSweepOnce: with OTEL_EXPORTER_OTLP_ENDPOINT set, `sweep
+// --once` sends its spans to the collector before it exits — the pass, the
+// lookup, the database's statements — and none holds the recipient.
+// (Not parallel: the exporter reads the process's environment.)
+func TestTracesOfSweepOnce(t *testing.T) {
+	var mu sync.Mutex
+	var exports [][]byte
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		exports = append(exports, body)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	dbURL := dbtest.NewDatabase(t)
+	seed(t, dbURL, "found-1")
+	r := runCLI(t, map[string]string{"SWEEPER_DATABASE_URL": dbURL, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL},
+		"sweep", "--once", "--config", writeConfig(t, daemonConfig))
+	if r.code != exitOK || !strings.Contains(r.stdout, "done 1") {
+		t.Fatalf("sweep --once: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	all := bytes.Join(exports, nil)
+	for _, want := range []string{app.SpanSweepOnce, providers.SpanLookup, "postgresql", "service.name", "sweeper"} {
+		if !bytes.Contains(all, []byte(want)) {
+			t.Errorf("the collector received no %q (%d export(s))", want, len(exports))
+		}
+	}
+	if bytes.Contains(all, []byte("jane.doe")) {
+		t.Error("an exported span holds the recipient")
 	}
 }

@@ -72,7 +72,12 @@ func FromEnv(getenv func(string) string) Settings {
 	case traces != "":
 		return Settings{On: true, Endpoint: PrintableURL(traces)}
 	case base != "":
-		return Settings{On: true, Endpoint: PrintableURL(strings.TrimSuffix(base, "/") + "/v1/traces")}
+		endpoint := PrintableURL(base)
+		if u, err := url.Parse(endpoint); err == nil && u.Host != "" {
+			u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
+			endpoint = u.String()
+		}
+		return Settings{On: true, Endpoint: endpoint}
 	}
 	return Settings{Off: "neither " + EnvEndpoint + " nor " + EnvTracesEndpoint + " is set"}
 }
