@@ -30,7 +30,7 @@ func env(vars map[string]string) func(string) string {
 // built or started — no exporter, no goroutine — the global provider stays
 // the no-op one, and every instrumented part gets what it had.
 func TestTracesOffWithoutVariables(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	global := otel.GetTracerProvider()
 	for _, vars := range []map[string]string{
 		nil,
