@@ -7,8 +7,10 @@
 // Off costs nothing: [Start] returns a nil *Tracing, whose methods hand
 // back what they were given (a transport as it is, no query tracer, no
 // River middleware) or a no-op tracer; no exporter is built and no
-// goroutine started. The process-wide OpenTelemetry globals are never set:
-// each instrumented part is handed the provider explicitly.
+// goroutine started. The process-wide tracer provider and propagator are
+// never set — each instrumented part is handed the provider explicitly —
+// and only when on is the global error handler pointed at the log, for
+// the exporter's failures.
 //
 // No span carries a recipient, a payload, a secret or a token: the
 // instrumented parts record none, the database spans keep the SQL text but
