@@ -88,7 +88,8 @@ type Env struct {
 	Logger *slog.Logger
 	// Transport carries an HTTP adapter's requests once the read-only check
 	// has let them through (see [Env.ReadOnly]): a test's fake of the
-	// provider. Nil is http.DefaultTransport.
+	// provider, or the traced transport when traces are on (a refused
+	// request never reaches it). Nil is http.DefaultTransport.
 	Transport http.RoundTripper
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/sweeper/sweeper/internal/metrics"
@@ -52,6 +53,7 @@ type Provider struct {
 	limiter  *rate.Limiter
 	slots    chan struct{}
 	metrics  *metrics.Metrics
+	tracer   trace.Tracer
 	// namespace is the record namespace ([Provider.Namespace]); "": the
 	// block's own.
 	namespace string
@@ -173,6 +175,8 @@ func (p *Provider) Lookup(ctx context.Context, q Query) ([]Record, error) {
 }
 
 func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err error) {
+	ctx, endSpan := p.traceRequest(ctx, SpanLookup, 1)
+	defer func() { endSpan(outcomeOf(records, err)) }()
 	req, err := p.begin(ctx)
 	if err != nil {
 		return nil, err

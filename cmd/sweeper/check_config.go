@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/tracing"
 )
 
 func newCheckConfigCmd(e *env) *cobra.Command {
@@ -37,6 +38,7 @@ func newCheckConfigCmd(e *env) *cobra.Command {
 			writeSources(e.stdout, cfg)
 			writeFireTimes(e.stdout, cfg, time.Now())
 			writeSharedAccounts(e.stdout, cfg, e.getenv)
+			writeTraces(e.stdout, e.getenv)
 			return nil
 		}),
 	}
@@ -89,6 +91,18 @@ func writeFireTimes(w io.Writer, cfg *config.Config, now time.Time) {
 		}
 		fmt.Fprintf(w, "#   %-*s %q: %s\n", width, s.key, s.expr, strings.Join(times, ", "))
 	}
+}
+
+// writeTraces prints, as a TOML comment, whether the standard
+// OpenTelemetry variables turn traces on, and where spans go: the
+// endpoint without credentials or query (headers are never printed).
+func writeTraces(w io.Writer, getenv func(string) string) {
+	s := tracing.FromEnv(getenv)
+	if s.On {
+		fmt.Fprintf(w, "\n# traces: OTLP to %s\n", s.Endpoint)
+		return
+	}
+	fmt.Fprintf(w, "\n# traces: off (%s)\n", s.Off)
 }
 
 // writeSharedAccounts prints, as TOML comments, the blocks that reach one

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/internal/tracing"
 )
 
 // open loads the configuration and opens the App on it (app.Open), with
@@ -31,7 +32,29 @@ func openWaiting(ctx context.Context, e *env, u uses, wait time.Duration) (*app.
 	if u.lookups {
 		opts.Kinds, opts.NoLookups = providerKinds(), false
 	}
-	return openApp(ctx, e, cfg, opts)
+	if !u.lookups && !u.slack {
+		return openApp(ctx, e, cfg, opts)
+	}
+	// A command that asks providers or Slack is traced when the standard
+	// OpenTelemetry variables say so; otherwise tr is nil and costs nothing.
+	tr, err := tracing.Start(ctx, e.getenv, serviceVersion(), opts.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Tracing = tr
+	s, closeApp, err := openApp(ctx, e, cfg, opts)
+	if err != nil {
+		tr.Shutdown(context.WithoutCancel(ctx)) //nolint:errcheck // nothing was traced yet
+		return nil, nil, err
+	}
+	return s, func() {
+		closeApp()
+		// The last spans, within tracing.ShutdownTimeout: a collector
+		// that is down does not hold the exit.
+		if err := tr.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			s.Logger.Warn("traces: the last spans were not all sent", "error", err)
+		}
+	}, nil
 }
 
 func openApp(ctx context.Context, e *env, cfg *config.Config, opts app.OpenOptions) (*app.App, func(), error) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/internal/tracing"
 )
 
 // startupWait is how long `run` keeps trying to reach its database at
@@ -131,8 +132,13 @@ func runDaemon(ctx context.Context, e *env) error {
 	for _, w := range s.Config.Warnings() {
 		logger.Warn("configuration: " + w)
 	}
+	traces := "off"
+	if t := tracing.FromEnv(e.getenv); t.On {
+		traces = t.Endpoint
+	}
 	logger.Info("sweeper running", "providers", len(s.Providers), "sweep", s.Config.Schedules.Sweep,
-		"http", serving[0].l.Addr().String(), "admin", admin, "slack", servers.Interactions != nil, "river_ui", s.Config.HTTP.RiverUI)
+		"http", serving[0].l.Addr().String(), "admin", admin, "slack", servers.Interactions != nil, "river_ui", s.Config.HTTP.RiverUI,
+		"traces", traces)
 
 	select {
 	case <-ctx.Done():

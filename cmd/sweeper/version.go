@@ -27,6 +27,18 @@ func newVersionCmd(e *env) *cobra.Command {
 	return cmd
 }
 
+// serviceVersion is the version alone, as traces' service.version: the
+// one set at build time, else the module's.
+func serviceVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info.Main.Version
+	}
+	return ""
+}
+
 func versionString() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {

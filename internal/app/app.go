@@ -10,6 +10,7 @@ import (
 	"github.com/sweeper/sweeper/internal/health"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/settle"
+	"github.com/sweeper/sweeper/internal/tracing"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
@@ -35,6 +36,11 @@ type App struct {
 	// settlements, escalations, Slack); nil counts none. Lookups are
 	// counted by each provider ([providers.Provider.SetMetrics]).
 	Metrics *metrics.Metrics
+	// Tracing traces the River jobs, the once-runners' passes and the
+	// calls to Slack wired from here; the pool's statements and the
+	// providers' lookups are traced when [Open] builds them with it. Nil:
+	// none, at no cost.
+	Tracing *tracing.Tracing
 }
 
 // TrackHealth gives every provider its health tracker over s's pool, so

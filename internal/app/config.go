@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/tracing"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -21,6 +22,12 @@ import (
 // name the block and are gathered, not stopped at; on an error, what was
 // built is closed and nothing is returned. The caller closes the providers.
 func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(string) string, logger *slog.Logger) (map[string]*providers.Provider, error) {
+	return buildProviders(cfg, kinds, getenv, logger, nil)
+}
+
+// buildProviders is [BuildProviders] with each provider's requests and
+// their HTTP exchanges traced by tr.
+func buildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(string) string, logger *slog.Logger, tr *tracing.Tracing) (map[string]*providers.Provider, error) {
 	out := map[string]*providers.Provider{}
 	var errs []error
 	names := make([]string, 0, len(cfg.Providers))
@@ -40,10 +47,16 @@ func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 			errs = append(errs, fmt.Errorf("providers.%s.kind: unknown kind %q", name, block.Kind))
 			continue
 		}
-		adapter, err := kind.New(name, block.Settings, providers.Env{
+		env := providers.Env{
 			Getenv: getenv,
 			Logger: logger.With("provider", name),
-		})
+		}
+		if tr.On() {
+			// Beneath the read-only check: a refused request never leaves,
+			// and makes no span.
+			env.Transport = tr.Transport(nil)
+		}
+		adapter, err := kind.New(name, block.Settings, env)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("providers.%s: %w", name, err))
 			continue
@@ -59,6 +72,9 @@ func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 			SettleWindow:  block.SettleWindow.Duration,
 			InFlightFor:   block.InFlightFor.Duration,
 		})
+		if tr.On() {
+			out[name].SetTracer(tr.Tracer(providersTracer))
+		}
 	}
 	if len(errs) > 0 {
 		// The ones built hold resources (a postgres provider's pool) that

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/robfig/cron/v3"
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/jobs"
@@ -119,7 +120,14 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		jobs.QueueLookup:   {MaxWorkers: s.Config.River.MaxWorkers},
 		jobs.QueueNotify:   {MaxWorkers: 4},
 	}
+	var middleware []rivertype.Middleware
+	if s.Tracing.On() {
+		// A span for each job worked: the lookups, statements and Slack
+		// calls it makes are its children.
+		middleware = append(middleware, s.Tracing.RiverMiddleware())
+	}
 	client, err := river.NewClient(riverpgxv5.New(s.Pool), &river.Config{
+		Middleware:           middleware,
 		Schema:               migrations.Schema,
 		Queues:               queues,
 		Workers:              workers,

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/review"
 )
@@ -38,9 +40,13 @@ type EscalationSummary struct {
 // counted in Errors and stay due; the error is the scan's. It writes exactly what
 // the River jobs write, through the same compare-and-set, so it is safe
 // beside a running daemon or another EscalateOnce.
-func (s *App) EscalateOnce(ctx context.Context) (EscalationSummary, error) {
+func (s *App) EscalateOnce(ctx context.Context) (sum EscalationSummary, err error) {
+	ctx, end := s.pass(ctx, SpanEscalateOnce)
+	defer func() {
+		end(err, attribute.Int("sweeper.escalate.examined", sum.Examined), attribute.Int("sweeper.escalate.errors", sum.Errors))
+	}()
 	escalator := s.Escalator()
-	sum := EscalationSummary{Escalated: map[int]int{}}
+	sum = EscalationSummary{Escalated: map[int]int{}}
 	var mu sync.Mutex
 	examined, err := inPool(ctx, s.Config.River.MaxWorkers, ticketScan(s, escalator.ScanExpired),
 		func(t review.ExpiredTicket) {
@@ -76,9 +82,13 @@ type RelookupSummary struct {
 // RelookupOnce runs one pass of the scheduled re-lookups in this process:
 // every open not_found or lookup_failed ticket whose re-lookup is due is
 // looked up again, as the River jobs do, through the same compare-and-set.
-func (s *App) RelookupOnce(ctx context.Context) (RelookupSummary, error) {
+func (s *App) RelookupOnce(ctx context.Context) (sum RelookupSummary, err error) {
+	ctx, end := s.pass(ctx, SpanRelookupOnce)
+	defer func() {
+		end(err, attribute.Int("sweeper.relookup.due", sum.Due), attribute.Int("sweeper.relookup.resolved", sum.Resolved),
+			attribute.Int("sweeper.relookup.errors", sum.Errors))
+	}()
 	escalator := s.Escalator()
-	var sum RelookupSummary
 	var mu sync.Mutex
 	due, err := inPool(ctx, s.Config.River.MaxWorkers, ticketScan(s, escalator.ScanDueRelookups),
 		func(t review.DueRelookup) {

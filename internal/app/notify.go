@@ -14,6 +14,7 @@ import (
 	slacknotify "github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // ErrSlackOff is returned by [App.Dispatcher] when slack.channel is
@@ -52,6 +53,7 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 		},
 		Token:           token,
 		APIURL:          cfg.APIURL,
+		HTTPClient:      s.slackHTTPClient(),
 		Composer:        slacknotify.TicketComposer{Tickets: tickets},
 		Channel:         channels.For,
 		GroupThreshold:  cfg.Threshold(),
@@ -99,7 +101,11 @@ const deliverWait = 5 * time.Second
 // rate-limited are delivered once their Retry-After has passed, as long as
 // that is within deliverWait in all; what is still pending then is left,
 // and counted in Left. The error is the claim's or the count's.
-func (s *App) Deliver(ctx context.Context) (Delivery, error) {
+func (s *App) Deliver(ctx context.Context) (out Delivery, err error) {
+	ctx, end := s.pass(ctx, SpanDeliver)
+	defer func() {
+		end(err, attribute.Int("sweeper.deliver.sent", out.Sent), attribute.Int("sweeper.deliver.left", out.Left))
+	}()
 	d, err := s.DispatcherNow()
 	if errors.Is(err, ErrSlackOff) {
 		d, err = s.SkippingDispatcher()
@@ -108,7 +114,6 @@ func (s *App) Deliver(ctx context.Context) (Delivery, error) {
 		return Delivery{}, err
 	}
 	rows := outbox.NewStore(s.Pool)
-	var out Delivery
 	deadline := time.Now().Add(deliverWait)
 	for {
 		st, err := d.Drain(ctx)
@@ -150,6 +155,9 @@ func (s *App) Interactions() (*interact.Endpoint, error) {
 	if cfg.APIURL != "" {
 		// slack-go appends method names to the base as is.
 		opts = append(opts, slack.OptionAPIURL(strings.TrimSuffix(cfg.APIURL, "/")+"/"))
+	}
+	if c := s.slackHTTPClient(); c != nil {
+		opts = append(opts, slack.OptionHTTPClient(c))
 	}
 	return interact.New(interact.Config{
 		SigningSecret: signing,

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
@@ -78,14 +80,19 @@ const defaultMaxPaced = 30 * time.Second
 // operation a daemon claims after the pass read it may be asked twice —
 // lookups only read — and whichever settles it first wins, the other
 // finds nothing to do.
-func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (Summary, error) {
+func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (sum Summary, err error) {
+	ctx, end := s.pass(ctx, SpanSweepOnce)
+	defer func() {
+		end(err, attribute.Bool("sweeper.dry_run", opts.DryRun), attribute.Int("sweeper.sweep.scanned", sum.Scanned),
+			attribute.Int("sweeper.sweep.done", sum.Done), attribute.Int("sweeper.sweep.errors", sum.Errors))
+	}()
 	settler := s.Settler()
 	maxPaced := cmp.Or(opts.MaxPaced, defaultMaxPaced)
 	concurrency := opts.Concurrency
 	if concurrency <= 0 {
 		concurrency = s.Config.River.MaxWorkers
 	}
-	sum := Summary{Tickets: map[proof.Reason]int{}, DryRun: opts.DryRun}
+	sum = Summary{Tickets: map[proof.Reason]int{}, DryRun: opts.DryRun}
 	if opts.DryRun {
 		// A dry run writes nothing — not even a provider's health, which
 		// would pause (or resume) the lookups of every replica.

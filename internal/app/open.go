@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/tracing"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/providers"
@@ -28,6 +29,10 @@ type OpenOptions struct {
 	// (tickets, outbox, notify): their credentials need not be set, and
 	// the App has none.
 	NoLookups bool
+	// Tracing traces the database calls, the lookups, the HTTP exchanges
+	// with providers and Slack, the River jobs and the passes of the
+	// App's once-runners; nil: none, at no cost. The caller shuts it down.
+	Tracing *tracing.Tracing
 	// Wait is how long to keep trying while the database cannot be reached
 	// or answers with an error (it is starting, restarting, or failing
 	// over); zero tries once. A missing migration is not waited for.
@@ -59,7 +64,7 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 	var provs map[string]*providers.Provider
 	if !opts.NoLookups {
 		var err error
-		provs, err = BuildProviders(cfg, opts.Kinds, opts.Getenv, logger)
+		provs, err = buildProviders(cfg, opts.Kinds, opts.Getenv, logger, opts.Tracing)
 		if err != nil {
 			return nil, nil, &ConfigError{err}
 		}
@@ -77,7 +82,7 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 	var pending int
 	err := retryFor(ctx, logger, opts.Wait, "database not ready; trying again", func() error {
 		var err error
-		pool, pending, err = reach(ctx, cfg)
+		pool, pending, err = reach(ctx, cfg, opts.Tracing)
 		return err
 	})
 	if err != nil {
@@ -96,7 +101,7 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 	} else if offset.Abs() > time.Minute {
 		logger.Warn("this machine's clock disagrees with the database's; deciding by the database's", "offset", offset.String())
 	}
-	s := &App{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: opts.Getenv, Clock: clock}
+	s := &App{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: opts.Getenv, Clock: clock, Tracing: opts.Tracing}
 	if err := s.WriteNamespaces(ctx); err != nil {
 		pool.Close()
 		closeProviders()
@@ -138,8 +143,8 @@ func (s *App) StartDaemon(ctx context.Context, opts ClientOptions, wait time.Dur
 }
 
 // reach connects and counts the migrations the database lacks.
-func reach(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, int, error) {
-	pool, err := Connect(ctx, cfg)
+func reach(ctx context.Context, cfg *config.Config, tr *tracing.Tracing) (*pgxpool.Pool, int, error) {
+	pool, err := connect(ctx, cfg, tr)
 	if err != nil {
 		return nil, 0, err
 	}

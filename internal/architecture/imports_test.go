@@ -67,6 +67,7 @@ var rules = []rule{
 	{pkgs: "internal/logs", kind: leaf, why: "repeated errors held back with a count"},
 	{pkgs: "internal/metrics", kind: leaf, why: "Prometheus collectors"},
 	{pkgs: "internal/safetext", kind: leaf, why: "text from outside made inert and cut to size"},
+	{pkgs: "internal/tracing", kind: leaf, why: "OpenTelemetry traces, off unless the standard variables ask: the provider, the scrubbing exporter, the pgx tracer"},
 
 	{pkgs: "ledger", kind: product,
 		why: "the operation model and every statement on ledger.operations: the floor of the house"},
