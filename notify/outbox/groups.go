@@ -152,6 +152,18 @@ func (s *Store) GroupChannel(ctx context.Context, id int64) (string, error) {
 	return channel, nil
 }
 
+// GroupMessagePending says whether alert group id's own message is still
+// to be posted (its row pending and never sent).
+func (s *Store) GroupMessagePending(ctx context.Context, id int64) (bool, error) {
+	var pending bool
+	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sweeper.outbox
+		WHERE group_id = $1 AND ticket_id IS NULL AND state = 'pending' AND ts IS NULL)`, id).Scan(&pending)
+	if err != nil {
+		return false, fmt.Errorf("alert group %d's message: %w", id, err)
+	}
+	return pending, nil
+}
+
 // TicketGroup returns the alert group whose thread holds ticket id's
 // alert, or 0.
 func (s *Store) TicketGroup(ctx context.Context, id int64) (int64, error) {

@@ -1,11 +1,13 @@
 package slack
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
 )
 
 // receivers are the receivers of the dispatchers [NewTestDispatcher] made.
@@ -26,4 +28,11 @@ func NewTestDispatcher(db ledger.DB, cfg Config) (*notify.Dispatcher, error) {
 func SetIncidentRefresh(d *notify.Dispatcher, every time.Duration) {
 	r, _ := receivers.Load(d)
 	r.(*receiver).incidents.every = every
+}
+
+// Prepare is the Prepare of d's receiver, d made by [NewTestDispatcher]:
+// what it decides for row n as if its claim had returned it so.
+func Prepare(ctx context.Context, d *notify.Dispatcher, n *outbox.Notification) error {
+	r, _ := receivers.Load(d)
+	return r.(*receiver).Prepare(ctx, n)
 }

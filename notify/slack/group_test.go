@@ -2,6 +2,7 @@ package slack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
+	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
 )
@@ -183,6 +185,55 @@ func TestAlertGroupRemoved(t *testing.T) {
 	for _, id := range ids {
 		if m := b.requireOne(t, openedKey(id)); m.ThreadTS != "" {
 			t.Errorf("ticket %d's alert in thread %q, want a root of its own", id, m.ThreadTS)
+		}
+	}
+}
+
+// TestGroupedAlertWaitsForItsGroup: a ticket's alert that a claim returns
+// already in an alert group whose message is not posted yet — another
+// dispatcher's decision committed while the claim ran — is given back to
+// wait for that message, never posted alone ahead of it.
+func TestGroupedAlertWaitsForItsGroup(t *testing.T) {
+	b := setup(t)
+	var ids []int64
+	for range 4 {
+		ids = append(ids, b.openTicket(t, "onboarding"))
+	}
+	d := b.dispatcher(t, "d1", func(c *slack.Config) {
+		c.Composer = slack.TicketComposer{Tickets: c.Tickets}
+		c.GroupThreshold = 3
+	})
+	// The group is made; its message is rate limited, and waits.
+	b.fake.Inject("chat.postMessage", slackfake.Fault{Status: 429, RetryAfter: "60"})
+	b.drain(t, d)
+	var row, group int64
+	if err := b.pool.QueryRow(b.ctx, `SELECT id, group_id FROM sweeper.outbox WHERE ticket_id = $1`, ids[3]).Scan(&row, &group); err != nil || group == 0 {
+		t.Fatalf("ticket %d's alert: group %d, %v; want grouped", ids[3], group, err)
+	}
+	n := outbox.Notification{ID: row, TicketID: ids[3], Kind: outbox.KindOpened, GroupID: group, DedupeKey: openedKey(ids[3])}
+	var release *notify.ReleaseError
+	if err := slack.Prepare(b.ctx, d, &n); !errors.As(err, &release) {
+		t.Errorf("Prepare of a grouped alert whose group's message is pending: %v; want it given back to wait", err)
+	}
+	// Once the group's message is out, the alert goes on.
+	if _, err := b.pool.Exec(b.ctx, `UPDATE sweeper.outbox SET lease_until = now() WHERE state = 'pending'`); err != nil {
+		t.Fatal(err)
+	}
+	d2 := b.dispatcher(t, "d2", func(c *slack.Config) {
+		c.Composer = slack.TicketComposer{Tickets: c.Tickets}
+		c.GroupThreshold = 3
+	})
+	b.drain(t, d2)
+	if err := slack.Prepare(b.ctx, d2, &n); err != nil {
+		t.Errorf("Prepare once the group's message is posted: %v", err)
+	}
+	groups := b.groupRoots()
+	if len(groups) != 1 {
+		t.Fatalf("%d group messages, want 1", len(groups))
+	}
+	for _, id := range ids {
+		if m := b.requireOne(t, openedKey(id)); m.ThreadTS != groups[0].TS {
+			t.Errorf("ticket %d's alert in thread %q, want the group's %s", id, m.ThreadTS, groups[0].TS)
 		}
 	}
 }

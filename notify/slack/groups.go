@@ -46,6 +46,21 @@ const groupPage = 50
 // whose message goes first. It sets n.GroupID, and returns a
 // *[notify.ReleaseError] when n must wait for the group's message.
 func (rv *receiver) group(ctx context.Context, n *outbox.Notification) error {
+	if n.GroupID != 0 && n.TicketID != 0 && n.Kind == outbox.KindOpened && n.TS == "" && !n.Uncertain && len(n.SearchWindows) == 0 {
+		// Grouped by another dispatcher's decision that committed while
+		// this one's claim ran (the claim's snapshot saw the row ungrouped
+		// and its group's message not yet written, its lock the row
+		// grouped): the alert waits for the group's message as the alerts
+		// grouped here do, rather than go out alone ahead of it.
+		pending, err := rv.outbox.GroupMessagePending(ctx, n.GroupID)
+		if err != nil {
+			return err
+		}
+		if pending {
+			return &notify.ReleaseError{Until: time.Now(), Err: fmt.Errorf("ticket %d is in alert group %d, whose message is not posted yet", n.TicketID, n.GroupID)}
+		}
+		return nil
+	}
 	if rv.groups.threshold <= 0 || n.TicketID == 0 || n.Kind != outbox.KindOpened || n.GroupID != 0 ||
 		n.TS != "" || n.Uncertain || len(n.SearchWindows) > 0 {
 		return nil
