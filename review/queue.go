@@ -248,8 +248,21 @@ func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (Queue
 		}
 	}
 	args = append(args, limit+1)
-	rows, err := r.db.Query(ctx, `SELECT `+queueColumns+`, `+priorityRank+`
-		FROM sweeper.tickets WHERE `+where+` ORDER BY `+order.orderBy+` LIMIT $`+strconv.Itoa(len(args)), args...)
+	n := "$" + strconv.Itoa(len(args))
+	query := `SELECT ` + queueColumns + `, ` + priorityRank + `
+		FROM sweeper.tickets WHERE ` + where + ` ORDER BY ` + order.orderBy + ` LIMIT ` + n
+	if !f.Resolved && order.key == "deadline" {
+		// The tickets still escalating and the exhausted ones each come
+		// from an index of their own, merged.
+		query = `SELECT * FROM (
+			(SELECT ` + queueColumns + `, ` + priorityRank + ` FROM sweeper.tickets
+				WHERE ` + where + ` AND NOT escalation_exhausted ORDER BY deadline, id LIMIT ` + n + `)
+			UNION ALL
+			(SELECT ` + queueColumns + `, ` + priorityRank + ` FROM sweeper.tickets
+				WHERE ` + where + ` AND escalation_exhausted ORDER BY deadline, id LIMIT ` + n + `)
+		) q ORDER BY deadline, id LIMIT ` + n
+	}
+	rows, err := r.db.Query(ctx, query, args...)
 	if err != nil {
 		return QueuePage{}, fmt.Errorf("read the queue: %w", err)
 	}
