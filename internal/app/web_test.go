@@ -1,0 +1,103 @@
+package app_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+)
+
+// TestReviewPageOnTheReviewersListener: with web.enabled the review page
+// is served under /review/ on the admin listener when http.admin_listen is
+// set — never on the one facing Slack — and on http.listen otherwise; its
+// session cookie is Secure unless the listener is plain loopback.
+func TestReviewPageOnTheReviewersListener(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewDatabase(t)
+	pool := dbtest.Pool(t, url)
+	env := map[string]string{config.EnvWebCookieKey: strings.Repeat("c", 32)}
+	getenv := func(k string) string { return env[k] }
+	for _, tc := range []struct {
+		desc, http string
+		onAdmin    bool
+		secure     bool
+	}{
+		{desc: "one loopback listener", http: "listen = \"127.0.0.1:8080\"\n", secure: false},
+		{desc: "an admin listener", http: "listen = \"0.0.0.0:8080\"\nadmin_listen = \"10.0.0.5:9090\"\n", onAdmin: true, secure: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cfg, err := config.Parse(baseConfig+"\n[http]\n"+tc.http+`
+[web]
+enabled = true
+trusted_proxies = ["192.0.2.0/24"]
+[web.users]
+"anna@example.com" = "U0ANNA1"
+`, kinds, getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &app.App{Config: cfg, Pool: pool, Logger: slog.New(slog.DiscardHandler), Getenv: getenv}
+			servers, err := s.NewHTTPServers(context.Background(), nil, prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			get := func(srv *http.Server) *httptest.ResponseRecorder {
+				r := httptest.NewRequest(http.MethodGet, "/review/", nil)
+				r.RemoteAddr = "192.0.2.10:4000"
+				r.Header.Set("X-Forwarded-Email", "anna@example.com")
+				w := httptest.NewRecorder()
+				srv.Handler.ServeHTTP(w, r)
+				return w
+			}
+			page := servers.Public
+			if tc.onAdmin {
+				page = servers.Admin
+				if w := get(servers.Public); w.Code != http.StatusNotFound {
+					t.Errorf("the listener facing Slack serves /review/: %d", w.Code)
+				}
+			}
+			w := get(page)
+			if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "signed in as <code>U0ANNA1") {
+				t.Fatalf("/review/: %d\n%.300s", w.Code, w.Body.String())
+			}
+			cookies := w.Result().Cookies()
+			if len(cookies) != 1 || cookies[0].Secure != tc.secure {
+				t.Errorf("cookies = %+v, want one, Secure %v", cookies, tc.secure)
+			}
+		})
+	}
+}
+
+func TestReviewPageOffByDefault(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse(baseConfig, kinds, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Web.Enabled {
+		t.Fatal("web.enabled is on by default")
+	}
+	if _, err := (&app.App{Config: cfg}).ReviewPage(); err != app.ErrWebOff {
+		t.Errorf("ReviewPage with web off: %v, want ErrWebOff", err)
+	}
+}
+
+func TestPlainLoopback(t *testing.T) {
+	t.Parallel()
+	for listen, want := range map[string]bool{
+		"127.0.0.1:8080": true, "[::1]:8080": true, "localhost:8080": true,
+		"0.0.0.0:8080": false, ":8080": false, "10.0.0.5:9090": false, "review.example.com:443": false,
+	} {
+		if got := app.PlainLoopback(listen); got != want {
+			t.Errorf("PlainLoopback(%q) = %v, want %v", listen, got, want)
+		}
+	}
+}
