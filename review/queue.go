@@ -114,7 +114,10 @@ func queueWhere(f QueueFilter, args []any, now time.Time) (string, []any) {
 		conds = append(conds, "reason = "+arg(f.Reason))
 	}
 	if f.Owner != "" {
-		conds = append(conds, "owner = "+arg(f.Owner))
+		// "owner <> ''" written out is tickets_open_owner_idx's predicate:
+		// the index serves only the queries that say it, so the
+		// escalation scan never weighs it against its own.
+		conds = append(conds, "owner = "+arg(f.Owner), "owner <> ''")
 	}
 	if f.Level != nil {
 		conds = append(conds, "escalation_level = "+arg(*f.Level))
@@ -232,6 +235,11 @@ func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (Queue
 	}
 	where, args := queueWhere(f, nil, now)
 	byPriority := !f.Resolved && f.Sort == SortPriority
+	if byPriority {
+		// tickets_open_priority_idx's predicate, written out (see
+		// queueWhere's owner).
+		where += " AND priority <> ''"
+	}
 	if f.After != "" {
 		c, err := parseCursor(f.After, byPriority)
 		if err != nil {
@@ -251,9 +259,10 @@ func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (Queue
 	n := "$" + strconv.Itoa(len(args))
 	query := `SELECT ` + queueColumns + `, ` + priorityRank + `
 		FROM sweeper.tickets WHERE ` + where + ` ORDER BY ` + order.orderBy + ` LIMIT ` + n
-	if !f.Resolved && order.key == "deadline" {
+	if !f.Resolved && order.key == "deadline" && f.Provider == "" && f.Owner == "" {
 		// The tickets still escalating and the exhausted ones each come
-		// from an index of their own, merged.
+		// from an index of their own, merged. A provider's, or an
+		// owner's, come from their own index, in deadline order already.
 		query = `SELECT * FROM (
 			(SELECT ` + queueColumns + `, ` + priorityRank + ` FROM sweeper.tickets
 				WHERE ` + where + ` AND NOT escalation_exhausted ORDER BY deadline, id LIMIT ` + n + `)
