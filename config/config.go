@@ -33,21 +33,22 @@ import (
 
 // Environment variables sweeper reads.
 const (
-	EnvConfig        = "SWEEPER_CONFIG"
-	EnvDatabaseURL   = "SWEEPER_DATABASE_URL"
-	EnvSlackToken    = "SLACK_BOT_TOKEN"
-	EnvSlackSigning  = "SLACK_SIGNING_SECRET"
-	EnvRiverUIUser   = "SWEEPER_RIVERUI_USER"
-	EnvRiverUIPass   = "SWEEPER_RIVERUI_PASSWORD"
-	EnvWebCookieKey  = "SWEEPER_WEB_COOKIE_KEY"
-	DefaultPath      = "sweeper.toml"
-	defaultListen    = "127.0.0.1:8080"
-	defaultPriority  = "normal"
-	defaultMaxConns  = 20
-	defaultBatchSize = 500
-	maxBatchSize     = 10000
-	maxLookupBudget  = 12 * time.Hour
-	maxShutdownGrace = time.Hour
+	EnvConfig            = "SWEEPER_CONFIG"
+	EnvDatabaseURL       = "SWEEPER_DATABASE_URL"
+	EnvSlackToken        = "SLACK_BOT_TOKEN"
+	EnvSlackSigning      = "SLACK_SIGNING_SECRET"
+	EnvRiverUIUser       = "SWEEPER_RIVERUI_USER"
+	EnvRiverUIPass       = "SWEEPER_RIVERUI_PASSWORD"
+	EnvWebCookieKey      = "SWEEPER_WEB_COOKIE_KEY"
+	EnvSlackClientSecret = "SLACK_CLIENT_SECRET"
+	DefaultPath          = "sweeper.toml"
+	defaultListen        = "127.0.0.1:8080"
+	defaultPriority      = "normal"
+	defaultMaxConns      = 20
+	defaultBatchSize     = 500
+	maxBatchSize         = 10000
+	maxLookupBudget      = 12 * time.Hour
+	maxShutdownGrace     = time.Hour
 )
 
 // Config is the whole configuration. The zero value is not usable: use
@@ -357,10 +358,17 @@ const (
 	// the like) to have signed the person in: it names them by e-mail in
 	// a header, which [Web.Users] maps to a Slack user id.
 	WebAuthProxy = "proxy"
+	// WebAuthSlack is Sign in with Slack (OpenID Connect): the person's
+	// Slack user id comes from Slack itself, from the workspace
+	// slack.team_id.
+	WebAuthSlack = "slack"
 )
 
 // WebAuths lists the values web.auth accepts.
-var WebAuths = []string{WebAuthProxy}
+var WebAuths = []string{WebAuthProxy, WebAuthSlack}
+
+// DefaultSlackIssuer is web.issuer's default: Slack's OpenID issuer.
+const DefaultSlackIssuer = "https://slack.com"
 
 // Web configures the review page, served under /review/ on the admin
 // listener (http.admin_listen) when there is one, else on http.listen: it
@@ -372,8 +380,19 @@ type Web struct {
 	// at least 32 bytes, which signs the session cookies. Default false.
 	Enabled bool `toml:"enabled"`
 	// Auth is how people sign in: "proxy" (a trusted proxy names them in
-	// ProxyHeader). Default "proxy".
+	// ProxyHeader) or "slack" (Sign in with Slack). Default "proxy".
 	Auth string `toml:"auth"`
+	// SlackClientID is the Slack app's client id, for auth = "slack"; its
+	// secret is SLACK_CLIENT_SECRET (or _FILE). The workspace is checked
+	// against slack.team_id, which is then required.
+	SlackClientID string `toml:"slack_client_id"`
+	// PublicURL is the page's address as browsers reach it
+	// (https://sweeper.example.com), for auth = "slack": Slack sends people
+	// back to PublicURL/review/callback.
+	PublicURL string `toml:"public_url"`
+	// Issuer is the OpenID Connect issuer for auth = "slack". Default
+	// https://slack.com.
+	Issuer string `toml:"issuer"`
 	// ProxyHeader is the header in which the proxy names the signed-in
 	// person by e-mail. Default "X-Forwarded-Email".
 	ProxyHeader string `toml:"proxy_header"`
@@ -383,7 +402,9 @@ type Web struct {
 	TrustedProxies []string `toml:"trusted_proxies"`
 	// Users maps each e-mail the proxy may name to a Slack user id
 	// ("anna@example.com" = "U0ANNA"): the identity every action is
-	// checked and recorded with. Anyone not mapped sees nothing.
+	// checked and recorded with. Anyone not mapped sees nothing. With
+	// auth = "slack", the Slack user ids allowed in are these, the
+	// viewers, slack.reviewers and the owners review names.
 	Users map[string]string `toml:"users"`
 	// Viewers are Slack user ids (among Users' values) who may look but
 	// never act. Default: none.
@@ -598,9 +619,10 @@ func Default() Config {
 		},
 		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour), GroupWait: NewDuration(30 * time.Second),
 			IncidentRefresh: NewDuration(30 * time.Second)},
-		HTTP:      HTTP{Listen: defaultListen, MetricsRefresh: NewDuration(DefaultMetricsRefresh)},
-		Log:       Log{Level: "info"},
-		Web:       Web{Auth: WebAuthProxy, ProxyHeader: "X-Forwarded-Email", SessionTTL: NewDuration(12 * time.Hour)},
+		HTTP: HTTP{Listen: defaultListen, MetricsRefresh: NewDuration(DefaultMetricsRefresh)},
+		Log:  Log{Level: "info"},
+		Web: Web{Auth: WebAuthProxy, ProxyHeader: "X-Forwarded-Email", Issuer: DefaultSlackIssuer,
+			SessionTTL: NewDuration(12 * time.Hour)},
 		Retention: Retention{Outbox: NewDuration(720 * time.Hour), Jobs: NewDuration(24 * time.Hour)},
 	}
 }
@@ -850,7 +872,7 @@ func (c *Config) validateSlack(v *validator, slackOn bool, getenv Getenv, opts O
 	}{{"slack.team_id", c.Slack.TeamID, slackTeamRE, "a Slack team id (T… or E…)"}, {"slack.app_id", c.Slack.AppID, slackAppRE, "a Slack app id (A…)"}} {
 		switch {
 		case id.value == "":
-		case !slackOn:
+		case !slackOn && !(id.key == "slack.team_id" && c.Web.Auth == WebAuthSlack):
 			v.add(id.key, "set slack.channel too: it checks Slack button clicks")
 		case !id.re.MatchString(id.value):
 			v.add(id.key, "must be %s, got %q", id.want, id.value)
@@ -914,6 +936,26 @@ func (c *Config) validateWeb(v *validator, slackOn bool, getenv Getenv, opts Opt
 	}
 	if w.Enabled && w.Auth == WebAuthProxy && len(w.TrustedProxies) == 0 {
 		v.add("web.trusted_proxies", "required with web.auth = \"proxy\": the addresses the proxy connects from")
+	}
+	if u, err := url.Parse(w.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		v.add("web.issuer", "must be an http(s) URL, e.g. %s", DefaultSlackIssuer)
+	}
+	if w.PublicURL != "" {
+		if u, err := url.Parse(w.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			v.add("web.public_url", "must be an http(s) URL as browsers reach the page, e.g. https://sweeper.example.com")
+		}
+	}
+	if w.Enabled && w.Auth == WebAuthSlack {
+		if w.SlackClientID == "" {
+			v.add("web.slack_client_id", "required with web.auth = \"slack\": the Slack app's client id")
+		}
+		if w.PublicURL == "" {
+			v.add("web.public_url", "required with web.auth = \"slack\": where Slack sends people back")
+		}
+		if c.Slack.TeamID == "" {
+			v.add("slack.team_id", "required with web.auth = \"slack\": the workspace whose people may sign in")
+		}
+		v.secretEnv("web.auth", EnvSlackClientSecret, true, only(!opts.NoWeb, getenv))
 	}
 	ids := map[string]bool{}
 	for _, email := range sortedKeys(w.Users) {

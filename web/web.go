@@ -58,6 +58,10 @@ type Config struct {
 	// MessageURL, when set, returns the link to a ticket's Slack message,
 	// or "" when it has none.
 	MessageURL func(ctx context.Context, ticketID int64) (string, error)
+	// Slack, when set, signs people in with Slack instead of through a
+	// proxy: ProxyHeader and TrustedProxies are then unused, and a proxy
+	// header means nothing.
+	Slack *SlackSignIn
 	// Logger receives a line per action and per refusal. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -77,6 +81,7 @@ type Handler struct {
 	trusted  []netip.Prefix
 	sessions sessions
 	link     func(ctx context.Context, ticketID int64) (string, error)
+	oidc     *oidcClient
 	logger   *slog.Logger
 	now      func() time.Time
 	pages    map[string]*template.Template
@@ -92,11 +97,13 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Store == nil || cfg.Reader == nil {
 		errs = append(errs, errors.New("web: Store and Reader are required"))
 	}
-	if cfg.ProxyHeader == "" {
-		errs = append(errs, errors.New("web: ProxyHeader is required"))
-	}
-	if len(cfg.TrustedProxies) == 0 {
-		errs = append(errs, errors.New("web: TrustedProxies is required"))
+	switch s := cfg.Slack; {
+	case s != nil:
+		if s.Issuer == "" || s.ClientID == "" || s.ClientSecret == "" || s.TeamID == "" || s.RedirectURL == "" {
+			errs = append(errs, errors.New("web: Sign in with Slack needs its Issuer, ClientID, ClientSecret, TeamID and RedirectURL"))
+		}
+	case cfg.ProxyHeader == "" || len(cfg.TrustedProxies) == 0:
+		errs = append(errs, errors.New("web: ProxyHeader and TrustedProxies are required"))
 	}
 	if len(cfg.CookieKey) < MinCookieKey {
 		errs = append(errs, fmt.Errorf("web: CookieKey must hold at least %d bytes", MinCookieKey))
@@ -124,6 +131,13 @@ func New(cfg Config) (*Handler, error) {
 	}
 	for _, id := range cfg.Viewers {
 		h.viewers[id] = true
+		h.mapped[id] = true
+	}
+	if cfg.Slack != nil {
+		h.oidc = &oidcClient{cfg: *cfg.Slack}
+		for _, id := range cfg.Slack.Members {
+			h.mapped[id] = true
+		}
 	}
 	if h.now == nil {
 		h.now = time.Now
@@ -136,6 +150,10 @@ func New(cfg Config) (*Handler, error) {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "static")
 	mux.Handle("GET "+Prefix+"/static/", http.StripPrefix(Prefix+"/static/", http.FileServerFS(static)))
+	if h.oidc != nil {
+		mux.HandleFunc("GET "+Prefix+"/signin", h.signIn)
+		mux.HandleFunc("GET "+Prefix+"/callback", h.callback)
+	}
 	mux.Handle("GET "+Prefix+"/{$}", h.signedIn(h.queue))
 	mux.Handle("GET "+Prefix+"/tickets/{id}", h.signedIn(h.ticket))
 	mux.Handle("POST "+Prefix+"/tickets/{id}/{action}", h.signedIn(h.posted(h.act)))
@@ -193,7 +211,17 @@ func (h *Handler) signedIn(next func(http.ResponseWriter, *http.Request, viewer)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := h.now()
 		sess, sessErr := h.sessions.read(r, now)
-		if values := r.Header.Values(h.header); len(values) > 0 {
+		if h.oidc != nil {
+			// Signed in with Slack: the session is the only identity.
+			if sessErr != nil {
+				if r.Method == http.MethodGet {
+					http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
+					return
+				}
+				h.fail(w, r, http.StatusUnauthorized, "You are not signed in: sign in with Slack, then try again.")
+				return
+			}
+		} else if values := r.Header.Values(h.header); len(values) > 0 {
 			if !h.fromTrustedProxy(r) {
 				h.logger.Warn("web: identity header from an untrusted address refused", "remote", r.RemoteAddr)
 				h.fail(w, r, http.StatusForbidden, "This request names a person but does not come through the trusted proxy; it was refused.")

@@ -49,6 +49,7 @@ func recipientOf(key string) string { return "jane.doe+" + key + "@example.org" 
 type bundle struct {
 	ctx     context.Context
 	tx      pgx.Tx
+	db      ledger.DB // where tickets are opened: tx, or a pool
 	store   *review.Store
 	handler *web.Handler
 	now     time.Time
@@ -57,7 +58,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	tx := dbtest.Tx(t)
-	b := &bundle{ctx: context.Background(), tx: tx, store: review.NewStore(tx, policy), now: time.Now().UTC()}
+	b := &bundle{ctx: context.Background(), tx: tx, db: tx, store: review.NewStore(tx, policy), now: time.Now().UTC()}
 	h, err := web.New(web.Config{
 		Store:          b.store,
 		Reader:         review.NewReader(tx),
@@ -84,7 +85,7 @@ func setup(t *testing.T) *bundle {
 // records given (their recipient the operation's unless differ).
 func (b *bundle) open(t *testing.T, key, workflow, provider string, records ...providers.Record) review.Ticket {
 	t.Helper()
-	c, err := ledger.NewStore(b.tx).Claim(b.ctx, ledger.Attempt{OpKey: key, Workflow: workflow, Provider: provider,
+	c, err := ledger.NewStore(b.db).Claim(b.ctx, ledger.Attempt{OpKey: key, Workflow: workflow, Provider: provider,
 		Action: "send_email", Recipient: recipientOf(key), Payload: json.RawMessage(`{"template":"welcome","to":"` + recipientOf(key) + `"}`)})
 	if err != nil {
 		t.Fatal(err)

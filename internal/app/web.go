@@ -38,6 +38,18 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		}
 		trusted = append(trusted, p.Masked())
 	}
+	var slackSignIn *web.SlackSignIn
+	insecure := PlainLoopback(s.WebListen())
+	if cfg.Auth == config.WebAuthSlack {
+		secret, err := config.Secret(s.getenv, config.EnvSlackClientSecret)
+		if err != nil {
+			return nil, fmt.Errorf("web.auth: %w", err)
+		}
+		slackSignIn = &web.SlackSignIn{Issuer: cfg.Issuer, ClientID: cfg.SlackClientID, ClientSecret: secret,
+			TeamID: s.Config.Slack.TeamID, RedirectURL: strings.TrimSuffix(cfg.PublicURL, "/") + web.Prefix + "/callback",
+			Members: s.people()}
+		insecure = insecure && strings.HasPrefix(cfg.PublicURL, "http://")
+	}
 	messages := outbox.NewStore(s.Pool)
 	return web.New(web.Config{
 		Store:           s.Reviews(),
@@ -49,7 +61,8 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		TrustedProxies:  trusted,
 		CookieKey:       []byte(key),
 		SessionTTL:      cfg.SessionTTL.Duration,
-		InsecureCookies: PlainLoopback(s.WebListen()),
+		InsecureCookies: insecure,
+		Slack:           slackSignIn,
 		MessageURL: func(ctx context.Context, id int64) (string, error) {
 			root, err := messages.RootOf(ctx, outbox.Notification{TicketID: id})
 			if err != nil || !root.Live {
@@ -60,6 +73,22 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		Logger: s.Logger,
 		Now:    s.now,
 	})
+}
+
+// people are the Slack user ids the configuration names as reviewers or
+// owners: who may sign in with Slack besides web.users and web.viewers.
+func (s *App) people() []string {
+	c := s.Config
+	out := append([]string{c.Review.DefaultOwner}, c.Slack.Reviewers...)
+	for _, owners := range []map[string]string{c.Review.Owners.Workflows, c.Review.Owners.Providers} {
+		for _, id := range owners {
+			out = append(out, id)
+		}
+	}
+	for _, level := range c.Review.Escalation {
+		out = append(out, level.Owner)
+	}
+	return out
 }
 
 // WebListen is the address the review page is served on: the admin

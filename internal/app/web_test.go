@@ -101,3 +101,36 @@ func TestPlainLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewPageSignsInWithSlack: with web.auth = "slack" the page sends
+// a stranger to Slack's sign-in, whatever proxy header they carry.
+func TestReviewPageSignsInWithSlack(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{config.EnvWebCookieKey: strings.Repeat("c", 32), config.EnvSlackClientSecret: "client-secret"}
+	getenv := func(k string) string { return env[k] }
+	cfg, err := config.Parse(baseConfig+`
+[slack]
+team_id = "T0SWEEPER"
+[web]
+enabled = true
+auth = "slack"
+slack_client_id = "123.456"
+public_url = "https://sweeper.example.com"
+[web.users]
+"anna@example.com" = "U0ANNA1"
+`, kinds, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := (&app.App{Config: cfg, Logger: slog.New(slog.DiscardHandler), Getenv: getenv}).ReviewPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/review/", nil)
+	r.Header.Set("X-Forwarded-Email", "anna@example.com")
+	w := httptest.NewRecorder()
+	page.ServeHTTP(w, r)
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/review/signin" {
+		t.Errorf("/review/ not signed in: %d to %q, want 303 to /review/signin", w.Code, w.Header().Get("Location"))
+	}
+}
