@@ -2,11 +2,13 @@ package web_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,10 @@ import (
 	"github.com/sweeper/sweeper/review"
 	"github.com/sweeper/sweeper/web"
 )
+
+// screenshots, when set, is a directory TestInABrowser writes its
+// screenshots of the queue and of a ticket page into (make screenshots).
+var screenshots = flag.String("screenshots", "", "write screenshots of the queue and a ticket page into this directory")
 
 // chromium is the browser TestInABrowser drives: Debian's package
 // (apt-get install -y chromium). Without it the test fails: it never
@@ -110,9 +116,25 @@ func TestInABrowser(t *testing.T) {
 	// Filter to one provider through its count link.
 	do("filter to sms", chromedp.Click(chromedp.CSS(`.facets a[href*="provider=sms"]`)), chromedp.WaitVisible(chromedp.CSS(`.facets a.selected`)))
 	queueText := text(`#queue tbody`)
+	shoot := func(name string) {
+		t.Helper()
+		if *screenshots == "" {
+			return
+		}
+		png, err := chromedp.Run(browser, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("browser: screenshot: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(*screenshots, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do("size the window", chromedp.EmulateViewport(1280, 900))
+	shoot("review-queue.png")
 	// Open the first ticket and read its evidence.
 	do("open a ticket", chromedp.Click(chromedp.CSS(`#queue tbody tr:first-child td:nth-child(2) a`)), chromedp.WaitVisible(chromedp.CSS(`#evidence`)))
 	evidence := text(`#evidence`)
+	shoot("review-ticket.png")
 	// Resolve it as not sent, with a note.
 	do("resolve as not sent",
 		chromedp.SendKeys(chromedp.CSS(`#not-sent-note`), "the carrier rejected it: checked in its console"),

@@ -11,6 +11,9 @@ import (
 	"github.com/sweeper/sweeper/providers"
 )
 
+// stamp is how the comparison writes times, in UTC.
+const stamp = "2006-01-02 15:04:05"
+
 // Verdicts of one comparison between the ledger and a provider record.
 const (
 	agree   = "agree"
@@ -97,12 +100,12 @@ func cells(ev proof.Evidence, rec proof.EvidenceRecord) []cell {
 
 	when := cell{Field: "time inside the lookup window", Record: "—", Verdict: unknown}
 	if ev.Query != nil && !ev.Query.Until.IsZero() {
-		when.Ledger = ev.Query.Since.UTC().Format(time.RFC3339) + " – " + ev.Query.Until.UTC().Format(time.RFC3339)
+		when.Ledger = ev.Query.Since.UTC().Format(stamp) + " – " + ev.Query.Until.UTC().Format(stamp)
 	} else {
 		when.Ledger = "—"
 	}
 	if !rec.CreatedAt.IsZero() {
-		when.Record = rec.CreatedAt.UTC().Format(time.RFC3339)
+		when.Record = rec.CreatedAt.UTC().Format(stamp)
 		if ev.Query != nil && !ev.Query.Until.IsZero() {
 			when.Verdict = verdict(!rec.CreatedAt.Before(ev.Query.Since) && !rec.CreatedAt.After(ev.Query.Until))
 		}
