@@ -2,17 +2,21 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/review"
 )
 
 // TestReviewPageOnTheReviewersListener: with web.enabled the review page
@@ -132,5 +136,52 @@ public_url = "https://sweeper.example.com"
 	page.ServeHTTP(w, r)
 	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/review/signin" {
 		t.Errorf("/review/ not signed in: %d to %q, want 303 to /review/signin", w.Code, w.Header().Get("Location"))
+	}
+}
+
+// TestReviewPageLinksTheSlackMessage: a ticket whose alert the outbox
+// delivered links to its message in Slack; the ledger row's recipient is
+// masked on the page.
+func TestReviewPageLinksTheSlackMessage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, baseConfig, nil)
+	ctx := context.Background()
+	b.claim(t, "many-web-link", "sim", time.Hour)
+	if _, err := b.sweeper.SweepOnce(ctx, app.OnceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := b.ticketOf(t, "many-web-link")
+	messages := outbox.NewStore(b.pool)
+	rows, err := messages.Claim(ctx, "test", time.Minute, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range rows {
+		if n.TicketID == tk.ID && n.Kind == review.EventOpened {
+			if err := messages.MarkSent(ctx, n, "C0REVIEW", "1700000000.000100"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	env := map[string]string{config.EnvWebCookieKey: strings.Repeat("c", 32)}
+	b.sweeper.Getenv = func(k string) string { return env[k] }
+	b.sweeper.Config.Web.Enabled = true
+	b.sweeper.Config.Web.TrustedProxies = []string{"127.0.0.1/32"}
+	b.sweeper.Config.Web.Users = map[string]string{"billing@example.com": tk.Owner}
+	page, err := b.sweeper.ReviewPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/review/tickets/%d", tk.ID), nil)
+	r.RemoteAddr = "127.0.0.1:50000"
+	r.Header.Set("X-Forwarded-Email", "billing@example.com")
+	w := httptest.NewRecorder()
+	page.ServeHTTP(w, r)
+	body := w.Body.String()
+	if w.Code != http.StatusOK || !strings.Contains(body, `href="https://slack.com/archives/C0REVIEW/p1700000000000100"`) {
+		t.Errorf("ticket page: %d, want a link to its Slack message\n%.600s", w.Code, body)
+	}
+	if strings.Contains(body, "jane.doe") {
+		t.Errorf("the ticket page shows the raw recipient")
 	}
 }
