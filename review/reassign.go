@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sweeper/sweeper/ledger"
 )
 
 // Audit event kinds of a person's changes besides a decision.
@@ -67,6 +69,12 @@ func (s *Store) Reassign(ctx context.Context, id int64, to, by string, expectVer
 		return Ticket{}, fmt.Errorf("reassign ticket %d: %w", id, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	// The owner is sweeper's to change (the tickets' writer guard): a
+	// person's reassignment is, like an escalation, made by review, with
+	// its event, in this transaction.
+	if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
+		return Ticket{}, fmt.Errorf("reassign ticket %d: %w", id, err)
+	}
 	before, err := getTicket(ctx, tx, id)
 	if err != nil {
 		return Ticket{}, err

@@ -1,10 +1,12 @@
 package review_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"testing"
 
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -12,8 +14,12 @@ import (
 
 func TestReassign(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	tk := openTicket(t, b.store, b.tx, "reassign", proof.Answered(providers.Query{}, nil))
+	// Over a pool, each call a transaction of its own, as in production:
+	// the test transaction of setup would carry the writer declaration of
+	// the Apply that opened the ticket.
+	pool := dbtest.NewPool(t)
+	b := &testBundle{ctx: context.Background(), store: review.NewStore(pool, testPolicy)}
+	tk := openTicket(t, b.store, pool, "reassign", proof.Answered(providers.Query{}, nil))
 
 	moved, err := b.store.Reassign(b.ctx, tk.ID, " U0BOB ", "slack:U0LEAD", tk.Version)
 	if err != nil {
@@ -31,7 +37,7 @@ func TestReassign(t *testing.T) {
 		t.Errorf("details = %+v (%v), want from %s to U0BOB", d, err, tk.Owner)
 	}
 	var outbox int
-	if err := b.tx.QueryRow(b.ctx, `SELECT count(*) FROM sweeper.outbox WHERE ticket_id = $1 AND kind = $2`, tk.ID, review.EventReassigned).Scan(&outbox); err != nil {
+	if err := pool.QueryRow(b.ctx, `SELECT count(*) FROM sweeper.outbox WHERE ticket_id = $1 AND kind = $2`, tk.ID, review.EventReassigned).Scan(&outbox); err != nil {
 		t.Fatal(err)
 	}
 	if outbox != 1 {
