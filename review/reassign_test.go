@@ -67,8 +67,9 @@ func TestReassign(t *testing.T) {
 
 func TestAddNote(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	tk := openTicket(t, b.store, b.tx, "note", proof.Answered(providers.Query{}, nil))
+	pool := dbtest.NewPool(t) // each call a transaction of its own
+	b := &testBundle{ctx: context.Background(), store: review.NewStore(pool, testPolicy)}
+	tk := openTicket(t, b.store, pool, "note", proof.Answered(providers.Query{}, nil))
 
 	got, err := b.store.AddNote(b.ctx, tk.ID, "slack:U0LEAD", " called the customer ")
 	if err != nil {
