@@ -67,8 +67,9 @@ func TestInABrowser(t *testing.T) {
 	for i := range 4 {
 		key := fmt.Sprintf("browser-sms-%d", i)
 		sms = append(sms, b.open(t, key, "billing", "sms",
-			providers.Record{ID: key + "-a", Recipient: recipientOf(key), CreatedAt: b.now.Add(-time.Minute)},
-			providers.Record{ID: key + "-b", Recipient: recipientOf(key), CreatedAt: b.now.Add(-2 * time.Minute)}))
+			providers.Record{ID: key + "-a", Recipient: recipientOf(key), CreatedAt: b.now.Add(-time.Minute), PayloadHash: samePayload},
+			providers.Record{ID: key + "-b", Recipient: recipientOf(key), CreatedAt: b.now.Add(-2 * time.Minute),
+				PayloadHash: strings.Repeat("0", 64)}))
 	}
 	others := []review.Ticket{b.open(t, "browser-mail-1", "billing", "mailer"), b.open(t, "browser-mail-2", "billing", "mailer")}
 
@@ -161,7 +162,7 @@ func TestInABrowser(t *testing.T) {
 			t.Errorf("the SMS filter lists other providers' tickets:\n%s", queueText)
 		}
 	}
-	for _, want := range []string{"The ledger row", "Provider record", "recipient (normalized)", "agree", "payload hash", "time inside the lookup window", "j***@***.org"} {
+	for _, want := range []string{"The ledger row", "Provider record", "recipient (normalized)", "agree", "differ", "payload hash", "time inside the lookup window", "j***@***.org"} {
 		if !strings.Contains(evidence, want) {
 			t.Errorf("evidence lacks %q:\n%s", want, evidence)
 		}

@@ -128,6 +128,7 @@ func TestTicketPageShowsTheEvidenceSideBySide(t *testing.T) {
 	b := setup(t)
 	tk := b.open(t, "side", "onboarding", "mailer",
 		providers.Record{ID: "rec_same", Recipient: recipientOf("side"), CreatedAt: b.now.Add(-30 * time.Minute)},
+		providers.Record{ID: "rec_dup", Recipient: recipientOf("side"), CreatedAt: b.now.Add(-20 * time.Minute), PayloadHash: samePayload},
 		providers.Record{ID: "rec_other", Recipient: "someone.else@example.net", CreatedAt: b.now.Add(-48 * time.Hour), State: providers.StateFailed})
 	c := b.as(t, "anna@example.com")
 	r := c.get(fmt.Sprintf("/review/tickets/%d", tk.ID))
@@ -149,7 +150,12 @@ func TestTicketPageShowsTheEvidenceSideBySide(t *testing.T) {
 			t.Errorf("ticket page lacks %s", want)
 		}
 	}
-	if strings.Count(r.body, "time inside the lookup window") != 2 {
+	// rec_dup carries the row's payload hash, rec_same none.
+	if !regexpMust(`<td>payload hash</td><td>[0-9a-f]{16}…</td><td>[0-9a-f]{16}…</td><td class="agree">agree</td>`).MatchString(r.body) ||
+		!strings.Contains(r.body, `</td><td>—</td><td class="unknown">unknown</td>`) {
+		t.Errorf("ticket page does not compare the payload hashes")
+	}
+	if strings.Count(r.body, "time inside the lookup window") != 3 {
 		t.Errorf("each record compares its time with the window")
 	}
 	if r := c.get("/review/tickets/999999999"); r.code != http.StatusNotFound || !strings.Contains(r.body, "no ticket") {

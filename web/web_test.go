@@ -91,6 +91,11 @@ func (b *bundle) open(t *testing.T, key, workflow, provider string, records ...p
 		t.Fatal(err)
 	}
 	op := c.Operation
+	for i := range records {
+		if records[i].PayloadHash == samePayload {
+			records[i].PayloadHash = op.PayloadHash
+		}
+	}
 	q := proof.SearchFor(op, providers.Matching{ByKey: true}, b.now)
 	q.Since, q.Until = op.FirstAttemptAt.Add(-time.Hour), b.now.Add(time.Minute)
 	out := proof.Answered(q, records)
@@ -106,6 +111,10 @@ func (b *bundle) open(t *testing.T, key, workflow, provider string, records ...p
 	}
 	return tk
 }
+
+// samePayload, as a record's payload hash given to open, stands for the
+// operation's own.
+const samePayload = "same"
 
 // client is one browser: its cookies, the address it comes from, and the
 // e-mail its proxy names (none: it relies on its session).
