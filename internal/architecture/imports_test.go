@@ -113,7 +113,7 @@ var rules = []rule{
 
 	{pkgs: "cmd/...", kind: command,
 		may: []string{"internal/app/...", "ledger", "migrations", "providers", "providers/kinds", "config", "proof/...", "review/...",
-			"notify/...", "internal/health", "internal/tools/demo", "internal/tools/bench", "web"},
+			"notify/...", "internal/health", "internal/tools/demo", "internal/tools/bench"},
 		why: "the CLI: workers and settle steps only through internal/app"},
 
 	{pkgs: "internal/tools/demo", kind: tool, may: []string{"..."}, why: "sweeper demo"},
