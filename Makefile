@@ -11,6 +11,7 @@ help:
 	@echo "make build       static binary in $(BIN), as the Dockerfile builds it"
 	@echo "make fuzz        run each fuzz target for FUZZTIME (default 30s)"
 	@echo "make chaos       the chaos test at full size: kill -9s and a PostgreSQL restart under load"
+	@echo "make screenshots the review page's screenshots in docs/images, from the browser test (needs chromium)"
 	@echo "make n8n-e2e     the n8n templates in a real n8n (installed into .cache/n8n), with a fake provider and sweeper"
 
 build:
@@ -68,6 +69,13 @@ toil:
 .PHONY: n8n-e2e
 n8n-e2e:
 	$(GO) run ./examples/n8n/e2e
+
+# The README's pictures of the review page, taken by the browser test in
+# Chromium (apt-get install -y chromium).
+.PHONY: screenshots
+screenshots:
+	mkdir -p docs/images
+	$(GO) test -count=1 -run '^TestInABrowser$$' ./web -screenshots "$(CURDIR)/docs/images"
 
 clean:
 	rm -rf bin

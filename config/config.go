@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -33,20 +34,22 @@ import (
 
 // Environment variables sweeper reads.
 const (
-	EnvConfig        = "SWEEPER_CONFIG"
-	EnvDatabaseURL   = "SWEEPER_DATABASE_URL"
-	EnvSlackToken    = "SLACK_BOT_TOKEN"
-	EnvSlackSigning  = "SLACK_SIGNING_SECRET"
-	EnvRiverUIUser   = "SWEEPER_RIVERUI_USER"
-	EnvRiverUIPass   = "SWEEPER_RIVERUI_PASSWORD"
-	DefaultPath      = "sweeper.toml"
-	defaultListen    = "127.0.0.1:8080"
-	defaultPriority  = "normal"
-	defaultMaxConns  = 20
-	defaultBatchSize = 500
-	maxBatchSize     = 10000
-	maxLookupBudget  = 12 * time.Hour
-	maxShutdownGrace = time.Hour
+	EnvConfig            = "SWEEPER_CONFIG"
+	EnvDatabaseURL       = "SWEEPER_DATABASE_URL"
+	EnvSlackToken        = "SLACK_BOT_TOKEN"
+	EnvSlackSigning      = "SLACK_SIGNING_SECRET"
+	EnvRiverUIUser       = "SWEEPER_RIVERUI_USER"
+	EnvRiverUIPass       = "SWEEPER_RIVERUI_PASSWORD"
+	EnvWebCookieKey      = "SWEEPER_WEB_COOKIE_KEY"
+	EnvSlackClientSecret = "SLACK_CLIENT_SECRET"
+	DefaultPath          = "sweeper.toml"
+	defaultListen        = "127.0.0.1:8080"
+	defaultPriority      = "normal"
+	defaultMaxConns      = 20
+	defaultBatchSize     = 500
+	maxBatchSize         = 10000
+	maxLookupBudget      = 12 * time.Hour
+	maxShutdownGrace     = time.Hour
 )
 
 // Config is the whole configuration. The zero value is not usable: use
@@ -71,6 +74,8 @@ type Config struct {
 	HTTP HTTP `toml:"http"`
 	// Log sets how much every command logs, and in which format.
 	Log Log `toml:"log"`
+	// Web is the review page: the queue of tickets in a browser.
+	Web Web `toml:"web"`
 	// Retention says how long finished work is kept.
 	Retention Retention `toml:"retention"`
 
@@ -354,6 +359,68 @@ type HTTP struct {
 	RiverUI bool `toml:"river_ui"`
 }
 
+// Ways to sign in to the review page ([Web.Auth]).
+const (
+	// WebAuthProxy trusts a proxy in front of sweeper (oauth2-proxy and
+	// the like) to have signed the person in: it names them by e-mail in
+	// a header, which [Web.Users] maps to a Slack user id.
+	WebAuthProxy = "proxy"
+	// WebAuthSlack is Sign in with Slack (OpenID Connect): the person's
+	// Slack user id comes from Slack itself, from the workspace
+	// slack.team_id.
+	WebAuthSlack = "slack"
+)
+
+// WebAuths lists the values web.auth accepts.
+var WebAuths = []string{WebAuthProxy, WebAuthSlack}
+
+// DefaultSlackIssuer is web.issuer's default: Slack's OpenID issuer.
+const DefaultSlackIssuer = "https://slack.com"
+
+// Web configures the review page, served under /review/ on the admin
+// listener (http.admin_listen) when there is one, else on http.listen: it
+// is a surface for the people who review, not for Slack, and belongs
+// beside the other endpoints people open rather than on the one that
+// faces Slack's requests.
+type Web struct {
+	// Enabled serves the page. Needs SWEEPER_WEB_COOKIE_KEY (or _FILE),
+	// at least 32 bytes, which signs the session cookies. Default false.
+	Enabled bool `toml:"enabled"`
+	// Auth is how people sign in: "proxy" (a trusted proxy names them in
+	// ProxyHeader) or "slack" (Sign in with Slack). Default "proxy".
+	Auth string `toml:"auth"`
+	// SlackClientID is the Slack app's client id, for auth = "slack"; its
+	// secret is SLACK_CLIENT_SECRET (or _FILE). The workspace is checked
+	// against slack.team_id, which is then required.
+	SlackClientID string `toml:"slack_client_id"`
+	// PublicURL is the page's address as browsers reach it
+	// (https://sweeper.example.com), for auth = "slack": Slack sends people
+	// back to PublicURL/review/callback.
+	PublicURL string `toml:"public_url"`
+	// Issuer is the OpenID Connect issuer for auth = "slack". Default
+	// https://slack.com.
+	Issuer string `toml:"issuer"`
+	// ProxyHeader is the header in which the proxy names the signed-in
+	// person by e-mail. Default "X-Forwarded-Email".
+	ProxyHeader string `toml:"proxy_header"`
+	// TrustedProxies are the CIDRs the proxy connects from (e.g.
+	// ["127.0.0.1/32"]); a request from anywhere else that carries
+	// ProxyHeader is refused. Required with auth = "proxy".
+	TrustedProxies []string `toml:"trusted_proxies"`
+	// Users maps each e-mail the proxy may name to a Slack user id
+	// ("anna@example.com" = "U0ANNA"): the identity every action is
+	// checked and recorded with. Anyone not mapped sees nothing. With
+	// auth = "slack", the Slack user ids allowed in are these, the
+	// viewers, slack.reviewers and the owners review names.
+	Users map[string]string `toml:"users"`
+	// Viewers are Slack user ids (among Users' values) who may look but
+	// never act. Default: none.
+	Viewers []string `toml:"viewers"`
+	// SessionTTL is how long a session cookie lasts. Default 12h, between
+	// 5m and 168h.
+	SessionTTL Duration `toml:"session_ttl"`
+}
+
 // Log configures the logs every command writes to stderr.
 type Log struct {
 	// Level is the least severe level logged: "debug", "info", "warn" or
@@ -400,6 +467,9 @@ type Options struct {
 	// NoRiverUI is for every command but run, which alone serves River's
 	// UI: its credentials need not be set.
 	NoRiverUI bool
+	// NoWeb is for every command but run, which alone serves the review
+	// page: its cookie key need not be set.
+	NoWeb bool
 }
 
 // only is getenv when a command reads the secret, nil (names checked, no
@@ -556,8 +626,10 @@ func Default() Config {
 		},
 		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour), GroupWait: NewDuration(30 * time.Second),
 			IncidentRefresh: NewDuration(30 * time.Second)},
-		HTTP:      HTTP{Listen: defaultListen, MetricsRefresh: NewDuration(DefaultMetricsRefresh)},
-		Log:       Log{Level: "info"},
+		HTTP: HTTP{Listen: defaultListen, MetricsRefresh: NewDuration(DefaultMetricsRefresh)},
+		Log:  Log{Level: "info"},
+		Web: Web{Auth: WebAuthProxy, ProxyHeader: "X-Forwarded-Email", Issuer: DefaultSlackIssuer,
+			SessionTTL: NewDuration(12 * time.Hour)},
 		Retention: Retention{Outbox: NewDuration(720 * time.Hour), Jobs: NewDuration(24 * time.Hour)},
 	}
 }
@@ -602,6 +674,7 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 	c.validateReview(&v, slackOn)
 	c.validateSlack(&v, slackOn, getenv, opts)
 	c.validateHTTP(&v, getenv, opts)
+	c.validateWeb(&v, slackOn, getenv, opts)
 	c.validateLog(&v)
 	return v.errs
 }
@@ -815,7 +888,7 @@ func (c *Config) validateSlack(v *validator, slackOn bool, getenv Getenv, opts O
 	}{{"slack.team_id", c.Slack.TeamID, slackTeamRE, "a Slack team id (T… or E…)"}, {"slack.app_id", c.Slack.AppID, slackAppRE, "a Slack app id (A…)"}} {
 		switch {
 		case id.value == "":
-		case !slackOn:
+		case !slackOn && !(id.key == "slack.team_id" && c.Web.Auth == WebAuthSlack):
 			v.add(id.key, "set slack.channel too: it checks Slack button clicks")
 		case !id.re.MatchString(id.value):
 			v.add(id.key, "must be %s, got %q", id.want, id.value)
@@ -858,6 +931,81 @@ func (c *Config) validateSlack(v *validator, slackOn bool, getenv Getenv, opts O
 		}
 	}
 }
+
+// headerNameRE is an HTTP header name (RFC 9110's token).
+var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// validateWeb checks the review page's keys; only when it is enabled is
+// anything required.
+func (c *Config) validateWeb(v *validator, slackOn bool, getenv Getenv, opts Options) {
+	w := c.Web
+	if !slices.Contains(WebAuths, w.Auth) {
+		v.add("web.auth", "must be one of %s, got %q", strings.Join(WebAuths, ", "), w.Auth)
+	}
+	if !headerNameRE.MatchString(w.ProxyHeader) {
+		v.add("web.proxy_header", "must be an HTTP header name, e.g. X-Forwarded-Email, got %q", w.ProxyHeader)
+	}
+	for i, cidr := range w.TrustedProxies {
+		if _, err := netip.ParsePrefix(cidr); err != nil {
+			v.add(fmt.Sprintf("web.trusted_proxies[%d]", i), "must be a CIDR such as 10.0.0.0/8 or 127.0.0.1/32, got %q", cidr)
+		}
+	}
+	if w.Enabled && w.Auth == WebAuthProxy && len(w.TrustedProxies) == 0 {
+		v.add("web.trusted_proxies", "required with web.auth = \"proxy\": the addresses the proxy connects from")
+	}
+	if u, err := url.Parse(w.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		v.add("web.issuer", "must be an http(s) URL, e.g. %s", DefaultSlackIssuer)
+	}
+	if w.PublicURL != "" {
+		if u, err := url.Parse(w.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			v.add("web.public_url", "must be an http(s) URL as browsers reach the page, e.g. https://sweeper.example.com")
+		}
+	}
+	if w.Enabled && w.Auth == WebAuthSlack {
+		if w.SlackClientID == "" {
+			v.add("web.slack_client_id", "required with web.auth = \"slack\": the Slack app's client id")
+		}
+		if w.PublicURL == "" {
+			v.add("web.public_url", "required with web.auth = \"slack\": where Slack sends people back")
+		}
+		if c.Slack.TeamID == "" {
+			v.add("slack.team_id", "required with web.auth = \"slack\": the workspace whose people may sign in")
+		}
+		v.secretEnv("web.auth", EnvSlackClientSecret, true, only(!opts.NoWeb, getenv))
+	}
+	ids := map[string]bool{}
+	for _, email := range sortedKeys(w.Users) {
+		key := "web.users." + strconv.Quote(email)
+		if !strings.Contains(email, "@") || strings.ContainsAny(email, " \t\n,") {
+			v.add(key, "must be an e-mail address as the proxy sends it")
+		}
+		v.owner(key, w.Users[email], slackOn)
+		ids[w.Users[email]] = true
+	}
+	for i, id := range w.Viewers {
+		if !ids[id] {
+			v.add(fmt.Sprintf("web.viewers[%d]", i), "%q is none of web.users' ids: map the viewer's e-mail to it", id)
+		}
+	}
+	switch d := w.SessionTTL; {
+	case d.err != nil:
+		v.add("web.session_ttl", "%v", d.err)
+	case d.Duration < 5*time.Minute || d.Duration > 168*time.Hour:
+		v.add("web.session_ttl", "must be between 5m and 168h")
+	}
+	if w.Enabled {
+		v.secretEnv("web.enabled", EnvWebCookieKey, true, only(!opts.NoWeb, getenv))
+		if getenv != nil && !opts.NoWeb {
+			if key, err := Secret(getenv, EnvWebCookieKey); err == nil && len(key) < MinWebCookieKey {
+				v.add("web.enabled", "%s must hold at least %d bytes (e.g. openssl rand -hex 32)", EnvWebCookieKey, MinWebCookieKey)
+			}
+		}
+	}
+}
+
+// MinWebCookieKey is the least length, in bytes, of the review page's
+// cookie key.
+const MinWebCookieKey = 32
 
 // validateHTTP checks the listen address and the River UI's credentials.
 func (c *Config) validateHTTP(v *validator, getenv Getenv, opts Options) {

@@ -89,6 +89,9 @@ func (c *Config) secrets() []providers.SecretEnv {
 		{Key: "verifies Slack button clicks; needed by slack.channel", Name: EnvSlackSigning, Required: c.Slack.Channel != ""},
 		{Key: "River UI basic auth user; needed by http.river_ui", Name: EnvRiverUIUser, Required: c.HTTP.RiverUI},
 		{Key: "River UI basic auth password; needed by http.river_ui", Name: EnvRiverUIPass, Required: c.HTTP.RiverUI},
+		{Key: "signs the review page's sessions; needed by web.enabled", Name: EnvWebCookieKey, Required: c.Web.Enabled},
+		{Key: "Sign in with Slack's client secret; needed by web.auth = \"slack\"", Name: EnvSlackClientSecret,
+			Required: c.Web.Enabled && c.Web.Auth == WebAuthSlack},
 	}
 	for _, name := range sortedKeys(c.Providers) {
 		if holder, ok := c.Providers[name].Settings.(providers.SecretHolder); ok {

@@ -71,6 +71,12 @@ type EvidenceRecord struct {
 	ID              string    `json:"id"`
 	CreatedAt       time.Time `json:"created_at,omitzero"`
 	RecipientMasked string    `json:"recipient_masked,omitempty"`
+	// RecipientAgrees says whether the record's recipient is the
+	// operation's by the proof rule's comparison (after its one
+	// normalization; phone numbers in E.164 when the provider matches
+	// phones); nil when either has none, or for evidence written before it
+	// was kept.
+	RecipientAgrees *bool `json:"recipient_agrees,omitempty"`
 	// State and Status are the record's [providers.Record.State] and the
 	// provider's own status word.
 	State  providers.State `json:"state,omitempty"`
@@ -203,11 +209,21 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 			Until:           q.Until,
 		}
 	}
+	var match providers.Matching
+	if lookup.Query != nil {
+		match = lookup.Query.Match
+	}
 	for _, r := range lookup.Outcome.Records() {
+		var agrees *bool
+		if op.Recipient != "" && r.Recipient != "" {
+			same := sameRecipient(match, op.Recipient, r.Recipient)
+			agrees = &same
+		}
 		ev.Records = append(ev.Records, EvidenceRecord{
 			ID:              r.ID,
 			CreatedAt:       r.CreatedAt,
 			RecipientMasked: MaskRecipient(r.Recipient),
+			RecipientAgrees: agrees,
 			State:           r.State,
 			Status:          truncate(quoted(r.Status), 40),
 			Fields:          fieldsOf(r.Fields, payload, known, redact, digest),

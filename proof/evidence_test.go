@@ -217,6 +217,9 @@ func TestNewEvidence(t *testing.T) {
 	for _, r := range got.Records {
 		blankDigests(r.Fields)
 	}
+	// The recipients compare as the proof rule compares them: letter case
+	// aside, msg_2's is the row's; msg_1's is another.
+	yes, no := true, false
 	want := proof.Evidence{
 		OpKey: "welcome:u-981", Workflow: "onboarding", Provider: "mailer", Action: "send_email",
 		RecipientMasked: "j***@***.com", RecipientHash: proof.HashRecipient("jane.doe@example.com"),
@@ -225,7 +228,7 @@ func TestNewEvidence(t *testing.T) {
 		Query: &proof.EvidenceQuery{OpKey: "welcome:u-981", RecipientMasked: "J***@***.com", Action: "send_email",
 			PayloadHash: strings.Repeat("a", 64), Since: first.Add(-time.Hour), Until: lookedUp},
 		Records: []proof.EvidenceRecord{
-			{ID: "msg_1", CreatedAt: first.Add(time.Second), RecipientMasked: "+1******0777",
+			{ID: "msg_1", CreatedAt: first.Add(time.Second), RecipientMasked: "+1******0777", RecipientAgrees: &no,
 				PayloadHash: strings.Repeat("b", 64), Excerpt: "mailer id=msg_1",
 				Fields: map[string]any{
 					"to":       textJSON("jane.doe@example.com", true, "j***@***.com"),
@@ -241,7 +244,7 @@ func TestNewEvidence(t *testing.T) {
 					"contacts": []any{map[string]any{"phone": textJSON("+15550100777", false, "+1******0777")}},
 					"notify":   map[string]any{"Phone": textJSON("+15550100777", false, "+1******0777")},
 				}},
-			{ID: "msg_2", RecipientMasked: "J***@***.com", PayloadHash: strings.Repeat("c", 64),
+			{ID: "msg_2", RecipientMasked: "J***@***.com", RecipientAgrees: &yes, PayloadHash: strings.Repeat("c", 64),
 				Excerpt: strings.Repeat("é", 200) + "…"},
 		},
 		Errors:     lookup.Errors,

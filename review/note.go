@@ -8,9 +8,10 @@ import (
 
 // ownKinds are the events that change a ticket: only review writes them,
 // with the change, through [Store.Apply], [Store.Resolve],
-// [Store.Acknowledge], [Store.Escalate], [Store.ResolveByRelookup] and
+// [Store.Acknowledge], [Store.Reassign], [Store.AddNote], [Store.Escalate], [Store.ResolveByRelookup] and
 // [Store.RecordContradiction].
-var ownKinds = []string{EventOpened, EventEscalated, EventAcknowledged, EventResolved, EventResolvedByRelookup, EventContradicted}
+var ownKinds = []string{EventOpened, EventEscalated, EventAcknowledged, EventResolved, EventResolvedByRelookup, EventContradicted,
+	EventReassigned, EventNoted}
 
 // Note appends to ticket id's audit trail an event of kind that changes
 // nothing about the ticket but is news about it from outside review (its

@@ -39,15 +39,17 @@ type uses struct {
 	interactivity bool
 	// riverUI: it serves River's UI (its basic-auth credentials).
 	riverUI bool
+	// web: it serves the review page (its cookie key).
+	web bool
 }
 
 // usesAll is what `run` and `check-config` read: everything.
-var usesAll = uses{lookups: true, slack: true, interactivity: true, riverUI: true}
+var usesAll = uses{lookups: true, slack: true, interactivity: true, riverUI: true, web: true}
 
 // loadConfigFor is loadConfig for a command that reads only what u says.
 func loadConfigFor(e *env, u uses) (*config.Config, string, error) {
 	return loadConfigWith(e, config.Options{NoLookups: !u.lookups, NoSlack: !u.slack,
-		NoInteractivity: !u.interactivity, NoRiverUI: !u.riverUI})
+		NoInteractivity: !u.interactivity, NoRiverUI: !u.riverUI, NoWeb: !u.web})
 }
 
 func loadConfigWith(e *env, opts config.Options) (*config.Config, string, error) {

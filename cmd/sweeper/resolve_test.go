@@ -22,6 +22,7 @@ type cliTicket struct {
 	State              string  `json:"state"`
 	Version            int     `json:"version"`
 	Resolution         string  `json:"resolution"`
+	Owner              string  `json:"owner"`
 	ResolvedBy         string  `json:"resolved_by"`
 	ResolutionNote     string  `json:"resolution_note"`
 	ResolutionRecordID string  `json:"resolution_record_id"`
@@ -345,5 +346,45 @@ func TestTicketsResolveHeldRecordIsAFailure(t *testing.T) {
 	}
 	if status, rec := b.ledgerRow(t, "nf-h2"); status != ledger.StatusReview || rec != "" {
 		t.Errorf("row %s %q after the refusal, want review without a record", status, rec)
+	}
+}
+
+// TestTicketsReassignAndNote: the CLI reassigns a ticket and notes on it
+// through review, as the review page does: one event each, by who did it;
+// a second reassignment to the same owner, an empty note and a missing
+// flag change nothing.
+func TestTicketsReassignAndNote(t *testing.T) {
+	t.Parallel()
+	b := setupResolve(t, "nf-r1")
+	id := b.id("nf-r1")
+
+	r := b.run(t, "tickets", "reassign", id, "--to", "U0NEWOWNER", "--by", "alice")
+	if r.code != exitOK || !strings.Contains(r.stdout, "reassigned ticket "+id+" to U0NEWOWNER") {
+		t.Fatalf("reassign: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = b.run(t, "tickets", "reassign", id, "--to", "U0NEWOWNER", "--by", "alice")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "already owned by U0NEWOWNER") {
+		t.Errorf("second reassign: code %d\n%s", r.code, r.stderr)
+	}
+	r = b.run(t, "tickets", "note", id, "--by", "bob", "called the customer's bank")
+	if r.code != exitOK || !strings.Contains(r.stdout, "noted on ticket "+id) {
+		t.Fatalf("note: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, tt := range []struct {
+		desc, want string
+		args       []string
+	}{
+		{"reassign without --to", "--to is required", []string{"tickets", "reassign", id, "--by", "a"}},
+		{"reassign without --by", "--by is required", []string{"tickets", "reassign", id, "--to", "U0X"}},
+		{"an empty note", "the note is empty", []string{"tickets", "note", id, "--by", "a", " "}},
+	} {
+		if r := b.run(t, tt.args...); r.code != exitUsage || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%s: code %d\n%s", tt.desc, r.code, r.stderr)
+		}
+	}
+	tk := b.show(t, "nf-r1")
+	if tk.Owner != "U0NEWOWNER" || len(tk.Events) != 3 || tk.Events[1].Kind != "reassigned" || tk.Events[1].Actor != "alice" ||
+		tk.Events[2].Kind != "noted" || tk.Events[2].Actor != "bob" {
+		t.Errorf("ticket = owner %s, events %+v; want U0NEWOWNER, opened, reassigned by alice, noted by bob", tk.Owner, tk.Events)
 	}
 }

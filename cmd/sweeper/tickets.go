@@ -13,9 +13,9 @@ import (
 )
 
 func newTicketsCmd(e *env) *cobra.Command {
-	return group("tickets", "review tickets and people's decisions: list, show, resolve, ack, export",
+	return group("tickets", "review tickets and people's decisions: list, show, resolve, ack, reassign, note, export",
 		newTicketsListCmd(e), newTicketsShowCmd(e), newTicketsResolveCmd(e), newTicketsAckCmd(e),
-		newTicketsExportCmd(e))
+		newTicketsReassignCmd(e), newTicketsNoteCmd(e), newTicketsExportCmd(e))
 }
 
 // decisionError says why a resolution or acknowledgement was refused: a

@@ -20,6 +20,7 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/notify/interact"
+	"github.com/sweeper/sweeper/web"
 )
 
 // riverUIPrefix is where River's UI is served when http.river_ui is on.
@@ -39,8 +40,9 @@ type Servers struct {
 
 // NewHTTPServers returns the daemon's endpoints: /healthz, /readyz,
 // /metrics (from registry, where the event metrics already are), River's
-// UI at /riverui when http.river_ui is on — on the admin server when
-// http.admin_listen is set, else on the public one — and
+// UI at /riverui when http.river_ui is on and the review page at /review/
+// when web.enabled is — on the admin server when http.admin_listen is
+// set, else on the public one — and
 // /slack/interactions on the public one when Slack is on. serveCtx bounds
 // the UI's background work: end it once the servers have shut down. A
 // River UI without its credentials, or Slack without its secrets, is a
@@ -74,6 +76,15 @@ func (s *App) NewHTTPServers(serveCtx context.Context, daemon *Daemon, registry 
 			return Servers{}, &ConfigError{err}
 		}
 		admin.Handle(riverUIPrefix+"/", ui)
+	}
+	switch page, err := s.ReviewPage(); {
+	case errors.Is(err, ErrWebOff):
+	case err != nil:
+		return Servers{}, &ConfigError{err}
+	default:
+		// The page is for the people who review: beside the other pages
+		// they open (WebListen), not on the listener that faces Slack.
+		admin.Handle(web.Prefix+"/", page)
 	}
 	interactions, err := s.Interactions()
 	switch {

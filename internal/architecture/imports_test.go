@@ -105,9 +105,11 @@ var rules = []rule{
 	{pkgs: "jobs/...", kind: product,
 		may: []string{"ledger", "providers", "proof/...", "review/...", "notify/...", "internal/health", "internal/settle/...", "jobs/..."},
 		why: "River's workers: never the wiring that starts them"},
+	{pkgs: "web", kind: product, may: []string{"review", "proof", "providers"},
+		why: "the review page: reads and acts through review alone (proof and providers for the evidence's types)"},
 	{pkgs: "internal/app/...", kind: product,
 		may: []string{"ledger", "migrations", "providers", "providers/kinds", "config", "proof/...", "review/...", "notify/...",
-			"internal/health", "internal/settle/...", "jobs/...", "internal/app/..."},
+			"internal/health", "internal/settle/...", "jobs/...", "internal/app/...", "web"},
 		why: "the wiring, in one place"},
 
 	{pkgs: "cmd/...", kind: command,

@@ -130,15 +130,15 @@ var _ SlackAPI = (*slack.Client)(nil)
 // 2.5 s budget, and ephemeral replies are sent after the answer, in the
 // background, until [Endpoint.Close].
 type Endpoint struct {
-	secret    string
-	teamID    string
-	appID     string
-	reviewers map[string]bool
-	resolver  Resolver
-	slack     SlackAPI
-	decode    func(data []byte, v any) error
-	logger    *slog.Logger
-	now       func() time.Time
+	secret   string
+	teamID   string
+	appID    string
+	deciders review.Deciders
+	resolver Resolver
+	slack    SlackAPI
+	decode   func(data []byte, v any) error
+	logger   *slog.Logger
+	now      func() time.Time
 
 	mu      sync.Mutex
 	closed  bool
@@ -167,18 +167,15 @@ func New(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	h := &Endpoint{
-		secret:    cfg.SigningSecret,
-		teamID:    cfg.TeamID,
-		appID:     cfg.AppID,
-		reviewers: make(map[string]bool, len(cfg.Reviewers)),
-		resolver:  cfg.Resolver,
-		slack:     cfg.Slack,
-		decode:    cfg.DecodeJSON,
-		logger:    cmp.Or(cfg.Logger, slog.Default()),
-		now:       cfg.Now,
-	}
-	for _, id := range cfg.Reviewers {
-		h.reviewers[id] = true
+		secret:   cfg.SigningSecret,
+		teamID:   cfg.TeamID,
+		appID:    cfg.AppID,
+		deciders: review.NewDeciders(cfg.Reviewers),
+		resolver: cfg.Resolver,
+		slack:    cfg.Slack,
+		decode:   cfg.DecodeJSON,
+		logger:   cmp.Or(cfg.Logger, slog.Default()),
+		now:      cfg.Now,
 	}
 	if h.now == nil {
 		h.now = time.Now
@@ -318,16 +315,14 @@ func interactTicketRef(v string) (id int64, version int, err error) {
 // reviewer.
 var errNotAllowed = errors.New("not allowed to act on this ticket")
 
-// authorize reads the ticket and checks that user may act on it. The
-// ticket's owner changes only with its version, and every decision is a
-// compare-and-set on the version the person saw, so a decision that takes
-// effect was authorized against the owner it acts under.
+// authorize reads the ticket and checks that user may act on it, by
+// review's one rule ([review.Deciders]).
 func (h *Endpoint) authorize(ctx context.Context, ticketID int64, user string) (review.Ticket, error) {
 	t, err := h.resolver.Get(ctx, ticketID)
 	if err != nil {
 		return review.Ticket{}, err
 	}
-	if user == "" || (user != t.Owner && !h.reviewers[user]) {
+	if !h.deciders.MayAct(t, user) {
 		return t, errNotAllowed
 	}
 	return t, nil

@@ -881,3 +881,42 @@ func TestRenderNoControls(t *testing.T) {
 		}
 	}
 }
+
+// TestPeopleEventsInTheThread: a reassignment and a note from the review
+// page reach the ticket's thread with the person who made them, and a
+// note's text does not.
+func TestPeopleEventsInTheThread(t *testing.T) {
+	t.Parallel()
+	tk := review.Ticket{ID: 42, OpKey: "op-42", Reason: proof.ReasonNotFound, Owner: "U0BOB", Priority: "normal",
+		State: review.StateOpen, Version: 3, Deadline: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	for _, tc := range []struct {
+		desc    string
+		kind    string
+		details any
+		want    string
+		edit    bool
+	}{
+		{desc: "reassigned", kind: review.EventReassigned, details: review.ReassignedDetails{From: "U0ANNA", To: "U0BOB"},
+			want: "Reassigned from <@U0ANNA> to <@U0BOB> by <@U0LEAD>.", edit: true},
+		{desc: "noted", kind: review.EventNoted, details: review.NotedDetails{Note: "call a@example.com"},
+			want: "Note added by <@U0LEAD> (on the review page)."},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			details, err := json.Marshal(tc.details)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := TicketPost(tk, proof.Evidence{}, review.Event{ID: 7, TicketID: 42, Kind: tc.kind, Actor: "slack:U0LEAD",
+				Details: details}, review.EventKey(42, tc.kind, 1), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Text != tc.want {
+				t.Errorf("text = %q, want %q", p.Text, tc.want)
+			}
+			if (p.RootEdit != nil) != tc.edit {
+				t.Errorf("root edit = %v, want %v", p.RootEdit != nil, tc.edit)
+			}
+		})
+	}
+}

@@ -84,6 +84,18 @@ func eventPost(t review.Ticket, a Alert, e review.Event, dedupeKey string) (Post
 		return Post{Text: fmt.Sprintf(":warning: The provider holds record %s for this operation, which is marked not sent (ledger: failed). "+
 			"Check before the workflow retries it under a new key: it may do the thing twice.", codeSpan(d.ProviderRecordID, 100)),
 			Broadcast: true, RootEdit: edit}, nil
+	case review.EventReassigned:
+		var d review.ReassignedDetails
+		if err := json.Unmarshal(e.Details, &d); err != nil {
+			return Post{}, fmt.Errorf("read the details of reassignment event %d: %w", e.ID, err)
+		}
+		// A thread reply mentioning the new owner pings them.
+		return Post{Text: fmt.Sprintf("Reassigned from %s to %s by %s.", person(d.From), person(d.To), mention(e.Actor)),
+			RootEdit: edit}, nil
+	case review.EventNoted:
+		// What a person wrote stays on the review page: a note may quote
+		// what Slack must not show.
+		return Post{Text: fmt.Sprintf("Note added by %s (on the review page).", mention(e.Actor))}, nil
 	case review.EventResolved, review.EventResolvedByRelookup:
 		return Post{Text: fmt.Sprintf("Resolved: %s, by %s.", escape(t.Resolution), mention(t.ResolvedBy)), RootEdit: edit}, nil
 	}

@@ -14,6 +14,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -77,6 +79,9 @@ type Options struct {
 	Stdout  io.Writer     // the running account
 	Stderr  io.Writer     // errors, and the daemon's warnings
 	Getenv  config.Getenv // SWEEPER_DATABASE_URL and SWEEPER_PG_BINDIR
+	// OnReviewPage, when set, is called with the review page's address
+	// once it serves.
+	OnReviewPage func(url string)
 }
 
 // env is what the demo sees of the process.
@@ -104,6 +109,7 @@ func Run(ctx context.Context, o Options) int {
 		out:     &demoPrinter{w: e.stdout, start: time.Now()},
 		plan:    demoPlan(o.Ops),
 		timeout: o.Timeout,
+		onPage:  o.OnReviewPage,
 		// The daemon's own log would bury the account on stdout: only its
 		// warnings and errors show, on stderr.
 		logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -119,6 +125,7 @@ type demo struct {
 	plan    []demoOp
 	timeout time.Duration
 	logger  *slog.Logger
+	onPage  func(url string)
 
 	undo demoCleanups
 }
@@ -201,6 +208,10 @@ func (d *demo) run(ctx context.Context) int {
 		fmt.Fprintf(e.stderr, "sweeper demo: start the daemon: %v\n", err)
 		return exitFailure
 	}
+	if err := d.reviewPage(s); err != nil {
+		fmt.Fprintf(e.stderr, "sweeper demo: the review page: %v\n", err)
+		return exitFailure
+	}
 	fmt.Fprintln(e.stdout, "\ndaemon started; what happens, as it happens:")
 
 	w := newDemoWatch(pool, fake, out, len(d.plan))
@@ -236,6 +247,42 @@ func (d *demo) run(ctx context.Context) int {
 	}
 	fmt.Fprintln(e.stdout, "\nnothing was sent: sweeper only looked. Cleaning up.")
 	return exitOK
+}
+
+// demoReviewer is who the demo's browser is signed in as: the
+// escalation's lead, a reviewer, who may act on every ticket.
+const (
+	demoReviewer      = "U0OPSLEAD"
+	demoReviewerEmail = "ops-lead@demo.invalid"
+)
+
+// reviewPage serves the review page on a loopback port of its own for as
+// long as the demo runs, signed in as demoReviewer the way web.auth =
+// "proxy" expects: the handler in front is the proxy, on loopback
+// (trusted_proxies), and names the reviewer in the header — whatever the
+// browser sent in it.
+func (d *demo) reviewPage(s *app.App) error {
+	page, err := s.ReviewPage()
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	header := s.Config.Web.ProxyHeader
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set(header, demoReviewerEmail)
+		page.ServeHTTP(w, r)
+	})}
+	go srv.Serve(l) //nolint:errcheck // ends with Close, below
+	d.undo.Cleanup(func() { srv.Close() })
+	addr := "http://" + l.Addr().String() + "/review/"
+	fmt.Fprintf(d.e.stdout, "  review page: %s (signed in as %s, a reviewer, through a proxy on loopback)\n", addr, demoReviewer)
+	if d.onPage != nil {
+		d.onPage(addr)
+	}
+	return nil
 }
 
 // database finds a server and creates the demo's own database there,
@@ -338,6 +385,7 @@ func demoEnv(dbURL string) config.Getenv {
 		config.EnvDatabaseURL:  dbURL,
 		config.EnvSlackToken:   slackfake.Token,
 		config.EnvSlackSigning: "sweeper-demo-signing-secret",
+		config.EnvWebCookieKey: randomHex(32),
 	}
 	return func(k string) string { return environ[k] }
 }
@@ -485,6 +533,7 @@ window = "1m"
 [slack]
 channel = "C0OPSREVIEW"
 api_url = %q
+reviewers = ["U0OPSLEAD"]
 # A ticket's first alert waits 3s, not 30s: long enough for the tickets a
 # provider's recovery opens together to be posted as one group (at least 3,
 # the default group_threshold, of one provider and reason in one channel),
@@ -503,6 +552,13 @@ subscription-renewals = "C0BILLING"
 
 [http]
 listen = "127.0.0.1:0"
+
+# The review page, signed in through the demo's own proxy on loopback.
+[web]
+enabled = true
+trusted_proxies = ["127.0.0.1/32", "::1/128"]
+[web.users]
+"ops-lead@demo.invalid" = "U0OPSLEAD"
 %s`
 
 // demoConfig is the configuration text for plan: one sim block per

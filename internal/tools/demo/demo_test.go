@@ -3,6 +3,8 @@ package demo
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -50,13 +52,35 @@ func TestDemo(t *testing.T) {
 	server := dbtest.ServerURL(t)
 	start := time.Now()
 	var stdout, stderr bytes.Buffer
+	var page struct {
+		code int
+		body string
+		err  error
+	}
 	code := Run(context.Background(), Options{Ops: ops, Timeout: 3 * time.Minute, Stdout: &stdout, Stderr: &stderr,
 		Getenv: func(name string) string {
 			if name == config.EnvDatabaseURL {
 				return server
 			}
 			return ""
+		},
+		// The page is open while the demo runs, signed in as its reviewer.
+		OnReviewPage: func(url string) {
+			resp, err := http.Get(url)
+			if err != nil {
+				page.err = err
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			page.code, page.body, page.err = resp.StatusCode, string(b), err
 		}})
+	if page.err != nil || page.code != http.StatusOK || !strings.Contains(page.body, "signed in as <code>"+demoReviewer) {
+		t.Errorf("the demo's review page: %d %v\n%.500s", page.code, page.err, page.body)
+	}
+	if rawRecipient.MatchString(page.body) {
+		t.Errorf("the demo's review page shows a raw recipient")
+	}
 	r := struct {
 		code           int
 		stdout, stderr string

@@ -1,0 +1,219 @@
+package web_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/web"
+)
+
+// screenshots, when set, is a directory TestInABrowser writes its
+// screenshots of the queue and of a ticket page into (make screenshots).
+var screenshots = flag.String("screenshots", "", "write screenshots of the queue and a ticket page into this directory")
+
+// chromium is the browser TestInABrowser drives: Debian's package
+// (apt-get install -y chromium). Without it the test fails: it never
+// skips.
+const chromium = "/usr/bin/chromium"
+
+// TestInABrowser drives a real Chromium through the review page, signed in
+// through the proxy mode on loopback: filter to one provider, open a
+// ticket, see its evidence side by side, resolve it as not sent with a
+// note, acknowledge the other three in bulk; then checks the database and
+// the outbox.
+func TestInABrowser(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatalf("no browser to drive: %v (apt-get install -y chromium)", err)
+	}
+	pool := dbtest.NewPool(t)
+	store := review.NewStore(pool, policy)
+	h, err := web.New(web.Config{
+		Store:           store,
+		Reader:          review.NewReader(pool),
+		Deciders:        review.NewDeciders([]string{lead}),
+		Users:           users,
+		ProxyHeader:     "X-Forwarded-Email",
+		TrustedProxies:  []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		CookieKey:       []byte(strings.Repeat("b", 32)),
+		InsecureCookies: true, // plain HTTP on loopback
+		Logger:          slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	// Four SMS tickets and two others, opened as the sweep opens them.
+	b := &bundle{ctx: context.Background(), db: pool, store: store, now: time.Now().UTC()}
+	var sms []review.Ticket
+	for i := range 4 {
+		key := fmt.Sprintf("browser-sms-%d", i)
+		sms = append(sms, b.open(t, key, "billing", "sms",
+			providers.Record{ID: key + "-a", Recipient: recipientOf(key), CreatedAt: b.now.Add(-time.Minute), PayloadHash: samePayload},
+			providers.Record{ID: key + "-b", Recipient: recipientOf(key), CreatedAt: b.now.Add(-2 * time.Minute),
+				PayloadHash: strings.Repeat("0", 64)}))
+	}
+	others := []review.Ticket{b.open(t, "browser-mail-1", "billing", "mailer"), b.open(t, "browser-mail-2", "billing", "mailer")}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	defer cancelBrowser()
+
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(browser, steps...); err != nil {
+			t.Fatalf("browser: %s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("browser: read %s: %v", sel, err)
+		}
+		return s
+	}
+	// The proxy in front names the reviewer.
+	if _, err := chromedp.Call(browser, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	if _, err := chromedp.Call(browser, network.SetExtraHTTPHeaders,
+		network.SetExtraHTTPHeadersParams{Headers: network.Headers{"X-Forwarded-Email": "lead@example.com"}}); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	do("open the queue", chromedp.Navigate(srv.URL+"/review/"), chromedp.WaitVisible(chromedp.CSS(`#queue`)))
+	// Filter to one provider through its count link.
+	do("filter to sms", chromedp.Click(chromedp.CSS(`.facets a[href*="provider=sms"]`)), chromedp.WaitVisible(chromedp.CSS(`.facets a.selected`)))
+	queueText := text(`#queue tbody`)
+	shoot := func(name string) {
+		t.Helper()
+		if *screenshots == "" {
+			return
+		}
+		png, err := chromedp.Run(browser, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("browser: screenshot: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(*screenshots, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do("size the window", chromedp.EmulateViewport(1280, 900))
+	shoot("review-queue.png")
+	// Open the first ticket and read its evidence.
+	do("open a ticket", chromedp.Click(chromedp.CSS(`#queue tbody tr:first-child td:nth-child(2) a`)), chromedp.WaitVisible(chromedp.CSS(`#evidence`)))
+	evidence := text(`#evidence`)
+	shoot("review-ticket.png")
+	// Resolve it as not sent, with a note.
+	do("resolve as not sent",
+		chromedp.SendKeys(chromedp.CSS(`#not-sent-note`), "the carrier rejected it: checked in its console"),
+		chromedp.Click(chromedp.CSS(`#not-sent`)),
+		chromedp.WaitVisible(chromedp.CSS(`#notice`)))
+	notice := text(`#notice`)
+	// Back to the provider's queue: acknowledge the three left.
+	do("back to the queue", chromedp.Navigate(srv.URL+"/review/?provider=sms"), chromedp.WaitVisible(chromedp.CSS(`#queue`)))
+	boxes, err := chromedp.Run(browser, chromedp.Nodes(chromedp.CSSAll(`#queue input[name="id"]`)))
+	if err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	if len(boxes) != 3 {
+		t.Fatalf("the SMS queue after one resolution offers %d tickets, want 3", len(boxes))
+	}
+	for _, n := range boxes {
+		do("select a ticket", chromedp.MouseClickNode(n))
+	}
+	do("acknowledge in bulk", chromedp.Click(chromedp.CSS(`#bulk-submit`)), chromedp.WaitVisible(chromedp.CSS(`#results`)))
+	results := text(`#results`)
+
+	for _, o := range others {
+		if strings.Contains(queueText, o.OpKey) || strings.Contains(queueText, "mailer") {
+			t.Errorf("the SMS filter lists other providers' tickets:\n%s", queueText)
+		}
+	}
+	for _, want := range []string{"The ledger row", "Provider record", "recipient (normalized)", "agree", "differ", "payload hash", "time inside the lookup window", "j***@***.org"} {
+		if !strings.Contains(evidence, want) {
+			t.Errorf("evidence lacks %q:\n%s", want, evidence)
+		}
+	}
+	if strings.Contains(strings.ToLower(evidence), "jane.doe") {
+		t.Errorf("evidence shows a raw recipient:\n%s", evidence)
+	}
+	if !strings.Contains(notice, "Resolved as not sent") {
+		t.Errorf("notice = %q", notice)
+	}
+	if strings.Count(results, "done") != 3 {
+		t.Errorf("bulk results:\n%s", results)
+	}
+
+	// The database and the outbox, as Slack and the CLI would have left them.
+	first, err := store.Get(context.Background(), sms[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Resolution != review.ResolutionNotSent || first.ResolvedBy != "slack:"+lead || first.ResolutionNote != "the carrier rejected it: checked in its console" {
+		t.Errorf("the first ticket: %s by %s, note %q", first.Resolution, first.ResolvedBy, first.ResolutionNote)
+	}
+	op, err := ledger.NewStore(pool).GetByID(context.Background(), first.OperationID)
+	if err != nil || op.Status != ledger.StatusFailed {
+		t.Errorf("the first ticket's operation: %v %v, want failed", op.Status, err)
+	}
+	for _, tk := range sms[1:] {
+		got, err := store.Get(context.Background(), tk.ID)
+		if err != nil || got.AcknowledgedBy != "slack:"+lead || got.State != review.StateOpen {
+			t.Errorf("ticket %d: acknowledged by %q, %s (%v)", tk.ID, got.AcknowledgedBy, got.State, err)
+		}
+	}
+	var outbox []string
+	rows, err := pool.Query(context.Background(), `SELECT o.ticket_id || ' ' || o.kind || ' by ' || e.actor FROM sweeper.outbox o
+		JOIN sweeper.ticket_events e ON e.id = o.event_id WHERE o.kind <> 'opened' ORDER BY o.ticket_id, o.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		outbox = append(outbox, s)
+	}
+	rows.Close()
+	want := []string{fmt.Sprintf("%d resolved by slack:%s", sms[0].ID, lead)}
+	for _, tk := range sms[1:] {
+		want = append(want, fmt.Sprintf("%d acknowledged by slack:%s", tk.ID, lead))
+	}
+	if strings.Join(outbox, "\n") != strings.Join(want, "\n") {
+		t.Errorf("outbox rows:\n%s\nwant:\n%s", strings.Join(outbox, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,353 @@
+package web
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/sweeper/sweeper/review"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Prefix is where the page is served.
+const Prefix = "/review"
+
+// MinCookieKey is the least length of [Config.CookieKey], in bytes.
+const MinCookieKey = 32
+
+// Config configures [New].
+type Config struct {
+	// Store applies the actions. Required.
+	Store *review.Store
+	// Reader reads the queue and the tickets. Required.
+	Reader *review.Reader
+	// Deciders is who may act on a ticket: its owner and the reviewers.
+	Deciders review.Deciders
+	// Users maps each e-mail a trusted proxy may name to a Slack user id.
+	// Anyone not in it sees nothing.
+	Users map[string]string
+	// Viewers are Slack user ids who may look but never act.
+	Viewers []string
+	// ProxyHeader is the header a trusted proxy names the person in.
+	// Required.
+	ProxyHeader string
+	// TrustedProxies are the addresses a request carrying ProxyHeader may
+	// come from; from anywhere else it is refused. Required.
+	TrustedProxies []netip.Prefix
+	// CookieKey signs the session cookies: at least [MinCookieKey] bytes.
+	CookieKey []byte
+	// SessionTTL is how long a session lasts. Default 12h.
+	SessionTTL time.Duration
+	// InsecureCookies leaves the Secure attribute off the session cookie:
+	// for a plain-HTTP loopback listener only, where a browser would not
+	// send a Secure cookie back.
+	InsecureCookies bool
+	// MessageURL, when set, returns the link to a ticket's Slack message,
+	// or "" when it has none.
+	MessageURL func(ctx context.Context, ticketID int64) (string, error)
+	// Slack, when set, signs people in with Slack instead of through a
+	// proxy: ProxyHeader and TrustedProxies are then unused, and a proxy
+	// header means nothing.
+	Slack *SlackSignIn
+	// Logger receives a line per action and per refusal. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Handler serves the review page under [Prefix]. Mount it at Prefix+"/".
+type Handler struct {
+	store    *review.Store
+	reader   *review.Reader
+	deciders review.Deciders
+	users    map[string]string
+	mapped   map[string]bool
+	viewers  map[string]bool
+	header   string
+	trusted  []netip.Prefix
+	sessions sessions
+	link     func(ctx context.Context, ticketID int64) (string, error)
+	oidc     *oidcClient
+	logger   *slog.Logger
+	now      func() time.Time
+	pages    map[string]*template.Template
+	root     http.Handler
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// New returns the review page configured by cfg. Its error names what is
+// missing.
+func New(cfg Config) (*Handler, error) {
+	var errs []error
+	if cfg.Store == nil || cfg.Reader == nil {
+		errs = append(errs, errors.New("web: Store and Reader are required"))
+	}
+	switch s := cfg.Slack; {
+	case s != nil:
+		if s.Issuer == "" || s.ClientID == "" || s.ClientSecret == "" || s.TeamID == "" || s.RedirectURL == "" {
+			errs = append(errs, errors.New("web: Sign in with Slack needs its Issuer, ClientID, ClientSecret, TeamID and RedirectURL"))
+		}
+	case cfg.ProxyHeader == "" || len(cfg.TrustedProxies) == 0:
+		errs = append(errs, errors.New("web: ProxyHeader and TrustedProxies are required"))
+	}
+	if len(cfg.CookieKey) < MinCookieKey {
+		errs = append(errs, fmt.Errorf("web: CookieKey must hold at least %d bytes", MinCookieKey))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	h := &Handler{
+		store:    cfg.Store,
+		reader:   cfg.Reader,
+		deciders: cfg.Deciders,
+		users:    map[string]string{},
+		mapped:   map[string]bool{},
+		viewers:  map[string]bool{},
+		header:   cfg.ProxyHeader,
+		trusted:  cfg.TrustedProxies,
+		sessions: sessions{key: cfg.CookieKey, ttl: cmp.Or(cfg.SessionTTL, 12*time.Hour), secure: !cfg.InsecureCookies, path: Prefix + "/"},
+		link:     cfg.MessageURL,
+		logger:   cmp.Or(cfg.Logger, slog.Default()).With("component", "web"),
+		now:      cfg.Now,
+	}
+	for email, id := range cfg.Users {
+		h.users[strings.ToLower(strings.TrimSpace(email))] = id
+		h.mapped[id] = true
+	}
+	for _, id := range cfg.Viewers {
+		h.viewers[id] = true
+		h.mapped[id] = true
+	}
+	if cfg.Slack != nil {
+		h.oidc = &oidcClient{cfg: *cfg.Slack}
+		for _, id := range cfg.Slack.Members {
+			h.mapped[id] = true
+		}
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	var err error
+	if h.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "static")
+	mux.Handle("GET "+Prefix+"/static/", http.StripPrefix(Prefix+"/static/", http.FileServerFS(static)))
+	if h.oidc != nil {
+		mux.HandleFunc("GET "+Prefix+"/signin", h.signIn)
+		mux.HandleFunc("GET "+Prefix+"/callback", h.callback)
+	}
+	mux.Handle("GET "+Prefix+"/{$}", h.signedIn(h.queue))
+	mux.Handle("GET "+Prefix+"/tickets/{id}", h.signedIn(h.ticket))
+	mux.Handle("POST "+Prefix+"/tickets/{id}/{action}", h.signedIn(h.posted(h.act)))
+	mux.Handle("POST "+Prefix+"/bulk", h.signedIn(h.posted(h.bulk)))
+	mux.Handle(Prefix+"/", h.signedIn(func(w http.ResponseWriter, r *http.Request, _ viewer) {
+		h.fail(w, r, http.StatusNotFound, "There is no such page here.")
+	}))
+
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.logger.Warn("web: cross-origin request refused", "path", r.URL.Path)
+		h.fail(w, r, http.StatusForbidden, "This request came from another site and was refused; nothing was changed.")
+	}))
+	h.root = cop.Handler(mux)
+	return h, nil
+}
+
+// ServeHTTP answers one request: with the safety headers always, a page
+// for every error, and no panic past it.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "+
+		"frame-ancestors 'none'; base-uri 'none'")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "same-origin")
+	hd.Set("Cache-Control", "no-store")
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			h.logger.Error("web: panic", "path", r.URL.Path, "panic", fmt.Sprint(v))
+			h.fail(w, r, http.StatusInternalServerError, "Something went wrong on sweeper's side; nothing more was changed.")
+		}
+	}()
+	h.root.ServeHTTP(w, r)
+}
+
+// viewer is the person a request is from.
+type viewer struct {
+	User  string // Slack user id
+	Token string // the session's form token
+	// ReadOnly: a viewer, who may not act.
+	ReadOnly bool
+	sess     session
+}
+
+// signedIn passes requests from a signed-in, mapped person to next.
+//
+// A request carrying the proxy header must come from a trusted proxy and
+// name a mapped person; it starts a session (or keeps the one it has, for
+// the same person). A request without it needs a valid session cookie.
+func (h *Handler) signedIn(next func(http.ResponseWriter, *http.Request, viewer)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := h.now()
+		sess, sessErr := h.sessions.read(r, now)
+		if h.oidc != nil {
+			// Signed in with Slack: the session is the only identity.
+			if sessErr != nil {
+				if r.Method == http.MethodGet {
+					http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
+					return
+				}
+				h.fail(w, r, http.StatusUnauthorized, "You are not signed in: sign in with Slack, then try again.")
+				return
+			}
+		} else if values := r.Header.Values(h.header); len(values) > 0 {
+			if !h.fromTrustedProxy(r) {
+				h.logger.Warn("web: identity header from an untrusted address refused", "remote", r.RemoteAddr)
+				h.fail(w, r, http.StatusForbidden, "This request names a person but does not come through the trusted proxy; it was refused.")
+				return
+			}
+			user, ok := "", len(values) == 1
+			if ok {
+				user, ok = h.users[strings.ToLower(strings.TrimSpace(values[0]))]
+			}
+			if !ok || user == "" {
+				h.logger.Warn("web: a person not in web.users refused")
+				h.fail(w, r, http.StatusForbidden, "You are not allowed to see this page: ask for your e-mail to be added to web.users.")
+				return
+			}
+			if sessErr != nil || sess.user != user {
+				sess = h.sessions.issue(w, user, now)
+			}
+		} else if sessErr != nil {
+			h.fail(w, r, http.StatusUnauthorized, "You are not signed in: open this page through your organisation's sign-in proxy.")
+			return
+		}
+		if !h.mapped[sess.user] {
+			// Removed from web.users since the session began.
+			h.fail(w, r, http.StatusForbidden, "You are not allowed to see this page: ask for your e-mail to be added to web.users.")
+			return
+		}
+		next(w, r, viewer{User: sess.user, Token: h.sessions.token(sess), ReadOnly: h.viewers[sess.user], sess: sess})
+	})
+}
+
+// fromTrustedProxy reports whether r's connection comes from a trusted
+// proxy.
+func (h *Handler) fromTrustedProxy(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap()
+	for _, p := range h.trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// posted checks what every change needs: the session's form token (the
+// cross-origin check ran before), a form within size, and a person who
+// may act at all.
+func (h *Handler) posted(next func(http.ResponseWriter, *http.Request, viewer)) func(http.ResponseWriter, *http.Request, viewer) {
+	return func(w http.ResponseWriter, r *http.Request, v viewer) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		if err := r.ParseForm(); err != nil {
+			h.fail(w, r, http.StatusBadRequest, "This form could not be read; nothing was changed.")
+			return
+		}
+		if !h.sessions.checkToken(v.sess, r.PostForm.Get("token")) {
+			h.logger.Warn("web: a change without its session token refused", "path", r.URL.Path)
+			h.fail(w, r, http.StatusForbidden, "This form is outdated or did not come from this page; nothing was changed. Reload the page and try again.")
+			return
+		}
+		if v.ReadOnly {
+			h.fail(w, r, http.StatusForbidden, "You may look at tickets here but not act on them; nothing was changed.")
+			return
+		}
+		next(w, r, v)
+	}
+}
+
+// render writes page name with data, status code, whole or not at all.
+func (h *Handler) render(w http.ResponseWriter, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := h.pages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
+		h.logger.Error("web: render", "page", name, "error", err)
+		status, buf = http.StatusInternalServerError, *bytes.NewBufferString(errorFallback)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+const errorFallback = `<!doctype html><title>sweeper</title><p>Something went wrong on sweeper's side.</p>`
+
+// errorPage is what an error page shows.
+type errorPage struct {
+	Title, Message string
+	Me             viewer
+	Status         int
+}
+
+// fail answers with an error page.
+func (h *Handler) fail(w http.ResponseWriter, _ *http.Request, status int, message string) {
+	h.render(w, status, "error", errorPage{Title: http.StatusText(status), Message: message, Status: status})
+}
+
+// parsePages parses each page with the layout.
+func parsePages() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "—"
+			}
+			return t.UTC().Format("2006-01-02 15:04 UTC")
+		},
+		"whenp": func(t *time.Time) string {
+			if t == nil {
+				return "—"
+			}
+			return t.UTC().Format("2006-01-02 15:04 UTC")
+		},
+		"person": person,
+	}
+	pages := map[string]*template.Template{}
+	for _, name := range []string{"queue", "ticket", "bulk", "error"} {
+		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("web: page %s: %w", name, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// person shows an actor: "slack:U123" as the user id.
+func person(actor string) string { return strings.TrimPrefix(actor, "slack:") }
