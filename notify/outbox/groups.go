@@ -303,15 +303,41 @@ func (s *Store) TakeOwnerMessage(ctx context.Context, n Notification, group int6
 	return granted > 0, nil
 }
 
-// TakeGroupEdit reports whether alert group id's message may be edited
-// now: nobody edited it within the last every (or ever). When it may, the
-// edit is recorded as made now, in one statement, so that two dispatchers
-// never edit one group's message twice in one interval.
-func (s *Store) TakeGroupEdit(ctx context.Context, id int64, every time.Duration) (bool, error) {
-	tag, err := s.db.Exec(ctx, `UPDATE sweeper.alert_groups SET edited_at = now()
-		WHERE id = $1 AND (edited_at IS NULL OR edited_at <= now() - make_interval(secs => $2))`, id, every.Seconds())
-	if err != nil {
-		return false, fmt.Errorf("alert group %d: take its edit: %w", id, err)
+// GroupEdit is an edit of an alert group's message taken by
+// [Store.TakeGroupEdit]: when it was taken, and the last edit before it.
+type GroupEdit struct {
+	Group int64
+	At    time.Time
+	Prev  *time.Time
+}
+
+// TakeGroupEdit takes the edit of alert group id's message when nobody
+// edited it within the last every (or ever): the edit is recorded as made
+// now, in one statement, so that two dispatchers never edit one group's
+// message twice in one interval. ok is false when it is not due.
+func (s *Store) TakeGroupEdit(ctx context.Context, id int64, every time.Duration) (edit GroupEdit, ok bool, err error) {
+	edit.Group = id
+	err = s.db.QueryRow(ctx, `UPDATE sweeper.alert_groups g SET edited_at = clock_timestamp()
+		FROM (SELECT edited_at FROM sweeper.alert_groups WHERE id = $1 FOR UPDATE) AS before
+		WHERE g.id = $1 AND (g.edited_at IS NULL OR g.edited_at <= now() - make_interval(secs => $2))
+		RETURNING g.edited_at, before.edited_at`, id, every.Seconds()).Scan(&edit.At, &edit.Prev)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return edit, false, nil
 	}
-	return tag.RowsAffected() > 0, nil
+	if err != nil {
+		return edit, false, fmt.Errorf("alert group %d: take its edit: %w", id, err)
+	}
+	return edit, true, nil
+}
+
+// GiveBackGroupEdit undoes edit, which made no call (Slack's rate limit
+// refused it, or its channel waits for one): the message may be edited
+// again at once, unless another edit was taken since.
+func (s *Store) GiveBackGroupEdit(ctx context.Context, edit GroupEdit) error {
+	_, err := s.db.Exec(ctx, `UPDATE sweeper.alert_groups SET edited_at = $3 WHERE id = $1 AND edited_at = $2`,
+		edit.Group, edit.At, edit.Prev)
+	if err != nil {
+		return fmt.Errorf("alert group %d: give back its edit: %w", edit.Group, err)
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
+	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/slack"
@@ -270,5 +271,27 @@ func TestOneEditPerGroupInterval(t *testing.T) {
 	var pending int
 	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM sweeper.outbox WHERE state = 'pending'`).Scan(&pending); err != nil || pending != 0 {
 		t.Errorf("%d rows pending (%v), want none", pending, err)
+	}
+}
+
+// TestGroupEditRefusedIsGivenBack: an edit of a group's message that
+// Slack's rate limit refused made no change, so it does not use up the
+// interval: the group's last edit stays as it was, and the next flush may
+// make it as soon as the channel allows.
+func TestGroupEditRefusedIsGivenBack(t *testing.T) {
+	b := setup(t)
+	d := b.boundedDispatcher(t, "d1", 1, time.Hour, nil)
+	for range 3 {
+		b.openTicket(t, "onboarding")
+	}
+	b.fake.Inject("chat.update", slackfake.Fault{Status: 429, RetryAfter: "30"})
+	b.drain(t, d)
+	g := b.groupRoots()
+	if len(g) != 1 || g[0].Edits != 0 || len(b.fake.Calls("chat.update")) != 1 {
+		t.Fatalf("%d group messages, %d chat.update calls; want one message and its edit refused", len(g), len(b.fake.Calls("chat.update")))
+	}
+	var editedAt *time.Time
+	if err := b.pool.QueryRow(b.ctx, `SELECT edited_at FROM sweeper.alert_groups WHERE id = $1`, groupID(t, g[0])).Scan(&editedAt); err != nil || editedAt != nil {
+		t.Errorf("the group's last edit after a refused one: %v (%v), want none", editedAt, err)
 	}
 }

@@ -384,18 +384,28 @@ var errGroupEditNotDue = errors.New("the alert group's message was edited within
 // refreshGroup edits alert group id's message, if it is in Slack, to the
 // group as it is now, when nobody has edited it within the interval
 // ([outbox.Store.TakeGroupEdit]); else [errGroupEditNotDue].
-func (rv *receiver) refreshGroup(ctx context.Context, id int64) error {
+func (rv *receiver) refreshGroup(ctx context.Context, id int64) (err error) {
 	g, err := rv.outbox.RootOf(ctx, outbox.Notification{GroupID: id})
 	if err != nil || !g.Live {
 		return err
 	}
-	due, err := rv.outbox.TakeGroupEdit(ctx, id, rv.groups.interval)
+	edit, due, err := rv.outbox.TakeGroupEdit(ctx, id, rv.groups.interval)
 	if err != nil {
 		return err
 	}
 	if !due {
 		return errGroupEditNotDue
 	}
+	defer func() {
+		// An edit refused for the rate limit, or not made while the
+		// channel waits for one, made no call: the next may be made as
+		// soon as the channel allows, not an interval later.
+		if _, paced := errors.AsType[*notify.ReleaseError](err); paced || errors.Is(err, errRateLimited) {
+			if gerr := rv.outbox.GiveBackGroupEdit(context.WithoutCancel(ctx), edit); gerr != nil {
+				err = errors.Join(err, gerr)
+			}
+		}
+	}()
 	row := outbox.Notification{GroupID: id, Kind: outbox.KindGroupOpened, DedupeKey: g.DedupeKey}
 	post, err := rv.composers.group.Compose(ctx, rv.db, row)
 	if err != nil {
