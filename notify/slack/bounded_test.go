@@ -16,6 +16,7 @@ import (
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/slack"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -293,5 +294,37 @@ func TestGroupEditRefusedIsGivenBack(t *testing.T) {
 	var editedAt *time.Time
 	if err := b.pool.QueryRow(b.ctx, `SELECT edited_at FROM sweeper.alert_groups WHERE id = $1`, groupID(t, g[0])).Scan(&editedAt); err != nil || editedAt != nil {
 		t.Errorf("the group's last edit after a refused one: %v (%v), want none", editedAt, err)
+	}
+}
+
+// TestContradictionInAFoldedGroupIsPosted: a folded ticket resolved as
+// not sent, whose record the provider turns out to hold, gets a message of
+// its own: the resolution was folded, the contradiction is not.
+func TestContradictionInAFoldedGroupIsPosted(t *testing.T) {
+	b := setup(t)
+	d := b.boundedDispatcher(t, "d1", 1, time.Hour, nil)
+	var ids []int64
+	for range 3 {
+		ids = append(ids, b.openTicket(t, "onboarding"))
+	}
+	b.drain(t, d)
+	id := ids[2]
+	if n := b.row(t, openedKey(id)); n.State != outbox.StateFolded {
+		t.Fatalf("ticket %d's alert %s, want folded", id, n.State)
+	}
+	store := review.NewStore(b.pool, testPolicy)
+	if _, err := store.Resolve(b.ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent, By: "cli:alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := store.RecordContradiction(b.ctx, id, "rec-found-later", proof.Evidence{}); err != nil || !ok {
+		t.Fatalf("record the contradiction: %v, %v", ok, err)
+	}
+	b.drain(t, d)
+	if n := b.row(t, fmt.Sprintf("ticket:%d:resolved", id)); n.State != outbox.StateFolded {
+		t.Errorf("the folded ticket's resolution: %s, want folded", n.State)
+	}
+	m := b.requireOne(t, fmt.Sprintf("ticket:%d:contradicted", id))
+	if m.ThreadTS != "" || !strings.Contains(m.Text, "rec-found-later") {
+		t.Errorf("the contradiction: %q in thread %q, want a message of its own naming the record", m.Text, m.ThreadTS)
 	}
 }
