@@ -316,7 +316,8 @@ type Slack struct {
 	// their own alert in its thread; the others are counted in the group's
 	// message (their outbox rows folded), which says how to list them all.
 	// It bounds too the messages of their own that a folded ticket's owner
-	// gets per group_interval (an escalation to them, a contradiction).
+	// gets per group and group_interval (an escalation to them, a
+	// contradiction), at least one.
 	// Default 10; 0: none, the group's message alone; at most 1000.
 	GroupDetailLimit *int `toml:"group_detail_limit"`
 	// GroupInterval is how often, at most, an alert group's message is

@@ -143,7 +143,7 @@ func TestAlertGroupFoldsPastItsDetailLimit(t *testing.T) {
 // group's message is its only message; every ticket is folded into it.
 func TestNoDetailIsTheGroupMessageAlone(t *testing.T) {
 	b := setup(t)
-	d := b.boundedDispatcher(t, "d1", -1, time.Nanosecond, nil)
+	d := b.boundedDispatcher(t, "d1", -1, time.Hour, nil)
 	var ids []int64
 	for range 5 {
 		ids = append(ids, b.openTicket(t, "onboarding"))
@@ -155,6 +155,46 @@ func TestNoDetailIsTheGroupMessageAlone(t *testing.T) {
 	for key, n := range b.rowsOf(t, ids) {
 		if n.State != outbox.StateFolded {
 			t.Errorf("%s: %s, want folded", key, n.State)
+		}
+	}
+	// An escalation to a new owner still reaches them: one message of its
+	// own per owner and interval, even with none in the thread.
+	first := b.escalate(t, ids[0], "U0NEXT")
+	second := b.escalate(t, ids[1], "U0NEXT")
+	b.drain(t, d)
+	b.requireOne(t, first)
+	if n := b.row(t, second); n.State != outbox.StateFolded {
+		t.Errorf("a second escalation to the same owner within the interval: %s, want folded", n.State)
+	}
+}
+
+// TestNothingFoldsIntoARemovedGroup: once a group's message is known to be
+// removed from Slack (a reply in its thread was refused), nothing is folded
+// into it any more: its tickets' alerts are posted alone, whatever the
+// limit. (A row folded before is final: `tickets list --group` lists it.)
+func TestNothingFoldsIntoARemovedGroup(t *testing.T) {
+	b := setup(t)
+	d := b.dispatcher(t, "d1", func(c *slack.Config) {
+		c.Composer = slack.TicketComposer{Tickets: c.Tickets}
+		c.GroupThreshold, c.GroupDetailLimit, c.GroupInterval, c.BatchSize = 3, 1, time.Nanosecond, 1
+	})
+	var ids []int64
+	for range 3 {
+		ids = append(ids, b.openTicket(t, "onboarding"))
+	}
+	for range 2 { // the group is made, then its message posted
+		if _, err := d.DispatchOnce(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := b.groupRoots()
+	if len(g) != 1 || len(b.fake.Messages()) != 1 || !b.fake.Delete(g[0].Channel, g[0].TS) {
+		t.Fatalf("%d group messages; want one, deleted", len(g))
+	}
+	b.drain(t, d)
+	for _, id := range ids {
+		if m := b.requireOne(t, openedKey(id)); m.ThreadTS != "" {
+			t.Errorf("ticket %d's alert in thread %q, want a root of its own", id, m.ThreadTS)
 		}
 	}
 }

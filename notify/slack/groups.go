@@ -17,7 +17,9 @@ package slack
 // a new owner, a record found after not_sent — which are posted as the
 // ticket's root message (it stands in for the alert it never had, buttons
 // included; its later events go in its thread as any ticket's), at most
-// slack.group_detail_limit per owner of a group per slack.group_interval.
+// slack.group_detail_limit (at least one) per owner of a group per
+// slack.group_interval. Nothing is folded into a group whose message is
+// known to be removed from Slack.
 // So a channel's messages per minute are bounded by the configuration,
 // whatever the ticket rate. Every ticket event still has exactly one
 // outbox row — posted, folded or skipped — and at most one Slack message;
@@ -120,6 +122,9 @@ func (rv *receiver) fold(ctx context.Context, n outbox.Notification) (folding, e
 		if n.GroupID == 0 {
 			return folding{}, nil
 		}
+		if live, err := rv.groupLive(ctx, n.GroupID); err != nil || !live {
+			return folding{}, err // no message to count it: posted alone, as where() says
+		}
 		detail, err := rv.outbox.TakeDetail(ctx, n.GroupID, n.TicketID, rv.groups.detail)
 		if err != nil || detail {
 			return folding{}, err
@@ -135,6 +140,9 @@ func (rv *receiver) fold(ctx context.Context, n outbox.Notification) (folding, e
 	if err != nil || group == 0 {
 		return folding{}, err
 	}
+	if live, err := rv.groupLive(ctx, group); err != nil || !live {
+		return folding{}, err // the group's message was removed: nothing counts it any more
+	}
 	if r, err := rv.outbox.RootOf(ctx, n); err != nil || r.Live {
 		return folding{}, err // it has a message of its own since: its thread goes on
 	}
@@ -146,13 +154,26 @@ func (rv *receiver) fold(ctx context.Context, n outbox.Notification) (folding, e
 		return folding{group: group, code: outbox.CodeFoldedTicket, why: fmt.Errorf(
 			"the ticket's first alert was folded into alert group %d, whose message counts this event", group)}, nil
 	}
-	granted, err := rv.outbox.TakeOwnerMessage(ctx, n, group, owner, rv.groups.detail, rv.groups.interval)
+	granted, err := rv.outbox.TakeOwnerMessage(ctx, n, group, owner, rv.groups.ownerMessages(), rv.groups.interval)
 	if err != nil || granted {
 		return folding{}, err
 	}
 	return folding{group: group, code: outbox.CodeFoldedTicket, why: fmt.Errorf(
 		"%s had %d messages of their own about alert group %d's tickets within slack.group_interval (slack.group_detail_limit); the group's message counts this one",
-		owner, rv.groups.detail, group)}, nil
+		owner, rv.groups.ownerMessages(), group)}, nil
+}
+
+// ownerMessages is how many messages of their own about a group's folded
+// tickets an owner gets per interval: the detail limit, and at least one
+// even when the group's thread holds none, so that an escalation to a new
+// owner always reaches them.
+func (g *alertGroups) ownerMessages() int { return max(g.detail, 1) }
+
+// groupLive reports whether alert group id's message is in Slack (not
+// removed): only then can it count the tickets folded into it.
+func (rv *receiver) groupLive(ctx context.Context, id int64) (bool, error) {
+	g, err := rv.outbox.RootOf(ctx, outbox.Notification{GroupID: id})
+	return g.Live, err
 }
 
 // mustHear says whether the event of row n, a ticket's, is one its owner

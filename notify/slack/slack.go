@@ -93,8 +93,8 @@ type Config struct {
 	// their own alert in its thread (slack.group_detail_limit); the others'
 	// alerts are folded into the group's message, which counts them. It
 	// bounds too the messages a folded ticket's owner gets of their own, per
-	// group and per GroupInterval: an escalation to them, a contradiction.
-	// Default 10; -1: none, the group's message alone.
+	// group and per GroupInterval (at least one): an escalation to them, a
+	// contradiction. Default 10; -1: none, the group's message alone.
 	GroupDetailLimit int
 	// GroupInterval is how often, at most, an alert group's message is
 	// edited (slack.group_interval, Alertmanager's name), across every
