@@ -35,7 +35,7 @@ func newTicketsListCmd(e *env) *cobra.Command {
 		reasons[i] = string(r)
 	}
 	enumFlag(cmd, "reason", reasons...)
-	textFlags(cmd, "provider")
+	textFlags(cmd, "provider", "group")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if *reason != "" && !slices.Contains(proof.Reasons, proof.Reason(*reason)) {
 			return usagef("--reason %q is not a reason: %v", *reason, proof.Reasons)
