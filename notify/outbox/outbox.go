@@ -15,7 +15,10 @@
 // windows in which an earlier attempt could have posted (from its claim to
 // the end of its lease), so it ends, whatever came after in the channel.
 // Errors a person must fix park the row, to be replayed afterwards, or
-// dismissed when it can never succeed.
+// dismissed when it can never succeed. A row nobody needs posted is final
+// without a message: skipped (its ticket settled first, or Slack is off)
+// or folded (its alert group's message counts it, past the group's limit
+// of alerts in its thread).
 package outbox
 
 import (

@@ -8,8 +8,11 @@
 // message, in the channel its workflow or provider is routed to; its later
 // messages are replies in that thread, each editing the root to the
 // ticket's state. Tickets opened together for one provider and reason are
-// posted as an alert group, whose thread holds their alerts; a provider's
-// outage is one incident message, edited as its backlog settles.
+// posted as an alert group, whose thread holds the alerts of its first
+// tickets and whose message counts the rest (their rows folded), so that a
+// channel's messages are bounded by the configuration, not the ticket
+// rate; a provider's outage is one incident message, edited as its backlog
+// settles.
 //
 // The receiver calls Slack's Web API through slackAPI (the methods it
 // uses, which *slack.Client has), builds its messages with package
