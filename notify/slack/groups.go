@@ -297,26 +297,39 @@ func (rv *receiver) openGroup(ctx context.Context, dec *outbox.GroupDecision) (i
 		if len(page) == 0 {
 			return 0, nil
 		}
-		var ids []int64
 		for _, m := range page {
-			ids = append(ids, m.Tickets...)
-		}
-		tickets, err := rv.tickets.Summaries(ctx, ids)
-		if err != nil {
-			return 0, err
-		}
-		open := map[int64]bool{}
-		for _, t := range tickets {
-			open[t.ID] = t.State == review.StateOpen
-		}
-		for _, m := range page {
-			if slices.ContainsFunc(m.Tickets, func(id int64) bool { return open[id] }) {
+			open, err := rv.anyOpen(ctx, m.Tickets)
+			if err != nil {
+				return 0, err
+			}
+			if open {
 				return m.Group, nil
 			}
 		}
 		before = page[len(page)-1].Group
 	}
 }
+
+// anyOpen reports whether any of tickets (ordered by id) is open, reading
+// them newest first a page at a time: a group's newest tickets are the
+// likeliest open, so a group of thousands is not read whole for each alert
+// that joins it.
+func (rv *receiver) anyOpen(ctx context.Context, tickets []int64) (bool, error) {
+	for end := len(tickets); end > 0; end -= ticketPage {
+		page, err := rv.tickets.Summaries(ctx, tickets[max(end-ticketPage, 0):end])
+		if err != nil {
+			return false, err
+		}
+		if slices.ContainsFunc(page, func(t review.Summary) bool { return t.State == review.StateOpen }) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ticketPage is how many of a group's tickets [receiver.anyOpen] reads at
+// once.
+const ticketPage = 100
 
 // newGroup makes the due, ungrouped alerts of channel, provider and reason
 // a group in the decision, with its message's outbox row, when there are
