@@ -317,6 +317,18 @@ type Slack struct {
 	// whose alert is due while such a group has open tickets joins it.
 	// Default 3; 0 never groups.
 	GroupThreshold *int `toml:"group_threshold"`
+	// GroupDetailLimit is how many tickets of one alert group, at most, get
+	// their own alert in its thread; the others are counted in the group's
+	// message (their outbox rows folded), which says how to list them all.
+	// It bounds too the messages of their own that a folded ticket's owner
+	// gets per group and group_interval (an escalation to them, a
+	// contradiction), at least one.
+	// Default 10; 0: none, the group's message alone; at most 1000.
+	GroupDetailLimit *int `toml:"group_detail_limit"`
+	// GroupInterval is how often, at most, an alert group's message is
+	// edited to its counts, across every replica (Alertmanager's
+	// group_interval). Default 1m, at least 5s.
+	GroupInterval Duration `toml:"group_interval"`
 	// IncidentRefresh is how often, at most, the messages of a provider
 	// incident that ended within the last hour (its root and its closing
 	// reply) are edited to the counts as the provider's backlog settles;
@@ -326,6 +338,21 @@ type Slack struct {
 
 // DefaultGroupThreshold is slack.group_threshold's default.
 const DefaultGroupThreshold = 3
+
+// DefaultGroupDetailLimit is slack.group_detail_limit's default;
+// MaxGroupDetailLimit its greatest value.
+const (
+	DefaultGroupDetailLimit = 10
+	MaxGroupDetailLimit     = 1000
+)
+
+// DetailLimit is slack.group_detail_limit, or its default when unset.
+func (s Slack) DetailLimit() int {
+	if s.GroupDetailLimit == nil {
+		return DefaultGroupDetailLimit
+	}
+	return *s.GroupDetailLimit
+}
 
 // Threshold is slack.group_threshold, or its default when unset.
 func (s Slack) Threshold() int {
@@ -625,7 +652,7 @@ func Default() Config {
 			RelookupMax:   NewDuration(time.Hour),
 		},
 		Slack: Slack{MaxAlertAge: NewDuration(24 * time.Hour), GroupWait: NewDuration(30 * time.Second),
-			IncidentRefresh: NewDuration(30 * time.Second)},
+			GroupInterval: NewDuration(time.Minute), IncidentRefresh: NewDuration(30 * time.Second)},
 		HTTP: HTTP{Listen: defaultListen, MetricsRefresh: NewDuration(DefaultMetricsRefresh)},
 		Log:  Log{Level: "info"},
 		Web: Web{Auth: WebAuthProxy, ProxyHeader: "X-Forwarded-Email", Issuer: DefaultSlackIssuer,
@@ -921,6 +948,13 @@ func (c *Config) validateSlack(v *validator, slackOn bool, getenv Getenv, opts O
 	if n := c.Slack.GroupThreshold; n != nil && *n < 0 {
 		v.add("slack.group_threshold", "must not be negative")
 	}
+	if n := c.Slack.GroupDetailLimit; n != nil && (*n < 0 || *n > MaxGroupDetailLimit) {
+		v.add("slack.group_detail_limit", "must be between 0 (the group's message alone) and %d", MaxGroupDetailLimit)
+	}
+	// An alert group's message is edited at most once per interval: more
+	// often than every 5s, the edits of a busy channel's groups would take
+	// the share of its one call a second that its alerts need.
+	v.duration("slack.group_interval", c.Slack.GroupInterval, 5*time.Second)
 	// Each refresh may edit two messages of an incident, in the channel's
 	// pace of one call a second: more often than every 5s, the edits would
 	// take a large share of what the channel's alerts need.

@@ -130,6 +130,8 @@ func TestDefaults(t *testing.T) {
 		{"slack.max_alert_age", cfg.Slack.MaxAlertAge.Duration, 24 * time.Hour},
 		{"slack.group_wait", cfg.Slack.GroupWait.Duration, 30 * time.Second},
 		{"slack.group_threshold", cfg.Slack.Threshold(), 3},
+		{"slack.group_detail_limit", cfg.Slack.DetailLimit(), 10},
+		{"slack.group_interval", cfg.Slack.GroupInterval.Duration, time.Minute},
 		{"slack.incident_refresh", cfg.Slack.IncidentRefresh.Duration, 30 * time.Second},
 	} {
 		if c.got != c.want {
@@ -845,6 +847,45 @@ func TestRetention(t *testing.T) {
 				t.Errorf("err = %v", err)
 			case c.desc == "explicit values" && (cfg.Retention.Outbox.Duration != 48*time.Hour || cfg.Retention.Jobs.Duration != 2*time.Hour):
 				t.Errorf("retention = %+v", cfg.Retention)
+			}
+		})
+	}
+}
+
+// TestAlertGroupBounds: slack.group_detail_limit and slack.group_interval
+// take the environment by the generic scheme, and values out of their
+// bounds are refused, each error naming its key and the bound.
+func TestAlertGroupBounds(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse(minimal, kinds, env(map[string]string{
+		"SWEEPER_SLACK_GROUP_DETAIL_LIMIT": "0",
+		"SWEEPER_SLACK_GROUP_INTERVAL":     "2m",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Slack.DetailLimit() != 0 || cfg.Slack.GroupInterval.Duration != 2*time.Minute {
+		t.Errorf("from the environment: detail limit %d, interval %s; want 0 and 2m", cfg.Slack.DetailLimit(), cfg.Slack.GroupInterval.Duration)
+	}
+	for path, want := range map[string]string{
+		"slack.group_detail_limit": "environment SWEEPER_SLACK_GROUP_DETAIL_LIMIT",
+		"slack.group_interval":     "environment SWEEPER_SLACK_GROUP_INTERVAL",
+	} {
+		if got := cfg.Source(path); got != want {
+			t.Errorf("Source(%s) = %q, want %q", path, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		desc, text, want string
+	}{
+		{"a negative limit", "group_detail_limit = -1", "slack.group_detail_limit: must be between 0 (the group's message alone) and 1000"},
+		{"a limit past the bound", "group_detail_limit = 1001", "slack.group_detail_limit: must be between 0 (the group's message alone) and 1000"},
+		{"an interval too short", `group_interval = "1s"`, "slack.group_interval: must be at least 5s"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := config.Parse(minimal+"\n[slack]\n"+tc.text+"\n", kinds, env(nil))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
 			}
 		})
 	}

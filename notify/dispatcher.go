@@ -291,6 +291,13 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 	var aerr *AttemptError
 	var rerr *ReleaseError
 	switch {
+	case err == nil && res.Folded != 0:
+		werr = d.outbox.Fold(wctx, n, res.Folded, res.FoldCode, res.FoldWhy)
+		if werr == nil {
+			st.Folded = 1
+			d.metrics.SlackFolded()
+		}
+		log.Debug("notify: not posted: folded into its alert group's counts", "group_id", res.Folded, "code", res.FoldCode)
 	case err == nil && res.RootRemoved != nil:
 		werr = d.outbox.MarkSentRootRemoved(wctx, n, res.RootRemoved.Channel, res.RootRemoved.TS)
 		if werr == nil {
@@ -373,7 +380,7 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 		st = Stats{Lost: 1}
 		log.Warn("notify: outcome not recorded", "error", werr, "outcome_of", err)
 	}
-	if st.Sent > 0 && res.Recorded != nil {
+	if (st.Sent > 0 || st.Folded > 0) && res.Recorded != nil {
 		res.Recorded(wctx)
 	}
 	return st

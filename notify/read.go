@@ -44,10 +44,15 @@ func ReadAlertGroup(ctx context.Context, db ledger.DB, tickets review.TicketRead
 	if err != nil {
 		return message.AlertGroup{}, fmt.Errorf("read the tickets of alert group %d: %w", id, err)
 	}
-	g := message.AlertGroup{ID: id, Provider: rec.Provider, Reason: rec.Reason}
+	g := message.AlertGroup{ID: id, Provider: rec.Provider, Reason: rec.Reason, Folded: len(rec.Folded)}
 	state := map[int64]string{}
-	for _, t := range list {
+	for i, t := range list {
 		state[t.ID] = t.State
+		shown := message.GroupedTicket{ID: t.ID, Workflow: t.Workflow, OpKey: t.OpKey, OpenedAt: t.CreatedAt}
+		if i == 0 {
+			g.Oldest = shown // Summaries are ordered by id: the oldest first
+		}
+		g.Newest = shown
 		if t.State == review.StateOpen && len(g.Shown) < message.GroupShown {
 			g.Shown = append(g.Shown, message.GroupedTicket{ID: t.ID, Workflow: t.Workflow, OpKey: t.OpKey, OpenedAt: t.CreatedAt})
 		}

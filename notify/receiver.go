@@ -57,8 +57,15 @@ type Delivery struct {
 	// was to be edited: the row is recorded sent together with the event
 	// that posts a new root ([outbox.Store.MarkSentRootRemoved]).
 	RootRemoved *outbox.Root
-	// Recorded, when set, runs once the row is recorded sent: what the
-	// receiver keeps of what it delivered.
+	// Folded, when not 0, is the alert group the row is folded into
+	// instead of posted (its message counts the ticket): the attempt made
+	// no call, and the row is recorded folded with FoldCode and FoldWhy
+	// ([outbox.Store.Fold]).
+	Folded   int64
+	FoldCode string
+	FoldWhy  error
+	// Recorded, when set, runs once the row is recorded sent or folded:
+	// what the receiver keeps of what it delivered.
 	Recorded func(ctx context.Context)
 }
 

@@ -29,6 +29,10 @@ type Stats struct {
 	// deliver them ([Nowhere]); Nowhere counts those of them.
 	Skipped int `json:"skipped"`
 	Nowhere int `json:"no_receiver"`
+	// Folded rows were never posted: their alert group already shows as
+	// many tickets as it may (slack.group_detail_limit), and counts them in
+	// its message instead.
+	Folded int `json:"folded"`
 	// Released rows were given back without an attempt (the channel was
 	// paced or closed, or the dispatcher stopping).
 	Released int `json:"released"`
@@ -51,6 +55,7 @@ func (s *Stats) Add(o Stats) {
 	s.Expired += o.Expired
 	s.Skipped += o.Skipped
 	s.Nowhere += o.Nowhere
+	s.Folded += o.Folded
 	s.Released += o.Released
 	s.Lost += o.Lost
 }

@@ -401,6 +401,9 @@ type ListFilter struct {
 	Provider, Reason string
 	// Since, when not zero, keeps the tickets opened at or after it.
 	Since time.Time
+	// IDs, when not nil, keeps these tickets alone (none when empty): the
+	// tickets of an alert group, as the outbox lists them.
+	IDs []int64
 	// Limit caps the rows; 0 means 1000.
 	Limit int
 }
@@ -415,10 +418,14 @@ func (s *Store) List(ctx context.Context, f ListFilter) ([]Ticket, error) {
 	if !f.Since.IsZero() {
 		since = &f.Since
 	}
+	var ids any // NULL: any ticket
+	if f.IDs != nil {
+		ids = append([]int64{}, f.IDs...) // empty, not NULL: no ticket
+	}
 	rows, err := s.db.Query(ctx, `SELECT `+ticketColumns+` FROM sweeper.tickets
 		WHERE ($1 = '' OR state = $1) AND ($3 = '' OR evidence->>'provider' = $3) AND ($4 = '' OR reason = $4)
-		  AND ($5::timestamptz IS NULL OR created_at >= $5)
-		ORDER BY id LIMIT $2`, f.State, limit, f.Provider, f.Reason, since)
+		  AND ($5::timestamptz IS NULL OR created_at >= $5) AND ($6::bigint[] IS NULL OR id = ANY($6))
+		ORDER BY id LIMIT $2`, f.State, limit, f.Provider, f.Reason, since, ids)
 	if err != nil {
 		return nil, fmt.Errorf("list tickets: %w", err)
 	}

@@ -36,7 +36,7 @@ func TestCompletionOfFlagValues(t *testing.T) {
 		{desc: "tickets resolve --note", args: []string{"tickets", "resolve", "3", "--note", ""}},
 		{desc: "tickets ack --by", args: []string{"tickets", "ack", "3", "--by", ""}},
 		{desc: "outbox list --state", args: []string{"outbox", "list", "--state", ""},
-			want: []string{"pending", "sent", "parked", "dismissed", "skipped", "all"}},
+			want: []string{"pending", "sent", "parked", "dismissed", "skipped", "folded", "all"}},
 		{desc: "outbox replay --error", args: []string{"outbox", "replay", "--all-parked", "--error", ""}},
 		{desc: "outbox dismiss --note", args: []string{"outbox", "dismiss", "3", "--note", ""}},
 		{desc: "healthcheck --path", args: []string{"healthcheck", "--path", ""}, want: []string{"/healthz", "/readyz"}},

@@ -97,6 +97,9 @@ func printStats(w io.Writer, s notify.Stats) {
 	if s.Nowhere > 0 {
 		fmt.Fprintf(w, ", %d recorded skipped: Slack is off (no_receiver)", s.Nowhere)
 	}
+	if s.Folded > 0 {
+		fmt.Fprintf(w, ", %d folded into their alert group's counts (slack.group_detail_limit)", s.Folded)
+	}
 	fmt.Fprintln(w)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/internal/testkit/slackfake"
+	"github.com/sweeper/sweeper/notify"
 )
 
 // failWrites makes every statement matching event on table fail for the rows
@@ -280,5 +281,21 @@ func TestOnceWithSlackOffLeavesNothingPending(t *testing.T) {
 	skipped := count(`SELECT count(*) FROM sweeper.outbox WHERE state = 'skipped' AND error_code = 'no_receiver'`)
 	if all := count(`SELECT count(*) FROM sweeper.outbox`); skipped != all || all < 4 {
 		t.Errorf("%d of %d outbox rows skipped (no_receiver), want all of the two openings and two escalations", skipped, all)
+	}
+}
+
+// TestPrintStatsNamesFoldedRows: a pass that folded alerts into their
+// group says so, and one that folded none says nothing of it.
+func TestPrintStatsNamesFoldedRows(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	printStats(&out, notify.Stats{Sent: 11, Folded: 40})
+	if want := ", 40 folded into their alert group's counts (slack.group_detail_limit)\n"; !strings.HasSuffix(out.String(), want) {
+		t.Errorf("printStats: %q, want it to end %q", out.String(), want)
+	}
+	out.Reset()
+	printStats(&out, notify.Stats{Sent: 1})
+	if strings.Contains(out.String(), "folded") {
+		t.Errorf("printStats with nothing folded: %q", out.String())
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
@@ -18,13 +19,14 @@ const opKeyWidth = 40
 
 func newTicketsListCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "list [--state open|resolved|all] [--provider P] [--reason R] [--since D|T] [--limit N]",
+		Use:   "list [--state open|resolved|all] [--provider P] [--reason R] [--group N] [--since D|T] [--limit N]",
 		Short: "print review tickets, long op_keys shortened (--json and tickets show have them whole)",
 		Args:  noArgs,
 	}
 	state := cmd.Flags().String("state", "open", "open, resolved or all")
 	provider := cmd.Flags().String("provider", "", "only the tickets of this provider")
 	reason := cmd.Flags().String("reason", "", "only the tickets of this reason (not_found, lookup_failed, …)")
+	group := cmd.Flags().Int64("group", 0, "only the tickets of this alert group (its Slack message says its number), those folded into its counts included")
 	asJSON := jsonFlag(cmd, "print JSON")
 	list := addListFlags(cmd, "tickets")
 	enumFlag(cmd, "state", review.StateOpen, review.StateResolved, "all")
@@ -33,7 +35,7 @@ func newTicketsListCmd(e *env) *cobra.Command {
 		reasons[i] = string(r)
 	}
 	enumFlag(cmd, "reason", reasons...)
-	textFlags(cmd, "provider")
+	textFlags(cmd, "provider", "group")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if *reason != "" && !slices.Contains(proof.Reasons, proof.Reason(*reason)) {
 			return usagef("--reason %q is not a reason: %v", *reason, proof.Reasons)
@@ -51,11 +53,23 @@ func newTicketsListCmd(e *env) *cobra.Command {
 		default:
 			return usagef("--state must be open, resolved or all, not %q", *state)
 		}
+		if *group < 0 {
+			return usagef("--group must be an alert group's number, not %d", *group)
+		}
 		s, closeDB, err := open(cmd.Context(), e, uses{})
 		if err != nil {
 			return err
 		}
 		defer closeDB()
+		if *group != 0 {
+			// The outbox holds which tickets an alert group has; review
+			// lists them.
+			g, err := outbox.NewStore(s.Pool).Group(cmd.Context(), *group)
+			if err != nil {
+				return err
+			}
+			filter.IDs = append([]int64{}, g.Tickets...)
+		}
 		tickets, err := s.Reviews().List(cmd.Context(), filter)
 		if err != nil {
 			return err

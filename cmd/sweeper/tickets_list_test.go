@@ -241,3 +241,56 @@ func backdate(t *testing.T, db *pgxpool.Pool, update string) {
 		t.Fatal(err)
 	}
 }
+
+// TestTicketsListByGroup: `tickets list --group N` lists an alert group's
+// tickets — those with their own alert in its thread and those folded into
+// its counts — and no other; `outbox list --state folded` shows the folded
+// rows with their group; a folded ticket resolves from the CLI.
+func TestTicketsListByGroup(t *testing.T) {
+	t.Parallel()
+	b := setupResolve(t, "grp-a", "grp-b", "grp-c", "alone")
+	ctx := context.Background()
+	var group int64
+	if err := b.pool.QueryRow(ctx, `INSERT INTO sweeper.alert_groups (channel, provider, reason)
+		VALUES ('C0', 'sim', 'not_found') RETURNING id`).Scan(&group); err != nil {
+		t.Fatal(err)
+	}
+	// grp-a's alert in the thread, grp-b and grp-c folded, as a dispatcher
+	// with slack.group_detail_limit 1 leaves them.
+	for key, state := range map[string]string{"grp-a": "pending", "grp-b": "folded", "grp-c": "folded"} {
+		if _, err := b.pool.Exec(ctx, `UPDATE sweeper.outbox SET group_id = $1, state = $2,
+				error_code = CASE WHEN $2 = 'folded' THEN 'over_detail_limit' END
+			WHERE ticket_id = $3 AND kind = 'opened'`, group, state, b.tickets[key].ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := b.run(t, "tickets", "list", "--group", fmt.Sprint(group), "--json")
+	var list []cliTicket
+	if err := json.Unmarshal([]byte(r.stdout), &list); r.code != exitOK || err != nil {
+		t.Fatalf("tickets list --group: code %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	var keys []string
+	for _, tk := range list {
+		keys = append(keys, tk.OpKey)
+	}
+	slices.Sort(keys)
+	if want := []string{"grp-a", "grp-b", "grp-c"}; !slices.Equal(keys, want) {
+		t.Errorf("tickets of group %d: %v, want %v", group, keys, want)
+	}
+	if r := b.run(t, "tickets", "list", "--group", "999999"); r.code == exitOK || !strings.Contains(r.stderr, "alert group not found") {
+		t.Errorf("an unknown group: code %d, stderr %q; want it named not found", r.code, r.stderr)
+	}
+
+	r = b.run(t, "outbox", "list", "--state", "folded")
+	if r.code != exitOK {
+		t.Fatalf("outbox list --state folded: code %d\n%s", r.code, r.stderr)
+	}
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 3 ||
+		!strings.Contains(r.stdout, fmt.Sprintf("over_detail_limit (group %d)", group)) {
+		t.Errorf("outbox list --state folded: want the two folded rows with their group:\n%s", r.stdout)
+	}
+
+	if r := b.run(t, "tickets", "resolve", b.id("grp-b"), "--outcome", "not_sent", "--by", "ops-alice"); r.code != exitOK {
+		t.Errorf("resolve a folded ticket: code %d\n%s", r.code, r.stderr)
+	}
+}

@@ -207,11 +207,12 @@ rate_limit = 20.0
 	}
 	incidents := scalar(pool, `SELECT count(*) FROM sweeper.incidents`)
 	skipped := scalar(pool, `SELECT count(*) FROM sweeper.outbox WHERE state = 'skipped'`)
+	folded := scalar(pool, `SELECT count(*) FROM sweeper.outbox WHERE state = 'folded'`)
 	pending := scalar(pool, `SELECT count(*) FROM sweeper.outbox WHERE state = 'pending'`)
 	t.Logf("toil: %d operations (%d held, %d lagging %s, %d never held); provider down for %s; "+
 		"provable ones done %s after recovery (%s after start); tickets: %d for held, %d for lagging (all resolved by re-lookup), %d for never held; "+
-		"Slack: %d root messages, %d messages in all, %d incident(s), %d outbox rows skipped, %d still pending at the end (thread replies, paced at 1/s)",
+		"Slack: %d root messages, %d messages in all, %d incident(s), %d outbox rows skipped, %d folded into their alert group, %d still pending at the end (thread replies, paced at 1/s)",
 		held+lag+gone, held, lag, provider.lagBy, gone, recovered.Sub(start).Round(time.Second),
 		afterRecovery.Round(time.Second), settled.Sub(start).Round(time.Second), heldTickets, lagTickets, gone,
-		roots, len(messages), incidents, skipped, pending)
+		roots, len(messages), incidents, skipped, folded, pending)
 }

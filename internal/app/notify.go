@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -51,13 +52,17 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 			MaxAge:    cfg.MaxAlertAge.Duration,
 			GroupWait: groupWait,
 		},
-		Token:           token,
-		APIURL:          cfg.APIURL,
-		HTTPClient:      s.slackHTTPClient(),
-		Composer:        slacknotify.TicketComposer{Tickets: tickets},
-		Channel:         channels.For,
-		GroupThreshold:  cfg.Threshold(),
-		IncidentRefresh: cfg.IncidentRefresh.Duration,
+		Token:          token,
+		APIURL:         cfg.APIURL,
+		HTTPClient:     s.slackHTTPClient(),
+		Composer:       slacknotify.TicketComposer{Tickets: tickets},
+		Channel:        channels.For,
+		GroupThreshold: cfg.Threshold(),
+		// 0 in the configuration is none: -1 to the receiver, whose 0 is
+		// its default.
+		GroupDetailLimit: cmp.Or(cfg.DetailLimit(), -1),
+		GroupInterval:    cfg.GroupInterval.Duration,
+		IncidentRefresh:  cfg.IncidentRefresh.Duration,
 	})
 }
 

@@ -21,16 +21,17 @@ import (
 // whose SQL may name it; any other package asks the owner. River's tables
 // are River's, reached through jobs, which holds the River client.
 var owners = map[string]string{
-	"ledger.operations":         "ledger",
-	"sweeper.record_namespaces": "ledger",
-	"sweeper.tickets":           "review",
-	"sweeper.ticket_events":     "review",
-	"sweeper.ticket_archives":   "review",
-	"sweeper.outbox":            "notify/outbox",
-	"sweeper.alert_groups":      "notify/outbox",
-	"sweeper.incidents":         "notify/outbox",
-	"sweeper.lookup_claims":     "jobs",
-	"sweeper.provider_health":   "internal/health",
+	"ledger.operations":                  "ledger",
+	"sweeper.record_namespaces":          "ledger",
+	"sweeper.tickets":                    "review",
+	"sweeper.ticket_events":              "review",
+	"sweeper.ticket_archives":            "review",
+	"sweeper.outbox":                     "notify/outbox",
+	"sweeper.alert_groups":               "notify/outbox",
+	"sweeper.alert_group_owner_messages": "notify/outbox",
+	"sweeper.incidents":                  "notify/outbox",
+	"sweeper.lookup_claims":              "jobs",
+	"sweeper.provider_health":            "internal/health",
 
 	"sweeper.river_job":          "jobs",
 	"sweeper.river_leader":       "jobs",

@@ -70,6 +70,7 @@ type Metrics struct {
 	slackUncertain prometheus.Counter
 	slackAdopted   prometheus.Counter
 	slackSkipped   prometheus.Counter
+	slackFolded    prometheus.Counter
 	slackSearches  prometheus.Counter
 }
 
@@ -120,6 +121,10 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 			Name: "sweeper_slack_skipped_total",
 			Help: "Outbox rows never posted because their ticket was resolved before its first alert was due (slack.group_wait): alerts for what settled itself; or because Slack is off (slack.channel empty), error code no_receiver.",
 		}),
+		slackFolded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sweeper_slack_folded_total",
+			Help: "Outbox rows never posted because their alert group already showed slack.group_detail_limit tickets of its own (or their ticket's first alert was folded, or its owner had its own messages' bound): the group's message counts them; sweeper outbox list shows them, state folded.",
+		}),
 		slackSearches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sweeper_slack_search_inconclusive_total",
 			Help: "Outbox rows parked because the search for their message after an uncertain post could not finish (its window of the channel held more than a search reads); a person looks (sweeper outbox dismiss or replay --not-posted).",
@@ -128,7 +133,7 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 	var errs []error
 	for _, c := range []prometheus.Collector{
 		m.scanned, m.settled, m.ticketsOpened, m.lookups, m.escalations,
-		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted, m.slackSkipped, m.slackSearches,
+		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted, m.slackSkipped, m.slackFolded, m.slackSearches,
 	} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
@@ -231,6 +236,15 @@ func (m *Metrics) SlackSkipped(n int) {
 		return
 	}
 	m.slackSkipped.Add(float64(n))
+}
+
+// SlackFolded counts one row folded into its alert group's counts
+// instead of posted.
+func (m *Metrics) SlackFolded() {
+	if m == nil {
+		return
+	}
+	m.slackFolded.Inc()
 }
 
 // SlackSearchInconclusive counts one row parked after a search that could

@@ -21,6 +21,12 @@ type AlertGroup struct {
 	// [GroupShown] at most.
 	Open, Resolved int
 	Shown          []GroupedTicket
+	// Folded counts its tickets without an alert of their own in its
+	// thread (past slack.group_detail_limit): this message is theirs.
+	Folded int
+	// Oldest and Newest are its first and last tickets, open or resolved;
+	// zero when it has none.
+	Oldest, Newest GroupedTicket
 }
 
 // GroupedTicket is what a group's message shows of one open ticket.
@@ -59,19 +65,17 @@ func GroupMessage(g AlertGroup) Message {
 		}
 		blocks = append(blocks, mrkdwnSection(strings.Join(lines, "\n")))
 	}
-	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf(
-		"sweeper · alert group #%d · each ticket's alert, with its buttons, is in this thread · list them: `sweeper tickets list --provider %s --reason %s`",
-		g.ID, shellWord(g.Provider), shellWord(g.Reason)))))
-	return Message{Text: text, Blocks: blocks}
-}
-
-// shellWord shows s as one word a shell reads back as s.
-func shellWord(s string) string {
-	s = oneLine(clip(s, 100))
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@", r))
-	}) < 0 {
-		return s
+	if total := g.Open + g.Resolved; total > 1 && g.Oldest.ID != 0 {
+		blocks = append(blocks, mrkdwnSection(fmt.Sprintf("Oldest: #%d · op_key %s · opened %s\nNewest: #%d · op_key %s · opened %s",
+			g.Oldest.ID, codeSpan(g.Oldest.OpKey, 200), slackDate(g.Oldest.OpenedAt),
+			g.Newest.ID, codeSpan(g.Newest.OpKey, 200), slackDate(g.Newest.OpenedAt))))
 	}
-	return "'" + strings.ReplaceAll(escape(s), "'", `'\''`) + "'"
+	where := "each ticket's alert, with its buttons, is in this thread"
+	if g.Folded > 0 {
+		where = fmt.Sprintf("%d tickets' alerts are in this thread; %d more are counted here only (resolve them from the CLI)",
+			max(g.Open+g.Resolved-g.Folded, 0), g.Folded)
+	}
+	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf(
+		"sweeper · alert group #%d · %s · list them all: `sweeper tickets list --group %d`", g.ID, where, g.ID))))
+	return Message{Text: text, Blocks: blocks}
 }

@@ -218,12 +218,15 @@ const (
 	NewRootUndelivered = "undelivered"
 	// NewRootRemoved: the ticket's root message was removed from Slack.
 	NewRootRemoved = "removed"
+	// NewRootFolded: the ticket's first alert was folded into its alert
+	// group's counts, and this event is one its owner must hear of.
+	NewRootFolded = "folded"
 )
 
 // Replacement is why, and for which event, a ticket's message other than
 // its first is posted as a new root message.
 type Replacement struct {
-	// Why is [NewRootUndelivered] or [NewRootRemoved].
+	// Why is [NewRootUndelivered], [NewRootRemoved] or [NewRootFolded].
 	Why string
 	// Event is the event's own text, already escaped (an escalation
 	// reply's, with its mention of the new owner); "" when the event is
@@ -241,8 +244,11 @@ type Replacement struct {
 func NewRootMessage(a Alert, r Replacement) Message {
 	root := RootMessage(a)
 	note := "ℹ️ The ticket's first alert never reached Slack: this message stands in for it, and the thread continues here."
-	if r.Why == NewRootRemoved {
+	switch r.Why {
+	case NewRootRemoved:
 		note = "ℹ️ The ticket's previous message was removed from Slack: this message replaces it, and the thread continues here."
+	case NewRootFolded:
+		note = "ℹ️ The ticket was counted in its alert group's message, without an alert of its own: this is its alert now, and its thread continues here."
 	}
 	lead := note
 	if r.Event != "" {

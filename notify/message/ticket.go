@@ -42,7 +42,7 @@ type RootEdit struct {
 // as does a contradiction; an event kind this build does not know still
 // gets a plain reply, so that its row is delivered rather than stuck.
 // newRoot, when not "", says why the message is posted as the ticket's new
-// root ([NewRootUndelivered], [NewRootRemoved]): it then shows the ticket's
+// root ([NewRootUndelivered], [NewRootRemoved], [NewRootFolded]): it then shows the ticket's
 // current state with the event's own text ([NewRootMessage]). Its error is
 // for details that cannot be read.
 func TicketPost(t review.Ticket, ev proof.Evidence, e review.Event, dedupeKey, newRoot string) (Post, error) {

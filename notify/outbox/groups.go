@@ -8,8 +8,10 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -62,12 +64,12 @@ type GroupTickets struct {
 // Groups returns up to limit alert groups of the decision's channel,
 // provider and reason with an id below before (0: any), newest first,
 // whose own message is pending or in Slack (not removed), each with the
-// tickets of its alerts that are pending or sent.
+// tickets of its alerts that are pending, sent or folded into it.
 func (g *GroupDecision) Groups(ctx context.Context, before int64, limit int) ([]GroupTickets, error) {
 	rows, err := g.tx.Query(ctx, `SELECT g.id, array_agg(m.ticket_id ORDER BY m.ticket_id)
 		FROM sweeper.alert_groups g JOIN sweeper.outbox m ON m.group_id = g.id
 		WHERE g.channel = $1 AND g.provider = $2 AND g.reason = $3 AND ($4::bigint = 0 OR g.id < $4::bigint)
-		  AND m.ticket_id IS NOT NULL AND m.state IN ('pending', 'sent')
+		  AND m.ticket_id IS NOT NULL AND m.kind = 'opened' AND m.state IN ('pending', 'sent', 'folded')
 		  AND EXISTS (SELECT 1 FROM sweeper.outbox r WHERE r.group_id = g.id AND r.ticket_id IS NULL
 		              AND r.state IN ('pending', 'sent') AND r.removed_at IS NULL)
 		GROUP BY g.id ORDER BY g.id DESC LIMIT $5`, g.channel, g.provider, g.reason, before, limit)
@@ -178,19 +180,164 @@ type Group struct {
 	Provider string
 	Reason   string
 	// Tickets are the tickets whose alerts it holds, in the order they
-	// joined.
+	// joined: those with their own alert in its thread, and those folded
+	// into its counts.
 	Tickets []int64
+	// Folded are those of Tickets whose first alert was folded into the
+	// group's counts rather than posted in its thread.
+	Folded []int64
+	// Detailed counts the tickets given their own alert in its thread
+	// ([Store.TakeDetail]).
+	Detailed int
 }
 
-// Group returns alert group id.
+// ErrGroupNotFound: no alert group has the given id.
+var ErrGroupNotFound = errors.New("alert group not found")
+
+// Group returns alert group id, or [ErrGroupNotFound].
 func (s *Store) Group(ctx context.Context, id int64) (Group, error) {
 	g := Group{ID: id}
 	err := s.db.QueryRow(ctx, `SELECT provider, reason,
 			coalesce((SELECT array_agg(m.ticket_id ORDER BY m.id) FROM sweeper.outbox m
-			          WHERE m.group_id = g.id AND m.ticket_id IS NOT NULL), '{}')
-		FROM sweeper.alert_groups g WHERE id = $1`, id).Scan(&g.Provider, &g.Reason, &g.Tickets)
+			          WHERE m.group_id = g.id AND m.ticket_id IS NOT NULL AND m.kind = 'opened'), '{}'),
+			coalesce((SELECT array_agg(m.ticket_id ORDER BY m.id) FROM sweeper.outbox m
+			          WHERE m.group_id = g.id AND m.ticket_id IS NOT NULL AND m.kind = 'opened' AND m.state = 'folded'), '{}'),
+			cardinality(detailed)
+		FROM sweeper.alert_groups g WHERE id = $1`, id).Scan(&g.Provider, &g.Reason, &g.Tickets, &g.Folded, &g.Detailed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Group{}, fmt.Errorf("%w: %d", ErrGroupNotFound, id)
+	}
 	if err != nil {
 		return Group{}, fmt.Errorf("read alert group %d: %w", id, err)
 	}
 	return g, nil
+}
+
+// TakeDetail reports whether ticket may have its own alert in alert group
+// id's thread: it may when it was given one already, or when the group
+// has given fewer than limit tickets theirs — it now has. One statement,
+// so two dispatchers never give the group's last place twice.
+func (s *Store) TakeDetail(ctx context.Context, id, ticket int64, limit int) (bool, error) {
+	tag, err := s.db.Exec(ctx, `UPDATE sweeper.alert_groups
+		SET detailed = CASE WHEN $2 = ANY(detailed) THEN detailed ELSE array_append(detailed, $2::bigint) END
+		WHERE id = $1 AND ($2 = ANY(detailed) OR cardinality(detailed) < $3)`, id, ticket, limit)
+	if err != nil {
+		return false, fmt.Errorf("alert group %d: give ticket %d its own alert: %w", id, ticket, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// Fold records held row n folded into alert group: never posted, counted
+// by the group's message instead, with code ([CodeOverDetailLimit],
+// [CodeFoldedTicket]) and why (cause). [ErrLeaseLost] when the lease has
+// passed.
+func (s *Store) Fold(ctx context.Context, n Notification, group int64, code string, cause error) error {
+	return s.update(ctx, n, "fold", `state = 'folded', group_id = $6, error_code = $5, leased_by = NULL, lease_until = now(),
+		history = `+historyEntry("'folded'", "$4"), errorText(cause), code, group)
+}
+
+// FoldedInto returns the alert group into which ticket id's first alert
+// was folded, or 0 when it was not.
+func (s *Store) FoldedInto(ctx context.Context, id int64) (int64, error) {
+	var group int64
+	err := s.db.QueryRow(ctx, `SELECT coalesce(max(group_id), 0) FROM sweeper.outbox
+		WHERE ticket_id = $1 AND kind = 'opened' AND state = 'folded'`, id).Scan(&group)
+	if err != nil {
+		return 0, fmt.Errorf("ticket %d's alert group: %w", id, err)
+	}
+	return group, nil
+}
+
+// eventOwnMessage is the history event of a row granted a message of its
+// own by [Store.TakeOwnerMessage].
+const eventOwnMessage = "own_message"
+
+// OwnMessage reports whether held row n was granted a message of its own
+// ([Store.TakeOwnerMessage]) by an earlier attempt.
+func (n Notification) OwnMessage() bool {
+	var history []struct {
+		Event string `json:"event"`
+	}
+	_ = json.Unmarshal(n.History, &history)
+	for _, h := range history {
+		if h.Event == eventOwnMessage {
+			return true
+		}
+	}
+	return false
+}
+
+// TakeOwnerMessage reports whether held row n, a folded ticket's event
+// that owner must hear of, may have a message of its own: owner has had
+// fewer than limit such messages about alert group's tickets in the
+// current window of length every (a new window starts when the last one is
+// over). When it may, the message is counted and the grant recorded in
+// n's history, in one statement, so that a retry of n does not count it
+// again ([Notification.OwnMessage]). [ErrLeaseLost] when the lease has
+// passed.
+func (s *Store) TakeOwnerMessage(ctx context.Context, n Notification, group int64, owner string, limit int, every time.Duration) (bool, error) {
+	if limit <= 0 {
+		return false, nil
+	}
+	var granted, marked int
+	err := s.db.QueryRow(ctx, `WITH granted AS (
+			INSERT INTO sweeper.alert_group_owner_messages AS m (group_id, owner, window_start, messages)
+			VALUES ($4, $5, now(), 1)
+			ON CONFLICT (group_id, owner) DO UPDATE SET
+				window_start = CASE WHEN m.window_start <= now() - make_interval(secs => $7) THEN now() ELSE m.window_start END,
+				messages = CASE WHEN m.window_start <= now() - make_interval(secs => $7) THEN 1 ELSE m.messages + 1 END
+			WHERE m.window_start <= now() - make_interval(secs => $7) OR m.messages < $6
+			RETURNING 1),
+		marked AS (
+			UPDATE sweeper.outbox SET history = `+historyEntry("'"+eventOwnMessage+"'", "'for ' || $5")+`
+			`+leaseHeld+` AND EXISTS (SELECT 1 FROM granted)
+			RETURNING 1)
+		SELECT (SELECT count(*) FROM granted), (SELECT count(*) FROM marked)`,
+		n.ID, n.LeasedBy, n.Attempts, group, owner, limit, every.Seconds()).Scan(&granted, &marked)
+	if err != nil {
+		return false, fmt.Errorf("outbox row %d: count its message for %s: %w", n.ID, owner, err)
+	}
+	if granted > 0 && marked == 0 {
+		return false, fmt.Errorf("%w: row %d (%s), own message", ErrLeaseLost, n.ID, n.DedupeKey)
+	}
+	return granted > 0, nil
+}
+
+// GroupEdit is an edit of an alert group's message taken by
+// [Store.TakeGroupEdit]: when it was taken, and the last edit before it.
+type GroupEdit struct {
+	Group int64
+	At    time.Time
+	Prev  *time.Time
+}
+
+// TakeGroupEdit takes the edit of alert group id's message when nobody
+// edited it within the last every (or ever): the edit is recorded as made
+// now, in one statement, so that two dispatchers never edit one group's
+// message twice in one interval. ok is false when it is not due.
+func (s *Store) TakeGroupEdit(ctx context.Context, id int64, every time.Duration) (edit GroupEdit, ok bool, err error) {
+	edit.Group = id
+	err = s.db.QueryRow(ctx, `UPDATE sweeper.alert_groups g SET edited_at = clock_timestamp()
+		FROM (SELECT edited_at FROM sweeper.alert_groups WHERE id = $1 FOR UPDATE) AS before
+		WHERE g.id = $1 AND (g.edited_at IS NULL OR g.edited_at <= now() - make_interval(secs => $2))
+		RETURNING g.edited_at, before.edited_at`, id, every.Seconds()).Scan(&edit.At, &edit.Prev)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return edit, false, nil
+	}
+	if err != nil {
+		return edit, false, fmt.Errorf("alert group %d: take its edit: %w", id, err)
+	}
+	return edit, true, nil
+}
+
+// GiveBackGroupEdit undoes edit, which made no call (Slack's rate limit
+// refused it, or its channel waits for one): the message may be edited
+// again at once, unless another edit was taken since.
+func (s *Store) GiveBackGroupEdit(ctx context.Context, edit GroupEdit) error {
+	_, err := s.db.Exec(ctx, `UPDATE sweeper.alert_groups SET edited_at = $3 WHERE id = $1 AND edited_at = $2`,
+		edit.Group, edit.At, edit.Prev)
+	if err != nil {
+		return fmt.Errorf("alert group %d: give back its edit: %w", edit.Group, err)
+	}
+	return nil
 }

@@ -15,7 +15,10 @@
 // windows in which an earlier attempt could have posted (from its claim to
 // the end of its lease), so it ends, whatever came after in the channel.
 // Errors a person must fix park the row, to be replayed afterwards, or
-// dismissed when it can never succeed.
+// dismissed when it can never succeed. A row nobody needs posted is final
+// without a message: skipped (its ticket settled first, or Slack is off)
+// or folded (its alert group's message counts it, past the group's limit
+// of alerts in its thread).
 package outbox
 
 import (
@@ -52,6 +55,12 @@ const (
 	// (ErrorCode says why: [CodeSettledBeforeAlert], [CodeNoReceiver]).
 	// Final.
 	StateSkipped = "skipped"
+	// StateFolded: the message was never posted because its alert group
+	// already shows as many of its tickets as it may
+	// (slack.group_detail_limit): the ticket is counted in the group's
+	// message instead, whose id the row's GroupID holds. ErrorCode says
+	// why ([CodeOverDetailLimit], [CodeFoldedTicket]). Final.
+	StateFolded = "folded"
 )
 
 // Event kinds with a meaning for the outbox.
@@ -102,6 +111,15 @@ const (
 	// (Slack off) when the row was due, so it was recorded and not posted,
 	// then or later.
 	CodeNoReceiver = "no_receiver"
+	// CodeOverDetailLimit, on a folded "opened" row: its alert group had
+	// given slack.group_detail_limit tickets their own alert already.
+	CodeOverDetailLimit = "over_detail_limit"
+	// CodeFoldedTicket, on a folded later row: its ticket's first alert was
+	// folded, and the event is one the group's counts show (an
+	// acknowledgement, a resolution), or one of the messages a person must
+	// hear of past the owner's bound (slack.group_detail_limit per
+	// slack.group_interval).
+	CodeFoldedTicket = "folded_ticket"
 )
 
 // holdingCodes are the errors of a parked root message that hold back its
@@ -136,8 +154,10 @@ type Notification struct {
 	// row. A row belongs to exactly one ticket or one incident.
 	IncidentID int64 `json:"incident_id,omitempty"`
 	// GroupID, on a ticket's "opened" row, is the alert group whose thread
-	// holds the ticket's alert; on a row with no ticket and no incident,
-	// the group whose message the row is (KindGroupOpened).
+	// holds the ticket's alert (or, folded, whose message counts it); on a
+	// ticket's later row, folded, the group that counts it; on a row with
+	// no ticket and no incident, the group whose message the row is
+	// (KindGroupOpened).
 	GroupID   int64  `json:"group_id,omitempty"`
 	DedupeKey string `json:"dedupe_key"`
 	Kind      string `json:"kind"`
@@ -282,7 +302,7 @@ const claimSQL = `
 	RETURNING ` + notificationColumns
 
 // Claim leases up to limit claimable rows to by for lease, oldest first,
-// and returns them with Attempts counting this claim. Concurrent claims
+// and returns them, oldest first, with Attempts counting this claim. Concurrent claims
 // never return the same row. A claimed row whose previous lease ended
 // without an outcome comes back Uncertain. A ticket's "opened" row is
 // claimable only once it is older than groupWait ([Store.ClaimAfter]); Claim
@@ -306,6 +326,8 @@ func (s *Store) ClaimAfter(ctx context.Context, by string, lease time.Duration, 
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox rows: %w", err)
 	}
+	// UPDATE … RETURNING keeps no order: the oldest first, as promised.
+	slices.SortFunc(claimed, func(a, b Notification) int { return cmp.Compare(a.ID, b.ID) })
 	return claimed, nil
 }
 

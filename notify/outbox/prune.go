@@ -17,7 +17,7 @@ type Beginner interface {
 }
 
 // pruneSQL deletes the outbox rows of up to $2 resolved tickets whose every
-// row is final (sent, skipped, dismissed), in no alert group, and older
+// row is final (sent, skipped, dismissed, folded), in no alert group, and older
 // than $1 (sent, or written when never sent), the oldest resolutions
 // first. A ticket's rows go together, so no reply is left without the root
 // it threads under; a later event of the ticket (a contradiction) finds no
@@ -29,7 +29,7 @@ const pruneSQL = `
 		WHERE t.state = 'resolved' AND t.resolved_at < $1
 		  AND EXISTS (SELECT 1 FROM sweeper.outbox o WHERE o.ticket_id = t.id)
 		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox o WHERE o.ticket_id = t.id
-			AND (o.state NOT IN ('sent', 'skipped', 'dismissed') OR o.group_id IS NOT NULL
+			AND (o.state NOT IN ('sent', 'skipped', 'dismissed', 'folded') OR o.group_id IS NOT NULL
 			     OR coalesce(o.sent_at, o.created_at) >= $1))
 		ORDER BY t.resolved_at, t.id
 		LIMIT $2)
@@ -65,7 +65,7 @@ func Prune(ctx context.Context, db Beginner, before time.Time, tickets int) (int
 // waiting for a person is not archived yet.
 func Unfinished(ctx context.Context, tx pgx.Tx, ids []int64) ([]int64, error) {
 	rows, err := tx.Query(ctx, `SELECT DISTINCT ticket_id FROM sweeper.outbox
-		WHERE ticket_id = ANY($1) AND state NOT IN ('sent', 'skipped', 'dismissed')`, ids)
+		WHERE ticket_id = ANY($1) AND state NOT IN ('sent', 'skipped', 'dismissed', 'folded')`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("outbox rows of tickets to archive: %w", err)
 	}

@@ -192,6 +192,14 @@ func (rv *receiver) where(ctx context.Context, n outbox.Notification, r outbox.R
 		newRoot = message.NewRootRemoved
 	case n.Kind != outbox.KindOpened:
 		newRoot = message.NewRootUndelivered
+		if n.TicketID == 0 {
+			break
+		}
+		if group, err := rv.outbox.FoldedInto(ctx, n.TicketID); err != nil {
+			return "", "", "", err
+		} else if group != 0 {
+			newRoot = message.NewRootFolded
+		}
 	}
 	return channel, "", newRoot, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/notify"
@@ -27,10 +28,15 @@ func (b *bundle) groupRoots() []slackfake.Message {
 	return roots
 }
 
+// groupDispatcher groups from 3 tickets, gives each of up to 20 tickets its
+// own alert in the group's thread, and edits the group's message after
+// every batch (an interval shorter than any batch).
 func (b *bundle) groupDispatcher(t *testing.T, id string) *notify.Dispatcher {
 	return b.dispatcher(t, id, func(c *slack.Config) {
 		c.Composer = slack.TicketComposer{Tickets: c.Tickets}
 		c.GroupThreshold = 3
+		c.GroupDetailLimit = 20
+		c.GroupInterval = time.Nanosecond
 	})
 }
 
@@ -83,7 +89,7 @@ func TestAlertGroups(t *testing.T) {
 			}
 			g := groups[0]
 			if want := fmt.Sprintf("%d review tickets open for `mailer`: no record found.", tc.tickets); !strings.Contains(g.Text, want) ||
-				!strings.Contains(string(g.Blocks), "sweeper tickets list --provider mailer --reason not_found") {
+				!strings.Contains(string(g.Blocks), fmt.Sprintf("sweeper tickets list --group %d", groupID(t, g))) {
 				t.Errorf("group message %q, blocks %s; want %q and how to list them", g.Text, g.Blocks, want)
 			}
 			for _, id := range ids {
@@ -133,6 +139,7 @@ func TestAlertGroupsTwoDispatchers(t *testing.T) {
 		d := b.dispatcher(t, fmt.Sprintf("d%d", i), func(c *slack.Config) {
 			c.Composer = slack.TicketComposer{Tickets: c.Tickets}
 			c.GroupThreshold = 3
+			c.GroupDetailLimit = 20
 			c.BatchSize = 4
 		})
 		wg.Go(func() {
@@ -236,4 +243,14 @@ func TestGroupedAlertWaitsForItsGroup(t *testing.T) {
 			t.Errorf("ticket %d's alert in thread %q, want the group's %s", id, m.ThreadTS, groups[0].TS)
 		}
 	}
+}
+
+// groupID is the alert group whose message m is, from its dedupe key.
+func groupID(t *testing.T, m slackfake.Message) int64 {
+	t.Helper()
+	var id int64
+	if _, err := fmt.Sscanf(m.DedupeKey(), "group:%d:opened", &id); err != nil {
+		t.Fatalf("message %s is no alert group's: %v", m.TS, err)
+	}
+	return id
 }

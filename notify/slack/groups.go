@@ -6,12 +6,28 @@ package slack
 // (Alertmanager's group_by and group_wait): counts, the first tickets, how
 // to list the rest. Each ticket's own alert, with its buttons, is a reply
 // in that message's thread, where its later messages go too; the group's
-// message is edited as tickets join it and resolve. Every ticket event
-// still has exactly one outbox row and at most one Slack message; the
-// group's message is one more row, with its own dedupe key.
+// message is edited as tickets join it and resolve, at most once per
+// slack.group_interval across every dispatcher.
+//
+// A group's thread holds at most slack.group_detail_limit tickets' alerts:
+// the "opened" row of every later ticket is folded into the group (state
+// folded, with the group's id), never posted, and counted by the group's
+// message, which says how to list them all. A folded ticket's later events
+// are folded too, but for those its owner must hear of — an escalation to
+// a new owner, a record found after not_sent — which are posted as the
+// ticket's root message (it stands in for the alert it never had, buttons
+// included; its later events go in its thread as any ticket's), at most
+// slack.group_detail_limit (at least one) per owner of a group per
+// slack.group_interval. Nothing is folded into a group whose message is
+// known to be removed from Slack.
+// So a channel's messages per minute are bounded by the configuration,
+// whatever the ticket rate. Every ticket event still has exactly one
+// outbox row — posted, folded or skipped — and at most one Slack message;
+// the group's message is one more row, with its own dedupe key.
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,9 +45,161 @@ import (
 type alertGroups struct {
 	// threshold is [Config.GroupThreshold]; 0 groups nothing.
 	threshold int
+	// detail is [Config.GroupDetailLimit], 0 for none; interval
+	// [Config.GroupInterval].
+	detail   int
+	interval time.Duration
 
 	mu      sync.Mutex
 	touched map[int64]struct{}
+	// folds are the held rows [receiver.Prepare] decided to fold, by row
+	// and attempt, until their delivery.
+	folds map[foldKey]folding
+}
+
+// foldKey is one claim of one row.
+type foldKey struct {
+	row      int64
+	attempts int
+}
+
+// fold notes what Prepare decided for held row n: f, or nothing to fold.
+func (g *alertGroups) fold(n outbox.Notification, f folding) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f.group == 0 {
+		delete(g.folds, foldKey{n.ID, n.Attempts})
+		return
+	}
+	g.folds[foldKey{n.ID, n.Attempts}] = f
+}
+
+// forgetFolds forgets every fold noted and not taken.
+func (g *alertGroups) forgetFolds() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	clear(g.folds)
+}
+
+// folded takes what Prepare decided for held row n: where it is folded,
+// or nothing.
+func (g *alertGroups) folded(n outbox.Notification) folding {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := foldKey{n.ID, n.Attempts}
+	f := g.folds[k]
+	delete(g.folds, k)
+	return f
+}
+
+// Defaults of [Config.GroupDetailLimit] and [Config.GroupInterval].
+const (
+	defaultGroupDetailLimit = 10
+	defaultGroupInterval    = time.Minute
+)
+
+// folding is where a row is folded instead of posted, and why: group 0
+// means it is posted.
+type folding struct {
+	group int64
+	code  string
+	why   error
+}
+
+// fold decides whether held row n is folded into an alert group instead of
+// posted. A grouped ticket's "opened" row is posted in the group's thread
+// while the group has given fewer than the detail limit of its tickets
+// their own alert; folded otherwise. A later row of a ticket whose first
+// alert was folded, and that has no root message of its own since, is
+// folded unless its owner must hear of it ([receiver.mustHear]) and has had
+// fewer than the detail limit of such messages about the group within the
+// interval. A row an earlier attempt may have posted is never folded.
+func (rv *receiver) fold(ctx context.Context, n outbox.Notification) (folding, error) {
+	if n.TicketID == 0 || n.TS != "" || n.Uncertain || len(n.SearchWindows) > 0 {
+		return folding{}, nil
+	}
+	if n.Kind == outbox.KindOpened {
+		if n.GroupID == 0 {
+			return folding{}, nil
+		}
+		if live, err := rv.groupLive(ctx, n.GroupID); err != nil || !live {
+			return folding{}, err // no message to count it: posted alone, as where() says
+		}
+		detail, err := rv.outbox.TakeDetail(ctx, n.GroupID, n.TicketID, rv.groups.detail)
+		if err != nil || detail {
+			return folding{}, err
+		}
+		return folding{group: n.GroupID, code: outbox.CodeOverDetailLimit, why: fmt.Errorf(
+			"alert group %d shows %d tickets' alerts in its thread already (slack.group_detail_limit); its message counts this one",
+			n.GroupID, rv.groups.detail)}, nil
+	}
+	if outbox.IsRootKind(n.Kind) || n.OwnMessage() {
+		return folding{}, nil
+	}
+	group, err := rv.outbox.FoldedInto(ctx, n.TicketID)
+	if err != nil || group == 0 {
+		return folding{}, err
+	}
+	if live, err := rv.groupLive(ctx, group); err != nil || !live {
+		return folding{}, err // the group's message was removed: nothing counts it any more
+	}
+	if r, err := rv.outbox.RootOf(ctx, n); err != nil || r.Live {
+		return folding{}, err // it has a message of its own since: its thread goes on
+	}
+	owner, must, err := rv.mustHear(ctx, n)
+	if err != nil {
+		return folding{}, err
+	}
+	if !must {
+		return folding{group: group, code: outbox.CodeFoldedTicket, why: fmt.Errorf(
+			"the ticket's first alert was folded into alert group %d, whose message counts this event", group)}, nil
+	}
+	granted, err := rv.outbox.TakeOwnerMessage(ctx, n, group, owner, rv.groups.ownerMessages(), rv.groups.interval)
+	if err != nil || granted {
+		return folding{}, err
+	}
+	return folding{group: group, code: outbox.CodeFoldedTicket, why: fmt.Errorf(
+		"%s had %d messages of their own about alert group %d's tickets within slack.group_interval (slack.group_detail_limit); the group's message counts this one",
+		owner, rv.groups.ownerMessages(), group)}, nil
+}
+
+// ownerMessages is how many messages of their own about a group's folded
+// tickets an owner gets per interval: the detail limit, and at least one
+// even when the group's thread holds none, so that an escalation to a new
+// owner always reaches them.
+func (g *alertGroups) ownerMessages() int { return max(g.detail, 1) }
+
+// groupLive reports whether alert group id's message is in Slack (not
+// removed): only then can it count the tickets folded into it.
+func (rv *receiver) groupLive(ctx context.Context, id int64) (bool, error) {
+	g, err := rv.outbox.RootOf(ctx, outbox.Notification{GroupID: id})
+	return g.Live, err
+}
+
+// mustHear says whether the event of row n, a ticket's, is one its owner
+// must hear of even when the ticket's first alert was folded — an
+// escalation to a new owner (a level step), a record found after not_sent
+// — and who that owner is.
+func (rv *receiver) mustHear(ctx context.Context, n outbox.Notification) (owner string, must bool, err error) {
+	switch n.Kind {
+	case review.EventEscalated:
+		ev, err := rv.tickets.Event(ctx, n.EventID)
+		if err != nil {
+			return "", false, err
+		}
+		var d review.EscalatedDetails
+		if err := json.Unmarshal(ev.Details, &d); err != nil {
+			return "", false, fmt.Errorf("read escalation event %d: %w", n.EventID, err)
+		}
+		return d.Owner, d.Step == review.EscalationLevelUp, nil
+	case review.EventContradicted:
+		t, err := rv.tickets.Ticket(ctx, n.TicketID)
+		if err != nil {
+			return "", false, err
+		}
+		return t.Owner, true, nil
+	}
+	return "", false, nil
 }
 
 // groupPage is how many alert groups [receiver.openGroup] reads at once.
@@ -129,26 +297,39 @@ func (rv *receiver) openGroup(ctx context.Context, dec *outbox.GroupDecision) (i
 		if len(page) == 0 {
 			return 0, nil
 		}
-		var ids []int64
 		for _, m := range page {
-			ids = append(ids, m.Tickets...)
-		}
-		tickets, err := rv.tickets.Summaries(ctx, ids)
-		if err != nil {
-			return 0, err
-		}
-		open := map[int64]bool{}
-		for _, t := range tickets {
-			open[t.ID] = t.State == review.StateOpen
-		}
-		for _, m := range page {
-			if slices.ContainsFunc(m.Tickets, func(id int64) bool { return open[id] }) {
+			open, err := rv.anyOpen(ctx, m.Tickets)
+			if err != nil {
+				return 0, err
+			}
+			if open {
 				return m.Group, nil
 			}
 		}
 		before = page[len(page)-1].Group
 	}
 }
+
+// anyOpen reports whether any of tickets (ordered by id) is open, reading
+// them newest first a page at a time: a group's newest tickets are the
+// likeliest open, so a group of thousands is not read whole for each alert
+// that joins it.
+func (rv *receiver) anyOpen(ctx context.Context, tickets []int64) (bool, error) {
+	for end := len(tickets); end > 0; end -= ticketPage {
+		page, err := rv.tickets.Summaries(ctx, tickets[max(end-ticketPage, 0):end])
+		if err != nil {
+			return false, err
+		}
+		if slices.ContainsFunc(page, func(t review.Summary) bool { return t.State == review.StateOpen }) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ticketPage is how many of a group's tickets [receiver.anyOpen] reads at
+// once.
+const ticketPage = 100
 
 // newGroup makes the due, ungrouped alerts of channel, provider and reason
 // a group in the decision, with its message's outbox row, when there are
@@ -203,8 +384,9 @@ func (rv *receiver) touchGroup(ctx context.Context, n outbox.Notification) {
 // refreshGroups edits the message of each alert group touched since the
 // last call, if it is in Slack, to the group as it is now. An edit can be
 // made again, so a failed one is only logged; a later change shows the
-// group as it is then. An edit refused for Slack's rate limit, or not made
-// while its channel waits for one, stays due for the next call.
+// group as it is then. An edit refused for Slack's rate limit, not made
+// while its channel waits for one, or not due yet (the message was edited
+// within slack.group_interval), stays due for a later call.
 func (rv *receiver) refreshGroups(ctx context.Context) {
 	rv.groups.mu.Lock()
 	touched := rv.groups.touched
@@ -218,7 +400,7 @@ func (rv *receiver) refreshGroups(ctx context.Context) {
 			continue
 		case errors.As(err, &rerr):
 			rv.logger.Debug("notify: the alert group's message waits for its channel", "group_id", group, "error", err)
-		case errors.Is(err, errRateLimited):
+		case errors.Is(err, errRateLimited), errors.Is(err, errGroupEditNotDue):
 		default:
 			rv.logger.Warn("notify: the alert group's message was not brought up to date", "group_id", group, "error", err)
 			continue
@@ -229,13 +411,35 @@ func (rv *receiver) refreshGroups(ctx context.Context) {
 	}
 }
 
+// errGroupEditNotDue: the group's message was edited, by this dispatcher
+// or another, within the last slack.group_interval; the edit waits.
+var errGroupEditNotDue = errors.New("the alert group's message was edited within slack.group_interval")
+
 // refreshGroup edits alert group id's message, if it is in Slack, to the
-// group as it is now.
-func (rv *receiver) refreshGroup(ctx context.Context, id int64) error {
+// group as it is now, when nobody has edited it within the interval
+// ([outbox.Store.TakeGroupEdit]); else [errGroupEditNotDue].
+func (rv *receiver) refreshGroup(ctx context.Context, id int64) (err error) {
 	g, err := rv.outbox.RootOf(ctx, outbox.Notification{GroupID: id})
 	if err != nil || !g.Live {
 		return err
 	}
+	edit, due, err := rv.outbox.TakeGroupEdit(ctx, id, rv.groups.interval)
+	if err != nil {
+		return err
+	}
+	if !due {
+		return errGroupEditNotDue
+	}
+	defer func() {
+		// An edit refused for the rate limit, or not made while the
+		// channel waits for one, made no call: the next may be made as
+		// soon as the channel allows, not an interval later.
+		if _, paced := errors.AsType[*notify.ReleaseError](err); paced || errors.Is(err, errRateLimited) {
+			if gerr := rv.outbox.GiveBackGroupEdit(context.WithoutCancel(ctx), edit); gerr != nil {
+				err = errors.Join(err, gerr)
+			}
+		}
+	}()
 	row := outbox.Notification{GroupID: id, Kind: outbox.KindGroupOpened, DedupeKey: g.DedupeKey}
 	post, err := rv.composers.group.Compose(ctx, rv.db, row)
 	if err != nil {

@@ -8,8 +8,11 @@
 // message, in the channel its workflow or provider is routed to; its later
 // messages are replies in that thread, each editing the root to the
 // ticket's state. Tickets opened together for one provider and reason are
-// posted as an alert group, whose thread holds their alerts; a provider's
-// outage is one incident message, edited as its backlog settles.
+// posted as an alert group, whose thread holds the alerts of its first
+// tickets and whose message counts the rest (their rows folded), so that a
+// channel's messages are bounded by the configuration, not the ticket
+// rate; a provider's outage is one incident message, edited as its backlog
+// settles.
 //
 // The receiver calls Slack's Web API through slackAPI (the methods it
 // uses, which *slack.Client has), builds its messages with package
@@ -89,6 +92,18 @@ type Config struct {
 	// ticket's alert. A ticket whose alert is due while such a group has
 	// open tickets joins it. Default 0: never.
 	GroupThreshold int
+	// GroupDetailLimit is how many tickets of an alert group, at most, get
+	// their own alert in its thread (slack.group_detail_limit); the others'
+	// alerts are folded into the group's message, which counts them. It
+	// bounds too the messages a folded ticket's owner gets of their own, per
+	// group and per GroupInterval (at least one): an escalation to them, a
+	// contradiction. Default 10; -1: none, the group's message alone.
+	GroupDetailLimit int
+	// GroupInterval is how often, at most, an alert group's message is
+	// edited (slack.group_interval, Alertmanager's name), across every
+	// dispatcher; and the window of the owners' own messages about its
+	// folded tickets. Default 1m.
+	GroupInterval time.Duration
 	// IncidentRefresh is how often, at most, the dispatcher brings the
 	// messages of an incident that ended within the last hour (its root
 	// and its closing reply) up to the counts as the provider's backlog
@@ -157,8 +172,11 @@ func newReceiver(db ledger.DB, cfg Config) (*receiver, error) {
 	if cfg.Channel == nil {
 		errs = append(errs, errors.New("the Slack dispatcher needs Channel, which picks each ticket's channel"))
 	}
-	if cfg.PerChannel < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.GroupThreshold < 0 || cfg.IncidentRefresh < 0 {
-		errs = append(errs, errors.New("the Slack dispatcher's PerChannel, SearchPages, SearchMargin, GroupThreshold and IncidentRefresh must not be negative"))
+	if cfg.PerChannel < 0 || cfg.SearchPages < 0 || cfg.SearchMargin < 0 || cfg.GroupThreshold < 0 || cfg.IncidentRefresh < 0 || cfg.GroupInterval < 0 {
+		errs = append(errs, errors.New("the Slack dispatcher's PerChannel, SearchPages, SearchMargin, GroupThreshold, GroupInterval and IncidentRefresh must not be negative"))
+	}
+	if cfg.GroupDetailLimit < -1 {
+		errs = append(errs, errors.New("the Slack dispatcher's GroupDetailLimit must be at least -1 (none)"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -195,7 +213,13 @@ func newReceiver(db ledger.DB, cfg Config) (*receiver, error) {
 		tickets:   cfg.Tickets,
 		channel:   cfg.Channel,
 		bounds:    searchBounds{pages: cmp.Or(cfg.SearchPages, 20), margin: cmp.Or(cfg.SearchMargin, 2*time.Minute)},
-		groups:    &alertGroups{threshold: cfg.GroupThreshold, touched: map[int64]struct{}{}},
+		groups: &alertGroups{
+			threshold: cfg.GroupThreshold,
+			detail:    max(cmp.Or(cfg.GroupDetailLimit, defaultGroupDetailLimit), 0),
+			interval:  cmp.Or(cfg.GroupInterval, defaultGroupInterval),
+			touched:   map[int64]struct{}{},
+			folds:     map[foldKey]folding{},
+		},
 		incidents: &incidentRefresh{
 			owner: cfg.ID,
 			every: cmp.Or(cfg.IncidentRefresh, incidentRefreshEvery),
@@ -205,15 +229,31 @@ func newReceiver(db ledger.DB, cfg Config) (*receiver, error) {
 }
 
 // Prepare implements [notify.Receiver]: it decides whether a ticket's
-// first alert goes in an alert group's thread ([receiver.group]).
+// first alert goes in an alert group's thread ([receiver.group]), and
+// whether the row is folded into its group instead of posted
+// ([receiver.fold]) — here, one row at a time in the order of the claim,
+// so that a group's first tickets are the ones given their own alert.
 func (r *receiver) Prepare(ctx context.Context, n *outbox.Notification) error {
-	return r.group(ctx, n)
+	if err := r.group(ctx, n); err != nil {
+		return err
+	}
+	f, err := r.fold(ctx, *n)
+	if err != nil {
+		return err
+	}
+	r.groups.fold(*n, f)
+	return nil
 }
 
 // Deliver implements [notify.Receiver] ([receiver.attempt]). A rate limit
 // closes the row's channel for Slack's Retry-After, which the error's Delay
 // then is, jittered.
 func (r *receiver) Deliver(ctx context.Context, n *outbox.Notification, log *slog.Logger) (notify.Delivery, error) {
+	if f := r.groups.folded(*n); f.group != 0 {
+		held := *n
+		return notify.Delivery{Folded: f.group, FoldCode: f.code, FoldWhy: f.why,
+			Recorded: func(ctx context.Context) { r.touchGroup(ctx, held) }}, nil
+	}
 	res, err := r.attempt(ctx, n, log)
 	if aerr, ok := errors.AsType[*notify.AttemptError](err); ok && aerr.Failure == notify.FailureRateLimited {
 		aerr.Delay = r.slack.closeChannel(n.Channel, aerr.Delay)
@@ -254,6 +294,10 @@ func (r *receiver) Flush(ctx context.Context, budget time.Duration) {
 		}
 	})
 	defer stop()
+	// Every row of the batch is delivered by now: what Prepare decided to
+	// fold and no delivery took (a row expired, or skipped as settled) is
+	// forgotten.
+	r.groups.forgetFolds()
 	r.refreshGroups(rctx)
 	// An incident's edits can be made at the next refresh, by any
 	// dispatcher: they stop with the dispatcher.

@@ -14,6 +14,8 @@
 // delete a message ([Server.Delete]) or a channel ([Server.DeleteChannel]),
 // revoke the bot token and issue another ([Server.Revoke],
 // [Server.Accept]); and [Server.Advance] lets time pass in Slack.
+// [Server.Pace] makes it keep Slack's pace of about one message a second
+// per channel, answering 429 with Retry-After to calls that come sooner.
 //
 // slack-go's own slacktest lacks chat.update and the history methods,
 // repeats ts within a second and drops metadata; this fake does not.
@@ -25,6 +27,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -120,6 +123,12 @@ type Server struct {
 	ahead time.Duration
 	// gone are the deleted channels.
 	gone map[string]bool
+	// pace, when not 0, is the least time between two accepted calls that
+	// write to one channel ([Server.Pace]); paced the last such call per
+	// channel, refused the calls answered 429 for it.
+	pace    time.Duration
+	paced   map[string]time.Time
+	refused int
 }
 
 // New starts a fake; it is closed when the test ends.
@@ -179,6 +188,39 @@ func (s *Server) Rotate(method string, faults ...Fault) {
 		return
 	}
 	s.rotating[method] = &rotation{faults: slices.Clone(faults)}
+}
+
+// Pace makes the fake keep Slack's pace for posting: of the calls that
+// write to one channel (chat.postMessage, chat.update), one is accepted
+// per every; one that comes sooner is answered 429 with Retry-After, the
+// whole seconds until the channel takes a call again (at least 1), and
+// takes no effect. 0, the default, paces nothing. Faults go first.
+func (s *Server) Pace(every time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pace, s.paced = every, map[string]time.Time{}
+}
+
+// Refused counts the calls answered 429 for the pace ([Server.Pace]).
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// overPace reports, for a call of method to channel arriving at now,
+// whether it comes too soon for the pace, and how long until it would not;
+// an accepted call moves the channel's pace on. s.mu is held.
+func (s *Server) overPace(method, channel string, now time.Time) (bool, time.Duration) {
+	if s.pace <= 0 || (method != "chat.postMessage" && method != "chat.update") {
+		return false, 0
+	}
+	if last, ok := s.paced[channel]; ok && now.Sub(last) < s.pace {
+		s.refused++
+		return true, s.pace - now.Sub(last)
+	}
+	s.paced[channel] = now
+	return false, 0
 }
 
 // Clear removes every fault, queued or standing.
@@ -317,6 +359,11 @@ func (s *Server) handle(method string, h func(*request) (any, string)) http.Hand
 		}
 		s.mu.Lock()
 		fault, faulty := s.nextFault(method)
+		if !faulty {
+			if over, wait := s.overPace(method, req.get("channel"), time.Now()); over {
+				fault, faulty = Fault{Status: http.StatusTooManyRequests, RetryAfter: strconv.Itoa(max(int(math.Ceil(wait.Seconds())), 1))}, true
+			}
+		}
 		s.calls = append(s.calls, Call{Method: method, At: time.Now(), Form: form})
 		callIndex := len(s.calls) - 1
 		valid, known := s.tokens[token]

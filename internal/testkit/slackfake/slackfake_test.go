@@ -191,3 +191,56 @@ func TestAdvanceAndDeleteChannel(t *testing.T) {
 		}
 	}
 }
+
+// TestPaceRefusesCallsTooSoonPerChannel: with a pace, a second write to a
+// channel within it is answered 429 with the wait in Retry-After and takes
+// no effect, while another channel, and reading, are not held back; the
+// pace is off by default and once set to 0.
+func TestPaceRefusesCallsTooSoonPerChannel(t *testing.T) {
+	fake := slackfake.New(t)
+	post := func(channel string) *http.Response {
+		resp, err := http.PostForm(fake.URL()+"chat.postMessage", url.Values{
+			"token": {slackfake.Token}, "channel": {channel}, "text": {"hello"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for range 2 {
+		if r := post("C0PACE01"); r.StatusCode != http.StatusOK {
+			t.Fatalf("without a pace: status %d", r.StatusCode)
+		}
+	}
+	fake.Pace(time.Hour)
+	if r := post("C0PACE01"); r.StatusCode != http.StatusOK {
+		t.Fatalf("the first call under the pace: status %d", r.StatusCode)
+	}
+	r := post("C0PACE01")
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "3600" {
+		t.Errorf("a second post within the pace: status %d, Retry-After %q; want 429 and 3600", r.StatusCode, r.Header.Get("Retry-After"))
+	}
+	first := fake.Messages()[2]
+	resp, err := http.PostForm(fake.URL()+"chat.update", url.Values{
+		"token": {slackfake.Token}, "channel": {"C0PACE01"}, "ts": {first.TS}, "text": {"edited"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("an edit within the pace: status %d, want 429", resp.StatusCode)
+	}
+	if r := post("C0PACE02"); r.StatusCode != http.StatusOK {
+		t.Errorf("another channel: status %d, want 200", r.StatusCode)
+	}
+	if out := call(t, fake, "conversations.history", slackfake.Token, url.Values{"channel": {"C0PACE01"}}); out["ok"] != true {
+		t.Errorf("reading within the pace: %v, want ok", out)
+	}
+	if got, refused := len(fake.Messages()), fake.Refused(); got != 4 || refused != 2 || fake.Messages()[2].Edits != 0 {
+		t.Errorf("%d messages, %d refused; want 4 and 2, the refused edit not made", got, refused)
+	}
+	fake.Pace(0)
+	if r := post("C0PACE01"); r.StatusCode != http.StatusOK {
+		t.Errorf("pace off: status %d", r.StatusCode)
+	}
+}
