@@ -44,6 +44,9 @@ type QueueFilter struct {
 	// OpenedAfter and OpenedBefore, when not zero, keep the tickets opened
 	// at or after, and before, them.
 	OpenedAfter, OpenedBefore time.Time
+	// IDs, when not nil, keeps these tickets alone (an alert group's,
+	// say); an empty, non-nil IDs keeps none.
+	IDs []int64
 	// Search, when not "", keeps the tickets whose op_key starts with it,
 	// whose id it is, or who were resolved by it.
 	Search string
@@ -130,6 +133,9 @@ func queueWhere(f QueueFilter, args []any, now time.Time) (string, []any) {
 	}
 	if !f.OpenedBefore.IsZero() {
 		conds = append(conds, "created_at < "+arg(f.OpenedBefore))
+	}
+	if f.IDs != nil {
+		conds = append(conds, "id = ANY("+arg(f.IDs)+")")
 	}
 	if s := strings.TrimSpace(f.Search); s != "" {
 		like := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"

@@ -46,7 +46,7 @@ func (h *Handler) bulk(w http.ResponseWriter, r *http.Request, me viewer) {
 	page.Form, page.Action = form, r.PostForm.Get("action")
 	var ids []int64
 	if r.PostForm.Get("all") != "" {
-		f, err := filterOf(r.PostForm, me.User)
+		f, err := h.filterOf(r.Context(), r.PostForm, me.User)
 		if err != nil {
 			page.Problem = err.Error()
 			h.render(w, http.StatusBadRequest, "bulk", page)

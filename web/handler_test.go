@@ -29,6 +29,8 @@ func TestQueueFiltersOnThePage(t *testing.T) {
 	if _, err := b.store.Resolve(b.ctx, review.Resolution{TicketID: gone.ID, Outcome: review.ResolutionNotSent, By: "slack:" + lead}); err != nil {
 		t.Fatal(err)
 	}
+	b.groups.Store(int64(7), []int64{mail.ID, push.ID, gone.ID})
+	b.groups.Store(int64(8), []int64{})
 	c := b.as(t, "anna@example.com")
 	day := b.now.Format("2006-01-02")
 	tomorrow := b.now.AddDate(0, 0, 1).Format("2006-01-02")
@@ -52,6 +54,10 @@ func TestQueueFiltersOnThePage(t *testing.T) {
 		{"resolved", "?view=resolved", []int64{gone.ID}},
 		{"resolved, searched by who resolved", "?view=resolved&q=" + lead, []int64{gone.ID}},
 		{"resolved, searched by op_key", "?view=resolved&q=f-mail", nil},
+		{"an alert group's", "?group=7", []int64{mail.ID, push.ID}},
+		{"an alert group's, one provider", "?group=7&provider=pushy", []int64{push.ID}},
+		{"an alert group's, resolved", "?view=resolved&group=7", []int64{gone.ID}},
+		{"an alert group without tickets", "?group=8", nil},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			r := c.get("/review/" + tc.query)
@@ -69,6 +75,16 @@ func TestQueueFiltersOnThePage(t *testing.T) {
 		`<span class="count" id="total">2<`} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("queue page lacks %s", want)
+		}
+	}
+	// The group stays through the filter form and the pages, and says so.
+	if r := c.get("/review/?group=7"); !strings.Contains(r.body, `<input type="hidden" name="group" value="7">`) ||
+		!strings.Contains(r.body, "The tickets of alert group 7") {
+		t.Errorf("the group filter is not kept in the filter form:\n%s", r.body)
+	}
+	for _, q := range []string{"?group=x", "?group=-1", "?group=99"} {
+		if r := c.get("/review/" + q); r.code != http.StatusBadRequest || !strings.Contains(r.body, "group:") {
+			t.Errorf("%s: %d, want 400 saying group", q, r.code)
 		}
 	}
 	if r := c.get("/review/?sort=random"); r.code != http.StatusBadRequest || !strings.Contains(r.body, "sort:") {

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,11 +19,35 @@ import (
 const dateForm = "2006-01-02"
 
 // queueParams are the filter fields of the queue's form, by name.
-var queueParams = []string{"view", "provider", "reason", "owner", "workflow", "level", "overdue", "after", "before", "q", "sort"}
+var queueParams = []string{"view", "provider", "reason", "owner", "workflow", "level", "overdue", "after", "before", "q", "sort", "group"}
 
-// filterOf reads the queue's filter from form values v for viewer me; its
-// error says which field is wrong.
-func filterOf(v url.Values, me string) (review.QueueFilter, error) {
+// filterOf reads the queue's filter from form values v for viewer me, an
+// alert group's tickets asked of h.group; its error says which field is
+// wrong, or that the group could not be read.
+func (h *Handler) filterOf(ctx context.Context, v url.Values, me string) (review.QueueFilter, error) {
+	f, err := filterFields(v, me)
+	if err != nil || v.Get("group") == "" {
+		return f, err
+	}
+	group, err := strconv.ParseInt(v.Get("group"), 10, 64)
+	switch {
+	case err != nil || group <= 0:
+		return f, errors.New("group: must be an alert group's number (its Slack message says it)")
+	case h.group == nil:
+		return f, errors.New("group: alert groups are not known here")
+	}
+	ids, err := h.group(ctx, group)
+	if err != nil {
+		h.logger.Error("web: read an alert group's tickets", "group", group, "error", err)
+		return f, fmt.Errorf("group: alert group %d could not be read", group)
+	}
+	f.IDs = append([]int64{}, ids...)
+	return f, nil
+}
+
+// filterFields reads the queue's filter fields but the group from form
+// values v for viewer me; its error says which field is wrong.
+func filterFields(v url.Values, me string) (review.QueueFilter, error) {
 	f := review.QueueFilter{
 		Provider: strings.TrimSpace(v.Get("provider")),
 		Reason:   strings.TrimSpace(v.Get("reason")),
@@ -108,7 +134,7 @@ type queueRow struct {
 
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request, me viewer) {
 	q := r.URL.Query()
-	f, err := filterOf(q, me.User)
+	f, err := h.filterOf(r.Context(), q, me.User)
 	page := queuePage{Me: me, View: q.Get("view"), Filter: keep(q), Sorts: review.QueueSorts, Reasons: proof.Reasons}
 	if page.View == "" {
 		page.View = "open"

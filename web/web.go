@@ -58,6 +58,10 @@ type Config struct {
 	// MessageURL, when set, returns the link to a ticket's Slack message,
 	// or "" when it has none.
 	MessageURL func(ctx context.Context, ticketID int64) (string, error)
+	// GroupTickets, when set, returns the tickets of an alert group (its
+	// Slack message says its number): the queue's group filter. Without
+	// it the filter is refused.
+	GroupTickets func(ctx context.Context, group int64) ([]int64, error)
 	// Slack, when set, signs people in with Slack instead of through a
 	// proxy: ProxyHeader and TrustedProxies are then unused, and a proxy
 	// header means nothing.
@@ -81,6 +85,7 @@ type Handler struct {
 	trusted  []netip.Prefix
 	sessions sessions
 	link     func(ctx context.Context, ticketID int64) (string, error)
+	group    func(ctx context.Context, group int64) ([]int64, error)
 	oidc     *oidcClient
 	logger   *slog.Logger
 	now      func() time.Time
@@ -122,6 +127,7 @@ func New(cfg Config) (*Handler, error) {
 		trusted:  cfg.TrustedProxies,
 		sessions: sessions{key: cfg.CookieKey, ttl: cmp.Or(cfg.SessionTTL, 12*time.Hour), secure: !cfg.InsecureCookies, path: Prefix + "/"},
 		link:     cfg.MessageURL,
+		group:    cfg.GroupTickets,
 		logger:   cmp.Or(cfg.Logger, slog.Default()).With("component", "web"),
 		now:      cfg.Now,
 	}

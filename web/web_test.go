@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +54,9 @@ type bundle struct {
 	store   *review.Store
 	handler *web.Handler
 	now     time.Time
+	// groups are the alert groups' tickets the page's group filter is
+	// told (the outbox knows them in the daemon).
+	groups sync.Map // int64 → []int64
 }
 
 func setup(t *testing.T) *bundle {
@@ -70,6 +74,13 @@ func setup(t *testing.T) *bundle {
 		CookieKey:      []byte(strings.Repeat("k", 32)),
 		MessageURL: func(_ context.Context, id int64) (string, error) {
 			return fmt.Sprintf("https://slack.com/archives/C0REVIEW/p%d", id), nil
+		},
+		GroupTickets: func(_ context.Context, group int64) ([]int64, error) {
+			ids, ok := b.groups.Load(group)
+			if !ok {
+				return nil, fmt.Errorf("alert group %d: no rows in result set", group)
+			}
+			return ids.([]int64), nil
 		},
 		Now:    func() time.Time { return time.Now() },
 		Logger: slog.New(slog.DiscardHandler),

@@ -63,6 +63,10 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		SessionTTL:      cfg.SessionTTL.Duration,
 		InsecureCookies: insecure,
 		Slack:           slackSignIn,
+		GroupTickets: func(ctx context.Context, group int64) ([]int64, error) {
+			g, err := messages.Group(ctx, group)
+			return g.Tickets, err
+		},
 		MessageURL: func(ctx context.Context, id int64) (string, error) {
 			root, err := messages.RootOf(ctx, outbox.Notification{TicketID: id})
 			if err != nil || !root.Live {

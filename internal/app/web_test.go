@@ -185,3 +185,56 @@ func TestReviewPageLinksTheSlackMessage(t *testing.T) {
 		t.Errorf("the ticket page shows the raw recipient")
 	}
 }
+
+// TestReviewPageListsAnAlertGroup: the queue's group filter (the number an
+// alert group's Slack message gives) lists the tickets the outbox holds in
+// that group, and refuses a group that does not exist.
+func TestReviewPageListsAnAlertGroup(t *testing.T) {
+	t.Parallel()
+	b := setup(t, baseConfig, nil)
+	ctx := context.Background()
+	for _, k := range []string{"many-web-g1", "many-web-g2", "many-web-out"} {
+		b.claim(t, k, "sim", time.Hour)
+	}
+	if _, err := b.sweeper.SweepOnce(ctx, app.OnceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in1, _ := b.ticketOf(t, "many-web-g1")
+	in2, _ := b.ticketOf(t, "many-web-g2")
+	out, _ := b.ticketOf(t, "many-web-out")
+	var group int64
+	if err := b.pool.QueryRow(ctx, `WITH g AS (INSERT INTO sweeper.alert_groups (channel, provider, reason) VALUES ('C1', 'sim', 'multiple_matches') RETURNING id),
+		m AS (UPDATE sweeper.outbox SET group_id = (SELECT id FROM g) WHERE ticket_id = ANY($1) AND kind = 'opened')
+		SELECT id FROM g`, []int64{in1.ID, in2.ID}).Scan(&group); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{config.EnvWebCookieKey: strings.Repeat("c", 32)}
+	b.sweeper.Getenv = func(k string) string { return env[k] }
+	b.sweeper.Config.Web.Enabled = true
+	b.sweeper.Config.Web.TrustedProxies = []string{"127.0.0.1/32"}
+	b.sweeper.Config.Web.Users = map[string]string{"billing@example.com": in1.Owner}
+	page, err := b.sweeper.ReviewPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(query string) (int, string) {
+		r := httptest.NewRequest(http.MethodGet, "/review/"+query, nil)
+		r.RemoteAddr = "127.0.0.1:50000"
+		r.Header.Set("X-Forwarded-Email", "billing@example.com")
+		w := httptest.NewRecorder()
+		page.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	code, body := get(fmt.Sprintf("?group=%d", group))
+	for _, tk := range []review.Ticket{in1, in2} {
+		if !strings.Contains(body, fmt.Sprintf(`href="/review/tickets/%d"`, tk.ID)) {
+			t.Errorf("group %d's page (%d) lacks ticket %d", group, code, tk.ID)
+		}
+	}
+	if strings.Contains(body, fmt.Sprintf(`href="/review/tickets/%d"`, out.ID)) {
+		t.Errorf("group %d's page lists ticket %d, not in the group", group, out.ID)
+	}
+	if code, body := get(fmt.Sprintf("?group=%d", group+1)); code != http.StatusBadRequest || !strings.Contains(body, "group:") {
+		t.Errorf("a group that does not exist: %d, want 400 saying group", code)
+	}
+}
