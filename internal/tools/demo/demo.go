@@ -82,6 +82,10 @@ type Options struct {
 	// OnReviewPage, when set, is called with the review page's address
 	// once it serves.
 	OnReviewPage func(url string)
+	// Keep leaves the daemon and the review page running after the
+	// summary, until ctx ends (Ctrl-C), so that a person can look around
+	// and act; then it cleans up as always.
+	Keep bool
 }
 
 // env is what the demo sees of the process.
@@ -110,6 +114,7 @@ func Run(ctx context.Context, o Options) int {
 		plan:    demoPlan(o.Ops),
 		timeout: o.Timeout,
 		onPage:  o.OnReviewPage,
+		keep:    o.Keep,
 		// The daemon's own log would bury the account on stdout: only its
 		// warnings and errors show, on stderr.
 		logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -126,6 +131,8 @@ type demo struct {
 	timeout time.Duration
 	logger  *slog.Logger
 	onPage  func(url string)
+	pageURL string
+	keep    bool
 
 	undo demoCleanups
 }
@@ -216,6 +223,15 @@ func (d *demo) run(ctx context.Context) int {
 
 	w := newDemoWatch(pool, fake, out, len(d.plan))
 	outcome := w.watch(ctx, deadline)
+	kept := d.keep && outcome == nil
+	if kept {
+		if err := w.poll(context.Background()); err != nil {
+			outcome = err
+		}
+		w.summary(e.stdout)
+		fmt.Fprintf(e.stdout, "\nthe daemon and the review page (%s) keep running (--keep): Ctrl-C stops them and cleans up\n", d.pageURL)
+		<-ctx.Done()
+	}
 
 	stopCtx, cancelStop := context.WithTimeout(context.Background(), demoStopGrace)
 	defer cancelStop()
@@ -226,11 +242,13 @@ func (d *demo) run(ctx context.Context) int {
 			fmt.Fprintf(e.stderr, "sweeper demo: stop the daemon: %v\n", err)
 		}
 	}
-	// What the last jobs did before the daemon stopped.
-	if err := w.poll(context.Background()); err != nil && outcome == nil {
-		outcome = err
+	if !kept {
+		// What the last jobs did before the daemon stopped.
+		if err := w.poll(context.Background()); err != nil && outcome == nil {
+			outcome = err
+		}
+		w.summary(e.stdout)
 	}
-	w.summary(e.stdout)
 
 	var timedOut *demoTimeout
 	switch {
@@ -278,6 +296,7 @@ func (d *demo) reviewPage(s *app.App) error {
 	go srv.Serve(l) //nolint:errcheck // ends with Close, below
 	d.undo.Cleanup(func() { srv.Close() })
 	addr := "http://" + l.Addr().String() + "/review/"
+	d.pageURL = addr
 	fmt.Fprintf(d.e.stdout, "  review page: %s (signed in as %s, a reviewer, through a proxy on loopback)\n", addr, demoReviewer)
 	if d.onPage != nil {
 		d.onPage(addr)

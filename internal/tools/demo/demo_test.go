@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -300,5 +301,79 @@ func TestPlainText(t *testing.T) {
 	got := plainText("deadline <!date^1764410403^{date_short_pretty} {time}|" + at.Format(time.RFC3339) + ">")
 	if want := "deadline " + at.Local().Format("15:04:05"); got != want {
 		t.Errorf("date: got %q, want %q", got, want)
+	}
+}
+
+// watchWriter keeps what is written and closes seen the first time it
+// holds want.
+type watchWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return n, err
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestDemoKeep: with --keep the demo prints its summary, then keeps the
+// review page serving until it is interrupted, and cleans up after.
+func TestDemoKeep(t *testing.T) {
+	skipLong(t)
+	t.Parallel()
+	server := dbtest.ServerURL(t)
+	stdout := &watchWriter{want: "keep running (--keep)", seen: make(chan struct{})}
+	var stderr bytes.Buffer
+	var url string
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, Options{Ops: MinOps, Timeout: 3 * time.Minute, Keep: true, Stdout: stdout, Stderr: &stderr,
+			Getenv: func(name string) string {
+				if name == config.EnvDatabaseURL {
+					return server
+				}
+				return ""
+			},
+			OnReviewPage: func(u string) { url = u }})
+	}()
+	select {
+	case <-stdout.seen:
+	case code := <-done:
+		t.Fatalf("demo --keep exited %d before keeping:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "summary after") {
+		t.Errorf("the summary is not printed before the demo keeps running:\n%s", stdout.String())
+	}
+	resp, err := http.Get(url + "?view=resolved")
+	if err != nil {
+		t.Fatalf("the review page after the summary: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `href="/review/tickets/`) {
+		t.Errorf("the review page after the summary: %d\n%.500s", resp.StatusCode, body)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("demo --keep interrupted after its summary: exit %d, want 0\n%s", code, stderr.String())
+	}
+	if out := stdout.String(); !strings.Contains(out, "dropped database ") || strings.Count(out, "summary after") != 1 {
+		t.Errorf("demo --keep did not clean up once, with one summary:\n%s", out)
 	}
 }
