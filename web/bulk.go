@@ -30,7 +30,9 @@ type bulkPage struct {
 // filter matches once the person has confirmed their number, each through
 // [Handler.apply]: the same rule and the same store call as one ticket.
 func (h *Handler) bulk(w http.ResponseWriter, r *http.Request, me viewer) {
-	form := actionForm{Action: r.PostForm.Get("action"), Note: r.PostForm.Get("note"), Owner: r.PostForm.Get("owner")}
+	// The new owner is new_owner: owner is the queue filter's field,
+	// which a bulk form carries too.
+	form := actionForm{Action: r.PostForm.Get("action"), Note: r.PostForm.Get("note"), Owner: r.PostForm.Get("new_owner")}
 	filter := keep(r.PostForm)
 	page := bulkPage{Me: me, Filter: filter, Back: Prefix + "/?" + filter.Encode()}
 	if !slices.Contains([]string{"ack", "not_sent", "reassign"}, form.Action) {

@@ -208,7 +208,7 @@ func TestEveryActionOnOneTicket(t *testing.T) {
 		t.Fatalf("note: %d\n%s", r.code, r.body)
 	}
 	cur := b.ticket(t, tk.ID)
-	r = c.post(fmt.Sprintf("/review/tickets/%d/reassign", tk.ID), url.Values{"version": {fmt.Sprint(cur.Version)}, "owner": {bob}})
+	r = c.post(fmt.Sprintf("/review/tickets/%d/reassign", tk.ID), url.Values{"version": {fmt.Sprint(cur.Version)}, "new_owner": {bob}})
 	if r.code != http.StatusSeeOther {
 		t.Fatalf("reassign: %d\n%s", r.code, r.body)
 	}
@@ -332,12 +332,34 @@ func TestBulkOverTheFilterConfirmsTheCount(t *testing.T) {
 		t.Errorf("a ticket outside the filter was acknowledged")
 	}
 	// Reassign in bulk.
-	r = c.post("/review/bulk", url.Values{"id": {fmt.Sprint(sms[0]), fmt.Sprint(other.ID)}, "action": {"reassign"}, "owner": {anna}})
+	r = c.post("/review/bulk", url.Values{"id": {fmt.Sprint(sms[0]), fmt.Sprint(other.ID)}, "action": {"reassign"}, "new_owner": {anna}})
 	if diff := cmp.Diff(map[int64]string{sms[0]: "done", other.ID: "done"}, results(r.body)); diff != "" {
 		t.Errorf("reassign results (-want +got):\n%s", diff)
 	}
 	if b.ticket(t, other.ID).Owner != anna {
 		t.Errorf("bulk reassign did not reassign")
+	}
+	// Reassign every ticket of one owner: the filter's owner and the new
+	// owner are two fields, and neither takes the other's place.
+	from := b.ticket(t, sms[1]).Owner
+	if from == anna {
+		t.Fatalf("ticket %d is %s's already: the reassign would prove nothing", sms[1], anna)
+	}
+	filter := url.Values{"all": {"1"}, "owner": {from}, "action": {"reassign"}, "new_owner": {anna}}
+	r = c.post("/review/bulk", filter)
+	m := regexpMust(`name="confirm" value="(\d+)"`).FindStringSubmatch(r.body)
+	if m == nil || m[1] == "0" {
+		t.Fatalf("bulk reassign over owner %s: no count to confirm:\n%s", from, r.body)
+	}
+	filter.Set("confirm", m[1])
+	r = c.post("/review/bulk", filter)
+	if got := results(r.body); len(got) == 0 {
+		t.Fatalf("bulk reassign over owner %s: no results:\n%s", from, r.body)
+	}
+	for _, id := range sms[1:] {
+		if owner := b.ticket(t, id).Owner; owner != anna {
+			t.Errorf("ticket %d owned by %s after a bulk reassign of %s's tickets to %s", id, owner, from, anna)
+		}
 	}
 }
 

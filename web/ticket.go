@@ -169,7 +169,7 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request, me viewer) {
 	}
 	action := r.PathValue("action")
 	form := actionForm{Action: action, Version: version, RecordID: r.PostForm.Get("record_id"),
-		Note: r.PostForm.Get("note"), Owner: r.PostForm.Get("owner")}
+		Note: r.PostForm.Get("note"), Owner: r.PostForm.Get("new_owner")}
 	if problem := form.check(); problem != "" {
 		h.showTicket(w, r, me, http.StatusBadRequest, "", problem)
 		return
