@@ -282,3 +282,40 @@ func TestReadmeStepsExist(t *testing.T) {
 		t.Error("README's n8n sections reference no step: the check found nothing")
 	}
 }
+
+// TestReadmeNamesTheTestedVersions: the n8n version and node versions
+// README says the templates were verified with are the ones the tests
+// pin (and so the ones the templates hold).
+func TestReadmeNamesTheTestedVersions(t *testing.T) {
+	t.Parallel()
+	md := strings.Join(strings.Fields(n8nSections(t)), " ")
+	if !strings.Contains(md, "verified on **n8n "+testedN8n+"**") {
+		t.Errorf("README does not say the templates were verified on n8n %s", testedN8n)
+	}
+	names := map[string]string{
+		"Webhook": "n8n-nodes-base.webhook", "Code": "n8n-nodes-base.code", "Postgres": "n8n-nodes-base.postgres",
+		"If": "n8n-nodes-base.if", "HTTP Request": "n8n-nodes-base.httpRequest",
+		"Respond to Webhook": "n8n-nodes-base.respondToWebhook", "No Op": "n8n-nodes-base.noOp",
+	}
+	_, list, ok := strings.Cut(md, "with the node versions they contain: ")
+	list, _, _ = strings.Cut(list, ".\u0020")
+	if !ok {
+		t.Fatal("README: no list of the node versions the templates contain")
+	}
+	seen := map[string]bool{}
+	for _, item := range strings.Split(strings.TrimSuffix(list, "."), ", ") {
+		i := strings.LastIndex(item, " ")
+		typ, known := names[item[:max(i, 0)]]
+		v, err := strconv.ParseFloat(item[i+1:], 64)
+		if !known || err != nil || tested[typ] != v {
+			t.Errorf("README names %q; tested: %v", item, tested)
+			continue
+		}
+		seen[typ] = true
+	}
+	for typ := range tested {
+		if !seen[typ] {
+			t.Errorf("README does not name %s among the node versions", typ)
+		}
+	}
+}
