@@ -13,7 +13,7 @@ help:
 	@echo "make fuzz        run each fuzz target for FUZZTIME (default 30s)"
 	@echo "make chaos       the chaos test at full size: kill -9s and a PostgreSQL restart under load"
 	@echo "make screenshots the review page's screenshots in docs/images, from the browser test (needs chromium)"
-	@echo "make n8n-e2e     the n8n templates in a real n8n (installed into .cache/n8n), with a fake provider and sweeper"
+	@echo "make n8n-e2e     the n8n templates in a real n8n (installed into .cache/n8n), with fakes of the providers and sweeper"
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/sweeper

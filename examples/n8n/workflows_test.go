@@ -1,6 +1,8 @@
-// Package n8n holds importable n8n workflows (writer.json, lookup.json);
-// this test checks them as files, without n8n. `make n8n-e2e` runs them in
-// a real n8n.
+// Package n8n holds importable n8n workflows (writer.json, lookup.json,
+// and the email writers postmark-writer.json, mailgun-writer.json and
+// sendgrid-writer.json); these tests check them as files, without n8n,
+// and check README's n8n sections against them. `make n8n-e2e` runs them
+// in a real n8n.
 package n8n
 
 import (
@@ -32,7 +34,11 @@ var tested = map[string]float64{
 const keyNode = "Compute key and hash"
 
 // keyFields are the fields keyNode outputs.
-var keyFields = []string{"op_key", "payload_hash", "payload", "recipient", "subject", "template", "order_id"}
+var keyFields = []string{"op_key", "payload_hash", "payload", "recipient", "subject", "template", "text", "order_id"}
+
+// emailKinds are the email writers' providers: sweeper's kinds, and the
+// blocks their Claim names.
+var emailKinds = []string{"postmark", "mailgun", "sendgrid"}
 
 type node struct {
 	ID          string                       `json:"id"`
@@ -171,10 +177,36 @@ func workflows(t *testing.T) (writer, lookup *workflow) {
 	return load(t, "writer.json"), load(t, "lookup.json")
 }
 
+// writers returns writer.json and the email writers, in that order.
+func writers(t *testing.T) []*workflow {
+	out := []*workflow{load(t, "writer.json")}
+	for _, kind := range emailKinds {
+		out = append(out, load(t, kind+"-writer.json"))
+	}
+	return out
+}
+
+// all returns every shipped workflow.
+func all(t *testing.T) []*workflow {
+	return append(writers(t), load(t, "lookup.json"))
+}
+
 func TestNodesPinnedAndConnected(t *testing.T) {
 	t.Parallel()
-	writer, lookup := workflows(t)
-	for _, w := range []*workflow{writer, lookup} {
+	ids := map[string]string{}
+	hooks := map[string]string{}
+	for _, w := range all(t) {
+		if other, dup := ids[w.ID]; dup {
+			t.Errorf("%s and %s: one workflow id %q", other, w.file, w.ID)
+		}
+		ids[w.ID] = w.file
+		for _, n := range w.byType("n8n-nodes-base.webhook") {
+			path, _ := n.Parameters["path"].(string)
+			if other, dup := hooks[path]; dup {
+				t.Errorf("%s and %s: one webhook path %q: imported together, one would not register", other, w.file, path)
+			}
+			hooks[path] = w.file
+		}
 		if w.ID == "" || w.Name == "" || w.Active {
 			t.Errorf("%s: want an id, a name and active false (published after import), got %q %q %v", w.file, w.ID, w.Name, w.Active)
 		}
@@ -230,7 +262,12 @@ func bareJSON(field string) *regexp.Regexp {
 // row.
 func TestWriterCarriesTheKeyByName(t *testing.T) {
 	t.Parallel()
-	writer, _ := workflows(t)
+	for _, writer := range writers(t) {
+		t.Run(writer.file, func(t *testing.T) { writerCarriesTheKeyByName(t, writer) })
+	}
+}
+
+func writerCarriesTheKeyByName(t *testing.T, writer *workflow) {
 	writer.node(t, keyNode)
 	byName := `$('` + keyNode + `').item.json.`
 	postgres := writer.byType("n8n-nodes-base.postgres")
@@ -247,23 +284,26 @@ func TestWriterCarriesTheKeyByName(t *testing.T) {
 			for _, s := range stringsIn(writer.node(t, name).Parameters) {
 				for _, f := range keyFields {
 					if bareJSON(f).MatchString(s) {
-						t.Errorf("writer.json: node %q (after Postgres node %q) reads $json.%s: there $json is the Postgres output; use %s%s",
-							name, pg.Name, f, byName, f)
+						t.Errorf("%s: node %q (after Postgres node %q) reads $json.%s: there $json is the Postgres output; use %s%s",
+							writer.file, name, pg.Name, f, byName, f)
 					}
 				}
 			}
 		}
-	}
-	send := writer.node(t, "Send email")
-	headers := stringsIn(param(t, send, "headerParameters"))
-	if !slices.Contains(headers, "X-Op-Key") || !slices.Contains(headers, "={{ "+byName+"op_key }}") {
-		t.Errorf("Send email: no X-Op-Key header from %sop_key: %v", byName, headers)
 	}
 	for _, name := range []string{"Confirm", "Reject"} {
 		q, _ := param(t, writer.node(t, name), "options", "queryReplacement").(string)
 		if !strings.HasPrefix(q, "={{ ["+byName+"op_key") {
 			t.Errorf("%s: query parameters %q: want an array whose $1 is %sop_key", name, q, byName)
 		}
+	}
+	if writer.file != "writer.json" {
+		return // the email writers: TestEmailWritersSendWhereTheAdapterLooks
+	}
+	send := writer.node(t, "Send email")
+	headers := stringsIn(param(t, send, "headerParameters"))
+	if !slices.Contains(headers, "X-Op-Key") || !slices.Contains(headers, "={{ "+byName+"op_key }}") {
+		t.Errorf("Send email: no X-Op-Key header from %sop_key: %v", byName, headers)
 	}
 	if q, _ := param(t, writer.node(t, "Confirm"), "options", "queryReplacement").(string); !strings.Contains(q, "$json.id") {
 		t.Errorf("Confirm: query parameters %q do not pass the send's record id ($json.id)", q)
@@ -276,7 +316,12 @@ func TestWriterCarriesTheKeyByName(t *testing.T) {
 // stops a second run; each Postgres node runs per item.
 func TestWriterClaimsEveryOrderOnce(t *testing.T) {
 	t.Parallel()
-	writer, _ := workflows(t)
+	for _, writer := range writers(t) {
+		t.Run(writer.file, func(t *testing.T) { writerClaimsEveryOrderOnce(t, writer) })
+	}
+}
+
+func writerClaimsEveryOrderOnce(t *testing.T, writer *workflow) {
 	code := writer.node(t, keyNode)
 	if m := param(t, code, "mode"); m != "runOnceForAllItems" {
 		t.Errorf("%s: mode %v", keyNode, m)
@@ -325,11 +370,35 @@ func TestWriterClaimsEveryOrderOnce(t *testing.T) {
 // goes where the rules say.
 func TestErrorOutputsWired(t *testing.T) {
 	t.Parallel()
-	writer, lookup := workflows(t)
+	for _, writer := range writers(t) {
+		t.Run(writer.file, func(t *testing.T) { writerErrorOutputsWired(t, writer) })
+	}
+	_, lookup := workflows(t)
 	for _, c := range []struct {
 		w    *workflow
 		name string
-	}{{writer, "Send email"}, {writer, "Confirm"}, {writer, "Reject"}, {lookup, "Search messages"}, {lookup, "Map to matches"}} {
+	}{{lookup, "Search messages"}, {lookup, "Map to matches"}} {
+		n := c.w.node(t, c.name)
+		if n.OnError != "continueErrorOutput" {
+			t.Errorf("%s: node %q: onError %q, want continueErrorOutput", c.w.file, c.name, n.OnError)
+		}
+		if len(c.w.outputs(c.name, 1)) == 0 {
+			t.Errorf("%s: node %q: its error output goes nowhere", c.w.file, c.name)
+		}
+		if n.RetryOnFail {
+			t.Errorf("%s: node %q retries on fail", c.w.file, c.name)
+		}
+	}
+	lookupErrorOutputsWired(t, lookup)
+}
+
+// writerErrorOutputsWired: the send, the Confirm and the Reject route
+// failures to their error output, and each goes where the rules say.
+func writerErrorOutputsWired(t *testing.T, writer *workflow) {
+	for _, c := range []struct {
+		w    *workflow
+		name string
+	}{{writer, "Send email"}, {writer, "Confirm"}, {writer, "Reject"}} {
 		n := c.w.node(t, c.name)
 		if n.OnError != "continueErrorOutput" {
 			t.Errorf("%s: node %q: onError %q, want continueErrorOutput", c.w.file, c.name, n.OnError)
@@ -368,7 +437,10 @@ func TestErrorOutputsWired(t *testing.T) {
 	if strings.Contains(strings.ToLower(strings.Join(stringsIn(writer.node(t, "Confirm").Parameters), " ")), "failed") {
 		t.Errorf("Confirm mentions 'failed'")
 	}
+}
 
+// lookupErrorOutputsWired: the lookup answers 503 on every failure.
+func lookupErrorOutputsWired(t *testing.T, lookup *workflow) {
 	// The lookup: every failure answers 503; the search keeps the full
 	// response, so an empty list is one item and the Code node runs.
 	hook := lookup.node(t, "Lookup webhook")
@@ -408,8 +480,7 @@ func TestCodeNodesCarryTheSnippet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writer, lookup := workflows(t)
-	for _, w := range []*workflow{writer, lookup} {
+	for _, w := range all(t) {
 		for _, n := range w.byType("n8n-nodes-base.code") {
 			js, _ := param(t, n, "jsCode").(string)
 			if !strings.HasPrefix(js, string(snippet)) {
@@ -424,10 +495,14 @@ func TestCodeNodesCarryTheSnippet(t *testing.T) {
 // provider placeholder.
 func TestNoCredentialValues(t *testing.T) {
 	t.Parallel()
-	writer, lookup := workflows(t)
 	secretish := regexp.MustCompile(`(?i)(bearer\s+\S|password|passwd|secret|api[_-]?key\s*[:=]|token\s*[:=]|postgres(ql)?://|://[^/\s]*@)`)
 	urlRE := regexp.MustCompile(`https?://[^\s"'}]+`)
-	for _, w := range []*workflow{writer, lookup} {
+	// The address each file may name: the generic placeholder, or the
+	// provider's own API.
+	hosts := map[string]string{"writer.json": "https://mail.example.com/", "lookup.json": "https://mail.example.com/",
+		"postmark-writer.json": "https://api.postmarkapp.com/", "mailgun-writer.json": "https://api.mailgun.net/",
+		"sendgrid-writer.json": "https://api.sendgrid.com/"}
+	for _, w := range all(t) {
 		raw, _ := os.ReadFile(w.file)
 		var all map[string]any
 		if err := json.Unmarshal(raw, &all); err != nil {
@@ -454,8 +529,8 @@ func TestNoCredentialValues(t *testing.T) {
 					t.Errorf("%s: node %q: parameter holds %q: credentials belong in n8n's credential store", w.file, n.Name, m)
 				}
 				for _, u := range urlRE.FindAllString(s, -1) {
-					if !strings.HasPrefix(u, "https://mail.example.com/") {
-						t.Errorf("%s: node %q: address %q: the templates use https://mail.example.com as the placeholder", w.file, n.Name, u)
+					if !strings.HasPrefix(u, hosts[w.file]) {
+						t.Errorf("%s: node %q: address %q: this template may name %s only", w.file, n.Name, u, hosts[w.file])
 					}
 				}
 			}

@@ -1,14 +1,19 @@
 // Command e2e runs the workflows in examples/n8n inside a real n8n and
 // drives the whole loop: n8n writes the ledger row, the send hangs or
-// fails, sweeper asks n8n's lookup webhook, the row is settled.
+// fails, sweeper asks n8n's lookup webhook or the email provider's
+// search, the row is settled.
 //
 // `make n8n-e2e` runs it from the repository root. It installs n8n (the
 // version pinned in package.json beside this file) into .cache/n8n unless
 // it is there already, starts it on loopback ports with a throwaway user
-// folder and SQLite, imports and publishes the two workflows, and runs
-// them against a fake email provider served by this program and a real
-// sweeper (built from ./cmd/sweeper) on a throwaway database. The server
-// is SWEEPER_TEST_DATABASE_URL's, else PostgreSQL on 127.0.0.1:5432. It
+// folder and SQLite, imports and publishes the workflows — writer.json and
+// lookup.json, and the Postmark, Mailgun and SendGrid writers — and runs
+// them against fakes of the providers served by this program (a generic
+// email API for writer.json and lookup.json; Postmark's, Mailgun's and
+// SendGrid's send and search APIs for theirs) and a real sweeper (built
+// from ./cmd/sweeper, with an http block and a postmark, mailgun and
+// sendgrid block) on a throwaway database. The server is
+// SWEEPER_TEST_DATABASE_URL's, else PostgreSQL on 127.0.0.1:5432. It
 // prints each check and exits 1 when one fails; everything it started is
 // stopped and removed before it exits.
 package main
@@ -45,6 +50,30 @@ const (
 	writerID        = "SwpOrderReceipts"
 	lookupID        = "SwpMailerLookups"
 )
+
+// emailProvider is one of the email writers and its provider: the fake,
+// the host the template names, the sweeper block, the orders it sends.
+type emailProvider struct {
+	kind     string // the sweeper kind and block name, and the writer's file prefix
+	writerID string // the workflow's id in its file
+	host     string // the provider's API host in the template
+	hook     string // the writer's webhook path
+	firstID  int    // its orders are firstID+1, +2, …
+	secret   string
+	fake     *emailFake
+	url      string
+}
+
+func emailProviders() []*emailProvider {
+	return []*emailProvider{
+		{kind: "postmark", writerID: "SwpPostmarkMails", host: "https://api.postmarkapp.com", hook: "order-receipt-postmark", firstID: 3000, secret: "pm-server-token-e2e"},
+		{kind: "mailgun", writerID: "SwpMailgunEmails", host: "https://api.mailgun.net", hook: "order-receipt-mailgun", firstID: 4000, secret: "mg-api-key-e2e"},
+		{kind: "sendgrid", writerID: "SwpSendGridMails", host: "https://api.sendgrid.com", hook: "order-receipt-sendgrid", firstID: 5000, secret: "SG.e2e-key"},
+	}
+}
+
+// secretEnv is the environment variable sweeper reads p's credential from.
+func (p *emailProvider) secretEnv() string { return strings.ToUpper(p.kind) + "_E2E_SECRET" }
 
 func main() {
 	os.Exit(run())
@@ -118,9 +147,20 @@ func run() int {
 	}
 	cleanups = append(cleanups, stopFake)
 	step("fake email provider on %s", fakeURL)
+	emails := emailProviders()
+	for _, p := range emails {
+		p.fake = newEmailFake(p.kind, p.secret)
+		u, stop, err := p.fake.start()
+		if err != nil {
+			return fail(err)
+		}
+		p.url = u
+		cleanups = append(cleanups, stop)
+		step("fake %s (send and search) on %s", p.kind, u)
+	}
 
 	lookupToken := fmt.Sprintf("lookup-token-%d", time.Now().UnixNano())
-	n8n, err := startN8n(ctx, n8nBin, root, work, db, fakeURL, lookupToken)
+	n8n, err := startN8n(ctx, n8nBin, root, work, db, fakeURL, emails, lookupToken)
 	if n8n != nil {
 		cleanups = append(cleanups, n8n.stop)
 	}
@@ -131,16 +171,19 @@ func run() int {
 		return fail(err)
 	}
 
-	sw := &sweeperCLI{bin: sweeperBin, work: work, dbURL: db.url, n8nURL: n8n.base, token: lookupToken}
+	sw := &sweeperCLI{bin: sweeperBin, work: work, dbURL: db.url, n8nURL: n8n.base, token: lookupToken, emails: emails}
 	if err := sw.writeConfig(); err != nil {
 		return fail(err)
 	}
 	if out, err := sw.run(ctx, true, "migrate"); err != nil {
 		return fail(fmt.Errorf("%v\n%s", err, out))
 	}
+	if err := db.loseConfirmations(ctx, lostConfirmations(emails)); err != nil {
+		return fail(err)
+	}
 
 	c := &t{}
-	scenarios(ctx, c, n8n, mail, sw, db)
+	scenarios(ctx, c, n8n, mail, emails, sw, db)
 	if c.failed > 0 {
 		fmt.Println("-- n8n's log, last lines:")
 		n8n.printLog(30)
@@ -161,7 +204,7 @@ type order struct {
 
 func opKey(id int) string { return fmt.Sprintf("order-%d-receipt", id) }
 
-func scenarios(ctx context.Context, c *t, n8n *n8nProc, mail *fakeMail, sw *sweeperCLI, db *database) {
+func scenarios(ctx context.Context, c *t, n8n *n8nProc, mail *fakeMail, emails []*emailProvider, sw *sweeperCLI, db *database) {
 	var (
 		ok          = order{1001, "jane.doe@example.com"}
 		answerLost  = order{1002, "  Kate.Roe@Example.COM "} // recorded, the answer never comes
@@ -184,22 +227,31 @@ func scenarios(ctx context.Context, c *t, n8n *n8nProc, mail *fakeMail, sw *swee
 	mail.setMode(opKey(unavailable.ID), "unavailable")
 	mail.setMode(opKey(rateLimited.ID), "ratelimited")
 
-	step("n8n: one request per order, and one batch of %d, at once (hung sends wait for the node's 10 s timeout)", len(batch))
-	began := time.Now()
 	var wg sync.WaitGroup
-	post := func(body any) {
+	postTo := func(hook string, body any) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := n8n.postOrders(ctx, body); err != nil {
-				c.check(false, "order webhook", "%v", err)
+			if err := n8n.postOrders(ctx, hook, body); err != nil {
+				c.check(false, hook+" webhook", "%v", err)
 			}
 		}()
 	}
+	post := func(body any) { postTo("order-receipt", body) }
+	var mailings []*emailScenario
+	for _, p := range emails {
+		mailings = append(mailings, newEmailScenario(p))
+	}
+
+	step("n8n: one request per order, and one batch of %d, at once, to each writer (hung sends wait for the node's 10 s timeout)", len(batch))
+	began := time.Now()
 	for _, o := range []order{ok, answerLost, neverSent, searchFails, searchOdd, refused, unavailable, rateLimited} {
 		post(o)
 	}
 	post(batch)
+	for _, m := range mailings {
+		m.send(postTo)
+	}
 	wg.Wait()
 	fmt.Printf("   took %s\n", time.Since(began).Round(100*time.Millisecond))
 
@@ -207,6 +259,9 @@ func scenarios(ctx context.Context, c *t, n8n *n8nProc, mail *fakeMail, sw *swee
 	post(ok)
 	post(refused)
 	post(batch[1])
+	for _, m := range mailings {
+		m.sendAgain(postTo)
+	}
 	wg.Wait()
 	okRecord := mail.recordOf(opKey(ok.ID))
 	mail.setMode(opKey(held.ID), "held:"+okRecord)
@@ -243,6 +298,9 @@ func scenarios(ctx context.Context, c *t, n8n *n8nProc, mail *fakeMail, sw *swee
 	c.check(row(answerLost.ID).Recipient == "kate.roe@example.com", "the claim stores the recipient trimmed and lowercased",
 		"recipient %q", row(answerLost.ID).Recipient)
 	for key, r := range rows {
+		if !strings.HasPrefix(key, "order-1") && !strings.HasPrefix(key, "order-2") {
+			continue // an email writer's: checked by its scenario
+		}
 		fields := map[string]string{"to": r.Recipient, "subject": "Receipt " + strings.TrimSuffix(strings.TrimPrefix(key, "order-"), "-receipt"), "template": "receipt-v3"}
 		h, _ := ledger.PayloadHashOf(fields)
 		if !c.check(r.PayloadHash == h, key+": the Code node's payload hash is Go's", "%s, want %s", r.PayloadHash, h) {
@@ -252,9 +310,18 @@ func scenarios(ctx context.Context, c *t, n8n *n8nProc, mail *fakeMail, sw *swee
 	for _, o := range append([]order{ok, refused}, batch...) {
 		c.check(mail.sends(opKey(o.ID)) == 1, opKey(o.ID)+": sent once, though ordered twice or more", "%d sends", mail.sends(opKey(o.ID)))
 	}
-	c.check(len(rows) == 12, "every order claimed, each of the batch's included", "%d rows: %v", len(rows), keys(rows))
+	generic := 0
+	for k := range rows {
+		if n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(k, "order-"), "-receipt")); n < 3000 {
+			generic++
+		}
+	}
+	c.check(generic == 12, "every order claimed, each of the batch's included", "%d rows: %v", generic, keys(rows))
 	problems := mail.problems()
 	c.check(len(problems) == 0, "every send carried its own op_key (X-Op-Key), body and credential", "%s", strings.Join(problems, "; "))
+	for _, m := range mailings {
+		m.checkWritten(c, rows)
+	}
 
 	step("lookup webhook, asked directly")
 	status, body := n8n.lookup(ctx, opKey(answerLost.ID), "Bearer "+n8n.token)
@@ -294,6 +361,10 @@ func scenarios(ctx context.Context, c *t, n8n *n8nProc, mail *fakeMail, sw *swee
 	// a record of the last second would fall outside. Real rows are
 	// minutes old; these are not.
 	time.Sleep(1100 * time.Millisecond)
+	if err := db.recover(ctx); err != nil {
+		c.check(false, "end the lost confirmations", "%v", err)
+		return
+	}
 	if err := db.makeStale(ctx); err != nil {
 		c.check(false, "age the pending rows", "%v", err)
 		return
@@ -358,7 +429,11 @@ func scenarios(ctx context.Context, c *t, n8n *n8nProc, mail *fakeMail, sw *swee
 	ticket(unavailable, "not_found", "")
 	ticket(rateLimited, "not_found", "")
 	ticket(held, "multiple_matches", "already proves operation "+opKey(ok.ID))
-	c.check(len(tickets) == 6, "no other ticket", "%d tickets", len(tickets))
+	emailTickets := 0
+	for _, m := range mailings {
+		emailTickets += m.checkSwept(c, rows, byKey, func(i int) (string, string) { return tickets[i].Reason, string(tickets[i].Evidence) })
+	}
+	c.check(len(tickets) == 6+emailTickets, "no other ticket", "%d tickets", len(tickets))
 
 	// Every failure above went through an error output: no execution of
 	// either workflow failed.
@@ -372,11 +447,18 @@ func scenarios(ctx context.Context, c *t, n8n *n8nProc, mail *fakeMail, sw *swee
 			fmt.Printf("   n8n executions of %s: %d %s\n", id, n, status)
 		}
 	}
-	c.check(err == nil && len(statuses[writerID]) > 0 && len(statuses[lookupID]) > 0 && failed == 0,
-		"every n8n execution of both workflows succeeded: failures took the error outputs", "%v %v", statuses, err)
+	ran := len(statuses[writerID]) > 0 && len(statuses[lookupID]) > 0
+	for _, p := range emails {
+		ran = ran && len(statuses[p.writerID]) > 0
+	}
+	c.check(err == nil && ran && failed == 0,
+		"every n8n execution of every workflow succeeded: failures took the error outputs", "%v %v", statuses, err)
 	who = "still"
 	want(ok, "done", okRecord)
 	want(refused, "failed", "")
+	for _, m := range mailings {
+		m.checkStill(c, rows)
+	}
 }
 
 func keys[V any](m map[string]V) []string {
@@ -491,7 +573,7 @@ func throwawayDatabase(ctx context.Context) (*database, func(), error) {
 	return db, drop, nil
 }
 
-type ledgerRow struct{ Status, Record, Recipient, PayloadHash string }
+type ledgerRow struct{ Status, Record, Recipient, PayloadHash, Payload, Provider string }
 
 func (db *database) rows(ctx context.Context) (map[string]ledgerRow, error) {
 	conn, err := pgx.Connect(ctx, db.url)
@@ -499,7 +581,8 @@ func (db *database) rows(ctx context.Context) (map[string]ledgerRow, error) {
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT op_key, status, coalesce(provider_record_id, ''), coalesce(recipient, ''), coalesce(payload_hash, '')
+	rows, err := conn.Query(ctx, `SELECT op_key, status, coalesce(provider_record_id, ''), coalesce(recipient, ''), coalesce(payload_hash, ''),
+		coalesce(payload::text, ''), provider
 		FROM ledger.operations`)
 	if err != nil {
 		return nil, err
@@ -508,7 +591,7 @@ func (db *database) rows(ctx context.Context) (map[string]ledgerRow, error) {
 	for rows.Next() {
 		var k string
 		var r ledgerRow
-		if err := rows.Scan(&k, &r.Status, &r.Record, &r.Recipient, &r.PayloadHash); err != nil {
+		if err := rows.Scan(&k, &r.Status, &r.Record, &r.Recipient, &r.PayloadHash, &r.Payload, &r.Provider); err != nil {
 			return nil, err
 		}
 		out[k] = r
@@ -516,26 +599,42 @@ func (db *database) rows(ctx context.Context) (map[string]ledgerRow, error) {
 	return out, rows.Err()
 }
 
-// makeStale moves the pending rows' first attempt five minutes back, past
-// the provider's stale_after (1m): what waiting would do.
+// makeStale moves the pending rows' first attempt 31 minutes back, past
+// every block's stale_after (1m) and the email kinds' default settle
+// windows (Postmark and SendGrid 5m, Mailgun 30m): what waiting would do.
 func (db *database) makeStale(ctx context.Context) error {
 	conn, err := pgx.Connect(ctx, db.url)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `UPDATE ledger.operations SET first_attempt_at = now() - interval '5 minutes' WHERE status = 'pending'`)
+	_, err = conn.Exec(ctx, `UPDATE ledger.operations SET first_attempt_at = now() - interval '31 minutes' WHERE status = 'pending'`)
 	return err
 }
 
 // sweeperCLI runs the sweeper binary against the throwaway database.
 type sweeperCLI struct {
 	bin, work, dbURL, n8nURL, token string
+	emails                          []*emailProvider
 }
 
 func (s *sweeperCLI) config() string { return filepath.Join(s.work, "sweeper.toml") }
 
 func (s *sweeperCLI) writeConfig() error {
+	// The email blocks: as config.example.toml has them, the provider's
+	// address aside, with their kinds' default settle_window.
+	var blocks strings.Builder
+	for _, p := range s.emails {
+		fmt.Fprintf(&blocks, "\n[providers.%s]\nkind = %q\napi_base = %q\nstale_after = \"1m\"\nlookup_timeout = \"5s\"\nlookup_budget = \"5s\"\n", p.kind, p.kind, p.url)
+		switch p.kind {
+		case "postmark":
+			fmt.Fprintf(&blocks, "server_token_env = %q\n", p.secretEnv())
+		case "mailgun":
+			fmt.Fprintf(&blocks, "api_key_env = %q\ndomain = %q\n", p.secretEnv(), mailgunDomain)
+		case "sendgrid":
+			fmt.Fprintf(&blocks, "api_key_env = %q\n", p.secretEnv())
+		}
+	}
 	return os.WriteFile(s.config(), []byte(`[database]
 url = "postgres://unused" # SWEEPER_DATABASE_URL
 max_conns = 4
@@ -550,7 +649,7 @@ token_env = "MAILER_LOOKUP_TOKEN"
 stale_after = "1m"
 lookup_timeout = "5s"
 lookup_budget = "5s"
-`), 0o600)
+`+blocks.String()), 0o600)
 }
 
 // run runs one sweeper command, with the lookup token in its environment
@@ -561,6 +660,9 @@ func (s *sweeperCLI) run(ctx context.Context, withToken bool, args ...string) (s
 	cmd.Env = append(os.Environ(), "SWEEPER_DATABASE_URL="+s.dbURL)
 	if withToken {
 		cmd.Env = append(cmd.Env, "MAILER_LOOKUP_TOKEN="+s.token)
+		for _, p := range s.emails {
+			cmd.Env = append(cmd.Env, p.secretEnv()+"="+p.secret)
+		}
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -590,7 +692,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startN8n(ctx context.Context, bin, root, work string, db *database, fakeURL, lookupToken string) (*n8nProc, error) {
+func startN8n(ctx context.Context, bin, root, work string, db *database, fakeURL string, emails []*emailProvider, lookupToken string) (*n8nProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -624,6 +726,19 @@ func startN8n(ctx context.Context, bin, root, work string, db *database, fakeURL
 		{"id": "sweeper-lookup-token", "name": "Sweeper lookup token", "type": "httpHeaderAuth", "data": map[string]any{
 			"name": "Authorization", "value": "Bearer " + lookupToken}},
 	}
+	for _, p := range emails {
+		switch p.kind {
+		case "postmark":
+			creds = append(creds, map[string]any{"id": "postmark-server-token", "name": "Postmark server token", "type": "httpHeaderAuth",
+				"data": map[string]any{"name": "X-Postmark-Server-Token", "value": p.secret}})
+		case "mailgun":
+			creds = append(creds, map[string]any{"id": "mailgun-api-key", "name": "Mailgun API key", "type": "httpBasicAuth",
+				"data": map[string]any{"user": "api", "password": p.secret}})
+		case "sendgrid":
+			creds = append(creds, map[string]any{"id": "sendgrid-api-key", "name": "SendGrid API key", "type": "httpHeaderAuth",
+				"data": map[string]any{"name": "Authorization", "value": "Bearer " + p.secret}})
+		}
+	}
 	credFile := filepath.Join(work, "credentials.json")
 	b, _ := json.Marshal(creds)
 	if err := os.WriteFile(credFile, b, 0o600); err != nil {
@@ -634,12 +749,20 @@ func startN8n(ctx context.Context, bin, root, work string, db *database, fakeURL
 	if err := os.MkdirAll(wfDir, 0o755); err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"writer.json", "lookup.json"} {
+	hosts := map[string]string{providerHost: fakeURL}
+	files := []string{"writer.json", "lookup.json"}
+	for _, p := range emails {
+		hosts[p.host] = p.url
+		files = append(files, p.kind+"-writer.json")
+	}
+	for _, name := range files {
 		b, err := os.ReadFile(filepath.Join(root, "examples/n8n", name))
 		if err != nil {
 			return nil, err
 		}
-		b = bytes.ReplaceAll(b, []byte(providerHost), []byte(fakeURL))
+		for host, to := range hosts {
+			b = bytes.ReplaceAll(b, []byte(host), []byte(to))
+		}
 		if err := os.WriteFile(filepath.Join(wfDir, name), b, 0o644); err != nil {
 			return nil, err
 		}
@@ -657,14 +780,18 @@ func startN8n(ctx context.Context, bin, root, work string, db *database, fakeURL
 		}
 		return nil
 	}
-	step("n8n: import the credentials and both workflows, publish them")
+	step("n8n: import the credentials and the %d workflows, publish them", len(files))
 	began := time.Now()
-	for _, args := range [][]string{
+	commands := [][]string{
 		{"import:credentials", "--input=" + credFile},
 		{"import:workflow", "--separate", "--input=" + wfDir},
 		{"publish:workflow", "--id=" + writerID},
 		{"publish:workflow", "--id=" + lookupID},
-	} {
+	}
+	for _, p := range emails {
+		commands = append(commands, []string{"publish:workflow", "--id=" + p.writerID})
+	}
+	for _, args := range commands {
 		if err := cli(args...); err != nil {
 			return nil, err
 		}
@@ -758,9 +885,9 @@ var client = &http.Client{Timeout: 90 * time.Second}
 
 // postOrders calls the writer's webhook; it answers once the workflow has
 // finished.
-func (p *n8nProc) postOrders(ctx context.Context, body any) error {
+func (p *n8nProc) postOrders(ctx context.Context, hook string, body any) error {
 	b, _ := json.Marshal(body)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/webhook/order-receipt", bytes.NewReader(b))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/webhook/"+hook, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
@@ -769,7 +896,7 @@ func (p *n8nProc) postOrders(ctx context.Context, body any) error {
 	defer resp.Body.Close()
 	io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != 200 {
-		return fmt.Errorf("order webhook: HTTP %d", resp.StatusCode)
+		return fmt.Errorf("%s webhook: HTTP %d", hook, resp.StatusCode)
 	}
 	return nil
 }
