@@ -71,6 +71,8 @@ BEGIN
         UNION
         SELECT e.receiver FROM sweeper.outbox e WHERE e.ticket_id = NEW.ticket_id
     ) AS r
+    -- A Slack root message replaced is Slack's own business.
+    WHERE r.receiver = 'slack' OR NEW.kind <> 'slack_root_removed'
     ORDER BY r.receiver;
     RETURN NULL;
 END

@@ -9,6 +9,7 @@ package pagerdutyfake
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -49,6 +50,27 @@ type Server struct {
 	requests  int
 	incidents map[string]*Incident
 	faults    []fault
+	hold      *Hold
+}
+
+// Hold is a request held before it is processed: Arrived is closed when it
+// is in, and the request is processed (its client gone or not) once
+// Release is called.
+type Hold struct {
+	Arrived chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+// Release lets the held request be processed.
+func (h *Hold) Release() { h.once.Do(func() { close(h.release) }) }
+
+// HoldNext holds the next request, body read, before it is processed.
+func (s *Server) HoldNext() *Hold {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hold = &Hold{Arrived: make(chan struct{}), release: make(chan struct{})}
+	return s.hold
 }
 
 type fault struct {
@@ -121,6 +143,15 @@ func invalid(w http.ResponseWriter, errs ...string) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, readErr := io.ReadAll(http.MaxBytesReader(w, r.Body, 512<<10))
+	s.mu.Lock()
+	h := s.hold
+	s.hold = nil
+	s.mu.Unlock()
+	if h != nil {
+		close(h.Arrived)
+		<-h.release
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests++
@@ -141,8 +172,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var e Event
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 512<<10))
-	if err := dec.Decode(&e); err != nil {
+	if err := json.Unmarshal(body, &e); readErr != nil || err != nil {
 		invalid(w, "Could not parse JSON")
 		return
 	}
