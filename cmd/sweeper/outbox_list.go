@@ -23,6 +23,7 @@ func newOutboxListCmd(e *env) *cobra.Command {
 	receiver := cmd.Flags().String("receiver", "", "only the rows of one receiver: slack, pagerduty or webhook")
 	list := addListFlags(cmd, "rows")
 	asJSON := jsonFlag(cmd, "print JSON")
+	enumFlag(cmd, "receiver", outbox.Receivers...)
 	enumFlag(cmd, "state", outbox.StatePending, outbox.StateSent, outbox.StateParked, outbox.StateDismissed, outbox.StateSkipped, outbox.StateFolded, "all")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		since, err := list.sinceTime(time.Now())
