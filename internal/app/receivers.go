@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -37,9 +39,12 @@ func (s *App) WriteRoutes(ctx context.Context) error {
 	return nil
 }
 
-// OtherDispatchers returns one dispatcher per receiver besides Slack that
-// the configuration turns on (pagerduty, webhook), each claiming only its
-// own rows. Its error names a secret that cannot be read.
+// OtherDispatchers returns one dispatcher per receiver besides Slack
+// (pagerduty, webhook), each claiming only its own rows: the receiver's
+// when the configuration turns it on, else one that records each due row
+// skipped (no_receiver), as Slack off does — rows a ticket still owes a
+// receiver turned off since it reached it never wait for it. Its error
+// names a secret that cannot be read.
 func (s *App) OtherDispatchers() ([]*notify.Dispatcher, error) {
 	var out []*notify.Dispatcher
 	tickets := review.NewReader(s.Pool)
@@ -61,6 +66,13 @@ func (s *App) OtherDispatchers() ([]*notify.Dispatcher, error) {
 			return nil, err
 		}
 		out = append(out, d)
+	} else {
+		d, err := notify.NewDispatcher(s.Pool, offReceiver{"pagerduty is off (pagerduty.routing_key_env is empty); not sent"},
+			dcfg(outbox.ReceiverPagerDuty))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
 	}
 	if w := s.Config.Webhook; w.On() {
 		secret, err := config.Secret(s.getenv, w.SecretEnv)
@@ -77,9 +89,30 @@ func (s *App) OtherDispatchers() ([]*notify.Dispatcher, error) {
 			return nil, err
 		}
 		out = append(out, d)
+	} else {
+		d, err := notify.NewDispatcher(s.Pool, offReceiver{"the webhook is off (webhook.url is empty); not sent"},
+			dcfg(outbox.ReceiverWebhook))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
 	}
 	return out, nil
 }
+
+// offReceiver is a receiver the configuration turns off: each row it is
+// given is skipped, final, with outbox.CodeNoReceiver and why.
+type offReceiver struct{ why string }
+
+func (offReceiver) Prepare(context.Context, *outbox.Notification) error { return nil }
+
+func (o offReceiver) Deliver(context.Context, *outbox.Notification, *slog.Logger) (notify.Delivery, error) {
+	return notify.Delivery{}, &notify.AttemptError{Step: "route", Failure: notify.FailureNowhere, Code: outbox.CodeNoReceiver, Err: errors.New(o.why)}
+}
+
+func (offReceiver) Skipped(context.Context, outbox.Notification) {}
+
+func (offReceiver) Flush(context.Context, time.Duration) {}
 
 // receiverHTTPClient is the client of a receiver besides Slack: requests
 // bounded by timeout, traced when tracing is on.
