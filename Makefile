@@ -39,7 +39,7 @@ gotest:
 
 nodetest:
 	@command -v node >/dev/null || { echo "node is needed for the payload-hash vectors (Debian: apt-get install nodejs)"; exit 1; }
-	node --test ledger/payloadhash_test.mjs examples/n8n/workflows_test.mjs
+	node --test ledger/payloadhash_test.mjs examples/n8n/workflows_test.mjs examples/webhook/verify_test.mjs
 
 # Every fuzz target for FUZZTIME each (scripts/fuzz.sh says how a failure
 # is told from Go's own fuzzing deadline race). FUZZFLAGS adds flags, e.g.

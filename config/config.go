@@ -78,6 +78,11 @@ type Config struct {
 	Web Web `toml:"web"`
 	// Retention says how long finished work is kept.
 	Retention Retention `toml:"retention"`
+	// PagerDuty and Webhook are receivers besides Slack; Routes say which
+	// tickets go to which receiver (every ticket to Slack by default).
+	PagerDuty PagerDuty `toml:"pagerduty"`
+	Webhook   Webhook   `toml:"webhook"`
+	Routes    []Route   `toml:"routes"`
 
 	// sources says where each key's value came from, by path: the
 	// environment (with its variable's name) or the file; any other key
@@ -658,6 +663,8 @@ func Default() Config {
 		Web: Web{Auth: WebAuthProxy, ProxyHeader: "X-Forwarded-Email", Issuer: DefaultSlackIssuer,
 			SessionTTL: NewDuration(12 * time.Hour)},
 		Retention: Retention{Outbox: NewDuration(720 * time.Hour), Jobs: NewDuration(24 * time.Hour)},
+		PagerDuty: PagerDuty{URL: DefaultPagerDutyURL, GiveUpAfter: NewDuration(24 * time.Hour)},
+		Webhook:   Webhook{Timeout: NewDuration(10 * time.Second), GiveUpAfter: NewDuration(24 * time.Hour)},
 	}
 }
 
@@ -702,6 +709,7 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 	c.validateSlack(&v, slackOn, getenv, opts)
 	c.validateHTTP(&v, getenv, opts)
 	c.validateWeb(&v, slackOn, getenv, opts)
+	c.validateReceivers(&v, getenv, opts)
 	c.validateLog(&v)
 	return v.errs
 }

@@ -93,6 +93,12 @@ func (c *Config) secrets() []providers.SecretEnv {
 		{Key: "Sign in with Slack's client secret; needed by web.auth = \"slack\"", Name: EnvSlackClientSecret,
 			Required: c.Web.Enabled && c.Web.Auth == WebAuthSlack},
 	}
+	if c.PagerDuty.RoutingKeyEnv != "" {
+		out = append(out, providers.SecretEnv{Key: "pagerduty.routing_key_env", Name: c.PagerDuty.RoutingKeyEnv, Required: true})
+	}
+	if c.Webhook.SecretEnv != "" {
+		out = append(out, providers.SecretEnv{Key: "webhook.secret_env", Name: c.Webhook.SecretEnv, Required: c.Webhook.On()})
+	}
 	for _, name := range sortedKeys(c.Providers) {
 		if holder, ok := c.Providers[name].Settings.(providers.SecretHolder); ok {
 			for _, s := range holder.SecretEnvs() {

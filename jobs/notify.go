@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -36,16 +37,20 @@ const QueueNotify = "notify"
 // InsertOpts puts delivery passes on their own queue.
 func (NotifyArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueNotify} }
 
-// NotifyWorker delivers the outbox to Slack. Rows are leased, so replicas'
-// notify jobs share the work without posting twice.
+// NotifyWorker delivers the outbox: Slack's rows, and those of every other
+// receiver configured, each by its own dispatcher. Rows are leased, so
+// replicas' notify jobs share the work without delivering twice.
 type NotifyWorker struct {
 	river.WorkerDefaults[NotifyArgs]
 	dispatcher *notify.Dispatcher
+	others     []*notify.Dispatcher
 }
 
-// NewNotifyWorker returns the worker delivering through dispatcher.
-func NewNotifyWorker(dispatcher *notify.Dispatcher) *NotifyWorker {
-	return &NotifyWorker{dispatcher: dispatcher}
+// NewNotifyWorker returns the worker delivering through dispatcher
+// (Slack's) and others (one per other receiver), side by side: a receiver
+// that is slow or down holds back no other's rows.
+func NewNotifyWorker(dispatcher *notify.Dispatcher, others ...*notify.Dispatcher) *NotifyWorker {
+	return &NotifyWorker{dispatcher: dispatcher, others: others}
 }
 
 // Timeout bounds one pass.
@@ -57,9 +62,31 @@ func (w *NotifyWorker) Timeout(*river.Job[NotifyArgs]) time.Duration {
 func (w *NotifyWorker) Work(ctx context.Context, _ *river.Job[NotifyArgs]) error {
 	ctx, cancel := context.WithTimeout(ctx, notifyDrainTimeout)
 	defer cancel()
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		others notify.Stats
+		errs   []error
+	)
+	for _, d := range w.others {
+		wg.Go(func() {
+			st, err := d.Drain(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			others.Add(st)
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				errs = append(errs, err)
+			}
+		})
+	}
 	stats, err := w.dispatcher.Drain(ctx)
+	wg.Wait()
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("deliver Slack alerts: %w", err)
 	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("deliver to the other receivers: %w", err)
+	}
+	stats.Add(others)
 	return river.RecordOutput(ctx, stats)
 }

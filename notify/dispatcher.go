@@ -68,6 +68,9 @@ type DispatcherConfig struct {
 	// ([outbox.CodeSettledBeforeAlert]). Default 0: no wait, and nothing
 	// skipped — every ticket event gets its message.
 	GroupWait time.Duration
+	// Receiver names the receiver whose rows the dispatcher claims
+	// (outbox.ReceiverSlack, …). Default "": Slack's.
+	Receiver string
 	// MaxAge is the age (slack.max_alert_age) past which a row is parked
 	// unposted when claimed, with the ticket's later rows as old: an alert
 	// that old is news nobody waits for, and the rows written while Slack
@@ -130,7 +133,7 @@ func NewDispatcher(db ledger.DB, r Receiver, cfg DispatcherConfig) (*Dispatcher,
 		backoff = defaultBackoff
 	}
 	return &Dispatcher{
-		outbox:   outbox.NewStore(db),
+		outbox:   outbox.NewStore(db).For(cfg.Receiver),
 		receiver: r,
 		tickets:  cfg.Tickets,
 		id:       id,

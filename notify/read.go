@@ -2,11 +2,13 @@ package notify
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -66,4 +68,26 @@ func ReadAlertGroup(ctx context.Context, db ledger.DB, tickets review.TicketRead
 		}
 	}
 	return g, nil
+}
+
+// ReadTicketEvent returns what outbox row n of a ticket event carries to a
+// receiver other than Slack ([message.NewTicketEvent]): the ticket as it is
+// now, and the event, read through tickets.
+func ReadTicketEvent(ctx context.Context, tickets review.TicketReader, n outbox.Notification) (message.TicketEvent, error) {
+	if n.TicketID == 0 || n.EventID == 0 {
+		return message.TicketEvent{}, fmt.Errorf("outbox row %d is no ticket event's", n.ID)
+	}
+	t, err := tickets.Ticket(ctx, n.TicketID)
+	if err != nil {
+		return message.TicketEvent{}, err
+	}
+	var ev proof.Evidence
+	if err := json.Unmarshal(t.Evidence, &ev); err != nil {
+		return message.TicketEvent{}, fmt.Errorf("read the evidence of ticket %d: %w", t.ID, err)
+	}
+	e, err := tickets.Event(ctx, n.EventID)
+	if err != nil {
+		return message.TicketEvent{}, err
+	}
+	return message.NewTicketEvent(t, ev, e, n.DedupeKey), nil
 }

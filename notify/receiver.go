@@ -155,3 +155,19 @@ func (nowhere) Deliver(context.Context, *outbox.Notification, *slog.Logger) (Del
 func (nowhere) Skipped(context.Context, outbox.Notification) {}
 
 func (nowhere) Flush(context.Context, time.Duration) {}
+
+// FailingSince is when held row n's current run of attempts began: its
+// first attempt or, after a person replayed it, the replay. A receiver that
+// gives up on a row failing for too long (a webhook, PagerDuty) counts from
+// here, so that a replayed row gets its time again.
+func FailingSince(n outbox.Notification) time.Time {
+	since := n.DueSince()
+	if n.FirstAttemptAt != nil && n.FirstAttemptAt.After(since) {
+		since = *n.FirstAttemptAt
+	}
+	return since
+}
+
+// CodeGaveUp is the code of a row a receiver other than Slack parked after
+// its deliveries failed for longer than the receiver's give_up_after.
+const CodeGaveUp = "gave_up"

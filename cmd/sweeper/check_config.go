@@ -36,6 +36,7 @@ func newCheckConfigCmd(e *env) *cobra.Command {
 				return err
 			}
 			writeSources(e.stdout, cfg)
+			writeRoutes(e.stdout, cfg)
 			writeFireTimes(e.stdout, cfg, time.Now())
 			writeSharedAccounts(e.stdout, cfg, e.getenv)
 			writeTraces(e.stdout, e.getenv)
@@ -120,4 +121,17 @@ func writeSharedAccounts(w io.Writer, cfg *config.Config, getenv func(string) st
 		fmt.Fprintf(w, "#   %s (%s): %s\n", strings.Join(g.Blocks, ", "), g.Kind, g.By)
 	}
 	fmt.Fprintf(w, "# Stripe accounts and Postmark servers are also read when sweeper starts, and blocks reaching one are shared too.\n")
+}
+
+// writeRoutes prints, as TOML comments, the routes in effect: which
+// receivers hear of which tickets, the implicit Slack route included.
+func writeRoutes(w io.Writer, cfg *config.Config) {
+	fmt.Fprintf(w, "\n# Routes (every matching route sends a ticket's events to its receiver; a ticket stays with a receiver it reached)\n")
+	for i, r := range cfg.EffectiveRoutes() {
+		implicit := ""
+		if i >= len(cfg.Routes) {
+			implicit = " (implicit: no route names slack)"
+		}
+		fmt.Fprintf(w, "#   %d. %s%s\n", i+1, r, implicit)
+	}
 }

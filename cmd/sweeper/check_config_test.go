@@ -80,3 +80,47 @@ func blockValue(out, block, key string) string {
 	}
 	return ""
 }
+
+// TestCheckConfigPrintsRoutes: the routes in effect are printed in order,
+// with the implicit Slack route when none names Slack.
+func TestCheckConfigPrintsRoutes(t *testing.T) {
+	t.Parallel()
+	const text = `
+[database]
+url = "postgres://127.0.0.1:5432/sweeper"
+
+[review]
+default_owner = "U0OWNER1"
+
+[[review.escalation]]
+owner = "U0LEAD01"
+priority = "high"
+window = "1h"
+
+[[review.escalation]]
+owner = "U0HEAD01"
+priority = "urgent"
+window = "1h"
+
+[pagerduty]
+routing_key_env = "PD_KEY"
+
+[[routes]]
+receiver = "pagerduty"
+workflow = "payments"
+level = 2
+`
+	r := runCLI(t, map[string]string{"PD_KEY": "k"}, "check-config", "--config", writeConfig(t, text))
+	if r.code != exitOK {
+		t.Fatalf("check-config: code %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		`#   1. workflow = "payments", level >= 2 -> pagerduty`,
+		`#   2. every ticket -> slack (implicit: no route names slack)`,
+		`# PD_KEY = set (pagerduty.routing_key_env)`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("check-config does not print %q:\n%s", want, r.stdout)
+		}
+	}
+}

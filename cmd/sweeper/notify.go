@@ -17,7 +17,7 @@ func newNotifyCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "notify --once",
 		Short: "deliver the outbox (review alerts) to Slack, then exit",
-		Long: "notify --once delivers what the outbox owes Slack now, without slack.group_wait, and exits:\n" +
+		Long: "notify --once delivers what the outbox owes Slack (and PagerDuty and the webhook, when on) now, without slack.group_wait, and exits:\n" +
 			"1 when a row failed, was parked or had an unknown result. With Slack off (slack.channel empty)\n" +
 			"it records each row owed as skipped (no_receiver), as the daemon does.",
 		Args: noArgs,
@@ -42,7 +42,21 @@ func newNotifyCmd(e *env) *cobra.Command {
 		if err != nil {
 			return configError(err)
 		}
-		stats, err := d.Drain(cmd.Context())
+		// And the other receivers' rows (pagerduty, webhook), each by its
+		// own dispatcher.
+		others, err := s.OtherDispatchers()
+		if err != nil {
+			return configError(err)
+		}
+		var stats notify.Stats
+		for _, o := range others {
+			st, oerr := o.Drain(cmd.Context())
+			stats.Add(st)
+			err = errors.Join(err, oerr)
+		}
+		st, derr := d.Drain(cmd.Context())
+		stats.Add(st)
+		err = errors.Join(err, derr)
 		if *asJSON {
 			if jsonErr := printJSON(e, stats); jsonErr != nil {
 				return jsonErr

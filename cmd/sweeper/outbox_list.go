@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,13 +15,15 @@ import (
 
 func newOutboxListCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "list [--state pending,parked|sent|dismissed|skipped|folded|all] [--since D|T] [--limit N]",
-		Short: "print the Slack outbox: each row's ticket, event, state, attempts, ts and last error",
+		Use:   "list [--state pending,parked|sent|dismissed|skipped|folded|all] [--receiver slack|pagerduty|webhook] [--since D|T] [--limit N]",
+		Short: "print the outbox: each row's receiver, ticket, event, state, attempts, ts and last error",
 		Args:  noArgs,
 	}
 	state := cmd.Flags().String("state", "pending,parked", "pending, sent, parked, dismissed, skipped, folded, several of them joined by commas, or all")
+	receiver := cmd.Flags().String("receiver", "", "only the rows of one receiver: slack, pagerduty or webhook")
 	list := addListFlags(cmd, "rows")
 	asJSON := jsonFlag(cmd, "print JSON")
+	enumFlag(cmd, "receiver", outbox.Receivers...)
 	enumFlag(cmd, "state", outbox.StatePending, outbox.StateSent, outbox.StateParked, outbox.StateDismissed, outbox.StateSkipped, outbox.StateFolded, "all")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		since, err := list.sinceTime(time.Now())
@@ -28,7 +31,10 @@ func newOutboxListCmd(e *env) *cobra.Command {
 			return err
 		}
 		// One more than asked: whether more exist.
-		filter := outbox.Filter{Since: since, Limit: list.limit + 1}
+		filter := outbox.Filter{Since: since, Limit: list.limit + 1, Receiver: *receiver}
+		if *receiver != "" && !slices.Contains(outbox.Receivers, *receiver) {
+			return usagef("--receiver must be one of %s, not %q", strings.Join(outbox.Receivers, ", "), *receiver)
+		}
 		if *state != "all" {
 			for _, st := range strings.Split(*state, ",") {
 				switch st {
@@ -64,7 +70,7 @@ func newOutboxListCmd(e *env) *cobra.Command {
 			return nil
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tTICKET\tKIND\tSTATE\tATTEMPTS\tTS\tCODE\tLAST ERROR")
+		fmt.Fprintln(tw, "ID\tRECEIVER\tTICKET\tKIND\tSTATE\tATTEMPTS\tTS\tCODE\tLAST ERROR")
 		for _, n := range rows {
 			ticket := strconv.FormatInt(n.TicketID, 10)
 			switch {
@@ -83,7 +89,7 @@ func newOutboxListCmd(e *env) *cobra.Command {
 				// Counted in its alert group's message: which one.
 				code = fmt.Sprintf("%s (group %d)", code, n.GroupID)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, ticket, inert(n.Kind), n.State, n.Attempts, inert(n.TS), inert(code), inert(lastErr))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, n.Receiver, ticket, inert(n.Kind), n.State, n.Attempts, inert(n.TS), inert(code), inert(lastErr))
 		}
 		tw.Flush()
 		fmt.Fprintln(e.stderr, list.trailer(len(rows), "row(s)", more))

@@ -189,7 +189,11 @@ func TestListLimitAndSince(t *testing.T) {
 		}
 		var states []string
 		for _, line := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")[1:] {
-			states = append(states, strings.Fields(line)[3])
+			// ID, RECEIVER, TICKET, KIND, STATE, …
+			if f := strings.Fields(line); f[1] != "slack" {
+				t.Errorf("outbox list: receiver %q, want slack: %s", f[1], line)
+			}
+			states = append(states, strings.Fields(line)[4])
 		}
 		return strings.Join(states, " "), r.stderr
 	}

@@ -80,7 +80,11 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	river.AddWorker(workers, jobs.NewNotifyWorker(dispatcher))
+	others, err := s.OtherDispatchers()
+	if err != nil {
+		return nil, err
+	}
+	river.AddWorker(workers, jobs.NewNotifyWorker(dispatcher, others...))
 
 	var periodic []*river.PeriodicJob
 	if !opts.NoPeriodic {

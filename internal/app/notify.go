@@ -118,9 +118,20 @@ func (s *App) Deliver(ctx context.Context) (out Delivery, err error) {
 	if err != nil {
 		return Delivery{}, err
 	}
+	others, err := s.OtherDispatchers()
+	if err != nil {
+		return Delivery{}, err
+	}
 	rows := outbox.NewStore(s.Pool)
 	deadline := time.Now().Add(deliverWait)
 	for {
+		for _, o := range others {
+			st, err := o.Drain(ctx)
+			out.Add(st)
+			if err != nil {
+				return out, err
+			}
+		}
 		st, err := d.Drain(ctx)
 		out.Add(st)
 		if err != nil {

@@ -107,6 +107,11 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 		closeProviders()
 		return nil, nil, fmt.Errorf("record the providers' record namespaces: %w", err)
 	}
+	if err := s.WriteRoutes(ctx); err != nil {
+		pool.Close()
+		closeProviders()
+		return nil, nil, fmt.Errorf("record the routes: %w", err)
+	}
 	s.TrackHealth()
 	return s, func() {
 		closeProviders()

@@ -94,7 +94,7 @@ func (g *GroupDecision) Groups(ctx context.Context, before int64, limit int) ([]
 func (g *GroupDecision) Ungrouped(ctx context.Context) (rowIDs, ticketIDs []int64, err error) {
 	rows, err := g.tx.Query(ctx, `SELECT o.id, o.ticket_id FROM sweeper.outbox o
 		WHERE o.kind = 'opened' AND o.state = 'pending' AND o.group_id IS NULL AND o.ts IS NULL
-		  AND NOT o.uncertain AND o.search_windows = '[]' AND o.ticket_id IS NOT NULL
+		  AND o.receiver = 'slack' AND NOT o.uncertain AND o.search_windows = '[]' AND o.ticket_id IS NOT NULL
 		ORDER BY o.id`)
 	if err != nil {
 		return nil, nil, fmt.Errorf("find the alerts to group: %w", err)

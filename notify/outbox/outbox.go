@@ -63,6 +63,19 @@ const (
 	StateFolded = "folded"
 )
 
+// Receivers: where a row's message goes (the row's Receiver). The enqueue
+// trigger writes one row per ticket event per receiver the event is routed
+// to (sweeper.routes, see [Store.SetRoutes]); alert groups' and incidents'
+// rows are Slack's.
+const (
+	ReceiverSlack     = "slack"
+	ReceiverPagerDuty = "pagerduty"
+	ReceiverWebhook   = "webhook"
+)
+
+// Receivers lists the receivers a route may name.
+var Receivers = []string{ReceiverSlack, ReceiverPagerDuty, ReceiverWebhook}
+
 // Event kinds with a meaning for the outbox.
 const (
 	// KindOpened is the event whose message is a ticket's root message;
@@ -145,6 +158,10 @@ var (
 // Notification is one outbox row: the Slack message one ticket event owes.
 type Notification struct {
 	ID int64 `json:"id"`
+	// Receiver is where the row's message goes: ReceiverSlack (every row
+	// of an alert group or incident), ReceiverPagerDuty or
+	// ReceiverWebhook. Each receiver's dispatcher claims only its rows.
+	Receiver string `json:"receiver"`
 	// EventID and TicketID are the ticket event the row delivers; 0 for an
 	// incident's row.
 	EventID  int64 `json:"event_id"`
@@ -220,13 +237,23 @@ type SearchWindow struct {
 // compare-and-set on the lease it holds (leased_by and attempts), so a
 // holder whose lease has passed to another changes nothing.
 type Store struct {
-	db ledger.DB
+	db       ledger.DB
+	receiver string
 }
 
-// NewStore returns a Store over db: a pool, or a transaction.
+// NewStore returns a Store over db: a pool, or a transaction. It claims
+// Slack's rows; [Store.For] another receiver's.
 func NewStore(db ledger.DB) *Store { return &Store{db: db} }
 
-const notificationColumns = `id, coalesce(event_id, 0), coalesce(ticket_id, 0), coalesce(incident_id, 0), coalesce(group_id, 0), dedupe_key, kind, state, attempts, lease_until,
+// For returns a Store over the same database whose claims take receiver's
+// rows only ("" is Slack). Every other method reads or writes rows by id,
+// or all receivers' rows.
+func (s *Store) For(receiver string) *Store { return &Store{db: s.db, receiver: receiver} }
+
+// Receiver is the receiver whose rows the Store claims.
+func (s *Store) Receiver() string { return cmp.Or(s.receiver, ReceiverSlack) }
+
+const notificationColumns = `id, receiver, coalesce(event_id, 0), coalesce(ticket_id, 0), coalesce(incident_id, 0), coalesce(group_id, 0), dedupe_key, kind, state, attempts, lease_until,
 	coalesce(leased_by, ''), coalesce(channel, ''), coalesce(ts, ''), coalesce(thread_ts, ''),
 	coalesce(last_error, ''), coalesce(error_code, ''), uncertain, search_windows, first_attempt_at, claimed_at,
 	history, created_at, sent_at, replayed_at, removed_at`
@@ -234,7 +261,7 @@ const notificationColumns = `id, coalesce(event_id, 0), coalesce(ticket_id, 0), 
 func scanNotification(row pgx.CollectableRow) (Notification, error) {
 	var n Notification
 	var windows []byte
-	err := row.Scan(&n.ID, &n.EventID, &n.TicketID, &n.IncidentID, &n.GroupID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
+	err := row.Scan(&n.ID, &n.Receiver, &n.EventID, &n.TicketID, &n.IncidentID, &n.GroupID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
 		&n.LeasedBy, &n.Channel, &n.TS, &n.ThreadTS, &n.LastError, &n.ErrorCode, &n.Uncertain, &windows,
 		&n.FirstAttemptAt, &n.ClaimedAt, &n.History, &n.CreatedAt, &n.SentAt, &n.ReplayedAt, &n.RemovedAt)
 	if err != nil {
@@ -286,13 +313,14 @@ const claimSQL = `
 	              END
 	WHERE o.id IN (
 		SELECT c.id FROM sweeper.outbox c
-		WHERE c.state = 'pending' AND c.lease_until <= now()
+		WHERE c.state = 'pending' AND c.lease_until <= now() AND c.receiver = $6
 		  AND (c.kind <> 'opened' OR c.created_at <= now() - make_interval(secs => $5))
 		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox g
 		                  WHERE c.ticket_id IS NOT NULL AND g.group_id = c.group_id AND g.ticket_id IS NULL
 		                    AND g.state = 'pending')
 		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox e
 		                  WHERE (e.ticket_id = c.ticket_id OR e.incident_id = c.incident_id) AND e.id < c.id
+		                    AND e.receiver = c.receiver
 		                    AND (e.state = 'pending'
 		                         OR (e.state = 'parked' AND e.kind IN ('opened', 'incident_opened')
 		                             AND e.error_code = ANY($4))))
@@ -318,7 +346,7 @@ func (s *Store) ClaimAfter(ctx context.Context, by string, lease time.Duration, 
 		return nil, fmt.Errorf("claim outbox rows: need a holder, a lease, a limit and a wait of at least 0 (got %q, %s, %d, %s)",
 			by, lease, limit, groupWait)
 	}
-	rows, err := s.db.Query(ctx, claimSQL, by, lease.Seconds(), limit, holdingCodes, groupWait.Seconds())
+	rows, err := s.db.Query(ctx, claimSQL, by, lease.Seconds(), limit, holdingCodes, groupWait.Seconds(), s.Receiver())
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox rows: %w", err)
 	}
@@ -451,11 +479,11 @@ func (s *Store) SkipResolved(ctx context.Context, n Notification) (int, error) {
 				leased_by = NULL, lease_until = now(),
 				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
 			WHERE ticket_id = $4 AND id > $1 AND state = 'pending' AND ts IS NULL AND NOT uncertain
-			  AND kind <> $5 AND (leased_by IS NULL OR lease_until <= now())
+			  AND receiver = $6 AND kind <> $5 AND (leased_by IS NULL OR lease_until <= now())
 			  AND EXISTS (SELECT 1 FROM me)
 			RETURNING id)
 		SELECT (SELECT count(*) FROM me) + (SELECT count(*) FROM later)`,
-		n.ID, n.LeasedBy, n.Attempts, n.TicketID, review.EventContradicted).Scan(&skipped)
+		n.ID, n.LeasedBy, n.Attempts, n.TicketID, review.EventContradicted, cmp.Or(n.Receiver, ReceiverSlack)).Scan(&skipped)
 	if err != nil {
 		return 0, fmt.Errorf("skip the rows of settled ticket %d from outbox row %d: %w", n.TicketID, n.ID, err)
 	}
@@ -473,10 +501,10 @@ func (s *Store) ParkLater(ctx context.Context, n Notification, cutoff time.Time,
 	tag, err := s.db.Exec(ctx, `UPDATE sweeper.outbox
 		SET state = 'parked', last_error = $4, error_code = '`+CodeExpired+`', leased_by = NULL, lease_until = now(),
 		    history = `+historyEntry("'parked'", "$4")+`
-		WHERE ticket_id = $1 AND id > $2 AND state = 'pending' AND created_at < $3
+		WHERE ticket_id = $1 AND id > $2 AND state = 'pending' AND created_at < $3 AND receiver = $5
 		  AND (leased_by IS NULL OR lease_until <= now())
 		  AND NOT history @> jsonb_build_array(jsonb_build_object('event', '`+eventReplayed+`'))`,
-		n.TicketID, n.ID, cutoff, errorText(cause))
+		n.TicketID, n.ID, cutoff, errorText(cause), cmp.Or(n.Receiver, ReceiverSlack))
 	if err != nil {
 		return 0, fmt.Errorf("park the rows of ticket %d after outbox row %d: %w", n.TicketID, n.ID, err)
 	}
@@ -613,6 +641,8 @@ type Filter struct {
 	States []string
 	// TicketID, when not 0, keeps one ticket's rows.
 	TicketID int64
+	// Receiver, when not "", keeps one receiver's rows.
+	Receiver string
 	// Since, when not zero, keeps the rows created at or after it.
 	Since time.Time
 	// Limit caps the rows; 0 means 1000.
@@ -632,7 +662,8 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Notification, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+notificationColumns+` FROM sweeper.outbox
 		WHERE ($1 = '' OR state = $1) AND ($2 = 0 OR ticket_id = $2)
 		  AND (coalesce(cardinality($4::text[]), 0) = 0 OR state = ANY($4)) AND ($5::timestamptz IS NULL OR created_at >= $5)
-		ORDER BY id LIMIT $3`, f.State, f.TicketID, limit, f.States, since)
+		  AND ($6 = '' OR receiver = $6)
+		ORDER BY id LIMIT $3`, f.State, f.TicketID, limit, f.States, since, f.Receiver)
 	if err != nil {
 		return nil, fmt.Errorf("list outbox rows: %w", err)
 	}
@@ -734,9 +765,9 @@ func (s *Store) IncidentReply(ctx context.Context, id int64) (Reply, error) {
 	return r, nil
 }
 
-// ownedBy selects the rows g of one owner: the ticket $1, the incident $2
-// or the group $3 (its own message, not its tickets' rows).
-const ownedBy = `(g.ticket_id = $1 OR g.incident_id = $2 OR (g.group_id = $3 AND g.ticket_id IS NULL))`
+// ownedBy selects the Slack rows g of one owner: the ticket $1, the
+// incident $2 or the group $3 (its own message, not its tickets' rows).
+const ownedBy = `(g.ticket_id = $1 OR g.incident_id = $2 OR (g.group_id = $3 AND g.ticket_id IS NULL)) AND g.receiver = 'slack'`
 
 // groupOwner is the group row n is the message of, or 0.
 func groupOwner(n Notification) int64 {

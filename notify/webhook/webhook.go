@@ -1,0 +1,201 @@
+// Package webhook is the webhook receiver: one JSON POST per ticket event
+// routed to it ([message.TicketEvent]), signed with HMAC-SHA256 in one
+// header,
+//
+//	Sweeper-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>
+//
+// with the event's idempotency key in the body ("id") and in the
+// Idempotency-Key header, the same on every attempt. A 2xx answer is a
+// delivery; 429 waits its Retry-After; 410 Gone parks the row, as does a
+// row whose deliveries failed for longer than give_up_after; anything else
+// is retried with backoff through the outbox.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/sweeper/sweeper/internal/safetext"
+	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/review"
+)
+
+// Headers of a delivery.
+const (
+	HeaderSignature   = "Sweeper-Signature"
+	HeaderIdempotency = "Idempotency-Key"
+	HeaderEvent       = "Sweeper-Event"
+)
+
+// CodeGone is the code of a row parked because the webhook answered 410
+// Gone: it asked for no more events.
+const CodeGone = "gone"
+
+// Config configures a [Receiver].
+type Config struct {
+	// URL receives the events. Required.
+	URL string
+	// Secret signs them. Required.
+	Secret []byte
+	// Tickets reads the tickets and events the rows are about. Required.
+	Tickets review.TicketReader
+	// HTTPClient sends the requests. Default: a client with Timeout.
+	HTTPClient *http.Client
+	// Timeout bounds one request. Default 10s.
+	Timeout time.Duration
+	// GiveUpAfter is how long a row's deliveries may fail before it is
+	// parked ([notify.CodeGaveUp]). Default 24h.
+	GiveUpAfter time.Duration
+	// Now is the clock of the signatures' timestamps. Default time.Now.
+	Now func() time.Time
+}
+
+// Receiver delivers ticket events to a webhook.
+type Receiver struct {
+	url     string
+	secret  []byte
+	tickets review.TicketReader
+	client  *http.Client
+	giveUp  time.Duration
+	now     func() time.Time
+}
+
+var _ notify.Receiver = (*Receiver)(nil)
+
+// New returns the receiver cfg describes; its error names what is missing.
+func New(cfg Config) (*Receiver, error) {
+	var errs []error
+	if u, err := url.Parse(cfg.URL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		errs = append(errs, errors.New("the webhook needs an http(s) URL"))
+	}
+	if len(cfg.Secret) == 0 {
+		errs = append(errs, errors.New("the webhook needs a secret to sign its events"))
+	}
+	if cfg.Tickets == nil {
+		errs = append(errs, errors.New("the webhook needs Tickets, a reader of review tickets"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	r := &Receiver{url: cfg.URL, secret: cfg.Secret, tickets: cfg.Tickets, client: cfg.HTTPClient,
+		giveUp: cfg.GiveUpAfter, now: cfg.Now}
+	if r.client == nil {
+		r.client = &http.Client{Timeout: cmpOr(cfg.Timeout, 10*time.Second)}
+	}
+	if r.giveUp <= 0 {
+		r.giveUp = 24 * time.Hour
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	return r, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Sign is the Sweeper-Signature header of body sent at t with secret:
+// "t=<unix>,v1=<hex HMAC-SHA256(secret, "<unix>.<body>")>".
+func Sign(secret []byte, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(ts))
+	mac.Write([]byte("."))
+	mac.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Prepare implements [notify.Receiver]: nothing depends on other rows.
+func (r *Receiver) Prepare(context.Context, *outbox.Notification) error { return nil }
+
+// Skipped implements [notify.Receiver].
+func (r *Receiver) Skipped(context.Context, outbox.Notification) {}
+
+// Flush implements [notify.Receiver].
+func (r *Receiver) Flush(context.Context, time.Duration) {}
+
+// Deliver implements [notify.Receiver]: one signed POST of the row's event.
+func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.Logger) (notify.Delivery, error) {
+	ev, err := notify.ReadTicketEvent(ctx, r.tickets, *n)
+	if err != nil {
+		return notify.Delivery{}, err
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return notify.Delivery{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
+	if err != nil {
+		return notify.Delivery{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "sweeper-webhook/1")
+	req.Header.Set(HeaderSignature, Sign(r.secret, r.now(), body))
+	req.Header.Set(HeaderIdempotency, ev.ID)
+	req.Header.Set(HeaderEvent, ev.Type)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		// The request may have arrived: the next attempt carries the same
+		// idempotency key. The URL stays out of the error (a webhook's path
+		// is often its credential).
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
+		return notify.Delivery{Posted: true}, r.failed(*n, fmt.Errorf("POST: %w", err), 0)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	answer := fmt.Errorf("the webhook answered %s: %s", resp.Status, safetext.Truncate(safetext.Printable(string(text)), 200))
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		n.Channel = "webhook"
+		return notify.Delivery{TS: ev.ID, Posted: true}, nil
+	case resp.StatusCode == http.StatusGone:
+		return notify.Delivery{}, &notify.AttemptError{Step: "POST", Failure: notify.FailurePermanent, Code: CodeGone, Err: answer}
+	case resp.StatusCode == http.StatusTooManyRequests:
+		delay := retryAfter(resp.Header.Get("Retry-After"), r.now())
+		return notify.Delivery{}, &notify.AttemptError{Step: "POST", Failure: notify.FailureRateLimited, Delay: delay, Err: answer}
+	}
+	return notify.Delivery{}, r.failed(*n, answer, 0)
+}
+
+// failed is the error of an attempt on n that failed with err: retried, or
+// parked once the row has failed for longer than the limit.
+func (r *Receiver) failed(n outbox.Notification, err error, delay time.Duration) error {
+	if since := notify.FailingSince(n); r.now().Sub(since) >= r.giveUp {
+		return &notify.AttemptError{Step: "POST", Failure: notify.FailurePermanent, Code: notify.CodeGaveUp,
+			Err: fmt.Errorf("failing since %s, longer than webhook.give_up_after (%s); replay the row once the webhook answers: %w",
+				since.UTC().Format(time.RFC3339), r.giveUp, err)}
+	}
+	return &notify.AttemptError{Step: "POST", Failure: notify.FailureTransient, Delay: delay, Err: err}
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date); 10s
+// when absent or unreadable, at most 10m.
+func retryAfter(h string, now time.Time) time.Duration {
+	d := 10 * time.Second
+	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
+		d = time.Duration(s) * time.Second
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = max(t.Sub(now), 0)
+	}
+	return min(d, 10*time.Minute)
+}
