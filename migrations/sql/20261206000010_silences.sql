@@ -82,6 +82,20 @@ LANGUAGE sql IMMUTABLE AS $$
 $$;
 -- +goose StatementEnd
 
+-- Why pattern is no regular expression a matcher can use, or NULL when it
+-- is one: silences are checked with it before they are added.
+-- +goose StatementBegin
+CREATE FUNCTION sweeper.silence_pattern_error(pattern text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    PERFORM '' ~ ('^(?:' || pattern || ')$');
+    RETURN NULL;
+EXCEPTION WHEN invalid_regular_expression OR program_limit_exceeded THEN
+    RETURN SQLERRM;
+END
+$$;
+-- +goose StatementEnd
+
 -- A row whose message a silence held is final, never delivered, and names
 -- the silence.
 ALTER TABLE sweeper.outbox ADD COLUMN silence_id bigint REFERENCES sweeper.silences (id);
@@ -138,5 +152,6 @@ ALTER TABLE sweeper.outbox ADD CONSTRAINT outbox_state_check
     CHECK (state IN ('pending', 'sent', 'parked', 'dismissed', 'skipped', 'folded'));
 ALTER TABLE sweeper.outbox DROP COLUMN silence_id;
 DROP FUNCTION sweeper.silence_matches(jsonb, jsonb);
+DROP FUNCTION sweeper.silence_pattern_error(text);
 DROP TABLE sweeper.silences;
 DROP FUNCTION sweeper.silences_guard();

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sweeper/sweeper/review"
 )
@@ -111,6 +110,14 @@ type NewSilence struct {
 	Comment string
 }
 
+// stored is ns with its times as PostgreSQL keeps them (microseconds), so
+// that what is checked is what is stored.
+func (ns NewSilence) stored() NewSilence {
+	ns.StartsAt = ns.StartsAt.Truncate(time.Microsecond)
+	ns.EndsAt = ns.EndsAt.Truncate(time.Microsecond)
+	return ns
+}
+
 // Silence is one silence, with what it held.
 type Silence struct {
 	ID         int64      `json:"id"`
@@ -170,6 +177,7 @@ func scanSilence(row pgx.CollectableRow) (Silence, error) {
 // its start and after now, at most [MaxSilence] long. Errors wrap
 // [ErrInvalidSilence] and say every problem.
 func (s *Store) CheckSilence(ctx context.Context, ns NewSilence) error {
+	ns = ns.stored()
 	var errs []error
 	if len(ns.Matchers) == 0 {
 		errs = append(errs, errors.New("no matchers: a silence without matchers would hold every notification; name a provider, workflow, reason, owner or escalation_level"))
@@ -210,18 +218,22 @@ func (s *Store) CheckSilence(ctx context.Context, ns NewSilence) error {
 	}
 	selective := false
 	for _, m := range ns.Matchers {
+		if m.Op == MatchRegexp {
+			var why *string
+			if err := s.db.QueryRow(ctx, `SELECT sweeper.silence_pattern_error($1)`, m.Value).Scan(&why); err != nil {
+				return fmt.Errorf("check matcher %q: %w", m, err)
+			}
+			if why != nil {
+				errs = append(errs, fmt.Errorf("matcher %q: not a PostgreSQL regular expression: %s", m, *why))
+				continue
+			}
+		}
 		one, _ := json.Marshal([]Matcher{m})
 		var matchesEmpty bool
-		err := s.db.QueryRow(ctx, `SELECT sweeper.silence_matches($1, '{}')`, one).Scan(&matchesEmpty)
-		var pgErr *pgconn.PgError
-		switch {
-		case errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "2201"):
-			errs = append(errs, fmt.Errorf("matcher %q: not a PostgreSQL regular expression: %s", m, pgErr.Message))
-		case err != nil:
+		if err := s.db.QueryRow(ctx, `SELECT sweeper.silence_matches($1, '{}')`, one).Scan(&matchesEmpty); err != nil {
 			return fmt.Errorf("check matcher %q: %w", m, err)
-		case !matchesEmpty:
-			selective = true
 		}
+		selective = selective || !matchesEmpty
 	}
 	if !selective && len(errs) == 0 {
 		errs = append(errs, errors.New("every matcher matches an empty label, so the silence would match everything; give at least one that does not"))
@@ -234,6 +246,7 @@ func (s *Store) CheckSilence(ctx context.Context, ns NewSilence) error {
 
 // AddSilence checks silence ns ([Store.CheckSilence]) and adds it.
 func (s *Store) AddSilence(ctx context.Context, ns NewSilence) (Silence, error) {
+	ns = ns.stored()
 	if err := s.CheckSilence(ctx, ns); err != nil {
 		return Silence{}, err
 	}
