@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sweeper/sweeper/internal/metrics/metricstest"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/review"
@@ -219,5 +220,24 @@ func TestSilenceHoldsAProvidersIncident(t *testing.T) {
 				t.Fatalf("incident row %s (silence %d), want %s", n.State, n.SilenceID, tc.want)
 			}
 		})
+	}
+}
+
+// TestSilencedRowsAreCounted: each row a silence holds counts in
+// sweeper_slack_silenced_total, and in the outbox's states.
+func TestSilencedRowsAreCounted(t *testing.T) {
+	b := setup(t)
+	d, reg := b.countingDispatcher(t)
+	b.addSilence(t, time.Now().Add(time.Hour), "workflow=billing")
+	id := b.openTicket(t, "billing")
+	b.escalate(t, id, "U0NEXT")
+	b.openTicket(t, "onboarding")
+	b.drain(t, d)
+	if got := metricstest.NonZero(t, reg, "sweeper_slack_silenced_total"); got[""] != 2 {
+		t.Errorf("sweeper_slack_silenced_total = %v, want 2", got)
+	}
+	counts, err := b.outbox.Counts(b.ctx)
+	if err != nil || counts[outbox.StateSilenced] != 2 || counts[outbox.StateSent] != 1 {
+		t.Errorf("outbox counts %v, %v; want 2 silenced, 1 sent", counts, err)
 	}
 }
