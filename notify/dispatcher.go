@@ -5,8 +5,8 @@
 //   - notify/outbox stores what is owed (one row per ticket event, alert
 //     group and incident), leases rows and records their outcomes;
 //   - notify/message builds the messages, purely;
-//   - notify (this package) claims rows, leaves out those too old or no
-//     longer needed, hands each to a [Receiver] and records what became
+//   - notify (this package) claims rows, leaves out those too old, no
+//     longer needed or held by a silence, hands each to a [Receiver] and records what became
 //     of it, with retries, backoff and parking;
 //   - notify/slack is the Slack receiver: where a message goes, the
 //     search before any second post, threads, alert groups and incident
@@ -168,13 +168,15 @@ func defaultBackoff(attempt int) time.Duration {
 // DispatchOnce claims one batch of rows and delivers them. Its error is
 // for the claim; what happened to each row is in the Stats (and the log).
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
+	alerts := d.releaseSilences(ctx)
 	claimed, err := d.outbox.ClaimAfter(ctx, d.id, d.lease, d.batch, d.wait)
 	if err != nil {
-		return Stats{}, err
+		return Stats{SilenceAlerts: alerts}, err
 	}
 	// Half the lease for the calls: see DispatcherConfig.Lease.
 	deadline := time.Now().Add(d.lease / 2)
-	total := Stats{Claimed: len(claimed)}
+	total := Stats{Claimed: len(claimed), SilenceAlerts: alerts}
+	claimed = d.silence(ctx, claimed, &total)
 	claimed = d.prepare(ctx, claimed, &total)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -234,6 +236,80 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // rowLogger is the logger of the lines about held row n.
 func (d *Dispatcher) rowLogger(n outbox.Notification) *slog.Logger {
 	return d.logger.With("outbox_id", n.ID, "ticket_id", n.TicketID, "dedupe_key", n.DedupeKey, "attempt", n.Attempts)
+}
+
+// releaseSilences releases the silences that ended and were not released
+// yet ([outbox.Store.ReleaseEnded]): every dispatch looks, so one that
+// ended while no dispatcher ran is released by the first to start, once.
+// It returns how many tickets were given their current alert; a failure is
+// logged and tried again at the next dispatch.
+func (d *Dispatcher) releaseSilences(ctx context.Context) int {
+	released, err := d.outbox.ReleaseEnded(ctx)
+	alerts := 0
+	for _, r := range released {
+		alerts += len(r.Tickets)
+		d.logger.Info("notify: silence ended; its open tickets get their current alert", "silence_id", r.SilenceID, "tickets", len(r.Tickets))
+	}
+	if err != nil && ctx.Err() == nil {
+		d.logger.Warn("notify: could not release the silences that ended; trying again at the next dispatch", "error", err)
+	}
+	return alerts
+}
+
+// silence records silenced the claimed rows an active silence matches now
+// (by their ticket's labels, or an incident's provider) and returns the
+// others. An alert group's own message is never silenced: a group exists
+// only for tickets whose alerts were not. A row whose labels cannot be read
+// is delivered as if no silence matched, and said so in the log.
+func (d *Dispatcher) silence(ctx context.Context, claimed []outbox.Notification, total *Stats) []outbox.Notification {
+	if len(claimed) == 0 {
+		return claimed
+	}
+	active, err := d.outbox.AnySilenceActive(ctx)
+	if err != nil {
+		d.logger.Warn("notify: could not read the silences; delivering as if none were active", "error", err)
+		return claimed
+	}
+	if !active {
+		return claimed
+	}
+	out := claimed[:0]
+	for _, n := range claimed {
+		var labels review.Labels
+		switch {
+		case n.IncidentID != 0:
+			labels.Provider, err = d.outbox.IncidentProvider(ctx, n.IncidentID)
+		case n.TicketID != 0:
+			var t review.Ticket
+			t, err = d.tickets.Ticket(ctx, n.TicketID)
+			labels = review.LabelsOf(t)
+		default:
+			out = append(out, n)
+			continue
+		}
+		log := d.rowLogger(n)
+		if err != nil {
+			log.Warn("notify: could not read what a silence would match; delivering", "error", err)
+			out = append(out, n)
+			continue
+		}
+		id, err := d.outbox.Silence(ctx, n, labels)
+		switch {
+		case errors.Is(err, outbox.ErrLeaseLost):
+			log.Warn("notify: outcome not recorded", "error", err)
+			total.Lost++
+		case err != nil:
+			log.Warn("notify: could not match the silences; delivering", "error", err)
+			out = append(out, n)
+		case id != 0:
+			total.Silenced++
+			d.metrics.SlackSilenced()
+			log.Debug("notify: not posted: held by a silence", "silence_id", id)
+		default:
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // prepare hands the claimed rows to the receiver, one at a time (see

@@ -33,6 +33,13 @@ type Stats struct {
 	// many tickets as it may (slack.group_detail_limit), and counts them in
 	// its message instead.
 	Folded int `json:"folded"`
+	// Silenced rows were never posted: an active silence matched their
+	// ticket (or incident) when they were claimed.
+	Silenced int `json:"silenced"`
+	// SilenceAlerts counts the tickets given their one current alert
+	// because a silence that held them ended (the event written; its row
+	// is delivered as any other).
+	SilenceAlerts int `json:"silence_alerts,omitempty"`
 	// Released rows were given back without an attempt (the channel was
 	// paced or closed, or the dispatcher stopping).
 	Released int `json:"released"`
@@ -56,6 +63,8 @@ func (s *Stats) Add(o Stats) {
 	s.Skipped += o.Skipped
 	s.Nowhere += o.Nowhere
 	s.Folded += o.Folded
+	s.Silenced += o.Silenced
+	s.SilenceAlerts += o.SilenceAlerts
 	s.Released += o.Released
 	s.Lost += o.Lost
 }

@@ -13,6 +13,12 @@ import (
 var ownKinds = []string{EventOpened, EventEscalated, EventAcknowledged, EventResolved, EventResolvedByRelookup, EventContradicted,
 	EventReassigned, EventNoted}
 
+// EventSilenceEnded is the event [Store.Note] records on an open ticket
+// when a silence that held its notifications ends: its message is the
+// ticket's current state, once per ticket and silence (the silence's id is
+// the event's instance).
+const EventSilenceEnded = "silence_ended"
+
 // Note appends to ticket id's audit trail an event of kind that changes
 // nothing about the ticket but is news about it from outside review (its
 // Slack message was removed), with details, once per kind and instance:

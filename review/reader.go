@@ -2,8 +2,10 @@ package review
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -149,6 +151,41 @@ func (r *Reader) OpenCounts(ctx context.Context) ([]OpenCount, error) {
 		return nil, fmt.Errorf("count open tickets: %w", err)
 	}
 	return counts, nil
+}
+
+// Labels are what a silence's matchers read of a ticket: its provider,
+// workflow, reason, owner and escalation level. Count is how many open
+// tickets share them, in [Reader.OpenLabels].
+type Labels struct {
+	Provider        string `json:"provider"`
+	Workflow        string `json:"workflow"`
+	Reason          string `json:"reason"`
+	Owner           string `json:"owner"`
+	EscalationLevel string `json:"escalation_level"`
+	Count           int64  `json:"count,omitempty"`
+}
+
+// LabelsOf returns ticket t's [Labels].
+func LabelsOf(t Ticket) Labels {
+	var ev struct{ Provider, Workflow string }
+	_ = json.Unmarshal(t.Evidence, &ev) // unreadable evidence: no provider, no workflow
+	return Labels{Provider: ev.Provider, Workflow: ev.Workflow, Reason: string(t.Reason), Owner: t.Owner,
+		EscalationLevel: strconv.Itoa(t.EscalationLevel)}
+}
+
+// OpenLabels counts the open tickets by their [Labels].
+func (r *Reader) OpenLabels(ctx context.Context) ([]Labels, error) {
+	rows, err := r.db.Query(ctx, `SELECT coalesce(evidence->>'provider', ''), coalesce(evidence->>'workflow', ''),
+			reason, owner, escalation_level::text, count(*)
+		FROM sweeper.tickets WHERE state = 'open' GROUP BY 1, 2, 3, 4, 5`)
+	if err != nil {
+		return nil, fmt.Errorf("count open tickets by labels: %w", err)
+	}
+	labels, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Labels])
+	if err != nil {
+		return nil, fmt.Errorf("count open tickets by labels: %w", err)
+	}
+	return labels, nil
 }
 
 // OpenedKey is the dedupe key of ticket id's [EventOpened] event, which

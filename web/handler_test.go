@@ -14,6 +14,7 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/web"
 )
 
 func TestQueueFiltersOnThePage(t *testing.T) {
@@ -378,3 +379,29 @@ func results(body string) map[int64]string {
 }
 
 var resultRE = regexpMust(`<td><a href="/review/tickets/(\d+)">\d+</a></td><td class="status">([^<]+)</td>`)
+
+// TestQueueListsActiveSilences: the queue lists the active silences,
+// read-only, their text escaped; with none it shows no such list.
+func TestQueueListsActiveSilences(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.open(t, "s-sms", "billing", "sms")
+	c := b.as(t, "vera@example.com")
+	if r := c.get("/review/"); r.code != http.StatusOK || strings.Contains(r.body, `id="silences"`) {
+		t.Fatalf("no silence: code %d, a list shown: %v", r.code, strings.Contains(r.body, `id="silences"`))
+	}
+	b.silences.Store(&[]web.Silence{{ID: 4, Matchers: "provider=sms workflow=~bill.*", EndsAt: b.now.Add(time.Hour),
+		CreatedBy: "U0OPS", Comment: "<b>migration</b>", HeldTickets: 3}})
+	r := c.get("/review/")
+	for _, want := range []string{`id="silences"`, "provider=sms workflow=~bill.*", "U0OPS", "&lt;b&gt;migration&lt;/b&gt;", "<td>3</td>"} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("the queue lacks %q", want)
+		}
+	}
+	if strings.Contains(r.body, "<b>migration</b>") {
+		t.Error("a silence's comment is not escaped")
+	}
+	if ids := listed(r.body); len(ids) != 1 {
+		t.Errorf("queue lists %v, want the silenced ticket as ever", ids)
+	}
+}

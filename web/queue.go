@@ -111,7 +111,19 @@ type facetValue struct {
 }
 
 // queuePage is what the queue template shows.
+// Silence is an active silence as the queue lists it: its notifications
+// are held, its tickets are in the queue as ever.
+type Silence struct {
+	ID          int64
+	Matchers    string
+	EndsAt      time.Time
+	CreatedBy   string
+	Comment     string
+	HeldTickets int64
+}
+
 type queuePage struct {
+	Silences  []Silence
 	Me        viewer
 	View      string
 	Filter    url.Values
@@ -173,6 +185,13 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request, me viewer) {
 		page.Next = Prefix + "/?" + next.Encode()
 	}
 	page.Facets = facets(counts, q)
+	if h.silences != nil {
+		// What the page cannot read of the silences it leaves out: the
+		// queue is the page's purpose.
+		if page.Silences, err = h.silences(r.Context()); err != nil {
+			h.logger.Warn("web: read the active silences", "error", err)
+		}
+	}
 	for _, name := range queueParams[1:] {
 		if q.Get(name) != "" && name != "sort" {
 			page.FilterSet = true

@@ -62,6 +62,9 @@ type Config struct {
 	// Slack message says its number): the queue's group filter. Without
 	// it the filter is refused.
 	GroupTickets func(ctx context.Context, group int64) ([]int64, error)
+	// ActiveSilences, when set, returns the silences active now, which the
+	// queue lists (read-only: `sweeper silences` adds and expires them).
+	ActiveSilences func(ctx context.Context) ([]Silence, error)
 	// Slack, when set, signs people in with Slack instead of through a
 	// proxy: ProxyHeader and TrustedProxies are then unused, and a proxy
 	// header means nothing.
@@ -86,6 +89,7 @@ type Handler struct {
 	sessions sessions
 	link     func(ctx context.Context, ticketID int64) (string, error)
 	group    func(ctx context.Context, group int64) ([]int64, error)
+	silences func(ctx context.Context) ([]Silence, error)
 	oidc     *oidcClient
 	logger   *slog.Logger
 	now      func() time.Time
@@ -128,6 +132,7 @@ func New(cfg Config) (*Handler, error) {
 		sessions: sessions{key: cfg.CookieKey, ttl: cmp.Or(cfg.SessionTTL, 12*time.Hour), secure: !cfg.InsecureCookies, path: Prefix + "/"},
 		link:     cfg.MessageURL,
 		group:    cfg.GroupTickets,
+		silences: cfg.ActiveSilences,
 		logger:   cmp.Or(cfg.Logger, slog.Default()).With("component", "web"),
 		now:      cfg.Now,
 	}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +58,9 @@ type bundle struct {
 	// groups are the alert groups' tickets the page's group filter is
 	// told (the outbox knows them in the daemon).
 	groups sync.Map // int64 → []int64
+	// silences are the active silences the page is told (the outbox
+	// knows them in the daemon).
+	silences atomic.Pointer[[]web.Silence]
 }
 
 func setup(t *testing.T) *bundle {
@@ -81,6 +85,12 @@ func setup(t *testing.T) *bundle {
 				return nil, fmt.Errorf("alert group %d: no rows in result set", group)
 			}
 			return ids.([]int64), nil
+		},
+		ActiveSilences: func(context.Context) ([]web.Silence, error) {
+			if l := b.silences.Load(); l != nil {
+				return *l, nil
+			}
+			return nil, nil
 		},
 		Now:    func() time.Time { return time.Now() },
 		Logger: slog.New(slog.DiscardHandler),

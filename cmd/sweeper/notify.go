@@ -114,6 +114,12 @@ func printStats(w io.Writer, s notify.Stats) {
 	if s.Folded > 0 {
 		fmt.Fprintf(w, ", %d folded into their alert group's counts (slack.group_detail_limit)", s.Folded)
 	}
+	if s.Silenced > 0 {
+		fmt.Fprintf(w, ", %d held by a silence (sweeper silences list)", s.Silenced)
+	}
+	if s.SilenceAlerts > 0 {
+		fmt.Fprintf(w, ", %d ticket(s) given their current alert as a silence ended", s.SilenceAlerts)
+	}
 	fmt.Fprintln(w)
 }
 

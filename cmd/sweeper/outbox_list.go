@@ -15,16 +15,16 @@ import (
 
 func newOutboxListCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "list [--state pending,parked|sent|dismissed|skipped|folded|all] [--receiver slack|pagerduty|webhook] [--since D|T] [--limit N]",
+		Use:   "list [--state pending,parked|sent|dismissed|skipped|folded|silenced|all] [--receiver slack|pagerduty|webhook] [--since D|T] [--limit N]",
 		Short: "print the outbox: each row's receiver, ticket, event, state, attempts, ts and last error",
 		Args:  noArgs,
 	}
-	state := cmd.Flags().String("state", "pending,parked", "pending, sent, parked, dismissed, skipped, folded, several of them joined by commas, or all")
+	state := cmd.Flags().String("state", "pending,parked", "pending, sent, parked, dismissed, skipped, folded, silenced, several of them joined by commas, or all")
 	receiver := cmd.Flags().String("receiver", "", "only the rows of one receiver: slack, pagerduty or webhook")
 	list := addListFlags(cmd, "rows")
 	asJSON := jsonFlag(cmd, "print JSON")
 	enumFlag(cmd, "receiver", outbox.Receivers...)
-	enumFlag(cmd, "state", outbox.StatePending, outbox.StateSent, outbox.StateParked, outbox.StateDismissed, outbox.StateSkipped, outbox.StateFolded, "all")
+	enumFlag(cmd, "state", outbox.StatePending, outbox.StateSent, outbox.StateParked, outbox.StateDismissed, outbox.StateSkipped, outbox.StateFolded, outbox.StateSilenced, "all")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		since, err := list.sinceTime(time.Now())
 		if err != nil {
@@ -38,10 +38,10 @@ func newOutboxListCmd(e *env) *cobra.Command {
 		if *state != "all" {
 			for _, st := range strings.Split(*state, ",") {
 				switch st {
-				case outbox.StatePending, outbox.StateSent, outbox.StateParked, outbox.StateDismissed, outbox.StateSkipped, outbox.StateFolded:
+				case outbox.StatePending, outbox.StateSent, outbox.StateParked, outbox.StateDismissed, outbox.StateSkipped, outbox.StateFolded, outbox.StateSilenced:
 					filter.States = append(filter.States, st)
 				default:
-					return usagef("--state must be pending, sent, parked, dismissed, skipped, folded or all (or states joined by commas), not %q", *state)
+					return usagef("--state must be pending, sent, parked, dismissed, skipped, folded, silenced or all (or states joined by commas), not %q", *state)
 				}
 			}
 		}
@@ -88,6 +88,10 @@ func newOutboxListCmd(e *env) *cobra.Command {
 			if n.State == outbox.StateFolded {
 				// Counted in its alert group's message: which one.
 				code = fmt.Sprintf("%s (group %d)", code, n.GroupID)
+			}
+			if n.State == outbox.StateSilenced {
+				// Held by a silence: which one (sweeper silences list).
+				code = fmt.Sprintf("silence %d", n.SilenceID)
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, n.Receiver, ticket, inert(n.Kind), n.State, n.Attempts, inert(n.TS), inert(code), inert(lastErr))
 		}

@@ -88,6 +88,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newTicketsCmd(e),
 		newNotifyCmd(e),
 		newOutboxCmd(e),
+		newSilencesCmd(e),
 		newProvidersCmd(e),
 		newHealthcheckCmd(e),
 		newBenchCmd(e),

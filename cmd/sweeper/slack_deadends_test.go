@@ -330,7 +330,7 @@ func TestOutboxUsage(t *testing.T) {
 		{desc: "replay a bad id", args: []string{"outbox", "replay", "3", "x7", "--by", "a"}, wantErr: `need row ids (positive numbers), got "x7"`},
 		{desc: "dismiss without a note", args: []string{"outbox", "dismiss", "3", "--by", "a"}, wantErr: "--note TEXT is required"},
 		{desc: "dismiss without ids", args: []string{"outbox", "dismiss", "--by", "a", "--note", "n"}, wantErr: "need row ids"},
-		{desc: "an unknown state", args: []string{"outbox", "list", "--state", "lost"}, wantErr: "--state must be pending, sent, parked, dismissed, skipped, folded or all"},
+		{desc: "an unknown state", args: []string{"outbox", "list", "--state", "lost"}, wantErr: "--state must be pending, sent, parked, dismissed, skipped, folded, silenced or all"},
 		{desc: "an unknown subcommand", args: []string{"outbox", "purge"}, wantErr: `unknown command "purge" for "sweeper outbox"`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

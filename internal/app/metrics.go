@@ -74,7 +74,7 @@ func NewStateCollector(pool *pgxpool.Pool, providers []string) *StateCollector {
 		oldest: prometheus.NewDesc("sweeper_oldest_pending_seconds",
 			"Age of the oldest pending operation, per provider.", []string{"provider"}, nil),
 		outbox: prometheus.NewDesc("sweeper_outbox_rows",
-			"Slack outbox rows by state (parked rows wait for a person; folded rows are counted by their alert group's message, never posted).", []string{"state"}, nil),
+			"Slack outbox rows by state (parked rows wait for a person; folded rows are counted by their alert group's message, never posted; silenced rows were held by a silence, never posted).", []string{"state"}, nil),
 		pending: prometheus.NewDesc("sweeper_outbox_pending_rows",
 			"Pending Slack outbox rows by age since written (or replayed): <1m, 1m-10m, 10m-1h, >1h. A row past a few minutes is stuck.", []string{"age"}, nil),
 		parked: prometheus.NewDesc("sweeper_outbox_parked_rows",

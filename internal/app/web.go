@@ -67,6 +67,19 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 			g, err := messages.Group(ctx, group)
 			return g.Tickets, err
 		},
+		ActiveSilences: func(ctx context.Context) ([]web.Silence, error) {
+			list, err := messages.Silences(ctx, outbox.SilenceFilter{States: []string{outbox.SilenceActive}, Limit: 50})
+			out := make([]web.Silence, 0, len(list))
+			for _, si := range list {
+				parts := make([]string, len(si.Matchers))
+				for i, m := range si.Matchers {
+					parts[i] = m.String()
+				}
+				out = append(out, web.Silence{ID: si.ID, Matchers: strings.Join(parts, " "), EndsAt: si.EndsAt,
+					CreatedBy: si.CreatedBy, Comment: si.Comment, HeldTickets: si.HeldTickets})
+			}
+			return out, err
+		},
 		MessageURL: func(ctx context.Context, id int64) (string, error) {
 			root, err := messages.RootOf(ctx, outbox.Notification{TicketID: id})
 			if err != nil || !root.Live {

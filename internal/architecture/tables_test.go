@@ -31,6 +31,7 @@ var owners = map[string]string{
 	"sweeper.alert_group_owner_messages": "notify/outbox",
 	"sweeper.incidents":                  "notify/outbox",
 	"sweeper.routes":                     "notify/outbox",
+	"sweeper.silences":                   "notify/outbox",
 	"sweeper.lookup_claims":              "jobs",
 	"sweeper.provider_health":            "internal/health",
 

@@ -71,6 +71,7 @@ type Metrics struct {
 	slackAdopted   prometheus.Counter
 	slackSkipped   prometheus.Counter
 	slackFolded    prometheus.Counter
+	slackSilenced  prometheus.Counter
 	slackSearches  prometheus.Counter
 }
 
@@ -125,6 +126,10 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 			Name: "sweeper_slack_folded_total",
 			Help: "Outbox rows never posted because their alert group already showed slack.group_detail_limit tickets of its own (or their ticket's first alert was folded, or its owner had its own messages' bound): the group's message counts them; sweeper outbox list shows them, state folded.",
 		}),
+		slackSilenced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sweeper_slack_silenced_total",
+			Help: "Outbox rows never posted because an active silence (sweeper silences) matched their ticket or incident when they were due; sweeper outbox list shows them, state silenced, with the silence's id.",
+		}),
 		slackSearches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sweeper_slack_search_inconclusive_total",
 			Help: "Outbox rows parked because the search for their message after an uncertain post could not finish (its window of the channel held more than a search reads); a person looks (sweeper outbox dismiss or replay --not-posted).",
@@ -133,7 +138,7 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 	var errs []error
 	for _, c := range []prometheus.Collector{
 		m.scanned, m.settled, m.ticketsOpened, m.lookups, m.escalations,
-		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted, m.slackSkipped, m.slackFolded, m.slackSearches,
+		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted, m.slackSkipped, m.slackFolded, m.slackSilenced, m.slackSearches,
 	} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
@@ -245,6 +250,14 @@ func (m *Metrics) SlackFolded() {
 		return
 	}
 	m.slackFolded.Inc()
+}
+
+// SlackSilenced counts one row held by a silence instead of posted.
+func (m *Metrics) SlackSilenced() {
+	if m == nil {
+		return
+	}
+	m.slackSilenced.Inc()
 }
 
 // SlackSearchInconclusive counts one row parked after a search that could

@@ -920,3 +920,32 @@ func TestPeopleEventsInTheThread(t *testing.T) {
 		})
 	}
 }
+
+// TestSilenceEndedIsTheCurrentState: the one message of a ticket a silence
+// held names the silence and the ticket's owner and level, edits its root
+// to the current state and, when the ticket has no root in Slack, is the
+// root: the ticket as it is now.
+func TestSilenceEndedIsTheCurrentState(t *testing.T) {
+	t.Parallel()
+	tk := review.Ticket{ID: 42, OpKey: "op-42", Reason: proof.ReasonNotFound, Owner: "U0BOB", Priority: "high", EscalationLevel: 2,
+		State: review.StateOpen, Version: 3, Deadline: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	e := review.Event{ID: 7, TicketID: 42, Kind: review.EventSilenceEnded, Actor: "sweeper", Details: json.RawMessage(`{"silence_id":9}`)}
+	key := review.EventKey(42, review.EventSilenceEnded, 9)
+	reply, err := TicketPost(tk, proof.Evidence{}, e, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(reply.Text, "Silence 9 ended. Still open, owner <@U0BOB>, escalation level 2") || reply.RootEdit == nil {
+		t.Errorf("reply %q, root edit %v", reply.Text, reply.RootEdit != nil)
+	}
+	root, err := TicketPost(tk, proof.Evidence{}, e, key, NewRootUndelivered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(root.Text, "Silence 9 ended") || len(root.Blocks) == 0 || root.RootEdit != nil {
+		t.Errorf("new root %q with %d blocks, root edit %v", root.Text, len(root.Blocks), root.RootEdit != nil)
+	}
+	if _, err := TicketPost(tk, proof.Evidence{}, review.Event{ID: 8, Kind: review.EventSilenceEnded, Details: json.RawMessage(`[`)}, key, ""); err == nil {
+		t.Error("unreadable details: no error")
+	}
+}

@@ -96,6 +96,17 @@ func eventPost(t review.Ticket, a Alert, e review.Event, dedupeKey string) (Post
 		// What a person wrote stays on the review page: a note may quote
 		// what Slack must not show.
 		return Post{Text: fmt.Sprintf("Note added by %s (on the review page).", mention(e.Actor))}, nil
+	case review.EventSilenceEnded:
+		var d struct {
+			SilenceID int64 `json:"silence_id"`
+		}
+		if err := json.Unmarshal(e.Details, &d); err != nil {
+			return Post{}, fmt.Errorf("read the details of silence event %d: %w", e.ID, err)
+		}
+		// One message for what the silence held: the ticket as it is now
+		// (the root's edit), its owner named so that they hear of it.
+		return Post{Text: fmt.Sprintf("Silence %d ended. Still open, owner %s, escalation level %d: notifications held meanwhile are not posted (sweeper outbox list --state silenced).",
+			d.SilenceID, person(t.Owner), t.EscalationLevel), RootEdit: edit}, nil
 	case review.EventResolved, review.EventResolvedByRelookup:
 		return Post{Text: fmt.Sprintf("Resolved: %s, by %s.", escape(t.Resolution), mention(t.ResolvedBy)), RootEdit: edit}, nil
 	}

@@ -18,7 +18,8 @@
 // dismissed when it can never succeed. A row nobody needs posted is final
 // without a message: skipped (its ticket settled first, or Slack is off)
 // or folded (its alert group's message counts it, past the group's limit
-// of alerts in its thread).
+// of alerts in its thread), or silenced (a person's silence matched its
+// ticket when it was due: see silences.go).
 package outbox
 
 import (
@@ -212,6 +213,8 @@ type Notification struct {
 	// RemovedAt, on a root message, is when it was found missing from
 	// Slack (deleted): the ticket's next message is a new root.
 	RemovedAt *time.Time `json:"removed_at,omitempty"`
+	// SilenceID, on a silenced row, is the silence that held its message.
+	SilenceID int64 `json:"silence_id,omitempty"`
 
 	// NewRoot is set by the dispatcher while a row that is not its ticket's
 	// "opened" event is being posted as the ticket's root message, and says
@@ -256,14 +259,14 @@ func (s *Store) Receiver() string { return cmp.Or(s.receiver, ReceiverSlack) }
 const notificationColumns = `id, receiver, coalesce(event_id, 0), coalesce(ticket_id, 0), coalesce(incident_id, 0), coalesce(group_id, 0), dedupe_key, kind, state, attempts, lease_until,
 	coalesce(leased_by, ''), coalesce(channel, ''), coalesce(ts, ''), coalesce(thread_ts, ''),
 	coalesce(last_error, ''), coalesce(error_code, ''), uncertain, search_windows, first_attempt_at, claimed_at,
-	history, created_at, sent_at, replayed_at, removed_at`
+	history, created_at, sent_at, replayed_at, removed_at, coalesce(silence_id, 0)`
 
 func scanNotification(row pgx.CollectableRow) (Notification, error) {
 	var n Notification
 	var windows []byte
 	err := row.Scan(&n.ID, &n.Receiver, &n.EventID, &n.TicketID, &n.IncidentID, &n.GroupID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
 		&n.LeasedBy, &n.Channel, &n.TS, &n.ThreadTS, &n.LastError, &n.ErrorCode, &n.Uncertain, &windows,
-		&n.FirstAttemptAt, &n.ClaimedAt, &n.History, &n.CreatedAt, &n.SentAt, &n.ReplayedAt, &n.RemovedAt)
+		&n.FirstAttemptAt, &n.ClaimedAt, &n.History, &n.CreatedAt, &n.SentAt, &n.ReplayedAt, &n.RemovedAt, &n.SilenceID)
 	if err != nil {
 		return n, err
 	}
@@ -634,7 +637,8 @@ func (s *Store) Get(ctx context.Context, id int64) (Notification, error) {
 
 // Filter selects rows for [Store.List].
 type Filter struct {
-	// State is pending, sent, parked, dismissed, or "" for all.
+	// State is pending, sent, parked, dismissed, skipped, folded,
+	// silenced, or "" for all.
 	State string
 	// States, when not empty, keeps the rows in any of these states (and
 	// State, when also set).

@@ -17,8 +17,6 @@ import (
 	"github.com/sweeper/sweeper/review"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
-
 // openTicket opens a not_found ticket for an operation of workflow and
 // provider, as a lookup does, and returns its id.
 func openTicket(t *testing.T, pool *pgxpool.Pool, key, workflow, provider string) int64 {
