@@ -11,7 +11,7 @@ import (
 // [Store.Acknowledge], [Store.Reassign], [Store.AddNote], [Store.Escalate], [Store.ResolveByRelookup] and
 // [Store.RecordContradiction].
 var ownKinds = []string{EventOpened, EventEscalated, EventAcknowledged, EventResolved, EventResolvedByRelookup, EventContradicted,
-	EventReassigned, EventNoted}
+	EventReassigned, EventNoted, EventAckTimedOut}
 
 // Note appends to ticket id's audit trail an event of kind that changes
 // nothing about the ticket but is news about it from outside review (its
