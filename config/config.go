@@ -259,6 +259,12 @@ type Review struct {
 	RepeatEvery Duration `toml:"repeat_every,omitempty"`
 	// MaxRepeats caps those re-alerts. Default 3.
 	MaxRepeats int `toml:"max_repeats"`
+	// AckTimeout is how long an acknowledgement holds at level 0 (the first
+	// owner), and at every escalation level that sets no ack_timeout of its
+	// own: once it has passed, a ticket still open at the level it was
+	// acknowledged at is re-alerted once and escalates again as if nobody
+	// had acknowledged it. Default 0s: no timeout; else at least 1m.
+	AckTimeout Duration `toml:"ack_timeout,omitempty"`
 	// RelookupAfter is when an open not_found or lookup_failed ticket is
 	// first looked up again, from its opening; each later re-lookup waits
 	// twice as long, up to RelookupMax. A ticket whose record turns up is
@@ -284,6 +290,9 @@ type EscalationLevel struct {
 	// Window is how long this level's owner has before the next step.
 	// Required, at least 1m.
 	Window Duration `toml:"window"`
+	// AckTimeout is how long an acknowledgement at this level holds.
+	// Default: review.ack_timeout; "0s" turns it off at this level.
+	AckTimeout Duration `toml:"ack_timeout,omitempty"`
 }
 
 // Slack configures review alerts and the buttons on them.
@@ -608,6 +617,11 @@ func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options)
 	if n := len(cfg.Review.Escalation); n > 0 && !cfg.Review.RepeatEvery.set {
 		cfg.Review.RepeatEvery = cfg.Review.Escalation[n-1].Window
 	}
+	for i := range cfg.Review.Escalation {
+		if !cfg.Review.Escalation[i].AckTimeout.set {
+			cfg.Review.Escalation[i].AckTimeout = cfg.Review.AckTimeout
+		}
+	}
 	return &cfg, nil
 }
 
@@ -884,7 +898,9 @@ func (c *Config) validateReview(v *validator, slackOn bool) {
 		v.owner(prefix+"owner", level.Owner, slackOn)
 		v.priority(prefix+"priority", level.Priority)
 		v.duration(prefix+"window", level.Window, time.Minute)
+		v.ackTimeout(prefix+"ack_timeout", level.AckTimeout)
 	}
+	v.ackTimeout("review.ack_timeout", c.Review.AckTimeout)
 	if c.Review.RepeatEvery.set {
 		v.duration("review.repeat_every", c.Review.RepeatEvery, time.Minute)
 	}
@@ -1274,6 +1290,19 @@ func (v *validator) duration(key string, d Duration, least time.Duration) {
 		v.add(key, "%v", d.err)
 	case d.Duration < least:
 		v.add(key, "must be at least %s", formatDuration(least))
+	}
+}
+
+// ackTimeout checks an ack timeout: 0s (none), or at least a minute, the
+// escalation scan's own period.
+func (v *validator) ackTimeout(key string, d Duration) {
+	switch {
+	case d.err != nil:
+		v.add(key, "%v", d.err)
+	case d.Duration < 0:
+		v.add(key, "must not be negative: 0s for no timeout, or at least 1m")
+	case d.Duration > 0 && d.Duration < time.Minute:
+		v.add(key, "must be 0s (no timeout) or at least 1m")
 	}
 }
 

@@ -890,3 +890,79 @@ func TestAlertGroupBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestAckTimeout: review.ack_timeout is off by default, applies to level 0
+// and to every escalation level that sets none of its own; a level's own
+// value (0s included) wins; negative, unparsable and sub-minute values are
+// refused under their key.
+func TestAckTimeout(t *testing.T) {
+	t.Parallel()
+	levels := func(first, second string) string {
+		s := "\n[[review.escalation]]\nowner = \"U0SECOND1\"\npriority = \"high\"\nwindow = \"4h\"\n"
+		if first != "" {
+			s += "ack_timeout = " + strconv.Quote(first) + "\n"
+		}
+		s += "\n[[review.escalation]]\nowner = \"U0ONCALL1\"\npriority = \"urgent\"\nwindow = \"8h\"\n"
+		if second != "" {
+			s += "ack_timeout = " + strconv.Quote(second) + "\n"
+		}
+		return s
+	}
+	for _, c := range []struct {
+		desc, review, levels string
+		want                 []time.Duration // review.ack_timeout, then each level's
+		wantErr              string
+	}{
+		{desc: "default: off everywhere", levels: levels("", ""), want: []time.Duration{0, 0, 0}},
+		{desc: "review's applies to every level", review: `ack_timeout = "30m"`, levels: levels("", ""),
+			want: []time.Duration{30 * time.Minute, 30 * time.Minute, 30 * time.Minute}},
+		{desc: "a level's own wins, 0s turns it off", review: `ack_timeout = "30m"`, levels: levels("0s", "1h"),
+			want: []time.Duration{30 * time.Minute, 0, time.Hour}},
+		{desc: "a level's own without review's", levels: levels("", "15m"), want: []time.Duration{0, 0, 15 * time.Minute}},
+		{desc: "no levels", review: `ack_timeout = "1h30m"`, want: []time.Duration{90 * time.Minute}},
+		{desc: "negative", review: `ack_timeout = "-5m"`,
+			wantErr: "review.ack_timeout: must not be negative: 0s for no timeout, or at least 1m"},
+		{desc: "unparsable", review: `ack_timeout = "30 minutes"`,
+			wantErr: `review.ack_timeout: invalid duration "30 minutes": use a number and a unit, e.g. 90s, 15m, 24h`},
+		{desc: "under a minute", review: `ack_timeout = "30s"`, wantErr: "review.ack_timeout: must be 0s (no timeout) or at least 1m"},
+		{desc: "a level's negative", levels: levels("", "-1h"),
+			wantErr: "review.escalation[1].ack_timeout: must not be negative"},
+		{desc: "a level's unparsable", levels: levels("soon", ""),
+			wantErr: `review.escalation[0].ack_timeout: invalid duration "soon"`},
+		{desc: "not a string", review: `ack_timeout = 30`, wantErr: "review.ack_timeout"},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			text := strings.Replace(minimal, "default_owner = \"U0OWNER1\"\n", "default_owner = \"U0OWNER1\"\n"+c.review+"\n", 1) + c.levels
+			cfg, err := config.Parse(text, kinds, env(nil))
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Errorf("err = %v\nwant  %s", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []time.Duration{cfg.Review.AckTimeout.Duration}
+			for _, l := range cfg.Review.Escalation {
+				got = append(got, l.AckTimeout.Duration)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("ack timeouts (-want +got):\n%s", diff)
+			}
+			// What `sweeper config` prints loads back the same.
+			var out bytes.Buffer
+			if err := cfg.WriteTOML(&out, env(nil)); err != nil {
+				t.Fatal(err)
+			}
+			again, err := config.Parse(out.String(), kinds, env(nil))
+			if err != nil {
+				t.Fatalf("printed config: %v\n%s", err, out.String())
+			}
+			if diff := cmp.Diff(cfg.Review, again.Review, cmpopts.IgnoreUnexported(config.Duration{})); diff != "" {
+				t.Errorf("printed and loaded again (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -20,6 +20,10 @@ type EscalationLevel struct {
 	Priority string
 	// Window is how long this level's owner has before the next step.
 	Window time.Duration
+	// AckTimeout is how long an acknowledgement at this level holds: once
+	// it has passed, a ticket still open at this level is re-alerted and
+	// escalates as if nobody had acknowledged it. Zero: no timeout.
+	AckTimeout time.Duration
 }
 
 // Escalation is the escalation policy (review.escalation, repeat_every,
@@ -42,6 +46,16 @@ type EscalationLevel struct {
 // An acknowledgement below the top level changes nothing here: it stops
 // repeat alerts, not the deadline, so the ticket still escalates when its
 // deadline passes.
+//
+// An acknowledgement lasts its level's ack timeout ([Escalation.AckTimeout];
+// zero: for ever). Once that has passed since it was made, a ticket still
+// open and not exhausted at that level takes one step that re-alerts its
+// owner and clears the acknowledgement, so that escalation resumes from
+// that level as if nobody had acknowledged it: at the top level the
+// repeats (and the final step) follow RepeatEvery later; below it the
+// deadline stays as it was. A level step whose deadline has passed too
+// goes first: it re-alerts a new owner, and the acknowledgement, of the
+// level left, no longer counts.
 type Escalation struct {
 	// Levels are the steps after the first owner, in order.
 	Levels []EscalationLevel
@@ -54,6 +68,39 @@ type Escalation struct {
 	// MaxRepeats caps the re-alerts at the top level; zero goes straight
 	// from the top level to the final step.
 	MaxRepeats int
+	// FirstAckTimeout is level 0's ack timeout; the levels' own are on
+	// Levels. Zero: no timeout.
+	FirstAckTimeout time.Duration
+}
+
+// AckTimeout is how long an acknowledgement at level holds (zero: for
+// ever): level 0's is FirstAckTimeout, level i's Levels[i-1].AckTimeout, and
+// a level above the top (levels removed from the configuration since) has
+// the top level's.
+func (e Escalation) AckTimeout(level int) time.Duration {
+	if level <= 0 {
+		return e.FirstAckTimeout
+	}
+	if n := len(e.Levels); n > 0 {
+		return e.Levels[min(level, n)-1].AckTimeout
+	}
+	return e.FirstAckTimeout
+}
+
+// AckTimeouts lists [Escalation.AckTimeout] by level, from 0 to the top
+// level; a level above the top has the last entry. It is nil when no level
+// has a timeout.
+func (e Escalation) AckTimeouts() []time.Duration {
+	out := make([]time.Duration, len(e.Levels)+1)
+	on := false
+	for i := range out {
+		out[i] = e.AckTimeout(i)
+		on = on || out[i] > 0
+	}
+	if !on {
+		return nil
+	}
+	return out
 }
 
 // EscalationState is what the policy needs to know of a ticket.
@@ -64,8 +111,13 @@ type EscalationState struct {
 	Deadline    time.Time
 	RepeatCount int
 	// Acknowledged is true when someone acknowledged the ticket at the
-	// level it is at now (not at a lower one).
-	Acknowledged bool
+	// level it is at now (not at a lower one); AcknowledgedBy and
+	// AcknowledgedAt say who and when.
+	Acknowledged   bool
+	AcknowledgedBy string
+	AcknowledgedAt time.Time
+	// AckLapses counts the acknowledgements of the ticket that timed out.
+	AckLapses int
 	// Exhausted is true once the final step has been taken.
 	Exhausted bool
 }
@@ -86,6 +138,10 @@ const (
 	// EscalationHeld: acknowledged at the top level; the deadline moves on
 	// without an alert or an event.
 	EscalationHeld EscalationKind = "held"
+	// EscalationAckTimedOut: the acknowledgement at the ticket's level
+	// outlived its ack timeout; the ticket's owner is re-alerted, the
+	// acknowledgement cleared, and escalation resumes from that level.
+	EscalationAckTimedOut EscalationKind = "ack_timed_out"
 )
 
 // EscalationStep is one step of the policy: the ticket's fields after it.
@@ -98,22 +154,38 @@ type EscalationStep struct {
 	Deadline    time.Time
 	RepeatCount int
 	Exhausted   bool
+	// AckLapses, on an ack_timed_out step, is the ticket's count of
+	// lapsed acknowledgements after it: this lapse's number.
+	AckLapses int
 }
 
 // Alerts reports whether the step is an alert: an "escalated" event that
 // people hear about. A held step and no step are not.
 func (s EscalationStep) Alerts() bool {
 	switch s.Kind {
-	case EscalationLevelUp, EscalationRepeat, EscalationExhausted:
+	case EscalationLevelUp, EscalationRepeat, EscalationExhausted, EscalationAckTimedOut:
 		return true
 	}
 	return false
 }
 
+// EventKind is the kind of the event the step writes: "escalated", or
+// "ack_timed_out" for an ack timeout; "" for a step that writes none.
+func (s EscalationStep) EventKind() string {
+	switch s.Kind {
+	case EscalationAckTimedOut:
+		return EventAckTimedOut
+	case EscalationLevelUp, EscalationRepeat, EscalationExhausted:
+		return EventEscalated
+	}
+	return ""
+}
+
 // DedupeKey is the step's event key, unique per ticket and step, so that
 // the step's event exists at most once whatever retries or replicas do:
 // "ticket:ID:escalated:LEVEL", "ticket:ID:repeat:LEVEL:N",
-// "ticket:ID:exhausted". It is "" for a step that writes no event.
+// "ticket:ID:exhausted", "ticket:ID:ack_timed_out:N" (N the lapse's
+// number). It is "" for a step that writes no event.
 func (s EscalationStep) DedupeKey(ticketID int64) string {
 	switch s.Kind {
 	case EscalationLevelUp:
@@ -122,6 +194,8 @@ func (s EscalationStep) DedupeKey(ticketID int64) string {
 		return EventKey(ticketID, "repeat", s.ToLevel, s.RepeatCount)
 	case EscalationExhausted:
 		return EventKey(ticketID, "exhausted")
+	case EscalationAckTimedOut:
+		return EventKey(ticketID, EventAckTimedOut, s.AckLapses)
 	}
 	return ""
 }
@@ -134,7 +208,8 @@ const minRepeatEvery = time.Minute
 // described on [Escalation]. It is pure: the same state and time give the
 // same step.
 func (e Escalation) Next(t EscalationState, now time.Time) EscalationStep {
-	if t.Exhausted || now.Before(t.Deadline) {
+	ackLapsed := e.AckLapsed(t, now)
+	if t.Exhausted || (now.Before(t.Deadline) && !ackLapsed) {
 		return EscalationStep{Kind: EscalationNone}
 	}
 	step := EscalationStep{
@@ -142,6 +217,16 @@ func (e Escalation) Next(t EscalationState, now time.Time) EscalationStep {
 		Deadline: t.Deadline, RepeatCount: t.RepeatCount,
 	}
 	top := len(e.Levels)
+	if ackLapsed && (t.Level >= top || now.Before(t.Deadline)) {
+		step.Kind = EscalationAckTimedOut
+		step.AckLapses = t.AckLapses + 1
+		if t.Level >= top {
+			// Escalation resumes: this is the re-alert, the next repeat
+			// (or the final step) one interval on.
+			step.Deadline = now.Add(e.repeatEvery())
+		}
+		return step
+	}
 	if t.Level < top {
 		level := e.Levels[t.Level]
 		step.Kind = EscalationLevelUp
@@ -169,6 +254,14 @@ func (e Escalation) Next(t EscalationState, now time.Time) EscalationStep {
 	return step
 }
 
+// AckLapsed reports whether ticket t's acknowledgement at its level has
+// outlived that level's ack timeout at now.
+func (e Escalation) AckLapsed(t EscalationState, now time.Time) bool {
+	timeout := e.AckTimeout(t.Level)
+	return t.Acknowledged && !t.Exhausted && timeout > 0 && !t.AcknowledgedAt.IsZero() &&
+		!now.Before(t.AcknowledgedAt.Add(timeout))
+}
+
 func (e Escalation) repeatEvery() time.Duration {
 	every := e.RepeatEvery
 	if every <= 0 {
@@ -184,6 +277,9 @@ func (e Escalation) repeatEvery() time.Duration {
 const (
 	// EventEscalated is a level, repeat or exhausted step.
 	EventEscalated = "escalated"
+	// EventAckTimedOut is an ack_timed_out step: the acknowledgement at
+	// the ticket's level outlived its ack timeout and was cleared.
+	EventAckTimedOut = "ack_timed_out"
 	// EventResolvedByRelookup: the lookup before an escalation found
 	// exactly one agreeing record; the ticket is resolved as done.
 	EventResolvedByRelookup = "resolved_by_relookup"
@@ -249,19 +345,84 @@ func (s *Store) ExpiredTickets(ctx context.Context, now time.Time, after Expired
 	return tickets, nil
 }
 
+// ExpiredAck is one row of [Store.ExpiredAcks]: a ticket whose
+// acknowledgement at its level outlived the level's ack timeout.
+type ExpiredAck struct {
+	ID             int64
+	Version        int
+	AcknowledgedAt time.Time
+	// Lapsed is when the acknowledgement timed out.
+	Lapsed time.Time
+}
+
+// ExpiredAcksQuery is the scan for acknowledgements past their timeout,
+// exported so that a test can EXPLAIN it: $1 now, $2 the shortest timeout
+// and $3 the timeouts by level (microseconds; a level above the last entry
+// has the last), $4/$5 the cursor (NULL for the first page), $6 the limit.
+// The partial index tickets_open_ack_idx (open, still escalating,
+// acknowledged tickets) serves it.
+const ExpiredAcksQuery = `SELECT id, version, acknowledged_at, acknowledged_at + timeout * interval '1 microsecond'
+	FROM (SELECT id, version, acknowledged_at,
+	             ($3::bigint[])[least(escalation_level, cardinality($3::bigint[]) - 1) + 1] AS timeout
+	      FROM sweeper.tickets
+	      WHERE state = 'open' AND NOT escalation_exhausted AND acknowledged_at IS NOT NULL
+	        AND acknowledged_at <= $1::timestamptz - $2 * interval '1 microsecond'
+	        AND acknowledged_level = escalation_level
+	        AND ($4::timestamptz IS NULL OR (acknowledged_at, id) > ($4, $5))) t
+	WHERE timeout > 0 AND acknowledged_at + timeout * interval '1 microsecond' <= $1
+	ORDER BY acknowledged_at, id
+	LIMIT $6`
+
+// ExpiredAcks returns up to limit open, not exhausted tickets acknowledged
+// at their level whose level's ack timeout (timeouts, by level, as
+// [Escalation.AckTimeouts] lists them) has passed at now, after the cursor
+// (the zero value starts from the beginning) in (acknowledged_at, id)
+// order. Fewer than limit rows means the end; no positive timeout, none.
+func (s *Store) ExpiredAcks(ctx context.Context, now time.Time, timeouts []time.Duration, after ExpiredAck, limit int) ([]ExpiredAck, error) {
+	micros := make([]int64, len(timeouts))
+	var shortest time.Duration
+	for i, d := range timeouts {
+		micros[i] = d.Microseconds()
+		if d > 0 && (shortest == 0 || d < shortest) {
+			shortest = d
+		}
+	}
+	if shortest == 0 {
+		return nil, nil
+	}
+	var cursor any
+	if !after.AcknowledgedAt.IsZero() {
+		cursor = after.AcknowledgedAt
+	}
+	rows, err := s.db.Query(ctx, ExpiredAcksQuery, now, shortest.Microseconds(), micros, cursor, after.ID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("expired acknowledgements: %w", err)
+	}
+	acks, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ExpiredAck])
+	if err != nil {
+		return nil, fmt.Errorf("expired acknowledgements: %w", err)
+	}
+	return acks, nil
+}
+
 // EscalationTicket reads what escalation needs of ticket id, or
 // [ErrTicketNotFound].
 func (s *Store) EscalationTicket(ctx context.Context, id int64) (EscalationTicket, error) {
 	var t EscalationTicket
-	var relookupAt *time.Time
+	var relookupAt, ackAt *time.Time
 	err := s.db.QueryRow(ctx, `SELECT id, operation_id, op_key, state, version, reason, relookups, relookup_at,
 			escalation_level, owner, priority,
-			deadline, repeat_count, escalation_exhausted, coalesce(acknowledged_level = escalation_level, false)
+			deadline, repeat_count, escalation_exhausted, coalesce(acknowledged_level = escalation_level, false),
+			coalesce(acknowledged_by, ''), acknowledged_at, ack_lapses
 		FROM sweeper.tickets WHERE id = $1`, id).Scan(&t.ID, &t.OperationID, &t.OpKey, &t.State, &t.Version,
 		&t.Reason, &t.Relookups, &relookupAt,
-		&t.Level, &t.Owner, &t.Priority, &t.Deadline, &t.RepeatCount, &t.Exhausted, &t.Acknowledged)
+		&t.Level, &t.Owner, &t.Priority, &t.Deadline, &t.RepeatCount, &t.Exhausted, &t.Acknowledged,
+		&t.AcknowledgedBy, &ackAt, &t.AckLapses)
 	if relookupAt != nil {
 		t.RelookupAt = *relookupAt
+	}
+	if ackAt != nil {
+		t.AcknowledgedAt = *ackAt
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return EscalationTicket{}, fmt.Errorf("%w: %d", ErrTicketNotFound, id)
@@ -356,6 +517,11 @@ type InTx func(ctx context.Context, tx pgx.Tx) error
 // not (it changes nothing a person sees, and must not outdate their
 // buttons), and its compare-and-set includes the deadline instead.
 //
+// An ack_timed_out step also clears the acknowledgement and counts the
+// lapse (ack_lapses), its compare-and-set including the acknowledgement t
+// was read with, and writes an "ack_timed_out" event ([AckTimedOutDetails])
+// instead.
+//
 // It reports false, having written nothing, when the ticket changed since t
 // was read or the step's event already exists: someone else took the step.
 func (s *Store) Escalate(ctx context.Context, t EscalationTicket, step EscalationStep, details any, inTx InTx) (bool, error) {
@@ -374,14 +540,27 @@ func (s *Store) Escalate(ctx context.Context, t EscalationTicket, step Escalatio
 	if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
 		return false, fmt.Errorf("escalate ticket %d: %w", t.ID, err)
 	}
+	lapse := step.Kind == EscalationAckTimedOut
+	var ackAt any
+	if lapse {
+		if !t.Acknowledged || t.AcknowledgedAt.IsZero() || step.AckLapses != t.AckLapses+1 {
+			return false, fmt.Errorf("escalate ticket %d: an ack timeout of a ticket not acknowledged at its level", t.ID)
+		}
+		ackAt = t.AcknowledgedAt
+	}
 	tag, err := tx.Exec(ctx, `
 		UPDATE sweeper.tickets
 		SET owner = $4, priority = $5, escalation_level = $6, deadline = $7, repeat_count = $8,
-		    escalation_exhausted = $9, version = version + $10
+		    escalation_exhausted = $9, version = version + $10,
+		    acknowledged_by = CASE WHEN $11 THEN NULL ELSE acknowledged_by END,
+		    acknowledged_at = CASE WHEN $11 THEN NULL ELSE acknowledged_at END,
+		    acknowledged_level = CASE WHEN $11 THEN NULL ELSE acknowledged_level END,
+		    ack_lapses = ack_lapses + CASE WHEN $11 THEN 1 ELSE 0 END
 		WHERE id = $1 AND version = $2 AND state = 'open' AND NOT escalation_exhausted
-		  AND ($10 = 1 OR deadline = $3)`,
+		  AND ($10 = 1 OR deadline = $3)
+		  AND (NOT $11 OR (acknowledged_at = $12 AND acknowledged_level = escalation_level))`,
 		t.ID, t.Version, t.Deadline, step.Owner, step.Priority, step.ToLevel, step.Deadline, step.RepeatCount,
-		step.Exhausted, bump)
+		step.Exhausted, bump, lapse, ackAt)
 	if err != nil {
 		return false, fmt.Errorf("escalate ticket %d: %w", t.ID, err)
 	}
@@ -389,7 +568,7 @@ func (s *Store) Escalate(ctx context.Context, t EscalationTicket, step Escalatio
 		return false, nil
 	}
 	if step.Alerts() {
-		added, err := appendEvents(ctx, tx, newEvent{ticketID: t.ID, kind: EventEscalated, actor: ActorSweeper,
+		added, err := appendEvents(ctx, tx, newEvent{ticketID: t.ID, kind: step.EventKind(), actor: ActorSweeper,
 			details: details, key: step.DedupeKey(t.ID)})
 		if err != nil || added == 0 {
 			return false, err

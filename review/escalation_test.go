@@ -204,6 +204,7 @@ func TestEscalationStepAlerts(t *testing.T) {
 	for kind, want := range map[review.EscalationKind]bool{
 		review.EscalationNone: false, review.EscalationHeld: false,
 		review.EscalationLevelUp: true, review.EscalationRepeat: true, review.EscalationExhausted: true,
+		review.EscalationAckTimedOut: true,
 	} {
 		step := review.EscalationStep{Kind: kind}
 		if got := step.Alerts(); got != want {

@@ -111,6 +111,29 @@ type EscalatedDetails struct {
 	Repeats    *int `json:"repeats,omitempty"`
 }
 
+// AckTimedOutDetails are the details of an [EventAckTimedOut] event: whose
+// acknowledgement, made when and at which level, timed out after how long,
+// and the ticket's owner, priority and deadline after it (the
+// acknowledgement cleared, escalation resumed), with what the lookup
+// before it found.
+type AckTimedOutDetails struct {
+	Level          int       `json:"level"`
+	AcknowledgedBy string    `json:"acknowledged_by"`
+	AcknowledgedAt time.Time `json:"acknowledged_at"`
+	// TimeoutSeconds is the level's ack timeout (review.ack_timeout).
+	TimeoutSeconds int64     `json:"timeout_seconds"`
+	Lapse          int       `json:"lapse"`
+	Owner          string    `json:"owner"`
+	Priority       string    `json:"priority"`
+	Deadline       time.Time `json:"deadline"`
+	Relookup       Relookup  `json:"relookup"`
+}
+
+// Timeout is the ack timeout the event records.
+func (d AckTimedOutDetails) Timeout() time.Duration {
+	return time.Duration(d.TimeoutSeconds) * time.Second
+}
+
 // Relookup is what the lookup before an escalation found, as the
 // [EventEscalated] event records it.
 type Relookup struct {

@@ -11,7 +11,7 @@ import (
 // [Store.Acknowledge], [Store.Reassign], [Store.AddNote], [Store.Escalate], [Store.ResolveByRelookup] and
 // [Store.RecordContradiction].
 var ownKinds = []string{EventOpened, EventEscalated, EventAcknowledged, EventResolved, EventResolvedByRelookup, EventContradicted,
-	EventReassigned, EventNoted}
+	EventReassigned, EventNoted, EventAckTimedOut}
 
 // EventSilenceEnded is the event [Store.Note] records on an open ticket
 // when a silence that held its notifications ends: its message is the

@@ -324,9 +324,11 @@ type acknowledgedDetails struct {
 // Acknowledge records that by has taken an open ticket at its current
 // escalation level: acknowledged_by, _at and _level are set, the version
 // bumped, and an "acknowledged" audit event appended under the dedupe key
-// "ticket:ID:acknowledged:LEVEL". It stops the repeat alerts of that level;
-// the deadline, and so the next escalation, stays as it was. expectVersion
-// 0 skips the version check.
+// "ticket:ID:acknowledged:LEVEL" (":N" added after N acknowledgements timed
+// out, so that a ticket is acknowledged again after a timeout). It stops
+// the repeat alerts of that level, for the level's ack timeout if it has
+// one; the deadline, and so the next escalation, stays as it was.
+// expectVersion 0 skips the version check.
 //
 // Errors, after which nothing was written: [ErrInvalidRequest];
 // [ErrTicketNotFound]; [ErrAlreadyHandled] (a *HandledError) when the
@@ -381,8 +383,12 @@ func acknowledgeTx(ctx context.Context, tx pgx.Tx, ticketID int64, by string, ex
 		return Ticket{}, fmt.Errorf("acknowledge ticket %d: %w", ticketID, err)
 	}
 	details := acknowledgedDetails{Level: t.EscalationLevel, Owner: t.Owner, Priority: t.Priority}
+	key := EventKey(t.ID, EventAcknowledged, t.EscalationLevel)
+	if t.AckLapses > 0 {
+		key = EventKey(t.ID, EventAcknowledged, t.EscalationLevel, t.AckLapses)
+	}
 	if err := appendOnce(ctx, tx, t, newEvent{ticketID: t.ID, kind: EventAcknowledged, actor: by, details: details,
-		key: EventKey(t.ID, EventAcknowledged, t.EscalationLevel)}); err != nil {
+		key: key}); err != nil {
 		return Ticket{}, err
 	}
 	return t, nil

@@ -46,10 +46,14 @@ type Ticket struct {
 	// resolution named; the ledger row holds the same id.
 	ResolutionRecordID string `json:"resolution_record_id,omitempty"`
 	// AcknowledgedBy, AcknowledgedAt and AcknowledgedLevel say who last took
-	// the ticket, when, and at which escalation level (nil: never).
+	// the ticket, when, and at which escalation level (nil: never, or the
+	// acknowledgement timed out).
 	AcknowledgedBy    string     `json:"acknowledged_by,omitempty"`
 	AcknowledgedAt    *time.Time `json:"acknowledged_at,omitempty"`
 	AcknowledgedLevel *int       `json:"acknowledged_level,omitempty"`
+	// AckLapses counts the acknowledgements that timed out
+	// (review.ack_timeout); each has its "ack_timed_out" event.
+	AckLapses int `json:"ack_lapses,omitempty"`
 }
 
 // Event is one entry of a ticket's audit trail.
@@ -381,14 +385,14 @@ func openTickets(ctx context.Context, tx pgx.Tx, priority string, openings []ope
 const ticketColumns = `id, operation_id, op_key, reason, owner, priority, escalation_level, state, deadline,
 	evidence, version, created_at, updated_at, resolved_at, coalesce(resolution, ''), coalesce(resolved_by, ''),
 	coalesce(resolution_note, ''), coalesce(resolution_record_id, ''), coalesce(acknowledged_by, ''),
-	acknowledged_at, acknowledged_level`
+	acknowledged_at, acknowledged_level, ack_lapses`
 
 func scanTicket(row pgx.CollectableRow) (Ticket, error) {
 	var t Ticket
 	err := row.Scan(&t.ID, &t.OperationID, &t.OpKey, &t.Reason, &t.Owner, &t.Priority, &t.EscalationLevel,
 		&t.State, &t.Deadline, &t.Evidence, &t.Version, &t.CreatedAt, &t.UpdatedAt, &t.ResolvedAt,
 		&t.Resolution, &t.ResolvedBy, &t.ResolutionNote, &t.ResolutionRecordID, &t.AcknowledgedBy,
-		&t.AcknowledgedAt, &t.AcknowledgedLevel)
+		&t.AcknowledgedAt, &t.AcknowledgedLevel, &t.AckLapses)
 	return t, err
 }
 

@@ -405,3 +405,42 @@ func TestQueueListsActiveSilences(t *testing.T) {
 		t.Errorf("queue lists %v, want the silenced ticket as ever", ids)
 	}
 }
+
+// TestTimelineShowsAnAckTimeout: an acknowledgement that timed out shows
+// on the ticket page's timeline with whose it was, its level and timeout,
+// and the ticket can be acknowledged again from the page.
+func TestTimelineShowsAnAckTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tk := b.open(t, "forgotten", "onboarding", "mailer")
+	if _, err := b.store.Acknowledge(b.ctx, tk.ID, anna, 0); err != nil {
+		t.Fatal(err)
+	}
+	et, err := b.store.EscalationTicket(b.ctx, tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := review.Escalation{FirstWindow: policy.Window, FirstAckTimeout: 30 * time.Minute}
+	step := p.Next(et.EscalationState, et.AcknowledgedAt.Add(31*time.Minute))
+	details := review.AckTimedOutDetails{Level: 0, AcknowledgedBy: et.AcknowledgedBy, AcknowledgedAt: et.AcknowledgedAt,
+		TimeoutSeconds: 1800, Lapse: step.AckLapses, Owner: step.Owner, Priority: step.Priority, Deadline: step.Deadline}
+	if ok, err := b.store.Escalate(b.ctx, et, step, details, nil); err != nil || !ok {
+		t.Fatalf("time the acknowledgement out (%s): %v, %v", step.Kind, ok, err)
+	}
+	r := b.as(t, "anna@example.com").get(fmt.Sprintf("/review/tickets/%d", tk.ID))
+	if r.code != http.StatusOK {
+		t.Fatalf("status %d:\n%s", r.code, r.body)
+	}
+	want := "Acknowledgement timed out: acknowledged by U0ANNA at level 0, still open after 30m: escalation resumes; owner U0ANNA re-alerted."
+	if !strings.Contains(r.body, html.EscapeString(want)) {
+		t.Errorf("ticket page lacks %s:\n%s", want, r.body)
+	}
+	c := b.as(t, "anna@example.com")
+	now := b.ticket(t, tk.ID)
+	if r := c.post(fmt.Sprintf("/review/tickets/%d/ack", tk.ID), url.Values{"version": {fmt.Sprint(now.Version)}}); r.code >= 400 {
+		t.Fatalf("acknowledge again: %d\n%s", r.code, r.body)
+	}
+	if again := b.ticket(t, tk.ID); again.AcknowledgedBy != "slack:"+anna || again.AckLapses != 1 {
+		t.Errorf("after acknowledging again: acknowledged by %q, %d lapses; want %q, 1", again.AcknowledgedBy, again.AckLapses, "slack:"+anna)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
@@ -145,6 +146,12 @@ func describeEvent(e review.Event) string {
 		if json.Unmarshal(e.Details, &d) == nil {
 			return "Resolved as done by a lookup that found record " + d.ProviderRecordID + "."
 		}
+	case review.EventAckTimedOut:
+		var d review.AckTimedOutDetails
+		if json.Unmarshal(e.Details, &d) == nil {
+			return fmt.Sprintf("Acknowledgement timed out: acknowledged by %s at level %d, still open after %s: escalation resumes; owner %s re-alerted.",
+				d.AcknowledgedBy, d.Level, shortDuration(d.Timeout()), d.Owner)
+		}
 	case review.EventContradicted:
 		var d review.ContradictedDetails
 		if json.Unmarshal(e.Details, &d) == nil {
@@ -205,4 +212,16 @@ func codeOf(f actionForm) string {
 		return "not_sent"
 	}
 	return f.Action
+}
+
+// shortDuration writes a duration as people say it: 30m, 1h30m, 2h.
+func shortDuration(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }

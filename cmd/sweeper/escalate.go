@@ -79,4 +79,7 @@ func printEscalationSummary(w io.Writer, sum app.EscalationSummary) {
 	for _, level := range levels {
 		fmt.Fprintf(w, "  to level %d: %d\n", level, sum.Escalated[level])
 	}
+	if sum.AckTimedOut > 0 {
+		fmt.Fprintf(w, "acknowledgements timed out %d: re-alerted, escalation resumed\n", sum.AckTimedOut)
+	}
 }

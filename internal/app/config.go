@@ -170,12 +170,14 @@ func EscalationPolicy(cfg *config.Config) review.Escalation {
 	r := cfg.Review
 	levels := make([]review.EscalationLevel, len(r.Escalation))
 	for i, l := range r.Escalation {
-		levels[i] = review.EscalationLevel{Owner: l.Owner, Priority: l.Priority, Window: l.Window.Duration}
+		levels[i] = review.EscalationLevel{Owner: l.Owner, Priority: l.Priority, Window: l.Window.Duration,
+			AckTimeout: l.AckTimeout.Duration}
 	}
 	return review.Escalation{
-		Levels:      levels,
-		RepeatEvery: r.RepeatEvery.Duration,
-		FirstWindow: r.Window.Duration,
-		MaxRepeats:  r.MaxRepeats,
+		Levels:          levels,
+		RepeatEvery:     r.RepeatEvery.Duration,
+		FirstWindow:     r.Window.Duration,
+		MaxRepeats:      r.MaxRepeats,
+		FirstAckTimeout: r.AckTimeout.Duration,
 	}
 }

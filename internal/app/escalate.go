@@ -24,6 +24,9 @@ type EscalationSummary struct {
 	// Held counts tickets acknowledged at the top level: no alert, the
 	// deadline moved on.
 	Held int `json:"held"`
+	// AckTimedOut counts acknowledgements that outlived their level's ack
+	// timeout: their tickets re-alerted, escalation resumed.
+	AckTimedOut int `json:"ack_timed_out"`
 	// ResolvedByRelookup counts tickets resolved as done because the lookup
 	// found exactly one agreeing record.
 	ResolvedByRelookup int `json:"resolved_by_relookup"`
@@ -129,6 +132,8 @@ func (sum *EscalationSummary) count(out settle.EscalationOutcome) {
 		sum.Exhausted++
 	case review.EscalationHeld:
 		sum.Held++
+	case review.EscalationAckTimedOut:
+		sum.AckTimedOut++
 	case settle.OutcomeResolved:
 		sum.ResolvedByRelookup++
 	default:

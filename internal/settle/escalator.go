@@ -37,7 +37,8 @@ type Escalator struct {
 // EscalationOutcome says what [Escalator.Escalate] did.
 type EscalationOutcome struct {
 	// Kind is the policy step taken ("level", "repeat", "exhausted",
-	// "held"), or OutcomeResolved, or OutcomeAlreadyHandled.
+	// "held", "ack_timed_out"), or OutcomeResolved, or
+	// OutcomeAlreadyHandled.
 	Kind review.EscalationKind
 	// Level is the ticket's escalation level after the step.
 	Level int
@@ -122,13 +123,23 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 		Deadline:  step.Deadline,
 		Relookup:  relookup,
 	}
+	var eventDetails any
 	switch step.Kind {
+	case review.EscalationAckTimedOut:
+		eventDetails = review.AckTimedOutDetails{
+			Level: step.ToLevel, AcknowledgedBy: t.AcknowledgedBy, AcknowledgedAt: t.AcknowledgedAt,
+			TimeoutSeconds: int64(e.Policy.AckTimeout(t.Level) / time.Second), Lapse: step.AckLapses,
+			Owner: step.Owner, Priority: step.Priority, Deadline: step.Deadline, Relookup: relookup,
+		}
 	case review.EscalationRepeat:
 		details.Repeat, details.MaxRepeats = step.RepeatCount, e.Policy.MaxRepeats
 	case review.EscalationExhausted:
 		details.Repeats = &step.RepeatCount
 	}
-	taken, err := e.Reviews.Escalate(ctx, t, step, details, inTx)
+	if eventDetails == nil {
+		eventDetails = details
+	}
+	taken, err := e.Reviews.Escalate(ctx, t, step, eventDetails, inTx)
 	if err != nil {
 		return EscalationOutcome{}, err
 	}
@@ -238,13 +249,31 @@ func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (re
 	return review.Relookup{Detail: d.Detail, RecordIDs: d.RecordIDs}, &proven{recordID: d.ProviderRecordID, evidence: ev}, nil
 }
 
-// ScanExpired walks the open tickets whose deadline has passed at now, in
-// keyset pages of batchSize, and calls page for each; it returns how many
-// it saw. Each page's query is bounded by queryTimeout.
+// ScanExpired walks the open tickets whose deadline has passed at now, then
+// those whose acknowledgement outlived its level's ack timeout (none when
+// the policy has no ack timeout), in keyset pages of batchSize, and calls
+// page for each; it returns how many it saw (a ticket due both ways is seen
+// twice; its second step finds it changed). An acknowledgement's row
+// carries, as its Deadline, when it lapsed. Each page's query is bounded by
+// queryTimeout.
 func (e *Escalator) ScanExpired(ctx context.Context, now time.Time, batchSize int, queryTimeout time.Duration, page func(context.Context, []review.ExpiredTicket) error) (int, error) {
-	return scanPages(ctx, "escalate", batchSize, queryTimeout, func(ctx context.Context, last review.ExpiredTicket, n int) ([]review.ExpiredTicket, error) {
+	seen, err := scanPages(ctx, "escalate", batchSize, queryTimeout, func(ctx context.Context, last review.ExpiredTicket, n int) ([]review.ExpiredTicket, error) {
 		return e.Reviews.ExpiredTickets(ctx, now, review.ExpiredCursor{Deadline: last.Deadline, ID: last.ID}, n)
 	}, page)
+	timeouts := e.Policy.AckTimeouts()
+	if err != nil || timeouts == nil {
+		return seen, err
+	}
+	acks, err := scanPages(ctx, "escalate: acknowledgements", batchSize, queryTimeout, func(ctx context.Context, last review.ExpiredAck, n int) ([]review.ExpiredAck, error) {
+		return e.Reviews.ExpiredAcks(ctx, now, timeouts, last, n)
+	}, func(ctx context.Context, rows []review.ExpiredAck) error {
+		tickets := make([]review.ExpiredTicket, len(rows))
+		for i, r := range rows {
+			tickets[i] = review.ExpiredTicket{ID: r.ID, Version: r.Version, Deadline: r.Lapsed}
+		}
+		return page(ctx, tickets)
+	})
+	return seen + acks, err
 }
 
 // scanPages reads keyset pages of up to batchSize rows with next — after

@@ -321,6 +321,42 @@ func EscalationReply(a Alert, e EscalationEvent) Message {
 	}
 }
 
+// AckTimeoutEvent is an acknowledgement that timed out, as its
+// "ack_timed_out" event records it.
+type AckTimeoutEvent struct {
+	// Level is the level it was made at; By who made it (a Slack user id,
+	// "slack:U…", or a name from the CLI or the review page).
+	Level int
+	By    string
+	// Timeout is the level's ack timeout.
+	Timeout time.Duration
+	// DedupeKey is the event's key ("ticket:ID:ack_timed_out:N").
+	DedupeKey string
+}
+
+// AckTimeoutReply renders the thread reply for an acknowledgement that
+// timed out (to be posted with reply_broadcast): it says whose
+// acknowledgement lapsed, at which level and after how long, and mentions
+// the owner, since escalation resumes and only a mention notifies anyone.
+// a is the ticket after the step: unacknowledged, with its current owner,
+// priority and deadline.
+func AckTimeoutReply(a Alert, e AckTimeoutEvent) Message {
+	owner, ticket := person(a.Owner), fmt.Sprintf("review ticket #%d", a.TicketID)
+	text := fmt.Sprintf("⏰ *Acknowledgement timed out:* %s was acknowledged by %s at level %d, still open after %s: escalation resumes. "+
+		"%s, please acknowledge it again or decide.\n*Priority:* %s · *Next step:* %s",
+		ticket, mention(e.By), e.Level, shortDuration(e.Timeout), owner, priorityWord(a.Priority), slackDate(a.Deadline))
+	summary := fmt.Sprintf("Workflow %s · %s %s · op_key %s · %s. Decide with the buttons on the message above.",
+		codeSpan(a.Workflow, 200), codeSpan(a.Provider, 200), codeSpan(a.Action, 200), codeSpan(a.OpKey, 500), reasonWords(a.Reason))
+	return Message{
+		Text: clip(text, maxFallbackText),
+		Blocks: []slack.Block{
+			mrkdwnSection(text),
+			slack.NewContextBlock("", mrkdwn(clip(summary, maxSectionText))),
+		},
+		Metadata: Metadata(e.DedupeKey, AboutTicket(a.TicketID)),
+	}
+}
+
 // ButtonValue is what every button of a ticket's message carries:
 // "TICKET_ID:VERSION". The version is the ticket's as the message shows it,
 // so a click on an outdated message fails the version compare-and-set.

@@ -252,6 +252,13 @@ func renderCases() []renderCase {
 				tk, ev := fixtureFor(proof.ReasonPayloadMismatch).ticketAndEvidence(t)
 				return NewRootMessage(NewAlert(tk, ev), Replacement{Why: NewRootRemoved, DedupeKey: "ticket:42:slack_root_removed:1741964966.000100"})
 			}},
+		renderCase{desc: "ack timeout reply at the top level", golden: "reply_ack_timed_out",
+			render: func(t *testing.T) Message {
+				tk, ev := fixtureFor(proof.ReasonNotFound).ticketAndEvidence(t)
+				escalated(&tk, &ev)
+				return AckTimeoutReply(NewAlert(tk, ev), AckTimeoutEvent{Level: 2, By: "slack:U0ACK777", Timeout: 30 * time.Minute,
+					DedupeKey: "ticket:42:ack_timed_out:1"})
+			}},
 		renderCase{desc: "hostile input is escaped and clipped", golden: "hostile", render: func(t *testing.T) Message {
 			tk, ev := hostileTicket(t)
 			return RootMessage(NewAlert(tk, ev))
@@ -605,15 +612,16 @@ func TestRenderMetadata(t *testing.T) {
 	}
 	// The root keeps its key through every edit; each reply has its own.
 	for golden, want := range map[string]string{
-		"reason_not_found":   "ticket:42:opened",
-		"acknowledged":       "ticket:42:opened",
-		"resolved_done":      "ticket:42:opened",
-		"reply_escalated":    "ticket:42:escalated:2",
-		"reply_repeat":       "ticket:42:repeat:2:2",
-		"reply_exhausted":    "outbox:ticket:42:exhausted",
-		"exhausted_root":     "ticket:42:opened",
-		"resolved_not_sent":  "ticket:42:opened",
-		"new_root_escalated": "ticket:42:escalated:2",
+		"reason_not_found":    "ticket:42:opened",
+		"acknowledged":        "ticket:42:opened",
+		"resolved_done":       "ticket:42:opened",
+		"reply_escalated":     "ticket:42:escalated:2",
+		"reply_repeat":        "ticket:42:repeat:2:2",
+		"reply_exhausted":     "outbox:ticket:42:exhausted",
+		"exhausted_root":      "ticket:42:opened",
+		"resolved_not_sent":   "ticket:42:opened",
+		"new_root_escalated":  "ticket:42:escalated:2",
+		"reply_ack_timed_out": "ticket:42:ack_timed_out:1",
 	} {
 		if keys[golden] != want {
 			t.Errorf("%s: dedupe_key %q, want %q", golden, keys[golden], want)
@@ -947,5 +955,66 @@ func TestSilenceEndedIsTheCurrentState(t *testing.T) {
 	}
 	if _, err := TicketPost(tk, proof.Evidence{}, review.Event{ID: 8, Kind: review.EventSilenceEnded, Details: json.RawMessage(`[`)}, key, ""); err == nil {
 		t.Error("unreadable details: no error")
+	}
+}
+
+// TestAckTimedOutInTheThread: an acknowledgement that timed out reaches the
+// ticket's thread, broadcast, saying whose acknowledgement at which level
+// lapsed after how long, mentioning the owner; the root is edited back to
+// unacknowledged, with its Acknowledge button.
+func TestAckTimedOutInTheThread(t *testing.T) {
+	t.Parallel()
+	tk := review.Ticket{ID: 42, OpKey: "op-42", Reason: proof.ReasonNotFound, Owner: "U0ONCALL", Priority: "urgent",
+		EscalationLevel: 2, State: review.StateOpen, Version: 7, Deadline: time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)}
+	details, err := json.Marshal(review.AckTimedOutDetails{Level: 2, AcknowledgedBy: "slack:U0ACK777",
+		AcknowledgedAt: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC), TimeoutSeconds: 1800, Lapse: 1,
+		Owner: "U0ONCALL", Priority: "urgent", Deadline: tk.Deadline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := review.EscalationStep{Kind: review.EscalationAckTimedOut, AckLapses: 1}.DedupeKey(42)
+	p, err := TicketPost(tk, proof.Evidence{}, review.Event{ID: 9, TicketID: 42, Kind: review.EventAckTimedOut,
+		Actor: review.ActorSweeper, Details: details}, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"acknowledged by <@U0ACK777> at level 2, still open after 30m: escalation resumes",
+		"<@U0ONCALL>, please acknowledge it again"} {
+		if !strings.Contains(p.Text, want) {
+			t.Errorf("text %q does not say %q", p.Text, want)
+		}
+	}
+	if !p.Broadcast {
+		t.Error("not broadcast: the owner must hear of it in the channel")
+	}
+	if p.RootEdit == nil {
+		t.Fatal("no root edit: the root would still say acknowledged")
+	}
+	if !strings.Contains(p.RootEdit.Text+blocksText(t, p.RootEdit.Blocks), "not yet acknowledged") {
+		t.Errorf("root edit does not show the ticket unacknowledged: %q", p.RootEdit.Text)
+	}
+	if _, err := TicketPost(tk, proof.Evidence{}, review.Event{ID: 9, TicketID: 42, Kind: review.EventAckTimedOut,
+		Actor: review.ActorSweeper, Details: []byte(`{"level":"two"}`)}, key, ""); err == nil {
+		t.Error("unreadable details rendered without an error")
+	}
+}
+
+// blocksText is the JSON of blocks, to search for words.
+func blocksText(t *testing.T, blocks []slack.Block) string {
+	t.Helper()
+	b, err := json.Marshal(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestShortDuration(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{30 * time.Minute: "30m", 90 * time.Minute: "1h30m", 2 * time.Hour: "2h",
+		45 * time.Second: "45s", 24 * time.Hour: "24h"} {
+		if got := shortDuration(d); got != want {
+			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
+		}
 	}
 }

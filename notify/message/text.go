@@ -136,3 +136,16 @@ func mrkdwnSection(s string) *slack.SectionBlock {
 func field(label, value string) *slack.TextBlockObject {
 	return mrkdwn(clip("*"+label+"*\n"+value, maxFieldText))
 }
+
+// shortDuration writes a duration as people say it: 30m, 1h30m, 2h, 45s.
+func shortDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}

@@ -36,9 +36,10 @@ type RootEdit struct {
 
 // TicketPost is the message of ticket event e, delivered under dedupeKey,
 // from ticket t as it is now and its evidence snapshot ev: "opened" posts
-// the root message; an escalation, an acknowledgement or a resolution edits
-// the root to the ticket's current state and adds a thread reply
-// (broadcast to the channel for escalations, so the new owner is pinged),
+// the root message; an escalation, an acknowledgement, an acknowledgement
+// that timed out or a resolution edits the root to the ticket's current
+// state and adds a thread reply (broadcast to the channel for escalations
+// and ack timeouts, so the owner is pinged),
 // as does a contradiction; an event kind this build does not know still
 // gets a plain reply, so that its row is delivered rather than stuck.
 // newRoot, when not "", says why the message is posted as the ticket's new
@@ -75,7 +76,16 @@ func eventPost(t review.Ticket, a Alert, e review.Event, dedupeKey string) (Post
 			Repeat: d.Repeat, DedupeKey: dedupeKey})
 		return Post{Text: reply.Text, Blocks: reply.Blocks, Broadcast: true, RootEdit: edit}, nil
 	case review.EventAcknowledged:
-		return Post{Text: fmt.Sprintf("Acknowledged by %s.", mention(t.AcknowledgedBy)), RootEdit: edit}, nil
+		// The event's actor: the acknowledgement may have timed out, and
+		// been cleared, by the time this is delivered.
+		return Post{Text: fmt.Sprintf("Acknowledged by %s.", mention(e.Actor)), RootEdit: edit}, nil
+	case review.EventAckTimedOut:
+		var d review.AckTimedOutDetails
+		if err := json.Unmarshal(e.Details, &d); err != nil {
+			return Post{}, fmt.Errorf("read the details of ack timeout event %d: %w", e.ID, err)
+		}
+		reply := AckTimeoutReply(a, AckTimeoutEvent{Level: d.Level, By: d.AcknowledgedBy, Timeout: d.Timeout(), DedupeKey: dedupeKey})
+		return Post{Text: reply.Text, Blocks: reply.Blocks, Broadcast: true, RootEdit: edit}, nil
 	case review.EventContradicted:
 		var d review.ContradictedDetails
 		if err := json.Unmarshal(e.Details, &d); err != nil {

@@ -368,3 +368,49 @@ func TestContradictionInAFoldedGroupIsPosted(t *testing.T) {
 		t.Errorf("the contradiction: %q in thread %q, want a message of its own naming the record", m.Text, m.ThreadTS)
 	}
 }
+
+// TestAckTimeoutInAFoldedGroupIsPosted: a folded ticket acknowledged and
+// forgotten is not folded away when its acknowledgement times out: the
+// "ack_timed_out" event gets a message of its own, mentioning the owner and
+// saying whose acknowledgement lapsed, while its acknowledgement was
+// folded like any other event of a folded ticket.
+func TestAckTimeoutInAFoldedGroupIsPosted(t *testing.T) {
+	b := setup(t)
+	d := b.boundedDispatcher(t, "d1", 1, time.Hour, nil)
+	var ids []int64
+	for range 3 {
+		ids = append(ids, b.openTicket(t, "onboarding"))
+	}
+	b.drain(t, d)
+	id := ids[2]
+	if n := b.row(t, openedKey(id)); n.State != outbox.StateFolded {
+		t.Fatalf("ticket %d's alert %s, want folded", id, n.State)
+	}
+	store := review.NewStore(b.pool, testPolicy)
+	if _, err := store.Acknowledge(b.ctx, id, "slack:U0ACK777", 0); err != nil {
+		t.Fatal(err)
+	}
+	et, err := store.EscalationTicket(b.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := review.Escalation{FirstWindow: time.Hour, FirstAckTimeout: time.Minute}
+	step := policy.Next(et.EscalationState, et.AcknowledgedAt.Add(time.Minute))
+	if step.Kind != review.EscalationAckTimedOut {
+		t.Fatalf("step %q, want %q", step.Kind, review.EscalationAckTimedOut)
+	}
+	details := review.AckTimedOutDetails{Level: 0, AcknowledgedBy: et.AcknowledgedBy, AcknowledgedAt: et.AcknowledgedAt,
+		TimeoutSeconds: 60, Lapse: step.AckLapses, Owner: step.Owner, Priority: step.Priority, Deadline: step.Deadline}
+	if ok, err := store.Escalate(b.ctx, et, step, details, nil); err != nil || !ok {
+		t.Fatalf("time the acknowledgement out: %v, %v", ok, err)
+	}
+	b.drain(t, d)
+	if n := b.row(t, fmt.Sprintf("ticket:%d:acknowledged:0", id)); n.State != outbox.StateFolded {
+		t.Errorf("the folded ticket's acknowledgement: %s, want folded", n.State)
+	}
+	m := b.requireOne(t, step.DedupeKey(id))
+	if m.ThreadTS != "" || !strings.Contains(m.Text, "acknowledged by <@U0ACK777> at level 0, still open after 1m: escalation resumes") ||
+		!strings.Contains(m.Text, "<@"+et.Owner+">") {
+		t.Errorf("the ack timeout: %q in thread %q, want a message of its own mentioning the owner", m.Text, m.ThreadTS)
+	}
+}

@@ -14,7 +14,8 @@ package slack
 // folded, with the group's id), never posted, and counted by the group's
 // message, which says how to list them all. A folded ticket's later events
 // are folded too, but for those its owner must hear of — an escalation to
-// a new owner, a record found after not_sent — which are posted as the
+// a new owner, a record found after not_sent, an acknowledgement that
+// timed out — which are posted as the
 // ticket's root message (it stands in for the alert it never had, buttons
 // included; its later events go in its thread as any ticket's), at most
 // slack.group_detail_limit (at least one) per owner of a group per
@@ -178,8 +179,9 @@ func (rv *receiver) groupLive(ctx context.Context, id int64) (bool, error) {
 
 // mustHear says whether the event of row n, a ticket's, is one its owner
 // must hear of even when the ticket's first alert was folded — an
-// escalation to a new owner (a level step), a record found after not_sent
-// — and who that owner is.
+// escalation to a new owner (a level step), a record found after not_sent,
+// an acknowledgement that timed out (nobody holds the ticket any more) —
+// and who that owner is.
 func (rv *receiver) mustHear(ctx context.Context, n outbox.Notification) (owner string, must bool, err error) {
 	switch n.Kind {
 	case review.EventEscalated:
@@ -192,7 +194,7 @@ func (rv *receiver) mustHear(ctx context.Context, n outbox.Notification) (owner 
 			return "", false, fmt.Errorf("read escalation event %d: %w", n.EventID, err)
 		}
 		return d.Owner, d.Step == review.EscalationLevelUp, nil
-	case review.EventContradicted:
+	case review.EventContradicted, review.EventAckTimedOut:
 		t, err := rv.tickets.Ticket(ctx, n.TicketID)
 		if err != nil {
 			return "", false, err
