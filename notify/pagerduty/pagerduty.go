@@ -56,7 +56,10 @@ func DedupKey(ticketID int64) string { return "sweeper:ticket:" + strconv.Format
 // event the alert does not follow.
 func Action(kind string) string {
 	switch kind {
-	case review.EventOpened, review.EventEscalated, review.EventContradicted:
+	case review.EventOpened, review.EventEscalated, review.EventContradicted, review.EventSilenceEnded:
+		// The end of a silence is the ticket's current alert: the trigger
+		// the silence held, under the same dedup key (an alert PagerDuty
+		// holds already takes it into its log).
 		return ActionTrigger
 	case review.EventAcknowledged:
 		return ActionAcknowledge

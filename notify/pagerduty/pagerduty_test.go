@@ -352,3 +352,45 @@ func TestRoutedTicketStaysRouted(t *testing.T) {
 		t.Errorf("events %+v, want trigger then acknowledge", ev)
 	}
 }
+
+// TestSilencedTriggerComesWhenTheSilenceEnds: a routed ticket whose
+// trigger a silence held reaches PagerDuty when the silence ends — the end
+// of a silence is the ticket's current alert, a trigger under its dedup
+// key — and a ticket that resolved meanwhile sends nothing.
+func TestSilencedTriggerComesWhenTheSilenceEnds(t *testing.T) {
+	b := setup(t, outbox.Route{Receiver: outbox.ReceiverPagerDuty})
+	d := b.dispatcher(t, "pd1", pagerdutyfake.RoutingKey, nil)
+	store := outbox.NewStore(b.pool)
+	s, err := store.AddSilence(b.ctx, outbox.NewSilence{Matchers: []outbox.Matcher{{Name: "provider", Op: "=", Value: "mailer"}},
+		EndsAt: time.Now().Add(time.Hour), CreatedBy: "U0OPS", Comment: "provider migration"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := b.open(t, "payments")
+	gone := b.open(t, "payments")
+	if st := b.drain(t, d); st.Silenced != 2 || st.Sent != 0 {
+		t.Fatalf("during the silence: %+v, want both triggers silenced", st)
+	}
+	tk := b.ticket(t, gone)
+	if _, err := review.NewStore(b.pool, policy).Resolve(b.ctx, review.Resolution{TicketID: gone, Outcome: review.ResolutionNotSent,
+		By: "slack:U0HEAD", ExpectVersion: tk.Version}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.ExpireSilence(b.ctx, s.ID, "U0OPS"); err != nil {
+		t.Fatal(err)
+	}
+	b.drain(t, d) // releases the silence
+	b.drain(t, d) // delivers what the release wrote
+	var triggers []string
+	for _, e := range b.fake.Events() {
+		if e.EventAction == pagerduty.ActionTrigger {
+			triggers = append(triggers, e.DedupKey)
+		}
+	}
+	if len(triggers) != 1 || triggers[0] != pagerduty.DedupKey(id) {
+		t.Fatalf("triggers %v after the silence, want one, of ticket %d", triggers, id)
+	}
+	if in, ok := b.fake.Incident(pagerduty.DedupKey(id)); !ok || in.Status != "triggered" || in.Opened != 1 {
+		t.Errorf("incident %+v (%v), want one, triggered", in, ok)
+	}
+}
