@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/sweeper/sweeper/ledger"
@@ -21,7 +22,9 @@ type JobCount struct {
 // depth of a queue is its available, scheduled and retryable jobs.
 // Completed jobs are left out: they are history River keeps for a day, as
 // many as were settled, and counting them would cost what that history
-// costs; the event counters count what was done.
+// costs; the event counters count what was done. The queue-depth states
+// (available, scheduled, retryable, running) of sweeper's queues are
+// reported even when empty, so that an idle queue reads 0, not nothing.
 func CountJobs(ctx context.Context, db ledger.DB) ([]JobCount, error) {
 	rows, err := db.Query(ctx, CountJobsQuery)
 	if err != nil {
@@ -30,6 +33,18 @@ func CountJobs(ctx context.Context, db ledger.DB) ([]JobCount, error) {
 	counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[JobCount])
 	if err != nil {
 		return nil, fmt.Errorf("count River's jobs: %w", err)
+	}
+	seen := map[[2]string]bool{}
+	for _, c := range counts {
+		seen[[2]string{c.Queue, string(c.State)}] = true
+	}
+	for _, q := range []string{river.QueueDefault, QueueLookup, QueueNotify} {
+		for _, st := range []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateScheduled,
+			rivertype.JobStateRetryable, rivertype.JobStateRunning} {
+			if !seen[[2]string{q, string(st)}] {
+				counts = append(counts, JobCount{Queue: q, State: st})
+			}
+		}
 	}
 	return counts, nil
 }
