@@ -162,6 +162,10 @@ func (c *StateCollector) Refresh(ctx context.Context) error {
 	return nil
 }
 
+// Close closes the collector's connection, for a caller that refreshes
+// it by hand; [StateCollector.Run] closes it when it ends.
+func (c *StateCollector) Close() { c.close() }
+
 func (c *StateCollector) close() {
 	if c.conn != nil {
 		c.conn.Close(context.Background()) //nolint:errcheck // closing

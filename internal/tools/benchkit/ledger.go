@@ -88,13 +88,14 @@ type Settlement struct {
 	P50, P99 time.Duration
 }
 
-// Settled reads what became of the stale operations (op_keys not "ok-…").
+// Settled reads what became of the stale operations (op_keys neither
+// "ok-…" nor the history's).
 func Settled(ctx context.Context, db *pgx.Conn) (Settlement, error) {
 	var s Settlement
 	err := db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'pending'),
 	                                count(*) FILTER (WHERE status = 'done'),
 	                                count(*) FILTER (WHERE status = 'review')
-		FROM ledger.operations WHERE op_key NOT LIKE 'ok-%'`).Scan(&s.Pending, &s.Done, &s.Review)
+		FROM ledger.operations WHERE op_key NOT LIKE 'ok-%' AND op_key NOT LIKE '`+HistoryPrefix+`%'`).Scan(&s.Pending, &s.Done, &s.Review)
 	if err != nil {
 		return s, err
 	}
