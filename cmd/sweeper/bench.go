@@ -25,6 +25,9 @@ func newBenchCmd(e *env) *cobra.Command {
 	fs := cmd.Flags()
 	fs.IntVar(&f.Ops, "ops", 10000, "rows in ledger.operations (besides --history)")
 	fs.IntVar(&f.History, "history", 0, "settled rows (done and failed, months old) written first, as the bulk of a real ledger;\nthe idle tick, metrics refresh, incident counts and look-alike check are then timed at that size")
+	fs.IntVar(&f.Replicas, "replicas", 0, "settle with this many daemons, each a process of its own, on the one database, and check that\nno work was done twice (0: the jobs run in this process, as before)")
+	fs.StringVar(&f.WorkerDB, "worker-db", "", "run as one replica of a --replicas run on this database (internal)")
+	_ = fs.MarkHidden("worker-db")
 	fs.Float64Var(&f.Stale, "stale", 1.0, "fraction of the rows that are stale pending (0–1); the rest are done")
 	fs.DurationVar(&f.Latency, "latency", 0, "sim provider latency per lookup")
 	fs.IntVar(&f.Concurrency, "concurrency", 100, "river.max_workers and the provider's concurrency (1–1000)")
@@ -42,6 +45,9 @@ func newBenchCmd(e *env) *cobra.Command {
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if err := f.Validate(); err != nil {
 			return usageError{err.Error()}
+		}
+		if f.WorkerDB != "" {
+			return bench.RunWorker(cmd.Context(), f, e.stdin)
 		}
 		return bench.Run(cmd.Context(), f)
 	})

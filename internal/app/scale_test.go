@@ -27,10 +27,10 @@ import (
 // seconds: settled history under a thin layer of pending and review rows.
 const (
 	scaleHistory = 989_000 // done and failed, two providers
-	scalePending = 10_000    // stale pending, both providers
-	scaleReview  = 1_000     // in review, each with an open ticket
-	scaleRecent  = 20_000    // of the history, settled within the last half hour
-	scaleJobs    = 200_000   // River's completed jobs, kept for a day
+	scalePending = 10_000  // stale pending, both providers
+	scaleReview  = 1_000   // in review, each with an open ticket
+	scaleRecent  = 20_000  // of the history, settled within the last half hour
+	scaleJobs    = 200_000 // River's completed jobs, kept for a day
 )
 
 // scaleFill builds the big ledger in a database of the test's own:

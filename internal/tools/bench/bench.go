@@ -53,6 +53,9 @@ type Options struct {
 	Cpuprofile  string
 	Memprofile  string
 	Keep        bool
+	// WorkerDB makes the process one replica of a --replicas run, on
+	// this database: see [RunWorker].
+	WorkerDB string
 
 	Stdout, Stderr io.Writer
 	Getenv         config.Getenv // SWEEPER_DATABASE_URL: the server to use
@@ -67,6 +70,12 @@ func (f *Options) Validate() error {
 	var errs []error
 	if f.Ops < 1 {
 		errs = append(errs, errors.New("--ops: must be at least 1"))
+	}
+	if f.Replicas < 0 || f.Replicas > 16 {
+		errs = append(errs, errors.New("--replicas: must be between 0 and 16"))
+	}
+	if f.Replicas > 0 && (f.Cpuprofile != "" || f.Memprofile != "") {
+		errs = append(errs, errors.New("--replicas: profiles are of this process, which settles nothing with --replicas"))
 	}
 	if f.History < 0 || f.History > 1_000_000_000 {
 		errs = append(errs, errors.New("--history: must be between 0 and 1,000,000,000"))
@@ -254,6 +263,13 @@ func run(ctx context.Context, f Options, server *benchkit.Server, reference bool
 	fmt.Fprintf(out, "fill: %d rows in %s (INSERT … SELECT generate_series, then ANALYZE)\n", fill.Rows, fill.Elapsed.Round(time.Millisecond))
 
 	s := &app.App{Config: cfg, Pool: pool, Providers: provs, Logger: logger}
+	if fill.Stale > 0 && f.Replicas > 0 {
+		if err := benchReplicas(ctx, out, f, s, db.URL, monitor, fill.Stale, &res); err != nil {
+			return res, err
+		}
+		fmt.Fprintf(out, "replicas=%d settled_per_sec=%.1f statements_per_op=%.3f\n", f.Replicas, res.settledPerSec, res.statementsPerOp)
+		return res, nil
+	}
 	if fill.Stale > 0 {
 		if err := benchSettle(ctx, out, f, s, monitor, counter, fill.Stale, &res); err != nil {
 			return res, err

@@ -117,3 +117,24 @@ func Settled(ctx context.Context, db *pgx.Conn) (Settlement, error) {
 	}
 	return s, nil
 }
+
+// Duplicate is work the database shows was done more than once.
+type Duplicate struct {
+	// HandedOn counts operations held by more than one lookup job,
+	// beyond the first.
+	HandedOn int
+	// Events counts "opened" events beyond one per ticket; Outbox outbox
+	// rows beyond one per dedupe key.
+	Events, Outbox int
+}
+
+// Duplicates reads what work was done twice.
+func Duplicates(ctx context.Context, db *pgx.Conn) (Duplicate, error) {
+	var d Duplicate
+	err := db.QueryRow(ctx, `SELECT
+		(SELECT count(*) - count(DISTINCT op->>'id') FROM sweeper.river_job j, jsonb_array_elements(j.args->'ops') AS op
+		 WHERE j.kind = 'lookup_batch'),
+		(SELECT count(*) - count(DISTINCT ticket_id) FROM sweeper.ticket_events WHERE kind = 'opened'),
+		(SELECT count(*) - count(DISTINCT dedupe_key) FROM sweeper.outbox)`).Scan(&d.HandedOn, &d.Events, &d.Outbox)
+	return d, err
+}
