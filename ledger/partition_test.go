@@ -31,7 +31,7 @@ CREATE TABLE ledger.operations_later PARTITION OF ledger.operations DEFAULT;
 CREATE INDEX ON ledger.operations (provider, first_attempt_at, id) WHERE status = 'pending';
 CREATE INDEX ON ledger.operations (payload_hash, provider) WHERE status IN ('pending', 'review') AND payload_hash IS NOT NULL;
 CREATE INDEX ON ledger.operations (provider_record_id, provider) WHERE provider_record_id IS NOT NULL;
-CREATE INDEX ON ledger.operations (provider, status) WHERE status IN ('pending', 'review');
+CREATE INDEX ON ledger.operations (provider) WHERE status = 'review';
 CREATE INDEX ON ledger.operations (provider, updated_at) WHERE status IN ('done', 'failed');
 DROP TABLE ledger.operations_flat;
 CREATE TRIGGER operations_guard BEFORE UPDATE ON ledger.operations FOR EACH ROW EXECUTE FUNCTION ledger.operations_guard();

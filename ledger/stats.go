@@ -42,10 +42,13 @@ type PendingAge struct {
 
 // UnsettledCountsQuery counts the pending and review operations by provider
 // ($1 the known providers, $2 the name the others are counted under): an
-// index-only scan of operations_unsettled_idx.
-const UnsettledCountsQuery = `SELECT CASE WHEN provider = ANY($1) THEN provider ELSE $2 END,
-		status, count(*)
-	FROM ledger.operations WHERE status IN ('pending', 'review') GROUP BY 1, 2`
+// index-only scan of operations_pending_stale_idx and one of
+// operations_review_idx.
+const UnsettledCountsQuery = `SELECT CASE WHEN provider = ANY($1) THEN provider ELSE $2 END, 'pending', count(*)
+	FROM ledger.operations WHERE status = 'pending' GROUP BY 1
+	UNION ALL
+	SELECT CASE WHEN provider = ANY($1) THEN provider ELSE $2 END, 'review', count(*)
+	FROM ledger.operations WHERE status = 'review' GROUP BY 1`
 
 // OldestPendingQuery reads each provider's oldest dated pending operation
 // ($1, $2 as in [UnsettledCountsQuery]) from operations_pending_stale_idx.
