@@ -608,6 +608,22 @@ func mapError(err error) error {
 	return err
 }
 
+// LookalikesQuery is [Store.Lookalikes]' statement, for tests that EXPLAIN
+// it: $1 provider, $2 payload hash, $3 the operation left out, $4 the
+// moment, $5/$6 the window before and after, $7 the recipient key, $8
+// phone, $9 the limit.
+const LookalikesQuery = `SELECT ` + operationColumns + `
+	FROM ledger.operations
+	WHERE provider = ANY(sweeper.record_namespace_blocks($1)) AND payload_hash = $2 AND id <> $3
+	  AND status IN ('pending', 'review')
+	  AND first_attempt_at - $5::interval <= $4
+	  AND greatest(first_attempt_at, coalesce(last_attempt_at, first_attempt_at)) + $6::interval >= $4
+	  AND CASE WHEN $8 THEN length(regexp_replace(coalesce(recipient, ''), '[^0-9]', '', 'g')) < 7
+	                        OR right(regexp_replace(coalesce(recipient, ''), '[^0-9]', '', 'g'), 7) = $7
+	           ELSE strpos(lower(coalesce(recipient, '')), lower($7)) > 0 END
+	ORDER BY first_attempt_at, id
+	LIMIT $9`
+
 // LookalikeLimit is the most operations [Store.Lookalikes] returns; a
 // caller given this many cannot know it saw every candidate.
 const LookalikeLimit = 1000
@@ -633,17 +649,7 @@ func (s *Store) Lookalikes(ctx context.Context, provider, payloadHash string, ex
 		}, key)
 		key = digits[max(0, len(digits)-7):]
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+`
-		FROM ledger.operations
-		WHERE provider = ANY(sweeper.record_namespace_blocks($1)) AND payload_hash = $2 AND id <> $3
-		  AND status IN ('pending', 'review')
-		  AND first_attempt_at - $5::interval <= $4
-		  AND greatest(first_attempt_at, coalesce(last_attempt_at, first_attempt_at)) + $6::interval >= $4
-		  AND CASE WHEN $8 THEN length(regexp_replace(coalesce(recipient, ''), '[^0-9]', '', 'g')) < 7
-		                        OR right(regexp_replace(coalesce(recipient, ''), '[^0-9]', '', 'g'), 7) = $7
-		           ELSE strpos(lower(coalesce(recipient, '')), lower($7)) > 0 END
-		ORDER BY first_attempt_at, id
-		LIMIT $9`, provider, payloadHash, exceptID, at, before, after, key, phone, LookalikeLimit)
+	rows, err := s.db.Query(ctx, LookalikesQuery, provider, payloadHash, exceptID, at, before, after, key, phone, LookalikeLimit)
 	if err != nil {
 		return nil, fmt.Errorf("operations that look like operation %d: %w", exceptID, err)
 	}

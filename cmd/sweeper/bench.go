@@ -10,18 +10,24 @@ import (
 
 func newBenchCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "bench [--ops N] [--stale F] [--latency D] [--concurrency C] [flags]",
+		Use:   "bench [--ops N] [--history N] [--stale F] [--latency D] [--concurrency C] [flags]",
 		Short: "measure settle throughput, latency, statements, memory and the idle scan on a scratch database",
 		Long: "bench creates a database sweeper_bench_<random> (on $SWEEPER_DATABASE_URL's server, else 127.0.0.1:5432, else a\n" +
-			"throwaway cluster), fills ledger.operations, runs the real sweep and lookup jobs over the sim provider until\n" +
-			"every stale row is settled, times River alone on no-op jobs with as many workers, measures an idle sweep\n" +
-			"tick, prints the figures beside their targets, and drops the database. The last line is\n" +
+			"throwaway cluster), fills ledger.operations (after --history settled rows), runs the real sweep and lookup jobs\n" +
+			"over the sim provider until every stale row is settled, times River alone on no-op jobs with as many workers,\n" +
+			"measures an idle sweep tick, a metrics refresh, an incident's counts and a look-alike check at the ledger's size,\n" +
+			"writes the same outcomes for as many operations again as bare set-based SQL (the floor), prints the figures\n" +
+			"beside their targets, and drops the database. The last lines are ratio_vs_floor=<settled/s ÷ floor/s> and\n" +
 			"ratio_vs_river=<settled/s ÷ River no-op jobs/s> (not printed with --stale 0, which measures the idle tick only).",
 		Args: noArgs,
 	}
 	f := bench.Options{Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv}
 	fs := cmd.Flags()
-	fs.IntVar(&f.Ops, "ops", 10000, "rows in ledger.operations")
+	fs.IntVar(&f.Ops, "ops", 10000, "rows in ledger.operations (besides --history)")
+	fs.IntVar(&f.History, "history", 0, "settled rows (done and failed, months old) written first, as the bulk of a real ledger;\nthe idle tick, metrics refresh, incident counts and look-alike check are then timed at that size")
+	fs.IntVar(&f.Replicas, "replicas", 0, "settle with this many daemons, each a process of its own, on the one database, and check that\nno work was done twice (0: the jobs run in this process, as before)")
+	fs.StringVar(&f.WorkerDB, "worker-db", "", "run as one replica of a --replicas run on this database (internal)")
+	_ = fs.MarkHidden("worker-db")
 	fs.Float64Var(&f.Stale, "stale", 1.0, "fraction of the rows that are stale pending (0–1); the rest are done")
 	fs.DurationVar(&f.Latency, "latency", 0, "sim provider latency per lookup")
 	fs.IntVar(&f.Concurrency, "concurrency", 100, "river.max_workers and the provider's concurrency (1–1000)")
@@ -39,6 +45,9 @@ func newBenchCmd(e *env) *cobra.Command {
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if err := f.Validate(); err != nil {
 			return usageError{err.Error()}
+		}
+		if f.WorkerDB != "" {
+			return bench.RunWorker(cmd.Context(), f, e.stdin)
 		}
 		return bench.Run(cmd.Context(), f)
 	})

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,14 +13,15 @@ import (
 	"github.com/sweeper/sweeper/internal/tools/benchkit"
 )
 
-// TestBenchSmoke runs a small benchmark against the test server: every
-// figure is printed, the last line is the ratio, and the scratch database
-// is gone afterwards.
+// TestBenchSmoke runs a small benchmark over a settled history against the
+// test server: every figure is printed — the at-size timings and the
+// floor among them — the last lines are the ratios, and the scratch
+// database is gone afterwards.
 func TestBenchSmoke(t *testing.T) {
 	t.Parallel()
 	server := dbtest.ServerURL(t)
 	res := runCLI(t, map[string]string{"SWEEPER_DATABASE_URL": server},
-		"bench", "--ops", "2000", "--latency", "0", "--concurrency", "20", "--river-jobs", "500", "--idle-ticks", "3", "--max-conns", "8")
+		"bench", "--ops", "2000", "--history", "20000", "--latency", "0", "--concurrency", "20", "--river-jobs", "500", "--idle-ticks", "3", "--max-conns", "8")
 	if res.code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
@@ -28,8 +31,14 @@ func TestBenchSmoke(t *testing.T) {
 		`statements_per_op=[0-9.]+`,
 		`peak_rss_mib=[0-9.]+`,
 		`river_noop_per_sec=[0-9.]+`,
-		`idle_scan_ms=[0-9.]+`,
+		`^history: 20000 settled rows`,
+		`idle_scan_ms=[0-9.]+ .*; 22000 rows, 0 pending`,
 		`Index Scan using operations_pending_stale_idx`,
+		`^metrics_refresh_ms=[0-9.]+`,
+		`^incident_counts_ms=[0-9.]+`,
+		`^lookalike_ms=[0-9.]+`,
+		`^floor_per_sec=[0-9.]+ .*: 2000 operations, 1400 done, 600 review`,
+		`^ratio_vs_floor=[0-9.]+$`,
 		`(MET|MISSED) +latency 0: settled/s`,
 		`(MET|MISSED) +idle tick`,
 	} {
@@ -37,7 +46,7 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("output lacks %s:\n%s", figure, res.stdout)
 		}
 	}
-	if !strings.Contains(res.stdout, "settle: 2000 operations settled") {
+	if !strings.Contains(res.stdout, "settle: 2000 operations settled (1400 done, 600 review)") {
 		t.Errorf("not every operation settled:\n%s", res.stdout)
 	}
 
@@ -124,5 +133,31 @@ func TestBenchBadFlags(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", res.stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestBenchReplicas runs a small benchmark settled by two daemon processes
+// on one database: each reports its share, and none of the work was done
+// twice.
+func TestBenchReplicas(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary(t), "bench", "--ops", "2000", "--replicas", "2", "--concurrency", "20", "--idle-ticks", "1", "--max-conns", "6")
+	cmd.Env = append(os.Environ(), "SWEEPER_DATABASE_URL="+dbtest.ServerURL(t))
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	for _, figure := range []string{
+		`^settle: 2000 operations settled \(1400 done, 600 review\) by 2 replicas \(processes\)`,
+		`^  replica 1: [0-9]+ operations looked up`,
+		`^  replica 2: [0-9]+ operations looked up`,
+		`^duplicate work: lookups_asked_twice=0 \(operations looked up 2000 − settled 2000\), operations_handed_on_twice=0, records_written_twice=0 `,
+		`^replicas=2 settled_per_sec=[0-9.]+ statements_per_op=[0-9.]+$`,
+	} {
+		if !regexp.MustCompile(`(?m)` + figure).MatchString(out) {
+			t.Errorf("output lacks %s:\n%s", figure, out)
+		}
 	}
 }

@@ -163,7 +163,7 @@ func TestDaemonMetricsRiverUIAndSignals(t *testing.T) {
 		`sweeper_slack_uncertain_total 0`,
 		`sweeper_slack_adopted_total 0`,
 		// The state gauges, read every metrics_refresh, are there too.
-		`sweeper_ledger_operations{provider="sim",status="done"} 1`,
+		`sweeper_ledger_operations{provider="sim",status="review"} 2`,
 		`sweeper_database_up 1`,
 	}
 	waitFor(t, d, 30*time.Second, "every series on /metrics", func() bool {

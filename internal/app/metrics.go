@@ -23,10 +23,13 @@ import (
 // background loop ([StateCollector.Run]) on a connection of its own, every
 // http.metrics_refresh, and a scrape serves the last reading from memory:
 // however many scrapes arrive at once, none takes a connection from the
-// lookups or from /readyz. What it reports:
-// operations by status, open tickets by reason and age, the oldest stale
+// lookups or from /readyz. Every reading costs what is unsettled, open or
+// queued, never what history has piled up (see [ledger.Store.Stats],
+// [jobs.CountJobs]). What it reports:
+// unsettled operations by provider and status, an estimate of the settled
+// ones, open tickets by reason and age, the oldest stale
 // pending operation per provider, outbox rows by state, pending outbox rows
-// by age and parked ones by error code, River's jobs by queue and state,
+// by age and parked ones by error code, River's unfinished and discarded jobs by queue and state,
 // and each configured provider's health. What this process did — events
 // counted as they happen —
 // is in internal/metrics.
@@ -46,6 +49,7 @@ type StateCollector struct {
 	age      *prometheus.Desc
 
 	operations  *prometheus.Desc
+	settled     *prometheus.Desc
 	openTickets *prometheus.Desc
 	oldest      *prometheus.Desc
 	outbox      *prometheus.Desc
@@ -68,7 +72,9 @@ func NewStateCollector(pool *pgxpool.Pool, providers []string) *StateCollector {
 		timeout:   5 * time.Second,
 		providers: providers,
 		operations: prometheus.NewDesc("sweeper_ledger_operations",
-			"Ledger operations by provider and status.", []string{"provider", "status"}, nil),
+			"Unsettled ledger operations (pending, review) by provider and status, counted exactly.", []string{"provider", "status"}, nil),
+		settled: prometheus.NewDesc("sweeper_ledger_settled_estimate",
+			"Settled ledger operations (done, failed), estimated from PostgreSQL's table statistics as the last ANALYZE took them; absent before the first.", []string{"status"}, nil),
 		openTickets: prometheus.NewDesc("sweeper_open_tickets",
 			"Open review tickets by reason and age bucket.", []string{"reason", "age"}, nil),
 		oldest: prometheus.NewDesc("sweeper_oldest_pending_seconds",
@@ -80,7 +86,7 @@ func NewStateCollector(pool *pgxpool.Pool, providers []string) *StateCollector {
 		parked: prometheus.NewDesc("sweeper_outbox_parked_rows",
 			"Parked Slack outbox rows by error code (Slack's, or expired, search_inconclusive, no_channel); they wait for a person: sweeper outbox replay or dismiss.", []string{"error"}, nil),
 		jobs: prometheus.NewDesc("sweeper_river_jobs",
-			"River jobs by queue and state (the queue depth is available+scheduled+retryable).", []string{"queue", "state"}, nil),
+			"River jobs by queue and state, but completed ones (the queue depth is available+scheduled+retryable).", []string{"queue", "state"}, nil),
 		providerUp: prometheus.NewDesc("sweeper_provider_up",
 			"0 while a provider is down for the cluster (its lookups wait for a probe to be answered), else 1.", []string{"provider"}, nil),
 		up: prometheus.NewDesc("sweeper_database_up",
@@ -92,7 +98,7 @@ func NewStateCollector(pool *pgxpool.Pool, providers []string) *StateCollector {
 
 // Describe implements prometheus.Collector.
 func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.operations, c.openTickets, c.oldest, c.outbox, c.pending, c.parked, c.jobs, c.providerUp, c.up, c.age} {
+	for _, d := range []*prometheus.Desc{c.operations, c.settled, c.openTickets, c.oldest, c.outbox, c.pending, c.parked, c.jobs, c.providerUp, c.up, c.age} {
 		ch <- d
 	}
 }
@@ -156,6 +162,10 @@ func (c *StateCollector) Refresh(ctx context.Context) error {
 	return nil
 }
 
+// Close closes the collector's connection, for a caller that refreshes
+// it by hand; [StateCollector.Run] closes it when it ends.
+func (c *StateCollector) Close() { c.close() }
+
 func (c *StateCollector) close() {
 	if c.conn != nil {
 		c.conn.Close(context.Background()) //nolint:errcheck // closing
@@ -189,6 +199,9 @@ func (c *StateCollector) read(ctx context.Context) (readings []prometheus.Metric
 	}
 	for _, n := range ops.Operations {
 		gauge(c.operations, float64(n.Count), n.Provider, string(n.Status))
+	}
+	for _, n := range ops.Settled {
+		gauge(c.settled, float64(n.Count), string(n.Status))
 	}
 	for _, a := range ops.OldestPending {
 		gauge(c.oldest, a.Seconds, a.Provider)

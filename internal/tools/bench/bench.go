@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -29,12 +30,15 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/providers/kinds"
+	"github.com/sweeper/sweeper/review"
 )
 
 // Options are `sweeper bench`'s settings; the CLI's flags of the same
 // names set them.
 type Options struct {
 	Ops         int
+	History     int // settled rows written before the run's own
+	Replicas    int // daemons (processes) settling side by side; 0 runs the jobs in this process
 	Stale       float64
 	Latency     time.Duration
 	Concurrency int
@@ -49,6 +53,9 @@ type Options struct {
 	Cpuprofile  string
 	Memprofile  string
 	Keep        bool
+	// WorkerDB makes the process one replica of a --replicas run, on
+	// this database: see [RunWorker].
+	WorkerDB string
 
 	Stdout, Stderr io.Writer
 	Getenv         config.Getenv // SWEEPER_DATABASE_URL: the server to use
@@ -63,6 +70,15 @@ func (f *Options) Validate() error {
 	var errs []error
 	if f.Ops < 1 {
 		errs = append(errs, errors.New("--ops: must be at least 1"))
+	}
+	if f.Replicas < 0 || f.Replicas > 16 {
+		errs = append(errs, errors.New("--replicas: must be between 0 and 16"))
+	}
+	if f.Replicas > 0 && (f.Cpuprofile != "" || f.Memprofile != "") {
+		errs = append(errs, errors.New("--replicas: profiles are of this process, which settles nothing with --replicas"))
+	}
+	if f.History < 0 || f.History > 1_000_000_000 {
+		errs = append(errs, errors.New("--history: must be between 0 and 1,000,000,000"))
 	}
 	if !(f.Stale >= 0 && f.Stale <= 1) {
 		errs = append(errs, errors.New("--stale: must be between 0 and 1"))
@@ -139,6 +155,7 @@ type benchResult struct {
 	statementsPerOp float64
 	requestsPerOp   float64
 	noopPerSec      float64
+	floorPerSec     float64
 	peakRSSMiB      float64
 	idleScan        time.Duration
 	idleRows        int
@@ -228,6 +245,14 @@ func run(ctx context.Context, f Options, server *benchkit.Server, reference bool
 	}
 	defer monitor.Close(context.WithoutCancel(ctx))
 
+	if f.History > 0 {
+		took, err := benchkit.FillHistory(ctx, monitor, f.History)
+		if err != nil {
+			return res, err
+		}
+		fmt.Fprintf(out, "history: %d settled rows (90%% done, 10%% failed, 30–120 days old) in %s "+
+			"(INSERT … SELECT generate_series, indexes built after, then VACUUM ANALYZE)\n", f.History, took.Round(time.Millisecond))
+	}
 	fill, err := benchkit.FillLedger(ctx, monitor, f.Ops, f.Stale, benchkit.DefaultMix)
 	if err != nil {
 		return res, err
@@ -238,6 +263,13 @@ func run(ctx context.Context, f Options, server *benchkit.Server, reference bool
 	fmt.Fprintf(out, "fill: %d rows in %s (INSERT … SELECT generate_series, then ANALYZE)\n", fill.Rows, fill.Elapsed.Round(time.Millisecond))
 
 	s := &app.App{Config: cfg, Pool: pool, Providers: provs, Logger: logger}
+	if fill.Stale > 0 && f.Replicas > 0 {
+		if err := benchReplicas(ctx, out, f, s, db.URL, monitor, fill.Stale, &res); err != nil {
+			return res, err
+		}
+		fmt.Fprintf(out, "replicas=%d settled_per_sec=%.1f statements_per_op=%.3f\n", f.Replicas, res.settledPerSec, res.statementsPerOp)
+		return res, nil
+	}
 	if fill.Stale > 0 {
 		if err := benchSettle(ctx, out, f, s, monitor, counter, fill.Stale, &res); err != nil {
 			return res, err
@@ -262,8 +294,29 @@ func run(ctx context.Context, f Options, server *benchkit.Server, reference bool
 	if err := benchIdle(ctx, out, f, s, monitor, &res); err != nil {
 		return res, err
 	}
+	if err := benchAtSize(ctx, out, f, s, monitor); err != nil {
+		return res, err
+	}
+	if fill.Stale > 0 {
+		floorPool, err := benchPool(ctx, db.URL, int32(f.MaxConns), nil)
+		if err != nil {
+			return res, err
+		}
+		floor, err := benchkit.Floor(ctx, floorPool, fill.Stale, jobs.LookupBatchSize,
+			jobs.MaxOperationsInFlight/jobs.LookupBatchSize, benchkit.DefaultMix)
+		floorPool.Close()
+		if err != nil {
+			return res, err
+		}
+		res.floorPerSec = floor.PerSecond()
+		fmt.Fprintf(out, "floor_per_sec=%.1f  (the same outcome writes as bare set-based SQL, no River, no provider, no decision: "+
+			"%d operations, %d done, %d review with ticket, opened event and outbox row; batches of %d, %d side by side, "+
+			"one transaction each; %s)\n", res.floorPerSec, floor.Ops, floor.Done, floor.Review, jobs.LookupBatchSize,
+			jobs.MaxOperationsInFlight/jobs.LookupBatchSize, floor.Elapsed.Round(time.Millisecond))
+	}
 	benchTargets(out, f, res, fill.Stale > 0)
 	if fill.Stale > 0 {
+		fmt.Fprintf(out, "ratio_vs_floor=%.3f\n", res.settledPerSec/res.floorPerSec)
 		fmt.Fprintf(out, "ratio_vs_river=%.3f\n", res.settledPerSec/res.noopPerSec)
 	}
 	return res, nil
@@ -500,6 +553,49 @@ func benchIdle(ctx context.Context, out io.Writer, f Options, s *app.App, monito
 	for _, line := range plan {
 		fmt.Fprintf(out, "  %s\n", line)
 	}
+	return nil
+}
+
+// benchAtSize times, at the ledger's size, what runs on a timer or on a
+// person's command besides the sweep: a metrics refresh (every state
+// gauge's query), an incident's counts, a look-alike check whose payload
+// hash a fiftieth of the history shares; and prints the resident memory.
+func benchAtSize(ctx context.Context, out io.Writer, f Options, s *app.App, monitor *pgx.Conn) error {
+	names := slices.Sorted(maps.Keys(s.Providers))
+	state := app.NewStateCollector(s.Pool, names)
+	defer state.Close()
+	store, tickets := ledger.NewStore(monitor), review.NewReader(monitor)
+	since := time.Now().Add(-time.Hour)
+	for _, m := range []struct {
+		name, what string
+		run        func() error
+	}{
+		{"metrics_refresh_ms", "every state gauge's query, on the collector's own connection", func() error { return state.Refresh(ctx) }},
+		{"incident_counts_ms", "an incident's settled and pending backlog and tickets opened, since an hour ago", func() error {
+			if _, _, err := store.Backlog(ctx, "sim", since, time.Time{}); err != nil {
+				return err
+			}
+			_, err := tickets.OpenedSince(ctx, "sim", since, time.Time{})
+			return err
+		}},
+		{"lookalike_ms", "ledger.Store.Lookalikes for a payload hash a fiftieth of the history shares", func() error {
+			_, err := store.Lookalikes(ctx, "sim", benchkit.HistoryHash(7), 0, time.Now(), 24*time.Hour, 24*time.Hour, "customer-7@example.com", false)
+			return err
+		}},
+	} {
+		times := make([]time.Duration, f.IdleTicks)
+		for i := range times {
+			start := time.Now()
+			if err := m.run(); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+			times[i] = time.Since(start)
+		}
+		slices.Sort(times)
+		fmt.Fprintf(out, "%s=%.3f  (%s; median of %d, min %.3f, max %.3f)\n", m.name, ms(times[len(times)/2]), m.what,
+			len(times), ms(times[0]), ms(times[len(times)-1]))
+	}
+	fmt.Fprintf(out, "resident at the end: %s\n", benchkit.ReadResident())
 	return nil
 }
 

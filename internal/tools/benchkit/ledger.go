@@ -88,13 +88,14 @@ type Settlement struct {
 	P50, P99 time.Duration
 }
 
-// Settled reads what became of the stale operations (op_keys not "ok-…").
+// Settled reads what became of the stale operations (op_keys neither
+// "ok-…" nor the history's).
 func Settled(ctx context.Context, db *pgx.Conn) (Settlement, error) {
 	var s Settlement
 	err := db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'pending'),
 	                                count(*) FILTER (WHERE status = 'done'),
 	                                count(*) FILTER (WHERE status = 'review')
-		FROM ledger.operations WHERE op_key NOT LIKE 'ok-%'`).Scan(&s.Pending, &s.Done, &s.Review)
+		FROM ledger.operations WHERE op_key NOT LIKE 'ok-%' AND op_key NOT LIKE '`+HistoryPrefix+`%'`).Scan(&s.Pending, &s.Done, &s.Review)
 	if err != nil {
 		return s, err
 	}
@@ -115,4 +116,25 @@ func Settled(ctx context.Context, db *pgx.Conn) (Settlement, error) {
 		s.P99 = time.Duration(*p99 * float64(time.Second))
 	}
 	return s, nil
+}
+
+// Duplicate is work the database shows was done more than once.
+type Duplicate struct {
+	// HandedOn counts operations held by more than one lookup job,
+	// beyond the first.
+	HandedOn int
+	// Events counts "opened" events beyond one per ticket; Outbox outbox
+	// rows beyond one per dedupe key.
+	Events, Outbox int
+}
+
+// Duplicates reads what work was done twice.
+func Duplicates(ctx context.Context, db *pgx.Conn) (Duplicate, error) {
+	var d Duplicate
+	err := db.QueryRow(ctx, `SELECT
+		(SELECT count(*) - count(DISTINCT op->>'id') FROM sweeper.river_job j, jsonb_array_elements(j.args->'ops') AS op
+		 WHERE j.kind = 'lookup_batch'),
+		(SELECT count(*) - count(DISTINCT ticket_id) FROM sweeper.ticket_events WHERE kind = 'opened'),
+		(SELECT count(*) - count(DISTINCT dedupe_key) FROM sweeper.outbox)`).Scan(&d.HandedOn, &d.Events, &d.Outbox)
+	return d, err
 }
