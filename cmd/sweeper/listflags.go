@@ -57,11 +57,7 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 	if t, ok := parseTime(s); ok {
 		return t, nil
 	}
-	d, err := time.ParseDuration(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
-		d, err = time.ParseDuration(days + "h")
-		d *= 24
-	}
+	d, err := parseDays(s)
 	switch {
 	case err != nil:
 		return time.Time{}, fmt.Errorf("%q is neither a duration (24h, 7d) nor a time (2026-11-29, 2026-11-29T10:00:00Z)", s)
@@ -69,6 +65,17 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q: a duration before now is positive", s)
 	}
 	return now.Add(-d), nil
+}
+
+// parseDays reads a duration a person gives a command: Go's (90m, 24h) or
+// whole days (7d).
+func parseDays(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
+		d, err = time.ParseDuration(days + "h")
+		d *= 24
+	}
+	return d, err
 }
 
 // parseTime reads a time a person gives a command: RFC 3339, or a date

@@ -173,11 +173,7 @@ func parseAhead(s string, now time.Time) (time.Time, error) {
 	if t, ok := parseTime(s); ok {
 		return t, nil
 	}
-	d, err := time.ParseDuration(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
-		d, err = time.ParseDuration(days + "h")
-		d *= 24
-	}
+	d, err := parseDays(s)
 	switch {
 	case err != nil:
 		return time.Time{}, fmt.Errorf("%q is neither a duration from now (2h, 1d) nor a time (2026-11-29T10:00:00Z)", s)

@@ -387,13 +387,9 @@ func benchSettle(ctx context.Context, out io.Writer, f Options, s *app.App, moni
 	}
 	deadline := start.Add(f.Timeout)
 	for {
-		// EXISTS, not count(*): counting a large backlog every few
-		// milliseconds would take a core from the database being measured.
-		var left bool
-		if err := monitor.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM ledger.operations WHERE status = 'pending')").Scan(&left); err != nil {
+		if left, err := anyPending(ctx, monitor); err != nil {
 			return err
-		}
-		if !left {
+		} else if !left {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -675,4 +671,13 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// anyPending reports whether any operation is still pending: what the
+// settle loops poll. EXISTS, not count(*): counting a large backlog every
+// few milliseconds would take a core from the database being measured.
+func anyPending(ctx context.Context, monitor *pgx.Conn) (bool, error) {
+	var left bool
+	err := monitor.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM ledger.operations WHERE status = 'pending')").Scan(&left)
+	return left, err
 }

@@ -162,11 +162,9 @@ func benchReplicas(ctx context.Context, out io.Writer, f Options, s *app.App, db
 	}
 	deadline := start.Add(f.Timeout)
 	for {
-		var left bool
-		if err := monitor.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM ledger.operations WHERE status = 'pending')").Scan(&left); err != nil {
+		if left, err := anyPending(ctx, monitor); err != nil {
 			return err
-		}
-		if !left {
+		} else if !left {
 			break
 		}
 		if time.Now().After(deadline) {
