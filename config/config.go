@@ -185,8 +185,9 @@ type Provider struct {
 	// LookupBudget bounds all attempts for one operation, retries included;
 	// past it the operation gets a lookup_failed ticket. Default 10m.
 	LookupBudget Duration `toml:"lookup_budget"`
-	// RateLimit is the most requests per second this process sends the
-	// provider. Default 10.
+	// RateLimit is the most requests per second the cluster sends the
+	// provider: each process keeps it, and every replica takes from one
+	// bucket in PostgreSQL (internal/health's Rate). Default 10.
 	RateLimit float64 `toml:"rate_limit"`
 	// Concurrency is the most requests in flight to the provider from this
 	// process. Default 4.

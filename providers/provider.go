@@ -51,6 +51,7 @@ type Provider struct {
 	// one per batch.
 	requests atomic.Int64
 	limiter  *rate.Limiter
+	shared   SharedRate
 	slots    chan struct{}
 	metrics  *metrics.Metrics
 	tracer   trace.Tracer
@@ -134,6 +135,21 @@ type Health interface {
 // (nil: never). Call it before the provider is used.
 func (p *Provider) SetHealth(h Health) { p.health = h }
 
+// SharedRate is a provider's rate limit shared by every replica: see
+// internal/health's Rate, which implements it.
+type SharedRate interface {
+	// Take takes a token for one request and says how long the request
+	// must wait for its turn.
+	Take(ctx context.Context) (time.Duration, error)
+	// Return gives back the token of a request that was not sent.
+	Return(ctx context.Context) error
+}
+
+// SetSharedRate has each request to the provider also wait for its turn in
+// r, the cluster's bucket (nil: this process's rate limit alone). Call it
+// before the provider is used.
+func (p *Provider) SetSharedRate(r SharedRate) { p.shared = r }
+
 // DownTotal is how long the provider has been down in all, by its health
 // (zero without one): what a lookup's budget leaves out.
 func (p *Provider) DownTotal(ctx context.Context) time.Duration {
@@ -151,8 +167,8 @@ func (p *Provider) Close() {
 	}
 }
 
-// RateLimit is the provider's rate limit in this process, in requests
-// per second.
+// RateLimit is the provider's rate limit, in requests per second: in this
+// process, and for the cluster when it shares one ([Provider.SetSharedRate]).
 func (p *Provider) RateLimit() float64 { return float64(p.limiter.Limit()) }
 
 // Matching says how the provider's records are tied to operations.

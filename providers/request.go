@@ -136,6 +136,9 @@ func (p *Provider) admit(ctx context.Context) (release func(), probe bool, err e
 			return fail(Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit()))))
 		}
 	}
+	if err := p.waitShared(ctx, waitCtx); err != nil {
+		return fail(err)
+	}
 	if p.health != nil {
 		var wait time.Duration
 		var down error
@@ -144,4 +147,39 @@ func (p *Provider) admit(ctx context.Context) (release func(), probe bool, err e
 		}
 	}
 	return release, probe, nil
+}
+
+// waitShared waits for the request's turn in the cluster's rate limit, when
+// the provider shares one: bounded like the other waits of [Provider.admit]
+// (a turn past lookup_timeout paces the request, and its token is given
+// back). A bucket that cannot be read (the database) leaves the request to
+// this process's own limit, which it has passed: the provider's 429 is the
+// backstop, and a lookup is not stopped for the sake of pacing.
+func (p *Provider) waitShared(ctx, waitCtx context.Context) error {
+	if p.shared == nil {
+		return nil
+	}
+	delay, err := p.shared.Take(waitCtx)
+	if err != nil || delay <= 0 {
+		return ctx.Err()
+	}
+	giveBack := func() { _ = p.shared.Return(context.WithoutCancel(ctx)) }
+	paced := Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in the cluster", p.Name, float64(p.limiter.Limit())))
+	deadline, _ := waitCtx.Deadline()
+	if time.Now().Add(delay).After(deadline) {
+		giveBack()
+		return paced
+	}
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-waitCtx.Done():
+		giveBack()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return paced
+	}
 }

@@ -47,8 +47,11 @@ type App struct {
 // that a provider failing again and again is down for the whole cluster
 // (internal/health): its lookups pause, one probe asks at a time, and when
 // it answers, its open lookup_failed tickets are looked up again at once.
+// It also gives each its share of the cluster's rate limit (health.Rate).
 func (s *App) TrackHealth() {
 	for name, p := range s.Providers {
+		// Its rate limit holds for the cluster, however many replicas ask.
+		p.SetSharedRate(health.NewRate(s.Pool, name, p.RateLimit(), int(max(1, p.RateLimit()))))
 		if p.OutageAfter <= 0 {
 			continue // each operation's lookups spend their own budget
 		}

@@ -98,6 +98,7 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (sum Summary, err
 		// would pause (or resume) the lookups of every replica.
 		for _, p := range s.Providers {
 			p.SetHealth(nil)
+			p.SetSharedRate(nil) // its own limit paces it
 		}
 	}
 	// A dry run writes nothing, so the database cannot tell it that a

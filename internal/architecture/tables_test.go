@@ -34,6 +34,7 @@ var owners = map[string]string{
 	"sweeper.silences":                   "notify/outbox",
 	"sweeper.lookup_claims":              "jobs",
 	"sweeper.provider_health":            "internal/health",
+	"sweeper.provider_rate":              "internal/health",
 
 	"sweeper.river_job":          "jobs",
 	"sweeper.river_leader":       "jobs",

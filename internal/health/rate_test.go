@@ -1,0 +1,93 @@
+package health_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sweeper/sweeper/internal/health"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/providers"
+)
+
+type countingLookup struct {
+	mu   sync.Mutex
+	sent []time.Time
+}
+
+func (c *countingLookup) Lookup(context.Context, providers.Query) ([]providers.Record, error) {
+	c.mu.Lock()
+	c.sent = append(c.sent, time.Now())
+	c.mu.Unlock()
+	return nil, nil
+}
+
+// TestRateHoldsForTheCluster: two replicas — each its own pool, its own
+// provider with the per-process limit of 10 requests a second — asking one
+// provider as fast as they may send it, together, at most 10 a second
+// after the first second's burst. Without the shared bucket each replica
+// would send 10 a second, twice the limit.
+func TestRateHoldsForTheCluster(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewDatabase(t)
+	const perSec, burst, each = 10.0, 10, 20
+	adapter := &countingLookup{}
+	var wg sync.WaitGroup
+	for range 2 {
+		p := providers.NewProvider("sms", "http", adapter, providers.Limits{LookupTimeout: 10 * time.Second, RateLimit: perSec, Concurrency: 4})
+		p.SetSharedRate(health.NewRate(dbtest.Pool(t, url), "sms", perSec, burst))
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range each / 4 {
+					if _, err := p.Lookup(context.Background(), providers.Query{OpKey: "op"}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	sent := slices.SortedFunc(slices.Values(adapter.sent), func(a, b time.Time) int { return a.Compare(b) })
+	if len(sent) != 2*each {
+		t.Fatalf("%d requests sent, want %d", len(sent), 2*each)
+	}
+	// The bucket's turns are on the database's clock and the sends a
+	// moment later on this one's, so the check is on the whole span, with
+	// room for that moment: the last of the 40 requests goes no earlier
+	// than 3 s after the first (30 turns at 10 a second), where two
+	// buckets of their own would have let them all go within 1 s.
+	const room = 300 * time.Millisecond
+	earliest := time.Duration(float64(len(sent)-burst) / perSec * float64(time.Second))
+	if got := sent[len(sent)-1].Sub(sent[0]); got < earliest-room {
+		t.Fatalf("the %d requests went within %v, before the last one's turn at %v: the replicas together sent more than %g a second",
+			len(sent), got, earliest, perSec)
+	}
+}
+
+// TestRateTakeAndReturn: a bucket of burst 2 gives two turns at once, the
+// third a wait of one turn; a returned token is the next request's.
+func TestRateTakeAndReturn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := health.NewRate(dbtest.NewPool(t), "mailer", 1, 2)
+	for i := range 2 {
+		if wait, err := r.Take(ctx); err != nil || wait != 0 {
+			t.Fatalf("take %d: wait %v, %v; want none", i+1, wait, err)
+		}
+	}
+	wait, err := r.Take(ctx)
+	if err != nil || wait < 900*time.Millisecond || wait > time.Second {
+		t.Fatalf("third take: wait %v, %v; want about a second", wait, err)
+	}
+	if err := r.Return(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if wait, err := r.Take(ctx); err != nil || wait > time.Second {
+		t.Fatalf("take after a return: wait %v, %v; want at most a turn", wait, err)
+	}
+}
