@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sweeper/sweeper/notify/outbox"
@@ -171,3 +174,34 @@ func FailingSince(n outbox.Notification) time.Time {
 // CodeGaveUp is the code of a row a receiver other than Slack parked after
 // its deliveries failed for longer than the receiver's give_up_after.
 const CodeGaveUp = "gave_up"
+
+// RetryOrGiveUp is the error of an attempt on held row n that failed with
+// err, for a receiver that parks a row failing for longer than giveUp (its
+// setting, named in the error): retried while the row's current run of
+// attempts ([FailingSince]) is younger, parked [CodeGaveUp] after.
+func RetryOrGiveUp(n outbox.Notification, now time.Time, giveUp time.Duration, setting, step string, err error) error {
+	if since := FailingSince(n); now.Sub(since) >= giveUp {
+		return &AttemptError{Step: step, Failure: FailurePermanent, Code: CodeGaveUp,
+			Err: fmt.Errorf("failing since %s, longer than %s (%s); replay the row once it answers: %w",
+				since.UTC().Format(time.RFC3339), setting, giveUp, err)}
+	}
+	return &AttemptError{Step: step, Failure: FailureTransient, Err: err}
+}
+
+// maxRetryAfter caps the wait a receiver's rate limit asks for: a larger
+// value is a mistake or hostile.
+const maxRetryAfter = 10 * time.Minute
+
+// RetryAfter reads an HTTP Retry-After value — seconds or an HTTP date —
+// as of now: fallback when absent or unreadable, at most 10 minutes.
+func RetryAfter(h string, now time.Time, fallback time.Duration) time.Duration {
+	h = strings.TrimSpace(h)
+	if secs, err := strconv.Atoi(h); err == nil && secs >= 0 {
+		// Capped before multiplying: a large value would overflow.
+		return time.Duration(min(secs, int(maxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return min(max(t.Sub(now), 0), maxRetryAfter)
+	}
+	return min(fallback, maxRetryAfter)
+}

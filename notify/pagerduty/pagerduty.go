@@ -215,7 +215,7 @@ func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.
 		}
 		// The event may have arrived; its dedup key makes a retry the same
 		// alert.
-		return notify.Delivery{Posted: true}, r.failed(*n, fmt.Errorf("%s: %w", action, err), 0)
+		return notify.Delivery{Posted: true}, r.failed(*n, fmt.Errorf("%s: %w", action, err))
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -229,11 +229,11 @@ func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.
 	case resp.StatusCode == http.StatusBadRequest:
 		return notify.Delivery{}, &notify.AttemptError{Step: action, Failure: notify.FailurePermanent, Code: CodeInvalidEvent, Err: why}
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return notify.Delivery{}, &notify.AttemptError{Step: action, Failure: notify.FailureRateLimited, Delay: retryAfter(resp.Header.Get("Retry-After")), Err: why}
+		return notify.Delivery{}, &notify.AttemptError{Step: action, Failure: notify.FailureRateLimited, Delay: notify.RetryAfter(resp.Header.Get("Retry-After"), r.now(), 30*time.Second), Err: why}
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
 		return notify.Delivery{}, &notify.AttemptError{Step: action, Failure: notify.FailurePermanent, Code: "http_" + strconv.Itoa(resp.StatusCode), Err: why}
 	}
-	return notify.Delivery{}, r.failed(*n, why, 0)
+	return notify.Delivery{}, r.failed(*n, why)
 }
 
 // describe is the message and errors of an answer, inert and bounded.
@@ -249,21 +249,9 @@ func describe(a response, raw []byte) string {
 }
 
 // failed is the error of an attempt on n that failed with err: retried, or
-// parked once the row has failed for longer than the limit.
-func (r *Receiver) failed(n outbox.Notification, err error, delay time.Duration) error {
-	if since := notify.FailingSince(n); r.now().Sub(since) >= r.giveUp {
-		return &notify.AttemptError{Step: "pagerduty", Failure: notify.FailurePermanent, Code: notify.CodeGaveUp,
-			Err: fmt.Errorf("failing since %s, longer than pagerduty.give_up_after (%s); replay the row once PagerDuty answers: %w",
-				since.UTC().Format(time.RFC3339), r.giveUp, err)}
-	}
-	return &notify.AttemptError{Step: "pagerduty", Failure: notify.FailureTransient, Delay: delay, Err: err}
-}
-
-// retryAfter is a rate limit's wait: its Retry-After in seconds, else 30s
-// (PagerDuty asks for a back-off without saying how long), at most 10m.
-func retryAfter(h string) time.Duration {
-	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
-		return min(time.Duration(s)*time.Second, 10*time.Minute)
-	}
-	return 30 * time.Second
+// parked once the row has failed for longer than the limit. (A rate limit's
+// Retry-After without seconds falls back to 30s: PagerDuty asks for a
+// back-off without saying how long.)
+func (r *Receiver) failed(n outbox.Notification, err error) error {
+	return notify.RetryOrGiveUp(n, r.now(), r.giveUp, "pagerduty.give_up_after", "pagerduty", err)
 }

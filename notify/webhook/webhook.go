@@ -13,6 +13,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -93,7 +94,7 @@ func New(cfg Config) (*Receiver, error) {
 	r := &Receiver{url: cfg.URL, secret: cfg.Secret, tickets: cfg.Tickets, client: cfg.HTTPClient,
 		giveUp: cfg.GiveUpAfter, now: cfg.Now}
 	if r.client == nil {
-		r.client = &http.Client{Timeout: cmpOr(cfg.Timeout, 10*time.Second)}
+		r.client = &http.Client{Timeout: cmp.Or(cfg.Timeout, 10*time.Second)}
 	}
 	if r.giveUp <= 0 {
 		r.giveUp = 24 * time.Hour
@@ -102,13 +103,6 @@ func New(cfg Config) (*Receiver, error) {
 		r.now = time.Now
 	}
 	return r, nil
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // Sign is the Sweeper-Signature header of body sent at t with secret:
@@ -158,7 +152,7 @@ func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err
 		}
-		return notify.Delivery{Posted: true}, r.failed(*n, fmt.Errorf("POST: %w", err), 0)
+		return notify.Delivery{Posted: true}, r.failed(*n, fmt.Errorf("POST: %w", err))
 	}
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -171,31 +165,14 @@ func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.
 	case resp.StatusCode == http.StatusGone:
 		return notify.Delivery{}, &notify.AttemptError{Step: "POST", Failure: notify.FailurePermanent, Code: CodeGone, Err: answer}
 	case resp.StatusCode == http.StatusTooManyRequests:
-		delay := retryAfter(resp.Header.Get("Retry-After"), r.now())
+		delay := notify.RetryAfter(resp.Header.Get("Retry-After"), r.now(), 10*time.Second)
 		return notify.Delivery{}, &notify.AttemptError{Step: "POST", Failure: notify.FailureRateLimited, Delay: delay, Err: answer}
 	}
-	return notify.Delivery{}, r.failed(*n, answer, 0)
+	return notify.Delivery{}, r.failed(*n, answer)
 }
 
 // failed is the error of an attempt on n that failed with err: retried, or
 // parked once the row has failed for longer than the limit.
-func (r *Receiver) failed(n outbox.Notification, err error, delay time.Duration) error {
-	if since := notify.FailingSince(n); r.now().Sub(since) >= r.giveUp {
-		return &notify.AttemptError{Step: "POST", Failure: notify.FailurePermanent, Code: notify.CodeGaveUp,
-			Err: fmt.Errorf("failing since %s, longer than webhook.give_up_after (%s); replay the row once the webhook answers: %w",
-				since.UTC().Format(time.RFC3339), r.giveUp, err)}
-	}
-	return &notify.AttemptError{Step: "POST", Failure: notify.FailureTransient, Delay: delay, Err: err}
-}
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date); 10s
-// when absent or unreadable, at most 10m.
-func retryAfter(h string, now time.Time) time.Duration {
-	d := 10 * time.Second
-	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
-		d = time.Duration(s) * time.Second
-	} else if t, err := http.ParseTime(h); err == nil {
-		d = max(t.Sub(now), 0)
-	}
-	return min(d, 10*time.Minute)
+func (r *Receiver) failed(n outbox.Notification, err error) error {
+	return notify.RetryOrGiveUp(n, r.now(), r.giveUp, "webhook.give_up_after", "POST", err)
 }
