@@ -143,16 +143,19 @@ func (e *ReleaseError) Error() string { return e.Err.Error() }
 // (Slack off): it sends nothing, and the dispatcher skips every row it is
 // given ([outbox.CodeNoReceiver]), so that no row waits for a receiver that
 // is not configured, nor goes out in a flood when one is.
-var Nowhere Receiver = nowhere{}
+var Nowhere = Off("no receiver is configured (slack.channel is empty); not posted")
 
-type nowhere struct{}
+// Off is the receiver of a destination the configuration turns off (Slack
+// without a channel, PagerDuty without a routing key, …): like [Nowhere],
+// it skips every row it is given, saying why.
+func Off(why string) Receiver { return nowhere{errors.New(why)} }
 
-var errNowhere = errors.New("no receiver is configured (slack.channel is empty); not posted")
+type nowhere struct{ why error }
 
 func (nowhere) Prepare(context.Context, *outbox.Notification) error { return nil }
 
-func (nowhere) Deliver(context.Context, *outbox.Notification, *slog.Logger) (Delivery, error) {
-	return Delivery{}, &AttemptError{Step: "route", Failure: FailureNowhere, Code: outbox.CodeNoReceiver, Err: errNowhere}
+func (o nowhere) Deliver(context.Context, *outbox.Notification, *slog.Logger) (Delivery, error) {
+	return Delivery{}, &AttemptError{Step: "route", Failure: FailureNowhere, Code: outbox.CodeNoReceiver, Err: o.why}
 }
 
 func (nowhere) Skipped(context.Context, outbox.Notification) {}

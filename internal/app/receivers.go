@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -46,52 +44,36 @@ func (s *App) WriteRoutes(ctx context.Context) error {
 // receiver turned off since it reached it never wait for it. Its error
 // names a secret that cannot be read.
 func (s *App) OtherDispatchers() ([]*notify.Dispatcher, error) {
-	var out []*notify.Dispatcher
 	tickets := review.NewReader(s.Pool)
-	dcfg := func(receiver string) notify.DispatcherConfig {
-		return notify.DispatcherConfig{Tickets: tickets, Logger: s.Logger.With("receiver", receiver), Metrics: s.Metrics, Receiver: receiver}
+	pd := notify.Off("pagerduty is off (pagerduty.routing_key_env is empty); not sent")
+	if c := s.Config.PagerDuty; c.On() {
+		key, err := config.Secret(s.getenv, c.RoutingKeyEnv)
+		if err != nil {
+			return nil, err
+		}
+		if pd, err = pagerduty.New(pagerduty.Config{RoutingKey: key, URL: c.URL, Tickets: tickets,
+			HTTPClient: s.receiverHTTPClient(10 * time.Second), GiveUpAfter: c.GiveUpAfter.Duration}); err != nil {
+			return nil, err
+		}
 	}
-	if pd := s.Config.PagerDuty; pd.On() {
-		key, err := config.Secret(s.getenv, pd.RoutingKeyEnv)
+	hook := notify.Off("the webhook is off (webhook.url is empty); not sent")
+	if c := s.Config.Webhook; c.On() {
+		secret, err := config.Secret(s.getenv, c.SecretEnv)
 		if err != nil {
 			return nil, err
 		}
-		r, err := pagerduty.New(pagerduty.Config{RoutingKey: key, URL: pd.URL, Tickets: tickets,
-			HTTPClient: s.receiverHTTPClient(10 * time.Second), GiveUpAfter: pd.GiveUpAfter.Duration})
-		if err != nil {
+		if hook, err = webhook.New(webhook.Config{URL: c.URL, Secret: []byte(secret), Tickets: tickets,
+			HTTPClient: s.receiverHTTPClient(c.Timeout.Duration), GiveUpAfter: c.GiveUpAfter.Duration}); err != nil {
 			return nil, err
 		}
-		d, err := notify.NewDispatcher(s.Pool, r, dcfg(outbox.ReceiverPagerDuty))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	} else {
-		d, err := notify.NewDispatcher(s.Pool, offReceiver{"pagerduty is off (pagerduty.routing_key_env is empty); not sent"},
-			dcfg(outbox.ReceiverPagerDuty))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
 	}
-	if w := s.Config.Webhook; w.On() {
-		secret, err := config.Secret(s.getenv, w.SecretEnv)
-		if err != nil {
-			return nil, err
-		}
-		r, err := webhook.New(webhook.Config{URL: w.URL, Secret: []byte(secret), Tickets: tickets,
-			HTTPClient: s.receiverHTTPClient(w.Timeout.Duration), GiveUpAfter: w.GiveUpAfter.Duration})
-		if err != nil {
-			return nil, err
-		}
-		d, err := notify.NewDispatcher(s.Pool, r, dcfg(outbox.ReceiverWebhook))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	} else {
-		d, err := notify.NewDispatcher(s.Pool, offReceiver{"the webhook is off (webhook.url is empty); not sent"},
-			dcfg(outbox.ReceiverWebhook))
+	var out []*notify.Dispatcher
+	for _, r := range []struct {
+		name string
+		notify.Receiver
+	}{{outbox.ReceiverPagerDuty, pd}, {outbox.ReceiverWebhook, hook}} {
+		d, err := notify.NewDispatcher(s.Pool, r.Receiver, notify.DispatcherConfig{Tickets: tickets, Logger: s.Logger.With("receiver", r.name),
+			Metrics: s.Metrics, Receiver: r.name})
 		if err != nil {
 			return nil, err
 		}
@@ -99,20 +81,6 @@ func (s *App) OtherDispatchers() ([]*notify.Dispatcher, error) {
 	}
 	return out, nil
 }
-
-// offReceiver is a receiver the configuration turns off: each row it is
-// given is skipped, final, with outbox.CodeNoReceiver and why.
-type offReceiver struct{ why string }
-
-func (offReceiver) Prepare(context.Context, *outbox.Notification) error { return nil }
-
-func (o offReceiver) Deliver(context.Context, *outbox.Notification, *slog.Logger) (notify.Delivery, error) {
-	return notify.Delivery{}, &notify.AttemptError{Step: "route", Failure: notify.FailureNowhere, Code: outbox.CodeNoReceiver, Err: errors.New(o.why)}
-}
-
-func (offReceiver) Skipped(context.Context, outbox.Notification) {}
-
-func (offReceiver) Flush(context.Context, time.Duration) {}
 
 // receiverHTTPClient is the client of a receiver besides Slack: requests
 // bounded by timeout, traced when tracing is on.
