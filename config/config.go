@@ -57,6 +57,9 @@ const (
 type Config struct {
 	// Database is where the ledger, sweeper's tables and River's live.
 	Database Database `toml:"database"`
+	// Ledger names the table the operations live in: ledger.operations,
+	// or a table of the shop's own, mapped.
+	Ledger Ledger `toml:"ledger"`
 	// Schedules are the periodic jobs' cron expressions.
 	Schedules Schedules `toml:"schedules"`
 	// Sweep tunes the stale scan.
@@ -719,6 +722,7 @@ func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) [
 		v.add("slack.channel", "must be a channel id (C… or G…), not a name: got %q", c.Slack.Channel)
 	}
 	c.validateRuntime(&v)
+	c.validateLedger(&v)
 	c.validateProviders(&v, kinds, getenv, opts)
 	c.validateReview(&v, slackOn)
 	c.validateSlack(&v, slackOn, getenv, opts)

@@ -14,20 +14,22 @@ import (
 // once while a job holds it — what River's per-args uniqueness did when a
 // job held one operation.
 
-// claimSQL claims the operations of $1 that are still pending and that no
-// job holds, returning the ids it claimed. Reading the status here, not
-// only in the sweep's page, keeps an operation a lookup settled since the
-// page was read from being handed on again.
-const claimSQL = `
+// claimSQL claims the operations of $1 that are still pending in table
+// and that no job holds, returning the ids it claimed. Reading the status
+// here, not only in the sweep's page, keeps an operation a lookup settled
+// since the page was read from being handed on again.
+func claimSQL(table *ledger.Table) string {
+	return `
 	INSERT INTO sweeper.lookup_claims (operation_id)
-	SELECT o.id FROM ` + ledger.OperationsSQL + ` o
+	SELECT o.id FROM ` + table.OperationsSQL() + ` o
 	WHERE o.id = ANY($1::bigint[]) AND o.status = 'pending'
 	ON CONFLICT (operation_id) DO NOTHING
 	RETURNING operation_id`
+}
 
-// claim claims ids in tx and returns those it claimed.
-func claim(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]bool, error) {
-	rows, err := tx.Query(ctx, claimSQL, ids)
+// claim claims ids of table in tx and returns those it claimed.
+func claim(ctx context.Context, tx pgx.Tx, table *ledger.Table, ids []int64) (map[int64]bool, error) {
+	rows, err := tx.Query(ctx, claimSQL(table), ids)
 	if err != nil {
 		return nil, fmt.Errorf("claim operations: %w", err)
 	}

@@ -168,7 +168,7 @@ func (w *LookupBatchWorker) read(ctx context.Context, queuedOps []QueuedOp) ([]*
 	for i, q := range queuedOps {
 		ids[i] = q.ID
 	}
-	pending, err := settle.Pending(ctx, w.settler.DB, ids)
+	pending, err := w.settler.Pending(ctx, w.settler.DB, ids)
 	if err != nil {
 		return nil, nil, err
 	}

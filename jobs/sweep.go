@@ -118,7 +118,7 @@ func (w *SweepWorker) handOn(ctx context.Context, client *river.Client[pgx.Tx], 
 	for i, op := range ops {
 		ids[i] = op.ID
 	}
-	claimed, err := claim(ctx, tx, ids)
+	claimed, err := claim(ctx, tx, w.scanner.Table(), ids)
 	if err != nil || len(claimed) == 0 {
 		return 0, 0, err
 	}

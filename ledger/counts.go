@@ -19,7 +19,7 @@ func (s *Store) Backlog(ctx context.Context, provider string, since, until time.
 	if !until.IsZero() {
 		upTo = &until
 	}
-	err = s.db.QueryRow(ctx, BacklogQuery, provider, since, upTo).Scan(&settled, &pending)
+	err = s.db.QueryRow(ctx, s.t.sql.backlog, provider, since, upTo).Scan(&settled, &pending)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count the backlog of %s: %w", provider, err)
 	}
@@ -28,9 +28,4 @@ func (s *Store) Backlog(ctx context.Context, provider string, since, until time.
 
 // BacklogQuery is [Store.Backlog]'s statement, for tests that EXPLAIN it:
 // $1 provider, $2 since, $3 until (NULL: now).
-const BacklogQuery = `SELECT
-		(SELECT count(*) FROM ledger.operations WHERE provider = $1
-		   AND status IN ('done', 'failed') AND updated_at >= $2
-		   AND created_at <= coalesce($3::timestamptz, now())),
-		(SELECT count(*) FROM ledger.operations WHERE provider = $1 AND status = 'pending'
-		   AND created_at <= coalesce($3::timestamptz, now()))`
+func (t *Table) BacklogQuery() string { return t.sql.backlog }

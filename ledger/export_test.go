@@ -1,4 +1,4 @@
 package ledger
 
 // MoveToDoneSQL is [MoveToDone]'s statement, for tests that EXPLAIN it.
-const MoveToDoneSQL = moveToDoneSQL
+var MoveToDoneSQL = Native().sql.moveToDone

@@ -93,14 +93,7 @@ type SharedRecord struct {
 // of one record namespace names, oldest holder first: what a person must
 // look at, since one of those operations is not proven by it.
 func (s *Store) SharedRecords(ctx context.Context, limit int) ([]SharedRecord, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT n.namespace, o.provider_record_id, array_agg(o.op_key ORDER BY o.id)
-		FROM ledger.operations o JOIN sweeper.record_namespaces n ON n.provider = o.provider
-		WHERE o.provider_record_id IS NOT NULL
-		GROUP BY n.namespace, o.provider_record_id
-		HAVING count(*) > 1
-		ORDER BY min(o.id)
-		LIMIT $1`, limit)
+	rows, err := s.db.Query(ctx, s.t.sql.sharedRecords, limit)
 	if err != nil {
 		return nil, fmt.Errorf("records shared across blocks: %w", err)
 	}

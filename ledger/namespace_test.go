@@ -76,7 +76,7 @@ func TestOneRecordOneOperationPerAccount(t *testing.T) {
 	if _, err := store.Confirm(ctx, other.OpKey, "SM1"); !errors.As(err, &heldErr) || heldErr.Holder != held.OpKey {
 		t.Errorf("Confirm(sms_alerts, SM1) = %v; want a *RecordHeldError naming %s", err, held.OpKey)
 	}
-	moved, err := ledger.MoveToDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(other, "SM1")})
+	moved, err := ledger.NewStore(tx).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(other, "SM1")})
 	if err != nil || moved[0] {
 		t.Errorf("MoveToDone(sms_alerts, SM1) = %v, %v; want not moved", moved, err)
 	}
@@ -98,7 +98,7 @@ func TestOneRecordOneOperationPerAccount(t *testing.T) {
 	if _, err := store.Confirm(ctx, elsewhere.OpKey, "SM1"); err != nil {
 		t.Errorf("Confirm(sms_eu, SM1): %v; want done: another account", err)
 	}
-	if moved, err := ledger.MoveToDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(own, "SM1")}); err != nil || !moved[0] {
+	if moved, err := ledger.NewStore(tx).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(own, "SM1")}); err != nil || !moved[0] {
 		t.Errorf("MoveToDone(mailer, SM1) = %v, %v; want moved: its own namespace", moved, err)
 	}
 }
@@ -112,7 +112,7 @@ func TestMoveToDoneOneRecordTwoBlocks(t *testing.T) {
 	setNamespaces(t, tx, map[string]string{"sms": "twilio:AC1", "sms_alerts": "twilio:AC1"})
 	a := claimIn(t, tx, "sms", "two-a")
 	b := claimIn(t, tx, "sms_alerts", "two-b")
-	moved, err := ledger.MoveToDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(a, "SM1"), ledger.DoneItemOf(b, "SM1")})
+	moved, err := ledger.NewStore(tx).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(a, "SM1"), ledger.DoneItemOf(b, "SM1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +141,11 @@ func TestHTTPNamespaces(t *testing.T) {
 			setNamespaces(t, tx, tc.namespaces)
 			a := claimIn(t, tx, "billing", "h-a")
 			b := claimIn(t, tx, "invoices", "h-b")
-			moved, err := ledger.MoveToDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(a, "inv_1")})
+			moved, err := ledger.NewStore(tx).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(a, "inv_1")})
 			if err != nil || !moved[0] {
 				t.Fatalf("first = %v, %v; want moved", moved, err)
 			}
-			moved, err = ledger.MoveToDone(ctx, tx, []ledger.DoneItem{ledger.DoneItemOf(b, "inv_1")})
+			moved, err = ledger.NewStore(tx).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(b, "inv_1")})
 			if err != nil || moved[0] != tc.wantSecond {
 				t.Errorf("second = %v, %v; want moved %v", moved, err, tc.wantSecond)
 			}

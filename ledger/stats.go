@@ -44,26 +44,16 @@ type PendingAge struct {
 // ($1 the known providers, $2 the name the others are counted under): an
 // index-only scan of operations_pending_stale_idx and one of
 // operations_review_idx.
-const UnsettledCountsQuery = `SELECT CASE WHEN provider = ANY($1) THEN provider ELSE $2 END, 'pending', count(*)
-	FROM ledger.operations WHERE status = 'pending' GROUP BY 1
-	UNION ALL
-	SELECT CASE WHEN provider = ANY($1) THEN provider ELSE $2 END, 'review', count(*)
-	FROM ledger.operations WHERE status = 'review' GROUP BY 1`
+func (t *Table) UnsettledCountsQuery() string { return t.sql.unsettledCounts }
 
 // OldestPendingQuery reads each provider's oldest dated pending operation
 // ($1, $2 as in [UnsettledCountsQuery]) from operations_pending_stale_idx.
-const OldestPendingQuery = `SELECT CASE WHEN provider = ANY($1) THEN provider ELSE $2 END,
-		extract(epoch FROM now() - min(first_attempt_at))::float8
-	FROM ledger.operations WHERE status = 'pending' AND first_attempt_at > '-infinity' GROUP BY 1`
+func (t *Table) OldestPendingQuery() string { return t.sql.oldestPending }
 
 // SettledEstimateQuery estimates the done and failed operations from the
 // catalog: the table's row count times each status's frequency, as
 // ANALYZE last sampled them. It reads no row of the ledger.
-const SettledEstimateQuery = `SELECT '', s.status, round(greatest(c.reltuples, 0) * s.freq)::bigint
-	FROM pg_class c
-	JOIN pg_stats st ON st.schemaname = 'ledger' AND st.tablename = 'operations' AND st.attname = 'status'
-	CROSS JOIN LATERAL unnest(st.most_common_vals::text::text[], st.most_common_freqs) AS s(status, freq)
-	WHERE c.oid = 'ledger.operations'::regclass AND c.reltuples >= 0 AND s.status IN ('done', 'failed')`
+func (t *Table) SettledEstimateQuery() string { return t.sql.settledEstimate }
 
 // Stats counts the ledger's unsettled operations by provider and status,
 // reads the age of each provider's oldest pending operation, and estimates
@@ -82,8 +72,8 @@ func (s *Store) Stats(ctx context.Context, known []string, other string) (Stats,
 		query string
 		args  []any
 	}{
-		{&st.Operations, "count unsettled operations", UnsettledCountsQuery, []any{known, other}},
-		{&st.Settled, "estimate settled operations", SettledEstimateQuery, nil},
+		{&st.Operations, "count unsettled operations", s.t.sql.unsettledCounts, []any{known, other}},
+		{&st.Settled, "estimate settled operations", s.t.sql.settledEstimate, nil},
 	} {
 		rows, err := s.db.Query(ctx, q.query, q.args...)
 		if err != nil {
@@ -93,7 +83,7 @@ func (s *Store) Stats(ctx context.Context, known []string, other string) (Stats,
 			return Stats{}, fmt.Errorf("%s: %w", q.what, err)
 		}
 	}
-	rows, err := s.db.Query(ctx, OldestPendingQuery, known, other)
+	rows, err := s.db.Query(ctx, s.t.sql.oldestPending, known, other)
 	if err != nil {
 		return Stats{}, fmt.Errorf("oldest pending operations: %w", err)
 	}

@@ -22,14 +22,23 @@ type DB interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Store reads and writes ledger.operations. Every write is a compare-and-set
+// Store reads and writes a ledger table: [NativeTable] or one adopted
+// ([Table]). Every write is a compare-and-set
 // on status; the table's trigger rejects whatever slips past it.
 type Store struct {
 	db DB
+	t  *Table
 }
 
-// NewStore returns a Store over db.
-func NewStore(db DB) *Store { return &Store{db: db} }
+// NewStore returns a Store of [NativeTable] over db. A daemon whose
+// configuration adopts a table of its own uses [Table.Store].
+func NewStore(db DB) *Store { return native.Store(db) }
+
+// Store returns a Store of t over db.
+func (t *Table) Store(db DB) *Store { return &Store{db: db, t: t} }
+
+// Table is the table s reads and writes.
+func (s *Store) Table() *Table { return s.t }
 
 // Attempt is what a workflow records before it calls a provider.
 type Attempt struct {
@@ -140,18 +149,16 @@ func (s *Store) Claim(ctx context.Context, a Attempt) (Claim, error) {
 	if len(a.Payload) > 0 {
 		payload = string(a.Payload)
 	}
-	rows, err := s.db.Query(ctx, `
-		INSERT INTO ledger.operations
-			(op_key, workflow, provider, action, source_id, recipient, payload_hash, payload,
-			 attempts, first_attempt_at, last_attempt_at)
-		VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8::jsonb, 1, now(), now())
-		ON CONFLICT (op_key) DO NOTHING
-		RETURNING `+operationColumns,
-		a.OpKey, a.Workflow, a.Provider, a.Action, a.SourceID, a.Recipient, a.PayloadHash, payload)
+	values := []any{a.OpKey, a.Workflow, a.Provider, a.Action, a.SourceID, a.Recipient, a.PayloadHash, payload}
+	args := make([]any, len(s.t.sql.claimArgs))
+	for i, v := range s.t.sql.claimArgs {
+		args[i] = values[v]
+	}
+	rows, err := s.db.Query(ctx, s.t.sql.claim, args...)
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim %s: %w", a.OpKey, mapError(err))
 	}
-	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
+	op, err := pgx.CollectExactlyOneRow(rows, s.t.scan)
 	switch {
 	case err == nil:
 		return Claim{Owned: true, Operation: op}, nil
@@ -173,7 +180,7 @@ func (s *Store) Claim(ctx context.Context, a Attempt) (Claim, error) {
 		{"recipient", existing.Recipient, a.Recipient},
 		{"payload_hash", existing.PayloadHash, a.PayloadHash},
 	} {
-		if f.have != f.want {
+		if _, has := s.t.Column(f.name); has && f.have != f.want {
 			differ = append(differ, f.name)
 		}
 	}
@@ -224,19 +231,15 @@ func (s *Store) Reject(ctx context.Context, opKey string) (Operation, error) {
 // the usual collision is an answer, not an error that aborts the caller's
 // transaction; the unique index settles a collision with a write in flight.
 func (s *Store) transition(ctx context.Context, opKey string, from, to Status, providerRecordID string) (Operation, error) {
-	rows, err := s.db.Query(ctx, `
-		UPDATE ledger.operations o
-		SET status = $3, provider_record_id = coalesce(nullif($4, ''), provider_record_id)
-		WHERE op_key = $1 AND status = $2
-		  AND ($4 = '' OR NOT EXISTS (SELECT 1 FROM ledger.operations h
-		                              WHERE h.provider_record_id = $4 AND h.id <> o.id
-		                                AND h.provider = ANY(sweeper.record_namespace_blocks(o.provider))))
-		RETURNING `+operationColumns,
-		opKey, from, to, providerRecordID)
+	fromWord, toWord, err := s.t.wordsOf(from, to)
+	if err != nil {
+		return Operation{}, fmt.Errorf("mark %s %s: %w", opKey, to, err)
+	}
+	rows, err := s.db.Query(ctx, s.t.sql.transition, opKey, fromWord, toWord, providerRecordID)
 	if err != nil {
 		return Operation{}, s.transitionError(ctx, opKey, to, providerRecordID, err)
 	}
-	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
+	op, err := pgx.CollectExactlyOneRow(rows, s.t.scan)
 	if err == nil {
 		return op, nil
 	}
@@ -274,10 +277,7 @@ func (s *Store) transitionError(ctx context.Context, opKey string, to Status, pr
 // holderOfKey is [Store.HolderOf] for the operation with key opKey.
 func (s *Store) holderOfKey(ctx context.Context, opKey, recordID string) (string, error) {
 	var holder string
-	err := s.db.QueryRow(ctx, `SELECT h.op_key FROM ledger.operations o
-		JOIN ledger.operations h ON h.provider_record_id = $2 AND h.id <> o.id
-		 AND h.provider = ANY(sweeper.record_namespace_blocks(o.provider))
-		WHERE o.op_key = $1 ORDER BY h.id LIMIT 1`, opKey, recordID).Scan(&holder)
+	err := s.db.QueryRow(ctx, s.t.sql.holderOfKey, opKey, recordID).Scan(&holder)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
@@ -332,9 +332,7 @@ func RecordLockKey(namespace, recordID string) string { return namespace + ":" +
 // record proves one operation: a second claim on it is not proof.
 func (s *Store) HolderOf(ctx context.Context, provider, recordID string, exceptID int64) (string, error) {
 	var opKey string
-	err := s.db.QueryRow(ctx, `SELECT op_key FROM ledger.operations
-		WHERE provider = ANY(sweeper.record_namespace_blocks($1)) AND provider_record_id = $2 AND id <> $3
-		ORDER BY id LIMIT 1`, provider, recordID, exceptID).Scan(&opKey)
+	err := s.db.QueryRow(ctx, s.t.sql.holderOf, provider, recordID, exceptID).Scan(&opKey)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
@@ -359,9 +357,7 @@ func (s *Store) HoldersOf(ctx context.Context, provider string, recordIDs []stri
 	if len(recordIDs) == 0 {
 		return nil, nil
 	}
-	rows, err := s.db.Query(ctx, `SELECT provider_record_id, id, op_key FROM ledger.operations
-		WHERE provider_record_id = ANY($2::text[]) AND provider = ANY(sweeper.record_namespace_blocks($1))
-		ORDER BY id`, provider, recordIDs)
+	rows, err := s.db.Query(ctx, s.t.sql.holdersOf, provider, recordIDs)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: who holds %d records of %s: %w", len(recordIDs), provider, err)
 	}
@@ -378,11 +374,11 @@ func (s *Store) HoldersOf(ctx context.Context, provider string, recordIDs []stri
 // cost follows the pending rows, not the ledger's size. Pass the last row's
 // position as the next cursor; fewer than limit rows means the end.
 func (s *Store) StalePending(ctx context.Context, provider string, cutoff time.Time, after StaleCursor, limit int) ([]Operation, error) {
-	rows, err := s.db.Query(ctx, StalePendingQuery, provider, cutoff, after.position(), after.ID, limit)
+	rows, err := s.db.Query(ctx, s.t.sql.stalePending, provider, cutoff, after.position(), after.ID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale scan %s: %w", provider, err)
 	}
-	ops, err := pgx.CollectRows(rows, scanOperation)
+	ops, err := pgx.CollectRows(rows, s.t.scan)
 	if err != nil {
 		return nil, fmt.Errorf("stale scan %s: %w", provider, err)
 	}
@@ -395,8 +391,7 @@ func (s *Store) StalePending(ctx context.Context, provider string, cutoff time.T
 // it, as it serves the stale scan.
 func (s *Store) CountStalePending(ctx context.Context, provider string, cutoff time.Time) (int, error) {
 	var n int
-	err := s.db.QueryRow(ctx, `SELECT count(*) FROM ledger.operations
-		WHERE status = 'pending' AND provider = $1 AND first_attempt_at < $2`, provider, cutoff).Scan(&n)
+	err := s.db.QueryRow(ctx, s.t.sql.countStale, provider, cutoff).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count stale operations of %s: %w", provider, err)
 	}
@@ -407,22 +402,16 @@ func (s *Store) CountStalePending(ctx context.Context, provider string, cutoff t
 // or not: what waits on it.
 func (s *Store) CountPending(ctx context.Context, provider string) (int64, error) {
 	var n int64
-	err := s.db.QueryRow(ctx, `SELECT count(*) FROM ledger.operations WHERE provider = $1 AND status = 'pending'`,
-		provider).Scan(&n)
+	err := s.db.QueryRow(ctx, s.t.sql.countPending, provider).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count pending operations of %s: %w", provider, err)
 	}
 	return n, nil
 }
 
-// StalePendingQuery is the stale scan's SQL, exported so that a test can
-// EXPLAIN it: $1 provider, $2 cutoff, $3/$4 the cursor, $5 the limit.
-const StalePendingQuery = `SELECT ` + operationColumns + `
-	FROM ledger.operations
-	WHERE status = 'pending' AND provider = $1 AND first_attempt_at < $2
-	  AND (first_attempt_at, id) > ($3, $4)
-	ORDER BY first_attempt_at, id
-	LIMIT $5`
+// StalePendingQuery is the stale scan's SQL on t, exported so that a test
+// can EXPLAIN it: $1 provider, $2 cutoff, $3/$4 the cursor, $5 the limit.
+func (t *Table) StalePendingQuery() string { return t.sql.stalePending }
 
 // CompareAndSet moves operation id from one status to another, setting
 // provider_record_id when recordID is not empty, if and only if it is still
@@ -434,10 +423,11 @@ func (s *Store) CompareAndSet(ctx context.Context, id int64, from, to Status, re
 	if !CanTransition(from, to) {
 		return false, fmt.Errorf("%w: %s -> %s", ErrIllegalTransition, from, to)
 	}
-	tag, err := s.db.Exec(ctx, `
-		UPDATE ledger.operations
-		SET status = $3, provider_record_id = coalesce(nullif($4, ''), provider_record_id)
-		WHERE id = $1 AND status = $2`, id, from, to, recordID)
+	fromWord, toWord, err := s.t.wordsOf(from, to)
+	if err != nil {
+		return false, fmt.Errorf("mark operation %d %s: %w", id, to, err)
+	}
+	tag, err := s.db.Exec(ctx, s.t.sql.compareAndSet, id, fromWord, toWord, recordID)
 	if err != nil {
 		return false, fmt.Errorf("mark operation %d %s: %w", id, to, mapError(err))
 	}
@@ -446,17 +436,17 @@ func (s *Store) CompareAndSet(ctx context.Context, id int64, from, to Status, re
 
 // GetByID returns the operation with the given id, or [ErrNotFound].
 func (s *Store) GetByID(ctx context.Context, id int64) (Operation, error) {
-	return s.getOne(ctx, "id", id, fmt.Sprintf("id %d", id))
+	return s.getOne(ctx, s.t.sql.getByID, id, fmt.Sprintf("id %d", id))
 }
 
 // GetByIDs returns the operations with the given ids that exist, in no
 // particular order: a row a workflow deleted is simply absent.
 func (s *Store) GetByIDs(ctx context.Context, ids []int64) ([]Operation, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+` FROM ledger.operations WHERE id = ANY($1::bigint[])`, ids)
+	rows, err := s.db.Query(ctx, s.t.sql.getByIDs, ids)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: get %d operations: %w", len(ids), err)
 	}
-	ops, err := pgx.CollectRows(rows, scanOperation)
+	ops, err := pgx.CollectRows(rows, s.t.scan)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: get %d operations: %w", len(ids), err)
 	}
@@ -466,16 +456,11 @@ func (s *Store) GetByIDs(ctx context.Context, ids []int64) ([]Operation, error) 
 // StaleOtherProviders is the stale scan for rows whose provider is none of
 // known: they cannot be looked up, and must not wait forever unseen.
 func (s *Store) StaleOtherProviders(ctx context.Context, known []string, cutoff time.Time, after StaleCursor, limit int) ([]Operation, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+`
-		FROM ledger.operations
-		WHERE status = 'pending' AND provider <> ALL($1::text[]) AND first_attempt_at < $2
-		  AND (first_attempt_at, id) > ($3, $4)
-		ORDER BY first_attempt_at, id
-		LIMIT $5`, known, cutoff, after.position(), after.ID, limit)
+	rows, err := s.db.Query(ctx, s.t.sql.staleOther, known, cutoff, after.position(), after.ID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale scan of unconfigured providers: %w", err)
 	}
-	ops, err := pgx.CollectRows(rows, scanOperation)
+	ops, err := pgx.CollectRows(rows, s.t.scan)
 	if err != nil {
 		return nil, fmt.Errorf("stale scan of unconfigured providers: %w", err)
 	}
@@ -492,16 +477,11 @@ const MaxClockSkew = 5 * time.Minute
 // which waits for first_attempt_at to age, would never reach — after
 // cursor in (first_attempt_at, id) order.
 func (s *Store) FutureDated(ctx context.Context, notBefore time.Time, after StaleCursor, limit int) ([]Operation, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+`
-		FROM ledger.operations
-		WHERE status = 'pending' AND first_attempt_at > $1
-		  AND (first_attempt_at, id) > ($2, $3)
-		ORDER BY first_attempt_at, id
-		LIMIT $4`, notBefore, after.position(), after.ID, limit)
+	rows, err := s.db.Query(ctx, s.t.sql.futureDated, notBefore, after.position(), after.ID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("scan of future-dated operations: %w", err)
 	}
-	ops, err := pgx.CollectRows(rows, scanOperation)
+	ops, err := pgx.CollectRows(rows, s.t.scan)
 	if err != nil {
 		return nil, fmt.Errorf("scan of future-dated operations: %w", err)
 	}
@@ -510,16 +490,16 @@ func (s *Store) FutureDated(ctx context.Context, notBefore time.Time, after Stal
 
 // Get returns the operation with the given key, or [ErrNotFound].
 func (s *Store) Get(ctx context.Context, opKey string) (Operation, error) {
-	return s.getOne(ctx, "op_key", opKey, opKey)
+	return s.getOne(ctx, s.t.sql.getByOpKey, opKey, opKey)
 }
 
-// getOne reads the operation whose column (id or op_key) equals value.
-func (s *Store) getOne(ctx context.Context, column string, value any, label string) (Operation, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+operationColumns+` FROM ledger.operations WHERE `+column+` = $1`, value)
+// getOne reads the operation query (by id or by op_key) finds for value.
+func (s *Store) getOne(ctx context.Context, query string, value any, label string) (Operation, error) {
+	rows, err := s.db.Query(ctx, query, value)
 	if err != nil {
 		return Operation{}, fmt.Errorf("read operation %s: %w", label, err)
 	}
-	op, err := pgx.CollectExactlyOneRow(rows, scanOperation)
+	op, err := pgx.CollectExactlyOneRow(rows, s.t.scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Operation{}, fmt.Errorf("%w: %s", ErrNotFound, label)
 	}
@@ -529,10 +509,9 @@ func (s *Store) getOne(ctx context.Context, column string, value any, label stri
 	return op, nil
 }
 
-const operationColumns = `id, op_key, workflow, provider, action, source_id, recipient, payload_hash,
-	payload, status, attempts, first_attempt_at, last_attempt_at, provider_record_id, created_at, updated_at`
-
-func scanOperation(row pgx.CollectableRow) (Operation, error) {
+// scan reads an Operation from the columns [Table.projection] lists, its
+// status word read as sweeper's.
+func (t *Table) scan(row pgx.CollectableRow) (Operation, error) {
 	var (
 		op                                                 Operation
 		sourceID, recipient, payloadHash, providerRecordID *string
@@ -554,6 +533,7 @@ func scanOperation(row pgx.CollectableRow) (Operation, error) {
 	if payload != nil {
 		op.Payload = json.RawMessage(payload)
 	}
+	op.Status = t.StatusOf(string(op.Status))
 	return op, nil
 }
 
@@ -608,21 +588,11 @@ func mapError(err error) error {
 	return err
 }
 
-// LookalikesQuery is [Store.Lookalikes]' statement, for tests that EXPLAIN
-// it: $1 provider, $2 payload hash, $3 the operation left out, $4 the
-// moment, $5/$6 the window before and after, $7 the recipient key, $8
+// LookalikesQuery is [Store.Lookalikes]' statement on t, for tests that
+// EXPLAIN it: $1 provider, $2 payload hash, $3 the operation left out, $4
+// the moment, $5/$6 the window before and after, $7 the recipient key, $8
 // phone, $9 the limit.
-const LookalikesQuery = `SELECT ` + operationColumns + `
-	FROM ledger.operations
-	WHERE provider = ANY(sweeper.record_namespace_blocks($1)) AND payload_hash = $2 AND id <> $3
-	  AND status IN ('pending', 'review')
-	  AND first_attempt_at - $5::interval <= $4
-	  AND greatest(first_attempt_at, coalesce(last_attempt_at, first_attempt_at)) + $6::interval >= $4
-	  AND CASE WHEN $8 THEN length(regexp_replace(coalesce(recipient, ''), '[^0-9]', '', 'g')) < 7
-	                        OR right(regexp_replace(coalesce(recipient, ''), '[^0-9]', '', 'g'), 7) = $7
-	           ELSE strpos(lower(coalesce(recipient, '')), lower($7)) > 0 END
-	ORDER BY first_attempt_at, id
-	LIMIT $9`
+func (t *Table) LookalikesQuery() string { return t.sql.lookalikes }
 
 // LookalikeLimit is the most operations [Store.Lookalikes] returns; a
 // caller given this many cannot know it saw every candidate.
@@ -649,11 +619,11 @@ func (s *Store) Lookalikes(ctx context.Context, provider, payloadHash string, ex
 		}, key)
 		key = digits[max(0, len(digits)-7):]
 	}
-	rows, err := s.db.Query(ctx, LookalikesQuery, provider, payloadHash, exceptID, at, before, after, key, phone, LookalikeLimit)
+	rows, err := s.db.Query(ctx, s.t.sql.lookalikes, provider, payloadHash, exceptID, at, before, after, key, phone, LookalikeLimit)
 	if err != nil {
 		return nil, fmt.Errorf("operations that look like operation %d: %w", exceptID, err)
 	}
-	ops, err := pgx.CollectRows(rows, scanOperation)
+	ops, err := pgx.CollectRows(rows, s.t.scan)
 	if err != nil {
 		return nil, fmt.Errorf("operations that look like operation %d: %w", exceptID, err)
 	}

@@ -522,7 +522,7 @@ func TestStaleScanUsesIndex(t *testing.T) {
 			if _, err := pool.Exec(ctx, `ANALYZE ledger.operations`); err != nil {
 				t.Fatal(err)
 			}
-			rows, err := pool.Query(ctx, `EXPLAIN `+ledger.StalePendingQuery, "p0", time.Now().Add(-10*time.Minute), time.Time{}, int64(0), 500)
+			rows, err := pool.Query(ctx, `EXPLAIN `+ledger.Native().StalePendingQuery(), "p0", time.Now().Add(-10*time.Minute), time.Time{}, int64(0), 500)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -66,43 +66,6 @@ func DoneItemOf(op Operation, recordID string) DoneItem {
 		Recipient: op.Recipient, PayloadHash: op.PayloadHash, RecordID: recordID}
 }
 
-// moveToDoneSQL moves pending rows to done, one per item of the arrays $1
-// id, $2 provider record id, $3 op_key, $4 action, $5 recipient ("" for
-// none), $6 payload hash; it returns the (1-based) position of each item
-// that moved its row.
-//
-// A row moves only while it is still pending, its identity is the one
-// looked up, it names no other record, and no other operation of its
-// provider's record namespace (its block, or another block reaching the
-// same account) holds the record: one record proves one operation. Of the
-// items of one call that claim the same record of one namespace, only the
-// first whose row
-// qualifies (as the statement's snapshot shows it) is a candidate, so they cannot both win (the unique index
-// would refuse the second and abort the batch); of several items for one
-// row, one moves it. The conditions on the row are in the outer WHERE, so
-// that a row another transaction changed meanwhile is checked again as it
-// now is.
-const moveToDoneSQL = `
-	UPDATE ledger.operations o SET status = 'done', provider_record_id = c.record_id
-	FROM (
-		SELECT DISTINCT ON (sweeper.record_namespace(r.provider), i.record_id) i.ord, i.id, i.record_id, i.op_key, i.action, i.recipient, i.payload_hash
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-			WITH ORDINALITY AS i(id, record_id, op_key, action, recipient, payload_hash, ord)
-		JOIN ledger.operations r ON r.id = i.id
-		WHERE r.status = 'pending' AND r.op_key = i.op_key AND r.action = i.action
-		  AND coalesce(r.recipient, '') = i.recipient AND r.payload_hash = i.payload_hash
-		  AND (r.provider_record_id IS NULL OR r.provider_record_id = i.record_id)
-		ORDER BY sweeper.record_namespace(r.provider), i.record_id, i.ord
-	) c
-	WHERE o.id = c.id AND o.status = 'pending'
-	  AND o.op_key = c.op_key AND o.action = c.action AND coalesce(o.recipient, '') = c.recipient
-	  AND o.payload_hash = c.payload_hash
-	  AND (o.provider_record_id IS NULL OR o.provider_record_id = c.record_id)
-	  AND NOT EXISTS (SELECT 1 FROM ledger.operations other
-	                  WHERE other.provider_record_id = c.record_id AND other.id <> o.id
-	                    AND other.provider = ANY(sweeper.record_namespace_blocks(o.provider)))
-	RETURNING c.ord`
-
 // MoveToDone moves the operations items name from pending to done with
 // their records, in two statements whatever the number of items: the
 // records' locks ([LockRecords]), then one compare-and-set for all. It
@@ -114,9 +77,10 @@ const moveToDoneSQL = `
 // another item of the same call included, of which only one wins. Decide
 // such an operation again on the row as it now is.
 //
-// db must be the writing transaction, so that the locks cover the write;
+// s's connection must be the writing transaction, so that the locks cover
+// the write;
 // its error is the database's, and the transaction is then aborted.
-func MoveToDone(ctx context.Context, db DB, items []DoneItem) ([]bool, error) {
+func (s *Store) MoveToDone(ctx context.Context, items []DoneItem) ([]bool, error) {
 	moved := make([]bool, len(items))
 	if len(items) == 0 {
 		return moved, nil
@@ -133,10 +97,10 @@ func MoveToDone(ctx context.Context, db DB, items []DoneItem) ([]bool, error) {
 		ids[i], records[i], opKeys[i], actions[i], recipients[i], hashes[i] =
 			it.ID, it.RecordID, it.OpKey, it.Action, it.Recipient, it.PayloadHash
 	}
-	if err := LockRecords(ctx, db, refs); err != nil {
+	if err := LockRecords(ctx, s.db, refs); err != nil {
 		return nil, fmt.Errorf("move %d operation(s) to done: %w", len(items), err)
 	}
-	rows, err := db.Query(ctx, moveToDoneSQL, ids, records, opKeys, actions, recipients, hashes)
+	rows, err := s.db.Query(ctx, s.t.sql.moveToDone, ids, records, opKeys, actions, recipients, hashes)
 	if err != nil {
 		return nil, fmt.Errorf("move %d operation(s) to done: %w", len(items), mapError(err))
 	}
@@ -157,15 +121,14 @@ func MoveToDone(ctx context.Context, db DB, items []DoneItem) ([]bool, error) {
 // MoveToReview moves the pending operations among ids to review, in one
 // statement, and returns the ids it moved; the others were no longer
 // pending and were left as they are. Only sweeper moves a row to review:
-// db must be a transaction that declared it ([DeclareSweeperWriter]) and
+// s's connection must be a transaction that declared it
+// ([DeclareSweeperWriter]) and
 // opens each moved operation's ticket before it commits.
-func MoveToReview(ctx context.Context, db DB, ids []int64) ([]int64, error) {
+func (s *Store) MoveToReview(ctx context.Context, ids []int64) ([]int64, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := db.Query(ctx, `UPDATE ledger.operations SET status = 'review'
-		WHERE id = ANY($1::bigint[]) AND status = 'pending'
-		RETURNING id`, ids)
+	rows, err := s.db.Query(ctx, s.t.sql.moveToReview, ids)
 	if err != nil {
 		return nil, fmt.Errorf("move %d operation(s) to review: %w", len(ids), mapError(err))
 	}

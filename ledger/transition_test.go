@@ -59,7 +59,7 @@ func TestMoveToDone(t *testing.T) {
 		ledger.DoneItemOf(ops[0], "rec_0"),      // the same item again: the row moves once
 		ledger.DoneItemOf(ops[7], "rec_x"),      // ops[7] again, with a free record: wins
 	}
-	moved, err := ledger.MoveToDone(ctx, tx, items)
+	moved, err := ledger.NewStore(tx).MoveToDone(ctx, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestMoveToDone(t *testing.T) {
 	if got, _ := store.GetByID(ctx, ops[7].ID); !moved[8] || got.Status != ledger.StatusDone || got.ProviderRecordID != "rec_x" {
 		t.Errorf("ops[7] is %s with %q, moved=%v; want done with its free record rec_x", got.Status, got.ProviderRecordID, moved[8])
 	}
-	if moved, err := ledger.MoveToDone(ctx, tx, nil); err != nil || len(moved) != 0 {
+	if moved, err := ledger.NewStore(tx).MoveToDone(ctx, nil); err != nil || len(moved) != 0 {
 		t.Errorf("MoveToDone(nil) = %v, %v; want nothing", moved, err)
 	}
 }
@@ -119,7 +119,7 @@ func TestMoveToDoneConcurrentBatches(t *testing.T) {
 				<-start
 				errs[b] = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 					var err error
-					moved[b], err = ledger.MoveToDone(ctx, tx, batches[b])
+					moved[b], err = ledger.NewStore(tx).MoveToDone(ctx, batches[b])
 					return err
 				})
 			})
@@ -162,7 +162,7 @@ func TestMoveToReview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.MoveToReview(ctx, sp, []int64{ops[0].ID}); err == nil {
+	if _, err := ledger.NewStore(sp).MoveToReview(ctx, []int64{ops[0].ID}); err == nil {
 		t.Error("MoveToReview without the writer's declaration succeeded")
 	}
 	if err := sp.Rollback(ctx); err != nil {
@@ -171,7 +171,7 @@ func TestMoveToReview(t *testing.T) {
 	if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
-	moved, err := ledger.MoveToReview(ctx, tx, []int64{ops[0].ID, ops[1].ID, ops[2].ID, ops[0].ID})
+	moved, err := ledger.NewStore(tx).MoveToReview(ctx, []int64{ops[0].ID, ops[1].ID, ops[2].ID, ops[0].ID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,7 @@ import (
 
 // ReadIncident returns incident id as its messages show it, with its
 // counts as of now: the incident from the outbox, what became of the
-// provider's backlog from the ledger ([ledger.Store.Backlog]), the tickets
-// opened for it through tickets. The counts are a report, each read as it
+// provider's backlog and the tickets opened for it through tickets. The counts are a report, each read as it
 // is committed when it is read. A refresh reads them at most every
 // incident_refresh, on one dispatcher at a time, and no more once the
 // counts are final.
@@ -26,7 +25,7 @@ func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader
 	}
 	in := message.Incident{ID: id, Provider: rec.Provider, StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Waiting: rec.Waiting,
 		MovedToReview: rec.MovedToReview, MovedAfter: rec.MovedAfter}
-	if in.Settled, in.Pending, err = ledger.NewStore(db).Backlog(ctx, in.Provider, in.StartedAt, in.EndedAt); err != nil {
+	if in.Settled, in.Pending, err = tickets.Backlog(ctx, in.Provider, in.StartedAt, in.EndedAt); err != nil {
 		return message.Incident{}, fmt.Errorf("read incident %d: %w", id, err)
 	}
 	if in.Review, err = tickets.OpenedSince(ctx, in.Provider, in.StartedAt, in.EndedAt); err != nil {

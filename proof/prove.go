@@ -67,8 +67,8 @@ func SearchFor(op ledger.Operation, m providers.Matching, now time.Time) provide
 // The writes check the first again under the record's lock; the second
 // needs no lock, because the operation that sent a record was written
 // before its send, and so before any lookup could see the record.
-func Prove(ctx context.Context, db ledger.DB, op ledger.Operation, out Outcome) (Decision, error) {
-	ds, err := ProveBatch(ctx, db, []Case{{Op: op, Outcome: out}})
+func Prove(ctx context.Context, store *ledger.Store, op ledger.Operation, out Outcome) (Decision, error) {
+	ds, err := ProveBatch(ctx, store, []Case{{Op: op, Outcome: out}})
 	if err != nil {
 		return Decision{}, err
 	}
@@ -88,7 +88,7 @@ type Case struct {
 // is decided against the ledger as it is, not against the others' decisions:
 // two operations of the batch proven by one record both come out done, and
 // the write, which admits one holder per record, settles which.
-func ProveBatch(ctx context.Context, db ledger.DB, cases []Case) ([]Decision, error) {
+func ProveBatch(ctx context.Context, store *ledger.Store, cases []Case) ([]Decision, error) {
 	decisions := make([]Decision, len(cases))
 	records := map[string][]string{} // by provider
 	for i, p := range cases {
@@ -97,7 +97,6 @@ func ProveBatch(ctx context.Context, db ledger.DB, cases []Case) ([]Decision, er
 			records[p.Op.Provider] = append(records[p.Op.Provider], d.ProviderRecordID)
 		}
 	}
-	store := ledger.NewStore(db)
 	type held struct{ provider, record string }
 	holders := map[held][]ledger.Holder{}
 	for provider, ids := range records {
@@ -206,10 +205,9 @@ func HeldDetail(recordID, holder string) string {
 // the op_key of another operation of op's provider's record namespace that
 // recordID already proves, or "" when none does. With lock, it first takes the record's
 // lock ([ledger.Store.LockRecord]), so that the answer holds until the
-// transaction db ends: pass it when the caller writes the record next.
+// transaction of store ends: pass it when the caller writes the record next.
 // Without, the answer may be overtaken, and the write checks again.
-func ProvesOther(ctx context.Context, db ledger.DB, op ledger.Operation, recordID string, lock bool) (string, error) {
-	store := ledger.NewStore(db)
+func ProvesOther(ctx context.Context, store *ledger.Store, op ledger.Operation, recordID string, lock bool) (string, error) {
 	if lock {
 		if err := store.LockRecord(ctx, op.Provider, recordID); err != nil {
 			return "", err

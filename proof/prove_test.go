@@ -88,7 +88,7 @@ func TestProveBatchIsProve(t *testing.T) {
 		{Op: lookalike, Outcome: record(lookalike, resemblance, "rec_sms_twin")},
 		{Op: holder, Outcome: record(holder, keyed, "rec_taken")},
 	}
-	got, err := proof.ProveBatch(ctx, tx, proofs)
+	got, err := proof.ProveBatch(ctx, ledger.NewStore(tx), proofs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestProveBatchIsProve(t *testing.T) {
 		t.Fatalf("%d decisions for %d proofs", len(got), len(proofs))
 	}
 	for i, p := range proofs {
-		want, err := proof.Prove(ctx, tx, p.Op, p.Outcome)
+		want, err := proof.Prove(ctx, ledger.NewStore(tx), p.Op, p.Outcome)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestLookalikeCheckReadsTheEffectsDate(t *testing.T) {
 			State: providers.StateFailed, Status: "undelivered"},
 		{ID: "SM_sent", CreatedAt: op.FirstAttemptAt.Add(time.Second), Recipient: op.Recipient, PayloadHash: op.PayloadHash},
 	})
-	d, err := proof.Prove(ctx, tx, op, out)
+	d, err := proof.Prove(ctx, ledger.NewStore(tx), op, out)
 	if err != nil {
 		t.Fatal(err)
 	}

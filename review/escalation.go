@@ -495,7 +495,7 @@ func (s *Store) ScheduleRelookup(ctx context.Context, id int64, done int, next t
 // its re-lookup at once — the provider is back — and reports how many.
 func (s *Store) RelookupNow(ctx context.Context, provider string) (int64, error) {
 	tag, err := s.db.Exec(ctx, `UPDATE sweeper.tickets t SET relookup_at = now()
-		FROM `+ledger.OperationsSQL+` o
+		FROM `+s.ledger.OperationsSQL()+` o
 		WHERE o.id = t.operation_id AND o.provider = $1 AND t.state = 'open' AND t.reason = 'lookup_failed'
 		  AND t.relookup_at IS NOT NULL AND t.relookup_at > now()`, provider)
 	if err != nil {
@@ -609,13 +609,13 @@ func (s *Store) ResolveByRelookup(ctx context.Context, t EscalationTicket, recor
 	if tag.RowsAffected() == 0 {
 		return false, nil
 	}
-	ops := ledger.NewStore(tx)
+	ops := s.ledger.Store(tx)
 	op, err := ops.GetByID(ctx, t.OperationID)
 	if err != nil {
 		return false, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 	}
 	// One record proves one operation, checked under the record's lock.
-	if holder, err := proof.ProvesOther(ctx, tx, op, recordID, true); err != nil || holder != "" {
+	if holder, err := proof.ProvesOther(ctx, ops, op, recordID, true); err != nil || holder != "" {
 		if err == nil {
 			err = errors.New(proof.HeldDetail(recordID, holder))
 		}

@@ -30,7 +30,7 @@ func proveOne(t *testing.T, db ledger.DB, op ledger.Operation, m providers.Match
 	out := proof.Answered(q, []providers.Record{{
 		ID: id, CreatedAt: op.FirstAttemptAt.Add(time.Second), Recipient: op.Recipient, PayloadHash: op.PayloadHash,
 	}})
-	ds, err := proof.ProveBatch(context.Background(), db, []proof.Case{{Op: op, Outcome: out}})
+	ds, err := proof.ProveBatch(context.Background(), ledger.NewStore(db), []proof.Case{{Op: op, Outcome: out}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,10 @@ type TicketReader interface {
 	// operations of provider written (created) at or before writtenBy; a
 	// zero writtenBy bounds nothing.
 	OpenedSince(ctx context.Context, provider string, since, writtenBy time.Time) (int, error)
+	// Backlog is what became of provider's operations written by
+	// writtenBy (zero: now) since since: [ledger.Store.Backlog] on the
+	// table the tickets' operations live in.
+	Backlog(ctx context.Context, provider string, since, writtenBy time.Time) (settled, pending int, err error)
 }
 
 // Summary is what a list shows of a ticket: no evidence, but the workflow
@@ -52,13 +56,23 @@ var ErrEventNotFound = errors.New("ticket event not found")
 // Reader is the [TicketReader] over a database, and the counts of open
 // tickets that `sweeper providers` and the state gauges show.
 type Reader struct {
-	db ledger.DB
+	db     ledger.DB
+	ledger *ledger.Table
 }
 
 var _ TicketReader = (*Reader)(nil)
 
 // NewReader returns a Reader over db: a pool, or a transaction to read in.
-func NewReader(db ledger.DB) *Reader { return &Reader{db: db} }
+// Its counts by provider join the tickets to [ledger.NativeTable]'s
+// operations; [Reader.ForTable] names another table.
+func NewReader(db ledger.DB) *Reader { return &Reader{db: db, ledger: ledger.Native()} }
+
+// ForTable returns a copy of r that reads operations from t.
+func (r *Reader) ForTable(t *ledger.Table) *Reader {
+	c := *r
+	c.ledger = t
+	return &c
+}
 
 // Ticket implements [TicketReader].
 func (r *Reader) Ticket(ctx context.Context, id int64) (Ticket, error) {
@@ -100,6 +114,11 @@ func (r *Reader) Summaries(ctx context.Context, ids []int64) ([]Summary, error) 
 	return list, nil
 }
 
+// Backlog implements [TicketReader].
+func (r *Reader) Backlog(ctx context.Context, provider string, since, writtenBy time.Time) (settled, pending int, err error) {
+	return r.ledger.Store(r.db).Backlog(ctx, provider, since, writtenBy)
+}
+
 // OpenedSince implements [TicketReader].
 func (r *Reader) OpenedSince(ctx context.Context, provider string, since, writtenBy time.Time) (int, error) {
 	var until *time.Time
@@ -107,7 +126,7 @@ func (r *Reader) OpenedSince(ctx context.Context, provider string, since, writte
 		until = &writtenBy
 	}
 	var n int
-	err := r.db.QueryRow(ctx, `SELECT count(*) FROM sweeper.tickets t JOIN `+ledger.OperationsSQL+` o ON o.id = t.operation_id
+	err := r.db.QueryRow(ctx, `SELECT count(*) FROM sweeper.tickets t JOIN `+r.ledger.OperationsSQL()+` o ON o.id = t.operation_id
 		WHERE o.provider = $1 AND t.created_at >= $2 AND ($3::timestamptz IS NULL OR o.created_at <= $3)`, provider, since, until).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count the tickets of provider %q opened since %s: %w", provider, since.Format(time.RFC3339), err)
@@ -118,7 +137,7 @@ func (r *Reader) OpenedSince(ctx context.Context, provider string, since, writte
 // CountOpen counts the open tickets of reason for operations of provider.
 func (r *Reader) CountOpen(ctx context.Context, provider string, reason proof.Reason) (int64, error) {
 	var n int64
-	err := r.db.QueryRow(ctx, `SELECT count(*) FROM sweeper.tickets t JOIN `+ledger.OperationsSQL+` o ON o.id = t.operation_id
+	err := r.db.QueryRow(ctx, `SELECT count(*) FROM sweeper.tickets t JOIN `+r.ledger.OperationsSQL()+` o ON o.id = t.operation_id
 		WHERE o.provider = $1 AND t.state = 'open' AND t.reason = $2`, provider, reason).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count the open %s tickets of provider %q: %w", reason, provider, err)

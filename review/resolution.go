@@ -207,7 +207,7 @@ func (s *Store) Resolve(ctx context.Context, r Resolution) (Ticket, error) {
 		return Ticket{}, fmt.Errorf("resolve ticket %d: %w", r.TicketID, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	t, err := resolveTx(ctx, tx, r)
+	t, err := s.resolveTx(ctx, tx, r)
 	if err != nil {
 		return Ticket{}, err
 	}
@@ -220,7 +220,7 @@ func (s *Store) Resolve(ctx context.Context, r Resolution) (Ticket, error) {
 // resolveTx is [Store.Resolve] inside tx, for a validated r. The ticket is
 // updated first: its row lock makes concurrent resolutions wait, and the
 // losers find it resolved.
-func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
+func (s *Store) resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 	rows, err := tx.Query(ctx, `UPDATE sweeper.tickets
 		SET state = 'resolved', resolution = $2, resolved_by = $3, resolved_at = now(),
 		    resolution_note = nullif($4, ''), resolution_record_id = nullif($5, ''), version = version + 1
@@ -255,7 +255,7 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 	if r.Outcome == ResolutionNotSent {
 		to = ledger.StatusFailed
 	}
-	ops := ledger.NewStore(tx)
+	ops := s.ledger.Store(tx)
 	if r.ProviderRecordID != "" {
 		// One record proves one operation: a record that already settles
 		// another operation — of any block reaching the same account — is
@@ -264,7 +264,7 @@ func resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket, error) {
 		if err != nil {
 			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 		}
-		holder, err := proof.ProvesOther(ctx, tx, op, r.ProviderRecordID, true)
+		holder, err := proof.ProvesOther(ctx, ops, op, r.ProviderRecordID, true)
 		if err != nil {
 			return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
 		}

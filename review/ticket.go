@@ -134,10 +134,25 @@ type TxBeginner interface {
 type Store struct {
 	db     TxBeginner
 	policy Policy
+	ledger *ledger.Table
 }
 
-// NewStore returns a Store over db that opens tickets under policy.
-func NewStore(db TxBeginner, policy Policy) *Store { return &Store{db: db, policy: policy} }
+// NewStore returns a Store over db that opens tickets under policy, for
+// operations of [ledger.NativeTable].
+func NewStore(db TxBeginner, policy Policy) *Store {
+	return &Store{db: db, policy: policy, ledger: ledger.Native()}
+}
+
+// ForTable returns a copy of s whose operations live in t: every read and
+// write of an operation goes through t's [ledger.Store].
+func (s *Store) ForTable(t *ledger.Table) *Store {
+	c := *s
+	c.ledger = t
+	return &c
+}
+
+// Ledger is the table s's operations live in.
+func (s *Store) Ledger() *ledger.Table { return s.ledger }
 
 // Applied says what [Store.Apply] did.
 type Applied struct {
@@ -178,8 +193,8 @@ type ItemResult struct {
 
 // ApplyBatch writes several decisions in one transaction, in a handful of
 // statements whatever their number: the writer's declaration, the done
-// items' compare-and-set ([ledger.MoveToDone]: the records' locks, then one
-// update), the review items' move ([ledger.MoveToReview]), their tickets,
+// items' compare-and-set ([ledger.Store.MoveToDone]: the records' locks, then one
+// update), the review items' move ([ledger.Store.MoveToReview]), their tickets,
 // and the tickets' "opened" events. A commit — the main cost per
 // operation — and every statement are shared by the batch. Should the
 // batch fail (one bad item aborts the transaction), each item is retried
@@ -286,14 +301,14 @@ func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, e
 			return nil, fmt.Errorf("settle batch: %w", err)
 		}
 	}
-	moved, err := ledger.MoveToDone(ctx, tx, done)
+	moved, err := s.ledger.Store(tx).MoveToDone(ctx, done)
 	if err != nil {
 		return nil, fmt.Errorf("settle batch: %w", err)
 	}
 	for j, ok := range moved {
 		results[doneItem[j]].Applied.Settled = ok
 	}
-	inReview, err := ledger.MoveToReview(ctx, tx, reviewIDs)
+	inReview, err := s.ledger.Store(tx).MoveToReview(ctx, reviewIDs)
 	if err != nil {
 		return nil, fmt.Errorf("settle batch: %w", err)
 	}

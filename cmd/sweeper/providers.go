@@ -11,9 +11,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/health"
-	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
-	"github.com/sweeper/sweeper/review"
 )
 
 // providerStatus is one line of `sweeper providers`.
@@ -69,7 +67,7 @@ func newProvidersCmd(e *env) *cobra.Command {
 // name.
 func providerStatuses(ctx context.Context, s *app.App) ([]providerStatus, error) {
 	names := slices.Sorted(maps.Keys(s.Providers))
-	operations, tickets := ledger.NewStore(s.Pool), review.NewReader(s.Pool)
+	operations, tickets := s.Operations(), s.Tickets()
 	var list []providerStatus
 	for _, name := range names {
 		p := s.Providers[name]

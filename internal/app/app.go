@@ -65,7 +65,7 @@ func (s *App) TrackHealth() {
 			if p.MaxOutage > 0 {
 				attrs = append(attrs, "max_outage", p.MaxOutage.String())
 			}
-			waiting, err := ledger.NewStore(s.Pool).CountStalePending(ctx, name, s.now().Add(-p.StaleAfter))
+			waiting, err := s.Operations().CountStalePending(ctx, name, s.now().Add(-p.StaleAfter))
 			if err != nil {
 				attrs = append(attrs, "waiting_unknown", err.Error())
 			} else {
@@ -95,13 +95,27 @@ func (s *App) now() time.Time {
 	return time.Now()
 }
 
+// Ledger is the table the operations live in: ledger.operations, or the
+// table the configuration adopts ([ledger] table and its mapping).
+func (s *App) Ledger() *ledger.Table { return s.Config.LedgerTable() }
+
+// Operations returns the store of the ledger's operations over s's pool.
+func (s *App) Operations() *ledger.Store { return s.Ledger().Store(s.Pool) }
+
+// Tickets returns the ticket reader over s's pool, joining tickets to the
+// ledger's operations.
+func (s *App) Tickets() *review.Reader { return review.NewReader(s.Pool).ForTable(s.Ledger()) }
+
 // Settler returns the settler the lookup worker and `sweep --once` use.
 func (s *App) Settler() *settle.Settler {
-	return &settle.Settler{Providers: s.Providers, DB: s.Pool, Policy: Policy(s.Config), Logger: s.Logger, Now: s.now, Metrics: s.Metrics}
+	return &settle.Settler{Providers: s.Providers, DB: s.Pool, Policy: Policy(s.Config), Logger: s.Logger, Now: s.now,
+		Metrics: s.Metrics, Ledger: s.Ledger()}
 }
 
 // Reviews returns the ticket store under the configured policy.
-func (s *App) Reviews() *review.Store { return review.NewStore(s.Pool, Policy(s.Config)) }
+func (s *App) Reviews() *review.Store {
+	return review.NewStore(s.Pool, Policy(s.Config)).ForTable(s.Ledger())
+}
 
 // Scanner returns the stale scan.
 func (s *App) Scanner() *settle.Scanner {
@@ -112,20 +126,22 @@ func (s *App) Scanner() *settle.Scanner {
 		QueryTimeout: s.Config.Sweep.QueryTimeout.Duration,
 		Now:          s.now,
 		Metrics:      s.Metrics,
+		Ledger:       s.Ledger(),
 	}
 }
 
 // Outages returns the step that moves the waiting operations of a
 // provider down longer than its max_outage to review.
 func (s *App) Outages() *settle.Outages {
-	return &settle.Outages{DB: s.Pool, Providers: s.Providers, Policy: Policy(s.Config), Logger: s.Logger, Now: s.now, Metrics: s.Metrics}
+	return &settle.Outages{DB: s.Pool, Providers: s.Providers, Policy: Policy(s.Config), Logger: s.Logger, Now: s.now,
+		Metrics: s.Metrics, Ledger: s.Ledger()}
 }
 
 // Escalator returns the escalator over s's pool and clock.
 func (s *App) Escalator() *settle.Escalator {
 	return &settle.Escalator{
 		Reviews:   s.Reviews(),
-		Ledger:    ledger.NewStore(s.Pool),
+		Ledger:    s.Operations(),
 		Settler:   s.Settler(),
 		Policy:    EscalationPolicy(s.Config),
 		Relookups: Policy(s.Config),

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/tracing"
-	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -128,7 +127,7 @@ func (s *App) WriteNamespaces(ctx context.Context) error {
 	for name, p := range s.Providers {
 		namespaces[name] = p.Namespace()
 	}
-	store := ledger.NewStore(s.Pool)
+	store := s.Operations()
 	changes, err := store.SetRecordNamespaces(ctx, namespaces)
 	if err != nil {
 		return err

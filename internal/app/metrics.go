@@ -37,6 +37,7 @@ type StateCollector struct {
 	pool      *pgxpool.Pool
 	timeout   time.Duration
 	providers []string
+	ledger    *ledger.Table
 
 	// conn is the loop's own connection, made from pool's settings; nil
 	// until the first refresh, and after a failed one.
@@ -62,6 +63,13 @@ type StateCollector struct {
 
 var _ prometheus.Collector = (*StateCollector)(nil)
 
+// ForTable makes c read the operations from t rather than
+// ledger.operations; call it before the first refresh.
+func (c *StateCollector) ForTable(t *ledger.Table) *StateCollector {
+	c.ledger = t
+	return c
+}
+
 // NewStateCollector returns a collector of the database pool reaches, for
 // the configured providers. It serves nothing but sweeper_database_up 0
 // until its first [StateCollector.Refresh]; each refresh's queries share
@@ -71,6 +79,7 @@ func NewStateCollector(pool *pgxpool.Pool, providers []string) *StateCollector {
 		pool:      pool,
 		timeout:   5 * time.Second,
 		providers: providers,
+		ledger:    ledger.Native(),
 		operations: prometheus.NewDesc("sweeper_ledger_operations",
 			"Unsettled ledger operations (pending, review) by provider and status, counted exactly.", []string{"provider", "status"}, nil),
 		settled: prometheus.NewDesc("sweeper_ledger_settled_estimate",
@@ -193,7 +202,7 @@ func (c *StateCollector) read(ctx context.Context) (readings []prometheus.Metric
 	// The ledger's provider column is written by workflows: a name with
 	// no [providers.NAME] block is folded into one label, as the event
 	// counters do, so that label values stay bounded.
-	ops, err := ledger.NewStore(c.conn).Stats(ctx, c.providers, metrics.UnconfiguredProvider)
+	ops, err := c.ledger.Store(c.conn).Stats(ctx, c.providers, metrics.UnconfiguredProvider)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +215,7 @@ func (c *StateCollector) read(ctx context.Context) (readings []prometheus.Metric
 	for _, a := range ops.OldestPending {
 		gauge(c.oldest, a.Seconds, a.Provider)
 	}
-	tickets, err := review.NewReader(c.conn).OpenCounts(ctx)
+	tickets, err := review.NewReader(c.conn).ForTable(c.ledger).OpenCounts(ctx)
 	if err != nil {
 		return nil, err
 	}

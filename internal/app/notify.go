@@ -14,7 +14,6 @@ import (
 	"github.com/sweeper/sweeper/notify/outbox"
 	slacknotify "github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -43,7 +42,7 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 		return nil, err
 	}
 	channels := slacknotify.Channels{Default: cfg.Channel, Workflows: cfg.Channels.Workflows, Providers: cfg.Channels.Providers}
-	tickets := review.NewReader(s.Pool)
+	tickets := s.Tickets()
 	return slacknotify.NewDispatcher(s.Pool, slacknotify.Config{
 		DispatcherConfig: notify.DispatcherConfig{
 			Tickets:   tickets,
@@ -72,7 +71,7 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 // configured and none goes out in a flood if Slack is configured later.
 func (s *App) SkippingDispatcher() (*notify.Dispatcher, error) {
 	return notify.NewDispatcher(s.Pool, notify.Nowhere, notify.DispatcherConfig{
-		Tickets: review.NewReader(s.Pool),
+		Tickets: s.Tickets(),
 		Logger:  s.Logger,
 		Metrics: s.Metrics,
 	})

@@ -10,7 +10,6 @@ import (
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/pagerduty"
 	"github.com/sweeper/sweeper/notify/webhook"
-	"github.com/sweeper/sweeper/review"
 )
 
 // WriteRoutes records the configuration's routes ([config.Config.EffectiveRoutes])
@@ -44,7 +43,7 @@ func (s *App) WriteRoutes(ctx context.Context) error {
 // receiver turned off since it reached it never wait for it. Its error
 // names a secret that cannot be read.
 func (s *App) OtherDispatchers() ([]*notify.Dispatcher, error) {
-	tickets := review.NewReader(s.Pool)
+	tickets := s.Tickets()
 	pd := notify.Off("pagerduty is off (pagerduty.routing_key_env is empty); not sent")
 	if c := s.Config.PagerDuty; c.On() {
 		key, err := config.Secret(s.getenv, c.RoutingKeyEnv)

@@ -373,12 +373,12 @@ func TestBigLedgerCostsWhatIsUnsettled(t *testing.T) {
 		args  []any
 		index string
 	}{
-		{"stale scan", ledger.StalePendingQuery, []any{"sim", time.Now().Add(-10 * time.Minute), negInf, int64(0), 500}, "operations_pending_stale_idx"},
-		{"unsettled counts", ledger.UnsettledCountsQuery, []any{known, metrics.UnconfiguredProvider}, "operations_review_idx"},
-		{"unsettled counts", ledger.UnsettledCountsQuery, []any{known, metrics.UnconfiguredProvider}, "operations_pending_stale_idx"},
-		{"oldest pending", ledger.OldestPendingQuery, []any{known, metrics.UnconfiguredProvider}, "operations_pending_stale_idx"},
-		{"incident backlog", ledger.BacklogQuery, []any{"sim", time.Now().Add(-time.Hour), nil}, "operations_settled_idx"},
-		{"look-alikes", ledger.LookalikesQuery, []any{"sim", strings.Repeat("a", 64), int64(0), time.Now(), 24 * time.Hour, 24 * time.Hour, "user7@example.com", false, 1000}, "operations_lookalike_idx"},
+		{"stale scan", ledger.Native().StalePendingQuery(), []any{"sim", time.Now().Add(-10 * time.Minute), negInf, int64(0), 500}, "operations_pending_stale_idx"},
+		{"unsettled counts", ledger.Native().UnsettledCountsQuery(), []any{known, metrics.UnconfiguredProvider}, "operations_review_idx"},
+		{"unsettled counts", ledger.Native().UnsettledCountsQuery(), []any{known, metrics.UnconfiguredProvider}, "operations_pending_stale_idx"},
+		{"oldest pending", ledger.Native().OldestPendingQuery(), []any{known, metrics.UnconfiguredProvider}, "operations_pending_stale_idx"},
+		{"incident backlog", ledger.Native().BacklogQuery(), []any{"sim", time.Now().Add(-time.Hour), nil}, "operations_settled_idx"},
+		{"look-alikes", ledger.Native().LookalikesQuery(), []any{"sim", strings.Repeat("a", 64), int64(0), time.Now(), 24 * time.Hour, 24 * time.Hour, "user7@example.com", false, 1000}, "operations_lookalike_idx"},
 		{"River's jobs", jobs.CountJobsQuery, nil, "river_job_prioritized_fetching_index"},
 	} {
 		nodes := explain(t, ctx, tx, q.query, q.args...)

@@ -53,7 +53,7 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 	messages := outbox.NewStore(s.Pool)
 	return web.New(web.Config{
 		Store:           s.Reviews(),
-		Reader:          review.NewReader(s.Pool),
+		Reader:          s.Tickets(),
 		Deciders:        review.NewDeciders(s.Config.Slack.Reviewers),
 		Users:           cfg.Users,
 		Viewers:         cfg.Viewers,

@@ -75,9 +75,9 @@ var rules = []rule{
 		why: "embedded SQL"},
 	{pkgs: "providers", kind: product, may: []string{"ledger"},
 		why: "the Lookup interface, strict decoding, the read-only transport, error classes"},
-	{pkgs: "config", kind: product, may: []string{"providers"},
-		why: "decodes and validates each [providers.NAME] block through its adapter's providers.Kind: " +
-			"the one arrow up, to the providers package itself and never to an adapter"},
+	{pkgs: "config", kind: product, may: []string{"providers", "ledger"},
+		why: "decodes and validates each [providers.NAME] block through its adapter's providers.Kind " +
+			"(the one arrow up, to the providers package itself and never to an adapter) and the [ledger] mapping through ledger.Map"},
 	{pkgs: "providers/...", kind: product, may: []string{"providers", "config", "ledger"},
 		why: "one adapter: it reads, and never imports another adapter nor anything that settles"},
 	{pkgs: "providers/kinds", kind: product, may: []string{"providers", "providers/..."},

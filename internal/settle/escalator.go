@@ -232,7 +232,7 @@ func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (re
 	if !step.Final {
 		return review.Relookup{Error: step.Err.Error()}, nil, nil
 	}
-	d, err := proof.Prove(ctx, e.Settler.DB, op, step.Outcome)
+	d, err := proof.Prove(ctx, e.Settler.table().Store(e.Settler.DB), op, step.Outcome)
 	if err != nil {
 		return review.Relookup{}, nil, err
 	}

@@ -56,7 +56,7 @@ func (s *Settler) FinishBatch(ctx context.Context, tx review.TxBeginner, finals 
 	for i, f := range finals {
 		todo[i] = item{i, f}
 	}
-	reviews := review.NewStore(tx, s.Policy)
+	reviews := review.NewStore(tx, s.Policy).ForTable(s.table())
 	for pass := 0; len(todo) > 0; pass++ {
 		var live []item
 		for _, it := range todo {
@@ -73,7 +73,7 @@ func (s *Settler) FinishBatch(ctx context.Context, tx review.TxBeginner, finals 
 		for j, it := range live {
 			proofs[j] = proof.Case{Op: it.Op, Outcome: it.Step.Outcome}
 		}
-		decisions, err := proof.ProveBatch(ctx, tx, proofs)
+		decisions, err := proof.ProveBatch(ctx, s.table().Store(tx), proofs)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +109,7 @@ func (s *Settler) FinishBatch(ctx context.Context, tx review.TxBeginner, finals 
 		for j, it := range refused {
 			ids[j] = it.Op.ID
 		}
-		current, err := rows(ctx, tx, ids)
+		current, err := rows(ctx, s.table().Store(tx), ids)
 		if err != nil {
 			return nil, err
 		}
@@ -133,11 +133,11 @@ func lookedUpAs(op ledger.Operation, step Step) bool {
 }
 
 // rows returns the current rows of ids, by id; a deleted row is missing.
-func rows(ctx context.Context, db ledger.DB, ids []int64) (map[int64]ledger.Operation, error) {
+func rows(ctx context.Context, store *ledger.Store, ids []int64) (map[int64]ledger.Operation, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	found, err := ledger.NewStore(db).GetByIDs(ctx, ids)
+	found, err := store.GetByIDs(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, hi
 		if !lookedUpAs(op, step) {
 			return Settled{}, ErrOperationChanged
 		}
-		d, err := proof.Prove(ctx, s.DB, op, step.Outcome)
+		d, err := proof.Prove(ctx, s.table().Store(s.DB), op, step.Outcome)
 		if err != nil {
 			return Settled{}, err
 		}

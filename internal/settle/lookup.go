@@ -122,9 +122,9 @@ func lookupAll(ctx context.Context, p *providers.Provider, queries []providers.Q
 
 // Pending reads the rows of ids and returns those still pending, by id:
 // an operation missing from it was confirmed by its workflow, settled, or
-// deleted.
-func Pending(ctx context.Context, db ledger.DB, ids []int64) (map[int64]ledger.Operation, error) {
-	byID, err := rows(ctx, db, ids)
+// deleted. It reads the Settler's table.
+func (s *Settler) Pending(ctx context.Context, db ledger.DB, ids []int64) (map[int64]ledger.Operation, error) {
+	byID, err := rows(ctx, s.table().Store(db), ids)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,9 @@ type Outages struct {
 	// Metrics counts the operations moved and their tickets; nil counts
 	// none.
 	Metrics *metrics.Metrics
+	// Ledger is the table the operations live in; nil is
+	// [ledger.NativeTable].
+	Ledger *ledger.Table
 }
 
 // Outage is what [Outages.End] did for one provider.
@@ -148,7 +151,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 		items[i] = review.Item{Op: op, Decision: d, Now: now,
 			Evidence: proof.NewEvidence(op, proof.Lookup{Adapter: p.Kind, Outcome: outcome, At: now}, d)}
 	}
-	results, err := review.NewStore(tx, o.Policy).ApplyBatch(ctx, items)
+	results, err := review.NewStore(tx, o.Policy).ForTable(tableOf(o.Ledger)).ApplyBatch(ctx, items)
 	if err != nil {
 		return outageStep{}, err
 	}
@@ -178,7 +181,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 // waiting reads up to MaxOutageStep of p's stale pending operations, oldest
 // first, in tx.
 func (o *Outages) waiting(ctx context.Context, tx pgx.Tx, p *providers.Provider) ([]ledger.Operation, error) {
-	store := ledger.NewStore(tx)
+	store := tableOf(o.Ledger).Store(tx)
 	cutoff := o.Now().Add(-p.StaleAfter)
 	var ops []ledger.Operation
 	var cursor ledger.StaleCursor

@@ -36,18 +36,24 @@ type Scanner struct {
 	Now       func() time.Time
 	// Metrics counts the stale operations found; nil counts none.
 	Metrics *metrics.Metrics
+	// Ledger is the table the operations live in; nil is
+	// [ledger.NativeTable].
+	Ledger *ledger.Table
 	// Outages, when set, moves the waiting operations of providers down
 	// longer than their max_outage to review before each scan (the
 	// daemon's sweep); nil moves none.
 	Outages *Outages
 }
 
+// Table is the table the scanner walks.
+func (s *Scanner) Table() *ledger.Table { return tableOf(s.Ledger) }
+
 // Scan calls page for each page of stale operations and returns how many
 // it saw. An error from page or a query stops that provider's walk (all
 // of it once ctx ends); the other walks still run, and the errors are
 // returned together.
 func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.Operation) error) (int, error) {
-	store := ledger.NewStore(s.DB)
+	store := tableOf(s.Ledger).Store(s.DB)
 	now := s.Now()
 	names := make([]string, 0, len(s.Providers))
 	for name := range s.Providers {

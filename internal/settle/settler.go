@@ -27,6 +27,20 @@ type Settler struct {
 	// Metrics counts settlements and tickets once they commit; nil counts
 	// none.
 	Metrics *metrics.Metrics
+	// Ledger is the table the operations live in; nil is
+	// [ledger.NativeTable].
+	Ledger *ledger.Table
+}
+
+// table is the table the operations live in.
+func (s *Settler) table() *ledger.Table { return tableOf(s.Ledger) }
+
+// tableOf is t, or [ledger.NativeTable] for nil.
+func tableOf(t *ledger.Table) *ledger.Table {
+	if t == nil {
+		return ledger.Native()
+	}
+	return t
 }
 
 // Step is what one lookup attempt leads to: a final outcome to decide on,

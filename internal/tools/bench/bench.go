@@ -534,7 +534,7 @@ func benchIdle(ctx context.Context, out io.Writer, f Options, s *app.App, monito
 
 	negInf := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	cutoff := time.Now().Add(-s.Providers["sim"].StaleAfter)
-	planRows, err := monitor.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+ledger.StalePendingQuery,
+	planRows, err := monitor.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+ledger.Native().StalePendingQuery(),
 		"sim", cutoff, negInf, int64(0), f.BatchSize)
 	if err != nil {
 		return err
@@ -545,7 +545,7 @@ func benchIdle(ctx context.Context, out io.Writer, f Options, s *app.App, monito
 	}
 	text := strings.Join(plan, "\n")
 	res.idleIndexOnly = strings.Contains(text, "Index") && !strings.Contains(text, "Seq Scan")
-	fmt.Fprintln(out, "idle plan (EXPLAIN (ANALYZE, BUFFERS) of ledger.StalePendingQuery, provider sim):")
+	fmt.Fprintln(out, "idle plan (EXPLAIN (ANALYZE, BUFFERS) of ledger.Native().StalePendingQuery(), provider sim):")
 	for _, line := range plan {
 		fmt.Fprintf(out, "  %s\n", line)
 	}
