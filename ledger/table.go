@@ -329,13 +329,14 @@ func (t *Table) column(alias, key string) string {
 }
 
 // projection is the columns an [Operation] is read from, of row alias, in
-// [ColumnNames] order: on an adopted table each cast to sweeper's type,
-// so that one scan reads either table.
+// [ColumnNames] order: on an adopted table each column cast to sweeper's
+// type (what stands for an absent one is typed already), so that one scan
+// reads either table.
 func (t *Table) projection(alias string) string {
 	cols := make([]string, len(ColumnNames))
 	for i, key := range ColumnNames {
 		c := t.column(alias, key)
-		if !t.Native() {
+		if !t.Native() && t.columns[key] != "" {
 			c += "::" + columnTypes[key]
 		}
 		cols[i] = c

@@ -42,6 +42,7 @@ func newBenchCmd(e *env) *cobra.Command {
 	fs.StringVar(&f.Cpuprofile, "cpuprofile", "", "write a CPU profile of the settle phase to this file")
 	fs.StringVar(&f.Memprofile, "memprofile", "", "write a heap profile, taken at the settle phase's highest heap, to this file")
 	fs.BoolVar(&f.Keep, "keep", false, "keep the database instead of dropping it")
+	fs.BoolVar(&f.Adopted, "adopted", false, "settle a table of the workflows' own (public.outbound_log: other names, other status words),\nmapped in [ledger], instead of ledger.operations")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if err := f.Validate(); err != nil {
 			return usageError{err.Error()}

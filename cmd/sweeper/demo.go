@@ -31,8 +31,9 @@ func newDemoCmd(e *env) *cobra.Command {
 	ops := cmd.Flags().Int("ops", demo.DefaultOps, fmt.Sprintf("stale operations to seed (%d to %d)", demo.MinOps, demo.MaxOps))
 	timeout := cmd.Flags().Duration("timeout", 3*time.Minute, "give up after this long: print what is unfinished and exit 1")
 	keep := cmd.Flags().Bool("keep", false, "after the summary, keep the daemon and the review page running until Ctrl-C, to look around")
+	adopt := cmd.Flags().Bool("adopt", false, "run on a log table of the workflows' own (public.outbound_log, mapped in [ledger]) instead of ledger.operations")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return exited(demo.Run(cmd.Context(), demo.Options{Ops: *ops, Timeout: *timeout, Keep: *keep,
+		return exited(demo.Run(cmd.Context(), demo.Options{Ops: *ops, Timeout: *timeout, Keep: *keep, Adopt: *adopt,
 			Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv}))
 	}
 	noConfig(cmd)

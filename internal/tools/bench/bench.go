@@ -53,6 +53,9 @@ type Options struct {
 	Cpuprofile  string
 	Memprofile  string
 	Keep        bool
+	// Adopted settles a table of the workflows' own, mapped in [ledger]
+	// (benchkit.AdoptedTable), instead of ledger.operations.
+	Adopted bool
 	// WorkerDB makes the process one replica of a --replicas run, on
 	// this database: see [RunWorker].
 	WorkerDB string
@@ -113,6 +116,9 @@ func (f *Options) Validate() error {
 	if f.Timeout <= 0 {
 		errs = append(errs, errors.New("--timeout: must be positive"))
 	}
+	if f.Adopted && f.History > 0 {
+		errs = append(errs, errors.New("--history: not with --adopted (the history is written into ledger.operations' own layout)"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -146,7 +152,15 @@ concurrency = %d
 latency = %q
 max_batch = %d
 `, dbURL, f.MaxConns, f.BatchSize, f.Concurrency, max(10*time.Second, 2*f.Latency).String(),
-		f.Concurrency, f.Latency.String(), f.MaxBatch) + benchkit.SimRules
+		f.Concurrency, f.Latency.String(), f.MaxBatch) + benchkit.SimRules + adopted(f)
+}
+
+// adopted is the [ledger] section of an --adopted run's configuration.
+func adopted(f Options) string {
+	if !f.Adopted {
+		return ""
+	}
+	return benchkit.AdoptedConfig
 }
 
 // benchResult gathers the figures the targets are checked against.
@@ -237,6 +251,13 @@ func run(ctx context.Context, f Options, server *benchkit.Server, reference bool
 	if _, err := migrations.New(pool, nil).Up(ctx); err != nil {
 		return res, err
 	}
+	table := cfg.LedgerTable()
+	if f.Adopted {
+		if _, err := pool.Exec(ctx, benchkit.AdoptedTable); err != nil {
+			return res, fmt.Errorf("create the adopted table: %w", err)
+		}
+		fmt.Fprintf(out, "ledger: %s\n", table)
+	}
 	// The benchmark's own reads go through a connection of their own, so
 	// they are not counted as sweeper's statements.
 	monitor, err := pgx.Connect(ctx, db.URL)
@@ -253,7 +274,7 @@ func run(ctx context.Context, f Options, server *benchkit.Server, reference bool
 		fmt.Fprintf(out, "history: %d settled rows (90%% done, 10%% failed, 30–120 days old) in %s "+
 			"(INSERT … SELECT generate_series, indexes built after, then VACUUM ANALYZE)\n", f.History, took.Round(time.Millisecond))
 	}
-	fill, err := benchkit.FillLedger(ctx, monitor, f.Ops, f.Stale, benchkit.DefaultMix)
+	fill, err := benchkit.FillLedger(ctx, monitor, table, f.Ops, f.Stale, benchkit.DefaultMix)
 	if err != nil {
 		return res, err
 	}
@@ -302,7 +323,7 @@ func run(ctx context.Context, f Options, server *benchkit.Server, reference bool
 		if err != nil {
 			return res, err
 		}
-		floor, err := benchkit.Floor(ctx, floorPool, fill.Stale, jobs.LookupBatchSize,
+		floor, err := benchkit.Floor(ctx, floorPool, table, fill.Stale, jobs.LookupBatchSize,
 			jobs.MaxOperationsInFlight/jobs.LookupBatchSize, benchkit.DefaultMix)
 		floorPool.Close()
 		if err != nil {
@@ -387,14 +408,14 @@ func benchSettle(ctx context.Context, out io.Writer, f Options, s *app.App, moni
 	}
 	deadline := start.Add(f.Timeout)
 	for {
-		if left, err := anyPending(ctx, monitor); err != nil {
+		if left, err := anyPending(ctx, monitor, s.Ledger()); err != nil {
 			return err
 		} else if !left {
 			break
 		}
 		if time.Now().After(deadline) {
 			var pending int
-			if err := monitor.QueryRow(ctx, "SELECT count(*) FROM ledger.operations WHERE status = 'pending'").Scan(&pending); err != nil {
+			if err := monitor.QueryRow(ctx, s.Ledger().SQL("SELECT count(*) FROM {T} WHERE {c:status} = {w:pending}")).Scan(&pending); err != nil {
 				return err
 			}
 			// What a cut-short run still shows: memory under the backlog.
@@ -426,7 +447,7 @@ func benchSettle(ctx context.Context, out io.Writer, f Options, s *app.App, moni
 		return fmt.Errorf("stop the River client: %w", err)
 	}
 
-	settled, err := benchkit.Settled(ctx, monitor)
+	settled, err := benchkit.Settled(ctx, monitor, s.Ledger())
 	if err != nil {
 		return err
 	}
@@ -510,11 +531,12 @@ func benchIdle(ctx context.Context, out io.Writer, f Options, s *app.App, monito
 	// After a settle phase the partial index holds the settled rows' dead
 	// entries until vacuum; autovacuum would have removed them by the next
 	// tick.
-	if _, err := monitor.Exec(ctx, "VACUUM (ANALYZE) ledger.operations"); err != nil {
+	table := s.Ledger()
+	if _, err := monitor.Exec(ctx, "VACUUM (ANALYZE) "+table.Name()); err != nil {
 		return err
 	}
 	var rows, pending int
-	if err := monitor.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'pending') FROM ledger.operations`).Scan(&rows, &pending); err != nil {
+	if err := monitor.QueryRow(ctx, table.SQL(`SELECT count(*), count(*) FILTER (WHERE {c:status} = {w:pending}) FROM {T}`)).Scan(&rows, &pending); err != nil {
 		return err
 	}
 	scanner := s.Scanner()
@@ -534,7 +556,7 @@ func benchIdle(ctx context.Context, out io.Writer, f Options, s *app.App, monito
 
 	negInf := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	cutoff := time.Now().Add(-s.Providers["sim"].StaleAfter)
-	planRows, err := monitor.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+ledger.Native().StalePendingQuery(),
+	planRows, err := monitor.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+table.StalePendingQuery(),
 		"sim", cutoff, negInf, int64(0), f.BatchSize)
 	if err != nil {
 		return err
@@ -545,7 +567,7 @@ func benchIdle(ctx context.Context, out io.Writer, f Options, s *app.App, monito
 	}
 	text := strings.Join(plan, "\n")
 	res.idleIndexOnly = strings.Contains(text, "Index") && !strings.Contains(text, "Seq Scan")
-	fmt.Fprintln(out, "idle plan (EXPLAIN (ANALYZE, BUFFERS) of ledger.Native().StalePendingQuery(), provider sim):")
+	fmt.Fprintf(out, "idle plan (EXPLAIN (ANALYZE, BUFFERS) of the stale scan on %s, provider sim):\n", table.Name())
 	for _, line := range plan {
 		fmt.Fprintf(out, "  %s\n", line)
 	}
@@ -558,9 +580,9 @@ func benchIdle(ctx context.Context, out io.Writer, f Options, s *app.App, monito
 // hash a fiftieth of the history shares; and prints the resident memory.
 func benchAtSize(ctx context.Context, out io.Writer, f Options, s *app.App, monitor *pgx.Conn) error {
 	names := slices.Sorted(maps.Keys(s.Providers))
-	state := app.NewStateCollector(s.Pool, names)
+	state := app.NewStateCollector(s.Pool, names).ForTable(s.Ledger())
 	defer state.Close()
-	store, tickets := ledger.NewStore(monitor), review.NewReader(monitor)
+	store, tickets := s.Ledger().Store(monitor), review.NewReader(monitor).ForTable(s.Ledger())
 	since := time.Now().Add(-time.Hour)
 	for _, m := range []struct {
 		name, what string
@@ -676,8 +698,8 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 // anyPending reports whether any operation is still pending: what the
 // settle loops poll. EXISTS, not count(*): counting a large backlog every
 // few milliseconds would take a core from the database being measured.
-func anyPending(ctx context.Context, monitor *pgx.Conn) (bool, error) {
+func anyPending(ctx context.Context, monitor *pgx.Conn, table *ledger.Table) (bool, error) {
 	var left bool
-	err := monitor.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM ledger.operations WHERE status = 'pending')").Scan(&left)
+	err := monitor.QueryRow(ctx, table.SQL("SELECT EXISTS (SELECT 1 FROM {T} WHERE {c:status} = {w:pending})")).Scan(&left)
 	return left, err
 }

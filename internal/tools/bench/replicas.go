@@ -131,7 +131,8 @@ func benchReplicas(ctx context.Context, out io.Writer, f Options, s *app.App, db
 	for i := range f.Replicas {
 		cmd := exec.CommandContext(ctx, exe, "bench", "--worker-db", dbURL,
 			"--concurrency", fmt.Sprint(f.Concurrency), "--batch", fmt.Sprint(f.BatchSize),
-			"--max-batch", fmt.Sprint(f.MaxBatch), "--latency", f.Latency.String(), "--max-conns", fmt.Sprint(f.MaxConns))
+			"--max-batch", fmt.Sprint(f.MaxBatch), "--latency", f.Latency.String(), "--max-conns", fmt.Sprint(f.MaxConns),
+			fmt.Sprintf("--adopted=%t", f.Adopted))
 		cmd.Stderr = &prefixWriter{w: f.Stderr, prefix: fmt.Sprintf("replica %d: ", i+1)}
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
@@ -162,7 +163,7 @@ func benchReplicas(ctx context.Context, out io.Writer, f Options, s *app.App, db
 	}
 	deadline := start.Add(f.Timeout)
 	for {
-		if left, err := anyPending(ctx, monitor); err != nil {
+		if left, err := anyPending(ctx, monitor, s.Ledger()); err != nil {
 			return err
 		} else if !left {
 			break
@@ -191,7 +192,7 @@ func benchReplicas(ctx context.Context, out io.Writer, f Options, s *app.App, db
 		total.Lookups += w.report.Lookups
 		total.Settled += w.report.Settled
 	}
-	settled, err := benchkit.Settled(ctx, monitor)
+	settled, err := benchkit.Settled(ctx, monitor, s.Ledger())
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sweeper/sweeper/ledger"
 )
 
 // FloorPrefix starts the op_keys of the operations [Floor] writes.
@@ -31,22 +33,22 @@ func (r FloorResult) PerSecond() float64 { return float64(r.Ops) / r.Elapsed.Sec
 // Slack outbox row) — as bare set-based SQL: no River, no provider, no
 // decision, no claims. workers batches are written side by side, as that
 // many lookup jobs would.
-func Floor(ctx context.Context, pool *pgxpool.Pool, n, batch, workers int, mix Mix) (FloorResult, error) {
-	_, err := pool.Exec(ctx, `
-		INSERT INTO ledger.operations (op_key, workflow, provider, action, recipient, payload_hash,
-		                               first_attempt_at, last_attempt_at)
-		SELECT '`+FloorPrefix+`' || CASE WHEN i % 100 < $2 THEN 'found'
+func Floor(ctx context.Context, pool *pgxpool.Pool, table *ledger.Table, n, batch, workers int, mix Mix) (FloorResult, error) {
+	_, err := pool.Exec(ctx, insertSQL(table, map[string]string{
+		"op_key": `'` + FloorPrefix + `' || CASE WHEN i % 100 < $2 THEN 'found'
 		                WHEN i % 100 < $2 + $3 THEN 'nf'
 		                WHEN i % 100 < $2 + $3 + $4 THEN 'mismatch'
-		                ELSE 'many' END || '-' || i,
-		       'bench', 'sim', 'send_email', 'customer-' || i || '@example.com',
-		       encode(sha256(convert_to('floor' || i, 'UTF8')), 'hex'),
-		       now() - interval '1 hour', now() - interval '1 hour'
-		FROM generate_series(1, $1::int) AS i`, n, mix.Found, mix.NotFound, mix.Mismatch)
+		                ELSE 'many' END || '-' || i`,
+		"workflow": "'bench'", "provider": "'sim'", "action": "'send_email'",
+		"recipient":        "'customer-' || i || '@example.com'",
+		"payload_hash":     "encode(sha256(convert_to('floor' || i, 'UTF8')), 'hex')",
+		"status":           "{w:pending}",
+		"first_attempt_at": "now() - interval '1 hour'", "last_attempt_at": "now() - interval '1 hour'",
+	}, "FROM generate_series(1, $1::int) AS i"), n, mix.Found, mix.NotFound, mix.Mismatch)
 	if err != nil {
 		return FloorResult{}, fmt.Errorf("floor: fill: %w", err)
 	}
-	rows, err := pool.Query(ctx, `SELECT id FROM ledger.operations WHERE status = 'pending' AND op_key LIKE '`+FloorPrefix+`%' ORDER BY id`)
+	rows, err := pool.Query(ctx, table.SQL(`SELECT {c:id}::bigint FROM {T} WHERE {c:status} = {w:pending} AND {c:op_key} LIKE '`+FloorPrefix+`%' ORDER BY {c:id}`))
 	if err != nil {
 		return FloorResult{}, err
 	}
@@ -68,7 +70,7 @@ func Floor(ctx context.Context, pool *pgxpool.Pool, n, batch, workers int, mix M
 	for range workers {
 		wg.Go(func() {
 			for b := range batches {
-				done, review, err := floorBatch(ctx, pool, b)
+				done, review, err := floorBatch(ctx, pool, table, b)
 				mu.Lock()
 				res.Done, res.Review = res.Done+done, res.Review+review
 				if err != nil && firstErr == nil {
@@ -87,23 +89,24 @@ func Floor(ctx context.Context, pool *pgxpool.Pool, n, batch, workers int, mix M
 }
 
 // floorBatch writes one batch's outcomes in one transaction.
-func floorBatch(ctx context.Context, pool *pgxpool.Pool, ids []int64) (done, review int, err error) {
+func floorBatch(ctx context.Context, pool *pgxpool.Pool, table *ledger.Table, ids []int64) (done, review int, err error) {
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		// As sweeper's own writes do: only sweeper moves a row to review.
 		if _, err := tx.Exec(ctx, `SELECT set_config('sweeper.writer', 'sweeper', true)`); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `UPDATE ledger.operations SET status = 'done', provider_record_id = 'floor_rec_' || id
-			WHERE id = ANY($1) AND status = 'pending' AND op_key LIKE '`+FloorPrefix+`found-%'`, ids)
+		tag, err := tx.Exec(ctx, table.SQL(`UPDATE {T} SET {c:status} = {w:done}, {c:provider_record_id} = 'floor_rec_' || {c:id}{touch}
+			WHERE {c:id} = ANY($1) AND {c:status} = {w:pending} AND {c:op_key} LIKE '`+FloorPrefix+`found-%'`), ids)
 		if err != nil {
 			return fmt.Errorf("floor: done: %w", err)
 		}
 		done = int(tag.RowsAffected())
-		tag, err = tx.Exec(ctx, `
+		tag, err = tx.Exec(ctx, table.SQL(`
 			WITH moved AS (
-				UPDATE ledger.operations SET status = 'review'
-				WHERE id = ANY($1) AND status = 'pending'
-				RETURNING id, op_key, provider, workflow, action, first_attempt_at
+				UPDATE {T} SET {c:status} = {w:review}{touch}
+				WHERE {c:id} = ANY($1) AND {c:status} = {w:pending}
+				RETURNING {c:id}::bigint AS id, {c:op_key}::text AS op_key, {c:provider}::text AS provider,
+				          {c:workflow}::text AS workflow, {c:action}::text AS action, {c:first_attempt_at} AS first_attempt_at
 			), opened AS (
 				INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence)
 				SELECT id, op_key,
@@ -116,7 +119,7 @@ func floorBatch(ctx context.Context, pool *pgxpool.Pool, ids []int64) (done, rev
 				RETURNING id
 			)
 			INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, dedupe_key)
-			SELECT id, 'opened', 'sweeper', 'ticket:' || id || ':opened' FROM opened`, ids)
+			SELECT id, 'opened', 'sweeper', 'ticket:' || id || ':opened' FROM opened`), ids)
 		if err != nil {
 			return fmt.Errorf("floor: review: %w", err)
 		}

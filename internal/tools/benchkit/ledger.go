@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sweeper/sweeper/ledger"
 )
 
 // Mix is how the stale operations of a filled ledger divide between the
@@ -48,34 +50,35 @@ type Fill struct {
 // spread evenly over the ids) pending and first attempted over an hour
 // ago, with outcomes as mix says; the rest done, each with a record of its
 // own. It then analyzes the table, as autovacuum would.
-func FillLedger(ctx context.Context, db *pgx.Conn, rows int, stale float64, mix Mix) (Fill, error) {
+// table is ledger.operations or an adopted table ([AdoptedTable]): the
+// rows are the same either way, in the table's names and words.
+func FillLedger(ctx context.Context, db *pgx.Conn, table *ledger.Table, rows int, stale float64, mix Mix) (Fill, error) {
 	perMille := int(math.Round(stale * 1000))
 	start := time.Now()
-	_, err := db.Exec(ctx, `
-		INSERT INTO ledger.operations (op_key, workflow, provider, action, recipient, payload_hash,
-		                               status, provider_record_id, first_attempt_at, last_attempt_at)
-		SELECT CASE WHEN s.stale THEN
+	_, err := db.Exec(ctx, insertSQL(table, map[string]string{
+		"op_key": `CASE WHEN s.stale THEN
 		           CASE WHEN i % 100 < $3 THEN 'found'
 		                WHEN i % 100 < $3 + $4 THEN 'nf'
 		                WHEN i % 100 < $3 + $4 + $5 THEN 'mismatch'
 		                ELSE 'many' END
-		       ELSE 'ok' END || '-' || i,
-		       'bench', 'sim', 'send_email', 'customer-' || i || '@example.com',
-		       encode(sha256(convert_to(i::text, 'UTF8')), 'hex'),
-		       CASE WHEN s.stale THEN 'pending' ELSE 'done' END,
-		       CASE WHEN s.stale THEN NULL ELSE 'rec_' || i END,
-		       now() - interval '1 hour' - i * interval '1 millisecond',
-		       now() - interval '1 hour' - i * interval '1 millisecond'
-		FROM generate_series(1, $1::int) AS i, LATERAL (SELECT i % 1000 < $2 AS stale) AS s`,
+		       ELSE 'ok' END || '-' || i`,
+		"workflow": "'bench'", "provider": "'sim'", "action": "'send_email'",
+		"recipient":          "'customer-' || i || '@example.com'",
+		"payload_hash":       "encode(sha256(convert_to(i::text, 'UTF8')), 'hex')",
+		"status":             "CASE WHEN s.stale THEN {w:pending} ELSE {w:done} END",
+		"provider_record_id": "CASE WHEN s.stale THEN NULL ELSE 'rec_' || i END",
+		"first_attempt_at":   "now() - interval '1 hour' - i * interval '1 millisecond'",
+		"last_attempt_at":    "now() - interval '1 hour' - i * interval '1 millisecond'",
+	}, "FROM generate_series(1, $1::int) AS i, LATERAL (SELECT i % 1000 < $2 AS stale) AS s"),
 		rows, perMille, mix.Found, mix.NotFound, mix.Mismatch)
 	if err != nil {
 		return Fill{}, fmt.Errorf("fill ledger: %w", err)
 	}
-	if _, err := db.Exec(ctx, "ANALYZE ledger.operations"); err != nil {
+	if _, err := db.Exec(ctx, "ANALYZE "+table.Name()); err != nil {
 		return Fill{}, err
 	}
 	f := Fill{Rows: rows, Elapsed: time.Since(start)}
-	err = db.QueryRow(ctx, "SELECT count(*) FROM ledger.operations WHERE status = 'pending'").Scan(&f.Stale)
+	err = db.QueryRow(ctx, table.SQL("SELECT count(*) FROM {T} WHERE {c:status} = {w:pending}")).Scan(&f.Stale)
 	return f, err
 }
 
@@ -90,24 +93,24 @@ type Settlement struct {
 
 // Settled reads what became of the stale operations (op_keys neither
 // "ok-…" nor the history's).
-func Settled(ctx context.Context, db *pgx.Conn) (Settlement, error) {
+func Settled(ctx context.Context, db *pgx.Conn, table *ledger.Table) (Settlement, error) {
 	var s Settlement
-	err := db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'pending'),
-	                                count(*) FILTER (WHERE status = 'done'),
-	                                count(*) FILTER (WHERE status = 'review')
-		FROM ledger.operations WHERE op_key NOT LIKE 'ok-%' AND op_key NOT LIKE '`+HistoryPrefix+`%'`).Scan(&s.Pending, &s.Done, &s.Review)
+	err := db.QueryRow(ctx, table.SQL(`SELECT count(*) FILTER (WHERE {c:status} = {w:pending}),
+	                                count(*) FILTER (WHERE {c:status} = {w:done}),
+	                                count(*) FILTER (WHERE {c:status} = {w:review})
+		FROM {T} WHERE {c:op_key} NOT LIKE 'ok-%' AND {c:op_key} NOT LIKE '`+HistoryPrefix+`%'`)).Scan(&s.Pending, &s.Done, &s.Review)
 	if err != nil {
 		return s, err
 	}
 	var p50, p99 *float64
-	err = db.QueryRow(ctx, `
+	err = db.QueryRow(ctx, table.SQL(`
 		SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY d), percentile_cont(0.99) WITHIN GROUP (ORDER BY d)
-		FROM (SELECT extract(epoch FROM o.updated_at - min(q.created_at)) AS d
+		FROM (SELECT extract(epoch FROM {c:o.updated_at} - min(q.created_at)) AS d
 		      FROM (SELECT j.created_at, (op->>'id')::bigint AS id
 		            FROM sweeper.river_job j, jsonb_array_elements(j.args->'ops') AS op WHERE j.kind = 'lookup_batch') AS q
-		      JOIN ledger.operations o ON o.id = q.id
-		      WHERE o.status <> 'pending'
-		      GROUP BY o.id, o.updated_at) AS settled`).Scan(&p50, &p99)
+		      JOIN {T} o ON {c:o.id} = q.id
+		      WHERE {c:o.status} <> {w:pending}
+		      GROUP BY {c:o.id}, {c:o.updated_at}) AS settled`)).Scan(&p50, &p99)
 	if err != nil {
 		return s, err
 	}

@@ -86,6 +86,10 @@ type Options struct {
 	// summary, until ctx ends (Ctrl-C), so that a person can look around
 	// and act; then it cleans up as always.
 	Keep bool
+	// Adopt runs the demo on a log table of the workflows' own
+	// (public.outbound_log, [AdoptedTable]) mapped in [ledger], instead of
+	// ledger.operations.
+	Adopt bool
 }
 
 // env is what the demo sees of the process.
@@ -115,6 +119,7 @@ func Run(ctx context.Context, o Options) int {
 		timeout: o.Timeout,
 		onPage:  o.OnReviewPage,
 		keep:    o.Keep,
+		adopt:   o.Adopt,
 		// The daemon's own log would bury the account on stdout: only its
 		// warnings and errors show, on stderr.
 		logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -133,6 +138,7 @@ type demo struct {
 	onPage  func(url string)
 	pageURL string
 	keep    bool
+	adopt   bool
 
 	undo demoCleanups
 }
@@ -167,7 +173,11 @@ func (d *demo) run(ctx context.Context) int {
 
 	fake := slackfake.New(&d.undo)
 	getenv := demoEnv(dbURL)
-	cfg, err := config.Parse(demoConfig(d.plan, fake.URL()), kinds.All(), getenv)
+	cfgText := demoConfig(d.plan, fake.URL())
+	if d.adopt {
+		cfgText += AdoptedConfig
+	}
+	cfg, err := config.Parse(cfgText, kinds.All(), getenv)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper demo: configuration: %v\n", err)
 		return exitFailure
@@ -188,6 +198,13 @@ func (d *demo) run(ctx context.Context) int {
 		return exitFailure
 	}
 	fmt.Fprintf(e.stdout, "  migrated:   %d migration(s) applied\n", len(applied))
+	if d.adopt {
+		if _, err := pool.Exec(setupCtx, AdoptedTable); err != nil {
+			fmt.Fprintf(e.stderr, "sweeper demo: create public.outbound_log: %v\n", err)
+			return exitFailure
+		}
+		fmt.Fprintf(e.stdout, "  ledger:     %s\n", cfg.LedgerTable())
+	}
 	provs, err := app.BuildProviders(cfg, kinds.All(), getenv, d.logger)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sweeper demo: %v\n", err)
@@ -198,7 +215,7 @@ func (d *demo) run(ctx context.Context) int {
 			p.Close()
 		}
 	}()
-	if err := seedDemo(setupCtx, pool, d.plan); err != nil {
+	if err := seedDemo(setupCtx, pool, cfg.LedgerTable(), d.plan); err != nil {
 		fmt.Fprintf(e.stderr, "sweeper demo: seed the ledger: %v\n", err)
 		return exitFailure
 	}
@@ -221,7 +238,7 @@ func (d *demo) run(ctx context.Context) int {
 	}
 	fmt.Fprintln(e.stdout, "\ndaemon started; what happens, as it happens:")
 
-	w := newDemoWatch(pool, fake, out, len(d.plan))
+	w := newDemoWatch(pool, cfg.LedgerTable(), fake, out, len(d.plan))
 	outcome := w.watch(ctx, deadline)
 	kept := d.keep && outcome == nil
 	if kept {
@@ -627,15 +644,16 @@ concurrency = 8
 
 // seedDemo writes plan as a workflow would — a claim before the provider
 // call that was never confirmed — and ages each row.
-func seedDemo(ctx context.Context, pool *pgxpool.Pool, plan []demoOp) error {
-	store := ledger.NewStore(pool)
+func seedDemo(ctx context.Context, pool *pgxpool.Pool, table *ledger.Table, plan []demoOp) error {
+	store := table.Store(pool)
+	age := table.SQL(`UPDATE {T}
+			SET {c:first_attempt_at} = now() - make_interval(secs => $2), {c:last_attempt_at} = now() - make_interval(secs => $2)
+			WHERE {c:op_key} = $1`)
 	for _, op := range plan {
 		if _, err := store.Claim(ctx, op.attempt); err != nil {
 			return err
 		}
-		if _, err := pool.Exec(ctx, `UPDATE ledger.operations
-			SET first_attempt_at = now() - make_interval(secs => $2), last_attempt_at = now() - make_interval(secs => $2)
-			WHERE op_key = $1`, op.attempt.OpKey, op.age.Seconds()); err != nil {
+		if _, err := pool.Exec(ctx, age, op.attempt.OpKey, op.age.Seconds()); err != nil {
 			return err
 		}
 	}
@@ -720,6 +738,7 @@ func (t *demoTimeout) Error() string { return "timed out: " + t.unfinished }
 // demoWatch polls the database and the fake Slack and prints what changed.
 type demoWatch struct {
 	pool   *pgxpool.Pool
+	table  *ledger.Table
 	fake   *slackfake.Server
 	out    *demoPrinter
 	seeded int
@@ -751,9 +770,9 @@ type demoHealth struct {
 	lastError      string
 }
 
-func newDemoWatch(pool *pgxpool.Pool, fake *slackfake.Server, out *demoPrinter, seeded int) *demoWatch {
+func newDemoWatch(pool *pgxpool.Pool, table *ledger.Table, fake *slackfake.Server, out *demoPrinter, seeded int) *demoWatch {
 	return &demoWatch{
-		pool: pool, fake: fake, out: out, seeded: seeded,
+		pool: pool, table: table, fake: fake, out: out, seeded: seeded,
 		status: map[string]string{}, messages: map[string]int{}, shownFull: map[string]bool{},
 		printed: map[int64]bool{}, firstOwners: map[string]int{},
 		health: map[string]demoHealth{}, roots: map[string]int{}, channels: map[string]bool{},
@@ -863,11 +882,11 @@ type demoOperation struct {
 }
 
 func (w *demoWatch) readOperations(ctx context.Context) ([]demoOperation, error) {
-	rows, err := w.pool.Query(ctx, `
-		SELECT o.op_key, o.provider, o.action, coalesce(o.recipient, ''), o.status, coalesce(o.provider_record_id, ''),
-		       coalesce(t.reason, ''), coalesce(t.evidence->>'detail', '')
-		FROM ledger.operations o LEFT JOIN sweeper.tickets t ON t.operation_id = o.id
-		ORDER BY o.updated_at, o.id`)
+	rows, err := w.pool.Query(ctx, w.table.SQL(`
+		SELECT {c:o.op_key}::text, {c:o.provider}::text, {c:o.action}::text, coalesce({c:o.recipient}::text, ''), {c:o.status}::text,
+		       coalesce({c:o.provider_record_id}::text, ''), coalesce(t.reason, ''), coalesce(t.evidence->>'detail', '')
+		FROM {T} o LEFT JOIN sweeper.tickets t ON t.operation_id = {c:o.id}
+		ORDER BY {c:o.updated_at}, {c:o.id}`))
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger: %w", err)
 	}
@@ -878,6 +897,7 @@ func (w *demoWatch) readOperations(ctx context.Context) ([]demoOperation, error)
 		if err := rows.Scan(&o.opKey, &o.provider, &o.action, &o.recipient, &o.status, &o.recordID, &o.reason, &o.detail); err != nil {
 			return nil, err
 		}
+		o.status = string(w.table.StatusOf(o.status))
 		ops = append(ops, o)
 	}
 	return ops, rows.Err()
@@ -1101,13 +1121,13 @@ func (w *demoWatch) summary(out io.Writer) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	byStatus := map[string]int{}
-	rows, err := w.pool.Query(ctx, `SELECT status, count(*) FROM ledger.operations GROUP BY status`)
+	rows, err := w.pool.Query(ctx, w.table.SQL(`SELECT {c:status}::text, count(*) FROM {T} GROUP BY 1`))
 	if err == nil {
 		for rows.Next() {
 			var s string
 			var n int
 			if rows.Scan(&s, &n) == nil {
-				byStatus[s] = n
+				byStatus[string(w.table.StatusOf(s))] = n
 			}
 		}
 		rows.Close()
@@ -1276,3 +1296,53 @@ func plainText(s string) string {
 	}
 	return strings.Join(strings.Fields(strings.Join(parts, "")), " ")
 }
+
+// AdoptedTable is the log table `sweeper demo --adopt` runs on: an
+// outbound log a shop's workflows already write, with names and status
+// words of their own, its own key, no workflow column and no indexes but
+// the ones sweeper's reads want (the ones `sweeper adopt` prints).
+const AdoptedTable = `
+CREATE TABLE public.outbound_log (
+	id           bigserial PRIMARY KEY,
+	idem_key     text NOT NULL UNIQUE,
+	channel      text NOT NULL,
+	kind         text NOT NULL,
+	to_addr      text,
+	body_sha256  text NOT NULL,
+	state        text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'sent', 'check')),
+	tries        integer NOT NULL DEFAULT 1,
+	first_try    timestamptz NOT NULL DEFAULT now(),
+	last_try     timestamptz,
+	provider_ref text
+);
+CREATE INDEX outbound_log_queued_idx ON public.outbound_log (channel, first_try, id) WHERE state = 'queued';
+CREATE INDEX outbound_log_provider_ref_idx ON public.outbound_log (provider_ref, channel) WHERE provider_ref IS NOT NULL;
+CREATE INDEX outbound_log_lookalike_idx ON public.outbound_log (body_sha256, channel) WHERE state IN ('queued', 'check');
+CREATE INDEX outbound_log_check_idx ON public.outbound_log (channel) WHERE state = 'check';`
+
+// AdoptedConfig maps [AdoptedTable] in the configuration.
+const AdoptedConfig = `
+[ledger]
+table = "public.outbound_log"
+[ledger.columns]
+op_key = "idem_key"
+provider = "channel"
+action = "kind"
+recipient = "to_addr"
+payload_hash = "body_sha256"
+status = "state"
+attempts = "tries"
+first_attempt_at = "first_try"
+last_attempt_at = "last_try"
+provider_record_id = "provider_ref"
+workflow = ""
+source_id = ""
+payload = ""
+created_at = ""
+updated_at = ""
+[ledger.status_values]
+pending = "queued"
+done = "sent"
+review = "check"
+failed = ""
+`
