@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -49,6 +50,18 @@ func skipLong(t *testing.T) {
 func TestDemo(t *testing.T) {
 	skipLong(t)
 	t.Parallel()
+	for _, adopt := range []bool{false, true} {
+		t.Run(fmt.Sprintf("adopt=%t", adopt), func(t *testing.T) {
+			t.Parallel()
+			testDemo(t, adopt)
+		})
+	}
+}
+
+// testDemo is [TestDemo] on ledger.operations, or with adopt on the log
+// table of the workflows' own that `sweeper demo --adopt` maps: the same
+// story either way.
+func testDemo(t *testing.T, adopt bool) {
 	const ops = 30
 	server := dbtest.ServerURL(t)
 	start := time.Now()
@@ -58,7 +71,7 @@ func TestDemo(t *testing.T) {
 		body string
 		err  error
 	}
-	code := Run(context.Background(), Options{Ops: ops, Timeout: 3 * time.Minute, Stdout: &stdout, Stderr: &stderr,
+	code := Run(context.Background(), Options{Ops: ops, Timeout: 3 * time.Minute, Adopt: adopt, Stdout: &stdout, Stderr: &stderr,
 		Getenv: func(name string) string {
 			if name == config.EnvDatabaseURL {
 				return server
@@ -91,6 +104,9 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 
+	if got := strings.Contains(r.stdout, "  ledger:     public.outbound_log ("); got != adopt {
+		t.Errorf("the demo names the adopted table: %t, want %t", got, adopt)
+	}
 	m := demoOpsLine.FindStringSubmatch(r.stdout)
 	if m == nil {
 		t.Fatalf("no summary of the operations in the output:\n%s", r.stdout)
