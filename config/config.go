@@ -29,6 +29,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/robfig/cron/v3"
 
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -91,6 +92,8 @@ type Config struct {
 	// environment (with its variable's name) or the file; any other key
 	// has its default.
 	sources map[string]string
+	// ledgerTable is the table [Ledger] names, once validated.
+	ledgerTable *ledger.Table
 }
 
 // Database configures the connection.

@@ -31,7 +31,7 @@ func fuzzEnv(name string) string {
 
 // problemKey is how a validation problem starts: the TOML key it is about
 // (providers.sim.stale_after, review.escalation[0].owner, slack.channel).
-var problemKey = regexp.MustCompile(`^(database|schedules|sweep|river|providers|review|slack|http|log|retention|web|pagerduty|webhook|routes)\b`)
+var problemKey = regexp.MustCompile(`^(database|ledger|schedules|sweep|river|providers|review|slack|http|log|retention|web|pagerduty|webhook|routes)\b`)
 
 // FuzzParse: whatever the text, Parse does not panic. It rejects a text
 // with an error naming, for each problem, the key or the line; it accepts

@@ -18,8 +18,6 @@ type Ledger struct {
 	// StatusValues maps sweeper's status (pending, done, review, failed)
 	// to the table's word for it; failed = "" says it has none.
 	StatusValues map[string]string `toml:"status_values"`
-
-	table *ledger.Table
 }
 
 // Mapping is the [ledger.Mapping] the keys describe.
@@ -37,18 +35,21 @@ func (l Ledger) Mapping() ledger.Mapping {
 // LedgerTable is the table the configuration names, checked: the native
 // table when the configuration names none, or was not validated.
 func (c *Config) LedgerTable() *ledger.Table {
-	if c.Ledger.table == nil {
+	if c.ledgerTable == nil {
 		return ledger.Native()
 	}
-	return c.Ledger.table
+	return c.ledgerTable
 }
 
 // validateLedger checks the ledger keys and keeps the table they name.
 func (c *Config) validateLedger(v *validator) {
 	t, err := ledger.Map(c.Ledger.Mapping())
-	if err != nil {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		v.errs = append(v.errs, joined.Unwrap()...)
+		return
+	} else if err != nil {
 		v.errs = append(v.errs, err)
 		return
 	}
-	c.Ledger.table = t
+	c.ledgerTable = t
 }

@@ -87,7 +87,8 @@ func Native() *Table { return native }
 
 // Map checks m and renders the package's statements for its table. Every
 // name and word is validated and quoted here: nothing from a mapping
-// reaches SQL unquoted. Its errors name the key at fault.
+// reaches SQL unquoted. Its error joins one problem per key at fault, each
+// starting with the key (ledger.columns.op_key: …).
 func Map(m Mapping) (*Table, error) {
 	t := &Table{mapping: m, columns: map[string]string{}, words: map[Status]string{}, statuses: map[string]Status{}}
 	table := m.Table
@@ -175,7 +176,11 @@ func Map(m Mapping) (*Table, error) {
 	}
 	if len(errs) > 0 {
 		slices.Sort(errs)
-		return nil, fmt.Errorf("ledger mapping: %s", strings.Join(errs, "; "))
+		problems := make([]error, len(errs))
+		for i, e := range errs {
+			problems[i] = errors.New(e)
+		}
+		return nil, errors.Join(problems...)
 	}
 	t.sql = t.render()
 	return t, nil
