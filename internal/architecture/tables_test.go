@@ -106,6 +106,12 @@ func tablesNamed(fset *token.FileSet, file *ast.File) []use {
 			found = append(found, use{fset.Position(lit.Pos()), qualified(name)})
 			return true
 		}
+		// A statement written for whichever table the [ledger] mapping
+		// names ({T}, rendered by ledger.Table.SQL) is a statement on the
+		// ledger's table.
+		if strings.Contains(s, "{T}") {
+			found = append(found, use{fset.Position(lit.Pos()), "ledger.operations"})
+		}
 		if !sqlWord.MatchString(s) {
 			return true
 		}
@@ -207,6 +213,7 @@ func TestTablesNamedFinds(t *testing.T) {
 		{"a function, not the table", "`SELECT sweeper.record_namespace_blocks($1)`", nil},
 		{"a trigger, not the table", "`DROP TRIGGER x ON sweeper.tickets_guard`", nil},
 		{"no such table", "`SELECT 1 FROM ledger.tickets`", nil},
+		{"the mapped ledger table", "`SELECT {c:id} FROM {T} WHERE {c:status} = {w:pending}`", []string{"ledger.operations"}},
 		{"capitals", "`SELECT 1 FROM Sweeper.Tickets`", []string{"sweeper.tickets"}},
 		{"prose", `"fills ledger.operations, runs the real sweep"`, nil},
 		{"prose on a column", `"the value a workflow writes into ledger.operations.payload_hash"`, nil},
