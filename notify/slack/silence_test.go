@@ -235,7 +235,7 @@ func TestSilencedRowsAreCounted(t *testing.T) {
 	b.escalate(t, id, "U0NEXT")
 	b.openTicket(t, "onboarding")
 	b.drain(t, d)
-	if got := metricstest.NonZero(t, reg, "sweeper_slack_silenced_total"); got[""] != 2 {
+	if got := metricstest.NonZero(t, reg, "sweeper_slack_silenced_total"); len(got) != 1 || got["receiver=slack"] != 2 {
 		t.Errorf("sweeper_slack_silenced_total = %v, want 2", got)
 	}
 	counts, err := b.outbox.Counts(b.ctx)
