@@ -303,7 +303,7 @@ func (d *Dispatcher) silence(ctx context.Context, claimed []outbox.Notification,
 			out = append(out, n)
 		case id != 0:
 			total.Silenced++
-			d.metrics.SlackSilenced()
+			d.metrics.SlackSilenced(d.outbox.Receiver())
 			log.Debug("notify: not posted: held by a silence", "silence_id", id)
 		default:
 			out = append(out, n)
@@ -408,14 +408,18 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 				d.metrics.SlackSearchInconclusive() // the search was inconclusive, recorded or not
 			}
 			if werr == nil {
-				d.metrics.SlackParked()
+				d.metrics.SlackParked(d.outbox.Receiver())
 			}
-			log.Error("notify: parked: Slack refused the message for a reason a person must fix; replay the row after the fix", "error", err)
+			if aerr.Code == CodeGaveUp {
+				log.Error("notify: parked: "+receiverName(d.outbox.Receiver())+" failed for longer than its give_up_after; replay the row once it answers", "error", err)
+			} else {
+				log.Error("notify: parked: "+receiverName(d.outbox.Receiver())+" refused the message for a reason a person must fix; replay the row after the fix", "error", err)
+			}
 		case FailureNowhere:
 			werr = d.outbox.Skip(wctx, n, aerr.Code, err)
 			if werr == nil {
 				st.Skipped, st.Nowhere = 1, 1
-				d.metrics.SlackSkipped(1)
+				d.metrics.SlackSkipped(d.outbox.Receiver(), 1)
 			}
 			log.Debug("notify: not posted: nowhere to deliver", "code", aerr.Code)
 		case FailureRateLimited:
@@ -513,8 +517,21 @@ func (d *Dispatcher) skipSettled(parent context.Context, n outbox.Notification, 
 		log.Warn("notify: could not skip the rows of a ticket settled before its alert", "error", err)
 		return Stats{}, false
 	}
-	d.metrics.SlackSkipped(skipped)
+	d.metrics.SlackSkipped(d.outbox.Receiver(), skipped)
 	log.Info("notify: not posted: the ticket was resolved before its first alert was due", "rows", skipped)
 	d.receiver.Skipped(ctx, n)
 	return Stats{Skipped: skipped}, true
+}
+
+// receiverName is how a log line names receiver (an outbox receiver).
+func receiverName(receiver string) string {
+	switch receiver {
+	case outbox.ReceiverSlack:
+		return "Slack"
+	case outbox.ReceiverPagerDuty:
+		return "PagerDuty"
+	case outbox.ReceiverWebhook:
+		return "the webhook"
+	}
+	return receiver
 }

@@ -159,7 +159,7 @@ func TestDaemonMetricsRiverUIAndSignals(t *testing.T) {
 		`sweeper_lookup_duration_seconds_count{provider="sim",result="multiple"}`,
 		`sweeper_escalations_total{level="0",step="repeat"} 2`,
 		`sweeper_slack_posts_total{kind="root"} 0`,
-		`sweeper_slack_parked_total 0`,
+		`sweeper_slack_parked_total{receiver="slack"} 0`,
 		`sweeper_slack_uncertain_total 0`,
 		`sweeper_slack_adopted_total 0`,
 		// The state gauges, read every metrics_refresh, are there too.

@@ -56,7 +56,7 @@ func TestSlackOffSkipsTheOutbox(t *testing.T) {
 		outbox.StateSkipped, outbox.CodeNoReceiver); n != rows {
 		t.Errorf("%d of %d outbox rows skipped with code %s", n, rows, outbox.CodeNoReceiver)
 	}
-	if got := metricstest.Values(t, events, "sweeper_slack_skipped_total"); got[""] != float64(rows) {
+	if got := metricstest.Values(t, events, "sweeper_slack_skipped_total"); got["receiver=slack"] != float64(rows) {
 		t.Errorf("sweeper_slack_skipped_total = %v, want %d", got, rows)
 	}
 

@@ -48,6 +48,12 @@ const (
 	SlackUpdate = "update" // an edit of the root message (chat.update)
 )
 
+// Receivers are the receiver label's values of the counters every
+// receiver's dispatcher counts (parked, skipped, silenced): notify/outbox's
+// receivers, which this leaf cannot import (a test in notify/outbox holds
+// the two lists equal). Parked starts at zero for each.
+var Receivers = []string{"slack", "pagerduty", "webhook"}
+
 // UnconfiguredProvider is the provider label of ledger rows whose provider
 // has no [providers.NAME] block: the ledger's provider column is written
 // by workflows, so its values are not a bounded set.
@@ -66,12 +72,12 @@ type Metrics struct {
 	lookups        *prometheus.HistogramVec
 	escalations    *prometheus.CounterVec
 	slackPosts     *prometheus.CounterVec
-	slackParked    prometheus.Counter
+	slackParked    *prometheus.CounterVec
 	slackUncertain prometheus.Counter
 	slackAdopted   prometheus.Counter
-	slackSkipped   prometheus.Counter
+	slackSkipped   *prometheus.CounterVec
 	slackFolded    prometheus.Counter
-	slackSilenced  prometheus.Counter
+	slackSilenced  *prometheus.CounterVec
 	slackSearches  prometheus.Counter
 }
 
@@ -106,10 +112,10 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 			Name: "sweeper_slack_posts_total",
 			Help: "Slack calls that succeeded, by kind: root and reply (chat.postMessage), update (chat.update of the root).",
 		}, []string{"kind"}),
-		slackParked: prometheus.NewCounter(prometheus.CounterOpts{
+		slackParked: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sweeper_slack_parked_total",
-			Help: "Outbox rows parked after a permanent Slack error; they wait for a person (sweeper outbox replay).",
-		}),
+			Help: "Outbox rows parked after a permanent error of their receiver (slack, pagerduty, webhook), by receiver; they wait for a person (sweeper outbox replay).",
+		}, []string{"receiver"}),
 		slackUncertain: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sweeper_slack_uncertain_total",
 			Help: "Slack posts whose outcome is unknown (timeout, dropped connection, 5xx, internal_error); the row is searched for before any new post.",
@@ -118,18 +124,18 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 			Name: "sweeper_slack_adopted_total",
 			Help: "Outbox rows marked sent because their message was found in Slack after an uncertain post, instead of posting again.",
 		}),
-		slackSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+		slackSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sweeper_slack_skipped_total",
-			Help: "Outbox rows never posted because their ticket was resolved before its first alert was due (slack.group_wait): alerts for what settled itself; or because Slack is off (slack.channel empty), error code no_receiver.",
-		}),
+			Help: "Outbox rows never sent, by receiver (slack, pagerduty, webhook): their ticket was resolved before its first alert was due (slack.group_wait), their receiver is off (error code no_receiver), or the event is none the receiver sends.",
+		}, []string{"receiver"}),
 		slackFolded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sweeper_slack_folded_total",
 			Help: "Outbox rows never posted because their alert group already showed slack.group_detail_limit tickets of its own (or their ticket's first alert was folded, or its owner had its own messages' bound): the group's message counts them; sweeper outbox list shows them, state folded.",
 		}),
-		slackSilenced: prometheus.NewCounter(prometheus.CounterOpts{
+		slackSilenced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sweeper_slack_silenced_total",
-			Help: "Outbox rows never posted because an active silence (sweeper silences) matched their ticket or incident when they were due; sweeper outbox list shows them, state silenced, with the silence's id.",
-		}),
+			Help: "Outbox rows never sent because an active silence (sweeper silences) matched their ticket or incident when they were due, by receiver (slack, pagerduty, webhook); sweeper outbox list shows them, state silenced, with the silence's id.",
+		}, []string{"receiver"}),
 		slackSearches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sweeper_slack_search_inconclusive_total",
 			Help: "Outbox rows parked because the search for their message after an uncertain post could not finish (its window of the channel held more than a search reads); a person looks (sweeper outbox dismiss or replay --not-posted).",
@@ -154,6 +160,9 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 	}
 	for _, kind := range []string{SlackRoot, SlackReply, SlackUpdate} {
 		m.slackPosts.WithLabelValues(kind)
+	}
+	for _, r := range Receivers {
+		m.slackParked.WithLabelValues(r)
 	}
 	return m, nil
 }
@@ -210,12 +219,12 @@ func (m *Metrics) SlackPosted(kind string) {
 	m.slackPosts.WithLabelValues(kind).Inc()
 }
 
-// SlackParked counts one outbox row parked.
-func (m *Metrics) SlackParked() {
+// SlackParked counts one outbox row of receiver parked.
+func (m *Metrics) SlackParked(receiver string) {
 	if m == nil {
 		return
 	}
-	m.slackParked.Inc()
+	m.slackParked.WithLabelValues(receiver).Inc()
 }
 
 // SlackUncertain counts one post whose outcome is unknown.
@@ -234,13 +243,14 @@ func (m *Metrics) SlackAdopted() {
 	m.slackAdopted.Inc()
 }
 
-// SlackSkipped counts n rows skipped: their ticket resolved before its
-// first alert was due, or nowhere to deliver them (Slack off).
-func (m *Metrics) SlackSkipped(n int) {
+// SlackSkipped counts n rows of receiver skipped: their ticket resolved
+// before its first alert was due, or nowhere to deliver them (the receiver
+// off, or an event it does not send).
+func (m *Metrics) SlackSkipped(receiver string, n int) {
 	if m == nil {
 		return
 	}
-	m.slackSkipped.Add(float64(n))
+	m.slackSkipped.WithLabelValues(receiver).Add(float64(n))
 }
 
 // SlackFolded counts one row folded into its alert group's counts
@@ -252,12 +262,13 @@ func (m *Metrics) SlackFolded() {
 	m.slackFolded.Inc()
 }
 
-// SlackSilenced counts one row held by a silence instead of posted.
-func (m *Metrics) SlackSilenced() {
+// SlackSilenced counts one row of receiver held by a silence instead of
+// sent.
+func (m *Metrics) SlackSilenced(receiver string) {
 	if m == nil {
 		return
 	}
-	m.slackSilenced.Inc()
+	m.slackSilenced.WithLabelValues(receiver).Inc()
 }
 
 // SlackSearchInconclusive counts one row parked after a search that could

@@ -22,7 +22,9 @@ func TestNilMetricsCountNothing(t *testing.T) {
 	m.ObserveLookup("sim", metrics.LookupFound, time.Millisecond)
 	m.Escalated(1, "level")
 	m.SlackPosted(metrics.SlackRoot)
-	m.SlackParked()
+	m.SlackParked("slack")
+	m.SlackSkipped("webhook", 2)
+	m.SlackSilenced("pagerduty")
 	m.SlackUncertain()
 	m.SlackAdopted()
 }
@@ -45,7 +47,7 @@ func TestNewRegistersAndStartsKnownSeriesAtZero(t *testing.T) {
 			"outcome=done,provider=stripe": 0, "outcome=review,provider=stripe": 0,
 		}},
 		{"posts", "sweeper_slack_posts_total", map[string]float64{"kind=root": 0, "kind=reply": 0, "kind=update": 0}},
-		{"parked", "sweeper_slack_parked_total", map[string]float64{"": 0}},
+		{"parked", "sweeper_slack_parked_total", map[string]float64{"receiver=slack": 0, "receiver=pagerduty": 0, "receiver=webhook": 0}},
 		{"tickets", "sweeper_tickets_opened_total", map[string]float64{}},
 	} {
 		if diff := cmp.Diff(c.want, metricstest.Values(t, reg, c.name)); diff != "" {
@@ -63,6 +65,9 @@ func TestNewRegistersAndStartsKnownSeriesAtZero(t *testing.T) {
 	m.SlackPosted(metrics.SlackUpdate)
 	m.SlackUncertain()
 	m.SlackAdopted()
+	m.SlackParked("pagerduty")
+	m.SlackSkipped("slack", 3)
+	m.SlackSilenced("webhook")
 	for _, c := range []struct {
 		name string
 		want map[string]float64
@@ -75,7 +80,9 @@ func TestNewRegistersAndStartsKnownSeriesAtZero(t *testing.T) {
 		{"sweeper_slack_posts_total", map[string]float64{"kind=update": 1}},
 		{"sweeper_slack_uncertain_total", map[string]float64{"": 1}},
 		{"sweeper_slack_adopted_total", map[string]float64{"": 1}},
-		{"sweeper_slack_parked_total", map[string]float64{}},
+		{"sweeper_slack_parked_total", map[string]float64{"receiver=pagerduty": 1}},
+		{"sweeper_slack_skipped_total", map[string]float64{"receiver=slack": 3}},
+		{"sweeper_slack_silenced_total", map[string]float64{"receiver=webhook": 1}},
 	} {
 		if diff := cmp.Diff(c.want, metricstest.NonZero(t, reg, c.name)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", c.name, diff)

@@ -79,8 +79,12 @@ var Receivers = []string{ReceiverSlack, ReceiverPagerDuty, ReceiverWebhook}
 
 // Event kinds with a meaning for the outbox.
 const (
-	// KindOpened is the event whose message is a ticket's root message;
-	// every other kind is a reply in the thread of the ticket's root.
+	// KindOpened is the event whose message is a ticket's root message (or
+	// its alert in an alert group's thread); every other kind is a reply in
+	// the thread of the ticket's root. A ticket's first alert is of this
+	// kind whatever its event: the Slack row of the silence_ended event of
+	// a ticket a silence held from its opening is one too
+	// ([Store.ReleaseEnded]).
 	KindOpened = "opened"
 	// KindRootRemoved is the event the dispatcher writes when a ticket's
 	// root message is no longer in Slack and nothing else replaces it: its

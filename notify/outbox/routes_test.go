@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/outbox"
@@ -113,5 +114,14 @@ func TestRoutesChooseReceivers(t *testing.T) {
 	}
 	if _, err := store.SetRoutes(ctx, []outbox.Route{{Receiver: "email"}}); err == nil {
 		t.Error("a route to an unknown receiver was written")
+	}
+}
+
+// TestMetricsKnowTheReceivers: the receiver label of the counters every
+// receiver's dispatcher counts has the outbox's receivers as values.
+func TestMetricsKnowTheReceivers(t *testing.T) {
+	t.Parallel()
+	if !slices.Equal(metrics.Receivers, outbox.Receivers) {
+		t.Errorf("metrics.Receivers %v, outbox.Receivers %v: want the same", metrics.Receivers, outbox.Receivers)
 	}
 }

@@ -21,8 +21,9 @@ import (
 // never delivered, with the silence's id. The ticket itself is opened,
 // escalated and counted as ever. When the silence ends, each of its tickets
 // still open gets one [review.EventSilenceEnded] event, whose message is the
-// ticket's current state ([Store.ReleaseEnded]); the backlog it held is
-// never posted.
+// ticket's current state — in Slack, the ticket's first alert when nothing
+// of it was posted ([Store.ReleaseEnded]); the backlog it held is never
+// posted.
 
 // StateSilenced: the message was never posted because an active silence
 // matched its ticket (or incident) when the row was claimed; SilenceID
@@ -449,7 +450,14 @@ type Released struct {
 // first, and one ended while every replica was down is released by the
 // first to look), and writes on each ticket it held that is still open one
 // [review.EventSilenceEnded] event, whose outbox row carries the ticket's
-// current state. A ticket resolved meanwhile gets nothing.
+// current state. A ticket resolved meanwhile gets nothing. The event's
+// Slack row is a reply in the thread of the ticket's root; for a ticket
+// with nothing in Slack — every Slack row of it so far silenced, as when it
+// was opened during the silence — it is of kind [KindOpened], the ticket's
+// first alert: it waits slack.group_wait and joins an alert group as a
+// fresh ticket's would, so that a silence over a large incident ends in
+// one group, not one root message per ticket. Other receivers' rows keep
+// the event's kind.
 func (s *Store) ReleaseEnded(ctx context.Context) ([]Released, error) {
 	db, ok := s.db.(interface {
 		Begin(context.Context) (pgx.Tx, error)
@@ -507,6 +515,7 @@ func release(ctx context.Context, db interface {
 		return nil, fmt.Errorf("release silence %d: %w", id, err)
 	}
 	r := &Released{SilenceID: id}
+	var keys []string
 	if len(held) > 0 {
 		summaries, err := review.NewReader(tx).Summaries(ctx, held)
 		if err != nil {
@@ -522,7 +531,19 @@ func release(ctx context.Context, db interface {
 				return nil, fmt.Errorf("release silence %d: %w", id, err)
 			}
 			r.Tickets = append(r.Tickets, t.ID)
+			keys = append(keys, review.EventKey(t.ID, review.EventSilenceEnded, fmt.Sprint(id)))
 		}
+	}
+	// A ticket whose every Slack row so far was silenced (opened during
+	// the silence) has nothing in Slack: its current alert is its first,
+	// and takes the first alert's path — slack.group_wait, alert groups,
+	// group_detail_limit — rather than a root message of its own each.
+	if _, err := tx.Exec(ctx, `UPDATE sweeper.outbox o SET kind = $2
+		WHERE o.dedupe_key = ANY($1) AND o.receiver = 'slack' AND o.state = 'pending' AND o.kind = $3
+		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox e WHERE e.ticket_id = o.ticket_id AND e.receiver = 'slack'
+		                  AND e.id <> o.id AND e.state <> 'silenced')`,
+		keys, KindOpened, review.EventSilenceEnded); err != nil {
+		return nil, fmt.Errorf("release silence %d: %w", id, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("release silence %d: %w", id, err)

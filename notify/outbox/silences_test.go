@@ -3,6 +3,9 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +183,91 @@ func TestSilenceIsFinal(t *testing.T) {
 	list, err := s.Silences(ctx, outbox.SilenceFilter{States: []string{outbox.SilenceExpired}})
 	if err != nil || len(list) != 1 || list[0].ExpiredBy != "U0OPS" {
 		t.Fatalf("expired silences: %+v, %v", list, err)
+	}
+}
+
+// TestReleaseGivesAHeldTicketItsFirstAlert: when a silence ends, the
+// Slack row of a ticket's silence_ended event is the ticket's first alert
+// (kind opened: it waits slack.group_wait and joins alert groups as one)
+// when every earlier Slack row of the ticket was silenced; it stays a
+// reply when the ticket has a root posted, or a Slack row the silence did
+// not hold. Another receiver's row keeps the event's kind (PagerDuty's
+// trigger).
+func TestReleaseGivesAHeldTicketItsFirstAlert(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	store := outbox.NewStore(pool)
+	if _, err := store.SetRoutes(ctx, []outbox.Route{{Receiver: outbox.ReceiverSlack}, {Receiver: outbox.ReceiverPagerDuty}}); err != nil {
+		t.Fatal(err)
+	}
+	slackRows, pdRows := store.For(outbox.ReceiverSlack), store.For(outbox.ReceiverPagerDuty)
+	posted := openTicket(t, pool, "k-posted", "login", "sms")
+	claimed, err := slackRows.Claim(ctx, "d1", time.Minute, 10)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %+v, %v", claimed, err)
+	}
+	if err := slackRows.MarkSent(ctx, claimed[0], "C0ALERTS", "1700000000.000100"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.AddSilence(ctx, outbox.NewSilence{Matchers: []outbox.Matcher{{Name: "provider", Op: "=", Value: "sms"}},
+		EndsAt: time.Now().Add(time.Hour), CreatedBy: "U0OPS", Comment: "migration"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := openTicket(t, pool, "k-fresh", "login", "sms")
+	// unheld's Slack row is still pending when the silence ends: only its
+	// PagerDuty row was held.
+	unheld := openTicket(t, pool, "k-unheld", "login", "sms")
+	silence := func(rows *outbox.Store, tickets ...int64) {
+		t.Helper()
+		claimed, err := rows.Claim(ctx, "d1", time.Minute, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range claimed {
+			if !slices.Contains(tickets, n.TicketID) {
+				if err := rows.Release(ctx, n, 0); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if id, err := rows.Silence(ctx, n, review.Labels{Provider: "sms"}); err != nil || id != s.ID {
+				t.Fatalf("silence row %d: %d, %v", n.ID, id, err)
+			}
+		}
+	}
+	silence(pdRows, posted, fresh, unheld)
+	silence(slackRows, fresh)
+	if _, err := store.ExpireSilence(ctx, s.ID, "U0OPS"); err != nil {
+		t.Fatal(err)
+	}
+	released, err := store.ReleaseEnded(ctx)
+	if err != nil || len(released) != 1 || len(released[0].Tickets) != 3 {
+		t.Fatalf("release: %+v, %v; want the 3 tickets", released, err)
+	}
+	for _, tc := range []struct {
+		ticket    int64
+		slackKind string
+	}{
+		{posted, review.EventSilenceEnded},
+		{fresh, outbox.KindOpened},
+		{unheld, review.EventSilenceEnded},
+	} {
+		rows, err := store.List(ctx, outbox.Filter{TicketID: tc.ticket})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := review.EventKey(tc.ticket, review.EventSilenceEnded, fmt.Sprint(s.ID))
+		got := map[string]string{}
+		for _, n := range rows {
+			if n.DedupeKey == key {
+				got[n.Receiver] = n.Kind
+			}
+		}
+		want := map[string]string{outbox.ReceiverSlack: tc.slackKind, outbox.ReceiverPagerDuty: review.EventSilenceEnded}
+		if !maps.Equal(got, want) {
+			t.Errorf("ticket %d's %s rows: kinds %v, want %v", tc.ticket, key, got, want)
+		}
 	}
 }

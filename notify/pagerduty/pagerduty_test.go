@@ -1,6 +1,7 @@
 package pagerduty_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +13,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sweeper/sweeper/internal/metrics"
+	"github.com/sweeper/sweeper/internal/metrics/metricstest"
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/internal/testkit/pagerdutyfake"
 	"github.com/sweeper/sweeper/ledger"
@@ -392,5 +396,67 @@ func TestSilencedTriggerComesWhenTheSilenceEnds(t *testing.T) {
 	}
 	if in, ok := b.fake.Incident(pagerduty.DedupKey(id)); !ok || in.Status != "triggered" || in.Opened != 1 {
 		t.Errorf("incident %+v (%v), want one, triggered", in, ok)
+	}
+}
+
+// lockedBuffer is a log's output, written by concurrent deliveries.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestOutcomesCountAsPagerDuty: the rows a PagerDuty dispatcher parks,
+// skips and silences count under receiver="pagerduty", none under Slack's,
+// and its log says PagerDuty refused the parked one.
+func TestOutcomesCountAsPagerDuty(t *testing.T) {
+	b := setup(t, outbox.Route{Receiver: outbox.ReceiverPagerDuty})
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	tickets := review.NewReader(b.pool)
+	r, err := pagerduty.New(pagerduty.Config{RoutingKey: "wrong-key", URL: b.fake.URL(), Tickets: tickets, GiveUpAfter: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := notify.NewDispatcher(b.pool, r, notify.DispatcherConfig{Tickets: tickets, ID: "pd1", Receiver: outbox.ReceiverPagerDuty,
+		Metrics: m, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := b.open(t, "payments")
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, dedupe_key)
+		VALUES ($1, $2, 'slack:U0X', $3)`, id, review.EventReassigned, fmt.Sprintf("ticket:%d:reassigned:1", id)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := outbox.NewStore(b.pool).AddSilence(b.ctx, outbox.NewSilence{Matchers: []outbox.Matcher{{Name: "workflow", Op: "=", Value: "refunds"}},
+		EndsAt: time.Now().Add(time.Hour), CreatedBy: "U0OPS", Comment: "refunds migration"}); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, "refunds")
+	if st := b.drain(t, d); st.Parked != 1 || st.Skipped != 1 || st.Silenced != 1 {
+		t.Fatalf("stats %+v, want one row parked, one skipped, one silenced", st)
+	}
+	for _, name := range []string{"sweeper_slack_parked_total", "sweeper_slack_skipped_total", "sweeper_slack_silenced_total"} {
+		if got := metricstest.NonZero(t, reg, name); len(got) != 1 || got["receiver=pagerduty"] != 1 {
+			t.Errorf("%s = %v, want 1 under receiver=pagerduty alone", name, got)
+		}
+	}
+	if out := logs.String(); !strings.Contains(out, "PagerDuty refused the message") || strings.Contains(out, "Slack") {
+		t.Errorf("log %q: want the parked row's line to name PagerDuty, and no Slack", out)
 	}
 }

@@ -36,7 +36,9 @@ func (f ComposerFunc) Compose(ctx context.Context, db ledger.DB, n outbox.Notifi
 // delivers. A message the dispatcher posts as a new root
 // ([outbox.Notification.NewRoot], and every [outbox.KindRootRemoved]
 // event) shows the ticket's current state with the event's own text and
-// why it is the root now ([message.NewRootMessage]). It reads the ticket
+// why it is the root now ([message.NewRootMessage]), as does a row of
+// kind "opened" that delivers another event (the current alert a silence's
+// end gives a ticket it held from its opening). It reads the ticket
 // and the event through Tickets, never from the db it is given.
 type TicketComposer struct {
 	Tickets review.TicketReader
@@ -67,7 +69,13 @@ func (c TicketComposer) Compose(ctx context.Context, _ ledger.DB, n outbox.Notif
 			Why: cmp.Or(n.NewRoot, message.NewRootRemoved), DedupeKey: n.DedupeKey,
 		}).Post(), nil
 	}
-	return message.TicketPost(t, ev, event, n.DedupeKey, n.NewRoot)
+	newRoot := n.NewRoot
+	if n.Kind == outbox.KindOpened && event.Kind != review.EventOpened && newRoot == "" {
+		// The ticket's first alert is a later event's (a silence held its
+		// "opened" one): the ticket as it is now, as a new root shows it.
+		newRoot = message.NewRootUndelivered
+	}
+	return message.TicketPost(t, ev, event, n.DedupeKey, newRoot)
 }
 
 // GroupComposer is the message of an alert group's row:

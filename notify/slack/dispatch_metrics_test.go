@@ -67,7 +67,7 @@ func TestDispatchMetrics(t *testing.T) {
 		b.drain(t, d)
 		b.drain(t, d) // parked rows are not claimed again
 		if diff := cmp.Diff(map[string]map[string]float64{
-			"sweeper_slack_parked_total": {"": 1},
+			"sweeper_slack_parked_total": {"receiver=slack": 1},
 		}, slackCounts(t, reg)); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}

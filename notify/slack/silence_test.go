@@ -2,12 +2,14 @@ package slack_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
 	"github.com/sweeper/sweeper/notify"
+	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/review"
 )
@@ -233,11 +235,100 @@ func TestSilencedRowsAreCounted(t *testing.T) {
 	b.escalate(t, id, "U0NEXT")
 	b.openTicket(t, "onboarding")
 	b.drain(t, d)
-	if got := metricstest.NonZero(t, reg, "sweeper_slack_silenced_total"); got[""] != 2 {
+	if got := metricstest.NonZero(t, reg, "sweeper_slack_silenced_total"); len(got) != 1 || got["receiver=slack"] != 2 {
 		t.Errorf("sweeper_slack_silenced_total = %v, want 2", got)
 	}
 	counts, err := b.outbox.Counts(b.ctx)
 	if err != nil || counts[outbox.StateSilenced] != 2 || counts[outbox.StateSent] != 1 {
 		t.Errorf("outbox counts %v, %v; want 2 silenced, 1 sent", counts, err)
+	}
+}
+
+// TestSilenceOverManyNewTicketsEndsInOneGroup: a silence over a large
+// incident holds the first alerts of the tickets opened during it; when it
+// ends, their current alerts take the path of fresh first alerts — one
+// alert group's message, at most slack.group_detail_limit of them in its
+// thread, the rest folded into its counts — not one root per ticket. Each
+// shows the ticket as it is now. A ticket whose root was posted before the
+// silence gets a reply in its thread, as ever; no row is left pending.
+func TestSilenceOverManyNewTicketsEndsInOneGroup(t *testing.T) {
+	b := setup(t)
+	const limit, opened = 5, 30
+	d := b.boundedDispatcher(t, "d1", limit, time.Nanosecond, nil)
+	posted := b.openTicketOf(t, "login", "sms")
+	b.drain(t, d)
+	root := b.requireOne(t, openedKey(posted)) // alone: below the group threshold
+
+	s := b.addSilence(t, time.Now().Add(time.Hour), "provider=sms")
+	var held []int64
+	for range opened {
+		held = append(held, b.openTicketOf(t, "login", "sms"))
+	}
+	b.escalate(t, posted, "U0NEXT")
+	b.escalate(t, held[0], "U0NEXT")
+	if st := b.drain(t, d); st.Silenced != opened+2 || st.Sent != 0 {
+		t.Fatalf("during the silence: %+v, want %d rows silenced", st, opened+2)
+	}
+	if _, err := b.outbox.ExpireSilence(b.ctx, s.ID, "U0OPS"); err != nil {
+		t.Fatal(err)
+	}
+	posts := len(b.fake.Calls("chat.postMessage"))
+	if st := b.drain(t, d); st.SilenceAlerts != opened+1 {
+		t.Fatalf("after the silence: %+v, want %d tickets given their current alert", st, opened+1)
+	}
+	b.requireNothingPending(t)
+
+	groups := b.groupRoots()
+	if len(groups) != 1 {
+		t.Fatalf("%d alert group messages, want 1", len(groups))
+	}
+	g := groups[0]
+	if want := fmt.Sprintf("%d review tickets open for `sms`", opened); !strings.Contains(g.Text, want) {
+		t.Errorf("group message %q, want %q", g.Text, want)
+	}
+	if got := len(b.fake.Calls("chat.postMessage")) - posts; got != 1+limit+1 {
+		t.Errorf("%d posts when the silence ended, want the group's message, %d alerts in its thread and one reply", got, limit)
+	}
+	if m := b.requireOne(t, silenceEndedKey(posted, s.ID)); m.ThreadTS != root.TS {
+		t.Errorf("the posted ticket's alert in thread %q, want a reply in its root's %s", m.ThreadTS, root.TS)
+	}
+	group := groupID(t, g)
+	var sent, folded int
+	for _, id := range held {
+		key := silenceEndedKey(id, s.ID)
+		n := b.row(t, key)
+		switch {
+		case n.State == outbox.StateSent && n.GroupID == group:
+			sent++
+			m := b.requireOne(t, key)
+			if m.ThreadTS != g.TS {
+				t.Errorf("ticket %d's alert in thread %q, want the group's %s", id, m.ThreadTS, g.TS)
+			}
+			if want := fmt.Sprintf("Silence %d ended. Still open", s.ID); !strings.Contains(m.Text, want) {
+				t.Errorf("ticket %d's alert %q, want %q", id, m.Text, want)
+			}
+		case n.State == outbox.StateFolded && n.GroupID == group && n.ErrorCode == outbox.CodeOverDetailLimit:
+			folded++
+			if msgs := b.fake.WithKey(key); len(msgs) != 0 {
+				t.Errorf("ticket %d's folded alert posted: %+v", id, msgs)
+			}
+		default:
+			t.Errorf("ticket %d's alert: %s in group %d (%s), want sent in or folded into group %d", id, n.State, n.GroupID, n.ErrorCode, group)
+		}
+	}
+	if sent != limit || folded != opened-limit {
+		t.Errorf("%d alerts in the group's thread and %d folded, want %d and %d", sent, folded, limit, opened-limit)
+	}
+	// The current state: the escalated ticket's alert names its new owner
+	// and level, with its buttons.
+	m := b.requireOne(t, silenceEndedKey(held[0], s.ID))
+	if !strings.Contains(m.Text, "owner <@U0NEXT>, escalation level 1") || !strings.Contains(string(m.Blocks), message.ActionAck) {
+		t.Errorf("the escalated ticket's alert %q (blocks %s), want its current owner and level, and its buttons", m.Text, m.Blocks)
+	}
+	// A ticket's next event goes in the group's thread, where its alert is.
+	key := b.event(t, held[1], "noted", "noted:1")
+	b.drain(t, d)
+	if m := b.requireOne(t, key); m.ThreadTS != g.TS {
+		t.Errorf("next event in thread %q, want the group's %s", m.ThreadTS, g.TS)
 	}
 }
