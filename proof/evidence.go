@@ -2,8 +2,6 @@ package proof
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -144,9 +142,13 @@ type Lookup struct {
 // No text of the provider's is kept as it was written: every string of a
 // record's fields becomes a [FieldText], and every such string — and every
 // string of the ledger's payload — is replaced by "[redacted]" wherever an
-// excerpt, a status or an error quotes it, and a link in an excerpt by
-// "[link]": an adapter that quotes a message body is caught here, once.
-// Excerpts, statuses and errors are also made [safetext.Printable].
+// excerpt, a status, an error or the decision's detail quotes it, and a
+// link in an excerpt by "[link]": an adapter that quotes a message body is
+// caught here, once. What a provider wrote in an error it answered with
+// never reaches here as text: adapters carry it as a
+// [providers.ProviderText], whose message is a length and a digest.
+// Excerpts, statuses, errors and the detail are also made
+// [safetext.Printable].
 //
 // Recipients are masked and hashed, and every text the snapshot keeps —
 // the op_key, workflow and action, the query's, each error, the decision's
@@ -190,7 +192,9 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 		Errors:          make([]AttemptError, 0, len(lookup.Errors)),
 		LookedUpAt:      lookup.At,
 		Reason:          d.Reason,
-		Detail:          redact(d.Detail),
+		// The decision's detail can quote a lookup's error, whose text
+		// is an adapter's: it gets what every error gets.
+		Detail: quoted(d.Detail),
 	}
 	for _, e := range lookup.Errors {
 		e.Class, e.Error = redact(e.Class), quoted(e.Error)
@@ -366,16 +370,8 @@ func generic(v any) any {
 
 // snapshotDigest returns the digest of one evidence snapshot's texts: the
 // HMAC-SHA-256 under a random key it keeps only while the snapshot is
-// built, cut to 12 hex digits.
-func snapshotDigest() func(string) string {
-	key := make([]byte, 32)
-	rand.Read(key) //nolint:errcheck // crypto/rand.Read never fails (Go 1.24+)
-	return func(s string) string {
-		m := hmac.New(sha256.New, key)
-		m.Write([]byte(s))
-		return hex.EncodeToString(m.Sum(nil)[:6])
-	}
-}
+// built, cut to 12 hex digits ([providers.NewDigest]).
+func snapshotDigest() func(string) string { return providers.NewDigest() }
 
 // MaskRecipient keeps enough of an address for a person to recognise it
 // and too little to use it: "a***@e***.com", "+1*******0100".

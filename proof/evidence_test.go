@@ -454,7 +454,8 @@ func TestEvidenceRedactsEveryFormOfTheRecipient(t *testing.T) {
 
 // TestEvidenceKeepsNoProviderText: a one-time code, a login link and a
 // message body in a record's fields — or quoted by a careless adapter in
-// its excerpt and status, or by the provider in an error — are nowhere in
+// its excerpt and status, or by the provider in an error and the
+// decision's detail — are nowhere in
 // the stored evidence. Each string field is its hash, its length and
 // whether it agrees with the ledger's payload; numbers and booleans stay.
 func TestEvidenceKeepsNoProviderText(t *testing.T) {
@@ -477,9 +478,16 @@ func TestEvidenceKeepsNoProviderText(t *testing.T) {
 	lookup := proof.Lookup{Adapter: "twilio", Outcome: proof.Answered(providers.Query{}, []providers.Record{rec}),
 		Errors: []proof.AttemptError{{At: at, Attempt: 1, Class: "permanent", Error: "sms: HTTP 400: body " + body + " refused"}},
 		At:     at.Add(time.Hour)}
-	raw, err := json.Marshal(proof.NewEvidence(op, lookup, proof.Decision{Reason: proof.ReasonPayloadMismatch, Detail: "the record differs"}))
+	// The decision's detail quoting the error, as an exhausted budget's
+	// does ("last: …").
+	detail := "3 attempt(s) failed within lookup_budget 1h0m0s; last: sms: HTTP 400: body " + body + " refused"
+	evidence := proof.NewEvidence(op, lookup, proof.Decision{Reason: proof.ReasonPayloadMismatch, Detail: detail})
+	raw, err := json.Marshal(evidence)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := "3 attempt(s) failed within lookup_budget 1h0m0s; last: sms: HTTP 400: body [redacted] refused"; evidence.Detail != want {
+		t.Errorf("detail = %q, want %q", evidence.Detail, want)
 	}
 	for _, leak := range []string{"482913", "9fq2xz7klmn0pr", "acme.example", "your acme code", "not in the ledger"} {
 		if strings.Contains(strings.ToLower(string(raw)), leak) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sweeper/sweeper/internal/safetext"
-	"strings"
 	"time"
 )
 
@@ -262,17 +261,9 @@ func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) 
 		}
 		detail = RedactText(detail, recipients...)
 		// A request the provider answered, whatever its answers for each
-		// operation, reports once.
-		if req.probe || !failed || err == nil {
-			req.report(failed, strings.Join(keys, ","), detail)
-			return
-		}
-		// A request that failed as a whole failed every operation it asked
-		// for: as many failures, of as many operations, as the same
-		// operations asked one by one would have reported.
-		for _, key := range keys {
-			req.report(true, key, detail)
-		}
+		// operation, reports once; one that failed as a whole, once for
+		// each operation.
+		req.done(keys, err, failed, detail)
 	}()
 	defer func() {
 		if r := recover(); r != nil {

@@ -374,22 +374,30 @@ func TestLookupManyFallsBackToOneRequestPerQuery(t *testing.T) {
 // fakeHealth is a provider's health that says down while down is set, and
 // records what requests report.
 type fakeHealth struct {
-	down  atomic.Bool
-	mu    sync.Mutex
-	dones []string
+	down atomic.Bool
+	// probe has every request allowed take the probe's turn.
+	probe   atomic.Bool
+	mu      sync.Mutex
+	dones   []string
+	details []string
 }
 
 func (h *fakeHealth) Allow(context.Context) (bool, time.Duration, error) {
 	if h.down.Load() {
 		return false, 3 * time.Second, errors.New("down")
 	}
-	return false, 0, nil
+	return h.probe.Load(), 0, nil
 }
 
-func (h *fakeHealth) Done(_ context.Context, _, failed bool, op, _ string) error {
+func (h *fakeHealth) Done(_ context.Context, probe, failed bool, op, detail string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.dones = append(h.dones, fmt.Sprintf("%s failed=%t", op, failed))
+	done := fmt.Sprintf("%s failed=%t", op, failed)
+	if probe {
+		done = "probe " + done
+	}
+	h.dones = append(h.dones, done)
+	h.details = append(h.details, detail)
 	return nil
 }
 

@@ -10,7 +10,8 @@ import (
 
 // Whose failure a lookup's failure is. A provider's health
 // (internal/health) must count only the provider's own failures: a
-// connection refused or reset, a timeout, a 5xx, a 429. An answer the
+// connection refused or reset, a timeout, a 5xx, a 429 past the wait the
+// provider asked for ([refusals]). An answer the
 // provider gave that cannot be read — a malformed body, a record id the
 // ledger cannot hold, an HTML page where JSON was due — is that operation's
 // problem: its own budget ends it in a lookup_failed ticket, and it says
@@ -123,8 +124,9 @@ func Unreadable(err error) bool {
 // provider, is the provider's own failure, for its health: transient, and
 // either out of time (timedOut), or neither an unreadable answer nor the
 // error of a lookup whose every HTTP exchange the provider answered (ex).
-// A rate limit, a permanent error and an unsupported search are the
-// provider answering.
+// A permanent error and an unsupported search are the provider
+// answering; a rate limit is judged by the provider's refusals instead
+// ([request.done]).
 func providersFault(err error, timedOut bool, ex *exchanges) bool {
 	if err == nil {
 		return false

@@ -61,7 +61,8 @@ func (a *jsonAdapter) Lookup(ctx context.Context, q providers.Query) ([]provider
 
 // TestOnlyTheProvidersFailuresCount: what a lookup reports to the
 // provider's health, answer by answer. A failure is the provider's own —
-// a 5xx, a refused or cut connection, no answer in time — or the
+// a 5xx, a refused or cut connection, no answer in time (a 429 after the
+// wait it asked for: TestRefusedAgainAfterItsWait) — or the
 // operation's: an answer the provider gave that cannot be read (an HTML
 // page, a body without the field, a record id the ledger cannot hold),
 // which is retried within the operation's budget like any transient error
@@ -124,7 +125,7 @@ func TestOnlyTheProvidersFailuresCount(t *testing.T) {
 		{"records", server.URL, "ok", false, false},
 		{"no records", server.URL, "none", false, false},
 		{"HTTP 404 is the provider answering", server.URL, "404", true, false},
-		{"HTTP 429 is the provider answering: wait", server.URL, "429", true, false},
+		{"a first HTTP 429 is the provider asking to wait: reported as nothing", server.URL, "429", true, false},
 		{"HTTP 500 is the provider's failure", server.URL, "500", true, true},
 		{"HTTP 503 is the provider's failure", server.URL, "503", true, true},
 		{"a refused connection is the provider's failure", refused, "ok", true, true},
@@ -152,8 +153,13 @@ func TestOnlyTheProvidersFailuresCount(t *testing.T) {
 			if (err != nil) != c.wantErr {
 				t.Fatalf("Lookup error = %v, want error %v", err, c.wantErr)
 			}
-			want := fmt.Sprintf("%s failed=%t", c.op, c.wantFailed)
-			if len(h.dones) != 1 || h.dones[0] != want {
+			want := []string{fmt.Sprintf("%s failed=%t", c.op, c.wantFailed)}
+			if c.op == "429" {
+				// Neither a failure nor an answer: it does not start the
+				// count of failures again either.
+				want = nil
+			}
+			if fmt.Sprint(h.dones) != fmt.Sprint(want) {
 				t.Errorf("reported to health %q, want %q (error: %v)", h.dones, want, err)
 			}
 			if strings.Contains(c.desc, "record id") && !providers.Unreadable(err) {
@@ -203,5 +209,110 @@ func TestBatchUnreadableAnswersAreNoOutage(t *testing.T) {
 				t.Errorf("reported to health %q, want %q", h.dones, c.want)
 			}
 		})
+	}
+}
+
+// TestRefusedAgainAfterItsWait: a 429 honoured — the first for an
+// operation, or one for a request sent before the wait its last 429 asked
+// for had passed — is reported to the provider's health as nothing: no
+// failure, and no answer that would start the count again. A 429 for an
+// operation asked again after that wait is the provider's failure, with
+// a Retry-After or without one (the wait sweeper gives it then: a
+// second). An answer forgets every refusal; a probe refused is a failed
+// probe.
+func TestRefusedAgainAfterItsWait(t *testing.T) {
+	t.Parallel()
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch key := r.URL.Query().Get("op_key"); {
+		case key == "ok":
+			fmt.Fprint(w, `{"matches":[]}`)
+		case strings.HasPrefix(key, "bare"):
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	t.Cleanup(server.Close)
+	h := &fakeHealth{}
+	p := providers.NewProvider("orders", "http", newJSONAdapter(server.URL), limits(time.Minute))
+	p.SetHealth(h)
+	ask := func(op string) {
+		t.Helper()
+		q := query
+		q.OpKey = op
+		_, err := p.Lookup(t.Context(), q)
+		if op == "ok" {
+			if err != nil {
+				t.Fatalf("Lookup(%s): %v", op, err)
+			}
+			return
+		}
+		if class, _ := providers.Classify(err); class != providers.ClassRateLimited {
+			t.Fatalf("Lookup(%s) = %v; want rate limited", op, err)
+		}
+	}
+	expect := func(step string, want ...string) {
+		t.Helper()
+		h.mu.Lock()
+		got := h.dones
+		h.dones = nil
+		h.mu.Unlock()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: reported to health %q, want %q", step, got, want)
+		}
+	}
+
+	ask("op-a")
+	ask("bare-a")
+	expect("the first 429s")
+	ask("op-a")
+	expect("op-a asked again within its Retry-After")
+	time.Sleep(1100 * time.Millisecond)
+	ask("op-a")
+	ask("bare-a")
+	ask("op-b")
+	h.mu.Lock()
+	details := h.details
+	h.details = nil
+	h.mu.Unlock()
+	expect("after the waits", "op-a failed=true", "bare-a failed=true")
+	for _, d := range details {
+		if !strings.Contains(d, "refused again after the wait it asked for") || !strings.Contains(d, "HTTP 429") {
+			t.Errorf("detail %q does not say the provider refused again after its wait", d)
+		}
+	}
+
+	ask("ok")
+	expect("an answer", "ok failed=false")
+	time.Sleep(1100 * time.Millisecond)
+	ask("op-a")
+	ask("op-b")
+	expect("after an answer, the first 429s again")
+
+	h.probe.Store(true)
+	ask("op-c")
+	expect("a probe refused", "probe op-c failed=true")
+}
+
+// TestBatchRefusedAgainAfterItsWait: a batch request refused with a 429
+// as a whole, then again after its wait, is a failure of each of its
+// operations the second time only.
+func TestBatchRefusedAgainAfterItsWait(t *testing.T) {
+	t.Parallel()
+	h := &fakeHealth{}
+	a := &batchAdapter{max: 2, answer: func(qs []providers.Query) ([]providers.BatchAnswer, error) {
+		return nil, providers.RateLimited(0, errors.New("HTTP 429"))
+	}}
+	p := providers.NewProvider("orders", "http", a, limits(time.Second))
+	p.SetHealth(h)
+	p.LookupMany(t.Context(), queries(2))
+	if len(h.dones) != 0 {
+		t.Errorf("first 429: reported to health %q, want nothing", h.dones)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	p.LookupMany(t.Context(), queries(2))
+	if want := []string{"op-00 failed=true", "op-01 failed=true"}; fmt.Sprint(h.dones) != fmt.Sprint(want) {
+		t.Errorf("429 after its wait: reported to health %q, want %q", h.dones, want)
 	}
 }

@@ -47,6 +47,9 @@ type Provider struct {
 	adapter  Lookup
 	matching Matching
 	health   Health
+	// refused are the operations the provider refused with a 429 since
+	// it last answered ([refusals]).
+	refused refusals
 	// requests counts the requests made to the adapter: one per lookup,
 	// one per batch.
 	requests atomic.Int64
@@ -124,8 +127,10 @@ type Health interface {
 	// Done reports how a lookup for operation op (its op_key) that asked
 	// ended: failed for a failure that is the provider's own — a
 	// transient error that is not an answer the provider gave
-	// ([Unreadable], or every HTTP exchange answered), or no answer in
-	// time.
+	// ([Unreadable], or every HTTP exchange answered), no answer in time,
+	// or a 429 for an operation asked again after the wait the
+	// provider's last 429 for it asked for. A 429 honoured is not
+	// reported (but a probe's, a failed probe).
 	Done(ctx context.Context, probe, failed bool, op, detail string) error
 	// DownTotal is how long the provider has been down in all.
 	DownTotal(ctx context.Context) time.Duration
@@ -212,7 +217,7 @@ func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err e
 		if err != nil {
 			detail = Redact(err, q.Recipient).Error()
 		}
-		req.report(providersFault(err, req.timedOut(), req.ex), q.OpKey, detail)
+		req.done([]string{q.OpKey}, err, providersFault(err, req.timedOut(), req.ex), detail)
 	}()
 	defer func() {
 		if r := recover(); r != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -83,6 +84,47 @@ func (r *request) report(failed bool, ops, detail string) {
 		return
 	}
 	r.p.health.Done(context.WithoutCancel(r.caller), r.probe, failed, ops, detail) //nolint:errcheck // health is advisory: the lookup's own answer stands
+}
+
+// done reports how the request for the operations ops (their op_keys)
+// ended: err its error, nil for records, and failed whether err is the
+// provider's own failure ([providersFault]), detail its redacted text. A
+// 429 goes by the provider's refusals ([refusals]): reported as a failure
+// for each operation the provider refuses again after the wait it asked
+// for, not at all otherwise (a probe's 429 is a failed probe: the
+// provider has not answered). Any other outcome but a failure is the
+// provider answering: its refusals are forgotten.
+func (r *request) done(ops []string, err error, failed bool, detail string) {
+	if class, wait := Classify(err); err != nil && class == ClassRateLimited {
+		now := time.Now()
+		var again []string
+		for _, op := range ops {
+			if r.p.refused.refused(op, r.start, now, wait) {
+				again = append(again, op)
+			}
+		}
+		if r.probe {
+			r.report(true, strings.Join(ops, ","), detail)
+			return
+		}
+		for _, op := range again {
+			r.report(true, op, "refused again after the wait it asked for: "+detail)
+		}
+		return
+	}
+	if !failed {
+		r.p.refused.answered()
+	}
+	if r.probe || !failed || err == nil || len(ops) == 1 {
+		r.report(failed, strings.Join(ops, ","), detail)
+		return
+	}
+	// A batch request that failed as a whole failed every operation it
+	// asked for: as many failures, of as many operations, as the same
+	// operations asked one by one would have reported.
+	for _, op := range ops {
+		r.report(true, op, detail)
+	}
 }
 
 // panicked is the error of a request whose adapter panicked with v:

@@ -184,3 +184,26 @@ for (const kind of ['postmark', 'mailgun', 'sendgrid']) {
     }
   });
 }
+
+// README's lookup recipe shows how a provider with message states maps
+// them; run its example as written (the code span, its line breaks
+// spaces): every failed or cancelled word is failed, never an effect, and
+// a word it does not know throws.
+test("README: the lookup recipe's state mapping maps every failed state, and throws on an unknown one", () => {
+  const readme = readFileSync(new URL('../../README.md', here), 'utf8');
+  const m = /`(state: [\s\S]*?, status: String\(m\.status\))`/.exec(readme);
+  assert.ok(m, 'README: no `state: …, status: String(m.status)` example in the lookup recipe');
+  const span = m[1].replace(/\n\s*/g, ' ');
+  // eslint-disable-next-line no-new-func
+  const map = new Function('m', `return ({ ${span} });`);
+  for (const word of ['failed', 'undelivered', 'bounced', 'rejected', 'canceled', 'expired']) {
+    assert.deepEqual(map({ status: word }), { state: 'failed', status: word }, word);
+  }
+  for (const word of ['queued', 'scheduled', 'sending']) {
+    assert.equal(map({ status: word }).state, 'in_flight', word);
+  }
+  for (const word of ['sent', 'delivered']) {
+    assert.equal(map({ status: word }).state, 'effect', word);
+  }
+  assert.throws(() => map({ status: 'blocked' }), /unknown status blocked/);
+});

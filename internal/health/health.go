@@ -157,7 +157,9 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 
 // Done reports how a lookup for operation op that asked the provider
 // ended: failed is true for a failure that is the provider's own (a
-// timeout, a 5xx, a dropped connection), false for an answer — an error
+// timeout, a 5xx, a dropped connection, a 429 for an operation asked
+// again after the wait the provider asked for — a 429 honoured is
+// reported as nothing: neither failure nor answer), false for an answer — an error
 // the provider chose to give, and an answer it gave that could not be read,
 // included: those are the operation's problem, ended by its own budget. A
 // probe's answer brings the provider up; its failure backs the next probe

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -160,7 +159,9 @@ func (a *Adapter) entryAnswer(es []batchEntry, opKey string) providers.BatchAnsw
 	case es[0].Error != nil && es[0].Matches != nil:
 		return malformed("the op_key's entry has both matches and an error")
 	case es[0].Error != nil:
-		return providers.BatchAnswer{Err: providers.Transient(fmt.Errorf("%s: the endpoint failed for this operation: %s", a.name, safetext.Truncate(*es[0].Error, 200)))}
+		// The endpoint's own words: free text, kept apart as a length
+		// and a digest.
+		return providers.BatchAnswer{Err: providers.Transient(fmt.Errorf("%s: the endpoint failed for this operation: %w", a.name, providers.Quote(*es[0].Error)))}
 	case es[0].Matches == nil:
 		return malformed("the op_key's entry has no matches field")
 	}

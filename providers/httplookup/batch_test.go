@@ -2,6 +2,7 @@ package httplookup_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -314,5 +315,36 @@ func TestBatchRefusesLinkPages(t *testing.T) {
 	}
 	if class, _ := providers.Classify(err); class != providers.ClassTransient {
 		t.Errorf("classified %s, want transient: %v", class, err)
+	}
+}
+
+// TestBatchEndpointErrorKeepsNoProviderText: the endpoint's error for one
+// operation is its free text — it can quote a code or a link of the
+// customer's — and the answer's error keeps it only as a length and a
+// digest, beside the adapter's own words.
+func TestBatchEndpointErrorKeepsNoProviderText(t *testing.T) {
+	t.Parallel()
+	const said = "Your Acme code is G-482913, see https://acme.example/l/9fQ2xZ7kLmN0pR"
+	f := newFake(t, reply(200, `{"results":[{"op_key":"ord-0","matches":[]},{"op_key":"ord-1","error":"`+said+`"}]}`))
+	a := newAdapter(t, "orders", &httplookup.Config{URL: f.srv.URL, MaxBatch: 5}, token, nil)
+	answers, err := a.LookupBatch(t.Context(), batchQueries(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := answers[1].Err
+	if got == nil {
+		t.Fatalf("answer 1 = %+v; want the endpoint's error", answers[1])
+	}
+	for _, secret := range []string{"G-482913", "acme.example", "9fQ2xZ7kLmN0pR"} {
+		if strings.Contains(got.Error(), secret) {
+			t.Errorf("error %q quotes the endpoint's text %q", got, secret)
+		}
+	}
+	if want := "orders: the endpoint failed for this operation: [provider text: 69 characters, digest "; !strings.HasPrefix(got.Error(), want) {
+		t.Errorf("error %q; want it to start %q", got, want)
+	}
+	var text *providers.ProviderText
+	if !errors.As(got, &text) || text.Text() != said {
+		t.Errorf("error %v does not carry the endpoint's text apart", got)
 	}
 }

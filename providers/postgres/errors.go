@@ -39,6 +39,24 @@ func permanentSQLState(code string) bool {
 	return false
 }
 
+// statementSQLStates are the SQLSTATE classes whose messages speak of the
+// statement, the schema, the role or the server — a column that does not
+// exist, a permission denied, a server shutting down — and quote no
+// value of the database's rows: their messages are kept as PostgreSQL
+// words them. Any other message — a data exception quoting the value it
+// could not take, an integrity violation, a function's RAISE — is the
+// provider's free text, kept as a [providers.ProviderText].
+var statementSQLStates = []string{"08", "0A", "25", "28", "3D", "3F", "40", "42", "53", "54", "55", "57", "58"}
+
+func statementSQLState(code string) bool {
+	for _, p := range statementSQLStates {
+		if strings.HasPrefix(code, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // failure turns an error of step into what Lookup returns: the caller's
 // cancellation as is, a deadline as transient, and the database's errors
 // classified by SQLSTATE. The text is redacted and the database's error is
@@ -56,11 +74,19 @@ func (a *Adapter) failure(ctx context.Context, step string, err error, q provide
 		if pgErr.Code == "25006" {
 			step += " refused: it tries to write, and sweeper only reads"
 		}
-		msg := fmt.Sprintf("%s: %s: %s", a.name, step, a.redact(pgErr.Error(), q))
-		if permanentSQLState(pgErr.Code) {
-			return providers.Permanent(errors.New(msg))
+		var failed error
+		if statementSQLState(pgErr.Code) {
+			failed = fmt.Errorf("%s: %s: %s", a.name, step, a.redact(pgErr.Error(), q))
+		} else {
+			// The message can quote a value of the database's rows: kept
+			// apart, its error a length and a digest.
+			failed = fmt.Errorf("%s: %s: %s (SQLSTATE %s): %w", a.name, step, pgErr.Severity, pgErr.Code,
+				providers.Quote(a.redact(pgErr.Message, q)))
 		}
-		return providers.Transient(errors.New(msg))
+		if permanentSQLState(pgErr.Code) {
+			return providers.Permanent(failed)
+		}
+		return providers.Transient(failed)
 	}
 	// Connection refused or dropped, DNS, TLS, a timeout of the driver's:
 	// the database may answer later.

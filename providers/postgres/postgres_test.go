@@ -999,3 +999,36 @@ func TestStateColumn(t *testing.T) {
 		t.Errorf("op-dup: %+v; want in_flight and the effect", answers[1])
 	}
 }
+
+// TestDataInErrorsIsNotKept: the database's message for a data exception
+// quotes the value it could not take — a row's text, a code — and the
+// error keeps that message only as a length and a digest, with its
+// SQLSTATE and the adapter's words; a message about the statement itself
+// (an undefined column) stays readable.
+func TestDataInErrorsIsNotKept(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := newAdapter(t, b.dsn, `SELECT id, created_at, body_hash AS payload_hash FROM sent_emails
+		WHERE op_key = @op_key AND length(id) = ('G-482913 https://acme.example/l/9fQ2xZ7kLmN0pR')::int`)
+	_, err := lookup(t, a, query("op-1"))
+	if err == nil {
+		t.Fatal("Lookup = nil error; want the cast's")
+	}
+	for _, secret := range []string{"G-482913", "acme.example", "9fQ2xZ7kLmN0pR"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("error %q quotes the database's text %q", err, secret)
+		}
+	}
+	if !strings.Contains(err.Error(), "query: ERROR (SQLSTATE 22P02): [provider text: ") {
+		t.Errorf("error %q; want the SQLSTATE and the message as provider text", err)
+	}
+	var said *providers.ProviderText
+	if !errors.As(err, &said) || !strings.Contains(said.Text(), "G-482913") {
+		t.Errorf("error %v does not carry the database's message apart", err)
+	}
+
+	a = newAdapter(t, b.dsn, `SELECT id, created_at, payload_hash FROM sent_emails WHERE op_key = @op_key`)
+	if _, err := lookup(t, a, query("op-1")); err == nil || !strings.Contains(err.Error(), `column "payload_hash" does not exist`) {
+		t.Errorf("undefined column: %v; want the database's words about the statement", err)
+	}
+}

@@ -384,7 +384,8 @@ func searchQuery(key, opKey string) string {
 
 // lookupError classifies an error from the SDK for one object type's search.
 // The SDK's own texts are not kept: they quote request URLs (with the
-// query) and response bodies.
+// query) and response bodies; Stripe's error message is kept only as a
+// [providers.ProviderText].
 func (a *Adapter) lookupError(ctx context.Context, object string, err error) error {
 	prefix := fmt.Sprintf("%s: search %s", a.name, object)
 	if ctx.Err() != nil {
@@ -402,14 +403,19 @@ func (a *Adapter) lookupError(ctx context.Context, object string, err error) err
 		if stripeErr.LastResponse != nil {
 			header = stripeErr.LastResponse.Header
 		}
-		detail := string(stripeErr.Type)
+		// Stripe's error type and code are enumeration words: kept as
+		// words, and only as such.
+		detail := word(string(stripeErr.Type), 40)
 		if stripeErr.Code != "" {
-			detail += " (" + string(stripeErr.Code) + ")"
+			detail += " (" + word(string(stripeErr.Code), 40) + ")"
 		}
+		failed := fmt.Errorf("%s: HTTP %d %s", prefix, stripeErr.HTTPStatusCode, detail)
 		if msg := a.redact(stripeErr.Msg); msg != "" {
-			detail += ": " + msg
+			// Stripe's message is free text (it can quote what was asked):
+			// kept apart, its error a length and a digest.
+			failed = fmt.Errorf("%s: HTTP %d %s: %w", prefix, stripeErr.HTTPStatusCode, detail, providers.Quote(msg))
 		}
-		return classify(stripeErr.HTTPStatusCode, header, fmt.Errorf("%s: HTTP %d %s", prefix, stripeErr.HTTPStatusCode, detail))
+		return classify(stripeErr.HTTPStatusCode, header, failed)
 	case errors.As(err, &status):
 		return classify(status.status, status.header, fmt.Errorf("%s: %w", prefix, status))
 	case errors.As(err, &bad):

@@ -725,3 +725,35 @@ func ids(records []providers.Record) []string {
 	}
 	return out
 }
+
+// TestLookupErrorKeepsNoProviderText: Stripe's message in an error body is
+// the provider's free text — it can quote a code or a link of the
+// customer's — and the error keeps it only as a length and a digest; the
+// status, Stripe's error type and the adapter's words stay readable.
+func TestLookupErrorKeepsNoProviderText(t *testing.T) {
+	t.Parallel()
+	const message = "Your Acme code is G-482913, see https://acme.example/l/9fQ2xZ7kLmN0pR"
+	for _, status := range []int{400, 500} {
+		f := newFake(t, func(http.ResponseWriter, *http.Request) (int, string) {
+			return status, stripeError("invalid_request_error", message)
+		})
+		_, err := lookup(t, newLookup(t, f, nil), query("op-1", time.Hour))
+		if err == nil {
+			t.Fatalf("HTTP %d: no error", status)
+		}
+		text := err.Error()
+		for _, secret := range []string{"G-482913", "acme.example", "9fQ2xZ7kLmN0pR", "Your Acme code"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("HTTP %d: error %q quotes the provider's text %q", status, text, secret)
+			}
+		}
+		want := fmt.Sprintf("search payment_intents: HTTP %d invalid_request_error: [provider text: %d characters, digest ", status, len(message))
+		if !strings.Contains(text, want) {
+			t.Errorf("HTTP %d: error %q; want it to hold %q", status, text, want)
+		}
+		var said *providers.ProviderText
+		if !errors.As(err, &said) || said.Text() != message {
+			t.Errorf("HTTP %d: error %v does not carry the provider's text apart", status, err)
+		}
+	}
+}
