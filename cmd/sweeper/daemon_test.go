@@ -55,17 +55,23 @@ outcome = "many"
 // seed claims operations and ages them past stale_after.
 func seed(t *testing.T, dbURL string, keys ...string) {
 	t.Helper()
+	seedIn(t, ledger.Native(), dbURL, keys...)
+}
+
+// seedIn is seed on the ledger table lt.
+func seedIn(t *testing.T, lt *ledger.Table, dbURL string, keys ...string) {
+	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.Pool(t, dbURL)
-	store := ledger.NewStore(pool)
+	store := lt.Store(pool)
 	for _, k := range keys {
 		if _, err := store.Claim(ctx, ledger.Attempt{OpKey: k, Workflow: "billing", Provider: "sim", Action: "send_email",
 			Recipient: "jane.doe@example.com", Payload: json.RawMessage(`{"n":1}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := pool.Exec(ctx, `UPDATE ledger.operations SET first_attempt_at = now() - interval '2 hours'
-		WHERE op_key = ANY($1)`, keys); err != nil {
+	if _, err := pool.Exec(ctx, lt.SQL(`UPDATE {T} SET {c:first_attempt_at} = now() - interval '2 hours'
+		WHERE {c:op_key} = ANY($1)`), keys); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/ledgertables"
 	"github.com/sweeper/sweeper/ledger"
 )
 
@@ -47,19 +50,30 @@ type resolveBundle struct {
 	environ map[string]string
 	cfgFile string
 	pool    ledger.DB
+	// table is the ledger table the configuration names.
+	table   *ledger.Table
 	tickets map[string]cliTicket // by op_key
 }
 
 func setupResolve(t *testing.T, keys ...string) *resolveBundle {
 	t.Helper()
+	return setupResolveOn(t, ledgertables.Native, keys...)
+}
+
+// setupResolveOn is setupResolve on the ledger table lt: the table is
+// created and the configuration carries its [ledger] section.
+func setupResolveOn(t *testing.T, lt ledgertables.Table, keys ...string) *resolveBundle {
+	t.Helper()
 	dbURL := dbtest.NewDatabase(t)
+	pool := dbtest.Pool(t, dbURL)
 	b := &resolveBundle{
 		environ: map[string]string{config.EnvDatabaseURL: dbURL},
-		cfgFile: writeConfig(t, daemonConfig),
-		pool:    dbtest.Pool(t, dbURL),
+		cfgFile: writeConfig(t, daemonConfig+lt.Config),
+		pool:    pool,
+		table:   lt.Create(t, pool),
 		tickets: map[string]cliTicket{},
 	}
-	seed(t, dbURL, keys...)
+	seedIn(t, b.table, dbURL, keys...)
 	if r := runCLI(t, b.environ, "sweep", "--once", "--config", b.cfgFile); r.code != exitOK {
 		t.Fatalf("sweep --once: code %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -83,6 +97,27 @@ func (b *resolveBundle) run(t *testing.T, args ...string) result {
 	return runCLI(t, b.environ, append(args, "--config", b.cfgFile)...)
 }
 
+// process runs the built binary as its own process, with the bundle's
+// environment and configuration.
+func (b *resolveBundle) process(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary(t), append(args, "--config", b.cfgFile)...)
+	cmd.Env = os.Environ()
+	for k, v := range b.environ {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := exitOK
+	if exit, ok := err.(*exec.ExitError); ok {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run sweeper %s: %v", strings.Join(args, " "), err)
+	}
+	return result{code, stdout.String(), stderr.String()}
+}
+
 func (b *resolveBundle) id(key string) string { return fmt.Sprint(b.tickets[key].ID) }
 
 // show returns a ticket with its events, through `tickets show --json`.
@@ -99,7 +134,7 @@ func (b *resolveBundle) show(t *testing.T, key string) cliTicket {
 // ledgerRow returns the status and record id of key's ledger row.
 func (b *resolveBundle) ledgerRow(t *testing.T, key string) (ledger.Status, string) {
 	t.Helper()
-	op, err := ledger.NewStore(b.pool).Get(context.Background(), key)
+	op, err := b.table.Store(b.pool).Get(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,75 +212,80 @@ func TestTicketsResolveUsage(t *testing.T) {
 // ledger row, the ticket and the audit event each leaves.
 func TestTicketsResolveOutcomes(t *testing.T) {
 	t.Parallel()
-	b := setupResolve(t, "nf-o1", "nf-o2", "many-o3")
-	many := b.tickets["many-o3"]
-	if len(many.Evidence.Records) != 2 {
-		t.Fatalf("many-o3's evidence has %d records, want 2", len(many.Evidence.Records))
-	}
-	picked, other := many.Evidence.Records[1].ID, many.Evidence.Records[0].ID
-
-	tests := []struct {
-		desc        string
-		key         string
-		args        []string // after "tickets resolve ID"
-		wantStatus  ledger.Status
-		wantRecord  string
-		wantDetails map[string]any
-	}{
-		{desc: "done", key: "nf-o1",
-			args:       []string{"--outcome", "done", "--provider-record-id", "msg_found_by_hand", "--by", "alice", "--note", "in the dashboard"},
-			wantStatus: ledger.StatusDone, wantRecord: "msg_found_by_hand",
-			wantDetails: map[string]any{"outcome": "done", "provider_record_id": "msg_found_by_hand", "note": "in the dashboard",
-				"duplicates": []any{}, "ledger_status": "done"}},
-		{desc: "not_sent", key: "nf-o2", args: []string{"--by", "bob", "--outcome", "not_sent"},
-			wantStatus:  ledger.StatusFailed,
-			wantDetails: map[string]any{"outcome": "not_sent", "duplicates": []any{}, "ledger_status": "failed"}},
-		{desc: "duplicate", key: "many-o3",
-			args:       []string{"--outcome", "duplicate", "--provider-record-id", picked, "--by", "carol", "--note", "first one stands"},
-			wantStatus: ledger.StatusDone, wantRecord: picked,
-			wantDetails: map[string]any{"outcome": "duplicate", "provider_record_id": picked, "note": "first one stands",
-				"duplicates": []any{other}, "ledger_status": "done"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.desc, func(t *testing.T) {
+	for _, lt := range ledgertables.All {
+		t.Run(lt.Name, func(t *testing.T) {
 			t.Parallel()
-			r := b.run(t, append([]string{"tickets", "resolve", b.id(tt.key), "--json"}, tt.args...)...)
-			if r.code != exitOK {
-				t.Fatalf("resolve: code %d\n%s", r.code, r.stderr)
+			b := setupResolveOn(t, lt, "nf-o1", "nf-o2", "many-o3")
+			many := b.tickets["many-o3"]
+			if len(many.Evidence.Records) != 2 {
+				t.Fatalf("many-o3's evidence has %d records, want 2", len(many.Evidence.Records))
 			}
-			var got cliTicket
-			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
-				t.Fatalf("resolve --json: %v\n%s", err, r.stdout)
-			}
-			if got.State != "resolved" || got.Resolution != tt.desc || got.ResolutionRecordID != tt.wantRecord || got.Version != 2 {
-				t.Errorf("resolved ticket = %+v, want resolved as %s with record %q at version 2", got, tt.desc, tt.wantRecord)
-			}
-			if status, record := b.ledgerRow(t, tt.key); status != tt.wantStatus || record != tt.wantRecord {
-				t.Errorf("ledger row is %s with %q, want %s with %q", status, record, tt.wantStatus, tt.wantRecord)
-			}
-			shown := b.show(t, tt.key)
-			if len(shown.Events) != 2 || shown.Events[1].Kind != "resolved" {
-				t.Fatalf("events = %+v, want opened then resolved", shown.Events)
-			}
-			var details map[string]any
-			if err := json.Unmarshal(shown.Events[1].Details, &details); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.wantDetails, details); diff != "" {
-				t.Errorf("resolved event details mismatch (-want +got):\n%s", diff)
-			}
+			picked, other := many.Evidence.Records[1].ID, many.Evidence.Records[0].ID
 
-			// A second click, with any outcome, changes nothing.
-			again := b.run(t, "tickets", "resolve", b.id(tt.key), "--outcome", "not_sent", "--by", "mallory")
-			if again.code != exitFailure || !strings.Contains(again.stderr, "already handled") ||
-				!strings.Contains(again.stderr, "resolved as "+tt.desc) {
-				t.Errorf("second resolve: code %d\n%s", again.code, again.stderr)
+			tests := []struct {
+				desc        string
+				key         string
+				args        []string // after "tickets resolve ID"
+				wantStatus  ledger.Status
+				wantRecord  string
+				wantDetails map[string]any
+			}{
+				{desc: "done", key: "nf-o1",
+					args:       []string{"--outcome", "done", "--provider-record-id", "msg_found_by_hand", "--by", "alice", "--note", "in the dashboard"},
+					wantStatus: ledger.StatusDone, wantRecord: "msg_found_by_hand",
+					wantDetails: map[string]any{"outcome": "done", "provider_record_id": "msg_found_by_hand", "note": "in the dashboard",
+						"duplicates": []any{}, "ledger_status": "done"}},
+				{desc: "not_sent", key: "nf-o2", args: []string{"--by", "bob", "--outcome", "not_sent"},
+					wantStatus:  ledger.StatusFailed,
+					wantDetails: map[string]any{"outcome": "not_sent", "duplicates": []any{}, "ledger_status": "failed"}},
+				{desc: "duplicate", key: "many-o3",
+					args:       []string{"--outcome", "duplicate", "--provider-record-id", picked, "--by", "carol", "--note", "first one stands"},
+					wantStatus: ledger.StatusDone, wantRecord: picked,
+					wantDetails: map[string]any{"outcome": "duplicate", "provider_record_id": picked, "note": "first one stands",
+						"duplicates": []any{other}, "ledger_status": "done"}},
 			}
-			if status, record := b.ledgerRow(t, tt.key); status != tt.wantStatus || record != tt.wantRecord {
-				t.Errorf("after a second resolve the ledger row is %s with %q", status, record)
-			}
-			if n := len(b.show(t, tt.key).Events); n != 2 {
-				t.Errorf("%d events after a second resolve, want 2", n)
+			for _, tt := range tests {
+				t.Run(tt.desc, func(t *testing.T) {
+					t.Parallel()
+					r := b.process(t, append([]string{"tickets", "resolve", b.id(tt.key), "--json"}, tt.args...)...)
+					if r.code != exitOK {
+						t.Fatalf("resolve: code %d\n%s", r.code, r.stderr)
+					}
+					var got cliTicket
+					if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+						t.Fatalf("resolve --json: %v\n%s", err, r.stdout)
+					}
+					if got.State != "resolved" || got.Resolution != tt.desc || got.ResolutionRecordID != tt.wantRecord || got.Version != 2 {
+						t.Errorf("resolved ticket = %+v, want resolved as %s with record %q at version 2", got, tt.desc, tt.wantRecord)
+					}
+					if status, record := b.ledgerRow(t, tt.key); status != tt.wantStatus || record != tt.wantRecord {
+						t.Errorf("ledger row is %s with %q, want %s with %q", status, record, tt.wantStatus, tt.wantRecord)
+					}
+					shown := b.show(t, tt.key)
+					if len(shown.Events) != 2 || shown.Events[1].Kind != "resolved" {
+						t.Fatalf("events = %+v, want opened then resolved", shown.Events)
+					}
+					var details map[string]any
+					if err := json.Unmarshal(shown.Events[1].Details, &details); err != nil {
+						t.Fatal(err)
+					}
+					if diff := cmp.Diff(tt.wantDetails, details); diff != "" {
+						t.Errorf("resolved event details mismatch (-want +got):\n%s", diff)
+					}
+
+					// A second click, with any outcome, changes nothing.
+					again := b.run(t, "tickets", "resolve", b.id(tt.key), "--outcome", "not_sent", "--by", "mallory")
+					if again.code != exitFailure || !strings.Contains(again.stderr, "already handled") ||
+						!strings.Contains(again.stderr, "resolved as "+tt.desc) {
+						t.Errorf("second resolve: code %d\n%s", again.code, again.stderr)
+					}
+					if status, record := b.ledgerRow(t, tt.key); status != tt.wantStatus || record != tt.wantRecord {
+						t.Errorf("after a second resolve the ledger row is %s with %q", status, record)
+					}
+					if n := len(b.show(t, tt.key).Events); n != 2 {
+						t.Errorf("%d events after a second resolve, want 2", n)
+					}
+				})
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sweeper/sweeper/internal/testkit/ledgertables"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 )
@@ -37,61 +38,63 @@ func oneAccount(keyed bool) *fakeLookup {
 // ambiguous_owner tickets.
 func TestOneRecordOneOperationAcrossBlocksAndReplicas(t *testing.T) {
 	t.Parallel()
-	for _, keyed := range []bool{true, false} {
-		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
-			t.Parallel()
-			replica := func(url string) map[string]*providers.Provider {
-				account := oneAccount(keyed)
-				provs := map[string]*providers.Provider{}
-				for _, name := range []string{"sms", "sms_alerts"} {
-					p := fakeProvider(name, account, 20*time.Second)
-					if err := p.SetNamespace("fake:AC1"); err != nil {
+	onEach(t, true, func(t *testing.T, lt ledgertables.Table) {
+		for _, keyed := range []bool{true, false} {
+			t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
+				t.Parallel()
+				replica := func(url string) map[string]*providers.Provider {
+					account := oneAccount(keyed)
+					provs := map[string]*providers.Provider{}
+					for _, name := range []string{"sms", "sms_alerts"} {
+						p := fakeProvider(name, account, 20*time.Second)
+						if err := p.SetNamespace("fake:AC1"); err != nil {
+							t.Fatal(err)
+						}
+						provs[name] = p
+					}
+					return provs
+				}
+				first := setupOn(t, lt, baseConfig, replica(""))
+				second := first.replica(t, replica(first.url))
+				for _, r := range []*bundle{first, second} {
+					if err := r.sweeper.WriteNamespaces(context.Background()); err != nil {
 						t.Fatal(err)
 					}
-					provs[name] = p
 				}
-				return provs
-			}
-			first := setup(t, baseConfig, replica(""))
-			second := wire(t, first.url, baseConfig, replica(first.url))
-			for _, r := range []*bundle{first, second} {
-				if err := r.sweeper.WriteNamespaces(context.Background()); err != nil {
-					t.Fatal(err)
+				var keys []string
+				for i := range 100 {
+					recipient := fmt.Sprintf("+1555%07d", i)
+					for _, block := range []string{"sms", "sms_alerts"} {
+						key := fmt.Sprintf("%s-%03d", block, i)
+						first.claimAs(t, ledger.Attempt{OpKey: key, Workflow: "alerts", Provider: block, Action: "send_sms",
+							Recipient: recipient, Payload: json.RawMessage(`{"body":"Your code is ready"}`)}, stale)
+						keys = append(keys, key)
+					}
 				}
-			}
-			var keys []string
-			for i := range 100 {
-				recipient := fmt.Sprintf("+1555%07d", i)
-				for _, block := range []string{"sms", "sms_alerts"} {
-					key := fmt.Sprintf("%s-%03d", block, i)
-					first.claimAs(t, ledger.Attempt{OpKey: key, Workflow: "alerts", Provider: block, Action: "send_sms",
-						Recipient: recipient, Payload: json.RawMessage(`{"body":"Your code is ready"}`)}, stale)
-					keys = append(keys, key)
+				var wg sync.WaitGroup
+				for _, r := range []*bundle{first, second} {
+					client := r.startClient(t)
+					wg.Go(func() { r.sweep(t, client) })
 				}
-			}
-			var wg sync.WaitGroup
-			for _, r := range []*bundle{first, second} {
-				client := r.startClient(t)
-				wg.Go(func() { r.sweep(t, client) })
-			}
-			wg.Wait()
-			first.waitSettled(t, keys, 120*time.Second)
+				wg.Wait()
+				first.waitSettled(t, keys, 120*time.Second)
 
-			if n := first.count(t, `SELECT count(*) FROM (SELECT provider_record_id FROM ledger.operations
-				WHERE provider_record_id IS NOT NULL AND provider IN ('sms', 'sms_alerts')
-				GROUP BY provider_record_id HAVING count(*) > 1) AS twice`); n != 0 {
-				t.Errorf("%d records prove two operations across the blocks", n)
-			}
-			done := first.count(t, `SELECT count(*) FROM ledger.operations WHERE status = 'done'`)
-			multiple := first.count(t, `SELECT count(*) FROM sweeper.tickets WHERE reason = 'multiple_matches'`)
-			ambiguous := first.count(t, `SELECT count(*) FROM sweeper.tickets WHERE reason = 'ambiguous_owner'`)
-			want := [3]int{0, 0, 200}
-			if keyed {
-				want = [3]int{100, 100, 0}
-			}
-			if got := [3]int{done, multiple, ambiguous}; got != want {
-				t.Errorf("done, multiple_matches, ambiguous_owner = %v; want %v", got, want)
-			}
-		})
-	}
+				if n := first.count(t, first.sql(`SELECT count(*) FROM (SELECT {c:provider_record_id} FROM {T}
+				WHERE {c:provider_record_id} IS NOT NULL AND {c:provider} IN ('sms', 'sms_alerts')
+				GROUP BY {c:provider_record_id} HAVING count(*) > 1) AS twice`)); n != 0 {
+					t.Errorf("%d records prove two operations across the blocks", n)
+				}
+				done := first.count(t, first.sql(`SELECT count(*) FROM {T} WHERE {c:status} = {w:done}`))
+				multiple := first.count(t, `SELECT count(*) FROM sweeper.tickets WHERE reason = 'multiple_matches'`)
+				ambiguous := first.count(t, `SELECT count(*) FROM sweeper.tickets WHERE reason = 'ambiguous_owner'`)
+				want := [3]int{0, 0, 200}
+				if keyed {
+					want = [3]int{100, 100, 0}
+				}
+				if got := [3]int{done, multiple, ambiguous}; got != want {
+					t.Errorf("done, multiple_matches, ambiguous_owner = %v; want %v", got, want)
+				}
+			})
+		}
+	})
 }

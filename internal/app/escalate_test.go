@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/internal/testkit/ledgertables"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
@@ -58,13 +59,18 @@ func (c *testClock) set(at time.Time) { c.ns.Store(at.Truncate(time.Microsecond)
 type escalationBundle struct {
 	*bundle
 	clock *testClock
-	cfg   string
 	fakes map[string]*providers.Provider
 }
 
 func setupEscalation(t *testing.T, cfgText string, fakes map[string]*providers.Provider) *escalationBundle {
 	t.Helper()
-	b := &escalationBundle{bundle: setup(t, cfgText, fakes), clock: newTestClock(), cfg: cfgText, fakes: fakes}
+	return setupEscalationOn(t, ledgertables.Native, cfgText, fakes)
+}
+
+// setupEscalationOn is setupEscalation on the ledger table lt.
+func setupEscalationOn(t *testing.T, lt ledgertables.Table, cfgText string, fakes map[string]*providers.Provider) *escalationBundle {
+	t.Helper()
+	b := &escalationBundle{bundle: setupOn(t, lt, cfgText, fakes), clock: newTestClock(), fakes: fakes}
 	b.sweeper.Now = b.clock.Now
 	return b
 }
@@ -72,7 +78,7 @@ func setupEscalation(t *testing.T, cfgText string, fakes map[string]*providers.P
 // replica wires another App on the same database and clock.
 func (b *escalationBundle) replica(t *testing.T) *app.App {
 	t.Helper()
-	r := wire(t, b.url, b.cfg, b.fakes).sweeper
+	r := b.bundle.replica(t, b.fakes).sweeper
 	r.Now = b.clock.Now
 	return r
 }
@@ -97,7 +103,7 @@ func (b *escalationBundle) openTickets(t *testing.T, provider string, keys ...st
 
 func (b *escalationBundle) ticket(t *testing.T, id int64) review.EscalationTicket {
 	t.Helper()
-	tk, err := review.NewStore(b.pool, review.Policy{}).EscalationTicket(context.Background(), id)
+	tk, err := b.sweeper.Reviews().EscalationTicket(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,93 +179,95 @@ func summary(escalated map[int]int, f func(*app.EscalationSummary)) app.Escalati
 // whatever passes are repeated or how far the clock jumps.
 func TestEscalationWalksEveryLevel(t *testing.T) {
 	t.Parallel()
-	b := setupEscalation(t, escalationConfig, nil)
-	const key = "lost-walk"
-	id := b.openTickets(t, "sim", key)[key]
-	opBefore := b.status(t, key)
+	onEach(t, true, func(t *testing.T, lt ledgertables.Table) {
+		b := setupEscalationOn(t, lt, escalationConfig, nil)
+		const key = "lost-walk"
+		id := b.openTickets(t, "sim", key)[key]
+		opBefore := b.status(t, key)
 
-	if got := b.escalateOnce(t); got.Examined != 0 {
-		t.Fatalf("before the deadline: %+v", got)
-	}
-	start := b.ticket(t, id)
-	if start.Level != 0 || start.Owner != "U0BILLING1" || start.Priority != "normal" {
-		t.Fatalf("new ticket %+v", start)
-	}
+		if got := b.escalateOnce(t); got.Examined != 0 {
+			t.Fatalf("before the deadline: %+v", got)
+		}
+		start := b.ticket(t, id)
+		if start.Level != 0 || start.Owner != b.owner("U0BILLING1") || start.Priority != "normal" {
+			t.Fatalf("new ticket %+v", start)
+		}
 
-	// A jump of days still takes one step: the new deadline counts from now.
-	b.clock.set(start.Deadline.Add(100 * time.Hour))
-	steps := []struct {
-		desc      string
-		want      app.EscalationSummary
-		level     int
-		owner     string
-		priority  string
-		window    time.Duration // from the clock; 0: the deadline stays
-		repeats   int
-		exhausted bool
-		event     string
-	}{
-		{"to level 1", summary(map[int]int{1: 1}, nil), 1, "U0SECOND01", "high", 2 * time.Hour, 0, false,
-			fmt.Sprintf("escalated ticket:%d:escalated:1", id)},
-		{"to level 2, the last", summary(map[int]int{2: 1}, nil), 2, "U0ONCALL01", "urgent", 4 * time.Hour, 0, false,
-			fmt.Sprintf("escalated ticket:%d:escalated:2", id)},
-		{"repeat 1", summary(nil, func(s *app.EscalationSummary) { s.Repeats = 1 }), 2, "U0ONCALL01", "urgent", 30 * time.Minute, 1, false,
-			fmt.Sprintf("escalated ticket:%d:repeat:2:1", id)},
-		{"repeat 2, the cap", summary(nil, func(s *app.EscalationSummary) { s.Repeats = 1 }), 2, "U0ONCALL01", "urgent", 30 * time.Minute, 2, false,
-			fmt.Sprintf("escalated ticket:%d:repeat:2:2", id)},
-		{"exhausted", summary(nil, func(s *app.EscalationSummary) { s.Exhausted = 1 }), 2, "U0ONCALL01", "urgent", 0, 2, true,
-			fmt.Sprintf("escalated ticket:%d:exhausted", id)},
-	}
-	wantEvents := []string{fmt.Sprintf("opened ticket:%d:opened", id)}
-	for i, step := range steps {
-		if i > 0 {
-			b.passDue(t, id)
+		// A jump of days still takes one step: the new deadline counts from now.
+		b.clock.set(start.Deadline.Add(100 * time.Hour))
+		steps := []struct {
+			desc      string
+			want      app.EscalationSummary
+			level     int
+			owner     string
+			priority  string
+			window    time.Duration // from the clock; 0: the deadline stays
+			repeats   int
+			exhausted bool
+			event     string
+		}{
+			{"to level 1", summary(map[int]int{1: 1}, nil), 1, "U0SECOND01", "high", 2 * time.Hour, 0, false,
+				fmt.Sprintf("escalated ticket:%d:escalated:1", id)},
+			{"to level 2, the last", summary(map[int]int{2: 1}, nil), 2, "U0ONCALL01", "urgent", 4 * time.Hour, 0, false,
+				fmt.Sprintf("escalated ticket:%d:escalated:2", id)},
+			{"repeat 1", summary(nil, func(s *app.EscalationSummary) { s.Repeats = 1 }), 2, "U0ONCALL01", "urgent", 30 * time.Minute, 1, false,
+				fmt.Sprintf("escalated ticket:%d:repeat:2:1", id)},
+			{"repeat 2, the cap", summary(nil, func(s *app.EscalationSummary) { s.Repeats = 1 }), 2, "U0ONCALL01", "urgent", 30 * time.Minute, 2, false,
+				fmt.Sprintf("escalated ticket:%d:repeat:2:2", id)},
+			{"exhausted", summary(nil, func(s *app.EscalationSummary) { s.Exhausted = 1 }), 2, "U0ONCALL01", "urgent", 0, 2, true,
+				fmt.Sprintf("escalated ticket:%d:exhausted", id)},
 		}
-		before := b.ticket(t, id)
-		got := b.escalateOnce(t)
-		step.want.Examined = 1
-		if diff := cmp.Diff(step.want, got); diff != "" {
-			t.Errorf("%s: summary (-want +got):\n%s", step.desc, diff)
+		wantEvents := []string{fmt.Sprintf("opened ticket:%d:opened", id)}
+		for i, step := range steps {
+			if i > 0 {
+				b.passDue(t, id)
+			}
+			before := b.ticket(t, id)
+			got := b.escalateOnce(t)
+			step.want.Examined = 1
+			if diff := cmp.Diff(step.want, got); diff != "" {
+				t.Errorf("%s: summary (-want +got):\n%s", step.desc, diff)
+			}
+			tk := b.ticket(t, id)
+			wantDeadline := before.Deadline
+			if step.window > 0 {
+				wantDeadline = b.clock.Now().Add(step.window)
+			}
+			if tk.Level != step.level || tk.Owner != step.owner || tk.Priority != step.priority ||
+				!tk.Deadline.Equal(wantDeadline) || tk.RepeatCount != step.repeats || tk.Exhausted != step.exhausted ||
+				tk.State != review.StateOpen || tk.Version != before.Version+1 {
+				t.Errorf("%s: ticket %+v; want level %d, %s, %s, deadline %s, %d repeats, exhausted %v, version %d",
+					step.desc, tk, step.level, step.owner, step.priority, wantDeadline, step.repeats, step.exhausted, before.Version+1)
+			}
+			d := b.lastDetails(t, id)
+			relookup, _ := d["relookup"].(map[string]any)
+			if d["from_level"] != float64(before.Level) || d["to_level"] != float64(step.level) || d["owner"] != step.owner ||
+				d["priority"] != step.priority || relookup["reason"] != string(proof.ReasonNotFound) {
+				t.Errorf("%s: event details %v", step.desc, d)
+			}
+			// The same pass again, at the same time: nothing is due.
+			if again := b.escalateOnce(t); again.Examined != 0 {
+				t.Errorf("%s: a second pass found %+v", step.desc, again)
+			}
+			wantEvents = append(wantEvents, step.event)
 		}
-		tk := b.ticket(t, id)
-		wantDeadline := before.Deadline
-		if step.window > 0 {
-			wantDeadline = b.clock.Now().Add(step.window)
+		if diff := cmp.Diff(wantEvents, b.eventKeys(t, id)); diff != "" {
+			t.Errorf("events (-want +got):\n%s", diff)
 		}
-		if tk.Level != step.level || tk.Owner != step.owner || tk.Priority != step.priority ||
-			!tk.Deadline.Equal(wantDeadline) || tk.RepeatCount != step.repeats || tk.Exhausted != step.exhausted ||
-			tk.State != review.StateOpen || tk.Version != before.Version+1 {
-			t.Errorf("%s: ticket %+v; want level %d, %s, %s, deadline %s, %d repeats, exhausted %v, version %d",
-				step.desc, tk, step.level, step.owner, step.priority, wantDeadline, step.repeats, step.exhausted, before.Version+1)
-		}
-		d := b.lastDetails(t, id)
-		relookup, _ := d["relookup"].(map[string]any)
-		if d["from_level"] != float64(before.Level) || d["to_level"] != float64(step.level) || d["owner"] != step.owner ||
-			d["priority"] != step.priority || relookup["reason"] != string(proof.ReasonNotFound) {
-			t.Errorf("%s: event details %v", step.desc, d)
-		}
-		// The same pass again, at the same time: nothing is due.
-		if again := b.escalateOnce(t); again.Examined != 0 {
-			t.Errorf("%s: a second pass found %+v", step.desc, again)
-		}
-		wantEvents = append(wantEvents, step.event)
-	}
-	if diff := cmp.Diff(wantEvents, b.eventKeys(t, id)); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
-	}
 
-	// Exhausted: nothing more, however late.
-	b.clock.set(b.clock.Now().Add(1000 * time.Hour))
-	if got := b.escalateOnce(t); got.Examined != 0 {
-		t.Errorf("after the final step: %+v", got)
-	}
-	if n := len(b.eventKeys(t, id)); n != len(wantEvents) {
-		t.Errorf("%d events, want %d", n, len(wantEvents))
-	}
-	opAfter := b.status(t, key)
-	if opAfter.Status != ledger.StatusReview || !opAfter.UpdatedAt.Equal(opBefore.UpdatedAt) {
-		t.Errorf("escalation touched the operation: %+v", opAfter)
-	}
+		// Exhausted: nothing more, however late.
+		b.clock.set(b.clock.Now().Add(1000 * time.Hour))
+		if got := b.escalateOnce(t); got.Examined != 0 {
+			t.Errorf("after the final step: %+v", got)
+		}
+		if n := len(b.eventKeys(t, id)); n != len(wantEvents) {
+			t.Errorf("%d events, want %d", n, len(wantEvents))
+		}
+		opAfter := b.status(t, key)
+		if opAfter.Status != ledger.StatusReview || !opAfter.UpdatedAt.Equal(opBefore.UpdatedAt) {
+			t.Errorf("escalation touched the operation: %+v", opAfter)
+		}
+	})
 }
 
 // TestEscalationRelookup: the lookup before an escalation settles the
@@ -267,103 +275,105 @@ func TestEscalationWalksEveryLevel(t *testing.T) {
 // included, escalates.
 func TestEscalationRelookup(t *testing.T) {
 	t.Parallel()
+	onEach(t, true, func(t *testing.T, lt ledgertables.Table) {
 
-	notFound := func(context.Context, providers.Query) ([]providers.Record, error) { return nil, nil }
+		notFound := func(context.Context, providers.Query) ([]providers.Record, error) { return nil, nil }
 
-	t.Run("found: ticket resolved as done, ledger done, new evidence in the event", func(t *testing.T) {
-		t.Parallel()
-		late := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
-			notFound,
-			func(_ context.Context, q providers.Query) ([]providers.Record, error) {
-				return []providers.Record{{ID: "rec_late", CreatedAt: q.FirstAttemptAt.Add(time.Second), Recipient: q.Recipient, PayloadHash: q.PayloadHash}}, nil
-			},
-		}}
-		b := setupEscalation(t, escalationConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", late, 5*time.Second)})
-		const key = "late-record-1"
-		id := b.openTickets(t, "fake", key)[key]
-		b.passDue(t, id)
+		t.Run("found: ticket resolved as done, ledger done, new evidence in the event", func(t *testing.T) {
+			t.Parallel()
+			late := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+				notFound,
+				func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+					return []providers.Record{{ID: "rec_late", CreatedAt: q.FirstAttemptAt.Add(time.Second), Recipient: q.Recipient, PayloadHash: q.PayloadHash}}, nil
+				},
+			}}
+			b := setupEscalationOn(t, lt, escalationConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", late, 5*time.Second)})
+			const key = "late-record-1"
+			id := b.openTickets(t, "fake", key)[key]
+			b.passDue(t, id)
 
-		got := b.escalateOnce(t)
-		if diff := cmp.Diff(summary(nil, func(s *app.EscalationSummary) { s.Examined, s.ResolvedByRelookup = 1, 1 }), got); diff != "" {
-			t.Errorf("summary (-want +got):\n%s", diff)
-		}
-		op := b.status(t, key)
-		if op.Status != ledger.StatusDone || op.ProviderRecordID != "rec_late" {
-			t.Errorf("operation %s %q, want done with rec_late", op.Status, op.ProviderRecordID)
-		}
-		tk, err := review.NewStore(b.pool, review.Policy{}).Get(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tk.State != review.StateResolved || tk.Resolution != review.ResolutionDone || tk.ResolvedBy != review.ActorSweeper ||
-			tk.ResolutionRecordID != "rec_late" || tk.EscalationLevel != 0 || tk.ResolvedAt == nil || !tk.ResolvedAt.Equal(b.clock.Now()) {
-			t.Errorf("ticket %+v", tk)
-		}
-		want := []string{fmt.Sprintf("opened ticket:%d:opened", id), fmt.Sprintf("resolved_by_relookup ticket:%d:resolved", id)}
-		if diff := cmp.Diff(want, b.eventKeys(t, id)); diff != "" {
-			t.Errorf("events (-want +got):\n%s", diff)
-		}
-		var details struct {
-			ProviderRecordID string         `json:"provider_record_id"`
-			Evidence         proof.Evidence `json:"evidence"`
-		}
-		raw, _ := json.Marshal(b.lastDetails(t, id))
-		if err := json.Unmarshal(raw, &details); err != nil {
-			t.Fatal(err)
-		}
-		ev := details.Evidence
-		if details.ProviderRecordID != "rec_late" || len(ev.Records) != 1 || ev.Records[0].ID != "rec_late" ||
-			ev.OpKey != key || ev.Adapter != "fake" || ev.RecipientMasked == "" || strings.Contains(string(raw), "jane.doe") {
-			t.Errorf("event details %s", raw)
-		}
-		// Nothing is left to escalate.
-		b.clock.set(b.clock.Now().Add(1000 * time.Hour))
-		if again := b.escalateOnce(t); again.Examined != 0 {
-			t.Errorf("after resolution: %+v", again)
-		}
-	})
+			got := b.escalateOnce(t)
+			if diff := cmp.Diff(summary(nil, func(s *app.EscalationSummary) { s.Examined, s.ResolvedByRelookup = 1, 1 }), got); diff != "" {
+				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+			op := b.status(t, key)
+			if op.Status != ledger.StatusDone || op.ProviderRecordID != "rec_late" {
+				t.Errorf("operation %s %q, want done with rec_late", op.Status, op.ProviderRecordID)
+			}
+			tk, err := b.sweeper.Reviews().Get(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tk.State != review.StateResolved || tk.Resolution != review.ResolutionDone || tk.ResolvedBy != review.ActorSweeper ||
+				tk.ResolutionRecordID != "rec_late" || tk.EscalationLevel != 0 || tk.ResolvedAt == nil || !tk.ResolvedAt.Equal(b.clock.Now()) {
+				t.Errorf("ticket %+v", tk)
+			}
+			want := []string{fmt.Sprintf("opened ticket:%d:opened", id), fmt.Sprintf("resolved_by_relookup ticket:%d:resolved", id)}
+			if diff := cmp.Diff(want, b.eventKeys(t, id)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			var details struct {
+				ProviderRecordID string         `json:"provider_record_id"`
+				Evidence         proof.Evidence `json:"evidence"`
+			}
+			raw, _ := json.Marshal(b.lastDetails(t, id))
+			if err := json.Unmarshal(raw, &details); err != nil {
+				t.Fatal(err)
+			}
+			ev := details.Evidence
+			if details.ProviderRecordID != "rec_late" || len(ev.Records) != 1 || ev.Records[0].ID != "rec_late" ||
+				ev.OpKey != key || ev.Adapter != "fake" || ev.RecipientMasked == "" || strings.Contains(string(raw), "jane.doe") {
+				t.Errorf("event details %s", raw)
+			}
+			// Nothing is left to escalate.
+			b.clock.set(b.clock.Now().Add(1000 * time.Hour))
+			if again := b.escalateOnce(t); again.Examined != 0 {
+				t.Errorf("after resolution: %+v", again)
+			}
+		})
 
-	t.Run("lookup error: escalates all the same, the error in the event", func(t *testing.T) {
-		t.Parallel()
-		failing := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
-			notFound,
-			func(context.Context, providers.Query) ([]providers.Record, error) {
-				return nil, providers.Transient(errors.New("HTTP 503 from the provider"))
-			},
-		}}
-		b := setupEscalation(t, escalationConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", failing, 5*time.Second)})
-		const key = "flaky-1"
-		id := b.openTickets(t, "fake", key)[key]
-		b.passDue(t, id)
-		got := b.escalateOnce(t)
-		if diff := cmp.Diff(summary(map[int]int{1: 1}, func(s *app.EscalationSummary) { s.Examined = 1 }), got); diff != "" {
-			t.Errorf("summary (-want +got):\n%s", diff)
-		}
-		if tk := b.ticket(t, id); tk.Level != 1 || tk.Owner != "U0SECOND01" {
-			t.Errorf("ticket %+v, want level 1", tk)
-		}
-		relookup, _ := b.lastDetails(t, id)["relookup"].(map[string]any)
-		if e, _ := relookup["error"].(string); !strings.Contains(e, "HTTP 503") {
-			t.Errorf("relookup %v, want the error", relookup)
-		}
-		if got := b.status(t, key); got.Status != ledger.StatusReview {
-			t.Errorf("operation %s", got.Status)
-		}
-	})
+		t.Run("lookup error: escalates all the same, the error in the event", func(t *testing.T) {
+			t.Parallel()
+			failing := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+				notFound,
+				func(context.Context, providers.Query) ([]providers.Record, error) {
+					return nil, providers.Transient(errors.New("HTTP 503 from the provider"))
+				},
+			}}
+			b := setupEscalationOn(t, lt, escalationConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", failing, 5*time.Second)})
+			const key = "flaky-1"
+			id := b.openTickets(t, "fake", key)[key]
+			b.passDue(t, id)
+			got := b.escalateOnce(t)
+			if diff := cmp.Diff(summary(map[int]int{1: 1}, func(s *app.EscalationSummary) { s.Examined = 1 }), got); diff != "" {
+				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+			if tk := b.ticket(t, id); tk.Level != 1 || tk.Owner != "U0SECOND01" {
+				t.Errorf("ticket %+v, want level 1", tk)
+			}
+			relookup, _ := b.lastDetails(t, id)["relookup"].(map[string]any)
+			if e, _ := relookup["error"].(string); !strings.Contains(e, "HTTP 503") {
+				t.Errorf("relookup %v, want the error", relookup)
+			}
+			if got := b.status(t, key); got.Status != ledger.StatusReview {
+				t.Errorf("operation %s", got.Status)
+			}
+		})
 
-	t.Run("two records: escalates, the ids in the event", func(t *testing.T) {
-		t.Parallel()
-		b := setupEscalation(t, escalationConfig, nil)
-		const key = "many-esc"
-		id := b.openTickets(t, "sim", key)[key]
-		b.passDue(t, id)
-		if got := b.escalateOnce(t); got.Escalated[1] != 1 {
-			t.Errorf("summary %+v", got)
-		}
-		relookup, _ := b.lastDetails(t, id)["relookup"].(map[string]any)
-		if ids, _ := relookup["record_ids"].([]any); relookup["reason"] != string(proof.ReasonMultipleMatches) || len(ids) != 2 {
-			t.Errorf("relookup %v", relookup)
-		}
+		t.Run("two records: escalates, the ids in the event", func(t *testing.T) {
+			t.Parallel()
+			b := setupEscalationOn(t, lt, escalationConfig, nil)
+			const key = "many-esc"
+			id := b.openTickets(t, "sim", key)[key]
+			b.passDue(t, id)
+			if got := b.escalateOnce(t); got.Escalated[1] != 1 {
+				t.Errorf("summary %+v", got)
+			}
+			relookup, _ := b.lastDetails(t, id)["relookup"].(map[string]any)
+			if ids, _ := relookup["record_ids"].([]any); relookup["reason"] != string(proof.ReasonMultipleMatches) || len(ids) != 2 {
+				t.Errorf("relookup %v", relookup)
+			}
+		})
 	})
 }
 
@@ -372,54 +382,56 @@ func TestEscalationRelookup(t *testing.T) {
 // ticket and level.
 func TestEscalationOnceAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	b := setupEscalation(t, escalationConfig, nil)
-	var keys []string
-	for i := range 10 {
-		keys = append(keys, fmt.Sprintf("lost-replica-%d", i))
-	}
-	ids := b.openTickets(t, "sim", keys...)
-	other := b.replica(t)
+	onEach(t, true, func(t *testing.T, lt ledgertables.Table) {
+		b := setupEscalationOn(t, lt, escalationConfig, nil)
+		var keys []string
+		for i := range 10 {
+			keys = append(keys, fmt.Sprintf("lost-replica-%d", i))
+		}
+		ids := b.openTickets(t, "sim", keys...)
+		other := b.replica(t)
 
-	for level := 1; level <= 2; level++ {
-		b.passDue(t, ids[keys[0]]) // every ticket has the same window
-		for _, id := range ids {
-			if tk := b.ticket(t, id); tk.Deadline.After(b.clock.Now()) {
-				b.clock.set(tk.Deadline.Add(time.Second))
+		for level := 1; level <= 2; level++ {
+			b.passDue(t, ids[keys[0]]) // every ticket has the same window
+			for _, id := range ids {
+				if tk := b.ticket(t, id); tk.Deadline.After(b.clock.Now()) {
+					b.clock.set(tk.Deadline.Add(time.Second))
+				}
+			}
+			var (
+				mu    sync.Mutex
+				total = summary(nil, nil)
+				wg    sync.WaitGroup
+			)
+			for _, s := range []*app.App{b.sweeper, other, b.sweeper, other} {
+				wg.Go(func() {
+					sum, err := s.EscalateOnce(context.Background())
+					if err != nil {
+						t.Error(err)
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					for l, n := range sum.Escalated {
+						total.Escalated[l] += n
+					}
+					total.AlreadyHandled += sum.AlreadyHandled
+					total.Errors += sum.Errors
+				})
+			}
+			wg.Wait()
+			if total.Escalated[level] != len(keys) || total.Errors != 0 {
+				t.Errorf("level %d: four passes escalated %v with %d errors, want %d tickets once", level, total.Escalated, total.Errors, len(keys))
+			}
+			for _, id := range ids {
+				if tk := b.ticket(t, id); tk.Level != level || tk.Version != level+1 {
+					t.Errorf("ticket %d at level %d version %d, want level %d version %d", id, tk.Level, tk.Version, level, level+1)
+				}
+			}
+			if n := b.count(t, `SELECT count(*) FROM sweeper.ticket_events WHERE kind = 'escalated' AND dedupe_key LIKE '%:escalated:' || $1`, fmt.Sprint(level)); n != len(keys) {
+				t.Errorf("level %d: %d escalated events, want %d", level, n, len(keys))
 			}
 		}
-		var (
-			mu    sync.Mutex
-			total = summary(nil, nil)
-			wg    sync.WaitGroup
-		)
-		for _, s := range []*app.App{b.sweeper, other, b.sweeper, other} {
-			wg.Go(func() {
-				sum, err := s.EscalateOnce(context.Background())
-				if err != nil {
-					t.Error(err)
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				for l, n := range sum.Escalated {
-					total.Escalated[l] += n
-				}
-				total.AlreadyHandled += sum.AlreadyHandled
-				total.Errors += sum.Errors
-			})
-		}
-		wg.Wait()
-		if total.Escalated[level] != len(keys) || total.Errors != 0 {
-			t.Errorf("level %d: four passes escalated %v with %d errors, want %d tickets once", level, total.Escalated, total.Errors, len(keys))
-		}
-		for _, id := range ids {
-			if tk := b.ticket(t, id); tk.Level != level || tk.Version != level+1 {
-				t.Errorf("ticket %d at level %d version %d, want level %d version %d", id, tk.Level, tk.Version, level, level+1)
-			}
-		}
-		if n := b.count(t, `SELECT count(*) FROM sweeper.ticket_events WHERE kind = 'escalated' AND dedupe_key LIKE '%:escalated:' || $1`, fmt.Sprint(level)); n != len(keys) {
-			t.Errorf("level %d: %d escalated events, want %d", level, n, len(keys))
-		}
-	}
+	})
 }
 
 // TestEscalationRiverJobs runs escalation through River: the periodic

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/ledgertables"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
@@ -75,22 +77,56 @@ match = "unsupported-*"
 outcome = "unsupported"
 `
 
-// bundle is one test's database and wiring.
+// bundle is one test's database and wiring, on one kind of ledger table.
 type bundle struct {
 	url     string
 	pool    *pgxpool.Pool
 	sweeper *app.App
-	ledger  *ledger.Store
+	// kind is the kind of ledger table the operations live in; table is
+	// it, and every statement a test writes on the ledger is rendered by
+	// table.SQL.
+	kind  ledgertables.Table
+	table *ledger.Table
+	// ledger writes the table as the workflows do.
+	ledger *ledger.Store
+	// cfgText is the configuration sweeper was wired from, its [ledger]
+	// section included: replicas are wired from it.
+	cfgText string
 }
 
-// setup clones a migrated database and wires sweeper on it from cfgText.
-// fakes replace configured providers (or add ones) by name.
+// setup clones a migrated database and wires sweeper on it from cfgText,
+// on ledger.operations. fakes replace configured providers (or add ones)
+// by name.
 func setup(t testing.TB, cfgText string, fakes map[string]*providers.Provider) *bundle {
 	t.Helper()
-	url := dbtest.NewDatabase(t)
-	return wire(t, url, cfgText, fakes)
+	return setupOn(t, ledgertables.Native, cfgText, fakes)
 }
 
+// setupOn is setup on the ledger table lt: it creates the table in the
+// cloned database and appends lt's [ledger] section to cfgText.
+func setupOn(t testing.TB, lt ledgertables.Table, cfgText string, fakes map[string]*providers.Provider) *bundle {
+	t.Helper()
+	url := dbtest.NewDatabase(t)
+	b := wire(t, url, cfgText+lt.Config, fakes)
+	b.kind = lt
+	lt.Create(t, b.pool)
+	if b.table.String() != lt.Ledger(t).String() {
+		t.Fatalf("sweeper reads %s, want %s", b.table, lt.Ledger(t))
+	}
+	return b
+}
+
+// replica wires another sweeper on b's database and configuration, as a
+// second replica is.
+func (b *bundle) replica(t testing.TB, fakes map[string]*providers.Provider) *bundle {
+	t.Helper()
+	r := wire(t, b.url, b.cfgText, fakes)
+	r.kind = b.kind
+	return r
+}
+
+// wire wires sweeper from cfgText (its [ledger] section included, if
+// any) on the database at url.
 func wire(t testing.TB, url, cfgText string, fakes map[string]*providers.Provider) *bundle {
 	t.Helper()
 	cfg, err := config.Parse(cfgText, kinds, func(string) string { return "" })
@@ -106,12 +142,44 @@ func wire(t testing.TB, url, cfgText string, fakes map[string]*providers.Provide
 		provs[name] = p
 	}
 	pool := dbtest.Pool(t, url)
+	s := &app.App{Config: cfg, Pool: pool, Providers: provs, Logger: logger}
 	return &bundle{
 		url:     url,
 		pool:    pool,
-		sweeper: &app.App{Config: cfg, Pool: pool, Providers: provs, Logger: logger},
-		ledger:  ledger.NewStore(pool),
+		sweeper: s,
+		kind:    ledgertables.Native,
+		table:   s.Ledger(),
+		ledger:  s.Operations(),
+		cfgText: cfgText,
 	}
+}
+
+// onEach runs body as a subtest on each kind of ledger table
+// ([ledgertables.All]), in parallel when parallel is set.
+func onEach(t *testing.T, parallel bool, body func(t *testing.T, lt ledgertables.Table)) {
+	t.Helper()
+	for _, lt := range ledgertables.All {
+		t.Run(lt.Name, func(t *testing.T) {
+			if parallel {
+				t.Parallel()
+			}
+			body(t, lt)
+		})
+	}
+}
+
+// sql renders a statement on the ledger for b's table (ledger.Table.SQL).
+func (b *bundle) sql(src string) string { return b.table.SQL(src) }
+
+// owner is the owner a ticket of an operation of workflow gets, whose
+// workflow's owner is want: on a table without a workflow column every
+// operation's workflow reads as the table's name, and its tickets go to
+// the default owner (U0DEFAULT1 in baseConfig).
+func (b *bundle) owner(want string) string {
+	if _, ok := b.table.Column("workflow"); !ok {
+		return b.sweeper.Config.Review.DefaultOwner
+	}
+	return want
 }
 
 // testWriter sends log lines to t.Log, so they show only for failed tests.
@@ -145,8 +213,8 @@ func (b *bundle) claimAs(t testing.TB, attempt ledger.Attempt, age time.Duration
 	if _, err := b.ledger.Claim(ctx, attempt); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.pool.Exec(ctx, `UPDATE ledger.operations SET first_attempt_at = now() - $2::interval,
-		last_attempt_at = now() - $2::interval WHERE op_key = $1`, key, age.String()); err != nil {
+	if _, err := b.pool.Exec(ctx, b.sql(`UPDATE {T} SET {c:first_attempt_at} = now() - $2::interval`+
+		b.lastAttempt()+` WHERE {c:op_key} = $1`), key, age.String()); err != nil {
 		t.Fatal(err)
 	}
 	op, err := b.ledger.Get(ctx, key)
@@ -154,6 +222,15 @@ func (b *bundle) claimAs(t testing.TB, attempt ledger.Attempt, age time.Duration
 		t.Fatal(err)
 	}
 	return op
+}
+
+// lastAttempt is ", last_attempt_at = now() - $2::interval" on a table
+// that has the column, "" on one that has not.
+func (b *bundle) lastAttempt() string {
+	if _, ok := b.table.Column("last_attempt_at"); !ok {
+		return ""
+	}
+	return `, {c:last_attempt_at} = now() - $2::interval`
 }
 
 // startClient starts a River client on b's pool with fast polling, stopped
@@ -192,7 +269,7 @@ func (b *bundle) waitSettled(t testing.TB, keys []string, within time.Duration) 
 	for {
 		var pending, unfinished int
 		err := b.pool.QueryRow(context.Background(), `
-			SELECT (SELECT count(*) FROM ledger.operations WHERE status = 'pending' AND op_key = ANY($1)),
+			SELECT (SELECT count(*) FROM `+b.sql(`{T} WHERE {c:status} = {w:pending} AND {c:op_key}`)+` = ANY($1)),
 			       (SELECT count(*) FROM sweeper.river_job WHERE state NOT IN ('completed', 'cancelled', 'discarded'))`,
 			keys).Scan(&pending, &unfinished)
 		if err != nil {
@@ -281,4 +358,23 @@ func fakeProvider(name string, f providers.Lookup, budget time.Duration) *provid
 		StaleAfter: 10 * time.Minute, LookupTimeout: 2 * time.Second, LookupBudget: budget,
 		RateLimit: 1000, Concurrency: 10, OutageAfter: 5,
 	})
+}
+
+// col is one of sweeper's ledger columns and the SQL expression of its
+// value, for [bundle.insert].
+type col struct{ key, value string }
+
+// insert renders an INSERT into b's table of cols' values (each an SQL
+// expression, for the columns the table has: one it lacks is left out),
+// selected with tail (a FROM clause, or "").
+func (b *bundle) insert(cols []col, tail string) string {
+	var names, values []string
+	for _, c := range cols {
+		if _, ok := b.table.Column(c.key); !ok {
+			continue
+		}
+		names = append(names, "{c:"+c.key+"}")
+		values = append(values, c.value)
+	}
+	return b.sql(`INSERT INTO {T} (` + strings.Join(names, ", ") + `) SELECT ` + strings.Join(values, ", ") + " " + tail)
 }

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/internal/testkit/ledgertables"
 	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/providers"
-	"github.com/sweeper/sweeper/review"
 )
 
 // TestMaxOutageEndsInTickets: 500 stale operations of a provider that
@@ -27,120 +27,121 @@ import (
 // scheduled re-lookup settles every one as done.
 func TestMaxOutageEndsInTickets(t *testing.T) {
 	t.Parallel()
-	const n = 500
-	ctx := context.Background()
-	var down atomic.Bool
-	down.Store(true)
-	var asked atomic.Int64
-	flaky := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
-		func(_ context.Context, q providers.Query) ([]providers.Record, error) {
-			asked.Add(1)
-			if down.Load() {
-				return nil, providers.Transient(fmt.Errorf("HTTP 503"))
-			}
-			return []providers.Record{{ID: "rec_" + q.OpKey, CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
-		},
-	}}
-	const maxOutage = 2 * time.Second
-	p := providers.NewProvider("longdown", "fake", flaky, providers.Limits{
-		StaleAfter: 10 * time.Minute, LookupTimeout: 2 * time.Second, LookupBudget: 3 * time.Second,
-		RateLimit: 1000, Concurrency: 10, OutageAfter: 5, MaxOutage: maxOutage,
-	})
-	b := setup(t, baseConfig, map[string]*providers.Provider{"longdown": p})
-	b.sweeper.TrackHealth()
-	if _, err := b.pool.Exec(ctx, `
-		INSERT INTO ledger.operations (op_key, workflow, provider, action, recipient, payload_hash, first_attempt_at)
-		SELECT 'long-' || lpad(i::text, 4, '0'), 'billing', 'longdown', 'send_email', 'jane.doe@example.com', repeat('a', 64),
-		       now() - interval '1 hour' - i * interval '1 second'
-		FROM generate_series(1, $1) i`, n); err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for i := 1; i <= n; i++ {
-		keys = append(keys, fmt.Sprintf("long-%04d", i))
-	}
-
-	client := b.startClient(t)
-	b.sweep(t, client)
-	testwait.Until(t, 30*time.Second, "the provider down for the cluster", func() bool {
-		return b.count(t, `SELECT count(*) FROM sweeper.provider_health WHERE provider = 'longdown' AND state = 'down'`) == 1
-	})
-	if got := b.count(t, `SELECT count(*) FROM sweeper.tickets`); got != 0 {
-		t.Fatalf("%d tickets while the provider is down, before max_outage; want none", got)
-	}
-	testwait.Until(t, 30*time.Second, "max_outage to pass", func() bool {
-		return b.count(t, `SELECT count(*) FROM sweeper.provider_health WHERE provider = 'longdown' AND since <= now() - $1::interval`, maxOutage) == 1
-	})
-	held := b.count(t, `SELECT count(*) FROM sweeper.lookup_claims`)
-	if held == 0 {
-		t.Fatal("no operation is held by a lookup job: the step would not be tried on claimed operations")
-	}
-	askedBefore := asked.Load()
-
-	b.sweep(t, client)
-	testwait.Until(t, 30*time.Second, "the waiting operations moved to review", func() bool {
-		return b.count(t, `SELECT count(*) FROM ledger.operations WHERE provider = 'longdown' AND status = 'review'`) == n
-	})
-	b.waitSettled(t, keys, time.Minute) // the lookup jobs that held them end
-
-	if got := b.count(t, `SELECT count(*) FROM sweeper.tickets WHERE reason = 'lookup_failed' AND evidence->>'detail' LIKE '%max_outage%'`); got != n {
-		t.Errorf("%d lookup_failed tickets saying max_outage, want %d", got, n)
-	}
-	if got := b.count(t, `SELECT count(DISTINCT created_at) FROM sweeper.tickets`); got != 1 {
-		t.Errorf("the tickets were opened by %d transactions, want one step", got)
-	}
-	if got := b.count(t, `SELECT count(*) FROM sweeper.ticket_events WHERE kind = 'opened'`); got != n {
-		t.Errorf("%d opened events, want %d: one per ticket, none from the lookup jobs that held them", got, n)
-	}
-	if got := b.count(t, `SELECT count(*) FROM sweeper.outbox WHERE ticket_id IS NOT NULL`); got != n {
-		t.Errorf("%d ticket alerts queued, want %d", got, n)
-	}
-	// One provider, one reason, one moment: what the alert grouping makes
-	// one group of (slack.group_wait).
-	if got := b.count(t, `SELECT count(*) FROM (SELECT DISTINCT o.provider, t.reason FROM sweeper.tickets t
-		JOIN ledger.operations o ON o.id = t.operation_id) g`); got != 1 {
-		t.Errorf("the tickets fall in %d (provider, reason) groups, want one", got)
-	}
-	if got := asked.Load() - askedBefore; got > int64(held) {
-		t.Errorf("the provider was asked %d times during the step; want only a probe or so", got)
-	}
-	var incident int64
-	if err := b.pool.QueryRow(ctx, `SELECT id FROM sweeper.incidents WHERE provider = 'longdown' AND ended_at IS NULL`).Scan(&incident); err != nil {
-		t.Fatal(err)
-	}
-	in, err := notify.ReadIncident(ctx, b.pool, review.NewReader(b.pool), incident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if in.MovedToReview != n || in.Review != n {
-		t.Errorf("incident: %d moved to review, %d need review; want %d both", in.MovedToReview, in.Review, n)
-	}
-	if text := message.IncidentMessage(in).Text; !strings.Contains(text, "500 moved to review after max_outage (2s)") {
-		t.Errorf("the incident's message does not say how many moved: %q", text)
-	}
-
-	// The provider answers again: the re-lookup of a lookup_failed ticket
-	// (scheduled, made due here) probes it, brings it up, and every ticket
-	// is looked up again and settles by itself.
-	down.Store(false)
-	if _, err := b.pool.Exec(ctx, `UPDATE sweeper.tickets SET relookup_at = now()`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.pool.Exec(ctx, `UPDATE sweeper.provider_health SET probe_at = now()`); err != nil {
-		t.Fatal(err)
-	}
-	testwait.Until(t, time.Minute, "every operation settled by the re-lookups", func() bool {
-		if _, err := b.sweeper.RelookupOnce(ctx); err != nil {
+	onEach(t, true, func(t *testing.T, lt ledgertables.Table) {
+		const n = 500
+		ctx := context.Background()
+		var down atomic.Bool
+		down.Store(true)
+		var asked atomic.Int64
+		flaky := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+			func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+				asked.Add(1)
+				if down.Load() {
+					return nil, providers.Transient(fmt.Errorf("HTTP 503"))
+				}
+				return []providers.Record{{ID: "rec_" + q.OpKey, CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
+			},
+		}}
+		const maxOutage = 2 * time.Second
+		p := providers.NewProvider("longdown", "fake", flaky, providers.Limits{
+			StaleAfter: 10 * time.Minute, LookupTimeout: 2 * time.Second, LookupBudget: 3 * time.Second,
+			RateLimit: 1000, Concurrency: 10, OutageAfter: 5, MaxOutage: maxOutage,
+		})
+		b := setupOn(t, lt, baseConfig, map[string]*providers.Provider{"longdown": p})
+		b.sweeper.TrackHealth()
+		if _, err := b.pool.Exec(ctx, b.insert([]col{{"op_key", "'long-' || lpad(i::text, 4, '0')"}, {"workflow", "'billing'"},
+			{"provider", "'longdown'"}, {"action", "'send_email'"}, {"recipient", "'jane.doe@example.com'"},
+			{"payload_hash", "repeat('a', 64)"}, {"first_attempt_at", "now() - interval '1 hour' - i * interval '1 second'"}},
+			"FROM generate_series(1, $1) i"), n); err != nil {
 			t.Fatal(err)
 		}
-		return b.count(t, `SELECT count(*) FROM ledger.operations WHERE provider = 'longdown' AND status = 'done'`) == n
+		var keys []string
+		for i := 1; i <= n; i++ {
+			keys = append(keys, fmt.Sprintf("long-%04d", i))
+		}
+
+		client := b.startClient(t)
+		b.sweep(t, client)
+		testwait.Until(t, 30*time.Second, "the provider down for the cluster", func() bool {
+			return b.count(t, `SELECT count(*) FROM sweeper.provider_health WHERE provider = 'longdown' AND state = 'down'`) == 1
+		})
+		if got := b.count(t, `SELECT count(*) FROM sweeper.tickets`); got != 0 {
+			t.Fatalf("%d tickets while the provider is down, before max_outage; want none", got)
+		}
+		testwait.Until(t, 30*time.Second, "max_outage to pass", func() bool {
+			return b.count(t, `SELECT count(*) FROM sweeper.provider_health WHERE provider = 'longdown' AND since <= now() - $1::interval`, maxOutage) == 1
+		})
+		held := b.count(t, `SELECT count(*) FROM sweeper.lookup_claims`)
+		if held == 0 {
+			t.Fatal("no operation is held by a lookup job: the step would not be tried on claimed operations")
+		}
+		askedBefore := asked.Load()
+
+		b.sweep(t, client)
+		testwait.Until(t, 30*time.Second, "the waiting operations moved to review", func() bool {
+			return b.count(t, b.sql(`SELECT count(*) FROM {T} WHERE {c:provider} = 'longdown' AND {c:status} = {w:review}`)) == n
+		})
+		b.waitSettled(t, keys, time.Minute) // the lookup jobs that held them end
+
+		if got := b.count(t, `SELECT count(*) FROM sweeper.tickets WHERE reason = 'lookup_failed' AND evidence->>'detail' LIKE '%max_outage%'`); got != n {
+			t.Errorf("%d lookup_failed tickets saying max_outage, want %d", got, n)
+		}
+		if got := b.count(t, `SELECT count(DISTINCT created_at) FROM sweeper.tickets`); got != 1 {
+			t.Errorf("the tickets were opened by %d transactions, want one step", got)
+		}
+		if got := b.count(t, `SELECT count(*) FROM sweeper.ticket_events WHERE kind = 'opened'`); got != n {
+			t.Errorf("%d opened events, want %d: one per ticket, none from the lookup jobs that held them", got, n)
+		}
+		if got := b.count(t, `SELECT count(*) FROM sweeper.outbox WHERE ticket_id IS NOT NULL`); got != n {
+			t.Errorf("%d ticket alerts queued, want %d", got, n)
+		}
+		// One provider, one reason, one moment: what the alert grouping makes
+		// one group of (slack.group_wait).
+		if got := b.count(t, b.sql(`SELECT count(*) FROM (SELECT DISTINCT {c:o.provider}, t.reason FROM sweeper.tickets t
+		JOIN {T} o ON {c:o.id} = t.operation_id) g`)); got != 1 {
+			t.Errorf("the tickets fall in %d (provider, reason) groups, want one", got)
+		}
+		if got := asked.Load() - askedBefore; got > int64(held) {
+			t.Errorf("the provider was asked %d times during the step; want only a probe or so", got)
+		}
+		var incident int64
+		if err := b.pool.QueryRow(ctx, `SELECT id FROM sweeper.incidents WHERE provider = 'longdown' AND ended_at IS NULL`).Scan(&incident); err != nil {
+			t.Fatal(err)
+		}
+		in, err := notify.ReadIncident(ctx, b.pool, b.sweeper.Tickets(), incident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.MovedToReview != n || in.Review != n {
+			t.Errorf("incident: %d moved to review, %d need review; want %d both", in.MovedToReview, in.Review, n)
+		}
+		if text := message.IncidentMessage(in).Text; !strings.Contains(text, "500 moved to review after max_outage (2s)") {
+			t.Errorf("the incident's message does not say how many moved: %q", text)
+		}
+
+		// The provider answers again: the re-lookup of a lookup_failed ticket
+		// (scheduled, made due here) probes it, brings it up, and every ticket
+		// is looked up again and settles by itself.
+		down.Store(false)
+		if _, err := b.pool.Exec(ctx, `UPDATE sweeper.tickets SET relookup_at = now()`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.pool.Exec(ctx, `UPDATE sweeper.provider_health SET probe_at = now()`); err != nil {
+			t.Fatal(err)
+		}
+		testwait.Until(t, time.Minute, "every operation settled by the re-lookups", func() bool {
+			if _, err := b.sweeper.RelookupOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return b.count(t, b.sql(`SELECT count(*) FROM {T} WHERE {c:provider} = 'longdown' AND {c:status} = {w:done}`)) == n
+		})
+		if got := b.count(t, `SELECT count(*) FROM sweeper.tickets WHERE state = 'resolved'`); got != n {
+			t.Errorf("%d tickets resolved, want %d", got, n)
+		}
+		if got := b.count(t, `SELECT count(*) FROM sweeper.provider_health WHERE provider = 'longdown' AND state = 'up'`); got != 1 {
+			t.Error("the provider is not up again")
+		}
 	})
-	if got := b.count(t, `SELECT count(*) FROM sweeper.tickets WHERE state = 'resolved'`); got != n {
-		t.Errorf("%d tickets resolved, want %d", got, n)
-	}
-	if got := b.count(t, `SELECT count(*) FROM sweeper.provider_health WHERE provider = 'longdown' AND state = 'up'`); got != 1 {
-		t.Error("the provider is not up again")
-	}
 }
 
 // TestSweepOnceMovesALongOutage: `sweep --once` moves the waiting

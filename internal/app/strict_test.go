@@ -14,6 +14,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/settle"
+	"github.com/sweeper/sweeper/internal/testkit/ledgertables"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
@@ -42,112 +43,114 @@ func smsAnswer(at func() time.Time) *fakeLookup {
 // unsettled operation could own it; never two rows on one message.
 func TestResemblanceProvesOnlyItsOwnMessage(t *testing.T) {
 	t.Parallel()
+	onEach(t, true, func(t *testing.T, lt ledgertables.Table) {
 
-	t.Run("a message sent for a newer operation does not prove an older one", func(t *testing.T) {
-		t.Parallel()
-		sentAt := time.Now().Add(-20 * time.Second)
-		b := setup(t, baseConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", smsAnswer(func() time.Time { return sentAt }), 5*time.Second)})
-		old := b.claimAs(t, reminder("tw-b"), 20*time.Minute) // never sent
-		b.claimAs(t, reminder("tw-a"), 30*time.Second)        // sent SM_A, confirmation not yet written
-		sum, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{})
-		if err != nil || sum.Errors != 0 {
-			t.Fatalf("sweep: %+v, %v", sum, err)
-		}
-		if op := b.status(t, old.OpKey); op.Status != ledger.StatusReview {
-			t.Fatalf("tw-b is %s %q, want review: SM_A was sent after its window", op.Status, op.ProviderRecordID)
-		}
-		if _, ev := b.ticketOf(t, old.OpKey); !strings.Contains(ev.Detail, "created_at") {
-			t.Errorf("tw-b's ticket says %q, want the date named", ev.Detail)
-		}
-		if _, err := b.ledger.Confirm(context.Background(), "tw-a", "SM_A"); err != nil {
-			t.Errorf("tw-a's own confirmation: %v", err)
-		}
-		if n := b.count(t, `SELECT count(*) FROM ledger.operations WHERE provider_record_id = 'SM_A'`); n != 1 {
-			t.Errorf("%d rows name SM_A, want 1", n)
-		}
-	})
+		t.Run("a message sent for a newer operation does not prove an older one", func(t *testing.T) {
+			t.Parallel()
+			sentAt := time.Now().Add(-20 * time.Second)
+			b := setupOn(t, lt, baseConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", smsAnswer(func() time.Time { return sentAt }), 5*time.Second)})
+			old := b.claimAs(t, reminder("tw-b"), 20*time.Minute) // never sent
+			b.claimAs(t, reminder("tw-a"), 30*time.Second)        // sent SM_A, confirmation not yet written
+			sum, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{})
+			if err != nil || sum.Errors != 0 {
+				t.Fatalf("sweep: %+v, %v", sum, err)
+			}
+			if op := b.status(t, old.OpKey); op.Status != ledger.StatusReview {
+				t.Fatalf("tw-b is %s %q, want review: SM_A was sent after its window", op.Status, op.ProviderRecordID)
+			}
+			if _, ev := b.ticketOf(t, old.OpKey); !strings.Contains(ev.Detail, "created_at") {
+				t.Errorf("tw-b's ticket says %q, want the date named", ev.Detail)
+			}
+			if _, err := b.ledger.Confirm(context.Background(), "tw-a", "SM_A"); err != nil {
+				t.Errorf("tw-a's own confirmation: %v", err)
+			}
+			if n := b.count(t, b.sql(`SELECT count(*) FROM {T} WHERE {c:provider_record_id} = 'SM_A'`)); n != 1 {
+				t.Errorf("%d rows name SM_A, want 1", n)
+			}
+		})
 
-	t.Run("two operations whose windows both hold the message: a person decides", func(t *testing.T) {
-		t.Parallel()
-		var sentAt time.Time
-		b := setup(t, baseConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", smsAnswer(func() time.Time { return sentAt }), 5*time.Second)})
-		first := b.claimAs(t, reminder("tw-1"), 12*time.Minute)
-		second := b.claimAs(t, reminder("tw-2"), 11*time.Minute)
-		sentAt = second.FirstAttemptAt.Add(5 * time.Second)
-		if _, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		for _, op := range []ledger.Operation{first, second} {
-			got := b.status(t, op.OpKey)
-			if got.Status != ledger.StatusReview {
-				t.Errorf("%s is %s %q, want review", op.OpKey, got.Status, got.ProviderRecordID)
-				continue
+		t.Run("two operations whose windows both hold the message: a person decides", func(t *testing.T) {
+			t.Parallel()
+			var sentAt time.Time
+			b := setupOn(t, lt, baseConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", smsAnswer(func() time.Time { return sentAt }), 5*time.Second)})
+			first := b.claimAs(t, reminder("tw-1"), 12*time.Minute)
+			second := b.claimAs(t, reminder("tw-2"), 11*time.Minute)
+			sentAt = second.FirstAttemptAt.Add(5 * time.Second)
+			if _, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{}); err != nil {
+				t.Fatal(err)
 			}
-			tk, ev := b.ticketOf(t, op.OpKey)
-			other := map[string]string{"tw-1": "tw-2", "tw-2": "tw-1"}[op.OpKey]
-			if tk.Reason != proof.ReasonAmbiguousOwner || !strings.Contains(ev.Detail, other) {
-				t.Errorf("%s: ticket %s %q, want ambiguous_owner naming %s", op.OpKey, tk.Reason, ev.Detail, other)
+			for _, op := range []ledger.Operation{first, second} {
+				got := b.status(t, op.OpKey)
+				if got.Status != ledger.StatusReview {
+					t.Errorf("%s is %s %q, want review", op.OpKey, got.Status, got.ProviderRecordID)
+					continue
+				}
+				tk, ev := b.ticketOf(t, op.OpKey)
+				other := map[string]string{"tw-1": "tw-2", "tw-2": "tw-1"}[op.OpKey]
+				if tk.Reason != proof.ReasonAmbiguousOwner || !strings.Contains(ev.Detail, other) {
+					t.Errorf("%s: ticket %s %q, want ambiguous_owner naming %s", op.OpKey, tk.Reason, ev.Detail, other)
+				}
 			}
-		}
-	})
+		})
 
-	t.Run("a crowd of the same message to other numbers hides no owner", func(t *testing.T) {
-		t.Parallel()
-		var sentAt time.Time
-		b := setup(t, baseConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", smsAnswer(func() time.Time { return sentAt }), 5*time.Second)})
-		// A bulk reminder: the same text to 150 other numbers, just before.
-		for i := range 150 {
-			a := reminder(fmt.Sprintf("bulk-%03d", i))
-			a.Recipient = fmt.Sprintf("+1 555 02%02d %03d", i/100, i%1000)
-			b.claimAs(t, a, 13*time.Minute)
-		}
-		b.claimAs(t, reminder("tw-x"), 12*time.Minute)
-		second := b.claimAs(t, reminder("tw-y"), 11*time.Minute)
-		sentAt = second.FirstAttemptAt.Add(5 * time.Second)
-		if _, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		for _, key := range []string{"tw-x", "tw-y"} {
-			if op := b.status(t, key); op.Status == ledger.StatusDone {
-				t.Errorf("%s is done with %s: the other operation to the same number could own it", key, op.ProviderRecordID)
+		t.Run("a crowd of the same message to other numbers hides no owner", func(t *testing.T) {
+			t.Parallel()
+			var sentAt time.Time
+			b := setupOn(t, lt, baseConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", smsAnswer(func() time.Time { return sentAt }), 5*time.Second)})
+			// A bulk reminder: the same text to 150 other numbers, just before.
+			for i := range 150 {
+				a := reminder(fmt.Sprintf("bulk-%03d", i))
+				a.Recipient = fmt.Sprintf("+1 555 02%02d %03d", i/100, i%1000)
+				b.claimAs(t, a, 13*time.Minute)
 			}
-		}
-	})
+			b.claimAs(t, reminder("tw-x"), 12*time.Minute)
+			second := b.claimAs(t, reminder("tw-y"), 11*time.Minute)
+			sentAt = second.FirstAttemptAt.Add(5 * time.Second)
+			if _, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []string{"tw-x", "tw-y"} {
+				if op := b.status(t, key); op.Status == ledger.StatusDone {
+					t.Errorf("%s is done with %s: the other operation to the same number could own it", key, op.ProviderRecordID)
+				}
+			}
+		})
 
-	t.Run("the re-lookup searches the operation's own window, not up to now", func(t *testing.T) {
-		t.Parallel()
-		var queries []providers.Query
-		var mu sync.Mutex
-		today := &fakeLookup{byResemblance: true, phone: true, answers: []func(context.Context, providers.Query) ([]providers.Record, error){
-			func(_ context.Context, q providers.Query) ([]providers.Record, error) {
-				mu.Lock()
-				queries = append(queries, q)
-				mu.Unlock()
-				// Another operation's identical reminder, sent a minute ago.
-				return []providers.Record{{ID: "SM_today", CreatedAt: time.Now().Add(-time.Minute), Recipient: "+15550100002", PayloadHash: q.PayloadHash}}, nil
-			},
-		}}
-		b := setupEscalation(t, escalationConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", today, 5*time.Second)})
-		old := b.claimAs(t, reminder("tw-old"), 72*time.Hour)
-		if _, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		tk, _ := b.ticketOf(t, old.OpKey)
-		b.passDue(t, tk.ID)
-		b.escalateOnce(t)
-		if op := b.status(t, old.OpKey); op.Status != ledger.StatusReview {
-			t.Errorf("tw-old is %s %q after the re-lookup, want review", op.Status, op.ProviderRecordID)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(queries) < 2 {
-			t.Fatalf("%d lookups, want the sweep's and the re-lookup's", len(queries))
-		}
-		for i, q := range queries {
-			if limit := old.FirstAttemptAt.Add(providers.DefaultMargin); q.Until.After(limit) {
-				t.Errorf("lookup %d searched until %s, past the operation's window (%s)", i, q.Until, limit)
+		t.Run("the re-lookup searches the operation's own window, not up to now", func(t *testing.T) {
+			t.Parallel()
+			var queries []providers.Query
+			var mu sync.Mutex
+			today := &fakeLookup{byResemblance: true, phone: true, answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+				func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+					mu.Lock()
+					queries = append(queries, q)
+					mu.Unlock()
+					// Another operation's identical reminder, sent a minute ago.
+					return []providers.Record{{ID: "SM_today", CreatedAt: time.Now().Add(-time.Minute), Recipient: "+15550100002", PayloadHash: q.PayloadHash}}, nil
+				},
+			}}
+			b := setupEscalationOn(t, lt, escalationConfig, map[string]*providers.Provider{"sms": fakeProvider("sms", today, 5*time.Second)})
+			old := b.claimAs(t, reminder("tw-old"), 72*time.Hour)
+			if _, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{}); err != nil {
+				t.Fatal(err)
 			}
-		}
+			tk, _ := b.ticketOf(t, old.OpKey)
+			b.passDue(t, tk.ID)
+			b.escalateOnce(t)
+			if op := b.status(t, old.OpKey); op.Status != ledger.StatusReview {
+				t.Errorf("tw-old is %s %q after the re-lookup, want review", op.Status, op.ProviderRecordID)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(queries) < 2 {
+				t.Fatalf("%d lookups, want the sweep's and the re-lookup's", len(queries))
+			}
+			for i, q := range queries {
+				if limit := old.FirstAttemptAt.Add(providers.DefaultMargin); q.Until.After(limit) {
+					t.Errorf("lookup %d searched until %s, past the operation's window (%s)", i, q.Until, limit)
+				}
+			}
+		})
 	})
 }
 
@@ -156,34 +159,36 @@ func TestResemblanceProvesOnlyItsOwnMessage(t *testing.T) {
 // was; the compare-and-set on the identity backs the check up.
 func TestChangedRowIsLookedUpAgain(t *testing.T) {
 	t.Parallel()
-	b := setup(t, baseConfig, nil)
-	ctx := context.Background()
-	current := b.claim(t, "rewritten-1", "sim", stale)
-	// The lookup was made for the row as it was, with another payload.
-	was := current
-	was.PayloadHash = strings.Repeat("e", 64)
-	q := proof.SearchFor(was, providers.Matching{ByKey: true}, time.Now())
-	rec := providers.Record{ID: "rec_old", CreatedAt: current.FirstAttemptAt.Add(time.Second), Recipient: was.Recipient, PayloadHash: was.PayloadHash}
-	step := settle.Step{Final: true, Outcome: proof.Answered(q, []providers.Record{rec}), Query: &q, Adapter: "sim"}
+	onEach(t, true, func(t *testing.T, lt ledgertables.Table) {
+		b := setupOn(t, lt, baseConfig, nil)
+		ctx := context.Background()
+		current := b.claim(t, "rewritten-1", "sim", stale)
+		// The lookup was made for the row as it was, with another payload.
+		was := current
+		was.PayloadHash = strings.Repeat("e", 64)
+		q := proof.SearchFor(was, providers.Matching{ByKey: true}, time.Now())
+		rec := providers.Record{ID: "rec_old", CreatedAt: current.FirstAttemptAt.Add(time.Second), Recipient: was.Recipient, PayloadHash: was.PayloadHash}
+		step := settle.Step{Final: true, Outcome: proof.Answered(q, []providers.Record{rec}), Query: &q, Adapter: "sim"}
 
-	settler := b.sweeper.Settler()
-	if _, err := settler.Finish(ctx, current, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
-		t.Errorf("Finish on the current row with the old answer: %v, want ErrOperationChanged", err)
-	}
-	// The same, had the job read the row before it changed: the write
-	// refuses, and the row is read again.
-	if _, err := settler.Finish(ctx, was, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
-		t.Errorf("Finish on the row as it was: %v, want ErrOperationChanged", err)
-	}
-	d := proof.Decision{Done: true, ProviderRecordID: "rec_old", RecordIDs: []string{"rec_old"}}
-	applied, err := review.NewStore(b.pool, review.Policy{DefaultOwner: "U0DEFAULT1", Window: time.Hour, Priority: "normal"}).
-		Apply(ctx, was, d, proof.Evidence{}, time.Now())
-	if err != nil || applied.Settled {
-		t.Errorf("Apply of a done for the old identity = %+v, %v; want nothing written", applied, err)
-	}
-	if op := b.status(t, current.OpKey); op.Status != ledger.StatusPending || op.ProviderRecordID != "" {
-		t.Errorf("row is %s %q, want still pending", op.Status, op.ProviderRecordID)
-	}
+		settler := b.sweeper.Settler()
+		if _, err := settler.Finish(ctx, current, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
+			t.Errorf("Finish on the current row with the old answer: %v, want ErrOperationChanged", err)
+		}
+		// The same, had the job read the row before it changed: the write
+		// refuses, and the row is read again.
+		if _, err := settler.Finish(ctx, was, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
+			t.Errorf("Finish on the row as it was: %v, want ErrOperationChanged", err)
+		}
+		d := proof.Decision{Done: true, ProviderRecordID: "rec_old", RecordIDs: []string{"rec_old"}}
+		applied, err := review.NewStore(b.pool, review.Policy{DefaultOwner: "U0DEFAULT1", Window: time.Hour, Priority: "normal"}).
+			ForTable(b.table).Apply(ctx, was, d, proof.Evidence{}, time.Now())
+		if err != nil || applied.Settled {
+			t.Errorf("Apply of a done for the old identity = %+v, %v; want nothing written", applied, err)
+		}
+		if op := b.status(t, current.OpKey); op.Status != ledger.StatusPending || op.ProviderRecordID != "" {
+			t.Errorf("row is %s %q, want still pending", op.Status, op.ProviderRecordID)
+		}
+	})
 }
 
 // TestRelookupContradictingNotSentIsAlerted: a person resolves a ticket as
@@ -265,37 +270,39 @@ func TestUnstorableAnswerEndsInATicket(t *testing.T) {
 // the dry run, which writes nothing, must say the same.
 func TestDryRunAgreesWithTheRealPass(t *testing.T) {
 	t.Parallel()
-	shared := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
-		func(_ context.Context, q providers.Query) ([]providers.Record, error) {
-			return []providers.Record{{ID: "rec_shared", CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
-		},
-	}}
-	b := setup(t, baseConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", shared, 5*time.Second)})
-	for _, k := range []string{"twin-a", "twin-b", "twin-c"} {
-		b.claim(t, k, "fake", stale)
-	}
-	count := func(sum app.Summary) map[string]int {
-		got := map[string]int{"done": sum.Done}
-		for r, n := range sum.Tickets {
-			got[string(r)] = n
+	onEach(t, true, func(t *testing.T, lt ledgertables.Table) {
+		shared := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
+			func(_ context.Context, q providers.Query) ([]providers.Record, error) {
+				return []providers.Record{{ID: "rec_shared", CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
+			},
+		}}
+		b := setupOn(t, lt, baseConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", shared, 5*time.Second)})
+		for _, k := range []string{"twin-a", "twin-b", "twin-c"} {
+			b.claim(t, k, "fake", stale)
 		}
-		return got
-	}
-	dry, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	real, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]int{"done": 1, string(proof.ReasonMultipleMatches): 2}
-	if diff := cmp.Diff(want, count(real)); diff != "" {
-		t.Errorf("real pass (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(count(real), count(dry)); diff != "" {
-		t.Errorf("dry run disagrees with the real pass (-real +dry):\n%s", diff)
-	}
+		count := func(sum app.Summary) map[string]int {
+			got := map[string]int{"done": sum.Done}
+			for r, n := range sum.Tickets {
+				got[string(r)] = n
+			}
+			return got
+		}
+		dry, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		real, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int{"done": 1, string(proof.ReasonMultipleMatches): 2}
+		if diff := cmp.Diff(want, count(real)); diff != "" {
+			t.Errorf("real pass (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(count(real), count(dry)); diff != "" {
+			t.Errorf("dry run disagrees with the real pass (-real +dry):\n%s", diff)
+		}
+	})
 }
 
 // TestReplicasWithSkewedClocksDecideAlike: one replica's clock runs seven
