@@ -375,8 +375,8 @@ func (in *Inspection) checkKeys(ctx context.Context, db DB, t *Table, oid uint32
 			check.Create = fmt.Sprintf("CREATE UNIQUE INDEX CONCURRENTLY %s ON %s (%s)%s;",
 				indexName(rel, k.keys[0]+"_key"), t.Name(), strings.Join(cols, ", "), where)
 			if k.required {
-				in.Refusals = append(in.Refusals, fmt.Sprintf("%s has no unique index or constraint of its own (not partial, not deferrable): %s; add one: %s",
-					t.columns[k.keys[0]], k.why, check.Create))
+				in.Refusals = append(in.Refusals, fmt.Sprintf("column %s (ledger.columns.%s) has no unique index or constraint of its own (not partial, not deferrable): %s; add one: %s",
+					t.mustColumn(k.keys[0]), k.keys[0], k.why, check.Create))
 			} else {
 				in.Warnings = append(in.Warnings, "no unique index holds one record per (provider_record_id, provider): "+
 					"only sweeper's guards (sweeper adopt --apply --guards) keep a workflow from confirming two operations with one record; "+check.Create)
