@@ -75,6 +75,13 @@ func InstallGuards(ctx context.Context, db DB, t *Table) error {
 		return ErrNativeGuards
 	}
 	return inTx(ctx, db, func(tx DB) error {
+		var migrated bool
+		if err := tx.QueryRow(ctx, `SELECT to_regproc('sweeper.adopted_guard') IS NOT NULL`).Scan(&migrated); err != nil {
+			return fmt.Errorf("install sweeper's guards on %s: %w", t.name, err)
+		}
+		if !migrated {
+			return fmt.Errorf("install sweeper's guards on %s: the database lacks their functions (sweeper.adopted_guard …): run sweeper migrate first", t.name)
+		}
 		if err := dropGuards(ctx, tx, t); err != nil {
 			return err
 		}
