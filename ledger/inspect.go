@@ -93,7 +93,7 @@ type KeyCheck struct {
 // IndexCheck is an index one of sweeper's reads needs.
 type IndexCheck struct {
 	// Purpose names the read: "stale scan", "record holders", "look-alikes",
-	// "review", "settled".
+	// "review queue", "settled count".
 	Purpose string `json:"purpose"`
 	// Want describes the index: its columns and predicate.
 	Want string `json:"want"`
@@ -379,7 +379,7 @@ func (in *Inspection) checkKeys(ctx context.Context, db DB, t *Table, oid uint32
 					t.mustColumn(k.keys[0]), k.keys[0], k.why, check.Create))
 			} else {
 				in.Warnings = append(in.Warnings, "no unique index holds one record per (provider_record_id, provider): "+
-					"only sweeper's guards (sweeper adopt --apply --guards) keep a workflow from confirming two operations with one record; "+check.Create)
+					"only sweeper's guards (sweeper adopt --apply --guards) keep a workflow from confirming two operations with one record (or create the unique index given for it)")
 			}
 		}
 		in.Keys = append(in.Keys, check)
@@ -441,9 +441,9 @@ func (t *Table) probes() []probe {
 		{"look-alikes", "lookalike", []string{"payload_hash", "provider"}, "{c:status} IN ({w:pending}, {w:review})",
 			`SELECT {c:id} FROM {T} WHERE {c:payload_hash} = 'sweeper-probe' AND {c:provider} = ANY('{sweeper-probe}'::text[])
 			   AND {c:status} IN ({w:pending}, {w:review})`},
-		{"review", "review", []string{"provider"}, "{c:status} = {w:review}",
+		{"review queue", "review", []string{"provider"}, "{c:status} = {w:review}",
 			`SELECT {c:provider}, count(*) FROM {T} WHERE {c:status} = {w:review} GROUP BY 1`},
-		{"settled", "settled", []string{"provider", "updated_at"}, t.settledWhere(),
+		{"settled count", "settled", []string{"provider", "updated_at"}, t.settledWhere(),
 			`SELECT count(*) FROM {T} WHERE {c:provider} = 'sweeper-probe' AND ` + t.settledWhere() + `
 			   AND {c:updated_at} >= now() - interval '1 hour'`},
 	}
@@ -516,7 +516,7 @@ func (in *Inspection) checkIndexes(ctx context.Context, db DB, t *Table) error {
 		}
 		if !check.Served() {
 			check.Create = t.createIndex(p)
-			in.Warnings = append(in.Warnings, fmt.Sprintf("no index serves the %s: it reads the whole table each time; %s", p.purpose, check.Create))
+			in.Warnings = append(in.Warnings, fmt.Sprintf("no index serves the %s read: it scans the whole table each time (create the index given for it)", p.purpose))
 		}
 		in.Indexes = append(in.Indexes, check)
 	}
