@@ -202,6 +202,20 @@ func TestInspectRefusesTables(t *testing.T) {
 	if in = inspect(t, pool, m); in.Usable || in.Exists || in.Kind != "view" || !hasRefusal(in, "is a view, not a table") {
 		t.Errorf("view: %+v", in)
 	}
+	// A partitioned table cannot hold id and op_key unique each alone.
+	exec(`CREATE TABLE public.parted (LIKE public.outbound_log INCLUDING DEFAULTS) PARTITION BY HASH (idem_key);
+		ALTER TABLE public.parted ADD PRIMARY KEY (id, idem_key), ADD UNIQUE (idem_key);
+		CREATE TABLE public.parted_0 PARTITION OF public.parted FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+		CREATE TABLE public.parted_1 PARTITION OF public.parted FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+		CREATE INDEX ON public.parted (channel) WHERE state = 'check'`)
+	m.Table = "public.parted"
+	m.Columns = outboundMapping.Columns
+	in = inspect(t, pool, m)
+	if in.Usable || in.Kind != "partitioned table" || !in.Exists || !hasRefusal(in, "column id (ledger.columns.id) has no unique index") ||
+		hasRefusal(in, "ledger.columns.op_key") || !slices.Equal(in.Indexes[3].By, []string{"parted_0_channel_idx", "parted_1_channel_idx"}) {
+		t.Errorf("partitioned: %q %+v", in.Refusals, in.Indexes)
+	}
+
 	m.Table = "public.Outbound_Log"
 	if in = inspect(t, pool, m); in.Usable || in.Kind != "" || !hasRefusal(in, "public.Outbound_Log does not exist") {
 		t.Errorf("missing table: %+v", in)
@@ -297,5 +311,29 @@ func TestInspectNative(t *testing.T) {
 	t.Parallel()
 	if _, err := ledger.Inspect(context.Background(), dbtest.NewPool(t), ledger.Native()); err == nil {
 		t.Fatal("inspected ledger.operations")
+	}
+}
+
+// TestInspectWordsFromStatistics: when the scan for status words takes
+// longer than its statement_timeout, the words come from pg_stats' most
+// common values, and the inspection says so. Not parallel: it shortens
+// the package's timeout.
+func TestInspectWordsFromStatistics(t *testing.T) {
+	ctx := context.Background()
+	pool, tbl := adopted(t)
+	if _, err := pool.Exec(ctx, `INSERT INTO public."Outbound Log" ("IdemKey", channel, kind, body_sha256, "order")
+		SELECT 'k' || i, 'sms', 'send', repeat('a', 64), CASE WHEN i % 50 = 0 THEN 'bounced' ELSE 'queued' END
+		FROM generate_series(1, 200000) AS i;
+		ANALYZE public."Outbound Log"`); err != nil {
+		t.Fatal(err)
+	}
+	in, err := ledger.Inspect(ctx, pool, tbl)
+	if err != nil || in.WordsFrom != "data" || !slices.Equal(in.UnnamedWords, []string{"bounced"}) {
+		t.Fatalf("from the rows: %v %s %v", err, in.WordsFrom, in.UnnamedWords)
+	}
+	defer ledger.SetWordsTimeout("1ms")()
+	in, err = ledger.Inspect(ctx, pool, tbl)
+	if err != nil || in.WordsFrom != "statistics" || !slices.Equal(in.UnnamedWords, []string{"bounced"}) {
+		t.Fatalf("from the statistics: %v %s %v", err, in.WordsFrom, in.UnnamedWords)
 	}
 }
