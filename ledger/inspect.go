@@ -38,7 +38,8 @@ type Inspection struct {
 	// existing index or to be created.
 	Indexes []IndexCheck `json:"indexes"`
 	// UnnamedWords are values of the status column the mapping names as
-	// no status: sweeper leaves such rows alone.
+	// no status: sweeper leaves such rows alone. Nil when the column could
+	// not be read.
 	UnnamedWords []string `json:"unnamed_words"`
 	// WordsFrom says how UnnamedWords were read: "data" (SELECT DISTINCT
 	// under a statement_timeout), "statistics" (pg_stats' most common
@@ -669,6 +670,9 @@ func (in *Inspection) checkWords(ctx context.Context, db DB, t *Table, cols map[
 		} else if err != nil {
 			return fmt.Errorf("status words of %s: %w", in.Table, err)
 		}
+	}
+	if in.UnnamedWords == nil {
+		in.UnnamedWords = []string{} // read, and none
 	}
 	if len(in.UnnamedWords) > 0 {
 		in.Warnings = append(in.Warnings, fmt.Sprintf("status %s %q: the mapping names no status for them (ledger.status_values): sweeper leaves such rows alone",
