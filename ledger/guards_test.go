@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -205,5 +206,58 @@ func TestGuardsNeedTheMigration(t *testing.T) {
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public."Outbound Log"'::regclass`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d triggers left, %v", n, err)
+	}
+}
+
+// TestAdoptedGuardRecordOnceConcurrent: without a unique record index, two
+// workflows confirming two rows with one record at once cannot both win:
+// the second waits on the record's lock and, once the first commits, is
+// refused.
+func TestAdoptedGuardRecordOnceConcurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, tbl := adopted(t)
+	if err := ledger.InstallGuards(ctx, pool, tbl); err != nil {
+		t.Fatal(err)
+	}
+	store := tbl.Store(pool)
+	for _, k := range []string{"a", "b"} {
+		if _, err := store.Claim(ctx, ledger.Attempt{OpKey: k, Workflow: "w", Provider: "sms", Action: "send", PayloadHash: strings.Repeat("d", 64)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const confirm = `UPDATE public."Outbound Log" SET "order" = 'sent', provider_ref = 'shared' WHERE "IdemKey" = $1`
+	first, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback(ctx) //nolint:errcheck
+	if _, err := first.Exec(ctx, confirm, "a"); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		_, err := pool.Exec(ctx, confirm, "b")
+		second <- err
+	}()
+	// The second waits on the record's advisory lock.
+	for waiting := false; !waiting; {
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-second:
+			t.Fatalf("the second confirmation did not wait: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; constraintOf(err) != "operations_record_namespace" {
+		t.Fatalf("second confirmation: %v", err)
+	}
+	if b := mustGet(t, store, "b"); b.Status != ledger.StatusPending || b.ProviderRecordID != "" {
+		t.Errorf("b: %+v", b)
 	}
 }
