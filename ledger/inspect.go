@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -405,19 +406,10 @@ func indexName(rel, purpose string) string {
 	suffix := "_sweeper_" + purpose
 	base := rel
 	for len(base)+len(suffix) > 63 {
-		_, size := lastRune(base)
+		_, size := utf8.DecodeLastRuneInString(base)
 		base = base[:len(base)-size]
 	}
 	return quoteIdent(base + suffix)
-}
-
-func lastRune(s string) (rune, int) {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i]&0xC0 != 0x80 {
-			return rune(s[i]), len(s) - i
-		}
-	}
-	return 0, len(s)
 }
 
 // probe is one of sweeper's reads as [Inspection.checkIndexes] plans it:
