@@ -252,9 +252,14 @@ outcome = "found"
 		t.Fatalf("printed config does not parse: %v\n%s", err, out.String())
 	}
 	opts := cmp.Options{cmp.Comparer(func(a, b config.Duration) bool { return a.Duration == b.Duration }),
-		cmpopts.IgnoreUnexported(config.Config{})} // where each value came from differs, by design
+		// where each value came from differs, by design; the ledger table
+		// is made from the ledger keys, compared
+		cmpopts.IgnoreUnexported(config.Config{}, config.Ledger{})}
 	if diff := cmp.Diff(cfg, again, opts); diff != "" {
 		t.Errorf("round trip (-first +second):\n%s", diff)
+	}
+	if cfg.LedgerTable().String() != again.LedgerTable().String() {
+		t.Errorf("ledger table %s, read back as %s", cfg.LedgerTable(), again.LedgerTable())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/tracing"
+	"github.com/sweeper/sweeper/ledger"
 )
 
 func newCheckConfigCmd(e *env) *cobra.Command {
@@ -36,6 +37,7 @@ func newCheckConfigCmd(e *env) *cobra.Command {
 				return err
 			}
 			writeSources(e.stdout, cfg)
+			writeLedgerTable(e.stdout, cfg)
 			writeRoutes(e.stdout, cfg)
 			writeFireTimes(e.stdout, cfg, time.Now())
 			writeSharedAccounts(e.stdout, cfg, e.getenv)
@@ -58,6 +60,26 @@ func writeSources(w io.Writer, cfg *config.Config) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "#   %-*s %s\n", width, k, cfg.Source(k))
 	}
+}
+
+// writeLedgerTable prints, as a TOML comment, the table that holds the
+// operations: ledger.operations, or the table [ledger] adopts with its
+// mapping.
+func writeLedgerTable(w io.Writer, cfg *config.Config) {
+	t := cfg.LedgerTable()
+	if t.Native() {
+		fmt.Fprintf(w, "\n# ledger table: %s (sweeper's own, made by sweeper migrate)\n", ledger.NativeTable)
+		return
+	}
+	var words []string
+	for _, s := range []ledger.Status{ledger.StatusPending, ledger.StatusDone, ledger.StatusReview, ledger.StatusFailed} {
+		word, ok := t.Word(s)
+		if !ok {
+			word = "(none)"
+		}
+		words = append(words, string(s)+"="+word)
+	}
+	fmt.Fprintf(w, "\n# ledger table: %s, adopted\n#   status words: %s\n#   check it with: sweeper adopt\n", t, strings.Join(words, ", "))
 }
 
 // writeFireTimes prints, as TOML comments, each schedule's next three fire

@@ -81,6 +81,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newDemoCmd(e),
 		newInitCmd(e),
 		newMigrateCmd(e),
+		newAdoptCmd(e),
 		newCheckConfigCmd(e),
 		newRunCmd(e),
 		newSweepCmd(e),

@@ -18,7 +18,12 @@ import (
 )
 
 // owners maps every table to the one package (its directory in the module)
-// whose SQL may name it; any other package asks the owner. River's tables
+// whose SQL may name it; any other package asks the owner. A table a shop
+// adopts in place of ledger.operations ([ledger] in the configuration) has
+// no name known here: ledger renders every statement on it from a
+// ledger.Table ({T}), and reads its catalog (ledger.Inspect) and installs
+// its guards (ledger.InstallGuards) itself, so it is ledger's as
+// ledger.operations is. River's tables
 // are River's, reached through jobs, which holds the River client.
 var owners = map[string]string{
 	"ledger.operations":                  "ledger",

@@ -36,7 +36,10 @@ var Native = Table{Name: "native"}
 // "pk", the op_key in "IdemKey", the status in a column named "order"
 // with the words queued, sent, check and rejected, timestamps of its
 // own, no workflow, source_id, payload, created_at or updated_at column,
-// and two columns sweeper never reads.
+// and two columns sweeper never reads. It has every index sweeper's reads
+// need (the settled one on updated_at's stand-in, coalesce(last_try,
+// first_try)), and no unique index on (provider_ref, channel): only
+// sweeper's guards hold one record to one operation on it.
 var Adopted = Table{
 	Name: "adopted",
 	DDL: `
@@ -58,7 +61,8 @@ CREATE TABLE public."Outbound Log" (
 CREATE INDEX outbound_log_pending ON public."Outbound Log" (channel, first_try, pk) WHERE "order" = 'queued';
 CREATE INDEX outbound_log_record ON public."Outbound Log" (provider_ref, channel) WHERE provider_ref IS NOT NULL;
 CREATE INDEX outbound_log_lookalike ON public."Outbound Log" (body_sha256, channel) WHERE "order" IN ('queued', 'check');
-CREATE INDEX outbound_log_review ON public."Outbound Log" (channel) WHERE "order" = 'check';`,
+CREATE INDEX outbound_log_review ON public."Outbound Log" (channel) WHERE "order" = 'check';
+CREATE INDEX outbound_log_settled ON public."Outbound Log" (channel, (coalesce(last_try, first_try))) WHERE "order" IN ('sent', 'rejected');`,
 	Config: `
 [ledger]
 table = "public.Outbound Log"

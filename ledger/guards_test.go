@@ -1,0 +1,263 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/ledgertables"
+	"github.com/sweeper/sweeper/ledger"
+)
+
+// constraintOf is the constraint a database error names.
+func constraintOf(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.ConstraintName
+	}
+	return ""
+}
+
+// TestAdoptedGuards: with sweeper's guards installed on an adopted table,
+// each rule of ledger.operations refuses a workflow's bad write with the
+// constraint name ledger.operations uses (so the store classifies it),
+// sweeper's own writes pass, words the mapping does not name are left
+// alone, and RemoveGuards takes the guards off.
+func TestAdoptedGuards(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, tbl := adopted(t)
+	store := tbl.Store(pool)
+	if err := ledger.InstallGuards(ctx, pool, tbl); err != nil {
+		t.Fatal(err)
+	}
+	// Twice: a second install replaces the triggers.
+	if err := ledger.InstallGuards(ctx, pool, tbl); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := ledger.Inspect(ctx, pool, tbl); err != nil || !in.GuardsInstalled() {
+		t.Fatalf("guards after install: %+v %v", in.Guards, err)
+	}
+	if !errors.Is(ledger.InstallGuards(ctx, pool, ledger.Native()), ledger.ErrNativeGuards) {
+		t.Error("installed guards on ledger.operations")
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO sweeper.record_namespaces (provider, namespace) VALUES ('sms', 'twilio:AC1'), ('sms2', 'twilio:AC1')`); err != nil {
+		t.Fatal(err)
+	}
+
+	ids := map[string]int64{}
+	claim := func(key, provider string) {
+		t.Helper()
+		c, err := store.Claim(ctx, ledger.Attempt{OpKey: key, Workflow: "w", Provider: provider, Action: "send", Recipient: "+1555" + key, PayloadHash: strings.Repeat("b", 64)})
+		if err != nil || !c.Owned {
+			t.Fatalf("claim %s: %+v %v", key, c, err)
+		}
+		ids[key] = c.Operation.ID
+	}
+	for _, k := range []string{"done", "review", "reject", "batch", "bad", "ticket"} {
+		claim(k, "sms")
+	}
+	claim("other-block", "sms2")
+
+	// sweeper's writes, and a workflow's confirm and reject, pass.
+	if _, err := store.Confirm(ctx, "done", "rec-1"); err != nil {
+		t.Fatalf("confirm: %v", err)
+	}
+	if _, err := store.Reject(ctx, "reject"); err != nil {
+		t.Fatalf("reject: %v", err)
+	}
+	moved, err := store.MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(mustGet(t, store, "batch"), "rec-batch")})
+	if err != nil || len(moved) != 1 || !moved[0] {
+		t.Fatalf("move to done: %v %v", moved, err)
+	}
+	asSweeper := func(fn func(tx pgx.Tx) error) error {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck
+		if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	if err := asSweeper(func(tx pgx.Tx) error {
+		_, err := tbl.Store(tx).MoveToReview(ctx, []int64{ids["review"], ids["ticket"]})
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence)
+			VALUES ($1, 'ticket', 'not_found', 'U0OWNER', 'high', now() + interval '1 hour', '{}')`, ids["ticket"])
+		return err
+	}); err != nil {
+		t.Fatalf("move to review with its ticket: %v", err)
+	}
+	if ok, err := store.CompareAndSet(ctx, ids["review"], ledger.StatusReview, ledger.StatusDone, "rec-review"); err != nil || !ok {
+		t.Fatalf("review -> done: %v %v", ok, err)
+	}
+
+	// Through the store: the guards' refusals are classified as on
+	// ledger.operations.
+	for _, c := range []struct {
+		name   string
+		to     ledger.Status
+		record string
+		want   error
+		says   string
+	}{
+		{"review by a workflow", ledger.StatusReview, "", ledger.ErrIllegalTransition, "only sweeper moves a row to check (review)"},
+		{"done without a record", ledger.StatusDone, "", ledger.ErrIllegalTransition, "sent (done) needs the provider's record in provider_ref"},
+		{"a record another operation of the block holds", ledger.StatusDone, "rec-1", ledger.ErrRecordHeld, "held by operation done"},
+	} {
+		_, err := store.CompareAndSet(ctx, ids["bad"], ledger.StatusPending, c.to, c.record)
+		if !errors.Is(err, c.want) || !strings.Contains(fmt.Sprint(err), c.says) {
+			t.Errorf("%s: %v, want %v saying %q", c.name, err, c.want, c.says)
+		}
+	}
+	// Another block of the same account: one record proves one operation
+	// across the namespace.
+	if _, err := tbl.Store(pool).CompareAndSet(ctx, ids["other-block"], ledger.StatusPending, ledger.StatusDone, "rec-1"); !errors.Is(err, ledger.ErrRecordHeld) {
+		t.Errorf("record of another block of the namespace: %v", err)
+	}
+
+	// A workflow's own statements.
+	for _, c := range []struct {
+		name, sql  string
+		want       error
+		constraint string
+	}{
+		{"done back to pending", `UPDATE public."Outbound Log" SET "order" = 'queued' WHERE "IdemKey" = 'done'`, ledger.ErrIllegalTransition, "operations_status_transition"},
+		{"failed to done", `UPDATE public."Outbound Log" SET "order" = 'sent', provider_ref = 'r9' WHERE "IdemKey" = 'reject'`, ledger.ErrIllegalTransition, "operations_status_transition"},
+		{"record rewritten", `UPDATE public."Outbound Log" SET provider_ref = 'rec-2' WHERE "IdemKey" = 'done'`, ledger.ErrIllegalTransition, "operations_provider_record_id_final"},
+		{"record cleared", `UPDATE public."Outbound Log" SET provider_ref = NULL WHERE "IdemKey" = 'done'`, ledger.ErrIllegalTransition, "operations_provider_record_id_final"},
+		{"op_key rewritten", `UPDATE public."Outbound Log" SET "IdemKey" = 'renamed' WHERE "IdemKey" = 'bad'`, ledger.ErrIllegalTransition, "operations_op_key_final"},
+		{"inserted done without a record", `INSERT INTO public."Outbound Log" ("IdemKey", channel, kind, body_sha256, "order") VALUES ('x', 'sms', 'send', repeat('c', 64), 'sent')`, ledger.ErrIllegalTransition, "operations_done_record_id_check"},
+		{"inserted in review", `INSERT INTO public."Outbound Log" ("IdemKey", channel, kind, body_sha256, "order") VALUES ('y', 'sms', 'send', repeat('c', 64), 'check')`, ledger.ErrIllegalTransition, "operations_review_by_sweeper"},
+		{"inserted holding a record", `INSERT INTO public."Outbound Log" ("IdemKey", channel, kind, body_sha256, provider_ref) VALUES ('z', 'sms2', 'send', repeat('c', 64), 'rec-batch')`, ledger.ErrRecordHeld, "operations_record_namespace"},
+		{"deleted with an open ticket", `DELETE FROM public."Outbound Log" WHERE "IdemKey" = 'ticket'`, ledger.ErrRefused, "operations_open_ticket"},
+		{"truncated with an open ticket", `TRUNCATE public."Outbound Log"`, ledger.ErrRefused, "operations_open_ticket"},
+	} {
+		_, err := pool.Exec(ctx, c.sql)
+		if constraintOf(err) != c.constraint || !errors.Is(ledger.MapError(err), c.want) {
+			t.Errorf("%s: %v (constraint %q), want %s", c.name, err, constraintOf(err), c.constraint)
+		}
+	}
+
+	// Words the mapping does not name are the workflow's business; rows
+	// without a ticket may be deleted.
+	for _, sql := range []string{
+		`UPDATE public."Outbound Log" SET "order" = 'archived' WHERE "IdemKey" = 'reject'`,
+		`UPDATE public."Outbound Log" SET "order" = 'queued' WHERE "IdemKey" = 'reject'`,
+		`UPDATE public."Outbound Log" SET tries = tries + 1, last_try = now() WHERE "IdemKey" = 'bad'`,
+		`DELETE FROM public."Outbound Log" WHERE "IdemKey" = 'reject'`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Errorf("%s: %v", sql, err)
+		}
+	}
+
+	if err := ledger.RemoveGuards(ctx, pool, tbl); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := ledger.Inspect(ctx, pool, tbl); err != nil || in.GuardsInstalled() {
+		t.Fatalf("guards after remove: %+v %v", in.Guards, err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE public."Outbound Log" SET "IdemKey" = 'renamed' WHERE "IdemKey" = 'bad'`); err != nil {
+		t.Errorf("op_key rewritten without the guards: %v", err)
+	}
+	if err := ledger.RemoveGuards(ctx, pool, tbl); err != nil {
+		t.Errorf("remove again: %v", err)
+	}
+}
+
+func mustGet(t *testing.T, store *ledger.Store, key string) ledger.Operation {
+	t.Helper()
+	op, err := store.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// TestGuardsNeedTheMigration: the guards' functions come with sweeper's
+// migrations; without them the install fails and changes nothing.
+func TestGuardsNeedTheMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.Pool(t, dbtest.NewEmptyDatabase(t))
+	if _, err := pool.Exec(ctx, `CREATE TABLE public."Outbound Log" (pk serial PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	tbl := ledgertables.Adopted.Ledger(t)
+	err := ledger.InstallGuards(ctx, pool, tbl)
+	if err == nil || !strings.Contains(err.Error(), "run sweeper migrate") {
+		t.Fatalf("install without the migration: %v", err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public."Outbound Log"'::regclass`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d triggers left, %v", n, err)
+	}
+}
+
+// TestAdoptedGuardRecordOnceConcurrent: without a unique record index, two
+// workflows confirming two rows with one record at once cannot both win:
+// the second waits on the record's lock and, once the first commits, is
+// refused.
+func TestAdoptedGuardRecordOnceConcurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, tbl := adopted(t)
+	if err := ledger.InstallGuards(ctx, pool, tbl); err != nil {
+		t.Fatal(err)
+	}
+	store := tbl.Store(pool)
+	for _, k := range []string{"a", "b"} {
+		if _, err := store.Claim(ctx, ledger.Attempt{OpKey: k, Workflow: "w", Provider: "sms", Action: "send", PayloadHash: strings.Repeat("d", 64)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const confirm = `UPDATE public."Outbound Log" SET "order" = 'sent', provider_ref = 'shared' WHERE "IdemKey" = $1`
+	first, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback(ctx) //nolint:errcheck
+	if _, err := first.Exec(ctx, confirm, "a"); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		_, err := pool.Exec(ctx, confirm, "b")
+		second <- err
+	}()
+	// The second waits on the record's advisory lock.
+	for waiting := false; !waiting; {
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-second:
+			t.Fatalf("the second confirmation did not wait: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; constraintOf(err) != "operations_record_namespace" {
+		t.Fatalf("second confirmation: %v", err)
+	}
+	if b := mustGet(t, store, "b"); b.Status != ledger.StatusPending || b.ProviderRecordID != "" {
+		t.Errorf("b: %+v", b)
+	}
+}
