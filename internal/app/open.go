@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -93,6 +94,11 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 		pool.Close()
 		closeProviders()
 		return nil, nil, fmt.Errorf("the database lacks %d migration(s): run 'sweeper migrate' first", pending)
+	}
+	if err := checkAdopted(ctx, pool, cfg.LedgerTable()); err != nil {
+		pool.Close()
+		closeProviders()
+		return nil, nil, err
 	}
 	// One clock for every replica: the database's.
 	clock := ledger.NewClock(pool, nil)
@@ -184,4 +190,24 @@ func retryFor(ctx context.Context, logger *slog.Logger, wait time.Duration, msg 
 			return err
 		}
 	}
+}
+
+// checkAdopted refuses to run on an adopted ledger table sweeper cannot
+// use — missing, a view, a required column missing or of the wrong type,
+// no unique op_key — with the reasons: nothing is read or written there
+// until `sweeper adopt` says it is usable. ledger.operations needs no
+// check: the migrations made it.
+func checkAdopted(ctx context.Context, pool *pgxpool.Pool, t *ledger.Table) error {
+	if t.Native() {
+		return nil
+	}
+	in, err := ledger.CheckUsable(ctx, pool, t)
+	if err != nil {
+		return fmt.Errorf("check the ledger table %s: %w", t.Name(), err)
+	}
+	if !in.Usable {
+		return fmt.Errorf("the ledger table %s ([ledger] table) cannot be used: %s; `sweeper adopt` prints the whole report",
+			t.Name(), strings.Join(in.Refusals, "; "))
+	}
+	return nil
 }

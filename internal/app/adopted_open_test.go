@@ -1,0 +1,57 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/internal/testkit/ledgertables"
+)
+
+// TestOpenRefusesAnUnusableAdoptedTable: a command does not start on an
+// adopted table it cannot use — here one whose op_key is not unique —
+// and says why; once the table has its unique index, it starts.
+func TestOpenRefusesAnUnusableAdoptedTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewDatabase(t)
+	pool := dbtest.Pool(t, url)
+	ddl := strings.Replace(ledgertables.Adopted.DDL, `"IdemKey"    varchar(255) NOT NULL UNIQUE,`, `"IdemKey"    varchar(255) NOT NULL,`, 1)
+	if ddl == ledgertables.Adopted.DDL {
+		t.Fatal("the test kit's table changed: no UNIQUE on IdemKey to take away")
+	}
+	if _, err := pool.Exec(ctx, ddl); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Sprintf("[database]\nurl = %q\n[review]\ndefault_owner = \"U0DEFAULT1\"\n", url)+
+		ledgertables.Adopted.Config, kinds, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() error {
+		logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		_, closeApp, err := app.Open(ctx, cfg, app.OpenOptions{Kinds: kinds, Logger: logger, NoLookups: true})
+		if err == nil {
+			closeApp()
+		}
+		return err
+	}
+	err = open()
+	if err == nil || !strings.Contains(err.Error(), `the ledger table "public"."Outbound Log" ([ledger] table) cannot be used`) ||
+		!strings.Contains(err.Error(), "no unique index") {
+		t.Fatalf("open on a table without a unique op_key: %v", err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE UNIQUE INDEX ON public."Outbound Log" (`+pgx.Identifier{"IdemKey"}.Sanitize()+`)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(); err != nil {
+		t.Fatalf("open once the table is usable: %v", err)
+	}
+}
