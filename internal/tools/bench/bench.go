@@ -256,7 +256,12 @@ func run(ctx context.Context, f Options, server *benchkit.Server, reference bool
 		if _, err := pool.Exec(ctx, benchkit.AdoptedTable); err != nil {
 			return res, fmt.Errorf("create the adopted table: %w", err)
 		}
-		fmt.Fprintf(out, "ledger: %s\n", table)
+		// With the guards, the table holds what ledger.operations holds:
+		// the comparison is of like with like.
+		if err := ledger.InstallGuards(ctx, pool, table); err != nil {
+			return res, err
+		}
+		fmt.Fprintf(out, "ledger: %s, with sweeper's guards (sweeper adopt --apply --guards)\n", table)
 	}
 	// The benchmark's own reads go through a connection of their own, so
 	// they are not counted as sweeper's statements.

@@ -9,9 +9,9 @@ import (
 
 // AdoptedTable is the table `sweeper bench --adopted` settles instead of
 // ledger.operations: a workflow's own log with other names, other status
-// words and its own key, and the indexes `sweeper adopt` asks for —
-// the same ones ledger.operations has, so that the two runs compare the
-// mapping, not the indexes.
+// words and its own key, and the indexes `sweeper adopt` asks for — the
+// same ones ledger.operations has — so that, with sweeper's guards on it,
+// the two runs compare the mapping, not the indexes or the triggers.
 const AdoptedTable = `
 CREATE TABLE public.outbound_log (
 	id           bigserial PRIMARY KEY,
