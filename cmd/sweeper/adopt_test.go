@@ -30,38 +30,9 @@ simulated = true
 `
 
 // outboundLogConfig adopts public.outbound_log, a workflow's log with its
-// own names and words and no failed state.
-const outboundLogConfig = `
-[ledger]
-table = "public.outbound_log"
-[ledger.columns]
-op_key = "idem_key"
-provider = "channel"
-action = "kind"
-recipient = "to_addr"
-payload_hash = "body_sha256"
-status = "state"
-attempts = "tries"
-first_attempt_at = "first_try"
-last_attempt_at = "last_try"
-provider_record_id = "provider_ref"
-workflow = ""
-source_id = ""
-payload = ""
-created_at = ""
-updated_at = ""
-[ledger.status_values]
-pending = "queued"
-done = "sent"
-review = "check"
-failed = ""
-`
-
-// outboundLogTable is that log with a plain key and no index.
-const outboundLogTable = `CREATE TABLE public.outbound_log (
-	id bigserial PRIMARY KEY, idem_key text NOT NULL, channel text NOT NULL, kind text NOT NULL, to_addr text,
-	body_sha256 text NOT NULL, state text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'sent', 'check')),
-	tries integer NOT NULL DEFAULT 1, first_try timestamptz NOT NULL DEFAULT now(), last_try timestamptz, provider_ref text)`
+// own names and words and no failed state; outboundLogTable is that log
+// with a plain key and no index.
+var outboundLogConfig, outboundLogTable = ledgertables.OutboundLog.Config, ledgertables.OutboundLog.DDL
 
 // adoptDB is an empty database with ddl run in it, and the environment of
 // a sweeper whose configuration is adoptBase + ledgerSection.

@@ -101,6 +101,65 @@ failed = "rejected"
 	},
 }
 
+// OutboundLog is the log table README's "Already have a log table?" adopts,
+// as a shop would have it before `sweeper adopt`: a plain key, no unique
+// op_key and no index but the key's, three status words and no failed
+// one, no workflow, source_id, payload, created_at or updated_at column.
+// [OutboundLogIndexes] are what `sweeper adopt` asks for it.
+var OutboundLog = Table{
+	Name: "outbound_log",
+	DDL: `CREATE TABLE public.outbound_log (
+	id bigserial PRIMARY KEY, idem_key text NOT NULL, channel text NOT NULL, kind text NOT NULL, to_addr text,
+	body_sha256 text NOT NULL, state text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'sent', 'check')),
+	tries integer NOT NULL DEFAULT 1, first_try timestamptz NOT NULL DEFAULT now(), last_try timestamptz, provider_ref text)`,
+	Config: `
+[ledger]
+table = "public.outbound_log"
+[ledger.columns]
+op_key = "idem_key"
+provider = "channel"
+action = "kind"
+recipient = "to_addr"
+payload_hash = "body_sha256"
+status = "state"
+attempts = "tries"
+first_attempt_at = "first_try"
+last_attempt_at = "last_try"
+provider_record_id = "provider_ref"
+workflow = ""
+source_id = ""
+payload = ""
+created_at = ""
+updated_at = ""
+[ledger.status_values]
+pending = "queued"
+done = "sent"
+review = "check"
+failed = ""
+`,
+	Mapping: ledger.Mapping{
+		Table: "public.outbound_log",
+		Columns: map[string]string{
+			"op_key": "idem_key", "provider": "channel", "action": "kind", "recipient": "to_addr",
+			"payload_hash": "body_sha256", "status": "state", "attempts": "tries", "first_attempt_at": "first_try",
+			"last_attempt_at": "last_try", "provider_record_id": "provider_ref",
+			"workflow": "", "source_id": "", "payload": "", "created_at": "", "updated_at": "",
+		},
+		Statuses: map[ledger.Status]string{"pending": "queued", "done": "sent", "review": "check", "failed": ""},
+	},
+}
+
+// OutboundLogIndexes are the unique op_key and the indexes `sweeper adopt`
+// asks for [OutboundLog] (its CREATE INDEX CONCURRENTLY statements, run
+// plainly here).
+const OutboundLogIndexes = `
+CREATE UNIQUE INDEX outbound_log_sweeper_op_key_key ON public.outbound_log (idem_key);
+CREATE UNIQUE INDEX outbound_log_sweeper_provider_record_id_key ON public.outbound_log (provider_ref, channel) WHERE provider_ref IS NOT NULL;
+CREATE INDEX outbound_log_sweeper_stale ON public.outbound_log (channel, first_try, id) WHERE state = 'queued';
+CREATE INDEX outbound_log_sweeper_lookalike ON public.outbound_log (body_sha256, channel) WHERE state IN ('queued', 'check');
+CREATE INDEX outbound_log_sweeper_review ON public.outbound_log (channel) WHERE state = 'check';
+CREATE INDEX outbound_log_sweeper_settled ON public.outbound_log (channel, (coalesce(last_try, first_try))) WHERE state = 'sent';`
+
 // All are the tables a scenario runs on.
 var All = []Table{Native, Adopted}
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/internal/testkit/ledgertables"
 	"github.com/sweeper/sweeper/internal/testkit/pgtemp"
 	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/ledger"
@@ -175,7 +176,7 @@ func (d *demo) run(ctx context.Context) int {
 	getenv := demoEnv(dbURL)
 	cfgText := demoConfig(d.plan, fake.URL())
 	if d.adopt {
-		cfgText += AdoptedConfig
+		cfgText += ledgertables.OutboundLog.Config
 	}
 	cfg, err := config.Parse(cfgText, kinds.All(), getenv)
 	if err != nil {
@@ -199,7 +200,7 @@ func (d *demo) run(ctx context.Context) int {
 	}
 	fmt.Fprintf(e.stdout, "  migrated:   %d migration(s) applied\n", len(applied))
 	if d.adopt {
-		if _, err := pool.Exec(setupCtx, AdoptedTable); err != nil {
+		if _, err := pool.Exec(setupCtx, adoptedTable()); err != nil {
 			fmt.Fprintf(e.stderr, "sweeper demo: create public.outbound_log: %v\n", err)
 			return exitFailure
 		}
@@ -1297,52 +1298,9 @@ func plainText(s string) string {
 	return strings.Join(strings.Fields(strings.Join(parts, "")), " ")
 }
 
-// AdoptedTable is the log table `sweeper demo --adopt` runs on: an
-// outbound log a shop's workflows already write, with names and status
-// words of their own, its own key, no workflow column and no indexes but
-// the ones sweeper's reads want (the ones `sweeper adopt` prints).
-const AdoptedTable = `
-CREATE TABLE public.outbound_log (
-	id           bigserial PRIMARY KEY,
-	idem_key     text NOT NULL UNIQUE,
-	channel      text NOT NULL,
-	kind         text NOT NULL,
-	to_addr      text,
-	body_sha256  text NOT NULL,
-	state        text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'sent', 'check')),
-	tries        integer NOT NULL DEFAULT 1,
-	first_try    timestamptz NOT NULL DEFAULT now(),
-	last_try     timestamptz,
-	provider_ref text
-);
-CREATE INDEX outbound_log_queued_idx ON public.outbound_log (channel, first_try, id) WHERE state = 'queued';
-CREATE INDEX outbound_log_provider_ref_idx ON public.outbound_log (provider_ref, channel) WHERE provider_ref IS NOT NULL;
-CREATE INDEX outbound_log_lookalike_idx ON public.outbound_log (body_sha256, channel) WHERE state IN ('queued', 'check');
-CREATE INDEX outbound_log_check_idx ON public.outbound_log (channel) WHERE state = 'check';`
-
-// AdoptedConfig maps [AdoptedTable] in the configuration.
-const AdoptedConfig = `
-[ledger]
-table = "public.outbound_log"
-[ledger.columns]
-op_key = "idem_key"
-provider = "channel"
-action = "kind"
-recipient = "to_addr"
-payload_hash = "body_sha256"
-status = "state"
-attempts = "tries"
-first_attempt_at = "first_try"
-last_attempt_at = "last_try"
-provider_record_id = "provider_ref"
-workflow = ""
-source_id = ""
-payload = ""
-created_at = ""
-updated_at = ""
-[ledger.status_values]
-pending = "queued"
-done = "sent"
-review = "check"
-failed = ""
-`
+// adoptedTable creates the log table `sweeper demo --adopt` runs on: the
+// outbound log of README's "Already have a log table?", with the unique
+// op_key and the indexes `sweeper adopt` asks for.
+func adoptedTable() string {
+	return ledgertables.OutboundLog.DDL + ";\n" + ledgertables.OutboundLogIndexes
+}
