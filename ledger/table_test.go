@@ -162,7 +162,7 @@ func TestAdoptedTableStore(t *testing.T) {
 	}
 	// A table with no word for failed: a person's "not sent" cannot be
 	// written, and says why.
-	m := ledgertables.Adopted.Mapping
+	m := ledgertables.Adopted.Mapping(t)
 	m.Statuses = map[ledger.Status]string{"pending": "queued", "done": "sent", "review": "check", "failed": ""}
 	noFailed, err := ledger.Map(m)
 	if err != nil {

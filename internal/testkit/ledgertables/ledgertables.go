@@ -10,8 +10,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/BurntSushi/toml"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/ledger"
 )
 
@@ -25,8 +27,19 @@ type Table struct {
 	// Config is the [ledger] section of sweeper's configuration naming it
 	// ("" for the native table).
 	Config string
-	// Mapping is what Config says.
-	Mapping ledger.Mapping
+}
+
+// Mapping is what t's Config says, read as sweeper's configuration reads
+// it.
+func (t Table) Mapping(tb testing.TB) ledger.Mapping {
+	tb.Helper()
+	var section struct {
+		Ledger config.Ledger `toml:"ledger"`
+	}
+	if _, err := toml.Decode(t.Config, &section); err != nil {
+		tb.Fatalf("the %s table's [ledger] section: %v", t.Name, err)
+	}
+	return section.Ledger.Mapping()
 }
 
 // Native is ledger.operations.
@@ -89,16 +102,6 @@ done = "sent"
 review = "check"
 failed = "rejected"
 `,
-	Mapping: ledger.Mapping{
-		Table: "public.Outbound Log",
-		Columns: map[string]string{
-			"id": "pk", "op_key": "IdemKey", "provider": "channel", "action": "kind", "recipient": "to_addr",
-			"payload_hash": "body_sha256", "status": "order", "attempts": "tries", "first_attempt_at": "first_try",
-			"last_attempt_at": "last_try", "provider_record_id": "provider_ref",
-			"workflow": "", "source_id": "", "payload": "", "created_at": "", "updated_at": "",
-		},
-		Statuses: map[ledger.Status]string{"pending": "queued", "done": "sent", "review": "check", "failed": "rejected"},
-	},
 }
 
 // OutboundLog is the log table README's "Already have a log table?" adopts,
@@ -137,16 +140,6 @@ done = "sent"
 review = "check"
 failed = ""
 `,
-	Mapping: ledger.Mapping{
-		Table: "public.outbound_log",
-		Columns: map[string]string{
-			"op_key": "idem_key", "provider": "channel", "action": "kind", "recipient": "to_addr",
-			"payload_hash": "body_sha256", "status": "state", "attempts": "tries", "first_attempt_at": "first_try",
-			"last_attempt_at": "last_try", "provider_record_id": "provider_ref",
-			"workflow": "", "source_id": "", "payload": "", "created_at": "", "updated_at": "",
-		},
-		Statuses: map[ledger.Status]string{"pending": "queued", "done": "sent", "review": "check", "failed": ""},
-	},
 }
 
 // OutboundLogIndexes are the unique op_key and the indexes `sweeper adopt`
@@ -166,7 +159,7 @@ var All = []Table{Native, Adopted}
 // Ledger is t's [ledger.Table].
 func (t Table) Ledger(tb testing.TB) *ledger.Table {
 	tb.Helper()
-	lt, err := ledger.Map(t.Mapping)
+	lt, err := ledger.Map(t.Mapping(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
