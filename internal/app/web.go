@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/sweeper/sweeper/config"
@@ -137,4 +139,14 @@ func PlainLoopback(listen string) bool {
 // SlackMessageURL is the link to message ts in channel.
 func SlackMessageURL(channel, ts string) string {
 	return "https://slack.com/archives/" + channel + "/p" + strings.ReplaceAll(ts, ".", "")
+}
+
+// KnownToSilences are the providers and workflows the configuration names
+// — its providers, the workflows of review.owners and slack.channels —
+// against which a silence asked for is checked ([outbox.Store.PlanSilence]).
+func (s *App) KnownToSilences() outbox.Known {
+	c := s.Config
+	known := outbox.Known{Providers: slices.Sorted(maps.Keys(c.Providers)), Workflows: slices.Collect(maps.Keys(c.Review.Owners.Workflows))}
+	known.Workflows = slices.AppendSeq(known.Workflows, maps.Keys(c.Slack.Channels.Workflows))
+	return known
 }
