@@ -112,23 +112,23 @@ type facetValue struct {
 
 // queuePage is what the queue template shows.
 type queuePage struct {
-	Silences  []Silence
+	Silences []Silence
 	// MaySilence: the person may add and expire silences.
 	MaySilence bool
 	// SilencesPage: the silences page is served.
 	SilencesPage bool
-	Me        viewer
-	View      string
-	Filter    url.Values
-	Items     []queueRow
-	Total     int
-	Facets    []facet
-	Next      string
-	Sorts     []string
-	Reasons   []proof.Reason
-	Problem   string
-	Resolved  bool
-	FilterSet bool
+	Me           viewer
+	View         string
+	Filter       url.Values
+	Items        []queueRow
+	Total        int
+	Facets       []facet
+	Next         string
+	Sorts        []string
+	Reasons      []proof.Reason
+	Problem      string
+	Resolved     bool
+	FilterSet    bool
 }
 
 type queueRow struct {

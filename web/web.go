@@ -103,11 +103,11 @@ type Handler struct {
 	// addSilence and expireSilence change the silences; both or neither.
 	addSilence    func(ctx context.Context, draft SilenceDraft) (Silence, []string, error)
 	expireSilence func(ctx context.Context, id int64, by string) (Silence, error)
-	oidc     *oidcClient
-	logger   *slog.Logger
-	now      func() time.Time
-	pages    map[string]*template.Template
-	root     http.Handler
+	oidc          *oidcClient
+	logger        *slog.Logger
+	now           func() time.Time
+	pages         map[string]*template.Template
+	root          http.Handler
 }
 
 var _ http.Handler = (*Handler)(nil)
