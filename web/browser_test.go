@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 	"github.com/sweeper/sweeper/web"
@@ -35,8 +37,8 @@ const chromium = "/usr/bin/chromium"
 // TestInABrowser drives a real Chromium through the review page, signed in
 // through the proxy mode on loopback: filter to one provider, open a
 // ticket, see its evidence side by side, resolve it as not sent with a
-// note, acknowledge the other three in bulk; then checks the database and
-// the outbox.
+// note, acknowledge the other three in bulk, add a silence and expire it;
+// then checks the database and the outbox.
 func TestInABrowser(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat(chromium); err != nil {
@@ -44,6 +46,7 @@ func TestInABrowser(t *testing.T) {
 	}
 	pool := dbtest.NewPool(t)
 	store := review.NewStore(pool, policy)
+	messages := outbox.NewStore(pool)
 	h, err := web.New(web.Config{
 		Store:           store,
 		Reader:          review.NewReader(pool),
@@ -54,6 +57,27 @@ func TestInABrowser(t *testing.T) {
 		CookieKey:       []byte(strings.Repeat("b", 32)),
 		InsecureCookies: true, // plain HTTP on loopback
 		Logger:          slog.New(slog.DiscardHandler),
+		// The silences, on the outbox as internal/app wires them.
+		ActiveSilences: func(ctx context.Context) ([]web.Silence, error) {
+			list, err := messages.Silences(ctx, outbox.SilenceFilter{States: []string{outbox.SilenceActive}})
+			var out []web.Silence
+			for _, si := range list {
+				out = append(out, web.Silence{ID: si.ID, Matchers: fmt.Sprint(si.Matchers), EndsAt: si.EndsAt, CreatedBy: si.CreatedBy, Comment: si.Comment})
+			}
+			return out, err
+		},
+		AddSilence: func(ctx context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
+			si, plan, err := messages.RequestSilence(ctx, outbox.SilenceRequest{Matchers: d.Matchers, End: d.End, By: d.By, Comment: d.Comment,
+				Force: d.Force}, outbox.Known{}, time.Now())
+			if errors.Is(err, outbox.ErrInvalidSilence) {
+				return web.Silence{}, nil, &web.RefusedError{Problems: []string{err.Error()}}
+			}
+			return web.Silence{ID: si.ID, Matchers: fmt.Sprint(si.Matchers), EndsAt: si.EndsAt, OpenTickets: plan.OpenTickets}, plan.Warnings, err
+		},
+		ExpireSilence: func(ctx context.Context, id int64, by string) (web.Silence, error) {
+			si, err := messages.ExpireSilence(ctx, id, by)
+			return web.Silence{ID: si.ID}, err
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +180,17 @@ func TestInABrowser(t *testing.T) {
 	}
 	do("acknowledge in bulk", chromedp.Click(chromedp.CSS(`#bulk-submit`)), chromedp.WaitVisible(chromedp.CSS(`#results`)))
 	results := text(`#results`)
+	// Silence the SMS tickets for a day and a half, then expire it.
+	do("open the silences", chromedp.Navigate(srv.URL+"/review/silences"), chromedp.WaitVisible(chromedp.CSS(`#silence-add`)))
+	do("add a silence",
+		chromedp.SendKeys(chromedp.CSS(`#silence-add textarea[name="matchers"]`), "provider=sms\nworkflow=~bill.*"),
+		chromedp.SendKeys(chromedp.CSS(`#silence-add input[name="end"]`), "36h"),
+		chromedp.SendKeys(chromedp.CSS(`#silence-add textarea[name="comment"]`), "carrier migration"),
+		chromedp.Click(chromedp.CSS(`#silence-submit`)),
+		chromedp.WaitVisible(chromedp.CSS(`#added`)))
+	added, warned := text(`#added`), text(`#warnings`)
+	do("expire it", chromedp.Click(chromedp.CSS(`table.silences button`)), chromedp.WaitVisible(chromedp.CSS(`#expired`)))
+	expired := text(`#expired`)
 
 	for _, o := range others {
 		if strings.Contains(queueText, o.OpKey) || strings.Contains(queueText, "mailer") {
@@ -176,6 +211,15 @@ func TestInABrowser(t *testing.T) {
 	if strings.Count(results, "done") != 3 {
 		t.Errorf("bulk results:\n%s", results)
 	}
+	if !strings.Contains(added, "it matches 3 open ticket(s) now") || !strings.Contains(warned, "lasts 36h0m0s") ||
+		!strings.Contains(expired, "expired by "+lead) {
+		t.Errorf("the silence: added %q, warned %q, expired %q", added, warned, expired)
+	}
+	silences, err := messages.Silences(context.Background(), outbox.SilenceFilter{})
+	if err != nil || len(silences) != 1 || silences[0].CreatedBy != lead || silences[0].ExpiredBy != lead ||
+		silences[0].State != outbox.SilenceExpired || silences[0].Comment != "carrier migration" || len(silences[0].Matchers) != 2 {
+		t.Errorf("silences after the browser: %+v, %v", silences, err)
+	}
 
 	// The database and the outbox, as Slack and the CLI would have left them.
 	first, err := store.Get(context.Background(), sms[0].ID)
@@ -195,7 +239,7 @@ func TestInABrowser(t *testing.T) {
 			t.Errorf("ticket %d: acknowledged by %q, %s (%v)", tk.ID, got.AcknowledgedBy, got.State, err)
 		}
 	}
-	var outbox []string
+	var written []string
 	rows, err := pool.Query(context.Background(), `SELECT o.ticket_id || ' ' || o.kind || ' by ' || e.actor FROM sweeper.outbox o
 		JOIN sweeper.ticket_events e ON e.id = o.event_id WHERE o.kind <> 'opened' ORDER BY o.ticket_id, o.id`)
 	if err != nil {
@@ -206,14 +250,14 @@ func TestInABrowser(t *testing.T) {
 		if err := rows.Scan(&s); err != nil {
 			t.Fatal(err)
 		}
-		outbox = append(outbox, s)
+		written = append(written, s)
 	}
 	rows.Close()
 	want := []string{fmt.Sprintf("%d resolved by slack:%s", sms[0].ID, lead)}
 	for _, tk := range sms[1:] {
 		want = append(want, fmt.Sprintf("%d acknowledged by slack:%s", tk.ID, lead))
 	}
-	if strings.Join(outbox, "\n") != strings.Join(want, "\n") {
-		t.Errorf("outbox rows:\n%s\nwant:\n%s", strings.Join(outbox, "\n"), strings.Join(want, "\n"))
+	if strings.Join(written, "\n") != strings.Join(want, "\n") {
+		t.Errorf("outbox rows:\n%s\nwant:\n%s", strings.Join(written, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -111,31 +111,24 @@ type facetValue struct {
 }
 
 // queuePage is what the queue template shows.
-// Silence is an active silence as the queue lists it: its notifications
-// are held, its tickets are in the queue as ever.
-type Silence struct {
-	ID          int64
-	Matchers    string
-	EndsAt      time.Time
-	CreatedBy   string
-	Comment     string
-	HeldTickets int64
-}
-
 type queuePage struct {
-	Silences  []Silence
-	Me        viewer
-	View      string
-	Filter    url.Values
-	Items     []queueRow
-	Total     int
-	Facets    []facet
-	Next      string
-	Sorts     []string
-	Reasons   []proof.Reason
-	Problem   string
-	Resolved  bool
-	FilterSet bool
+	Silences []Silence
+	// MaySilence: the person may add and expire silences.
+	MaySilence bool
+	// SilencesPage: the silences page is served.
+	SilencesPage bool
+	Me           viewer
+	View         string
+	Filter       url.Values
+	Items        []queueRow
+	Total        int
+	Facets       []facet
+	Next         string
+	Sorts        []string
+	Reasons      []proof.Reason
+	Problem      string
+	Resolved     bool
+	FilterSet    bool
 }
 
 type queueRow struct {
@@ -147,7 +140,7 @@ type queueRow struct {
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request, me viewer) {
 	q := r.URL.Query()
 	f, err := h.filterOf(r.Context(), q, me.User)
-	page := queuePage{Me: me, View: q.Get("view"), Filter: keep(q), Sorts: review.QueueSorts, Reasons: proof.Reasons}
+	page := queuePage{Me: me, MaySilence: h.maySilence(me), SilencesPage: h.silences != nil, View: q.Get("view"), Filter: keep(q), Sorts: review.QueueSorts, Reasons: proof.Reasons}
 	if page.View == "" {
 		page.View = "open"
 	}

@@ -63,8 +63,18 @@ type Config struct {
 	// it the filter is refused.
 	GroupTickets func(ctx context.Context, group int64) ([]int64, error)
 	// ActiveSilences, when set, returns the silences active now, which the
-	// queue lists (read-only: `sweeper silences` adds and expires them).
+	// queue and the silences page list.
 	ActiveSilences func(ctx context.Context) ([]Silence, error)
+	// AddSilence, when set with ExpireSilence, adds the silence a reviewer
+	// asks for on the silences page, by the rules of `sweeper silences
+	// add`, and returns it with what its author should be warned of. A
+	// silence the rules refuse is a *[RefusedError], and nothing is stored.
+	AddSilence func(ctx context.Context, draft SilenceDraft) (Silence, []string, error)
+	// ExpireSilence, when set with AddSilence, ends silence id now, by a
+	// Slack user id: the silences' Expire buttons. [ErrSilenceGone] when it
+	// does not exist or has ended already; a *[RefusedError] when the rules
+	// refuse.
+	ExpireSilence func(ctx context.Context, id int64, by string) (Silence, error)
 	// Slack, when set, signs people in with Slack instead of through a
 	// proxy: ProxyHeader and TrustedProxies are then unused, and a proxy
 	// header means nothing.
@@ -90,11 +100,14 @@ type Handler struct {
 	link     func(ctx context.Context, ticketID int64) (string, error)
 	group    func(ctx context.Context, group int64) ([]int64, error)
 	silences func(ctx context.Context) ([]Silence, error)
-	oidc     *oidcClient
-	logger   *slog.Logger
-	now      func() time.Time
-	pages    map[string]*template.Template
-	root     http.Handler
+	// addSilence and expireSilence change the silences; both or neither.
+	addSilence    func(ctx context.Context, draft SilenceDraft) (Silence, []string, error)
+	expireSilence func(ctx context.Context, id int64, by string) (Silence, error)
+	oidc          *oidcClient
+	logger        *slog.Logger
+	now           func() time.Time
+	pages         map[string]*template.Template
+	root          http.Handler
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -105,6 +118,9 @@ func New(cfg Config) (*Handler, error) {
 	var errs []error
 	if cfg.Store == nil || cfg.Reader == nil {
 		errs = append(errs, errors.New("web: Store and Reader are required"))
+	}
+	if (cfg.AddSilence == nil) != (cfg.ExpireSilence == nil) || (cfg.AddSilence != nil && cfg.ActiveSilences == nil) {
+		errs = append(errs, errors.New("web: AddSilence and ExpireSilence go together, with ActiveSilences"))
 	}
 	switch s := cfg.Slack; {
 	case s != nil:
@@ -153,6 +169,9 @@ func New(cfg Config) (*Handler, error) {
 	if h.now == nil {
 		h.now = time.Now
 	}
+	if cfg.AddSilence != nil && cfg.ExpireSilence != nil {
+		h.addSilence, h.expireSilence = cfg.AddSilence, cfg.ExpireSilence
+	}
 	var err error
 	if h.pages, err = parsePages(); err != nil {
 		return nil, err
@@ -169,6 +188,13 @@ func New(cfg Config) (*Handler, error) {
 	mux.Handle("GET "+Prefix+"/tickets/{id}", h.signedIn(h.ticket))
 	mux.Handle("POST "+Prefix+"/tickets/{id}/{action}", h.signedIn(h.posted(h.act)))
 	mux.Handle("POST "+Prefix+"/bulk", h.signedIn(h.posted(h.bulk)))
+	if h.silences != nil {
+		mux.Handle("GET "+Prefix+"/silences", h.signedIn(h.silencesList))
+	}
+	if h.addSilence != nil {
+		mux.Handle("POST "+Prefix+"/silences", h.signedIn(h.posted(h.addSilenceForm)))
+		mux.Handle("POST "+Prefix+"/silences/{id}/expire", h.signedIn(h.posted(h.expireSilenceForm)))
+	}
 	mux.Handle(Prefix+"/", h.signedIn(func(w http.ResponseWriter, r *http.Request, _ viewer) {
 		h.fail(w, r, http.StatusNotFound, "There is no such page here.")
 	}))
@@ -348,10 +374,13 @@ func parsePages() (map[string]*template.Template, error) {
 			return t.UTC().Format("2006-01-02 15:04 UTC")
 		},
 		"person": person,
+		"silenceRows": func(list []Silence, mayChange bool, me viewer) silencesPage {
+			return silencesPage{Silences: list, MayChange: mayChange, Me: me}
+		},
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"queue", "ticket", "bulk", "error"} {
-		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html")
+	for _, name := range []string{"queue", "ticket", "bulk", "silences", "error"} {
+		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/parts.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: page %s: %w", name, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,11 @@ type bundle struct {
 	// silences are the active silences the page is told (the outbox
 	// knows them in the daemon).
 	silences atomic.Pointer[[]web.Silence]
+	// drafts and expiries are what the page asked of the silences' hooks
+	// (the outbox's rules in the daemon, tested with them in internal/app).
+	mu       sync.Mutex
+	drafts   []web.SilenceDraft
+	expiries []string // "id by"
 }
 
 func setup(t *testing.T) *bundle {
@@ -92,14 +98,69 @@ func setup(t *testing.T) *bundle {
 			}
 			return nil, nil
 		},
-		Now:    func() time.Time { return time.Now() },
-		Logger: slog.New(slog.DiscardHandler),
+		AddSilence:    b.addSilence,
+		ExpireSilence: b.expireSilence,
+		Now:           func() time.Time { return time.Now() },
+		Logger:        slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.handler = h
 	return b
+}
+
+// addSilence stands for the outbox's rules: it refuses a draft without a
+// comment, and one with the matcher provider=smss unless forced (it
+// matches nothing); it adds the others, ending in 2h, warning of a 3d end
+// and of a forced one.
+func (b *bundle) addSilence(_ context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.drafts = append(b.drafts, d)
+	if strings.TrimSpace(d.Comment) == "" {
+		return web.Silence{}, nil, &web.RefusedError{Problems: []string{"a comment is required: why the notifications are held"}}
+	}
+	var warnings []string
+	if slices.Contains(d.Matchers, "provider=smss") {
+		if !d.Force {
+			return web.Silence{}, nil, &web.RefusedError{MatchesNothing: true,
+				Problems: []string{"it matches no open ticket, and names no configured provider or known workflow (a typo?)"}}
+		}
+		warnings = append(warnings, "it matches no open ticket, and names no configured provider or known workflow (a typo?)")
+	}
+	if d.End == "3d" {
+		warnings = append(warnings, "the silence lasts 72h0m0s: remember to expire it if it is done sooner")
+	}
+	var list []web.Silence
+	if l := b.silences.Load(); l != nil {
+		list = *l
+	}
+	si := web.Silence{ID: int64(100 + len(b.drafts)), Matchers: strings.Join(d.Matchers, " "), EndsAt: b.now.Add(2 * time.Hour),
+		CreatedBy: d.By, Comment: d.Comment, OpenTickets: 1}
+	list = append(slices.Clone(list), si)
+	b.silences.Store(&list)
+	return si, warnings, nil
+}
+
+// expireSilence removes silence id from the active ones, or says it is
+// gone.
+func (b *bundle) expireSilence(_ context.Context, id int64, by string) (web.Silence, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var list []web.Silence
+	if l := b.silences.Load(); l != nil {
+		list = *l
+	}
+	i := slices.IndexFunc(list, func(s web.Silence) bool { return s.ID == id })
+	if i < 0 {
+		return web.Silence{}, fmt.Errorf("%w: silence %d", web.ErrSilenceGone, id)
+	}
+	b.expiries = append(b.expiries, fmt.Sprintf("%d %s", id, by))
+	si := list[i]
+	list = slices.Delete(slices.Clone(list), i, i+1)
+	b.silences.Store(&list)
+	return si, nil
 }
 
 // open opens a ticket for operation key of workflow and provider, with the

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -11,19 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/notify/outbox"
-	"github.com/sweeper/sweeper/review"
 )
 
 func newSilencesCmd(e *env) *cobra.Command {
 	return group("silences", "hold back the notifications of some tickets for a while: add, list, expire",
 		newSilencesAddCmd(e), newSilencesListCmd(e), newSilencesExpireCmd(e))
 }
-
-// longSilence is past how long `silences add` warns: a silence that long
-// is easy to forget.
-const longSilence = 24 * time.Hour
 
 func newSilencesAddCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
@@ -46,114 +39,37 @@ func newSilencesAddCmd(e *env) *cobra.Command {
 	asJSON := jsonFlag(cmd, "print the silence as JSON")
 	textFlags(cmd, "start", "end", "by", "comment")
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
-		if len(args) == 0 {
-			return usagef("need at least one matcher (provider=NAME, workflow=~PATTERN, …): a silence never holds everything")
-		}
+		// The rules are the review page's too: outbox reads and checks
+		// what was typed.
+		req := outbox.SilenceRequest{Matchers: args, Start: *start, End: *end, By: *by, Comment: *comment, Force: *force}
 		now := time.Now()
-		ns := outbox.NewSilence{CreatedBy: strings.TrimSpace(*by), Comment: *comment}
-		for _, a := range args {
-			m, err := outbox.ParseMatcher(a)
-			if err != nil {
-				return usageError{err.Error()}
-			}
-			ns.Matchers = append(ns.Matchers, m)
-		}
-		var err error
-		if strings.TrimSpace(*end) == "" {
-			return usagef("--end is required: a silence always expires (a time, or a duration from now such as 2h)")
-		}
-		if ns.EndsAt, err = parseAhead(*end, now); err != nil {
-			return usagef("--end %v", err)
-		}
-		if strings.TrimSpace(*start) != "" {
-			if ns.StartsAt, err = parseAhead(*start, now); err != nil {
-				return usagef("--start %v", err)
-			}
-		}
-		switch {
-		case ns.CreatedBy == "":
-			return usagef("--by is required (a Slack user id)")
-		case strings.TrimSpace(ns.Comment) == "":
-			return usagef("--comment is required (why the notifications are held)")
+		if _, err := outbox.ParseSilenceRequest(req, now); err != nil {
+			return silenceError(err)
 		}
 		s, closeDB, err := open(cmd.Context(), e, uses{})
 		if err != nil {
 			return err
 		}
 		defer closeDB()
-		store := outbox.NewStore(s.Pool)
-		if err := store.CheckSilence(cmd.Context(), ns); err != nil {
-			return silenceError(err)
+		added, plan, err := outbox.NewStore(s.Pool).RequestSilence(cmd.Context(), req, s.KnownToSilences(), now)
+		if errors.Is(err, outbox.ErrSilenceMatchesNothing) {
+			return &exitError{exitUsage, fmt.Errorf("refused: %s; add --force to add it anyway",
+				strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": "))}
 		}
-		matched, known, err := silenceTargets(cmd, s, store, ns.Matchers)
-		if err != nil {
-			return err
-		}
-		if matched == 0 && !known {
-			why := "it matches no open ticket, and names no configured provider or known workflow (a typo?)"
-			if !*force {
-				return &exitError{exitUsage, fmt.Errorf("refused: %s; add --force to add it anyway", why)}
-			}
-			fmt.Fprintf(e.stderr, "warning: %s\n", why)
-		}
-		from := orNow(ns.StartsAt, now)
-		if d := ns.EndsAt.Sub(from); d > longSilence {
-			fmt.Fprintf(e.stderr, "warning: the silence lasts %s: remember to expire it if it is done sooner (sweeper silences expire)\n", d.Round(time.Minute))
-		}
-		added, err := store.AddSilence(cmd.Context(), ns)
 		if err != nil {
 			return silenceError(err)
+		}
+		for _, w := range plan.Warnings {
+			fmt.Fprintf(e.stderr, "warning: %s\n", inert(w))
 		}
 		if *asJSON {
 			return printJSON(e, added)
 		}
 		fmt.Fprintf(e.stdout, "silence %d (%s) added: %s, %s to %s; it matches %d open ticket(s) now\n", added.ID, added.State,
-			inert(matchersText(added.Matchers)), added.StartsAt.UTC().Format(time.RFC3339), added.EndsAt.UTC().Format(time.RFC3339), matched)
+			inert(matchersText(added.Matchers)), added.StartsAt.UTC().Format(time.RFC3339), added.EndsAt.UTC().Format(time.RFC3339), plan.OpenTickets)
 		return nil
 	})
 	return cmd
-}
-
-// orNow is t, or now when t is zero.
-func orNow(t, now time.Time) time.Time {
-	if t.IsZero() {
-		return now
-	}
-	return t
-}
-
-// silenceTargets counts the open tickets matchers match now, and says
-// whether the matchers name something known: they have a provider or
-// workflow matcher, and each matches a configured provider, or a workflow
-// of the configuration (owners, channels) or of a ticket.
-func silenceTargets(cmd *cobra.Command, s *app.App, store *outbox.Store, matchers []outbox.Matcher) (int64, bool, error) {
-	labels, err := review.NewReader(s.Pool).OpenLabels(cmd.Context())
-	if err != nil {
-		return 0, false, err
-	}
-	open, err := store.MatchCount(cmd.Context(), matchers, labels)
-	if err != nil {
-		return 0, false, err
-	}
-	providers := slices.Collect(maps.Keys(s.Config.Providers))
-	workflows := slices.Collect(maps.Keys(s.Config.Review.Owners.Workflows))
-	workflows = slices.AppendSeq(workflows, maps.Keys(s.Config.Slack.Channels.Workflows))
-	for _, l := range labels {
-		providers, workflows = append(providers, l.Provider), append(workflows, l.Workflow)
-	}
-	named := slices.ContainsFunc(matchers, func(m outbox.Matcher) bool { return m.Name == "provider" || m.Name == "workflow" })
-	if !named {
-		return open, false, nil
-	}
-	knownProvider, err := store.Matches(cmd.Context(), matchers, "provider", providers)
-	if err != nil {
-		return 0, false, err
-	}
-	knownWorkflow, err := store.Matches(cmd.Context(), matchers, "workflow", workflows)
-	if err != nil {
-		return 0, false, err
-	}
-	return open, knownProvider && knownWorkflow, nil
 }
 
 // silenceError is a silence refused for what was asked (exit 2, without
@@ -163,24 +79,6 @@ func silenceError(err error) error {
 		return &exitError{exitUsage, err}
 	}
 	return err
-}
-
-// parseAhead reads a time a person gives for something to come: a time
-// (see [parseTime]) or a duration after now — Go's (90m, 2h) or whole days
-// (1d).
-func parseAhead(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if t, ok := parseTime(s); ok {
-		return t, nil
-	}
-	d, err := parseDays(s)
-	switch {
-	case err != nil:
-		return time.Time{}, fmt.Errorf("%q is neither a duration from now (2h, 1d) nor a time (2026-11-29T10:00:00Z)", s)
-	case d <= 0:
-		return time.Time{}, fmt.Errorf("%q: a duration from now is positive", s)
-	}
-	return now.Add(d), nil
 }
 
 // matchersText shows a silence's matchers as they are typed.

@@ -35,8 +35,8 @@ func TestSilencesAddRefuses(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no matchers", ok, "need at least one matcher"},
-		{"no end", []string{"provider=sim", "--by", "U0OPS", "--comment", "x"}, "--end is required"},
+		{"no matchers", ok, "no matchers"},
+		{"no end", []string{"provider=sim", "--by", "U0OPS", "--comment", "x"}, "an end is required"},
 		{"end in the past", []string{"provider=sim", "--end", "2020-01-01", "--by", "U0OPS", "--comment", "x"}, "after its start"},
 		{"end not a time", []string{"provider=sim", "--end", "soon", "--by", "U0OPS", "--comment", "x"}, "neither a duration"},
 		{"too long", []string{"provider=sim", "--end", "30d", "--by", "U0OPS", "--comment", "x"}, "at most"},
@@ -44,7 +44,7 @@ func TestSilencesAddRefuses(t *testing.T) {
 		{"matches everything", append([]string{"provider=~.*"}, ok...), "match everything"},
 		{"unknown label", append([]string{"recipient=jane"}, ok...), "no label"},
 		{"author", []string{"provider=sim", "--end", "2h", "--by", "alice", "--comment", "x"}, "Slack user id"},
-		{"no comment", []string{"provider=sim", "--end", "2h", "--by", "U0OPS"}, "--comment is required"},
+		{"no comment", []string{"provider=sim", "--end", "2h", "--by", "U0OPS"}, "a comment is required"},
 		{"nothing known", append([]string{"provider=smss"}, ok...), "matches no open ticket"},
 	} {
 		r := b.run(t, append([]string{"silences", "add"}, tc.args...)...)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/sweeper/sweeper/config"
@@ -71,14 +73,34 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 			list, err := messages.Silences(ctx, outbox.SilenceFilter{States: []string{outbox.SilenceActive}, Limit: 50})
 			out := make([]web.Silence, 0, len(list))
 			for _, si := range list {
-				parts := make([]string, len(si.Matchers))
-				for i, m := range si.Matchers {
-					parts[i] = m.String()
-				}
-				out = append(out, web.Silence{ID: si.ID, Matchers: strings.Join(parts, " "), EndsAt: si.EndsAt,
-					CreatedBy: si.CreatedBy, Comment: si.Comment, HeldTickets: si.HeldTickets})
+				out = append(out, webSilence(si))
 			}
 			return out, err
+		},
+		AddSilence: func(ctx context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
+			req := outbox.SilenceRequest{Matchers: d.Matchers, End: d.End, By: d.By, Comment: d.Comment, Force: d.Force}
+			added, plan, err := messages.RequestSilence(ctx, req, s.KnownToSilences(), s.now())
+			if errors.Is(err, outbox.ErrInvalidSilence) {
+				why := strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": ")
+				return web.Silence{}, nil, &web.RefusedError{Problems: strings.Split(why, "\n"),
+					MatchesNothing: errors.Is(err, outbox.ErrSilenceMatchesNothing)}
+			}
+			if err != nil {
+				return web.Silence{}, nil, err
+			}
+			out := webSilence(added)
+			out.OpenTickets = plan.OpenTickets
+			return out, plan.Warnings, nil
+		},
+		ExpireSilence: func(ctx context.Context, id int64, by string) (web.Silence, error) {
+			si, err := messages.ExpireSilence(ctx, id, by)
+			if errors.Is(err, outbox.ErrSilenceNotFound) || errors.Is(err, outbox.ErrSilenceEnded) {
+				return web.Silence{}, fmt.Errorf("%w: %w", web.ErrSilenceGone, err)
+			}
+			if errors.Is(err, outbox.ErrInvalidSilence) {
+				return web.Silence{}, &web.RefusedError{Problems: []string{strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": ")}}
+			}
+			return webSilence(si), err
 		},
 		MessageURL: func(ctx context.Context, id int64) (string, error) {
 			root, err := messages.RootOf(ctx, outbox.Notification{TicketID: id})
@@ -90,6 +112,16 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		Logger: s.Logger,
 		Now:    s.now,
 	})
+}
+
+// webSilence is si as the review page shows it.
+func webSilence(si outbox.Silence) web.Silence {
+	parts := make([]string, len(si.Matchers))
+	for i, m := range si.Matchers {
+		parts[i] = m.String()
+	}
+	return web.Silence{ID: si.ID, Matchers: strings.Join(parts, " "), EndsAt: si.EndsAt,
+		CreatedBy: si.CreatedBy, Comment: si.Comment, HeldTickets: si.HeldTickets}
 }
 
 // people are the Slack user ids the configuration names as reviewers or
@@ -137,4 +169,14 @@ func PlainLoopback(listen string) bool {
 // SlackMessageURL is the link to message ts in channel.
 func SlackMessageURL(channel, ts string) string {
 	return "https://slack.com/archives/" + channel + "/p" + strings.ReplaceAll(ts, ".", "")
+}
+
+// KnownToSilences are the providers and workflows the configuration names
+// — its providers, the workflows of review.owners and slack.channels —
+// against which a silence asked for is checked ([outbox.Store.PlanSilence]).
+func (s *App) KnownToSilences() outbox.Known {
+	c := s.Config
+	known := outbox.Known{Providers: slices.Sorted(maps.Keys(c.Providers)), Workflows: slices.Collect(maps.Keys(c.Review.Owners.Workflows))}
+	known.Workflows = slices.AppendSeq(known.Workflows, maps.Keys(c.Slack.Channels.Workflows))
+	return known
 }

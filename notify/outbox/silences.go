@@ -67,9 +67,18 @@ var ErrSilenceNotFound = errors.New("silence not found")
 
 // ParseMatcher reads "name=value" or "name=~pattern".
 func ParseMatcher(s string) (Matcher, error) {
+	m, err := parseMatcher(s)
+	if err != nil {
+		return m, fmt.Errorf("%w: %w", ErrInvalidSilence, err)
+	}
+	return m, nil
+}
+
+// parseMatcher is [ParseMatcher], its error not wrapped.
+func parseMatcher(s string) (Matcher, error) {
 	i := strings.IndexByte(s, '=')
 	if i <= 0 {
-		return Matcher{}, fmt.Errorf("%w: matcher %q: want name=value or name=~pattern, name one of %s", ErrInvalidSilence, s,
+		return Matcher{}, fmt.Errorf("matcher %q: want name=value or name=~pattern, name one of %s", s,
 			strings.Join(MatcherNames, ", "))
 	}
 	m := Matcher{Name: strings.TrimSpace(s[:i]), Op: MatchEqual, Value: s[i+1:]}
@@ -83,12 +92,12 @@ func ParseMatcher(s string) (Matcher, error) {
 func (m Matcher) check() error {
 	switch {
 	case !slices.Contains(MatcherNames, m.Name):
-		return fmt.Errorf("%w: matcher %q: no label %q; a matcher names one of %s", ErrInvalidSilence, m, m.Name,
+		return fmt.Errorf("matcher %q: no label %q; a matcher names one of %s", m, m.Name,
 			strings.Join(MatcherNames, ", "))
 	case m.Op != MatchEqual && m.Op != MatchRegexp:
-		return fmt.Errorf("%w: matcher %q: operator %q; want = or =~", ErrInvalidSilence, m, m.Op)
+		return fmt.Errorf("matcher %q: operator %q; want = or =~", m, m.Op)
 	case len(m.Value) > 500 || strings.ContainsRune(m.Value, 0):
-		return fmt.Errorf("%w: matcher %q: its value must be at most 500 bytes, without NUL", ErrInvalidSilence, m)
+		return fmt.Errorf("matcher %q: its value must be at most 500 bytes, without NUL", m)
 	}
 	return nil
 }
@@ -179,24 +188,7 @@ func scanSilence(row pgx.CollectableRow) (Silence, error) {
 // [ErrInvalidSilence] and say every problem.
 func (s *Store) CheckSilence(ctx context.Context, ns NewSilence) error {
 	ns = ns.stored()
-	var errs []error
-	if len(ns.Matchers) == 0 {
-		errs = append(errs, errors.New("no matchers: a silence without matchers would hold every notification; name a provider, workflow, reason, owner or escalation_level"))
-	}
-	for _, m := range ns.Matchers {
-		if err := m.check(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if !SlackUserRE.MatchString(ns.CreatedBy) {
-		errs = append(errs, fmt.Errorf("author %q: want a Slack user id (U… or W…)", ns.CreatedBy))
-	}
-	if strings.TrimSpace(ns.Comment) == "" {
-		errs = append(errs, errors.New("a comment is required: why the notifications are held"))
-	}
-	if ns.EndsAt.IsZero() {
-		errs = append(errs, errors.New("an end is required: a silence always expires"))
-	}
+	errs := ns.fieldProblems(true)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidSilence, err)
 	}

@@ -1,0 +1,224 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sweeper/sweeper/review"
+)
+
+// A person asks for a silence from the CLI (`sweeper silences add`) or the
+// review page; both read and check what was typed here, by the same rules:
+// [ParseSilenceRequest] what needs no database, [Store.PlanSilence] the
+// rest, [Store.RequestSilence] both and the insert.
+
+// LongSilence is past how long adding a silence warns: a silence that long
+// is easy to forget.
+const LongSilence = 24 * time.Hour
+
+// SilenceRequest is a silence as a person types it.
+type SilenceRequest struct {
+	// Matchers are NAME=VALUE or NAME=~PATTERN, one each.
+	Matchers []string
+	// Start is a time or a duration from now ([ParseAhead]); "": now.
+	Start string
+	// End is a time or a duration from now. Required.
+	End string
+	// By is the author, a Slack user id.
+	By string
+	// Comment says why.
+	Comment string
+	// Force adds a silence that matches no open ticket and names no known
+	// provider or workflow ([ErrSilenceMatchesNothing]), with a warning.
+	Force bool
+}
+
+// ErrSilenceMatchesNothing: the silence asked for matches no open ticket
+// and names no configured provider or known workflow — a typo, most
+// likely; refused unless forced. It wraps [ErrInvalidSilence].
+var ErrSilenceMatchesNothing = fmt.Errorf("%w: it matches no open ticket, and names no configured provider or known workflow (a typo?)", ErrInvalidSilence)
+
+// Known are the providers and workflows the configuration names (its
+// providers; the workflows of its owners and channels). The labels of the
+// open tickets count as known too.
+type Known struct {
+	Providers []string
+	Workflows []string
+}
+
+// SilencePlan is a silence checked and ready to add: the silence, how
+// many open tickets it matches now, and what its author should be warned
+// of.
+type SilencePlan struct {
+	Silence     NewSilence
+	OpenTickets int64
+	Warnings    []string
+}
+
+// ParseAhead reads a time a person gives for something to come: RFC 3339,
+// a date and time without a zone, or a date (midnight), both in UTC; or a
+// duration after now — Go's (90m, 2h) or whole days (1d).
+func ParseAhead(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", time.DateOnly} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
+		d, err = time.ParseDuration(days + "h")
+		d *= 24
+	}
+	switch {
+	case err != nil:
+		return time.Time{}, fmt.Errorf("%q is neither a duration from now (2h, 1d) nor a time (2026-11-29T10:00:00Z)", s)
+	case d <= 0:
+		return time.Time{}, fmt.Errorf("%q: a duration from now is positive", s)
+	}
+	return now.Add(d), nil
+}
+
+// ParseSilenceRequest reads req at now into a silence and checks what
+// needs no database: at least one matcher, each well formed, an end and a
+// start that read, an author, a comment. Its error wraps
+// [ErrInvalidSilence] and says every problem.
+func ParseSilenceRequest(req SilenceRequest, now time.Time) (NewSilence, error) {
+	ns := NewSilence{CreatedBy: strings.TrimSpace(req.By), Comment: req.Comment}
+	var errs []error
+	for _, a := range req.Matchers {
+		m, err := parseMatcher(a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ns.Matchers = append(ns.Matchers, m)
+	}
+	if len(req.Matchers) == 0 {
+		errs = append(errs, errNoMatchers)
+	}
+	var err error
+	if strings.TrimSpace(req.End) == "" {
+		errs = append(errs, errNoEnd)
+	} else if ns.EndsAt, err = ParseAhead(req.End, now); err != nil {
+		errs = append(errs, fmt.Errorf("its end: %w", err))
+	}
+	if strings.TrimSpace(req.Start) != "" {
+		if ns.StartsAt, err = ParseAhead(req.Start, now); err != nil {
+			errs = append(errs, fmt.Errorf("its start: %w", err))
+		}
+	}
+	errs = append(errs, ns.fieldProblems(false)...)
+	if err := errors.Join(errs...); err != nil {
+		return NewSilence{}, fmt.Errorf("%w: %w", ErrInvalidSilence, err)
+	}
+	return ns, nil
+}
+
+var (
+	errNoMatchers = errors.New("no matchers: a silence without matchers would hold every notification; name a provider, workflow, reason, owner or escalation_level")
+	errNoEnd      = errors.New("an end is required: a silence always expires (a time, or a duration from now such as 2h)")
+)
+
+// fieldProblems are what can be said of ns without the database but its
+// matchers' presence and form when matchers is false (the caller said
+// them).
+func (ns NewSilence) fieldProblems(matchers bool) []error {
+	var errs []error
+	if matchers {
+		if len(ns.Matchers) == 0 {
+			errs = append(errs, errNoMatchers)
+		}
+		for _, m := range ns.Matchers {
+			if err := m.check(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if !SlackUserRE.MatchString(ns.CreatedBy) {
+		errs = append(errs, fmt.Errorf("author %q: want a Slack user id (U… or W…)", ns.CreatedBy))
+	}
+	if strings.TrimSpace(ns.Comment) == "" {
+		errs = append(errs, errors.New("a comment is required: why the notifications are held"))
+	}
+	if matchers && ns.EndsAt.IsZero() {
+		errs = append(errs, errNoEnd)
+	}
+	return errs
+}
+
+// PlanSilence checks silence ns as [Store.AddSilence] would
+// ([Store.CheckSilence]), then as a person's request: one that matches no
+// open ticket and names no provider or workflow known (known, or an open
+// ticket's) is refused with [ErrSilenceMatchesNothing] unless force, and
+// warned of when forced; one lasting more than [LongSilence] is warned
+// of. now is the clock its length is measured from when it has no start.
+func (s *Store) PlanSilence(ctx context.Context, ns NewSilence, known Known, force bool, now time.Time) (SilencePlan, error) {
+	if err := s.CheckSilence(ctx, ns); err != nil {
+		return SilencePlan{}, err
+	}
+	plan := SilencePlan{Silence: ns}
+	labels, err := review.NewReader(s.db).OpenLabels(ctx)
+	if err != nil {
+		return SilencePlan{}, err
+	}
+	if plan.OpenTickets, err = s.MatchCount(ctx, ns.Matchers, labels); err != nil {
+		return SilencePlan{}, err
+	}
+	named, err := s.namesKnown(ctx, ns.Matchers, known, labels)
+	if err != nil {
+		return SilencePlan{}, err
+	}
+	if plan.OpenTickets == 0 && !named {
+		if !force {
+			return SilencePlan{}, ErrSilenceMatchesNothing
+		}
+		plan.Warnings = append(plan.Warnings, strings.TrimPrefix(ErrSilenceMatchesNothing.Error(), ErrInvalidSilence.Error()+": "))
+	}
+	from := ns.StartsAt
+	if from.IsZero() {
+		from = now
+	}
+	if d := ns.EndsAt.Sub(from); d > LongSilence {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("the silence lasts %s: remember to expire it if it is done sooner", d.Round(time.Minute)))
+	}
+	return plan, nil
+}
+
+// namesKnown reports whether matchers name something known: they have a
+// provider or workflow matcher, and each matches a provider of known or of
+// an open ticket, or a workflow of known or of an open ticket.
+func (s *Store) namesKnown(ctx context.Context, matchers []Matcher, known Known, labels []review.Labels) (bool, error) {
+	if !slices.ContainsFunc(matchers, func(m Matcher) bool { return m.Name == "provider" || m.Name == "workflow" }) {
+		return false, nil
+	}
+	providers, workflows := slices.Clone(known.Providers), slices.Clone(known.Workflows)
+	for _, l := range labels {
+		providers, workflows = append(providers, l.Provider), append(workflows, l.Workflow)
+	}
+	knownProvider, err := s.Matches(ctx, matchers, "provider", providers)
+	if err != nil || !knownProvider {
+		return false, err
+	}
+	return s.Matches(ctx, matchers, "workflow", workflows)
+}
+
+// RequestSilence reads req at now ([ParseSilenceRequest]), checks it
+// ([Store.PlanSilence]) and adds it: what the CLI and the review page
+// call. Refusals wrap [ErrInvalidSilence]; nothing is added then.
+func (s *Store) RequestSilence(ctx context.Context, req SilenceRequest, known Known, now time.Time) (Silence, SilencePlan, error) {
+	ns, err := ParseSilenceRequest(req, now)
+	if err != nil {
+		return Silence{}, SilencePlan{}, err
+	}
+	plan, err := s.PlanSilence(ctx, ns, known, req.Force, now)
+	if err != nil {
+		return Silence{}, SilencePlan{}, err
+	}
+	added, err := s.AddSilence(ctx, plan.Silence)
+	return added, plan, err
+}
