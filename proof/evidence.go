@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,6 +177,19 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 	digest := snapshotDigest()
 	// Provider text: what a provider wrote, quoted by an adapter.
 	quoted := func(s string) string { return safetext.Printable(providers.RedactText(redact(s), texts...)) }
+	// The decision's detail names on purpose the operation's op_key, its
+	// candidates' and the records': those stay whole even where a text of
+	// the payload happens to be part of one ("signup-4711-welcome-retry"
+	// beside a payload holding "welcome").
+	var named []string
+	for _, id := range append(append([]string{op.OpKey}, d.Candidates...), d.RecordIDs...) {
+		if id = redact(id); id != "" {
+			named = append(named, id)
+		}
+	}
+	detail := func(s string) string {
+		return safetext.Printable(keepWhole(redact(s), named, func(s string) string { return providers.RedactText(s, texts...) }))
+	}
 
 	ev := Evidence{
 		OpKey:           redact(op.OpKey),
@@ -194,7 +209,7 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 		Reason:          d.Reason,
 		// The decision's detail can quote a lookup's error, whose text
 		// is an adapter's: it gets what every error gets.
-		Detail: quoted(d.Detail),
+		Detail: detail(d.Detail),
 	}
 	for _, e := range lookup.Errors {
 		e.Class, e.Error = redact(e.Class), quoted(e.Error)
@@ -464,4 +479,25 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+// keepWhole applies f to s, except to the occurrences of names in it,
+// which come out as they went in: each is set aside behind a marker of
+// the Unicode private use area before f runs, and put back after.
+func keepWhole(s string, names []string, f func(string) string) string {
+	slices.SortFunc(names, func(a, b string) int { return len(b) - len(a) }) // longest first
+	var kept []string
+	for _, n := range names {
+		if !strings.Contains(s, n) {
+			continue
+		}
+		marker := fmt.Sprintf("\uE000%d\uE001", len(kept))
+		s = strings.ReplaceAll(s, n, marker)
+		kept = append(kept, n)
+	}
+	s = f(s)
+	for i, n := range kept {
+		s = strings.ReplaceAll(s, fmt.Sprintf("\uE000%d\uE001", i), n)
+	}
+	return s
 }

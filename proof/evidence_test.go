@@ -569,3 +569,20 @@ func TestEvidenceDigestsAreTheSnapshots(t *testing.T) {
 		t.Errorf("two snapshots share a digest")
 	}
 }
+
+// TestEvidenceDetailKeepsItsNames: the detail's op_keys and record ids
+// stay whole where a text of the payload is part of one; the same text
+// anywhere else in the detail is still redacted.
+func TestEvidenceDetailKeepsItsNames(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	op := ledger.Operation{ID: 3, OpKey: "signup-4711-welcome", Workflow: "signup", Provider: "email", Action: "send_email",
+		Recipient: "jane@example.com", PayloadHash: strings.Repeat("a", 64), Attempts: 1, FirstAttemptAt: at,
+		Payload: json.RawMessage(`{"template":"welcome"}`)}
+	d := proof.Decision{Reason: proof.ReasonAmbiguousOwner, Candidates: []string{"signup-4711-welcome-retry"}, RecordIDs: []string{"msg_welcome_1"},
+		Detail: "record msg_welcome_1 agrees, but could as well be signup-4711-welcome-retry's; template welcome"}
+	evidence := proof.NewEvidence(op, proof.Lookup{Adapter: "postmark", Outcome: proof.Answered(providers.Query{}, nil), At: at}, d)
+	if want := "record msg_welcome_1 agrees, but could as well be signup-4711-welcome-retry's; template [redacted]"; evidence.Detail != want {
+		t.Errorf("detail = %q, want %q", evidence.Detail, want)
+	}
+}
