@@ -72,6 +72,16 @@ func literals(ss []string) string {
 // table's alone, fits PostgreSQL's 63 bytes and is known without the
 // database.
 func (t *Table) GuardFunctions() []string {
+	out := t.guardFunctionNames()
+	for i, fn := range out {
+		out[i] = pgx.Identifier{"sweeper", fn}.Sanitize()
+	}
+	return out
+}
+
+// guardFunctionNames are [Table.GuardFunctions], unquoted and without
+// their schema.
+func (t *Table) guardFunctionNames() []string {
 	var slug strings.Builder
 	for _, r := range strings.ToLower(t.relname) {
 		if slug.Len() == 20 {
@@ -88,9 +98,17 @@ func (t *Table) GuardFunctions() []string {
 	suffix := slug.String() + "_" + hex.EncodeToString(sum[:4])
 	out := make([]string, len(guardPrefixes))
 	for i, p := range guardPrefixes {
-		out[i] = pgx.Identifier{"sweeper", p + suffix}.Sanitize()
+		out[i] = p + suffix
 	}
 	return out
+}
+
+// guardFunctionOf maps each of [GuardTriggers] to the function it calls
+// on t, in schema sweeper, unquoted.
+func (t *Table) guardFunctionOf() map[string]string {
+	fns := t.guardFunctionNames()
+	return map[string]string{GuardTrigger: fns[0], RecordOnceTrigger: fns[1], OpenTicketTrigger: fns[2],
+		OpenTicketTruncTrigger: strings.TrimPrefix(noTruncate, "sweeper.")}
 }
 
 // guardPlaceholder is [placeholder] and guardSQL's own.

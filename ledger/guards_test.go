@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -374,5 +375,50 @@ CREATE TABLE "Shop's $guard$"."Select {T} $guard1$" (
 	}
 	if err := sql(false, `UPDATE {T} SET {c:status} = {w:pending} WHERE {c:op_key} = 'c'`); err != nil {
 		t.Errorf("review back to pending without the guards: %v", err)
+	}
+}
+
+// TestAdoptedGuardsAfterRename: the functions made for a table name it;
+// once it is renamed, Inspect shows the guards as not installed for the
+// new name's mapping, and installing them again replaces the old name's
+// functions instead of leaving them behind.
+func TestAdoptedGuardsAfterRename(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, tbl := adopted(t)
+	if err := ledger.InstallGuards(ctx, pool, tbl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ALTER TABLE public."Outbound Log" RENAME TO "Outbound Log 2"`); err != nil {
+		t.Fatal(err)
+	}
+	m := ledgertables.Adopted.Mapping
+	m.Table = "public.Outbound Log 2"
+	renamed, err := ledger.Map(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := ledger.Inspect(ctx, pool, renamed); err != nil || in.GuardsInstalled() || !in.Guards[3].Installed {
+		t.Fatalf("guards after the rename: %+v %v", in.Guards, err)
+	}
+	if err := ledger.InstallGuards(ctx, pool, renamed); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := ledger.Inspect(ctx, pool, renamed); err != nil || !in.GuardsInstalled() {
+		t.Fatalf("guards installed again: %+v %v", in.Guards, err)
+	}
+	rows, err := pool.Query(ctx, `SELECT format('%I.%I', 'sweeper', proname) FROM pg_proc
+		WHERE pronamespace = 'sweeper'::regnamespace AND proname ~ '^adopted_(guard|record_once|keep_open_tickets)_' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	want := renamed.GuardFunctions()
+	slices.Sort(want)
+	if err != nil || strings.Join(have, " ") != strings.ReplaceAll(strings.Join(want, " "), `"`, "") {
+		t.Errorf("functions: %v, want %v (%v)", have, want, err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE public."Outbound Log 2" SET provider_ref = 'r1'`); err != nil {
+		t.Errorf("a write after installing again: %v", err)
 	}
 }
