@@ -262,14 +262,14 @@ END
 `
 
 	// A row with an open ticket is a question a person has not answered
-	// yet: it is not deleted, as on ledger.operations.
+	// yet: it is not deleted, as on ledger.operations (the migration's
+	// sweeper.adopted_open_ticket looks for the ticket).
 	keepOpenTicketsBody = `
 DECLARE
     sweeper_ticket bigint;
 BEGIN
-    SELECT k.id INTO sweeper_ticket FROM sweeper.tickets k
-    WHERE k.operation_id = {c:old.id}::bigint AND k.state = 'open';
-    IF FOUND THEN
+    sweeper_ticket := sweeper.adopted_open_ticket({c:old.id}::bigint);
+    IF sweeper_ticket IS NOT NULL THEN
         RAISE EXCEPTION '% %: ticket % is open for this operation; resolve the ticket first',
             TG_RELID::regclass, {c:old.op_key}, sweeper_ticket
             USING ERRCODE = 'restrict_violation',

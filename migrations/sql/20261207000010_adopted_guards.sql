@@ -5,8 +5,10 @@
 -- here: `sweeper adopt --apply --guards` (ledger.InstallGuards) makes a
 -- function for the table in this schema (sweeper.adopted_guard_…,
 -- adopted_record_once_…, adopted_keep_open_tickets_…), its body rendered
--- from the mapping, and the triggers calling them. Only the truncate
--- guard reads no column, and is this function.
+-- from the mapping, and the triggers calling them. Here are what they
+-- share that reads no column of the table: the truncate guard, and the
+-- delete guard's look for an open ticket (sweeper.tickets is review's
+-- table; ledger's code does not name it).
 -- Nothing here is created on a table: installing the triggers is the
 -- shop's decision, made with `sweeper adopt`.
 
@@ -30,6 +32,13 @@ END
 $$;
 -- +goose StatementEnd
 
+-- The open ticket of operation_id, if one is open: a row with an open
+-- ticket is not deleted.
+CREATE FUNCTION sweeper.adopted_open_ticket(operation_id bigint) RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT t.id FROM sweeper.tickets t WHERE t.operation_id = $1 AND t.state = 'open' LIMIT 1
+$$;
+
 -- +goose Down
 -- The functions `sweeper adopt --guards` made for adopted tables go with
 -- the triggers calling them (CASCADE), and so does the truncate guard's.
@@ -48,3 +57,4 @@ END
 $$;
 -- +goose StatementEnd
 DROP FUNCTION sweeper.adopted_no_truncate() CASCADE;
+DROP FUNCTION sweeper.adopted_open_ticket(bigint);
