@@ -360,9 +360,9 @@ func dropGuards(ctx context.Context, db DB, t *Table) error {
 	var called []string
 	if err := db.QueryRow(ctx, `
 SELECT coalesce(array_agg(DISTINCT format('%I.%I', 'sweeper', p.proname)), '{}')
-FROM pg_trigger g JOIN pg_proc p ON p.oid = g.tgfoid
+FROM pg_trigger g JOIN pg_proc p ON p.oid = g.tgfoid JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE g.tgrelid = to_regclass($1) AND g.tgname = ANY($2)
-  AND p.pronamespace = 'sweeper'::regnamespace AND p.proname ~ $3`,
+  AND n.nspname = 'sweeper' AND p.proname ~ $3`,
 		t.name, GuardTriggers, "^("+strings.Join(guardPrefixes, "|")+")").Scan(&called); err != nil {
 		return fmt.Errorf("remove sweeper's guards from %s: %w", t.name, err)
 	}

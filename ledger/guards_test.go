@@ -190,8 +190,9 @@ func mustGet(t *testing.T, store *ledger.Store, key string) ledger.Operation {
 	return op
 }
 
-// TestGuardsNeedTheMigration: the guards' functions come with sweeper's
-// migrations; without them the install fails and changes nothing.
+// TestGuardsNeedTheMigration: the guards read sweeper's tables and call
+// functions of its migrations; without them the install fails and
+// changes nothing, and removing them is a no-op.
 func TestGuardsNeedTheMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -207,6 +208,11 @@ func TestGuardsNeedTheMigration(t *testing.T) {
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public."Outbound Log"'::regclass`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d triggers left, %v", n, err)
+	}
+	// Removing them, and reading the table's guards, need no migration:
+	// there is nothing to remove.
+	if err := ledger.RemoveGuards(ctx, pool, tbl); err != nil {
+		t.Errorf("remove without the migration: %v", err)
 	}
 }
 

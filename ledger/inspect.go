@@ -705,8 +705,8 @@ func plural(n int, one, many string) string {
 func (in *Inspection) checkGuards(ctx context.Context, db DB, t *Table, oid uint32) error {
 	rows, err := db.Query(ctx, `
 SELECT g.tgname::text, p.proname::text
-FROM pg_trigger g JOIN pg_proc p ON p.oid = g.tgfoid
-WHERE g.tgrelid = $1 AND NOT g.tgisinternal AND p.pronamespace = 'sweeper'::regnamespace`, oid)
+FROM pg_trigger g JOIN pg_proc p ON p.oid = g.tgfoid JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE g.tgrelid = $1 AND NOT g.tgisinternal AND n.nspname = 'sweeper'`, oid)
 	if err != nil {
 		return fmt.Errorf("triggers of %s: %w", in.Table, err)
 	}
