@@ -67,10 +67,9 @@ func literals(ss []string) string {
 // GuardFunctions are the functions [InstallGuards] makes for t, qualified
 // and quoted, in schema sweeper: the guard, the record check and the
 // delete check. Each name is a prefix, the table's name reduced to
-// lowercase letters, digits and underscores (at most 20), and the first
-// 8 bytes of the SHA-256 of schema.table in hex, so that it is the
-// table's alone, fits PostgreSQL's 63 bytes and is known without the
-// database.
+// lowercase letters, digits and underscores (at most 20), and 8 hex
+// digits of the SHA-256 of schema.table, so that it is the table's alone,
+// fits PostgreSQL's 63 bytes and is known without the database.
 func (t *Table) GuardFunctions() []string {
 	out := t.guardFunctionNames()
 	for i, fn := range out {
