@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -189,8 +190,9 @@ func mustGet(t *testing.T, store *ledger.Store, key string) ledger.Operation {
 	return op
 }
 
-// TestGuardsNeedTheMigration: the guards' functions come with sweeper's
-// migrations; without them the install fails and changes nothing.
+// TestGuardsNeedTheMigration: the guards read sweeper's tables and call
+// functions of its migrations; without them the install fails and
+// changes nothing, and removing them is a no-op.
 func TestGuardsNeedTheMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -206,6 +208,11 @@ func TestGuardsNeedTheMigration(t *testing.T) {
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public."Outbound Log"'::regclass`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d triggers left, %v", n, err)
+	}
+	// Removing them, and reading the table's guards, need no migration:
+	// there is nothing to remove.
+	if err := ledger.RemoveGuards(ctx, pool, tbl); err != nil {
+		t.Errorf("remove without the migration: %v", err)
 	}
 }
 
@@ -259,5 +266,165 @@ func TestAdoptedGuardRecordOnceConcurrent(t *testing.T) {
 	}
 	if b := mustGet(t, store, "b"); b.Status != ledger.StatusPending || b.ProviderRecordID != "" {
 		t.Errorf("b: %+v", b)
+	}
+}
+
+// TestAdoptedGuardsHostileNames: the functions InstallGuards makes for a
+// table are rendered from its mapping, and every name and word reaches
+// them quoted: a schema, table and columns with capitals, spaces, quotes,
+// reserved words, braces and the dollar tags a function body is quoted
+// with, and words holding them too, install and guard as on any table.
+// The bodies read NEW's columns and run a static SELECT (no to_jsonb, no
+// EXECUTE); with failed absent, review still moves only to done; and
+// RemoveGuards takes the functions off with the triggers.
+func TestAdoptedGuardsHostileNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	if _, err := pool.Exec(ctx, `
+CREATE SCHEMA "Shop's $guard$";
+CREATE TABLE "Shop's $guard$"."Select {T} $guard1$" (
+	"User ID"      bigserial PRIMARY KEY,
+	"order"        text NOT NULL UNIQUE,
+	"$guard$"      text NOT NULL,
+	"it's {c:id}"  text NOT NULL DEFAULT '$guard$ queued',
+	"rec'ord $$"   text,
+	"Body"         text NOT NULL,
+	"FROM"         timestamptz NOT NULL DEFAULT now()
+)`); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := ledger.Map(ledger.Mapping{
+		Table: "Shop's $guard$.Select {T} $guard1$",
+		Columns: map[string]string{
+			"id": "User ID", "op_key": "order", "provider": "$guard$", "status": "it's {c:id}",
+			"provider_record_id": "rec'ord $$", "payload_hash": "Body", "first_attempt_at": "FROM",
+			"workflow": "", "action": "", "source_id": "", "recipient": "", "payload": "", "attempts": "",
+			"last_attempt_at": "", "created_at": "", "updated_at": "",
+		},
+		Statuses: map[ledger.Status]string{"pending": "$guard$ queued", "done": "Sent {w:done}", "review": "SELECT", "failed": ""},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ledger.InstallGuards(ctx, pool, tbl); err != nil {
+		t.Fatalf("install: %v\n%s", err, strings.Join(tbl.GuardStatements(), ";\n"))
+	}
+	if in, err := ledger.Inspect(ctx, pool, tbl); err != nil || !in.GuardsInstalled() {
+		t.Fatalf("guards after install: %+v %v", in.Guards, err)
+	}
+	var made, dynamic int
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE prosrc ~* 'to_jsonb|execute|tg_argv')
+		FROM pg_proc WHERE pronamespace = 'sweeper'::regnamespace AND proname ~ '^adopted_(guard|record_once|keep_open_tickets)_'`).Scan(&made, &dynamic); err != nil || made != 3 || dynamic != 0 {
+		t.Errorf("%d guard functions made for the table, %d of them read the row dynamically, %v", made, dynamic, err)
+	}
+
+	sql := func(asSweeper bool, src string) error {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck
+		if asSweeper {
+			if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := tx.Exec(ctx, tbl.SQL(src)); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	insert := func(key, provider, status string) string {
+		return fmt.Sprintf(`INSERT INTO {T} ({c:op_key}, {c:provider}, {c:payload_hash}, {c:status}) VALUES ('%s', '%s', 'h', %s)`, key, provider, status)
+	}
+	for _, c := range []struct {
+		name       string
+		asSweeper  bool
+		sql        string
+		constraint string // "" when it must pass
+	}{
+		{"insert a", false, insert("a", "sms", "{w:pending}"), ""},
+		{"insert b", false, insert("b", "sms", "{w:pending}"), ""},
+		{"done without a record", false, `UPDATE {T} SET {c:status} = {w:done} WHERE {c:op_key} = 'a'`, "operations_done_record_id_check"},
+		{"done with its record", false, `UPDATE {T} SET {c:status} = {w:done}, {c:provider_record_id} = 'r$guard$1' WHERE {c:op_key} = 'a'`, ""},
+		{"a record a holds", false, `UPDATE {T} SET {c:status} = {w:done}, {c:provider_record_id} = 'r$guard$1' WHERE {c:op_key} = 'b'`, "operations_record_namespace"},
+		{"record rewritten", false, `UPDATE {T} SET {c:provider_record_id} = 'r2' WHERE {c:op_key} = 'a'`, "operations_provider_record_id_final"},
+		{"op_key rewritten", false, `UPDATE {T} SET {c:op_key} = 'z' WHERE {c:op_key} = 'a'`, "operations_op_key_final"},
+		{"done back to pending", false, `UPDATE {T} SET {c:status} = {w:pending} WHERE {c:op_key} = 'a'`, "operations_status_transition"},
+		{"a word the mapping does not name", false, `UPDATE {T} SET {c:status} = 'archived' WHERE {c:op_key} = 'a'`, ""},
+		{"inserted in review", false, insert("c", "sms", "{w:review}"), "operations_review_by_sweeper"},
+		{"inserted in review by sweeper", true, insert("c", "sms", "{w:review}"), ""},
+		{"review back to pending", false, `UPDATE {T} SET {c:status} = {w:pending} WHERE {c:op_key} = 'c'`, "operations_status_transition"},
+		{"a ticket for c", true, `INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence)
+			SELECT {c:id}, {c:op_key}, 'not_found', 'U0OWNER', 'high', now() + interval '1 hour', '{}' FROM {T} WHERE {c:op_key} = 'c'`, ""},
+		{"deleted with an open ticket", false, `DELETE FROM {T} WHERE {c:op_key} = 'c'`, "operations_open_ticket"},
+		{"truncated with an open ticket", false, `TRUNCATE {T}`, "operations_open_ticket"},
+		{"deleted without a ticket", false, `DELETE FROM {T} WHERE {c:op_key} = 'b'`, ""},
+	} {
+		err := sql(c.asSweeper, c.sql)
+		if c.constraint == "" && err != nil || constraintOf(err) != c.constraint {
+			t.Errorf("%s: %v, want %q", c.name, err, c.constraint)
+		}
+	}
+	if err := sql(false, `UPDATE {T} SET {c:provider_record_id} = 'r2' WHERE {c:op_key} = 'a'`); !strings.Contains(fmt.Sprint(err), "rec'ord $$ cannot change once set") {
+		t.Errorf("the refusal names the column as the table does: %v", err)
+	}
+
+	if err := ledger.RemoveGuards(ctx, pool, tbl); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_proc WHERE pronamespace = 'sweeper'::regnamespace AND proname ~ '^adopted_(guard|record_once|keep_open_tickets)_')
+		+ (SELECT count(*) FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal)`, tbl.Name()).Scan(&left); err != nil || left != 0 {
+		t.Errorf("after remove: %d guard functions and triggers left, %v", left, err)
+	}
+	if err := sql(false, `UPDATE {T} SET {c:status} = {w:pending} WHERE {c:op_key} = 'c'`); err != nil {
+		t.Errorf("review back to pending without the guards: %v", err)
+	}
+}
+
+// TestAdoptedGuardsAfterRename: the functions made for a table name it;
+// once it is renamed, Inspect shows the guards as not installed for the
+// new name's mapping, and installing them again replaces the old name's
+// functions instead of leaving them behind.
+func TestAdoptedGuardsAfterRename(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, tbl := adopted(t)
+	if err := ledger.InstallGuards(ctx, pool, tbl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ALTER TABLE public."Outbound Log" RENAME TO "Outbound Log 2"`); err != nil {
+		t.Fatal(err)
+	}
+	m := ledgertables.Adopted.Mapping
+	m.Table = "public.Outbound Log 2"
+	renamed, err := ledger.Map(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := ledger.Inspect(ctx, pool, renamed); err != nil || in.GuardsInstalled() || !in.Guards[3].Installed {
+		t.Fatalf("guards after the rename: %+v %v", in.Guards, err)
+	}
+	if err := ledger.InstallGuards(ctx, pool, renamed); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := ledger.Inspect(ctx, pool, renamed); err != nil || !in.GuardsInstalled() {
+		t.Fatalf("guards installed again: %+v %v", in.Guards, err)
+	}
+	rows, err := pool.Query(ctx, `SELECT format('%I.%I', 'sweeper', proname) FROM pg_proc
+		WHERE pronamespace = 'sweeper'::regnamespace AND proname ~ '^adopted_(guard|record_once|keep_open_tickets)_' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	want := renamed.GuardFunctions()
+	slices.Sort(want)
+	if err != nil || strings.Join(have, " ") != strings.ReplaceAll(strings.Join(want, " "), `"`, "") {
+		t.Errorf("functions: %v, want %v (%v)", have, want, err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE public."Outbound Log 2" SET provider_ref = 'r1'`); err != nil {
+		t.Errorf("a write after installing again: %v", err)
 	}
 }

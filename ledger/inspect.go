@@ -47,7 +47,8 @@ type Inspection struct {
 	// values, when the scan took too long: rare words may be missing) or
 	// "enum" (the labels of the column's enum type).
 	WordsFrom string `json:"words_from,omitempty"`
-	// Guards are the triggers [InstallGuards] creates, and which are there.
+	// Guards are the triggers [InstallGuards] creates, and which are
+	// there calling the functions made for this mapping.
 	Guards []GuardCheck `json:"guards"`
 	// Usable: sweeper can run on the table as mapped. Refusals say why not.
 	Usable   bool     `json:"usable"`
@@ -205,7 +206,7 @@ func inspect(ctx context.Context, db DB, t *Table, full bool) (Inspection, error
 		in.finish()
 		return in, nil
 	}
-	if err := in.checkGuards(ctx, db, *oid); err != nil {
+	if err := in.checkGuards(ctx, db, t, *oid); err != nil {
 		return in, err
 	}
 	missing := slices.ContainsFunc(in.Columns, func(c ColumnCheck) bool { return !c.Found })
@@ -697,18 +698,30 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// checkGuards lists sweeper's triggers on the table.
-func (in *Inspection) checkGuards(ctx context.Context, db DB, oid uint32) error {
-	rows, err := db.Query(ctx, `SELECT tgname::text FROM pg_trigger WHERE tgrelid = $1 AND NOT tgisinternal`, oid)
+// checkGuards lists sweeper's triggers on the table: one is installed
+// when it calls the function [InstallGuards] gives it for t's mapping
+// (after a rename, the triggers call the old name's functions, which read
+// the old name: installing again replaces them).
+func (in *Inspection) checkGuards(ctx context.Context, db DB, t *Table, oid uint32) error {
+	rows, err := db.Query(ctx, `
+SELECT g.tgname::text, p.proname::text
+FROM pg_trigger g JOIN pg_proc p ON p.oid = g.tgfoid JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE g.tgrelid = $1 AND NOT g.tgisinternal AND n.nspname = 'sweeper'`, oid)
 	if err != nil {
 		return fmt.Errorf("triggers of %s: %w", in.Table, err)
 	}
-	have, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	calls := map[string]string{}
+	var trigger, function string
+	if _, err := pgx.ForEachRow(rows, []any{&trigger, &function}, func() error {
+		calls[trigger] = function
+		return nil
+	}); err != nil {
 		return fmt.Errorf("triggers of %s: %w", in.Table, err)
 	}
+	want := t.guardFunctionOf()
 	for _, g := range GuardTriggers {
-		in.Guards = append(in.Guards, GuardCheck{Trigger: g, Installed: slices.Contains(have, g)})
+		fn, ok := calls[g]
+		in.Guards = append(in.Guards, GuardCheck{Trigger: g, Installed: ok && fn == want[g]})
 	}
 	return nil
 }
