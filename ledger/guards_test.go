@@ -398,7 +398,7 @@ func TestAdoptedGuardsAfterRename(t *testing.T) {
 	if _, err := pool.Exec(ctx, `ALTER TABLE public."Outbound Log" RENAME TO "Outbound Log 2"`); err != nil {
 		t.Fatal(err)
 	}
-	m := ledgertables.Adopted.Mapping
+	m := ledgertables.Adopted.Mapping(t)
 	m.Table = "public.Outbound Log 2"
 	renamed, err := ledger.Map(m)
 	if err != nil {
