@@ -34,11 +34,8 @@ lint:
 		echo "gofmt: these files need formatting:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-# -parallel 4: the long tests (the chaos, toil and kill -9 tests, the
-# demo) mostly wait — on leases, on processes, on a provider's outage —
-# so four of them at a time in a package use two cores no worse than two.
 gotest:
-	$(GO) test -race -count=1 -parallel 4 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 nodetest:
 	@command -v node >/dev/null || { echo "node is needed for the payload-hash vectors (Debian: apt-get install nodejs)"; exit 1; }
