@@ -34,7 +34,10 @@ func (f *fakeMessagingProvider) ServeHTTP(w http.ResponseWriter, r *http.Request
 		matches := []map[string]string{}
 		switch {
 		case strings.HasPrefix(key, "sent-"):
-			matches = append(matches, map[string]string{"id": "msg_" + key, "created_at": time.Now().UTC().Format(time.RFC3339),
+			// Sent a minute ago — after the operation's first attempt,
+			// before the lookup's window ends however late the lookup
+			// runs on a loaded machine.
+			matches = append(matches, map[string]string{"id": "msg_" + key, "created_at": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339),
 				"recipient": r.URL.Query().Get("recipient"), "payload_hash": f.hashes[key]})
 		case strings.HasPrefix(key, "down-"):
 			http.Error(w, "upstream unavailable", http.StatusServiceUnavailable)
