@@ -14,3 +14,7 @@ func SetWordsTimeout(d string) func() {
 	wordsTimeout = d
 	return func() { wordsTimeout = old }
 }
+
+// GuardStatements are the statements [InstallGuards] runs, for a test
+// that shows them when they fail.
+func (t *Table) GuardStatements() []string { return t.guardStatements() }

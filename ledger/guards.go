@@ -309,10 +309,6 @@ func (t *Table) guardStatements() []string {
 	}
 }
 
-// GuardStatements are the statements [InstallGuards] runs, for a person
-// who would rather run them (on a table without the guards).
-func (t *Table) GuardStatements() []string { return t.guardStatements() }
-
 // InstallGuards creates sweeper's guard functions and triggers
 // ([GuardTriggers]) on t, an adopted table, in one transaction: any
 // already there are replaced, so that a changed mapping's names and words

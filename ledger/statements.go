@@ -110,8 +110,10 @@ func without(cols, vals []string, col string) ([]string, []string) {
 	return c, v
 }
 
-// settledEstimateSQL reads the done and failed operations' estimate from
-// the catalog's statistics of the table's status column.
+// settledEstimateSQL estimates the done and failed operations from the
+// catalog: the table's row count times each status's frequency in its
+// status column, as ANALYZE last sampled them. It reads no row of the
+// ledger.
 func (t *Table) settledEstimateSQL() string {
 	col, _ := t.Column("status")
 	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -50,11 +50,6 @@ func (t *Table) UnsettledCountsQuery() string { return t.sql.unsettledCounts }
 // ($1, $2 as in [UnsettledCountsQuery]) from operations_pending_stale_idx.
 func (t *Table) OldestPendingQuery() string { return t.sql.oldestPending }
 
-// SettledEstimateQuery estimates the done and failed operations from the
-// catalog: the table's row count times each status's frequency, as
-// ANALYZE last sampled them. It reads no row of the ledger.
-func (t *Table) SettledEstimateQuery() string { return t.sql.settledEstimate }
-
 // Stats counts the ledger's unsettled operations by provider and status,
 // reads the age of each provider's oldest pending operation, and estimates
 // the settled history, in three statements. The provider column is written

@@ -232,9 +232,6 @@ func (t *Table) Native() bool {
 	return (m.Table == "" || m.Table == NativeTable) && len(m.Columns) == 0 && len(m.Statuses) == 0
 }
 
-// Mapping is what t was made from.
-func (t *Table) Mapping() Mapping { return t.mapping }
-
 // Column is the table's column for sweeper's name key, unquoted, and
 // whether the table has one.
 func (t *Table) Column(key string) (string, bool) {
