@@ -187,8 +187,14 @@ func (s *Store) PlanSilence(ctx context.Context, ns NewSilence, known Known, for
 	// alone.
 	all, why := holdsEverything(reach, plan.OpenTickets, openAll)
 	if all {
-		err := &holdsEverythingError{fmt.Sprintf("it would hold all %d open tickets and all %d providers, and every ticket like them to come (%s)",
-			openAll, providerCount(known, labels), why)}
+		// Every open ticket, but one whose label is missing ("", an
+		// unreadable row's): the count says what it holds.
+		tickets := fmt.Sprintf("all %d open tickets", openAll)
+		if plan.OpenTickets < openAll {
+			tickets = fmt.Sprintf("%d of the %d open tickets", plan.OpenTickets, openAll)
+		}
+		err := &holdsEverythingError{fmt.Sprintf("it would hold %s and all %d providers, and every ticket like them to come (%s)",
+			tickets, providerCount(known, labels), why)}
 		if !force {
 			return SilencePlan{}, err
 		}

@@ -112,10 +112,10 @@ func (m Matcher) check() error {
 const MaxMatcherValue = 500
 
 // backReference finds the first back-reference of PostgreSQL pattern p: a
-// backslash, not itself escaped, before a digit 1 to 9 (\1 is a
-// backslash and a 1). In a bracket expression PostgreSQL refuses the
-// escape anyway; past the groups there are it would be an octal
-// character, which no label holds.
+// backslash, not itself escaped, before a digit 1 to 9 (two backslashes
+// and a 1 are a backslash, then a 1). In a bracket expression PostgreSQL
+// refuses the escape anyway; past the groups there are it would be an
+// octal character, which no label holds.
 func backReference(p string) (string, bool) {
 	for i := 0; i+1 < len(p); i++ {
 		if p[i] != '\\' {
@@ -214,8 +214,8 @@ func scanSilence(row pgx.CollectableRow) (Silence, error) {
 // CheckSilence validates silence ns as [Store.AddSilence] would, without
 // adding it: every matcher well formed, its patterns accepted by
 // PostgreSQL, without back-references and cheap to match
-// ([PatternBudget]), at least one matcher that does not match an empty label (a
-// silence never matches everything), an author, a comment, an end after
+// ([PatternBudget]), at least one matcher that does not match an empty
+// label (a silence never matches everything), an author, a comment, an end after
 // its start and after now, at most [MaxSilence] long. Errors wrap
 // [ErrInvalidSilence] and say every problem.
 func (s *Store) CheckSilence(ctx context.Context, ns NewSilence) error {
