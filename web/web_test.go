@@ -111,9 +111,9 @@ func setup(t *testing.T) *bundle {
 }
 
 // addSilence stands for the outbox's rules: it refuses a draft without a
-// comment, and one with the matcher provider=smss unless forced (it
-// matches nothing); it adds the others, ending in 2h, warning of a 3d end
-// and of a forced one.
+// comment, and one with the matcher provider=smss (it matches nothing) or
+// provider=~.+ (it holds every ticket) unless forced; it adds the others,
+// ending in 2h, warning of a 3d end and of a forced one.
 func (b *bundle) addSilence(_ context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -122,9 +122,16 @@ func (b *bundle) addSilence(_ context.Context, d web.SilenceDraft) (web.Silence,
 		return web.Silence{}, nil, &web.RefusedError{Problems: []string{"a comment is required: why the notifications are held"}}
 	}
 	var warnings []string
+	if slices.Contains(d.Matchers, "provider=~.+") {
+		const why = "it would hold all 512 open tickets and all 4 providers, and every ticket like them to come (provider=~.+ matches every provider)"
+		if !d.Force {
+			return web.Silence{}, nil, &web.RefusedError{Forcible: true, Problems: []string{why}}
+		}
+		warnings = append(warnings, why)
+	}
 	if slices.Contains(d.Matchers, "provider=smss") {
 		if !d.Force {
-			return web.Silence{}, nil, &web.RefusedError{MatchesNothing: true,
+			return web.Silence{}, nil, &web.RefusedError{Forcible: true,
 				Problems: []string{"it matches no open ticket, and names no configured provider or known workflow (a typo?)"}}
 		}
 		warnings = append(warnings, "it matches no open ticket, and names no configured provider or known workflow (a typo?)")
