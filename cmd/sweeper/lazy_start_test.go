@@ -131,11 +131,12 @@ func statusOf(t *testing.T, pool *pgxpool.Pool, key string) string {
 }
 
 // TestUnreachableProviderAtStartWaitsAlone (I9, I3): `sweeper run` starts
-// while one Postmark block's API refuses connections. The daemon runs: the
-// healthy block's operation is proven done, the unreachable block's stays
-// pending — neither looked up nor ticketed — while sweeper_provider_ready
-// says so and one WARN names it by key; once its API answers, its account
-// is read and recorded and its operation settles.
+// while one Postmark block's API refuses connections and another's refuses
+// its token (401). The daemon runs: the healthy block's operation is proven
+// done, the two others' stay pending — neither looked up nor ticketed —
+// while `providers --json` and sweeper_provider_ready say so and one WARN
+// each names them by key; once the unreachable API answers, its account is
+// read and recorded, and only then its operation settles.
 func TestUnreachableProviderAtStartWaitsAlone(t *testing.T) {
 	t.Parallel()
 	bin := binary(t)
@@ -147,18 +148,31 @@ func TestUnreachableProviderAtStartWaitsAlone(t *testing.T) {
 	defer upSrv.Close()
 	down := &postmarkFake{id: 2, token: "down-token", firstAttempt: firstAttempt}
 	downAddr := freeListen(t) // closed: connections are refused
+	// A third block's token is refused (401): the configuration's mistake,
+	// named by its key, that stops nothing either.
+	bad := &postmarkFake{id: 3, token: "the-right-token", firstAttempt: firstAttempt}
+	badSrv := httptest.NewServer(bad)
+	defer badSrv.Close()
 	listen := freeListen(t)
-	cfgFile := writeConfig(t, lazyConfig(listen, upSrv.URL, "http://"+downAddr, ""))
-	seedMail(t, pool, firstAttempt, "pm_up-1", "pm_down-1")
+	cfgFile := writeConfig(t, lazyConfig(listen, upSrv.URL, "http://"+downAddr, fmt.Sprintf(`
+[providers.pm_bad]
+kind = "postmark"
+server_token_env = "PM_BAD_TOKEN"
+api_base = %q
+stale_after = "1m"
+`, badSrv.URL)))
+	seedMail(t, pool, firstAttempt, "pm_up-1", "pm_down-1", "pm_bad-1")
 
-	d := startDaemonWith(t, bin, cfgFile, dbURL, listen, "PM_UP_TOKEN=up-token", "PM_DOWN_TOKEN=down-token")
+	d := startDaemonWith(t, bin, cfgFile, dbURL, listen, "PM_UP_TOKEN=up-token", "PM_DOWN_TOKEN=down-token", "PM_BAD_TOKEN=a-wrong-token")
 	waitFor(t, d, time.Minute, "pm_up-1 done", func() bool { return statusOf(t, pool, "pm_up-1") == "done" })
 	// Several sweeps later, the other still waits, untouched.
 	waitFor(t, d, time.Minute, "three more sweeps", func() bool {
 		return queryCount(t, pool, `SELECT count(*) FROM sweeper.river_job WHERE kind = 'sweep' AND state = 'completed'`) >= 4
 	})
-	if got := statusOf(t, pool, "pm_down-1"); got != "pending" {
-		t.Fatalf("pm_down-1 is %s while its provider cannot be reached; want pending", got)
+	for _, key := range []string{"pm_down-1", "pm_bad-1"} {
+		if got := statusOf(t, pool, key); got != "pending" {
+			t.Fatalf("%s is %s while its provider's account is unknown; want pending", key, got)
+		}
 	}
 	if n := queryCount(t, pool, `SELECT count(*) FROM sweeper.tickets`); n != 0 {
 		t.Errorf("%d ticket(s) opened; want none", n)
@@ -169,8 +183,8 @@ func TestUnreachableProviderAtStartWaitsAlone(t *testing.T) {
 		return strings.Contains(body, `sweeper_provider_ready{provider="pm_down"} 0`) &&
 			strings.Contains(body, `sweeper_provider_ready{provider="pm_up"} 1`)
 	})
-	r := runCLI(t, map[string]string{config.EnvDatabaseURL: dbURL, "PM_UP_TOKEN": "up-token", "PM_DOWN_TOKEN": "down-token"},
-		"providers", "--json", "--config", cfgFile)
+	r := runCLI(t, map[string]string{config.EnvDatabaseURL: dbURL, "PM_UP_TOKEN": "up-token", "PM_DOWN_TOKEN": "down-token",
+		"PM_BAD_TOKEN": "a-wrong-token"}, "providers", "--json", "--config", cfgFile)
 	var listed []struct {
 		Provider string `json:"provider"`
 		Ready    bool   `json:"ready"`
@@ -179,9 +193,10 @@ func TestUnreachableProviderAtStartWaitsAlone(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil || r.code != exitOK {
 		t.Fatalf("providers --json: code %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
-	if len(listed) != 2 || listed[0].Provider != "pm_down" || listed[0].Ready || !strings.Contains(listed[0].NotReady, "connection refused") ||
-		!listed[1].Ready {
-		t.Errorf("providers --json: want pm_down not ready (connection refused) and pm_up ready:\n%s", r.stdout)
+	if len(listed) != 3 || listed[0].Provider != "pm_bad" || listed[0].Ready || !strings.Contains(listed[0].NotReady, "HTTP 401") ||
+		listed[1].Provider != "pm_down" || listed[1].Ready || !strings.Contains(listed[1].NotReady, "connection refused") ||
+		!listed[2].Ready {
+		t.Errorf("providers --json: want pm_bad not ready (HTTP 401), pm_down not ready (connection refused) and pm_up ready:\n%s", r.stdout)
 	}
 
 	// The API answers now, on the address the block names.
@@ -209,10 +224,16 @@ func TestUnreachableProviderAtStartWaitsAlone(t *testing.T) {
 	if n := strings.Count(out, "providers.pm_down: the provider cannot be reached"); n != 1 {
 		t.Errorf("%d WARN line(s) for pm_down not reachable; want one:\n%s", n, out)
 	}
+	if n := strings.Count(out, "providers.pm_bad: the provider refused"); n != 1 || strings.Contains(out, "a-wrong-token") {
+		t.Errorf("%d WARN line(s) for pm_bad's refused token, want one, naming no token:\n%s", n, out)
+	}
+	if got := statusOf(t, pool, "pm_bad-1"); got != "pending" {
+		t.Errorf("pm_bad-1 is %s; want pending while its token is refused", got)
+	}
 	if !strings.Contains(out, `"msg":"provider ready: its operations are looked up","provider":"pm_down"`) {
 		t.Errorf("no line says pm_down became ready:\n%s", out)
 	}
-	if n := up.writes.Load() + down.writes.Load(); n != 0 {
+	if n := up.writes.Load() + down.writes.Load() + bad.writes.Load(); n != 0 {
 		t.Errorf("%d non-GET request(s) reached the providers", n)
 	}
 }
