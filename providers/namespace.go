@@ -39,8 +39,11 @@ func Fingerprint(secret string) string {
 }
 
 // NotReadyWait is how long a lookup of a provider that is not ready
-// ([Provider.SetNotReady]) is paced before it is tried again.
-const NotReadyWait = 5 * time.Second
+// ([Provider.SetNotReady]) is paced before it is tried again. It is longer
+// than the few seconds an escalation waits for pacing, so that a ticket of
+// a provider not ready takes its escalation step at once instead of
+// holding an escalation worker.
+const NotReadyWait = 10 * time.Second
 
 // startState is what is learnt about a provider once it is built, while
 // lookups may already run: its record namespace, and why it is not ready.

@@ -33,6 +33,8 @@ type postmarkFake struct {
 	writes atomic.Int64
 	// server counts GET /server requests.
 	server atomic.Int64
+	// onSearch, when set, is called before each search is answered.
+	onSearch func()
 }
 
 func (f *postmarkFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -51,6 +53,9 @@ func (f *postmarkFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.server.Add(1)
 		fmt.Fprintf(w, `{"ID":%d,"Name":"server %d"}`, f.id, f.id)
 	case "/messages/outbound":
+		if f.onSearch != nil {
+			f.onSearch()
+		}
 		key := r.URL.Query().Get("metadata_op_key")
 		json.NewEncoder(w).Encode(map[string]any{ //nolint:errcheck // the adapter reads what arrived
 			"TotalCount": 1,
@@ -147,6 +152,19 @@ func TestUnreachableProviderAtStartWaitsAlone(t *testing.T) {
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
 	down := &postmarkFake{id: 2, token: "down-token", firstAttempt: firstAttempt}
+	// What the database held as pm_down's account when it was first
+	// searched: it must be recorded before anything of it can be proven.
+	nsAtSearch := make(chan string, 1)
+	down.onSearch = func() {
+		var ns string
+		if err := pool.QueryRow(context.Background(), `SELECT sweeper.record_namespace('pm_down')`).Scan(&ns); err != nil {
+			ns = err.Error()
+		}
+		select {
+		case nsAtSearch <- ns:
+		default:
+		}
+	}
 	downAddr := freeListen(t) // closed: connections are refused
 	// A third block's token is refused (401): the configuration's mistake,
 	// named by its key, that stops nothing either.
@@ -199,6 +217,17 @@ stale_after = "1m"
 		t.Errorf("providers --json: want pm_bad not ready (HTTP 401), pm_down not ready (connection refused) and pm_up ready:\n%s", r.stdout)
 	}
 
+	r = runCLI(t, map[string]string{config.EnvDatabaseURL: dbURL, "PM_UP_TOKEN": "up-token", "PM_DOWN_TOKEN": "down-token",
+		"PM_BAD_TOKEN": "a-wrong-token"}, "providers", "--config", cfgFile)
+	for _, want := range []string{"pm_down          postmark by op_key      NOT READY", "not ready: providers.pm_down: ", "connection refused"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("providers does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "pm_up            postmark by op_key      NOT READY") {
+		t.Errorf("providers says pm_up is not ready:\n%s", r.stdout)
+	}
+
 	// The API answers now, on the address the block names.
 	l, err := net.Listen("tcp", downAddr)
 	if err != nil {
@@ -208,12 +237,8 @@ stale_after = "1m"
 	go downSrv.Serve(l) //nolint:errcheck // closed below
 	defer downSrv.Close()
 	waitFor(t, d, 2*time.Minute, "pm_down-1 done", func() bool { return statusOf(t, pool, "pm_down-1") == "done" })
-	var ns string
-	if err := pool.QueryRow(context.Background(), `SELECT sweeper.record_namespace('pm_down')`).Scan(&ns); err != nil {
-		t.Fatal(err)
-	}
-	if ns != "postmark:server:2" {
-		t.Errorf("pm_down's record namespace is %q, want postmark:server:2 recorded before it proved", ns)
+	if ns := <-nsAtSearch; ns != "postmark:server:2" {
+		t.Errorf("when pm_down was first searched the database held its record namespace as %q; want postmark:server:2, recorded first", ns)
 	}
 	waitFor(t, d, 30*time.Second, "pm_down ready on /metrics", func() bool {
 		_, body = httpGet(t, "http://"+listen+"/metrics", nil)
