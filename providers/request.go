@@ -139,8 +139,13 @@ func (p *Provider) panicked(v any) error {
 // timeout); past it the request is paced — handed back to be tried later —
 // never failed: the provider was not asked, so nothing was learned and no
 // budget is spent. A provider that is down paces too. release frees the
-// slot; probe marks the one request asking a provider that is down.
+// slot; probe marks the one request asking a provider that is down. A
+// provider that is not ready ([Provider.SetNotReady]) paces at once.
 func (p *Provider) admit(ctx context.Context) (release func(), probe bool, err error) {
+	if why := p.NotReady(); why != nil {
+		// Not asked: nothing learnt, no budget spent, nothing decided.
+		return nil, false, Paced(NotReadyWait, fmt.Errorf("%s: not ready: %v", p.Name, why))
+	}
 	waitCtx, cancelWait := context.WithTimeout(ctx, p.LookupTimeout)
 	defer cancelWait()
 	select {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,6 +42,10 @@ type App struct {
 	// providers' lookups are traced when [Open] builds them with it. Nil:
 	// none, at no cost.
 	Tracing *tracing.Tracing
+
+	// routesConflict is whether the routes the database holds differ from
+	// the configuration's, as [App.WatchRoutes] last read them.
+	routesConflict atomic.Bool
 }
 
 // TrackHealth gives every provider its health tracker over s's pool, so

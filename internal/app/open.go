@@ -50,13 +50,16 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Open builds the providers, reads which account each reaches
-// ([ReadNamespaces]), connects, checks that the database is migrated,
-// records the providers' record namespaces ([App.WriteNamespaces]) and
-// syncs the database's clock: what every command that reads
-// or settles operations needs. It returns the App and the function that
-// closes its pool and the providers' own. A provider it cannot build is a
-// *ConfigError; a missing migration or an unreachable database (after
-// opts.Wait) another error.
+// ([ReadNamespaces]), connects, checks that the database is migrated and
+// syncs the database's clock: what every command that reads or settles
+// operations needs. It writes nothing shared: a command that settles
+// records the namespaces itself ([App.WriteNamespaces]), and the daemon
+// alone the routes ([App.WriteRoutes]). A provider whose account cannot
+// be read is not ready (its operations wait; see [App.NotReady],
+// [App.AwaitProviders]) and stops nothing. It returns the App and the
+// function that closes its pool and the providers' own. A provider it
+// cannot build is a *ConfigError; a missing migration or an unreachable
+// database (after opts.Wait) another error.
 func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func(), error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -75,10 +78,8 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 			p.Close() // a postgres provider's own pool
 		}
 	}
-	if err := ReadNamespaces(ctx, cfg, provs); err != nil {
-		closeProviders()
-		return nil, nil, fmt.Errorf("which account each provider reaches: %w", err)
-	}
+	// Each one not ready has said so; the others are not held back.
+	_ = ReadNamespaces(ctx, cfg, provs, logger)
 	var pool *pgxpool.Pool
 	var pending int
 	err := retryFor(ctx, logger, opts.Wait, "database not ready; trying again", func() error {
@@ -108,16 +109,6 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 		logger.Warn("this machine's clock disagrees with the database's; deciding by the database's", "offset", offset.String())
 	}
 	s := &App{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: opts.Getenv, Clock: clock, Tracing: opts.Tracing}
-	if err := s.WriteNamespaces(ctx); err != nil {
-		pool.Close()
-		closeProviders()
-		return nil, nil, fmt.Errorf("record the providers' record namespaces: %w", err)
-	}
-	if err := s.WriteRoutes(ctx); err != nil {
-		pool.Close()
-		closeProviders()
-		return nil, nil, fmt.Errorf("record the routes: %w", err)
-	}
 	s.TrackHealth()
 	return s, func() {
 		closeProviders()

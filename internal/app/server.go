@@ -61,6 +61,7 @@ func (s *App) NewHTTPServers(serveCtx context.Context, daemon *Daemon, registry 
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		state,
+		s.StartCollector(),
 	)
 	admin.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	admin.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
