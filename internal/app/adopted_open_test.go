@@ -16,8 +16,9 @@ import (
 )
 
 // TestOpenRefusesAnUnusableAdoptedTable: a command does not start on an
-// adopted table it cannot use — here one whose op_key is not unique —
-// and says why; once the table has its unique index, it starts.
+// adopted table it cannot use — here one whose op_key is not unique, then
+// one whose op_key may be NULL — and says why; once the table has its
+// unique index and its NOT NULL, it starts.
 func TestOpenRefusesAnUnusableAdoptedTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -53,5 +54,19 @@ func TestOpenRefusesAnUnusableAdoptedTable(t *testing.T) {
 	}
 	if err := open(); err != nil {
 		t.Fatalf("open once the table is usable: %v", err)
+	}
+	// An op_key that may be NULL: refused with the statement that fixes it.
+	if _, err := pool.Exec(ctx, `ALTER TABLE public."Outbound Log" ALTER COLUMN "IdemKey" DROP NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	fix := `ALTER TABLE "public"."Outbound Log" ALTER COLUMN "IdemKey" SET NOT NULL`
+	if err := open(); err == nil || !strings.Contains(err.Error(), "allows NULL") || !strings.Contains(err.Error(), fix) {
+		t.Fatalf("open on a table whose op_key may be NULL: %v", err)
+	}
+	if _, err := pool.Exec(ctx, fix); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(); err != nil {
+		t.Fatalf("open once the op_key is NOT NULL: %v", err)
 	}
 }
