@@ -202,7 +202,7 @@ func inspect(ctx context.Context, db DB, t *Table, full bool) (Inspection, error
 	if err != nil {
 		return in, fmt.Errorf("columns of %s: %w", in.Table, err)
 	}
-	in.checkColumns(t, cols)
+	in.checkColumns(t, cols, full)
 	if err := in.checkKeys(ctx, db, t, *oid, cols); err != nil {
 		return in, err
 	}
@@ -281,8 +281,12 @@ var typeRules = map[string]typeRule{
 	"recipient": isText, "payload_hash": isText, "provider_record_id": isText,
 }
 
-// checkColumns checks each mapped column's presence and type.
-func (in *Inspection) checkColumns(t *Table, cols map[string]catalogColumn) {
+// checkColumns checks each mapped column's presence and type. A required
+// column that allows NULL is a refusal for `sweeper adopt` (full) and a
+// warning when a command starts: each row holding a NULL is read as that
+// row's invalid_operation ticket, so the table stays usable, and a daemon
+// already running on it is not stopped by an upgrade.
+func (in *Inspection) checkColumns(t *Table, cols map[string]catalogColumn, full bool) {
 	for _, key := range ColumnNames {
 		name, has := t.Column(key)
 		if !has {
@@ -318,7 +322,12 @@ func (in *Inspection) checkColumns(t *Table, cols map[string]catalogColumn) {
 				check.Problem = fmt.Sprintf("allows NULL; a row without %s cannot be looked up or settled, and becomes an invalid_operation ticket: "+
 					"make it NOT NULL (first give a value to the rows that have none): ALTER TABLE %s ALTER COLUMN %s SET NOT NULL;",
 					key, t.Name(), quoteIdent(name))
-				in.Refusals = append(in.Refusals, fmt.Sprintf("column %s (ledger.columns.%s): %s", name, key, check.Problem))
+				msg := fmt.Sprintf("column %s (ledger.columns.%s): %s", name, key, check.Problem)
+				if full {
+					in.Refusals = append(in.Refusals, msg)
+				} else {
+					in.Warnings = append(in.Warnings, msg)
+				}
 			}
 			if key == "status" && c.typtype == "e" {
 				for _, w := range t.Words() {

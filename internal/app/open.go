@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 		closeProviders()
 		return nil, nil, fmt.Errorf("the database lacks %d migration(s): run 'sweeper migrate' first", pending)
 	}
-	if err := checkAdopted(ctx, pool, cfg.LedgerTable()); err != nil {
+	if err := checkAdopted(ctx, pool, cfg.LedgerTable(), logger); err != nil {
 		pool.Close()
 		closeProviders()
 		return nil, nil, err
@@ -186,9 +187,11 @@ func retryFor(ctx context.Context, logger *slog.Logger, wait time.Duration, msg 
 // checkAdopted refuses to run on an adopted ledger table sweeper cannot
 // use — missing, a view, a required column missing or of the wrong type,
 // no unique op_key — with the reasons: nothing is read or written there
-// until `sweeper adopt` says it is usable. ledger.operations needs no
-// check: the migrations made it.
-func checkAdopted(ctx context.Context, pool *pgxpool.Pool, t *ledger.Table) error {
+// until `sweeper adopt` says it is usable. What works but should be
+// fixed (a required column that allows NULL: its NULL rows become their
+// own invalid_operation tickets) is a WARN each. ledger.operations needs
+// no check: the migrations made it.
+func checkAdopted(ctx context.Context, pool *pgxpool.Pool, t *ledger.Table, logger *slog.Logger) error {
 	if t.Native() {
 		return nil
 	}
@@ -199,6 +202,11 @@ func checkAdopted(ctx context.Context, pool *pgxpool.Pool, t *ledger.Table) erro
 	if !in.Usable {
 		return fmt.Errorf("the ledger table %s ([ledger] table) cannot be used: %s; `sweeper adopt` prints the whole report",
 			t.Name(), strings.Join(in.Refusals, "; "))
+	}
+	for _, c := range in.Columns {
+		if c.Nullable && slices.Contains(ledger.NotNullColumns, c.Key) {
+			logger.Warn("a required column of the ledger table allows NULL: "+c.Problem, "table", t.Name(), "column", c.Column)
+		}
 	}
 	return nil
 }
