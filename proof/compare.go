@@ -116,6 +116,9 @@ func (ev Evidence) Differing(rec EvidenceRecord) []string {
 		if c, ok := shown[name]; ok && slices.Contains(out, c) {
 			continue
 		}
+		if k, ok := strings.CutPrefix(f, "payload."); ok && slices.Contains(out, "field "+k) {
+			continue
+		}
 		if !slices.Contains(out, f) {
 			out = append(out, f)
 		}

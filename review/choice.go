@@ -141,3 +141,17 @@ func (e *DiffersError) Error() string {
 func (e *DiffersError) Is(target error) bool {
 	return target == ErrNeedsConfirmation || target == ErrInvalidRequest
 }
+
+// Doubts weighs, by [WeighChoice], resolving t as done with each record
+// of its evidence, and returns the choices that need a confirmation, in
+// evidence order: what a surface offering a record, or a field to type
+// one in, must warn of before a person picks.
+func Doubts(t Ticket) []Choice {
+	var out []Choice
+	for _, id := range recordIDs(t.Evidence) {
+		if c := WeighChoice(t, ResolutionDone, id); c.Differs {
+			out = append(out, c)
+		}
+	}
+	return out
+}
