@@ -1,6 +1,7 @@
 package proof
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -83,13 +84,30 @@ func (ev Evidence) Compare(rec EvidenceRecord) []FieldComparison {
 	out = append(out, FieldComparison{Field: "state", Ledger: "the effect (" + orDash(ev.Action) + ")", Record: state,
 		Verdict: verdictOf(state == string(providers.StateEffect))})
 
-	names := make([]string, 0, len(rec.Fields))
+	if rec.Fields == nil {
+		// Nothing to lay side by side: the hash says all there is.
+		return out
+	}
+	names := make([]string, 0, len(rec.Fields)+len(ev.Payload))
 	for k := range rec.Fields {
 		names = append(names, k)
 	}
+	for k := range ev.Payload {
+		if _, ok := rec.Fields[k]; !ok {
+			names = append(names, k)
+		}
+	}
 	sort.Strings(names)
 	for _, k := range names {
-		out = append(out, fieldComparisons(k, rec.Fields[k])...)
+		rv, inRecord := rec.Fields[k]
+		lv, inLedger := ev.Payload[k]
+		if !inRecord {
+			// Only the ledger's payload holds it: the record lacks what
+			// the workflow meant to send.
+			out = append(out, FieldComparison{Field: "field " + k, Ledger: describeValue(lv, true), Record: "— (none)", Verdict: VerdictDiffer})
+			continue
+		}
+		out = append(out, fieldComparisons(k, rv, lv, inLedger, ev.Payload != nil)...)
 	}
 	return out
 }
@@ -128,21 +146,30 @@ func (ev Evidence) Differing(rec EvidenceRecord) []string {
 
 // fieldComparisons is one of the record's fields as evidence keeps it: a
 // text (a [FieldText] — its length, masked when it is an address)
-// compared with the ledger's payload; nested values by path.
-func fieldComparisons(path string, v any) []FieldComparison {
+// compared with the ledger's payload; nested values by path. lv is the
+// ledger payload's value at the same place, present whether there is
+// one, kept whether the evidence holds the ledger's payload at all (older
+// evidence does not: its ledger side says "payload").
+func fieldComparisons(path string, v, lv any, present, kept bool) []FieldComparison {
+	ledgerSide := "payload"
+	if kept {
+		ledgerSide = describeValue(lv, present)
+	}
+	one := func(record, verdict string) []FieldComparison {
+		return []FieldComparison{{Field: "field " + path, Ledger: ledgerSide, Record: record, Verdict: verdict}}
+	}
 	switch t := v.(type) {
+	case FieldText:
+		return fieldComparisons(path, t.asJSON(), lv, present, kept)
 	case map[string]any:
 		if f, ok := fieldTextOf(t); ok {
-			shown := fmt.Sprintf("text, %d characters", f.Length)
-			if f.Masked != "" {
-				shown = f.Masked
-			}
-			c := FieldComparison{Field: "field " + path, Ledger: "payload", Record: shown, Verdict: VerdictUnknown}
+			verdict := VerdictUnknown
 			if f.Agrees != nil {
-				c.Verdict = verdictOf(*f.Agrees)
+				verdict = verdictOf(*f.Agrees)
 			}
-			return []FieldComparison{c}
+			return one(describeValue(t, true), verdict)
 		}
+		lm, _ := lv.(map[string]any)
 		keys := make([]string, 0, len(t))
 		for k := range t {
 			keys = append(keys, k)
@@ -150,25 +177,96 @@ func fieldComparisons(path string, v any) []FieldComparison {
 		slices.Sort(keys)
 		var out []FieldComparison
 		for _, k := range keys {
-			out = append(out, fieldComparisons(path+"."+k, t[k])...)
+			le, in := lm[k]
+			out = append(out, fieldComparisons(path+"."+k, t[k], le, present && in, kept)...)
 		}
 		return out
-	case FieldText:
-		return fieldComparisons(path, map[string]any{"digest": t.Digest, "length": float64(t.Length), "agrees": boolOrNil(t.Agrees), "masked": t.Masked})
 	case []any:
+		ls, _ := lv.([]any)
 		var out []FieldComparison
 		for i, e := range t {
-			out = append(out, fieldComparisons(fmt.Sprintf("%s[%d]", path, i), e)...)
+			var le any
+			if i < len(ls) {
+				le = ls[i]
+			}
+			out = append(out, fieldComparisons(fmt.Sprintf("%s[%d]", path, i), e, le, present && i < len(ls), kept)...)
 		}
 		return out
+	}
+	verdict := VerdictUnknown
+	if kept {
+		if same, ok := sameScalar(v, lv, present); ok {
+			verdict = verdictOf(same)
+		}
+	}
+	return one(describeValue(v, true), verdict)
+}
+
+// sameScalar compares a number or a boolean of a record with the ledger
+// payload's at the same place; ok is false when either is no such value
+// (a masked phone number, a text): evidence cannot tell then.
+func sameScalar(v, lv any, present bool) (same, ok bool) {
+	number := func(x any) (float64, bool) {
+		switch t := x.(type) {
+		case json.Number:
+			f, err := t.Float64()
+			return f, err == nil
+		case float64:
+			return t, true
+		case int:
+			return float64(t), true
+		case int64:
+			return float64(t), true
+		}
+		return 0, false
+	}
+	if a, isNumber := number(v); isNumber {
+		if !present {
+			return false, true
+		}
+		b, ok := number(lv)
+		return ok && a == b, true
+	}
+	if a, isBool := v.(bool); isBool {
+		b, ok := lv.(bool)
+		return present && ok && a == b, true
+	}
+	return false, false
+}
+
+// describeValue shows a value as evidence keeps it, for people: a text by
+// its length (an address masked), a number or a boolean as it is; "—"
+// when there is none.
+func describeValue(v any, present bool) string {
+	if !present {
+		return "— (none)"
+	}
+	switch t := v.(type) {
+	case FieldText:
+		return describeValue(t.asJSON(), true)
+	case map[string]any:
+		if f, ok := fieldTextOf(t); ok {
+			if f.Masked != "" {
+				return f.Masked
+			}
+			return fmt.Sprintf("text, %d characters", f.Length)
+		}
+		return fmt.Sprintf("an object of %d fields", len(t))
+	case []any:
+		return fmt.Sprintf("a list of %d", len(t))
 	case nil:
-		return []FieldComparison{{Field: "field " + path, Ledger: "payload", Record: "null", Verdict: VerdictUnknown}}
+		return "null"
 	case string:
 		// Evidence never holds a field's text; a string here is a number
 		// masked as a recipient.
-		return []FieldComparison{{Field: "field " + path, Ledger: "payload", Record: MaskRecipient(t), Verdict: VerdictUnknown}}
+		return MaskRecipient(t)
 	}
-	return []FieldComparison{{Field: "field " + path, Ledger: "payload", Record: fmt.Sprint(v), Verdict: VerdictUnknown}}
+	return fmt.Sprint(v)
+}
+
+// asJSON is f as it reads back from evidence's JSON.
+func (f FieldText) asJSON() map[string]any {
+	return map[string]any{"digest": f.Digest, "length": float64(f.Length), "agrees": boolOrNil(f.Agrees), "masked": f.Masked}
 }
 
 func boolOrNil(b *bool) any {

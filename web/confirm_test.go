@@ -48,7 +48,7 @@ func TestResolveAsDoneChoosesNoRecordForYou(t *testing.T) {
 	if strings.Contains(m[1], "selected") {
 		t.Errorf("the record choice preselects: %s", m[1])
 	}
-	if !strings.Contains(m[1], `<option value="rec_m">rec_m — differs: payload hash, field template, payload.to</option>`) {
+	if !strings.Contains(m[1], `<option value="rec_m">rec_m — differs: payload hash, field template, field to</option>`) {
 		t.Errorf("the record choice does not say what differs: %s", m[1])
 	}
 }

@@ -19,6 +19,15 @@ type comparison struct {
 	// the provider's and stays out of the page.
 	Errors []string
 	Valid  bool
+	// Apart is what tells several records apart: each compared field
+	// whose value is not the same in all of them, one column a record.
+	Apart []apartRow
+}
+
+// apartRow is one field of several records, side by side.
+type apartRow struct {
+	Field  string
+	Values []string
 }
 
 type ledgerSide struct {
@@ -32,6 +41,9 @@ type ledgerSide struct {
 type recordSide struct {
 	ID    string
 	Cells []cell
+	// Hashes says what the payload hashes mean when the record has no
+	// fields to lay beside the ledger's payload.
+	Hashes string
 }
 
 // cell is one row of the comparison: the field, the ledger's value, the
@@ -60,9 +72,48 @@ func compare(raw json.RawMessage) comparison {
 		c.Errors = append(c.Errors, fmt.Sprintf("attempt %d at %s: %s", e.Attempt, e.At.UTC().Format(time.RFC3339), orDash(e.Class)))
 	}
 	for _, rec := range ev.Records {
-		c.Records = append(c.Records, recordSide{ID: rec.ID, Cells: cells(ev, rec)})
+		side := recordSide{ID: rec.ID, Cells: cells(ev, rec)}
+		if rec.Fields == nil && ev.PayloadHash != "" {
+			side.Hashes = proof.DescribeHashes(ev.PayloadHash, rec.PayloadHash)
+		}
+		c.Records = append(c.Records, side)
 	}
+	c.Apart = apart(c.Records)
 	return c
+}
+
+// apart lists what tells records apart: every compared field whose
+// record value is not the same in all of them, in the order they are
+// compared; none for fewer than two records.
+func apart(records []recordSide) []apartRow {
+	if len(records) < 2 {
+		return nil
+	}
+	var fields []string
+	values := map[string][]string{}
+	for i, rec := range records {
+		for _, c := range rec.Cells {
+			if _, seen := values[c.Field]; !seen {
+				fields = append(fields, c.Field)
+				values[c.Field] = make([]string, len(records))
+				for j := range values[c.Field] {
+					values[c.Field][j] = "— (none)"
+				}
+			}
+			values[c.Field][i] = c.Record + " (" + c.Verdict + ")"
+		}
+	}
+	var out []apartRow
+	for _, f := range fields {
+		v := values[f]
+		for _, x := range v[1:] {
+			if x != v[0] {
+				out = append(out, apartRow{Field: f, Values: v})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // cells is one record beside the ledger row, as the proof rule compares

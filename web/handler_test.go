@@ -162,6 +162,9 @@ func TestTicketPageShowsTheEvidenceSideBySide(t *testing.T) {
 		`<td class="differ">differ</td>`, // rec_other's time is outside the window
 		`href="https://slack.com/archives/C0REVIEW/p` + fmt.Sprint(tk.ID) + `"`,
 		"Opened (" + string(tk.Reason) + "), owner U0ANNA", // the timeline
+		// No fields to compare: what the hashes mean.
+		"No fields to lay side by side: the record carries no payload hash",
+		"No fields to lay side by side: both sides hold the same payload hash",
 	} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("ticket page lacks %s", want)
@@ -172,8 +175,17 @@ func TestTicketPageShowsTheEvidenceSideBySide(t *testing.T) {
 		!strings.Contains(r.body, `</td><td>—</td><td class="unknown">unknown</td>`) {
 		t.Errorf("ticket page does not compare the payload hashes")
 	}
-	if strings.Count(r.body, "<td>time inside the lookup window</td>") != 3 {
+	cards, apartTable, _ := strings.Cut(r.body, `<table id="apart">`)
+	if strings.Count(cards, "<td>time inside the lookup window</td>") != 3 {
 		t.Errorf("each record compares its time with the window")
+	}
+	// What tells the three records apart, side by side.
+	for _, want := range []string{"<th><code>rec_same</code></th><th><code>rec_dup</code></th><th><code>rec_other</code></th>",
+		"<tr><td>state</td><td>effect (agree)</td><td>effect (agree)</td><td>failed (differ)</td></tr>",
+		"<tr><td>recipient (normalized)</td><td>j***@***.org (agree)</td><td>j***@***.org (agree)</td><td>s***@***.net (differ)</td></tr>"} {
+		if !strings.Contains(apartTable, want) {
+			t.Errorf("what tells the records apart lacks %s", want)
+		}
 	}
 	if r := c.get("/review/tickets/999999999"); r.code != http.StatusNotFound || !strings.Contains(r.body, "no ticket") {
 		t.Errorf("a missing ticket: %d, want a 404 page", r.code)
