@@ -186,7 +186,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	mux.Handle("GET "+Prefix+"/{$}", h.signedIn(h.queue))
 	mux.Handle("GET "+Prefix+"/tickets/{id}", h.signedIn(h.ticket))
+	mux.Handle("GET "+Prefix+"/tickets/{id}/confirm", h.signedIn(h.confirm))
 	mux.Handle("POST "+Prefix+"/tickets/{id}/{action}", h.signedIn(h.posted(h.act)))
+	mux.Handle("GET "+Prefix+"/bulk", h.signedIn(h.bulkConfirm))
 	mux.Handle("POST "+Prefix+"/bulk", h.signedIn(h.posted(h.bulk)))
 	if h.silences != nil {
 		mux.Handle("GET "+Prefix+"/silences", h.signedIn(h.silencesList))
@@ -379,7 +381,7 @@ func parsePages() (map[string]*template.Template, error) {
 		},
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"queue", "ticket", "bulk", "silences", "error"} {
+	for _, name := range []string{"queue", "ticket", "confirm", "bulk", "silences", "error"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/parts.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: page %s: %w", name, err)

@@ -277,6 +277,20 @@ func (c *client) post(target string, form url.Values) response {
 	return c.do(http.MethodPost, target, form)
 }
 
+// follow is the GET a browser makes after a 303 answer: the page it
+// lands on.
+func (c *client) follow(r response) response {
+	c.t.Helper()
+	if r.code != http.StatusSeeOther {
+		c.t.Fatalf("answer %d, want 303 See Other:\n%s", r.code, r.body)
+	}
+	loc := r.hdr.Get("Location")
+	if !strings.HasPrefix(loc, "/review/") {
+		c.t.Fatalf("303 to %q, want a page of the review site", loc)
+	}
+	return c.get(loc)
+}
+
 // checkPage holds for every answer: the safety headers, an HTML page (no
 // stack trace), and no raw recipient anywhere in it.
 func checkPage(t *testing.T, b *bundle, r response) {
