@@ -10,12 +10,15 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -37,7 +40,10 @@ type Config struct {
 	// Deciders is who may act on a ticket: its owner and the reviewers.
 	Deciders review.Deciders
 	// Users maps each e-mail a trusted proxy may name to a Slack user id.
-	// Anyone not in it sees nothing.
+	// Anyone not in it sees nothing. The proxy's e-mail matches a key
+	// with ASCII letters folded and any other character exactly as
+	// written ([safetext.FoldASCII]); two keys that fold to one address
+	// for two people are an error.
 	Users map[string]string
 	// Viewers are Slack user ids who may look but never act.
 	Viewers []string
@@ -152,9 +158,18 @@ func New(cfg Config) (*Handler, error) {
 		logger:   cmp.Or(cfg.Logger, slog.Default()).With("component", "web"),
 		now:      cfg.Now,
 	}
-	for email, id := range cfg.Users {
-		h.users[strings.ToLower(strings.TrimSpace(email))] = id
+	for _, email := range slices.Sorted(maps.Keys(cfg.Users)) {
+		id, key := cfg.Users[email], emailKey(email)
+		if other, ok := h.users[key]; ok && other != id {
+			errs = append(errs, fmt.Errorf("web: Users %q and %q are one address (ASCII letters fold) for two people, %s and %s",
+				firstKey(cfg.Users, key), email, other, id))
+			continue
+		}
+		h.users[key] = id
 		h.mapped[id] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	for _, id := range cfg.Viewers {
 		h.viewers[id] = true
@@ -266,7 +281,7 @@ func (h *Handler) signedIn(next func(http.ResponseWriter, *http.Request, viewer)
 			}
 			user, ok := "", len(values) == 1
 			if ok {
-				user, ok = h.users[strings.ToLower(strings.TrimSpace(values[0]))]
+				user, ok = h.users[emailKey(values[0])]
 			}
 			if !ok || user == "" {
 				h.logger.Warn("web: a person not in web.users refused")
@@ -287,6 +302,22 @@ func (h *Handler) signedIn(next func(http.ResponseWriter, *http.Request, viewer)
 		}
 		next(w, r, viewer{User: sess.user, Token: h.sessions.token(sess), ReadOnly: h.viewers[sess.user], sess: sess})
 	})
+}
+
+// emailKey is how an e-mail is compared: trimmed, with its ASCII letters
+// folded and every other character exactly as written. Unicode case
+// folding would let a look-alike from the proxy (the Kelvin sign U+212A
+// for k) name a mapped person.
+func emailKey(email string) string { return safetext.FoldASCII(strings.TrimSpace(email)) }
+
+// firstKey is the first of users' keys, in order, whose emailKey is key.
+func firstKey(users map[string]string, key string) string {
+	for _, email := range slices.Sorted(maps.Keys(users)) {
+		if emailKey(email) == key {
+			return email
+		}
+	}
+	return ""
 }
 
 // fromTrustedProxy reports whether r's connection comes from a trusted
