@@ -51,16 +51,22 @@ type Config struct {
 	// Required.
 	ProxyHeader string
 	// TrustedProxies are the addresses a request carrying ProxyHeader may
-	// come from; from anywhere else it is refused. Required.
+	// come from; from anywhere else it is refused. Required. Only their
+	// X-Forwarded-Proto is believed, in either way of signing in.
 	TrustedProxies []netip.Prefix
 	// CookieKey signs the session cookies: at least [MinCookieKey] bytes.
 	CookieKey []byte
 	// SessionTTL is how long a session lasts. Default 12h.
 	SessionTTL time.Duration
-	// InsecureCookies leaves the Secure attribute off the session cookie:
+	// InsecureCookies allows the Secure attribute off the session cookie:
 	// for a plain-HTTP loopback listener only, where a browser would not
-	// send a Secure cookie back.
+	// send a Secure cookie back. Even then the cookie is Secure for a
+	// request that reached sweeper over HTTPS: PublicURL is https, or a
+	// trusted proxy says X-Forwarded-Proto: https.
 	InsecureCookies bool
+	// PublicURL is the page's address as browsers reach it, if known: an
+	// https one makes every cookie Secure.
+	PublicURL string
 	// MessageURL, when set, returns the link to a ticket's Slack message,
 	// or "" when it has none.
 	MessageURL func(ctx context.Context, ticketID int64) (string, error)
@@ -103,6 +109,9 @@ type Handler struct {
 	header   string
 	trusted  []netip.Prefix
 	sessions sessions
+	// plainOK: the listener is plain loopback and PublicURL is not
+	// https, so a request that does not say HTTPS gets a plain cookie.
+	plainOK  bool
 	link     func(ctx context.Context, ticketID int64) (string, error)
 	group    func(ctx context.Context, group int64) ([]int64, error)
 	silences func(ctx context.Context) ([]Silence, error)
@@ -151,7 +160,8 @@ func New(cfg Config) (*Handler, error) {
 		viewers:  map[string]bool{},
 		header:   cfg.ProxyHeader,
 		trusted:  cfg.TrustedProxies,
-		sessions: sessions{key: cfg.CookieKey, ttl: cmp.Or(cfg.SessionTTL, 12*time.Hour), secure: !cfg.InsecureCookies, path: Prefix + "/"},
+		sessions: sessions{key: cfg.CookieKey, ttl: cmp.Or(cfg.SessionTTL, 12*time.Hour), path: Prefix + "/"},
+		plainOK:  cfg.InsecureCookies && !strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		link:     cfg.MessageURL,
 		group:    cfg.GroupTickets,
 		silences: cfg.ActiveSilences,
@@ -289,7 +299,7 @@ func (h *Handler) signedIn(next func(http.ResponseWriter, *http.Request, viewer)
 				return
 			}
 			if sessErr != nil || sess.user != user {
-				sess = h.sessions.issue(w, user, now)
+				sess = h.sessions.issue(w, user, now, h.secureCookie(r))
 			}
 		} else if sessErr != nil {
 			h.fail(w, r, http.StatusUnauthorized, "You are not signed in: open this page through your organisation's sign-in proxy.")
@@ -338,6 +348,18 @@ func (h *Handler) fromTrustedProxy(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// secureCookie reports whether the cookies set in answer to r are Secure:
+// always, unless the listener is plain loopback and r reached it over
+// plain HTTP — neither over TLS nor through a trusted proxy that says
+// X-Forwarded-Proto: https. The header from any other peer is ignored.
+func (h *Handler) secureCookie(r *http.Request) bool {
+	if !h.plainOK || r.TLS != nil {
+		return true
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https") && h.fromTrustedProxy(r)
 }
 
 // posted checks what every change needs: the session's form token (the

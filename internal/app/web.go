@@ -50,7 +50,6 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		slackSignIn = &web.SlackSignIn{Issuer: cfg.Issuer, ClientID: cfg.SlackClientID, ClientSecret: secret,
 			TeamID: s.Config.Slack.TeamID, RedirectURL: strings.TrimSuffix(cfg.PublicURL, "/") + web.Prefix + "/callback",
 			Members: s.people()}
-		insecure = insecure && strings.HasPrefix(cfg.PublicURL, "http://")
 	}
 	messages := outbox.NewStore(s.Pool)
 	return web.New(web.Config{
@@ -64,6 +63,7 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		CookieKey:       []byte(key),
 		SessionTTL:      cfg.SessionTTL.Duration,
 		InsecureCookies: insecure,
+		PublicURL:       cfg.PublicURL,
 		Slack:           slackSignIn,
 		GroupTickets: func(ctx context.Context, group int64) ([]int64, error) {
 			g, err := messages.Group(ctx, group)
