@@ -713,7 +713,7 @@ const maxMaxOutage = 720 * time.Hour
 var (
 	providerNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 	envNameRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	slackUserRE    = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
+	slackUserRE    = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`) // as review.SlackUserID
 	slackChannelRE = regexp.MustCompile(`^[CG][A-Z0-9]{2,}$`)
 	slackTeamRE    = regexp.MustCompile(`^[TE][A-Z0-9]{2,}$`)
 	slackAppRE     = regexp.MustCompile(`^A[A-Z0-9]{2,}$`)

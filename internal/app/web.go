@@ -140,6 +140,24 @@ func (s *App) people() []string {
 	return out
 }
 
+// Assignees is whom a ticket may be reassigned to, from every surface:
+// the people the configuration names as owners or reviewers, and
+// web.users' ids but for those who are viewers alone (they may never
+// act), by Slack user id when Slack is on.
+func (s *App) Assignees() review.Assignees {
+	known := s.people()
+	viewers := map[string]bool{}
+	for _, id := range s.Config.Web.Viewers {
+		viewers[id] = true
+	}
+	for _, id := range s.Config.Web.Users {
+		if !viewers[id] {
+			known = append(known, id)
+		}
+	}
+	return review.NewAssignees(s.Config.Slack.Channel != "", known)
+}
+
 // WebListen is the address the review page is served on: the admin
 // listener when http.admin_listen is set — the page is for the people who
 // review, beside the other pages they open, and not on the listener that
