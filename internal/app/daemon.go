@@ -138,7 +138,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	// River does nothing but talk to the database: while the database is
 	// known down, its lines, each failing in its own words, are DEBUG, and
 	// the watch says the outage once.
-	watch := &databaseWatch{ping: s.Pool.Ping, outage: logs.NewOutage(logs.DefaultHold), logger: s.Logger}
+	watch := &databaseWatch{ping: s.Pool.Ping, outage: logs.NewOutage(databaseProbeTimeout + time.Second), logger: s.Logger}
 	var middleware []rivertype.Middleware
 	if s.Tracing.On() {
 		// A span for each job worked: the lookups, statements and Slack

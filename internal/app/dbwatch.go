@@ -9,10 +9,11 @@ import (
 	"github.com/sweeper/sweeper/internal/logs"
 )
 
-// How often, and how patiently, the daemon looks at its database.
+// How often, and how patiently, the daemon looks at its database: as
+// patiently as /readyz, so that a pool busy with lookups is not an outage.
 const (
 	databaseProbeEvery   = 500 * time.Millisecond
-	databaseProbeTimeout = 1500 * time.Millisecond
+	databaseProbeTimeout = readyTimeout
 )
 
 // databaseWatch probes the database as /readyz does, on a tick and
