@@ -69,11 +69,13 @@ type bundle struct {
 	expiries []string // "id by"
 }
 
-func setup(t *testing.T) *bundle {
+// setup returns the page over a rolled-back transaction, its
+// configuration changed by edits.
+func setup(t *testing.T, edits ...func(*web.Config)) *bundle {
 	t.Helper()
 	tx := dbtest.Tx(t)
 	b := &bundle{ctx: context.Background(), tx: tx, db: tx, store: review.NewStore(tx, policy), now: time.Now().UTC()}
-	h, err := web.New(web.Config{
+	cfg := web.Config{
 		Store:          b.store,
 		Reader:         review.NewReader(tx),
 		Deciders:       review.NewDeciders([]string{lead}),
@@ -102,7 +104,11 @@ func setup(t *testing.T) *bundle {
 		ExpireSilence: b.expireSilence,
 		Now:           func() time.Time { return time.Now() },
 		Logger:        slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	h, err := web.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

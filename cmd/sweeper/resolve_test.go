@@ -101,7 +101,13 @@ func (b *resolveBundle) run(t *testing.T, args ...string) result {
 // environment and configuration.
 func (b *resolveBundle) process(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary(t), append(args, "--config", b.cfgFile)...)
+	return b.processWith(t, b.cfgFile, args...)
+}
+
+// processWith is process with the configuration file cfgFile.
+func (b *resolveBundle) processWith(t *testing.T, cfgFile string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary(t), append(args, "--config", cfgFile)...)
 	cmd.Env = os.Environ()
 	for k, v := range b.environ {
 		cmd.Env = append(cmd.Env, k+"="+v)

@@ -117,9 +117,10 @@ func (s *App) Settler() *settle.Settler {
 		Metrics: s.Metrics, Ledger: s.Ledger()}
 }
 
-// Reviews returns the ticket store under the configured policy.
+// Reviews returns the ticket store under the configured policy, which
+// reassigns tickets only to [App.Assignees].
 func (s *App) Reviews() *review.Store {
-	return review.NewStore(s.Pool, Policy(s.Config)).ForTable(s.Ledger())
+	return review.NewStore(s.Pool, Policy(s.Config)).ForTable(s.Ledger()).WithAssignees(s.Assignees())
 }
 
 // Scanner returns the stale scan.

@@ -50,7 +50,6 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		slackSignIn = &web.SlackSignIn{Issuer: cfg.Issuer, ClientID: cfg.SlackClientID, ClientSecret: secret,
 			TeamID: s.Config.Slack.TeamID, RedirectURL: strings.TrimSuffix(cfg.PublicURL, "/") + web.Prefix + "/callback",
 			Members: s.people()}
-		insecure = insecure && strings.HasPrefix(cfg.PublicURL, "http://")
 	}
 	messages := outbox.NewStore(s.Pool)
 	return web.New(web.Config{
@@ -64,6 +63,7 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		CookieKey:       []byte(key),
 		SessionTTL:      cfg.SessionTTL.Duration,
 		InsecureCookies: insecure,
+		PublicURL:       cfg.PublicURL,
 		Slack:           slackSignIn,
 		GroupTickets: func(ctx context.Context, group int64) ([]int64, error) {
 			g, err := messages.Group(ctx, group)
@@ -144,6 +144,24 @@ func (s *App) owners() []string {
 		out = append(out, level.Owner)
 	}
 	return out
+}
+
+// Assignees is whom a ticket may be reassigned to, from every surface:
+// the people the configuration names as owners or reviewers, and
+// web.users' ids but for those who are viewers alone (they may never
+// act), by Slack user id when Slack is on.
+func (s *App) Assignees() review.Assignees {
+	known := s.people()
+	viewers := map[string]bool{}
+	for _, id := range s.Config.Web.Viewers {
+		viewers[id] = true
+	}
+	for _, id := range s.Config.Web.Users {
+		if !viewers[id] {
+			known = append(known, id)
+		}
+	}
+	return review.NewAssignees(s.Config.Slack.Channel != "", known)
 }
 
 // WebListen is the address the review page is served on: the admin
