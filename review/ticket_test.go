@@ -239,7 +239,15 @@ func TestApplyReview(t *testing.T) {
 			if err := json.Unmarshal(tk.Evidence, &gotEv); err != nil {
 				t.Fatalf("evidence %s: %v", tk.Evidence, err)
 			}
-			if diff := cmp.Diff(ev, gotEv); diff != "" {
+			// What was stored is the evidence as JSON holds it (its payload
+			// fields are plain maps once read back).
+			var wantEv proof.Evidence
+			if raw, err := json.Marshal(ev); err != nil {
+				t.Fatal(err)
+			} else if err := json.Unmarshal(raw, &wantEv); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wantEv, gotEv); diff != "" {
 				t.Errorf("stored evidence mismatch (-want +got):\n%s", diff)
 			}
 			if strings.Contains(string(tk.Evidence), "jane.doe@example.com") {

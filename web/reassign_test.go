@@ -30,13 +30,17 @@ func TestReassignOnlyToSomeoneKnown(t *testing.T) {
 		{"a stranger's Slack id", "U0STRANGER", "U0STRANGER is no one sweeper knows"},
 	} {
 		r := c.post(fmt.Sprintf("/review/tickets/%d/reassign", tk.ID), url.Values{"version": {fmt.Sprint(tk.Version)}, "new_owner": {tc.to}})
-		if r.code != http.StatusBadRequest || !strings.Contains(html.UnescapeString(r.body), tc.why) {
-			t.Errorf("%s: %d, want 400 saying %q:\n%.400s", tc.desc, r.code, tc.why, r.body)
+		if r.code != http.StatusSeeOther {
+			t.Errorf("%s: %d, want 303 to the page that says why", tc.desc, r.code)
 		}
-		if strings.Contains(r.body, "<svg") {
+		page := c.follow(r)
+		if !strings.Contains(html.UnescapeString(page.body), tc.why) {
+			t.Errorf("%s: the page does not say %q:\n%.400s", tc.desc, tc.why, page.body)
+		}
+		if strings.Contains(page.body, "<svg") {
 			t.Errorf("%s: the owner asked for is on the page as markup", tc.desc)
 		}
-		r = c.post("/review/bulk", url.Values{"id": {fmt.Sprint(tk.ID)}, "action": {"reassign"}, "new_owner": {tc.to}})
+		r = c.follow(c.post("/review/bulk", url.Values{"id": {fmt.Sprint(tk.ID)}, "action": {"reassign"}, "new_owner": {tc.to}, "confirm": {"1"}}))
 		if got := results(r.body); got[tk.ID] != "refused" {
 			t.Errorf("%s in bulk: results %v, want ticket %d refused", tc.desc, got, tk.ID)
 		}
