@@ -67,6 +67,9 @@ type bundle struct {
 	mu       sync.Mutex
 	drafts   []web.SilenceDraft
 	expiries []string // "id by"
+	// heldBy is the silence holding each provider's tickets (the outbox
+	// matches every label in the daemon, tested in notify/outbox).
+	heldBy map[string]int64
 }
 
 func setup(t *testing.T) *bundle {
@@ -100,8 +103,17 @@ func setup(t *testing.T) *bundle {
 		},
 		AddSilence:    b.addSilence,
 		ExpireSilence: b.expireSilence,
-		Now:           func() time.Time { return time.Now() },
-		Logger:        slog.New(slog.DiscardHandler),
+		HeldBy: func(_ context.Context, labels []review.Labels) ([]int64, error) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			out := make([]int64, len(labels))
+			for i, l := range labels {
+				out[i] = b.heldBy[l.Provider]
+			}
+			return out, nil
+		},
+		Now:    func() time.Time { return time.Now() },
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
