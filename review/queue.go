@@ -158,8 +158,13 @@ func queueWhere(f QueueFilter, args []any, now time.Time) (string, []any) {
 	}
 	if s := strings.TrimSpace(f.Search); s != "" {
 		like := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
-		alt := []string{"op_key LIKE " + arg(like), "resolved_by = " + arg(s), "resolved_by = " + arg("slack:"+s),
-			"evidence->'records' @> jsonb_build_array(jsonb_build_object('id', " + arg(s) + "::text))"}
+		// Each alternative has an index of its own (tickets_op_key_prefix_idx,
+		// the primary key, tickets_records_idx; the resolved ones'
+		// tickets_resolved_by_idx), so that a search is a few index probes.
+		alt := []string{"op_key LIKE " + arg(like), "(evidence->'records') @> jsonb_build_array(jsonb_build_object('id', " + arg(s) + "::text))"}
+		if f.Resolved {
+			alt = append(alt, "resolved_by = "+arg(s), "resolved_by = "+arg("slack:"+s))
+		}
 		if id, err := strconv.ParseInt(strings.TrimPrefix(s, "#"), 10, 64); err == nil {
 			alt = append(alt, "id = "+arg(id))
 		}
@@ -275,7 +280,19 @@ func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (Queue
 		// queueWhere's owner).
 		where += " AND priority <> ''"
 	}
-	offset := 0
+	if f.After == "" && f.Offset > 0 {
+		// A page by its number continues after the last ticket of the page
+		// before, found reading the order's keys alone: the page itself
+		// then reads its own rows only.
+		c, found, err := r.position(ctx, f, order, where, args, rank, f.Offset-1)
+		if err != nil {
+			return QueuePage{}, err
+		}
+		if !found {
+			return QueuePage{}, nil
+		}
+		f.After = c.String(ranked)
+	}
 	if f.After != "" {
 		c, err := parseCursor(f.After, ranked)
 		if err != nil {
@@ -290,26 +307,22 @@ func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (Queue
 		} else {
 			where += " AND " + fmt.Sprintf(order.after, at, id)
 		}
-	} else if f.Offset > 0 {
-		offset = f.Offset
 	}
-	args = append(args, limit+1, offset)
-	n, off := "$"+strconv.Itoa(len(args)-1), "$"+strconv.Itoa(len(args))
+	args = append(args, limit+1)
+	n := "$" + strconv.Itoa(len(args))
 	query := `SELECT ` + queueColumns + `, ` + rank + `
-		FROM sweeper.tickets WHERE ` + where + ` ORDER BY ` + order.orderBy + ` LIMIT ` + n + ` OFFSET ` + off
+		FROM sweeper.tickets WHERE ` + where + ` ORDER BY ` + order.orderBy + ` LIMIT ` + n
 	if !f.Resolved && order.key == "deadline" && f.Provider == "" && f.Owner == "" {
 		// The tickets still escalating and the exhausted ones each come
 		// from an index of their own, merged. A provider's, or an
 		// owner's, come from their own index, in deadline order already.
-		args = append(args, offset+limit+1)
-		upTo := "$" + strconv.Itoa(len(args))
 		query = `SELECT * FROM (
 			(SELECT ` + queueColumns + `, 0 FROM sweeper.tickets
-				WHERE ` + where + ` AND NOT escalation_exhausted ORDER BY deadline, id LIMIT ` + upTo + `)
+				WHERE ` + where + ` AND NOT escalation_exhausted ORDER BY deadline, id LIMIT ` + n + `)
 			UNION ALL
 			(SELECT ` + queueColumns + `, 0 FROM sweeper.tickets
-				WHERE ` + where + ` AND escalation_exhausted ORDER BY deadline, id LIMIT ` + upTo + `)
-		) q ORDER BY deadline, id LIMIT ` + n + ` OFFSET ` + off
+				WHERE ` + where + ` AND escalation_exhausted ORDER BY deadline, id LIMIT ` + n + `)
+		) q ORDER BY deadline, id LIMIT ` + n
 	}
 	rows, err := r.db.Query(ctx, query, args...)
 	if err != nil {
@@ -342,6 +355,30 @@ func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (Queue
 		page.Next = c.String(ranked)
 	}
 	return page, nil
+}
+
+// position returns the position of the ticket at index at (from 0) of f's
+// order — where, args its conditions, rank its rank's SQL — or false when
+// there are fewer tickets.
+func (r *Reader) position(ctx context.Context, f QueueFilter, order queueOrder, where string, args []any, rank string, at int) (cursor, bool, error) {
+	key := "deadline"
+	switch {
+	case f.Resolved:
+		key = "resolved_at"
+	case f.Sort == SortAge:
+		key = "created_at"
+	}
+	args = append(args, at)
+	var c cursor
+	err := r.db.QueryRow(ctx, `SELECT `+rank+`, `+key+`, id FROM sweeper.tickets WHERE `+where+
+		` ORDER BY `+order.orderBy+` OFFSET $`+strconv.Itoa(len(args))+` LIMIT 1`, args...).Scan(&c.rank, &c.at, &c.id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cursor{}, false, nil
+	}
+	if err != nil {
+		return cursor{}, false, fmt.Errorf("find the queue's page: %w", err)
+	}
+	return c, true, nil
 }
 
 // QueueIDs returns the ids of the tickets f selects, in f's order, at most
