@@ -173,11 +173,13 @@ type queuePage struct {
 	// First and Last are the positions of the page's first and last
 	// ticket, from 1.
 	First, Last int
-	Prev, Next  string
-	Reasons     []proof.Reason
-	Problem     string
-	Resolved    bool
-	FilterSet   bool
+	// Prev, Next and Top are the links to the pages around this one and
+	// to the first.
+	Prev, Next, Top string
+	Reasons         []proof.Reason
+	Problem         string
+	Resolved        bool
+	FilterSet       bool
 }
 
 type queueRow struct {
@@ -200,25 +202,27 @@ type viewLink struct {
 	Current           bool
 }
 
-// column is a sortable column header: the link that sorts by it, and how
-// it is sorted now ("ascending", "descending"), or "".
+// column is a sortable column header: the link that sorts by it, how it
+// is sorted now ("ascending", "descending") or "", and its order in words.
 type column struct {
-	Link, Sorted string
+	Link, Sorted, Order string
 }
 
 // sortable is one column header as the template draws it.
 type sortable struct {
 	Name, Label string
 	Col         column
+	// Order says the order in words.
+	Order string
 }
 
 // columnSorts are the sortable columns, with their order and its
 // direction.
-var columnSorts = []struct{ name, sort, dir string }{
-	{"deadline", review.SortDeadline, "ascending"},
-	{"age", review.SortAge, "ascending"},
-	{"priority", review.SortPriority, "descending"},
-	{"ack", review.SortUnacknowledged, "ascending"},
+var columnSorts = []struct{ name, sort, dir, words string }{
+	{"deadline", review.SortDeadline, "ascending", "the nearest deadline first"},
+	{"age", review.SortAge, "ascending", "the oldest first"},
+	{"priority", review.SortPriority, "descending", "the highest priority first"},
+	{"ack", review.SortUnacknowledged, "ascending", "the unacknowledged first"},
 }
 
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request, me viewer) {
@@ -279,6 +283,7 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request, me viewer) {
 		page.Next = Prefix + "/?" + next.Encode()
 	}
 	if number > 1 {
+		page.Top = Prefix + "/?" + keep(q).Encode()
 		prev := keep(q)
 		if number > 2 {
 			prev.Set("page", strconv.Itoa(number-1))
@@ -327,7 +332,7 @@ func columns(q url.Values, f review.QueueFilter) map[string]column {
 	for _, c := range columnSorts {
 		link := keep(q)
 		link.Set("sort", c.sort)
-		col := column{Link: Prefix + "/?" + link.Encode()}
+		col := column{Link: Prefix + "/?" + link.Encode(), Order: c.words}
 		if c.sort == cmp.Or(f.Sort, review.SortDeadline) {
 			col.Sorted = c.dir
 		}

@@ -87,7 +87,7 @@ var currentRE = regexp.MustCompile(`<a href="/review/\?view=(\w+)" aria-current=
 // link.
 func header(t *testing.T, body, name string) (sort, link string) {
 	t.Helper()
-	m := regexp.MustCompile(`<th id="col-` + name + `"( aria-sort="(\w+)")?><a href="([^"]+)"`).FindStringSubmatch(body)
+	m := regexp.MustCompile(`<th id="col-` + name + `"( aria-sort="(\w+)")?><a href="([^"]+)" title="sort: [^"]+"`).FindStringSubmatch(body)
 	if m == nil {
 		t.Fatalf("no sortable header col-%s:\n%s", name, body)
 	}
@@ -200,6 +200,10 @@ func TestQueuePagesByNumber(t *testing.T) {
 				t.Errorf("page %q: the next page's range %v", tc.page, m)
 			}
 		}
+	}
+	if r := c.get("/review/?sort=age&page=9"); r.code != http.StatusOK || len(listed(r.body)) != 0 ||
+		!strings.Contains(r.body, "No tickets on this page: the queue holds 110.") {
+		t.Errorf("a page past the end: %d, want 200 saying how many tickets there are:\n%s", r.code, r.body)
 	}
 	for _, q := range []string{"0", "-1", "x", "2.5"} {
 		if r := c.get("/review/?page=" + q); r.code != http.StatusBadRequest || !strings.Contains(r.body, "page: must be a page number, 1 or more") {

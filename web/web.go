@@ -390,7 +390,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"deref":  func(t *time.Time) time.Time { return *t },
 		"col": func(name, label string, cols map[string]column) sortable {
-			return sortable{Name: name, Label: label, Col: cols[name]}
+			return sortable{Name: name, Label: label, Col: cols[name], Order: cols[name].Order}
 		},
 		"silenceRows": func(list []Silence, mayChange bool, me viewer) silencesPage {
 			return silencesPage{Silences: list, MayChange: mayChange, Me: me}
