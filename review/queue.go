@@ -280,6 +280,10 @@ func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (Queue
 		// queueWhere's owner).
 		where += " AND priority <> ''"
 	}
+	if ranked && !byPriority {
+		// tickets_open_unacknowledged_idx's predicate, written out.
+		where += " AND version > 0"
+	}
 	if f.After == "" && f.Offset > 0 {
 		// A page by its number continues after the last ticket of the page
 		// before, found reading the order's keys alone: the page itself
