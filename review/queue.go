@@ -21,10 +21,13 @@ const (
 	SortAge = "age"
 	// SortPriority: the highest priority first, then the nearest deadline.
 	SortPriority = "priority"
+	// SortUnacknowledged: the tickets nobody has acknowledged first, then
+	// the nearest deadline.
+	SortUnacknowledged = "unacknowledged"
 )
 
 // QueueSorts lists the orders [Reader.Queue] accepts.
-var QueueSorts = []string{SortDeadline, SortAge, SortPriority}
+var QueueSorts = []string{SortDeadline, SortAge, SortPriority, SortUnacknowledged}
 
 // QueueFilter selects tickets for [Reader.Queue], [Reader.QueueCounts] and
 // [Reader.QueueIDs]. Its zero value is every open ticket, nearest deadline
@@ -41,6 +44,8 @@ type QueueFilter struct {
 	Level *int
 	// Overdue keeps the open tickets whose deadline has passed.
 	Overdue bool
+	// Unacknowledged keeps the tickets nobody has acknowledged.
+	Unacknowledged bool
 	// OpenedAfter and OpenedBefore, when not zero, keep the tickets opened
 	// at or after, and before, them.
 	OpenedAfter, OpenedBefore time.Time
@@ -48,13 +53,17 @@ type QueueFilter struct {
 	// say); an empty, non-nil IDs keeps none.
 	IDs []int64
 	// Search, when not "", keeps the tickets whose op_key starts with it,
-	// whose id it is, or who were resolved by it.
+	// whose id it is ("#12" or "12"), whose evidence holds a provider
+	// record of that id, or who were resolved by it.
 	Search string
 	// Sort is one of [QueueSorts]; "" is [SortDeadline].
 	Sort string
 	// After is the [QueuePage.Next] of the page before; "" starts at the
 	// top.
 	After string
+	// Offset, when After is "", skips that many tickets of the order: a
+	// page asked for by its number. 0 starts at the top.
+	Offset int
 	// Limit caps the page; 0 means 50, at most 500.
 	Limit int
 }
@@ -74,6 +83,9 @@ type QueueItem struct {
 	Provider        string
 	Workflow        string
 	AcknowledgedBy  string
+	// RecipientMasked is the operation's recipient as its evidence masks
+	// it ([proof.MaskRecipient]); never the raw recipient.
+	RecipientMasked string
 	Resolution      string
 	ResolvedBy      string
 	ResolvedAt      *time.Time
@@ -95,6 +107,10 @@ var ErrBadCursor = errors.New("not a queue position")
 
 // priorityRank orders priorities, the highest first when negated.
 const priorityRank = `(CASE priority WHEN 'urgent' THEN 3 WHEN 'high' THEN 2 WHEN 'normal' THEN 1 ELSE 0 END)`
+
+// ackRank orders the unacknowledged tickets (0) before the acknowledged
+// ones (1).
+const ackRank = `(CASE WHEN acknowledged_by IS NULL THEN 0 ELSE 1 END)`
 
 // queueWhere is the filter f as SQL conditions over sweeper.tickets, its
 // arguments appended to args.
@@ -128,6 +144,9 @@ func queueWhere(f QueueFilter, args []any, now time.Time) (string, []any) {
 	if f.Overdue && !f.Resolved {
 		conds = append(conds, "deadline < "+arg(now))
 	}
+	if f.Unacknowledged {
+		conds = append(conds, "acknowledged_by IS NULL")
+	}
 	if !f.OpenedAfter.IsZero() {
 		conds = append(conds, "created_at >= "+arg(f.OpenedAfter))
 	}
@@ -139,7 +158,13 @@ func queueWhere(f QueueFilter, args []any, now time.Time) (string, []any) {
 	}
 	if s := strings.TrimSpace(f.Search); s != "" {
 		like := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
-		alt := []string{"op_key LIKE " + arg(like), "resolved_by = " + arg(s), "resolved_by = " + arg("slack:"+s)}
+		// Each alternative has an index of its own (tickets_op_key_prefix_idx,
+		// the primary key, tickets_records_idx; the resolved ones'
+		// tickets_resolved_by_idx), so that a search is a few index probes.
+		alt := []string{"op_key LIKE " + arg(like), "(evidence->'records') @> jsonb_build_array(jsonb_build_object('id', " + arg(s) + "::text))"}
+		if f.Resolved {
+			alt = append(alt, "resolved_by = "+arg(s), "resolved_by = "+arg("slack:"+s))
+		}
 		if id, err := strconv.ParseInt(strings.TrimPrefix(s, "#"), 10, 64); err == nil {
 			alt = append(alt, "id = "+arg(id))
 		}
@@ -168,39 +193,42 @@ func orderOf(f QueueFilter) (queueOrder, error) {
 	case SortPriority:
 		return queueOrder{key: "-" + priorityRank, orderBy: "-" + priorityRank + ", deadline, id",
 			after: "(-" + priorityRank + ", deadline, id) > (%s, %s)"}, nil
+	case SortUnacknowledged:
+		return queueOrder{key: ackRank, orderBy: ackRank + ", deadline, id",
+			after: "(" + ackRank + ", deadline, id) > (%s, %s)"}, nil
 	}
 	return queueOrder{}, fmt.Errorf("%w: sort: must be one of %s, not %q", ErrInvalidRequest, strings.Join(QueueSorts, ", "), f.Sort)
 }
 
-// cursor is a position in the queue: the last item's sort key — for the
-// priority order its negated rank and deadline — and id.
+// cursor is a position in the queue: the last item's sort key — for a
+// ranked order (priority, unacknowledged) its rank and deadline — and id.
 type cursor struct {
 	rank int
 	at   time.Time
 	id   int64
 }
 
-func (c cursor) String(byPriority bool) string {
+func (c cursor) String(ranked bool) string {
 	s := strconv.FormatInt(c.at.UnixMicro(), 10) + "." + strconv.FormatInt(c.id, 10)
-	if byPriority {
+	if ranked {
 		s = strconv.Itoa(c.rank) + "." + s
 	}
 	return s
 }
 
-func parseCursor(s string, byPriority bool) (cursor, error) {
+func parseCursor(s string, ranked bool) (cursor, error) {
 	parts := strings.Split(s, ".")
 	want := 2
-	if byPriority {
+	if ranked {
 		want = 3
 	}
 	if len(parts) != want {
 		return cursor{}, fmt.Errorf("%w: %q", ErrBadCursor, s)
 	}
 	var c cursor
-	if byPriority {
+	if ranked {
 		rank, err := strconv.Atoi(parts[0])
-		if err != nil || rank < -3 || rank > 0 {
+		if err != nil || rank < -3 || rank > 1 {
 			return cursor{}, fmt.Errorf("%w: %q", ErrBadCursor, s)
 		}
 		c.rank, parts = rank, parts[1:]
@@ -216,7 +244,7 @@ func parseCursor(s string, byPriority bool) (cursor, error) {
 
 const queueColumns = `id, op_key, reason, owner, priority, escalation_level, state, deadline, created_at, version,
 	coalesce(evidence->>'provider', ''), coalesce(evidence->>'workflow', ''), coalesce(acknowledged_by, ''),
-	coalesce(resolution, ''), coalesce(resolved_by, ''), resolved_at`
+	coalesce(evidence->>'recipient_masked', ''), coalesce(resolution, ''), coalesce(resolved_by, ''), resolved_at`
 
 // Queue returns one page of the tickets f selects, in f's order, read at
 // now (which decides what is overdue). A page continues after f.After by
@@ -241,39 +269,62 @@ func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (Queue
 	}
 	where, args := queueWhere(f, nil, now)
 	byPriority := !f.Resolved && f.Sort == SortPriority
+	// A ranked order's position holds its rank besides a deadline and id.
+	ranked := byPriority || (!f.Resolved && f.Sort == SortUnacknowledged)
+	rank := "0"
+	if ranked {
+		rank = order.key
+	}
 	if byPriority {
 		// tickets_open_priority_idx's predicate, written out (see
 		// queueWhere's owner).
 		where += " AND priority <> ''"
 	}
+	if ranked && !byPriority {
+		// tickets_open_unacknowledged_idx's predicate, written out.
+		where += " AND version > 0"
+	}
+	if f.After == "" && f.Offset > 0 {
+		// A page by its number continues after the last ticket of the page
+		// before, found reading the order's keys alone: the page itself
+		// then reads its own rows only.
+		c, found, err := r.position(ctx, f, order, where, args, rank, f.Offset-1)
+		if err != nil {
+			return QueuePage{}, err
+		}
+		if !found {
+			return QueuePage{}, nil
+		}
+		f.After = c.String(ranked)
+	}
 	if f.After != "" {
-		c, err := parseCursor(f.After, byPriority)
+		c, err := parseCursor(f.After, ranked)
 		if err != nil {
 			return QueuePage{}, err
 		}
 		args = append(args, c.at, c.id)
 		at, id := "$"+strconv.Itoa(len(args)-1), "$"+strconv.Itoa(len(args))
-		if byPriority {
+		if ranked {
 			args = append(args, c.rank)
 			// (rank, deadline, id) after (r, d, i).
-			where += fmt.Sprintf(" AND (-%s, deadline, id) > ($%d, %s, %s)", priorityRank, len(args), at, id)
+			where += fmt.Sprintf(" AND (%s, deadline, id) > ($%d, %s, %s)", order.key, len(args), at, id)
 		} else {
 			where += " AND " + fmt.Sprintf(order.after, at, id)
 		}
 	}
 	args = append(args, limit+1)
 	n := "$" + strconv.Itoa(len(args))
-	query := `SELECT ` + queueColumns + `, ` + priorityRank + `
+	query := `SELECT ` + queueColumns + `, ` + rank + `
 		FROM sweeper.tickets WHERE ` + where + ` ORDER BY ` + order.orderBy + ` LIMIT ` + n
 	if !f.Resolved && order.key == "deadline" && f.Provider == "" && f.Owner == "" {
 		// The tickets still escalating and the exhausted ones each come
 		// from an index of their own, merged. A provider's, or an
 		// owner's, come from their own index, in deadline order already.
 		query = `SELECT * FROM (
-			(SELECT ` + queueColumns + `, ` + priorityRank + ` FROM sweeper.tickets
+			(SELECT ` + queueColumns + `, 0 FROM sweeper.tickets
 				WHERE ` + where + ` AND NOT escalation_exhausted ORDER BY deadline, id LIMIT ` + n + `)
 			UNION ALL
-			(SELECT ` + queueColumns + `, ` + priorityRank + ` FROM sweeper.tickets
+			(SELECT ` + queueColumns + `, 0 FROM sweeper.tickets
 				WHERE ` + where + ` AND escalation_exhausted ORDER BY deadline, id LIMIT ` + n + `)
 		) q ORDER BY deadline, id LIMIT ` + n
 	}
@@ -287,7 +338,7 @@ func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (Queue
 		var rank int
 		err := row.Scan(&it.ID, &it.OpKey, &it.Reason, &it.Owner, &it.Priority, &it.EscalationLevel, &it.State,
 			&it.Deadline, &it.CreatedAt, &it.Version, &it.Provider, &it.Workflow, &it.AcknowledgedBy,
-			&it.Resolution, &it.ResolvedBy, &it.ResolvedAt, &rank)
+			&it.RecipientMasked, &it.Resolution, &it.ResolvedBy, &it.ResolvedAt, &rank)
 		ranks = append(ranks, rank)
 		return it, err
 	})
@@ -298,16 +349,40 @@ func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (Queue
 	if len(items) > limit {
 		page.Items = items[:limit]
 		last := page.Items[limit-1]
-		c := cursor{rank: -ranks[limit-1], at: last.Deadline, id: last.ID}
+		c := cursor{rank: ranks[limit-1], at: last.Deadline, id: last.ID}
 		switch {
 		case f.Resolved:
 			c.at = *last.ResolvedAt
 		case f.Sort == SortAge:
 			c.at = last.CreatedAt
 		}
-		page.Next = c.String(byPriority)
+		page.Next = c.String(ranked)
 	}
 	return page, nil
+}
+
+// position returns the position of the ticket at index at (from 0) of f's
+// order — where, args its conditions, rank its rank's SQL — or false when
+// there are fewer tickets.
+func (r *Reader) position(ctx context.Context, f QueueFilter, order queueOrder, where string, args []any, rank string, at int) (cursor, bool, error) {
+	key := "deadline"
+	switch {
+	case f.Resolved:
+		key = "resolved_at"
+	case f.Sort == SortAge:
+		key = "created_at"
+	}
+	args = append(args, at)
+	var c cursor
+	err := r.db.QueryRow(ctx, `SELECT `+rank+`, `+key+`, id FROM sweeper.tickets WHERE `+where+
+		` ORDER BY `+order.orderBy+` OFFSET $`+strconv.Itoa(len(args))+` LIMIT 1`, args...).Scan(&c.rank, &c.at, &c.id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cursor{}, false, nil
+	}
+	if err != nil {
+		return cursor{}, false, fmt.Errorf("find the queue's page: %w", err)
+	}
+	return c, true, nil
 }
 
 // QueueIDs returns the ids of the tickets f selects, in f's order, at most

@@ -77,6 +77,10 @@ type Config struct {
 	// ActiveSilences, when set, returns the silences active now, which the
 	// queue and the silences page list.
 	ActiveSilences func(ctx context.Context) ([]Silence, error)
+	// HeldBy, when set, returns for each ticket's labels, in order, the
+	// id of the active silence holding its notifications now, or 0: the
+	// queue marks the tickets held.
+	HeldBy func(ctx context.Context, labels []review.Labels) ([]int64, error)
 	// AddSilence, when set with ExpireSilence, adds the silence a reviewer
 	// asks for on the silences page, by the rules of `sweeper silences
 	// add`, and returns it with what its author should be warned of. A
@@ -115,6 +119,7 @@ type Handler struct {
 	link     func(ctx context.Context, ticketID int64) (string, error)
 	group    func(ctx context.Context, group int64) ([]int64, error)
 	silences func(ctx context.Context) ([]Silence, error)
+	heldBy   func(ctx context.Context, labels []review.Labels) ([]int64, error)
 	// addSilence and expireSilence change the silences; both or neither.
 	addSilence    func(ctx context.Context, draft SilenceDraft) (Silence, []string, error)
 	expireSilence func(ctx context.Context, id int64, by string) (Silence, error)
@@ -165,6 +170,7 @@ func New(cfg Config) (*Handler, error) {
 		link:     cfg.MessageURL,
 		group:    cfg.GroupTickets,
 		silences: cfg.ActiveSilences,
+		heldBy:   cfg.HeldBy,
 		logger:   cmp.Or(cfg.Logger, slog.Default()).With("component", "web"),
 		now:      cfg.Now,
 	}
@@ -236,8 +242,15 @@ func New(cfg Config) (*Handler, error) {
 }
 
 // ServeHTTP answers one request: with the safety headers always, a page
-// for every error, and no panic past it.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// for every error, no panic past it, and HTML and CSS gzip-compressed for
+// a client that accepts it.
+func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	w := compress(rw, r)
+	defer func() {
+		if err := w.Close(); err != nil {
+			h.logger.Debug("web: end a compressed response", "path", r.URL.Path, "error", err)
+		}
+	}()
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "+
 		"frame-ancestors 'none'; base-uri 'none'")
@@ -429,6 +442,11 @@ func parsePages() (map[string]*template.Template, error) {
 			return t.UTC().Format("2006-01-02 15:04 UTC")
 		},
 		"person": person,
+		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"deref":  func(t *time.Time) time.Time { return *t },
+		"col": func(name, label string, cols map[string]column) sortable {
+			return sortable{Name: name, Label: label, Col: cols[name], Order: cols[name].Order}
+		},
 		"silenceRows": func(list []Silence, mayChange bool, me viewer) silencesPage {
 			return silencesPage{Silences: list, MayChange: mayChange, Me: me}
 		},

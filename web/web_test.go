@@ -67,6 +67,9 @@ type bundle struct {
 	mu       sync.Mutex
 	drafts   []web.SilenceDraft
 	expiries []string // "id by"
+	// heldBy is the silence holding each provider's tickets (the outbox
+	// matches every label in the daemon, tested in notify/outbox).
+	heldBy map[string]int64
 }
 
 // setup returns the page over a rolled-back transaction, its
@@ -102,8 +105,17 @@ func setup(t *testing.T, edits ...func(*web.Config)) *bundle {
 		},
 		AddSilence:    b.addSilence,
 		ExpireSilence: b.expireSilence,
-		Now:           func() time.Time { return time.Now() },
-		Logger:        slog.New(slog.DiscardHandler),
+		HeldBy: func(_ context.Context, labels []review.Labels) ([]int64, error) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			out := make([]int64, len(labels))
+			for i, l := range labels {
+				out[i] = b.heldBy[l.Provider]
+			}
+			return out, nil
+		},
+		Now:    func() time.Time { return time.Now() },
+		Logger: slog.New(slog.DiscardHandler),
 	}
 	for _, edit := range edits {
 		edit(&cfg)

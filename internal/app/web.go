@@ -77,6 +77,7 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 			}
 			return out, err
 		},
+		HeldBy: messages.HeldBy,
 		AddSilence: func(ctx context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
 			req := outbox.SilenceRequest{Matchers: d.Matchers, End: d.End, By: d.By, Comment: d.Comment, Force: d.Force}
 			added, plan, err := messages.RequestSilence(ctx, req, s.KnownToSilences(), s.now())
