@@ -16,7 +16,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +44,15 @@ const (
 
 // cacheFor is how long a process trusts the state it read.
 const cacheFor = time.Second
+
+// An operation failing alone stays so for loneFor after its last failure
+// (sweeper.provider_lone_failures); a process trusts what it learned of
+// one for loneKnownFor, and remembers maxAlone of them at most.
+const (
+	loneFor      = 7 * 24 * time.Hour
+	loneKnownFor = time.Hour
+	maxAlone     = 1 << 14
+)
 
 // State is a provider's health as the table holds it.
 type State struct {
@@ -90,8 +101,11 @@ type Tracker struct {
 	// failing are the operations the provider failed since it last
 	// answered: one operation's failures, however many, are not an outage.
 	failing map[string]bool
-	cached  State
-	readAt  time.Time
+	// alone are the operations this process knows to fail alone, and
+	// when it learned so ([Tracker.Done]).
+	alone  map[string]time.Time
+	cached State
+	readAt time.Time
 }
 
 // NewTracker returns the tracker of provider over db: failures of that many
@@ -161,39 +175,57 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 // again after the wait the provider asked for — a 429 honoured is
 // reported as nothing: neither failure nor answer), false for an answer — an error
 // the provider chose to give, and an answer it gave that could not be read,
-// included: those are the operation's problem, ended by its own budget. A
-// probe's answer brings the provider up; its failure backs the next probe
-// off. Outside a probe, the provider goes down once failures have come
-// from the tracker's number of DIFFERENT operations with no answer in
-// between: one operation, or two, whose lookups always fail are those
-// operations' problem, however often they are asked, and an answer to any
-// request starts the count again. detail says why, for people; it must
-// hold no secret or recipient.
+// included: those are the operation's problem, ended by its own budget.
+//
+// A provider is down only when it fails for everyone. Outside a probe, it
+// goes down once failures have come from the tracker's number of
+// DIFFERENT operations with no answer in between, none of them failing
+// alone: an operation the provider failed, and then answered another
+// operation in this process, fails alone (sweeper.provider_lone_failures,
+// shared by every replica) — its later failures, however often it is
+// asked and by whichever replica, are its own, until the provider answers
+// it. An answer to any request starts the count again.
+//
+// A probe's answer brings the provider up. A probe's failure backs the
+// next probe off — unless its operation fails alone: that says nothing of
+// the provider, and the next lookup may probe at once. detail says why,
+// for people; it must hold no secret or recipient.
 func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail string) error {
 	// The provider's text, stored inert: every reader of last_error prints
 	// it on a terminal.
 	detail = safetext.Printable(detail)
 	switch {
 	case probe && !failed:
-		return t.up(ctx)
+		return errors.Join(t.answered(ctx, op), t.up(ctx))
 	case probe:
-		_, err := t.db.Exec(ctx, `UPDATE sweeper.provider_health
-			SET probe_at = now() + probe_backoff, probe_backoff = least(probe_backoff * 2, $2::interval),
-			    probe_lease_until = NULL, last_error = $3, updated_at = now()
-			WHERE provider = $1 AND state = 'down'`, t.provider, MaxProbe, detail)
-		t.forget()
-		return err
+		return t.probeFailed(ctx, op, detail)
+	case !failed:
+		return t.answered(ctx, op)
 	}
-	t.mu.Lock()
-	if !failed {
-		t.failing = nil
-		t.mu.Unlock()
+	if t.failsAlone(ctx, op) {
 		return nil
 	}
+	t.mu.Lock()
 	if t.failing == nil {
 		t.failing = map[string]bool{}
 	}
 	t.failing[op] = true
+	enough := len(t.failing) >= t.failAt
+	candidates := slices.Collect(maps.Keys(t.failing))
+	t.mu.Unlock()
+	if !enough {
+		return nil
+	}
+	// Enough operations failed: those another replica saw fail alone are
+	// theirs, not the provider's.
+	alone, err := t.lone(ctx, candidates)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	for _, o := range alone {
+		delete(t.failing, o)
+	}
 	down := len(t.failing) >= t.failAt
 	if down {
 		t.failing = nil
@@ -218,6 +250,106 @@ func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail strin
 		t.OnDown(ctx, detail)
 	}
 	return nil
+}
+
+// probeFailed backs the next probe off after a probe for op failed — or,
+// when op fails alone, frees the probe's turn as it is: its failure says
+// nothing of the provider.
+func (t *Tracker) probeFailed(ctx context.Context, op, detail string) error {
+	if t.failsAlone(ctx, op) {
+		_, err := t.db.Exec(ctx, `UPDATE sweeper.provider_health SET probe_lease_until = NULL, updated_at = now()
+			WHERE provider = $1 AND state = 'down'`, t.provider)
+		t.forget()
+		return err
+	}
+	_, err := t.db.Exec(ctx, `UPDATE sweeper.provider_health
+		SET probe_at = now() + probe_backoff, probe_backoff = least(probe_backoff * 2, $2::interval),
+		    probe_lease_until = NULL, last_error = $3, updated_at = now()
+		WHERE provider = $1 AND state = 'down'`, t.provider, MaxProbe, detail)
+	t.forget()
+	return err
+}
+
+// answered records the provider's answer to op: the operations it failed
+// since its last answer in this process failed alone — the provider was
+// there — and op, if it was failing alone, no longer is.
+func (t *Tracker) answered(ctx context.Context, op string) error {
+	t.mu.Lock()
+	var alone []string
+	for o := range t.failing {
+		if o != op {
+			alone = append(alone, o)
+		}
+	}
+	t.failing = nil
+	_, wasAlone := t.alone[op]
+	delete(t.alone, op)
+	t.mu.Unlock()
+	var errs []error
+	if len(alone) > 0 {
+		// Marks older than loneFor go with the new ones: a table that
+		// grows only with operations failing alone, and shrinks with time.
+		_, err := t.db.Exec(ctx, `WITH expired AS (
+				DELETE FROM sweeper.provider_lone_failures WHERE provider = $1 AND failed_at < now() - $3::interval
+			)
+			INSERT INTO sweeper.provider_lone_failures (provider, op_key, failed_at)
+			SELECT $1, o, now() FROM unnest($2::text[]) o
+			ON CONFLICT (provider, op_key) DO UPDATE SET failed_at = now()`, t.provider, alone, loneFor)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("record the operations provider %s failed alone: %w", t.provider, err))
+		} else {
+			t.remember(alone...)
+		}
+	}
+	if wasAlone {
+		if _, err := t.db.Exec(ctx, `DELETE FROM sweeper.provider_lone_failures WHERE provider = $1 AND op_key = $2`, t.provider, op); err != nil {
+			errs = append(errs, fmt.Errorf("forget an operation provider %s failed alone: %w", t.provider, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// failsAlone reports whether op is known, in this process and lately, to
+// fail alone ([Tracker.lone] said so within loneKnownFor): its failure is
+// its own.
+func (t *Tracker) failsAlone(_ context.Context, op string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.alone[op]
+	return ok && time.Since(at) < loneKnownFor
+}
+
+// lone returns those of ops that fail alone, as every replica recorded
+// them, and marks their failure now: a mark lasts loneFor after the
+// operation's last failure.
+func (t *Tracker) lone(ctx context.Context, ops []string) ([]string, error) {
+	rows, err := t.db.Query(ctx, `UPDATE sweeper.provider_lone_failures SET failed_at = now()
+		WHERE provider = $1 AND op_key = ANY($2::text[]) AND failed_at >= now() - $3::interval
+		RETURNING op_key`, t.provider, ops, loneFor)
+	if err != nil {
+		return nil, fmt.Errorf("read the operations provider %s fails alone: %w", t.provider, err)
+	}
+	alone, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the operations provider %s fails alone: %w", t.provider, err)
+	}
+	t.remember(alone...)
+	return alone, nil
+}
+
+// remember notes ops as failing alone in this process, within a bound.
+func (t *Tracker) remember(ops ...string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.alone == nil {
+		t.alone = map[string]time.Time{}
+	}
+	now := time.Now()
+	for _, op := range ops {
+		if _, ok := t.alone[op]; ok || len(t.alone) < maxAlone {
+			t.alone[op] = now
+		}
+	}
 }
 
 // Cause names the kind of failure detail describes, for people and
