@@ -53,11 +53,14 @@ type Provider struct {
 	// requests counts the requests made to the adapter: one per lookup,
 	// one per batch.
 	requests atomic.Int64
-	limiter  *rate.Limiter
-	shared   SharedRate
-	slots    chan struct{}
-	metrics  *metrics.Metrics
-	tracer   trace.Tracer
+	// waited counts the operations whose requests were paced because the
+	// provider is down, since the last probe this process sent.
+	waited  atomic.Int64
+	limiter *rate.Limiter
+	shared  SharedRate
+	slots   chan struct{}
+	metrics *metrics.Metrics
+	tracer  trace.Tracer
 	// namespace is the record namespace ([Provider.Namespace]); "": the
 	// block's own.
 	namespace string
@@ -196,12 +199,11 @@ func (p *Provider) Lookup(ctx context.Context, q Query) ([]Record, error) {
 }
 
 func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err error) {
-	ctx, endSpan := p.traceRequest(ctx, SpanLookup, 1)
-	defer func() { endSpan(outcomeOf(records, err)) }()
-	req, err := p.begin(ctx)
+	req, err := p.begin(ctx, SpanLookup, 1)
 	if err != nil {
 		return nil, err
 	}
+	defer func() { req.endSpan(outcomeOf(records, err)) }()
 	defer req.end()
 	defer func() {
 		// Runs after the recover below: it sees what the caller gets. A call

@@ -64,6 +64,8 @@ type State struct {
 	DownSeconds float64 `json:"down_seconds"`
 	// ProbeAt is when the next probe may ask, while down.
 	ProbeAt time.Time `json:"probe_at,omitzero"`
+	// ProbeLeaseUntil is when the probe in flight, if any, frees its turn.
+	ProbeLeaseUntil time.Time `json:"probe_lease_until,omitzero"`
 	// LastError is the failure that took it down, or the last failed
 	// probe's.
 	LastError string `json:"last_error,omitempty"`
@@ -106,6 +108,14 @@ type Tracker struct {
 	alone  map[string]time.Time
 	cached State
 	readAt time.Time
+	// reading is closed when the read in flight, if any, ends: the other
+	// lookups keep to the state they have meanwhile, or wait for it.
+	reading chan struct{}
+	// gen counts the changes made here ([Tracker.forget]).
+	gen int
+	// notBefore: no probe's turn is asked for before it (another
+	// process took it when this one last asked).
+	notBefore time.Time
 }
 
 // NewTracker returns the tracker of provider over db: failures of that many
@@ -116,35 +126,66 @@ func NewTracker(db ledger.DB, provider string, failures int, lease time.Duration
 	return &Tracker{db: db, provider: provider, failAt: max(failures, 1), lease: lease}
 }
 
-// State reads the provider's health, at most a second old.
+// State reads the provider's health, at most a second old — or a little
+// older while another lookup of this process reads it: one read at a time
+// per process, one a second, however many lookups ask. After a change this
+// process made, the lookups that ask wait for the one read that follows.
 func (t *Tracker) State(ctx context.Context) (State, error) {
 	t.mu.Lock()
-	if !t.readAt.IsZero() && time.Since(t.readAt) < cacheFor {
-		st := t.cached
-		t.mu.Unlock()
-		return st, nil
+	for {
+		switch {
+		case !t.readAt.IsZero() && (time.Since(t.readAt) < cacheFor || t.reading != nil):
+			st := t.cached
+			t.mu.Unlock()
+			return st, nil
+		case t.reading == nil:
+		default:
+			reading := t.reading
+			t.mu.Unlock()
+			select {
+			case <-reading:
+			case <-ctx.Done():
+				return State{}, ctx.Err()
+			}
+			t.mu.Lock()
+			continue
+		}
+		break
 	}
+	reading, gen := make(chan struct{}), t.gen
+	t.reading = reading
 	t.mu.Unlock()
 	st, err := Read(ctx, t.db, t.provider)
+	t.mu.Lock()
+	t.reading = nil
+	close(reading)
+	if err == nil && gen == t.gen {
+		// (A read begun before a change made here is not kept.)
+		t.cached, t.readAt = st, time.Now()
+	}
+	t.mu.Unlock()
 	if err != nil {
 		return State{}, err
 	}
-	t.mu.Lock()
-	t.cached, t.readAt = st, time.Now()
-	t.mu.Unlock()
 	return st, nil
 }
 
+// forget has every lookup read the state again until one has: the state
+// changed here.
 func (t *Tracker) forget() {
 	t.mu.Lock()
 	t.readAt = time.Time{}
+	t.gen++
 	t.mu.Unlock()
 }
 
 // Allow says whether a lookup may ask the provider now. Up: yes. Down: yes
 // for the one lookup that takes the probe's turn (probe true), which must
 // report with [Tracker.Done]; the others get [ErrDown] and how long to
-// wait before asking again.
+// wait before asking again. A lookup told to wait costs no statement: the
+// state read at most a second ago says the probe is not due, or taken —
+// only a due probe's turn is asked for, and a turn another process took
+// first is not asked for again within the second.
 func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, err error) {
 	st, err := t.State(ctx)
 	if err != nil || st.Up {
@@ -152,18 +193,30 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 		// lookup ask, as it would with no tracker.
 		return false, 0, nil
 	}
-	var taken bool
-	err = t.db.QueryRow(ctx, `UPDATE sweeper.provider_health
-		SET probe_lease_until = now() + $2::interval, updated_at = now()
-		WHERE provider = $1 AND state = 'down' AND probe_at <= now()
-		  AND (probe_lease_until IS NULL OR probe_lease_until < now())
-		RETURNING true`, t.provider, t.lease).Scan(&taken)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		return false, 0, nil
-	case taken:
-		return true, 0, nil
+	now := time.Now()
+	t.mu.Lock()
+	// One lookup of this process a second asks for a due probe's turn.
+	ask := !now.Before(st.ProbeAt) && !now.Before(st.ProbeLeaseUntil) && !now.Before(t.notBefore)
+	if ask {
+		t.notBefore = now.Add(cacheFor)
+	}
+	t.mu.Unlock()
+	if ask {
+		var taken bool
+		err = t.db.QueryRow(ctx, `UPDATE sweeper.provider_health
+			SET probe_lease_until = now() + $2::interval, updated_at = now()
+			WHERE provider = $1 AND state = 'down' AND probe_at <= now()
+			  AND (probe_lease_until IS NULL OR probe_lease_until < now())
+			RETURNING true`, t.provider, t.lease).Scan(&taken)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			t.forget() // another process's probe, or a state newer than ours
+		case err != nil:
+			return false, 0, nil
+		case taken:
+			t.forget()
+			return true, 0, nil
+		}
 	}
 	wait = time.Until(st.ProbeAt)
 	return false, min(max(wait, time.Second), 5*time.Second), ErrDown
@@ -397,10 +450,10 @@ func (t *Tracker) up(ctx context.Context) error {
 func Read(ctx context.Context, db ledger.DB, provider string) (State, error) {
 	st := State{Provider: provider, Up: true}
 	var state string
-	var probeAt *time.Time
+	var probeAt, leaseUntil *time.Time
 	var lastErr *string
-	err := db.QueryRow(ctx, `SELECT state, since, down_seconds, probe_at, last_error
-		FROM sweeper.provider_health WHERE provider = $1`, provider).Scan(&state, &st.Since, &st.DownSeconds, &probeAt, &lastErr)
+	err := db.QueryRow(ctx, `SELECT state, since, down_seconds, probe_at, probe_lease_until, last_error
+		FROM sweeper.provider_health WHERE provider = $1`, provider).Scan(&state, &st.Since, &st.DownSeconds, &probeAt, &leaseUntil, &lastErr)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, nil
 	}
@@ -410,6 +463,9 @@ func Read(ctx context.Context, db ledger.DB, provider string) (State, error) {
 	st.Up = state == "up"
 	if probeAt != nil {
 		st.ProbeAt = *probeAt
+	}
+	if leaseUntil != nil {
+		st.ProbeLeaseUntil = *leaseUntil
 	}
 	if lastErr != nil {
 		st.LastError = *lastErr
