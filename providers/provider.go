@@ -24,7 +24,8 @@ type Provider struct {
 	Name string
 	// OutageAfter is how many different operations the provider must
 	// fail in a row, with no answer in between, to be down for the
-	// cluster (see [Provider.SetHealth]); 0: never.
+	// cluster (see [Provider.SetHealth]) — none of them one it failed
+	// while it answered others; 0: never.
 	OutageAfter int
 	// MaxOutage is how long the provider may be down for the cluster
 	// before its waiting operations move to review as lookup_failed
@@ -75,7 +76,8 @@ type Limits struct {
 	Concurrency   int     // requests in flight
 	// OutageAfter is how many different operations the provider must
 	// fail in a row, with no answer in between, to be down for the
-	// cluster; 0: never.
+	// cluster — none of them one it failed while it answered others;
+	// 0: never.
 	OutageAfter int
 	// MaxOutage is how long the provider may be down for the cluster
 	// before its waiting operations move to review; 0: never.

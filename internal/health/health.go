@@ -7,9 +7,14 @@
 // the whole cluster, asks it at a backoff (5 s doubling to 1 min); the first
 // probe it answers brings it up again, and the lookups resume.
 //
+// A provider is down only when it fails for everyone: an operation it
+// fails while it answers others fails alone, and its failures, however
+// many, are its own (sweeper.provider_lone_failures).
+//
 // The table (sweeper.provider_health) is written on state changes and by
 // probes only: a healthy provider costs one cached read a second per
-// process, not a write per lookup.
+// process, not a write per lookup; so does a provider that is down — a
+// lookup told to wait writes nothing and reads nothing of its own.
 package health
 
 import (
@@ -119,8 +124,8 @@ type Tracker struct {
 }
 
 // NewTracker returns the tracker of provider over db: failures of that many
-// different operations in a row, with no answer in between, take the
-// provider down (at least 1). lease bounds a
+// different operations in a row, with no answer in between, none failing
+// alone ([Tracker.Done]), take the provider down (at least 1). lease bounds a
 // probe: a probe not reported within it (its process died) frees the turn.
 func NewTracker(db ledger.DB, provider string, failures int, lease time.Duration) *Tracker {
 	return &Tracker{db: db, provider: provider, failAt: max(failures, 1), lease: lease}
@@ -132,25 +137,21 @@ func NewTracker(db ledger.DB, provider string, failures int, lease time.Duration
 // process made, the lookups that ask wait for the one read that follows.
 func (t *Tracker) State(ctx context.Context) (State, error) {
 	t.mu.Lock()
-	for {
-		switch {
-		case !t.readAt.IsZero() && (time.Since(t.readAt) < cacheFor || t.reading != nil):
-			st := t.cached
-			t.mu.Unlock()
-			return st, nil
-		case t.reading == nil:
-		default:
-			reading := t.reading
-			t.mu.Unlock()
-			select {
-			case <-reading:
-			case <-ctx.Done():
-				return State{}, ctx.Err()
-			}
-			t.mu.Lock()
-			continue
+	for t.readAt.IsZero() && t.reading != nil {
+		// After a change made here: the read in flight tells.
+		reading := t.reading
+		t.mu.Unlock()
+		select {
+		case <-reading:
+		case <-ctx.Done():
+			return State{}, ctx.Err()
 		}
-		break
+		t.mu.Lock()
+	}
+	if !t.readAt.IsZero() && (time.Since(t.readAt) < cacheFor || t.reading != nil) {
+		st := t.cached
+		t.mu.Unlock()
+		return st, nil
 	}
 	reading, gen := make(chan struct{}), t.gen
 	t.reading = reading
@@ -182,7 +183,8 @@ func (t *Tracker) forget() {
 // Allow says whether a lookup may ask the provider now. Up: yes. Down: yes
 // for the one lookup that takes the probe's turn (probe true), which must
 // report with [Tracker.Done]; the others get [ErrDown] and how long to
-// wait before asking again. A lookup told to wait costs no statement: the
+// wait before asking again: until the next probe is due, or a second
+// while one is due or in flight. A lookup told to wait costs no statement: the
 // state read at most a second ago says the probe is not due, or taken —
 // only a due probe's turn is asked for, and a turn another process took
 // first is not asked for again within the second.
@@ -218,8 +220,11 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 			return true, 0, nil
 		}
 	}
+	// Until the next probe: the lookups of every replica wake when it is
+	// due, and while it is in flight every second, so that they resume
+	// within a second of its answer, and wake no more often than that.
 	wait = time.Until(st.ProbeAt)
-	return false, min(max(wait, time.Second), 5*time.Second), ErrDown
+	return false, min(max(wait, time.Second), MaxProbe), ErrDown
 }
 
 // Done reports how a lookup for operation op that asked the provider
