@@ -59,9 +59,13 @@ type Provider struct {
 	waited  atomic.Int64
 	limiter *rate.Limiter
 	shared  SharedRate
-	slots   chan struct{}
-	metrics *metrics.Metrics
-	tracer  trace.Tracer
+	// sharedPaced is when (Unix nanoseconds) the cluster's rate limit,
+	// as this process last found it, has a turn within lookup_timeout
+	// again: until then a request is paced without asking it.
+	sharedPaced atomic.Int64
+	slots       chan struct{}
+	metrics     *metrics.Metrics
+	tracer      trace.Tracer
 	// namespace is the record namespace ([Provider.Namespace]); "": the
 	// block's own.
 	namespace string
@@ -149,8 +153,9 @@ func (p *Provider) SetHealth(h Health) { p.health = h }
 // internal/health's Rate, which implements it.
 type SharedRate interface {
 	// Take takes a token for one request and says how long the request
-	// must wait for its turn.
-	Take(ctx context.Context) (time.Duration, error)
+	// must wait for its turn — unless its turn is later than within:
+	// then it takes nothing, and the wait it says is longer than within.
+	Take(ctx context.Context, within time.Duration) (time.Duration, error)
 	// Return gives back the token of a request that was not sent.
 	Return(ctx context.Context) error
 }

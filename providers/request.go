@@ -210,24 +210,31 @@ func (p *Provider) admit(ctx context.Context, n int) (release func(), probe bool
 
 // waitShared waits for the request's turn in the cluster's rate limit, when
 // the provider shares one: bounded like the other waits of [Provider.admit]
-// (a turn past lookup_timeout paces the request, and its token is given
-// back). A bucket that cannot be read (the database) leaves the request to
-// this process's own limit, which it has passed: the provider's 429 is the
-// backstop, and a lookup is not stopped for the sake of pacing.
+// (a turn past lookup_timeout paces the request, taking no token, and
+// paces this process's next requests without asking the bucket until such
+// a turn may come). A bucket that cannot be read (the database) leaves the
+// request to this process's own limit, which it has passed: the
+// provider's 429 is the backstop, and a lookup is not stopped for the
+// sake of pacing.
 func (p *Provider) waitShared(ctx, waitCtx context.Context) error {
 	if p.shared == nil {
 		return nil
 	}
-	delay, err := p.shared.Take(waitCtx)
+	deadline, _ := waitCtx.Deadline()
+	within := time.Until(deadline)
+	paced := func(delay time.Duration) error {
+		return Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in the cluster", p.Name, float64(p.limiter.Limit())))
+	}
+	if until := time.Unix(0, p.sharedPaced.Load()); time.Now().Before(until) {
+		return paced(time.Until(until) + within)
+	}
+	delay, err := p.shared.Take(waitCtx, within)
 	if err != nil || delay <= 0 {
 		return ctx.Err()
 	}
-	giveBack := func() { _ = p.shared.Return(context.WithoutCancel(ctx)) }
-	paced := Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in the cluster", p.Name, float64(p.limiter.Limit())))
-	deadline, _ := waitCtx.Deadline()
-	if time.Now().Add(delay).After(deadline) {
-		giveBack()
-		return paced
+	if delay > within {
+		p.sharedPaced.Store(time.Now().Add(delay - within).UnixNano())
+		return paced(delay)
 	}
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
@@ -235,10 +242,10 @@ func (p *Provider) waitShared(ctx, waitCtx context.Context) error {
 	case <-timer.C:
 		return nil
 	case <-waitCtx.Done():
-		giveBack()
+		_ = p.shared.Return(context.WithoutCancel(ctx))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return paced
+		return paced(delay)
 	}
 }

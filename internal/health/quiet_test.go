@@ -22,7 +22,7 @@ import (
 )
 
 // statements counts the statements sent through a pool, writes apart,
-// and passes each on to next (the database spans).
+// and passes each on to next (the database spans), if any.
 type statements struct {
 	next          pgx.QueryTracer
 	reads, writes atomic.Int64
@@ -35,11 +35,16 @@ func (s *statements) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data p
 	default:
 		s.writes.Add(1)
 	}
+	if s.next == nil {
+		return ctx
+	}
 	return s.next.TraceQueryStart(ctx, conn, data)
 }
 
 func (s *statements) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryEndData) {
-	s.next.TraceQueryEnd(ctx, conn, data)
+	if s.next != nil {
+		s.next.TraceQueryEnd(ctx, conn, data)
+	}
 }
 
 // TestOutageIsQuiet: twenty operations wait through an outage of a
