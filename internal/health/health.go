@@ -314,7 +314,13 @@ func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail strin
 // when op fails alone, frees the probe's turn as it is: its failure says
 // nothing of the provider.
 func (t *Tracker) probeFailed(ctx context.Context, op, detail string) error {
-	if t.failsAlone(ctx, op) {
+	alone := t.failsAlone(ctx, op)
+	if !alone {
+		// As every replica recorded it: a probe is rare enough to ask.
+		ops, err := t.lone(ctx, []string{op})
+		alone = err == nil && len(ops) == 1
+	}
+	if alone {
 		_, err := t.db.Exec(ctx, `UPDATE sweeper.provider_health SET probe_lease_until = NULL, updated_at = now()
 			WHERE provider = $1 AND state = 'down'`, t.provider)
 		t.forget()
