@@ -29,6 +29,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/robfig/cron/v3"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 )
@@ -713,7 +714,7 @@ const maxMaxOutage = 720 * time.Hour
 var (
 	providerNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 	envNameRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	slackUserRE    = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
+	slackUserRE    = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`) // as review.SlackUserID
 	slackChannelRE = regexp.MustCompile(`^[CG][A-Z0-9]{2,}$`)
 	slackTeamRE    = regexp.MustCompile(`^[TE][A-Z0-9]{2,}$`)
 	slackAppRE     = regexp.MustCompile(`^A[A-Z0-9]{2,}$`)
@@ -1041,10 +1042,17 @@ func (c *Config) validateWeb(v *validator, slackOn bool, getenv Getenv, opts Opt
 		v.secretEnv("web.auth", EnvSlackClientSecret, true, only(!opts.NoWeb, getenv))
 	}
 	ids := map[string]bool{}
+	folded := map[string]string{} // an address with ASCII letters folded → its first key
 	for _, email := range sortedKeys(w.Users) {
 		key := "web.users." + strconv.Quote(email)
 		if !strings.Contains(email, "@") || strings.ContainsAny(email, " \t\n,") {
 			v.add(key, "must be an e-mail address as the proxy sends it")
+		}
+		f := safetext.FoldASCII(strings.TrimSpace(email))
+		if first, ok := folded[f]; ok && w.Users[first] != w.Users[email] {
+			v.add(key, "is the address of web.users.%s (ASCII letters fold) for another person: keep one", strconv.Quote(first))
+		} else if !ok {
+			folded[f] = email
 		}
 		v.owner(key, w.Users[email], slackOn)
 		ids[w.Users[email]] = true

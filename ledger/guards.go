@@ -20,7 +20,9 @@ import (
 // on the table, planned once per session — the guards cost what
 // ledger.operations' own do:
 //
-//   - sweeper_guard: statuses move forward only (on the mapped words),
+//   - sweeper_guard: no NULL is written into [NotNullColumns], no op_key
+//     inserted empty or over-long; statuses move forward only (on the
+//     mapped words),
 //     done needs a record, the record and op_key never change once set,
 //     only sweeper moves a row to review;
 //   - sweeper_record_once: one record proves one operation across the
@@ -280,10 +282,40 @@ END
 `
 )
 
+// notNullChecks is the guard's first part, written with guardSQL's
+// placeholders: a row inserted, or updated, with NULL in one of
+// [NotNullColumns] is refused — an update only when it writes the NULL,
+// so that a row that held one before the guards were installed can still
+// move to review and get its ticket — and so is an inserted op_key that
+// ledger.operations' own check (operations_op_key_check) refuses: empty,
+// or longer than [MaxOpKeyLength] characters.
+func (t *Table) notNullChecks() string {
+	var b strings.Builder
+	for _, key := range NotNullColumns {
+		fmt.Fprintf(&b, `    IF {c:new.%[1]s} IS NULL AND (TG_OP = 'INSERT' OR {c:old.%[1]s} IS NOT NULL) THEN
+        RAISE EXCEPTION '%%: %% (%[1]s) may not be NULL: sweeper cannot look up or settle a row without it',
+            TG_RELID::regclass, {l:%[1]s}
+            USING ERRCODE = 'not_null_violation',
+                  SCHEMA = TG_TABLE_SCHEMA, TABLE = TG_TABLE_NAME, COLUMN = {l:%[1]s},
+                  CONSTRAINT = 'operations_not_null';
+    END IF;
+`, key)
+	}
+	fmt.Fprintf(&b, `    IF TG_OP = 'INSERT' AND ({c:new.op_key}::text = '' OR char_length({c:new.op_key}::text) > %d) THEN
+        RAISE EXCEPTION '%%: %% (op_key) must be 1 to %d characters', TG_RELID::regclass, {l:op_key}
+            USING ERRCODE = 'check_violation',
+                  SCHEMA = TG_TABLE_SCHEMA, TABLE = TG_TABLE_NAME,
+                  CONSTRAINT = 'operations_op_key_check';
+    END IF;
+`, MaxOpKeyLength, MaxOpKeyLength)
+	return b.String()
+}
+
 // guardStatements are the statements that create t's guard functions and
 // triggers.
 func (t *Table) guardStatements() []string {
 	fns := t.GuardFunctions()
+	guard := strings.Replace(guardBody, "BEGIN\n", "BEGIN\n"+t.notNullChecks(), 1)
 	function := func(name, body string) string {
 		return fmt.Sprintf("CREATE OR REPLACE FUNCTION %s() RETURNS trigger\nLANGUAGE plpgsql AS %s", name, dollarQuoted(t.guardSQL(body)))
 	}
@@ -292,7 +324,7 @@ func (t *Table) guardStatements() []string {
 			literal(fmt.Sprintf("sweeper's %s of %s, made by sweeper adopt --apply --guards from the [ledger] mapping", what, t.name)))
 	}
 	return []string{
-		function(fns[0], guardBody),
+		function(fns[0], guard),
 		comment(fns[0], "guard"),
 		function(fns[1], recordOnceBody),
 		comment(fns[1], "one-record-one-operation check"),

@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -426,5 +427,71 @@ func TestAdoptedGuardsAfterRename(t *testing.T) {
 	}
 	if _, err := pool.Exec(ctx, `UPDATE public."Outbound Log 2" SET provider_ref = 'r1'`); err != nil {
 		t.Errorf("a write after installing again: %v", err)
+	}
+}
+
+// TestAdoptedGuardsRefuseNullRequiredColumns: on a table whose required
+// columns allow NULL, the guards refuse a row inserted with NULL in any
+// of them, an update that writes a NULL, and an inserted op_key
+// ledger.operations' own check refuses (empty, over-long), each as
+// ErrRefused or ErrIllegalTransition's siblings classify it; a row that
+// held a NULL before the guards were installed still moves to review, so
+// that it gets its ticket.
+func TestAdoptedGuardsRefuseNullRequiredColumns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, tbl := nullableAdopted(t)
+	old := insertRow(t, pool, tbl, "", map[string]string{"op_key": "NULL"})
+	if err := ledger.InstallGuards(ctx, pool, tbl); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range ledger.NotNullColumns {
+		if key == "id" {
+			continue // the table's primary key: NOT NULL by itself
+		}
+		t.Run("insert "+key+" NULL", func(t *testing.T) {
+			_, err := pool.Exec(ctx, tbl.SQL(`INSERT INTO {T} ({c:op_key}, {c:provider}, {c:action}, {c:payload_hash}, {c:status}, {c:first_attempt_at})
+				VALUES ('k-'||$1, 'sms', 'send', repeat('a', 64), {w:pending}, now())`), key)
+			if err != nil {
+				t.Fatalf("a good row is refused: %v", err)
+			}
+			_, err = pool.Exec(ctx, tbl.SQL(`INSERT INTO {T} ({c:op_key}, {c:provider}, {c:action}, {c:payload_hash}, {c:status}, {c:first_attempt_at})
+				SELECT 'n-'||$1, 'sms', 'send', repeat('a', 64), {w:pending}, now()`), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = pool.Exec(ctx, tbl.SQL(`UPDATE {T} SET {c:`+key+`} = NULL WHERE {c:op_key} = 'n-'||$1`), key)
+			if constraintOf(err) != "operations_not_null" || !errors.Is(ledger.MapError(err), ledger.ErrRefused) {
+				t.Errorf("update to NULL: %v", err)
+			}
+			values := map[string]string{key: "NULL"}
+			_, err = pool.Exec(ctx, tbl.SQL(`INSERT INTO {T} ({c:op_key}, {c:provider}, {c:action}, {c:payload_hash}, {c:status}, {c:first_attempt_at})
+				SELECT `+cmp.Or(values["op_key"], "'x-'||$1")+`, `+cmp.Or(values["provider"], "'sms'")+`, 'send', `+
+				cmp.Or(values["payload_hash"], "repeat('a', 64)")+`, `+cmp.Or(values["status"], "{w:pending}")+`, `+
+				cmp.Or(values["first_attempt_at"], "now()")+` WHERE $1::text IS NOT NULL`), key)
+			if constraintOf(err) != "operations_not_null" || !strings.Contains(err.Error(), "may not be NULL") {
+				t.Errorf("insert with %s NULL: %v", key, err)
+			}
+		})
+	}
+	for _, opKey := range []string{"''", "repeat('x', 256)"} {
+		_, err := pool.Exec(ctx, tbl.SQL(`INSERT INTO {T} ({c:op_key}, {c:provider}, {c:action}, {c:payload_hash}, {c:first_attempt_at})
+			VALUES (`+opKey+`, 'sms', 'send', repeat('a', 64), now())`))
+		if constraintOf(err) != "operations_op_key_check" {
+			t.Errorf("insert op_key %s: %v", opKey, err)
+		}
+	}
+
+	// The row that held a NULL before the guards moves to review.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := tbl.Store(tx).MoveToReview(ctx, []int64{old}); err != nil || len(moved) != 1 {
+		t.Fatalf("move the NULL-keyed row to review: %v %v", moved, err)
 	}
 }

@@ -71,6 +71,9 @@ type ColumnCheck struct {
 	Type string `json:"type,omitempty"`
 	// TypeOK: sweeper reads and writes the type as it means to.
 	TypeOK bool `json:"type_ok"`
+	// Nullable: the column allows NULL. Of the required columns only
+	// provider_record_id may ([NotNullColumns]).
+	Nullable bool `json:"nullable"`
 	// Problem says what is wrong, when something is.
 	Problem string `json:"problem,omitempty"`
 }
@@ -147,6 +150,7 @@ type catalogColumn struct {
 	base     string // the base type's name (a domain's base)
 	typtype  string // "e" for an enum
 	enumVals []string
+	notNull  bool // the column, or its domain, refuses NULL
 }
 
 // Inspect reads the catalog (and, for status words, the data) of t's table
@@ -198,7 +202,7 @@ func inspect(ctx context.Context, db DB, t *Table, full bool) (Inspection, error
 	if err != nil {
 		return in, fmt.Errorf("columns of %s: %w", in.Table, err)
 	}
-	in.checkColumns(t, cols)
+	in.checkColumns(t, cols, full)
 	if err := in.checkKeys(ctx, db, t, *oid, cols); err != nil {
 		return in, err
 	}
@@ -234,7 +238,8 @@ func (in *Inspection) finish() {
 func catalogColumns(ctx context.Context, db DB, oid uint32) (map[string]catalogColumn, error) {
 	rows, err := db.Query(ctx, `
 		SELECT a.attname::text, a.attnum, format_type(a.atttypid, a.atttypmod), b.typname::text, b.typtype::text,
-		       coalesce((SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = b.oid), '{}')
+		       coalesce((SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = b.oid), '{}'),
+		       a.attnotnull OR t.typnotnull
 		FROM pg_attribute a
 		JOIN pg_type t ON t.oid = a.atttypid
 		JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
@@ -245,7 +250,7 @@ func catalogColumns(ctx context.Context, db DB, oid uint32) (map[string]catalogC
 	out := map[string]catalogColumn{}
 	var name string
 	var c catalogColumn
-	_, err = pgx.ForEachRow(rows, []any{&name, &c.num, &c.typ, &c.base, &c.typtype, &c.enumVals}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&name, &c.num, &c.typ, &c.base, &c.typtype, &c.enumVals, &c.notNull}, func() error {
 		out[name] = c
 		return nil
 	})
@@ -276,8 +281,12 @@ var typeRules = map[string]typeRule{
 	"recipient": isText, "payload_hash": isText, "provider_record_id": isText,
 }
 
-// checkColumns checks each mapped column's presence and type.
-func (in *Inspection) checkColumns(t *Table, cols map[string]catalogColumn) {
+// checkColumns checks each mapped column's presence and type. A required
+// column that allows NULL is a refusal for `sweeper adopt` (full) and a
+// warning when a command starts: each row holding a NULL is read as that
+// row's invalid_operation ticket, so the table stays usable, and a daemon
+// already running on it is not stopped by an upgrade.
+func (in *Inspection) checkColumns(t *Table, cols map[string]catalogColumn, full bool) {
 	for _, key := range ColumnNames {
 		name, has := t.Column(key)
 		if !has {
@@ -308,7 +317,18 @@ func (in *Inspection) checkColumns(t *Table, cols map[string]catalogColumn) {
 			}
 			in.Refusals = append(in.Refusals, fmt.Sprintf("column %s (ledger.columns.%s): %s", name, key, check.Problem))
 		default:
-			check.Found, check.Type, check.TypeOK = true, c.typ, true
+			check.Found, check.Type, check.TypeOK, check.Nullable = true, c.typ, true, !c.notNull
+			if check.Nullable && slices.Contains(NotNullColumns, key) {
+				check.Problem = fmt.Sprintf("allows NULL; a row without %s cannot be looked up or settled, and becomes an invalid_operation ticket: "+
+					"make it NOT NULL (first give a value to the rows that have none): ALTER TABLE %s ALTER COLUMN %s SET NOT NULL;",
+					key, t.Name(), quoteIdent(name))
+				msg := fmt.Sprintf("column %s (ledger.columns.%s): %s", name, key, check.Problem)
+				if full {
+					in.Refusals = append(in.Refusals, msg)
+				} else {
+					in.Warnings = append(in.Warnings, msg)
+				}
+			}
 			if key == "status" && c.typtype == "e" {
 				for _, w := range t.Words() {
 					if !slices.Contains(c.enumVals, w) {

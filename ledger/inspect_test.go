@@ -337,3 +337,51 @@ func TestInspectWordsFromStatistics(t *testing.T) {
 		t.Fatalf("from the statistics: %v %s %v", err, in.WordsFrom, in.UnnamedWords)
 	}
 }
+
+// TestInspectRefusesNullableRequiredColumns: README's log table as a shop
+// writes it, every column but its key nullable, is refused — each
+// required column that allows NULL named, with the ALTER TABLE statement
+// that fixes it — except provider_record_id, NULL until done, and the
+// optional columns; a domain's NOT NULL counts. Once the statements run,
+// it is usable.
+func TestInspectRefusesNullableRequiredColumns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	if _, err := pool.Exec(ctx, `CREATE DOMAIN public.sha256 AS text NOT NULL;
+		CREATE TABLE public.outbound_log (id bigserial PRIMARY KEY, idem_key text UNIQUE, channel text, kind text,
+		to_addr text, body_sha256 public.sha256, state text DEFAULT 'queued', tries integer, first_try timestamptz,
+		last_try timestamptz, provider_ref text)`); err != nil {
+		t.Fatal(err)
+	}
+	in := inspect(t, pool, outboundMapping)
+	var fixes []string
+	for _, c := range []struct{ key, col string }{
+		{"op_key", "idem_key"}, {"provider", "channel"}, {"status", "state"}, {"first_attempt_at", "first_try"},
+	} {
+		fix := `ALTER TABLE "public"."outbound_log" ALTER COLUMN "` + c.col + `" SET NOT NULL;`
+		if !hasRefusal(in, "column "+c.col+" (ledger.columns."+c.key+"): allows NULL", "invalid_operation", fix) {
+			t.Errorf("no refusal of %s with %s: %q", c.col, fix, in.Refusals)
+		}
+		if col := column(in, c.key); !col.Nullable || col.Problem == "" {
+			t.Errorf("%s: %+v", c.key, col)
+		}
+		fixes = append(fixes, strings.TrimSuffix(fix, ";"))
+	}
+	if in.Usable || len(in.Refusals) != 4 {
+		t.Errorf("usable %v, refusals %q: want the four nullable required columns alone", in.Usable, in.Refusals)
+	}
+	for _, key := range []string{"payload_hash", "provider_record_id", "recipient", "action", "attempts"} {
+		if col := column(in, key); col.Problem != "" || col.Nullable != (key != "payload_hash") {
+			t.Errorf("%s: %+v", key, col)
+		}
+	}
+	for _, fix := range fixes {
+		if _, err := pool.Exec(ctx, fix); err != nil {
+			t.Fatalf("%s: %v", fix, err)
+		}
+	}
+	if in = inspect(t, pool, outboundMapping); !in.Usable {
+		t.Errorf("after the fixes: %q", in.Refusals)
+	}
+}

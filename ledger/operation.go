@@ -56,6 +56,22 @@ func CanTransition(from, to Status) bool {
 // MaxOpKeyLength is the longest op_key the ledger accepts, in characters.
 const MaxOpKeyLength = 255
 
+// The longest values, in characters, sweeper reads from a row as they are;
+// a longer one makes the row invalid ([Operation.Invalid]) rather than
+// travel into lookups, evidence, tickets and Slack.
+const (
+	// MaxProviderLength: a [providers.NAME] block's name is at most 64
+	// characters, so a longer provider can never be looked up.
+	MaxProviderLength = 64
+	// MaxNameLength bounds workflow, action, source_id and
+	// provider_record_id: names and ids, which Slack shows cut at 200.
+	MaxNameLength = 255
+	// MaxRecipientLength is the longest address SMTP carries (a 64-octet
+	// local part, "@", a 255-octet domain); phone numbers and customer ids
+	// are shorter.
+	MaxRecipientLength = 320
+)
+
 // Operation is one row of ledger.operations.
 type Operation struct {
 	ID               int64           `json:"id"`
@@ -74,6 +90,13 @@ type Operation struct {
 	ProviderRecordID string          `json:"provider_record_id,omitempty"`
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
+	// Invalid says, in words and without quoting any value, what makes the
+	// row one sweeper cannot look up — a required value NULL or empty, a
+	// value longer than sweeper holds, one of the wrong form — and is ""
+	// for a row it can. [Store] reads such a row rather than fail the
+	// read, so that it becomes its own invalid_operation ticket and the
+	// other rows are settled as usual.
+	Invalid string `json:"invalid,omitempty"`
 }
 
 var (

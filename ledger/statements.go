@@ -134,16 +134,16 @@ const transitionSQL = `
 		                                AND {c:h.provider} = ANY(sweeper.record_namespace_blocks({c:o.provider}))))
 		RETURNING {ops:o}`
 
-const holderOfKeySQL = `SELECT {c:h.op_key} FROM {T} o
+const holderOfKeySQL = `SELECT coalesce({c:h.op_key}::text, '') FROM {T} o
 		JOIN {T} h ON {c:h.provider_record_id} = $2 AND {c:h.id} <> {c:o.id}
 		 AND {c:h.provider} = ANY(sweeper.record_namespace_blocks({c:o.provider}))
 		WHERE {c:o.op_key} = $1 ORDER BY {c:h.id} LIMIT 1`
 
-const holderOfSQL = `SELECT {c:op_key} FROM {T}
+const holderOfSQL = `SELECT coalesce({c:op_key}::text, '') FROM {T}
 		WHERE {c:provider} = ANY(sweeper.record_namespace_blocks($1)) AND {c:provider_record_id} = $2 AND {c:id} <> $3
 		ORDER BY {c:id} LIMIT 1`
 
-const holdersOfSQL = `SELECT {c:provider_record_id}::text, {c:id}::bigint, {c:op_key}::text FROM {T}
+const holdersOfSQL = `SELECT {c:provider_record_id}::text, {c:id}::bigint, coalesce({c:op_key}::text, '') FROM {T}
 		WHERE {c:provider_record_id} = ANY($2::text[]) AND {c:provider} = ANY(sweeper.record_namespace_blocks($1))
 		ORDER BY {c:id}`
 
@@ -168,16 +168,16 @@ const getByIDsSQL = `SELECT {ops} FROM {T} WHERE {c:id} = ANY($1::bigint[])`
 
 const staleOtherSQL = `SELECT {ops}
 		FROM {T}
-		WHERE {c:status} = {w:pending} AND {c:provider} <> ALL($1::text[]) AND {c:first_attempt_at} < $2
+		WHERE {c:status} = {w:pending} AND coalesce({c:provider} <> ALL($1::text[]), true) AND {c:first_attempt_at} < $2
 		  AND ({c:first_attempt_at}, {c:id}) > ($3, $4)
 		ORDER BY {c:first_attempt_at}, {c:id}
 		LIMIT $5`
 
 const futureDatedSQL = `SELECT {ops}
 		FROM {T}
-		WHERE {c:status} = {w:pending} AND {c:first_attempt_at} > $1
-		  AND ({c:first_attempt_at}, {c:id}) > ($2, $3)
-		ORDER BY {c:first_attempt_at}, {c:id}
+		WHERE {c:status} = {w:pending} AND ({c:first_attempt_at} > $1 OR {c:first_attempt_at} IS NULL)
+		  AND (coalesce({c:first_attempt_at}, 'infinity'), {c:id}) > ($2, $3)
+		ORDER BY coalesce({c:first_attempt_at}, 'infinity'), {c:id}
 		LIMIT $4`
 
 const lookalikesSQL = `SELECT {ops}
@@ -233,7 +233,7 @@ const moveToReviewSQL = `UPDATE {T} SET {c:status} = {w:review}{touch}
 		RETURNING {c:id}::bigint`
 
 const sharedRecordsSQL = `
-		SELECT n.namespace, {c:o.provider_record_id}::text, array_agg({c:o.op_key}::text ORDER BY {c:o.id})
+		SELECT n.namespace, {c:o.provider_record_id}::text, array_agg(coalesce({c:o.op_key}::text, '') ORDER BY {c:o.id})
 		FROM {T} o JOIN sweeper.record_namespaces n ON n.provider = {c:o.provider}
 		WHERE {c:o.provider_record_id} IS NOT NULL
 		GROUP BY n.namespace, {c:o.provider_record_id}

@@ -454,7 +454,8 @@ func (s *Store) GetByIDs(ctx context.Context, ids []int64) ([]Operation, error) 
 }
 
 // StaleOtherProviders is the stale scan for rows whose provider is none of
-// known: they cannot be looked up, and must not wait forever unseen.
+// known, or NULL: they cannot be looked up, and must not wait forever
+// unseen.
 func (s *Store) StaleOtherProviders(ctx context.Context, known []string, cutoff time.Time, after StaleCursor, limit int) ([]Operation, error) {
 	rows, err := s.db.Query(ctx, s.t.sql.staleOther, known, cutoff, after.position(), after.ID, limit)
 	if err != nil {
@@ -473,9 +474,10 @@ func (s *Store) StaleOtherProviders(ctx context.Context, known []string, cutoff 
 const MaxClockSkew = 5 * time.Minute
 
 // FutureDated returns up to limit pending operations whose first attempt
-// is dated after notBefore (+infinity included) — rows the stale scan,
-// which waits for first_attempt_at to age, would never reach — after
-// cursor in (first_attempt_at, id) order.
+// is dated after notBefore (+infinity included) or not dated at all
+// (NULL, read as +infinity) — rows the stale scan, which waits for
+// first_attempt_at to age, would never reach — after cursor in
+// (first_attempt_at, id) order.
 func (s *Store) FutureDated(ctx context.Context, notBefore time.Time, after StaleCursor, limit int) ([]Operation, error) {
 	rows, err := s.db.Query(ctx, s.t.sql.futureDated, notBefore, after.position(), after.ID, limit)
 	if err != nil {
@@ -509,34 +511,6 @@ func (s *Store) getOne(ctx context.Context, query string, value any, label strin
 	return op, nil
 }
 
-// scan reads an Operation from the columns [Table.projection] lists, its
-// status word read as sweeper's.
-func (t *Table) scan(row pgx.CollectableRow) (Operation, error) {
-	var (
-		op                                                 Operation
-		sourceID, recipient, payloadHash, providerRecordID *string
-		firstAttemptAt, lastAttemptAt                      pgtype.Timestamptz
-		payload                                            []byte
-	)
-	err := row.Scan(&op.ID, &op.OpKey, &op.Workflow, &op.Provider, &op.Action, &sourceID, &recipient,
-		&payloadHash, &payload, &op.Status, &op.Attempts, &firstAttemptAt, &lastAttemptAt,
-		&providerRecordID, &op.CreatedAt, &op.UpdatedAt)
-	if err != nil {
-		return Operation{}, err
-	}
-	op.SourceID = deref(sourceID)
-	op.Recipient = deref(recipient)
-	op.PayloadHash = deref(payloadHash)
-	op.ProviderRecordID = deref(providerRecordID)
-	op.FirstAttemptAt = finiteTime(firstAttemptAt)
-	op.LastAttemptAt = finiteTime(lastAttemptAt)
-	if payload != nil {
-		op.Payload = json.RawMessage(payload)
-	}
-	op.Status = t.StatusOf(string(op.Status))
-	return op, nil
-}
-
 // finiteTime reads a timestamp a workflow may have written as ±infinity:
 // -infinity (and NULL) become the zero time, +infinity the last instant Go
 // formats, so that an odd row is still read — and settled — not an error.
@@ -553,14 +527,6 @@ func finiteTime(t pgtype.Timestamptz) time.Time {
 // endOfTime is how a timestamp of +infinity is read: the last instant Go
 // formats.
 var endOfTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
 
 // mapError turns the ledger's refusals into the package's errors, keeping
 // the database's message (it names the op_key and what was refused):
@@ -582,7 +548,7 @@ func mapError(err error) error {
 	case "operations_provider_record_idx", "operations_record_namespace":
 		return fmt.Errorf("%w: %s", ErrRecordHeld, pgErr.Detail)
 	case "operations_identity_final", "operations_first_attempt_at_final", "operations_first_attempt_at_check",
-		"operations_open_ticket":
+		"operations_open_ticket", "operations_not_null":
 		return fmt.Errorf("%w: %s", ErrRefused, pgErr.Message)
 	}
 	return err

@@ -28,6 +28,12 @@ var ColumnNames = []string{"id", "op_key", "workflow", "provider", "action", "so
 // settled. The others may be absent, at a cost [Absence] states.
 var RequiredColumns = []string{"id", "op_key", "provider", "status", "payload_hash", "first_attempt_at", "provider_record_id"}
 
+// NotNullColumns are the [RequiredColumns] an adopted table must hold a
+// value in on every row: `sweeper adopt` refuses a column of them that
+// allows NULL, and its guards refuse a NULL written into one.
+// provider_record_id is NULL until the operation is done.
+var NotNullColumns = []string{"id", "op_key", "provider", "status", "payload_hash", "first_attempt_at"}
+
 // Absence says what sweeper reads in place of a column an adopted table
 // does not have, and what that costs.
 var Absence = map[string]string{
@@ -346,12 +352,16 @@ func (t *Table) projection(alias string) string {
 	return strings.Join(cols, ", ")
 }
 
-// columnTypes are sweeper's types of its columns, as ledger.operations has
-// them.
+// columnTypes are the types an adopted table's columns are read as:
+// sweeper's, as ledger.operations has them, but for two casts that could
+// fail on one row and so fail the whole read — attempts is read as bigint
+// (an int8 column's value need not fit integer) and payload as text (a
+// json column may hold \u0000, which jsonb refuses); [Table.operationOf]
+// judges both.
 var columnTypes = map[string]string{
 	"id": "bigint", "op_key": "text", "workflow": "text", "provider": "text", "action": "text",
-	"source_id": "text", "recipient": "text", "payload_hash": "text", "payload": "jsonb", "status": "text",
-	"attempts": "integer", "first_attempt_at": "timestamptz", "last_attempt_at": "timestamptz",
+	"source_id": "text", "recipient": "text", "payload_hash": "text", "payload": "text", "status": "text",
+	"attempts": "bigint", "first_attempt_at": "timestamptz", "last_attempt_at": "timestamptz",
 	"provider_record_id": "text", "created_at": "timestamptz", "updated_at": "timestamptz",
 }
 

@@ -48,6 +48,14 @@ type Evidence struct {
 	// LookedUpAt is when the deciding lookup ran.
 	LookedUpAt time.Time `json:"looked_up_at"`
 
+	// Payload is the ledger row's payload as evidence keeps it, to lay
+	// beside each record's fields: every string a [FieldText] — its
+	// digest comparable with the records' of this snapshot, its length,
+	// masked when it is an address — with Agrees unset; numbers and
+	// booleans kept. Absent when the row has no payload, and in evidence
+	// written before it was kept.
+	Payload map[string]any `json:"payload,omitempty"`
+
 	// Decision is what the lookup proved.
 	Reason          Reason   `json:"reason"`
 	Detail          string   `json:"detail"`
@@ -210,6 +218,10 @@ func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
 		// The decision's detail can quote a lookup's error, whose text
 		// is an adapter's: it gets what every error gets.
 		Detail: detail(d.Detail),
+	}
+	if known {
+		// Compared with nothing: its Agrees stay unset.
+		ev.Payload = fieldsOf(payload, nil, false, redact, digest)
 	}
 	for _, e := range lookup.Errors {
 		e.Class, e.Error = redact(e.Class), quoted(e.Error)

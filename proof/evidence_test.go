@@ -217,6 +217,7 @@ func TestNewEvidence(t *testing.T) {
 	for _, r := range got.Records {
 		blankDigests(r.Fields)
 	}
+	blankDigests(got.Payload)
 	// The recipients compare as the proof rule compares them: letter case
 	// aside, msg_2's is the row's; msg_1's is another.
 	yes, no := true, false
@@ -249,8 +250,14 @@ func TestNewEvidence(t *testing.T) {
 		},
 		Errors:     lookup.Errors,
 		LookedUpAt: lookedUp,
-		Reason:     proof.ReasonMultipleMatches,
-		Detail:     d.Detail,
+		// The ledger's payload as the records' fields are kept, compared
+		// with nothing.
+		Payload: map[string]any{
+			"to":       map[string]any{"digest": "", "length": 20.0, "agrees": nil, "masked": "j***@***.com"},
+			"template": map[string]any{"digest": "", "length": 7.0, "agrees": nil},
+		},
+		Reason: proof.ReasonMultipleMatches,
+		Detail: d.Detail,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("evidence mismatch (-want +got):\n%s", diff)

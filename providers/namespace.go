@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 )
 
 // RecordNamespacer is implemented by an adapter whose records live in an
@@ -36,37 +38,83 @@ func Fingerprint(secret string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// NotReadyWait is how long a lookup of a provider that is not ready
+// ([Provider.SetNotReady]) is paced before it is tried again. It is longer
+// than the few seconds an escalation waits for pacing, so that a ticket of
+// a provider not ready takes its escalation step at once instead of
+// holding an escalation worker.
+const NotReadyWait = 10 * time.Second
+
+// startState is what is learnt about a provider once it is built, while
+// lookups may already run: its record namespace, and why it is not ready.
+type startState struct {
+	mu sync.Mutex
+	// namespace is the record namespace ([Provider.Namespace]); "": the
+	// block's own.
+	namespace string
+	// notReady is why the provider's lookups wait; nil: ready.
+	notReady error
+}
+
 // Namespace is the record namespace the provider's records belong to: the
 // account its block reaches ("twilio:AC…"), or the block's name when the
-// block is a namespace of its own. Set by [Provider.ReadNamespace] or
-// [Provider.SetNamespace] at start.
+// block is a namespace of its own. Set by [Provider.SetNamespace].
 func (p *Provider) Namespace() string {
-	if p.namespace == "" {
+	p.start.mu.Lock()
+	defer p.start.mu.Unlock()
+	if p.start.namespace == "" {
 		return p.Name
 	}
-	return p.namespace
+	return p.start.namespace
 }
 
 // SetNamespace sets the provider's record namespace ("" or the block's
 // name: its own). A namespace other than the block's name must read
-// "KIND:…" with the provider's kind. Call it before the provider is used.
+// "KIND:…" with the provider's kind. It may be called while lookups run,
+// but a provider whose namespace is not yet known must be kept not ready
+// ([Provider.SetNotReady]) until it is: a record proves one operation per
+// account, and the account must be known before anything is proven.
 func (p *Provider) SetNamespace(ns string) error {
-	if ns != "" && ns != p.Name && !strings.HasPrefix(ns, p.Kind+":") || ns == p.Kind+":" {
-		return fmt.Errorf("%s: record namespace %q does not name an account of kind %s", p.Name, ns, p.Kind)
+	if err := p.checkNamespace(ns); err != nil {
+		return err
 	}
-	p.namespace = ns
+	p.start.mu.Lock()
+	defer p.start.mu.Unlock()
+	p.start.namespace = ns
 	return nil
+}
+
+// SetNotReady holds every later lookup of the provider back, without
+// asking it, because of why (nil: ready again). A lookup of a provider that
+// is not ready is paced ([Paced], after [NotReadyWait]): it spends no
+// budget, counts no failure and decides nothing, so the operation stays
+// pending until the provider is ready. A provider is ready when built.
+func (p *Provider) SetNotReady(why error) {
+	p.start.mu.Lock()
+	defer p.start.mu.Unlock()
+	p.start.notReady = why
+}
+
+// NotReady says why the provider's lookups are held back; nil when it is
+// ready.
+func (p *Provider) NotReady() error {
+	p.start.mu.Lock()
+	defer p.start.mu.Unlock()
+	return p.start.notReady
 }
 
 // ReadNamespace asks an adapter implementing [RecordNamespacer] which
 // account its records live in (a read-only request at most, under
-// LookupTimeout) and sets the provider's namespace; an adapter that does
-// not keeps the one set. A failure is an error naming the block: sweeper
-// cannot hold a record to one operation per account without knowing it.
-func (p *Provider) ReadNamespace(ctx context.Context) error {
+// LookupTimeout) and returns it; an adapter that does not returns the
+// namespace set. It sets nothing: the caller records the namespace where
+// every replica reads it before it sets it and makes the provider ready.
+// A failure is an error naming the block, classified as the adapter's
+// lookups are ([Classify]): sweeper cannot hold a record to one operation
+// per account without knowing it.
+func (p *Provider) ReadNamespace(ctx context.Context) (string, error) {
 	n, ok := p.adapter.(RecordNamespacer)
 	if !ok {
-		return nil
+		return p.Namespace(), nil
 	}
 	if p.LookupTimeout > 0 {
 		var cancel context.CancelFunc
@@ -75,7 +123,19 @@ func (p *Provider) ReadNamespace(ctx context.Context) error {
 	}
 	ns, err := n.RecordNamespace(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: read which account its records live in: %w", p.Name, err)
+		return "", fmt.Errorf("%s: read which account its records live in: %w", p.Name, err)
 	}
-	return p.SetNamespace(ns)
+	if err := p.checkNamespace(ns); err != nil {
+		return "", Permanent(err)
+	}
+	return ns, nil
+}
+
+// checkNamespace refuses a namespace that is neither the block's own nor
+// "KIND:…" of the provider's kind.
+func (p *Provider) checkNamespace(ns string) error {
+	if ns != "" && ns != p.Name && !strings.HasPrefix(ns, p.Kind+":") || ns == p.Kind+":" {
+		return fmt.Errorf("%s: record namespace %q does not name an account of kind %s", p.Name, ns, p.Kind)
+	}
+	return nil
 }

@@ -66,9 +66,9 @@ type Provider struct {
 	slots       chan struct{}
 	metrics     *metrics.Metrics
 	tracer      trace.Tracer
-	// namespace is the record namespace ([Provider.Namespace]); "": the
-	// block's own.
-	namespace string
+	// start guards what is learnt about the provider after it is built:
+	// its record namespace and whether it is ready (see namespace.go).
+	start startState
 }
 
 // Limits are a provider's timings and its share of the provider's capacity.

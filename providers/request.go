@@ -151,8 +151,13 @@ func (p *Provider) panicked(v any) error {
 // health is asked (a state cached for a second) before the cluster's rate
 // limit, whose token only a request that will be sent takes. release
 // frees the slot; probe marks the one request asking a provider that is
-// down.
+// down. A provider that is not ready ([Provider.SetNotReady]) paces at
+// once.
 func (p *Provider) admit(ctx context.Context, n int) (release func(), probe bool, err error) {
+	if why := p.NotReady(); why != nil {
+		// Not asked: nothing learnt, no budget spent, nothing decided.
+		return nil, false, Paced(NotReadyWait, fmt.Errorf("%s: not ready: %v", p.Name, why))
+	}
 	waitCtx, cancelWait := context.WithTimeout(ctx, p.LookupTimeout)
 	defer cancelWait()
 	select {

@@ -119,7 +119,7 @@ func TestResolveRefusesARecordOfTheAccount(t *testing.T) {
 	if _, err := b.ledger.Confirm(b.ctx, other.OpKey, "rec_held"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := b.store.Resolve(b.ctx, review.Resolution{TicketID: tk.ID, Outcome: review.ResolutionDone, ProviderRecordID: "rec_held", By: "U0A"})
+	_, err := b.store.Resolve(b.ctx, review.Resolution{TicketID: tk.ID, Outcome: review.ResolutionDone, ProviderRecordID: "rec_held", By: "U0A", ConfirmDiffers: true})
 	if !errors.Is(err, review.ErrInvalidRequest) || !strings.Contains(err.Error(), other.OpKey) {
 		t.Fatalf("Resolve with mailer_bulk's record: %v; want ErrInvalidRequest naming %s", err, other.OpKey)
 	}

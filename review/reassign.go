@@ -39,8 +39,9 @@ type NotedDetails struct {
 // key "ticket:ID:reassigned:VERSION" — in one transaction. The deadline and
 // the escalation level stay as they are.
 //
-// Errors, after which nothing was written: [ErrInvalidRequest] (no or a
-// malformed owner or actor); [ErrTicketNotFound]; [ErrAlreadyHandled] (a
+// Errors, after which nothing was written: [ErrInvalidRequest] (an owner
+// s's [Assignees] refuse, see [Store.WithAssignees]; no or a malformed
+// actor); [ErrTicketNotFound]; [ErrAlreadyHandled] (a
 // *HandledError) when the ticket is resolved, not at expectVersion, or
 // already owned by to.
 func (s *Store) Reassign(ctx context.Context, id int64, to, by string, expectVersion int) (Ticket, error) {
@@ -49,11 +50,8 @@ func (s *Store) Reassign(ctx context.Context, id int64, to, by string, expectVer
 	if id <= 0 {
 		errs = append(errs, errors.New("ticket_id: must be a positive number"))
 	}
-	switch {
-	case to == "":
-		errs = append(errs, errors.New("owner: required (who takes the ticket)"))
-	case strings.ContainsAny(to, " \t\n,") || checkText(to, MaxActorLength) != nil:
-		errs = append(errs, fmt.Errorf("owner: must name one person, got %q", to))
+	if err := s.assignees.Assignable(to); err != nil {
+		errs = append(errs, err)
 	}
 	if err := checkActor(by); err != nil {
 		errs = append(errs, err)
@@ -104,6 +102,14 @@ func (s *Store) Reassign(ctx context.Context, id int64, to, by string, expectVer
 		return Ticket{}, fmt.Errorf("reassign ticket %d: commit: %w", id, err)
 	}
 	return t, nil
+}
+
+// WithAssignees returns a copy of s that reassigns tickets only to whom
+// a allows. A Store without it has the zero [Assignees].
+func (s *Store) WithAssignees(a Assignees) *Store {
+	c := *s
+	c.assignees = a
+	return &c
 }
 
 // AddNote appends a person's note to ticket id's audit trail — open or

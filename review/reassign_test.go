@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
@@ -113,5 +114,27 @@ func TestDecidersOneRule(t *testing.T) {
 	}
 	if (review.Deciders{}).MayAct(review.Ticket{}, "") {
 		t.Error("the zero rule lets no one act on an ownerless ticket, even no one")
+	}
+}
+
+// TestReassignOnlyToSomeoneKnown: a Store with its Assignees refuses to
+// give a ticket to anyone they do not allow — an e-mail, markup, a Slack
+// user id nobody named — and writes nothing; a known owner takes it.
+func TestReassignOnlyToSomeoneKnown(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	ctx := context.Background()
+	store := review.NewStore(pool, testPolicy).WithAssignees(review.NewAssignees(true, []string{"U0BOB", "U0LEAD"}))
+	tk := openTicket(t, store, pool, "reassign-known", proof.Answered(providers.Query{}, nil))
+	for _, to := range []string{"ben@example.com", "<svg/onload=alert(4)>", "U0NOBODY1", "u0bob"} {
+		if _, err := store.Reassign(ctx, tk.ID, to, "slack:U0LEAD", 0); !errors.Is(err, review.ErrInvalidRequest) || !strings.Contains(err.Error(), "owner: ") {
+			t.Errorf("reassign to %q: %v, want ErrInvalidRequest naming the owner", to, err)
+		}
+	}
+	if evs := events(t, store, tk.ID); len(evs) != 1 {
+		t.Errorf("events after the refusals = %+v, want the opening alone", evs)
+	}
+	if moved, err := store.Reassign(ctx, tk.ID, "U0BOB", "slack:U0LEAD", 0); err != nil || moved.Owner != "U0BOB" {
+		t.Errorf("reassign to a known owner: %+v, %v", moved, err)
 	}
 }

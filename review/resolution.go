@@ -108,6 +108,10 @@ type Resolution struct {
 	// refused with [ErrAlreadyHandled] when the ticket has moved on. 0 skips
 	// the check (the ticket must still be open either way).
 	ExpectVersion int
+	// ConfirmDiffers says the person was shown what differs and confirmed
+	// the record all the same: required when [WeighChoice] says the choice
+	// [Choice.Differs], refused with [ErrNeedsConfirmation] without it.
+	ConfirmDiffers bool
 }
 
 // Validate trims surrounding space from r.By and r.Note and checks r. The
@@ -180,6 +184,9 @@ type resolvedDetails struct {
 	Note             string        `json:"note,omitempty"`
 	Duplicates       []string      `json:"duplicates"`
 	LedgerStatus     ledger.Status `json:"ledger_status"`
+	// ConfirmedDiffering is what the person confirmed despite the
+	// evidence ([Choice.Warning]), when the choice needed it.
+	ConfirmedDiffering string `json:"confirmed_differing,omitempty"`
 }
 
 // Resolve applies a person's decision in one transaction: the ticket moves
@@ -188,6 +195,11 @@ type resolvedDetails struct {
 // compare-and-set on its status), and a "resolved" audit event is appended
 // under the dedupe key "ticket:ID:resolved". It returns the resolved ticket.
 //
+// A record the evidence marks as differing from the ledger row, or any
+// record of a payload_mismatch or multiple_matches ticket ([WeighChoice]),
+// is taken only with r.ConfirmDiffers; the audit event then says what was
+// confirmed.
+//
 // Errors, after which nothing was written: [ErrInvalidRequest] (also for a
 // duplicate naming a record the evidence lacks, and for a record another
 // operation of the provider's record namespace already holds — of its
@@ -195,7 +207,9 @@ type resolvedDetails struct {
 // matches [ledger.ErrRecordHeld]); [ErrTicketNotFound];
 // [ErrAlreadyHandled] (a *HandledError) when the ticket is resolved or not
 // at ExpectVersion, so of concurrent or replayed resolutions exactly one
-// takes effect; [ErrNotInReview], also wrapping a
+// takes effect; [ErrNeedsConfirmation] (a *DiffersError, which also
+// matches ErrInvalidRequest) for a choice that needed a confirmation it
+// did not carry; [ErrNotInReview], also wrapping a
 // *ledger.StateError with the status found, when the ledger row has left
 // review (someone settled it outside sweeper) — the ticket stays open.
 func (s *Store) Resolve(ctx context.Context, r Resolution) (Ticket, error) {
@@ -251,6 +265,10 @@ func (s *Store) resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket,
 		}
 		duplicates = slices.DeleteFunc(ids, func(id string) bool { return id == r.ProviderRecordID })
 	}
+	choice := WeighChoice(t, r.Outcome, r.ProviderRecordID)
+	if choice.Differs && !r.ConfirmDiffers {
+		return Ticket{}, &DiffersError{Choice: choice}
+	}
 	to := ledger.StatusDone
 	if r.Outcome == ResolutionNotSent {
 		to = ledger.StatusFailed
@@ -286,7 +304,7 @@ func (s *Store) resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket,
 	}
 
 	details := resolvedDetails{Outcome: r.Outcome, ProviderRecordID: r.ProviderRecordID, Note: r.Note,
-		Duplicates: append([]string{}, duplicates...), LedgerStatus: to}
+		Duplicates: append([]string{}, duplicates...), LedgerStatus: to, ConfirmedDiffering: choice.Warning()}
 	if err := appendOnce(ctx, tx, t, newEvent{ticketID: t.ID, kind: EventResolved, actor: r.By, details: details,
 		key: EventKey(t.ID, EventResolved)}); err != nil {
 		return Ticket{}, err

@@ -104,10 +104,10 @@ func TestResolve(t *testing.T) {
 			wantStatus: ledger.StatusFailed, wantDups: []string{}},
 		{desc: "duplicate keeps the picked record and lists the others", found: threeRecords,
 			resolution: review.Resolution{Outcome: review.ResolutionDuplicate, ProviderRecordID: "rec_b", By: "U0CAROL",
-				Note: "rec_b went out first", ExpectVersion: 1},
+				Note: "rec_b went out first", ExpectVersion: 1, ConfirmDiffers: true},
 			wantStatus: ledger.StatusDone, wantRecord: "rec_b", wantDups: []string{"rec_a", "rec_c"}},
 		{desc: "duplicate keeping the first record", found: threeRecords,
-			resolution: review.Resolution{Outcome: review.ResolutionDuplicate, ProviderRecordID: "rec_a", By: "U0CAROL"},
+			resolution: review.Resolution{Outcome: review.ResolutionDuplicate, ProviderRecordID: "rec_a", By: "U0CAROL", ConfirmDiffers: true},
 			wantStatus: ledger.StatusDone, wantRecord: "rec_a", wantDups: []string{"rec_b", "rec_c"}},
 		{desc: "space around the actor and the note is trimmed", found: proof.Answered(providers.Query{}, nil),
 			resolution: review.Resolution{Outcome: review.ResolutionDone, ProviderRecordID: "msg_1", By: " U0DAVE ",
@@ -178,7 +178,7 @@ func TestResolve(t *testing.T) {
 func TestResolveRefused(t *testing.T) {
 	t.Parallel()
 	done := func(id int64) review.Resolution {
-		return review.Resolution{TicketID: id, Outcome: review.ResolutionDone, ProviderRecordID: "rec_1", By: "U0ALICE"}
+		return review.Resolution{TicketID: id, Outcome: review.ResolutionDone, ProviderRecordID: "rec_1", By: "U0ALICE", ConfirmDiffers: true}
 	}
 	tests := []struct {
 		desc string
@@ -244,9 +244,19 @@ func TestResolveRefused(t *testing.T) {
 				}
 			},
 			resolution: func(tk review.Ticket) review.Resolution {
-				return review.Resolution{TicketID: tk.ID, Outcome: review.ResolutionDone, ProviderRecordID: "rec_held", By: "U0A"}
+				return review.Resolution{TicketID: tk.ID, Outcome: review.ResolutionDone, ProviderRecordID: "rec_held", By: "U0A", ConfirmDiffers: true}
 			},
-			wantErr: review.ErrInvalidRequest, wantTicketState: review.StateOpen, wantStatus: ledger.StatusReview},
+			wantErr: ledger.ErrRecordHeld, wantTicketState: review.StateOpen, wantStatus: ledger.StatusReview},
+		{desc: "a record of a multiple_matches ticket, unconfirmed",
+			resolution: func(tk review.Ticket) review.Resolution {
+				return review.Resolution{TicketID: tk.ID, Outcome: review.ResolutionDone, ProviderRecordID: "rec_b", By: "U0A"}
+			},
+			wantErr: review.ErrNeedsConfirmation, wantTicketState: review.StateOpen, wantStatus: ledger.StatusReview},
+		{desc: "a duplicate of a multiple_matches ticket, unconfirmed",
+			resolution: func(tk review.Ticket) review.Resolution {
+				return review.Resolution{TicketID: tk.ID, Outcome: review.ResolutionDuplicate, ProviderRecordID: "rec_a", By: "U0A"}
+			},
+			wantErr: review.ErrNeedsConfirmation, wantTicketState: review.StateOpen, wantStatus: ledger.StatusReview},
 		{desc: "unknown ticket",
 			resolution: func(tk review.Ticket) review.Resolution { return done(tk.ID + 1000) },
 			wantErr:    review.ErrTicketNotFound, wantTicketState: review.StateOpen, wantStatus: ledger.StatusReview},
@@ -394,7 +404,7 @@ func TestResolveConcurrent(t *testing.T) {
 	const clicks = 10
 	resolutions := make([]review.Resolution, clicks)
 	for i := range resolutions {
-		r := review.Resolution{TicketID: tk.ID, By: fmt.Sprintf("U0P%d", i), ExpectVersion: tk.Version}
+		r := review.Resolution{TicketID: tk.ID, By: fmt.Sprintf("U0P%d", i), ExpectVersion: tk.Version, ConfirmDiffers: true}
 		switch i % 3 {
 		case 0:
 			r.Outcome, r.ProviderRecordID = review.ResolutionDone, "rec_a"
@@ -677,7 +687,7 @@ func TestResolveSameRecordConcurrently(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				_, errs[i] = store.Resolve(ctx, review.Resolution{TicketID: tk.ID, Outcome: review.ResolutionDone,
-					ProviderRecordID: record, By: "ops", ExpectVersion: tk.Version})
+					ProviderRecordID: record, By: "ops", ExpectVersion: tk.Version, ConfirmDiffers: true})
 			})
 		}
 		close(start)

@@ -135,6 +135,8 @@ type Store struct {
 	db     TxBeginner
 	policy Policy
 	ledger *ledger.Table
+	// assignees is whom a ticket may be reassigned to.
+	assignees Assignees
 }
 
 // NewStore returns a Store over db that opens tickets under policy, for

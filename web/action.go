@@ -19,6 +19,9 @@ type actionForm struct {
 	RecordID string
 	Note     string
 	Owner    string
+	// ConfirmDiffers: the person confirmed a record in doubt on its
+	// confirmation page ([review.WeighChoice]).
+	ConfirmDiffers bool
 }
 
 // check says what is wrong with the form, or "".
@@ -65,6 +68,9 @@ type result struct {
 	Status   string
 	Why      string
 	err      error
+	// confirm: refused for want of the confirmation a record in doubt
+	// needs.
+	confirm bool
 }
 
 // apply checks that me may act on ticket id, by [review.Deciders], and
@@ -89,7 +95,8 @@ func (h *Handler) apply(r *http.Request, me viewer, id int64, f actionForm) resu
 	case "ack":
 		_, err = h.store.Acknowledge(ctx, id, by, f.Version)
 	case "resolve":
-		res := review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent, By: by, Note: f.Note, ExpectVersion: f.Version}
+		res := review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent, By: by, Note: f.Note, ExpectVersion: f.Version,
+			ConfirmDiffers: f.ConfirmDiffers}
 		if f.RecordID != "" {
 			res.Outcome, res.ProviderRecordID = review.ResolutionDone, f.RecordID
 		}
@@ -117,7 +124,7 @@ func resultOf(id int64, err error) result {
 		return result{TicketID: id, Status: statusHandled,
 			Why: fmt.Sprintf("Ticket %d's operation was already settled outside sweeper; nothing was changed. The ticket stays open.", id)}
 	case errors.Is(err, review.ErrInvalidRequest):
-		return result{TicketID: id, Status: statusInvalid,
+		return result{TicketID: id, Status: statusInvalid, confirm: errors.Is(err, review.ErrNeedsConfirmation),
 			Why: fmt.Sprintf("Ticket %d: %s; nothing was changed.", id, strings.TrimPrefix(err.Error(), review.ErrInvalidRequest.Error()+": "))}
 	}
 	return result{TicketID: id, Status: statusFailed, err: err,

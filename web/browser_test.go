@@ -160,10 +160,13 @@ func TestInABrowser(t *testing.T) {
 	do("open a ticket", chromedp.Click(chromedp.CSS(`#queue tbody tr:first-child td:nth-child(2) a`)), chromedp.WaitVisible(chromedp.CSS(`#evidence`)))
 	evidence := text(`#evidence`)
 	shoot("review-ticket.png")
-	// Resolve it as not sent, with a note.
-	do("resolve as not sent",
+	// Resolve it as not sent: its confirmation restates what changes and
+	// asks why.
+	do("resolve as not sent", chromedp.Click(chromedp.CSS(`#not-sent`)), chromedp.WaitVisible(chromedp.CSS(`#changes`)))
+	changes := text(`#changes`)
+	do("confirm not sent",
 		chromedp.SendKeys(chromedp.CSS(`#not-sent-note`), "the carrier rejected it: checked in its console"),
-		chromedp.Click(chromedp.CSS(`#not-sent`)),
+		chromedp.Click(chromedp.CSS(`#confirm`)),
 		chromedp.WaitVisible(chromedp.CSS(`#notice`)))
 	notice := text(`#notice`)
 	// Back to the provider's queue: acknowledge the three left.
@@ -178,7 +181,9 @@ func TestInABrowser(t *testing.T) {
 	for _, n := range boxes {
 		do("select a ticket", chromedp.MouseClickNode(n))
 	}
-	do("acknowledge in bulk", chromedp.Click(chromedp.CSS(`#bulk-submit`)), chromedp.WaitVisible(chromedp.CSS(`#results`)))
+	do("acknowledge in bulk", chromedp.Click(chromedp.CSS(`#bulk-submit`)), chromedp.WaitVisible(chromedp.CSS(`#confirm-submit`)))
+	bulkConfirm := text(`#confirm`)
+	do("confirm the bulk", chromedp.Click(chromedp.CSS(`#confirm-submit`)), chromedp.WaitVisible(chromedp.CSS(`#results`)))
 	results := text(`#results`)
 	// Silence the SMS tickets for a day and a half, then expire it.
 	do("open the silences", chromedp.Navigate(srv.URL+"/review/silences"), chromedp.WaitVisible(chromedp.CSS(`#silence-add`)))
@@ -207,6 +212,9 @@ func TestInABrowser(t *testing.T) {
 	}
 	if !strings.Contains(notice, "Resolved as not sent") {
 		t.Errorf("notice = %q", notice)
+	}
+	if !strings.Contains(changes, "becomes failed") || !strings.Contains(bulkConfirm, "3 ticket(s)") {
+		t.Errorf("the confirmations: %q, %q", changes, bulkConfirm)
 	}
 	if strings.Count(results, "done") != 3 {
 		t.Errorf("bulk results:\n%s", results)

@@ -162,6 +162,9 @@ func TestTicketPageShowsTheEvidenceSideBySide(t *testing.T) {
 		`<td class="differ">differ</td>`, // rec_other's time is outside the window
 		`href="https://slack.com/archives/C0REVIEW/p` + fmt.Sprint(tk.ID) + `"`,
 		"Opened (" + string(tk.Reason) + "), owner U0ANNA", // the timeline
+		// No fields to compare: what the hashes mean.
+		"No fields to lay side by side: the record carries no payload hash",
+		"No fields to lay side by side: both sides hold the same payload hash",
 	} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("ticket page lacks %s", want)
@@ -172,8 +175,17 @@ func TestTicketPageShowsTheEvidenceSideBySide(t *testing.T) {
 		!strings.Contains(r.body, `</td><td>—</td><td class="unknown">unknown</td>`) {
 		t.Errorf("ticket page does not compare the payload hashes")
 	}
-	if strings.Count(r.body, "time inside the lookup window") != 3 {
+	cards, apartTable, _ := strings.Cut(r.body, `<table id="apart">`)
+	if strings.Count(cards, "<td>time inside the lookup window</td>") != 3 {
 		t.Errorf("each record compares its time with the window")
+	}
+	// What tells the three records apart, side by side.
+	for _, want := range []string{"<th><code>rec_same</code></th><th><code>rec_dup</code></th><th><code>rec_other</code></th>",
+		"<tr><td>state</td><td>effect (agree)</td><td>effect (agree)</td><td>failed (differ)</td></tr>",
+		"<tr><td>recipient (normalized)</td><td>j***@***.org (agree)</td><td>j***@***.org (agree)</td><td>s***@***.net (differ)</td></tr>"} {
+		if !strings.Contains(apartTable, want) {
+			t.Errorf("what tells the records apart lacks %s", want)
+		}
 	}
 	if r := c.get("/review/tickets/999999999"); r.code != http.StatusNotFound || !strings.Contains(r.body, "no ticket") {
 		t.Errorf("a missing ticket: %d, want a 404 page", r.code)
@@ -197,10 +209,11 @@ func TestEveryActionOnOneTicket(t *testing.T) {
 	if got := b.ticket(t, tk.ID); got.AcknowledgedBy != "slack:"+anna {
 		t.Errorf("acknowledged by %q, want slack:%s", got.AcknowledgedBy, anna)
 	}
-	// The same click again: already handled, nothing written.
+	// The same click again: already handled, nothing written; the answer
+	// is a redirect to the ticket saying so.
 	r = c.post(fmt.Sprintf("/review/tickets/%d/ack", tk.ID), url.Values{"version": {fmt.Sprint(tk.Version)}})
-	if r.code != http.StatusConflict || !strings.Contains(r.body, "already handled") {
-		t.Errorf("a second ack: %d, want 409 already handled", r.code)
+	if page := c.follow(r); !strings.Contains(page.body, "already handled") {
+		t.Errorf("a second ack: the ticket page does not say it was already handled")
 	}
 
 	// Add a note, then reassign.
@@ -220,23 +233,24 @@ func TestEveryActionOnOneTicket(t *testing.T) {
 	if diff := cmp.Diff(want, b.outbox(t, tk.ID)); diff != "" {
 		t.Errorf("outbox (-want +got):\n%s", diff)
 	}
-	// Now Bob's: Anna, neither owner nor reviewer, is refused.
+	// Now Bob's: Anna, neither owner nor reviewer, is refused, even with
+	// a confirmed form.
 	cur = b.ticket(t, tk.ID)
-	r = c.post(fmt.Sprintf("/review/tickets/%d/not_sent", tk.ID), url.Values{"version": {fmt.Sprint(cur.Version)}, "note": {"no"}})
-	if r.code != http.StatusForbidden || !strings.Contains(r.body, "may not act") {
-		t.Errorf("a non-owner's resolution: %d, want 403", r.code)
+	r = c.post(fmt.Sprintf("/review/tickets/%d/not_sent", tk.ID), url.Values{"version": {fmt.Sprint(cur.Version)}, "note": {"no"}, "confirm": {"1"}})
+	if page := c.follow(r); !strings.Contains(page.body, "may not act") {
+		t.Errorf("a non-owner's resolution: the page does not say it was refused")
 	}
 	if got := b.ticket(t, tk.ID); got.State != review.StateOpen {
 		t.Errorf("a refused resolution resolved the ticket")
 	}
 
-	// Resolve as not sent: a note is required.
+	// Resolve as not sent: a note is required, asked on the confirmation.
 	ns := b.open(t, "act-not-sent", "onboarding", "mailer")
-	r = c.post(fmt.Sprintf("/review/tickets/%d/not_sent", ns.ID), url.Values{"version": {"1"}, "note": {"  "}})
-	if r.code != http.StatusBadRequest || !strings.Contains(r.body, "needs a note") {
-		t.Errorf("not sent without a note: %d, want 400", r.code)
+	r = c.post(fmt.Sprintf("/review/tickets/%d/not_sent", ns.ID), url.Values{"version": {"1"}, "note": {"  "}, "confirm": {"1"}})
+	if page := c.follow(r); !strings.Contains(page.body, "needs a note") || !strings.Contains(page.body, `id="not-sent-note"`) {
+		t.Errorf("not sent without a note: the confirmation does not ask for one")
 	}
-	r = c.post(fmt.Sprintf("/review/tickets/%d/not_sent", ns.ID), url.Values{"version": {"1"}, "note": {"bounced, checked the mail log"}})
+	r = c.post(fmt.Sprintf("/review/tickets/%d/not_sent", ns.ID), url.Values{"version": {"1"}, "note": {"bounced, checked the mail log"}, "confirm": {"1"}})
 	if r.code != http.StatusSeeOther {
 		t.Fatalf("not sent: %d\n%s", r.code, r.body)
 	}
@@ -245,13 +259,22 @@ func TestEveryActionOnOneTicket(t *testing.T) {
 	}
 	assertLedger(t, b, ns.OperationID, ledger.StatusFailed)
 
-	// Resolve as done with one of the evidence's records, never another.
+	// Resolve as done with one of the evidence's records, never another;
+	// two records are a multiple_matches, whose records each need the
+	// explicit confirmation.
 	dn := b.open(t, "act-done", "onboarding", "mailer", providers.Record{ID: "rec_1"}, providers.Record{ID: "rec_2"})
-	r = c.post(fmt.Sprintf("/review/tickets/%d/resolve", dn.ID), url.Values{"version": {"1"}, "record_id": {"rec_9"}})
-	if r.code != http.StatusBadRequest || !strings.Contains(r.body, "not one of its evidence") {
-		t.Errorf("done with a record outside the evidence: %d, want 400", r.code)
+	r = c.post(fmt.Sprintf("/review/tickets/%d/resolve", dn.ID), url.Values{"version": {"1"}, "record_id": {"rec_9"}, "confirm": {"1"}, "confirm_differs": {"1"}})
+	if page := c.follow(r); !strings.Contains(page.body, "not one of its evidence") {
+		t.Errorf("done with a record outside the evidence: the page does not say it was refused")
 	}
-	r = c.post(fmt.Sprintf("/review/tickets/%d/resolve", dn.ID), url.Values{"version": {"1"}, "record_id": {"rec_2"}})
+	r = c.post(fmt.Sprintf("/review/tickets/%d/resolve", dn.ID), url.Values{"version": {"1"}, "record_id": {"rec_2"}, "confirm": {"1"}})
+	if page := c.follow(r); !strings.Contains(page.body, "multiple_matches") || !strings.Contains(page.body, `name="confirm_differs"`) {
+		t.Errorf("done with a record in doubt, unconfirmed: not sent back to its confirmation")
+	}
+	if got := b.ticket(t, dn.ID); got.State != review.StateOpen {
+		t.Fatalf("an unconfirmed record in doubt resolved the ticket")
+	}
+	r = c.post(fmt.Sprintf("/review/tickets/%d/resolve", dn.ID), url.Values{"version": {"1"}, "record_id": {"rec_2"}, "confirm": {"1"}, "confirm_differs": {"1"}})
 	if r.code != http.StatusSeeOther {
 		t.Fatalf("done: %d\n%s", r.code, r.body)
 	}
@@ -262,8 +285,8 @@ func TestEveryActionOnOneTicket(t *testing.T) {
 	if got := b.outbox(t, dn.ID); len(got) != 2 || got[1] != "resolved by slack:"+anna {
 		t.Errorf("outbox = %v, want the resolution by slack:%s", got, anna)
 	}
-	// The page after a redirect says what happened.
-	if r := c.get(fmt.Sprintf("/review/tickets/%d?done=done", dn.ID)); !strings.Contains(r.body, "Resolved as done.") {
+	// The page after the redirect says what happened.
+	if page := c.follow(r); !strings.Contains(page.body, "Resolved as done.") {
 		t.Errorf("the ticket page does not confirm the resolution")
 	}
 }
@@ -283,12 +306,20 @@ func TestBulkActionsReportEachTicket(t *testing.T) {
 	for _, id := range []int64{mine1.ID, mine2.ID, handled.ID, forbidden.ID} {
 		form.Add("id", fmt.Sprint(id))
 	}
+	// The queue's form asks; the confirmation restates what will change.
 	r := c.post("/review/bulk", form)
-	if r.code != http.StatusOK {
-		t.Fatalf("bulk: %d\n%s", r.code, r.body)
+	page := c.follow(r)
+	if !strings.Contains(page.body, "<strong>4</strong> ticket(s)") || !strings.Contains(page.body, "ledger row becomes failed") ||
+		!strings.Contains(page.body, fmt.Sprintf(`href="/review/tickets/%d">#%d</a>`, forbidden.ID, forbidden.ID)) {
+		t.Fatalf("bulk: no confirmation naming the 4 tickets and what changes:\n%s", page.body)
 	}
+	if got := b.ticket(t, mine1.ID); got.State != review.StateOpen {
+		t.Fatalf("a bulk resolution applied before its confirmation")
+	}
+	form.Set("confirm", "4")
+	page = c.follow(c.post("/review/bulk", form))
 	want := map[int64]string{mine1.ID: "done", mine2.ID: "done", handled.ID: "already handled", forbidden.ID: "not allowed"}
-	if diff := cmp.Diff(want, results(r.body)); diff != "" {
+	if diff := cmp.Diff(want, results(page.body)); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	for _, id := range []int64{mine1.ID, mine2.ID} {
@@ -310,9 +341,9 @@ func TestBulkOverTheFilterConfirmsTheCount(t *testing.T) {
 	}
 	other := b.open(t, "all-mail", "billing", "mailer")
 	c := b.as(t, "lead@example.com")
-	r := c.post("/review/bulk", url.Values{"all": {"1"}, "provider": {"sms"}, "action": {"ack"}})
-	if r.code != http.StatusOK || !strings.Contains(r.body, "<strong>3</strong> ticket(s)") {
-		t.Fatalf("all that match: %d, want a confirmation for 3\n%s", r.code, r.body)
+	r := c.follow(c.post("/review/bulk", url.Values{"all": {"1"}, "provider": {"sms"}, "action": {"ack"}}))
+	if r.code != http.StatusOK || !strings.Contains(r.body, "<strong>3</strong> ticket(s)") || !strings.Contains(r.body, "open tickets, of provider sms") {
+		t.Fatalf("all that match: %d, want a confirmation for 3 naming the filter\n%s", r.code, r.body)
 	}
 	for _, id := range sms {
 		if b.ticket(t, id).AcknowledgedBy != "" {
@@ -320,11 +351,11 @@ func TestBulkOverTheFilterConfirmsTheCount(t *testing.T) {
 		}
 	}
 	// A count that no longer holds asks again.
-	r = c.post("/review/bulk", url.Values{"all": {"1"}, "provider": {"sms"}, "action": {"ack"}, "confirm": {"2"}})
-	if results(r.body) != nil || !strings.Contains(r.body, "<strong>3</strong>") {
+	r = c.follow(c.post("/review/bulk", url.Values{"all": {"1"}, "provider": {"sms"}, "action": {"ack"}, "confirm": {"2"}}))
+	if results(r.body) != nil || !strings.Contains(r.body, "<strong>3</strong>") || !strings.Contains(r.body, "number of tickets changed") {
 		t.Errorf("a stale count applied the action")
 	}
-	r = c.post("/review/bulk", url.Values{"all": {"1"}, "provider": {"sms"}, "action": {"ack"}, "confirm": {"3"}})
+	r = c.follow(c.post("/review/bulk", url.Values{"all": {"1"}, "provider": {"sms"}, "action": {"ack"}, "confirm": {"3"}}))
 	want := map[int64]string{sms[0]: "done", sms[1]: "done", sms[2]: "done"}
 	if diff := cmp.Diff(want, results(r.body)); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
@@ -333,7 +364,7 @@ func TestBulkOverTheFilterConfirmsTheCount(t *testing.T) {
 		t.Errorf("a ticket outside the filter was acknowledged")
 	}
 	// Reassign in bulk.
-	r = c.post("/review/bulk", url.Values{"id": {fmt.Sprint(sms[0]), fmt.Sprint(other.ID)}, "action": {"reassign"}, "new_owner": {anna}})
+	r = c.follow(c.post("/review/bulk", url.Values{"id": {fmt.Sprint(sms[0]), fmt.Sprint(other.ID)}, "action": {"reassign"}, "new_owner": {anna}, "confirm": {"2"}}))
 	if diff := cmp.Diff(map[int64]string{sms[0]: "done", other.ID: "done"}, results(r.body)); diff != "" {
 		t.Errorf("reassign results (-want +got):\n%s", diff)
 	}
@@ -347,13 +378,13 @@ func TestBulkOverTheFilterConfirmsTheCount(t *testing.T) {
 		t.Fatalf("ticket %d is %s's already: the reassign would prove nothing", sms[1], anna)
 	}
 	filter := url.Values{"all": {"1"}, "owner": {from}, "action": {"reassign"}, "new_owner": {anna}}
-	r = c.post("/review/bulk", filter)
+	r = c.follow(c.post("/review/bulk", filter))
 	m := regexpMust(`name="confirm" value="(\d+)"`).FindStringSubmatch(r.body)
 	if m == nil || m[1] == "0" {
 		t.Fatalf("bulk reassign over owner %s: no count to confirm:\n%s", from, r.body)
 	}
 	filter.Set("confirm", m[1])
-	r = c.post("/review/bulk", filter)
+	r = c.follow(c.post("/review/bulk", filter))
 	if got := results(r.body); len(got) == 0 {
 		t.Fatalf("bulk reassign over owner %s: no results:\n%s", from, r.body)
 	}

@@ -126,6 +126,7 @@ type queuePage struct {
 	Next         string
 	Sorts        []string
 	Reasons      []proof.Reason
+	Notice       string
 	Problem      string
 	Resolved     bool
 	FilterSet    bool
@@ -141,6 +142,7 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request, me viewer) {
 	q := r.URL.Query()
 	f, err := h.filterOf(r.Context(), q, me.User)
 	page := queuePage{Me: me, MaySilence: h.maySilence(me), SilencesPage: h.silences != nil, View: q.Get("view"), Filter: keep(q), Sorts: review.QueueSorts, Reasons: proof.Reasons}
+	page.Notice, page.Problem = h.flash(r)
 	if page.View == "" {
 		page.View = "open"
 	}

@@ -131,7 +131,8 @@ func TestViewerAndNonOwnerCannotAct(t *testing.T) {
 		want        int
 	}{
 		{"a viewer", "vera@example.com", http.StatusForbidden},
-		{"neither owner nor reviewer", "eve@example.com", http.StatusForbidden},
+		// A refused action redirects too, saying why.
+		{"neither owner nor reviewer", "eve@example.com", http.StatusSeeOther},
 		{"a reviewer", "lead@example.com", http.StatusSeeOther},
 	} {
 		c := b.as(t, tc.email)
@@ -139,12 +140,17 @@ func TestViewerAndNonOwnerCannotAct(t *testing.T) {
 		if page.code != http.StatusOK {
 			t.Fatalf("%s sees the ticket: %d", tc.desc, page.code)
 		}
-		if acts := strings.Contains(page.body, `id="ack"`); acts != (tc.want == http.StatusSeeOther) {
+		if acts := strings.Contains(page.body, `id="ack"`); acts != (tc.email == "lead@example.com") {
 			t.Errorf("%s: the page offers the actions: %v", tc.desc, acts)
 		}
 		r := c.post(fmt.Sprintf("/review/tickets/%d/note", tk.ID), url.Values{"version": {"1"}, "note": {"from " + tc.desc}})
 		if r.code != tc.want {
 			t.Errorf("%s: note answered %d, want %d", tc.desc, r.code, tc.want)
+		}
+		if tc.email == "eve@example.com" {
+			if page := c.follow(r); !strings.Contains(page.body, "may not act") {
+				t.Errorf("%s: the page after a refused note does not say why:\n%s", tc.desc, page.body)
+			}
 		}
 	}
 	evs, err := b.store.Events(b.ctx, tk.ID)

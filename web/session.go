@@ -26,10 +26,9 @@ type session struct {
 
 // sessions signs and reads session cookies with one key.
 type sessions struct {
-	key    []byte
-	ttl    time.Duration
-	secure bool
-	path   string
+	key  []byte
+	ttl  time.Duration
+	path string
 }
 
 var errBadSession = errors.New("no valid session")
@@ -40,8 +39,9 @@ func (s sessions) sign(payload string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// issue starts a session for user, set on w, and returns it.
-func (s sessions) issue(w http.ResponseWriter, user string, now time.Time) session {
+// issue starts a session for user, set on w (a Secure cookie when secure),
+// and returns it.
+func (s sessions) issue(w http.ResponseWriter, user string, now time.Time, secure bool) session {
 	b := make([]byte, 16)
 	rand.Read(b) //nolint:errcheck // crypto/rand.Read never fails (Go 1.24+)
 	sess := session{user: user, expires: now.Add(s.ttl).Truncate(time.Second), nonce: hex.EncodeToString(b)}
@@ -53,7 +53,7 @@ func (s sessions) issue(w http.ResponseWriter, user string, now time.Time) sessi
 		Expires:  sess.expires,
 		MaxAge:   int(s.ttl / time.Second),
 		HttpOnly: true,
-		Secure:   s.secure,
+		Secure:   secure,
 		SameSite: http.SameSiteLaxMode,
 	})
 	return sess

@@ -35,7 +35,7 @@ type SilenceDraft struct {
 	// By is the signed-in reviewer's Slack user id: never typed.
 	By string
 	// Force adds it even when it matches no open ticket and names no
-	// known provider or workflow.
+	// known provider or workflow, or would hold every ticket.
 	Force bool
 }
 
@@ -43,9 +43,10 @@ type SilenceDraft struct {
 type RefusedError struct {
 	// Problems say what is wrong, in plain words, one each.
 	Problems []string
-	// MatchesNothing: refused only because it matches no open ticket and
-	// names nothing known; Force adds it.
-	MatchesNothing bool
+	// Forcible: refused only for what Force overrides — it matches no
+	// open ticket and names nothing known, or it would hold every ticket;
+	// the page offers to add it anyway.
+	Forcible bool
 }
 
 func (e *RefusedError) Error() string { return "refused: " + strings.Join(e.Problems, "; ") }
@@ -70,7 +71,7 @@ type silencesPage struct {
 	MayChange bool
 	Form      silenceForm
 	Problems  []string
-	// Forcible: refused only for matching nothing; the form offers force.
+	// Forcible: refused only for what force overrides; the form offers it.
 	Forcible bool
 	Added    *Silence
 	Warnings []string
@@ -133,7 +134,7 @@ func (h *Handler) addSilenceForm(w http.ResponseWriter, r *http.Request, me view
 	added, warnings, err := h.addSilence(r.Context(), draft)
 	if refused, ok := errors.AsType[*RefusedError](err); ok {
 		h.logger.Info("web: a silence refused", "user", me.User, "why", refused.Error())
-		h.silencesOf(w, r, me, http.StatusUnprocessableEntity, silencesPage{Form: form, Problems: refused.Problems, Forcible: refused.MatchesNothing})
+		h.silencesOf(w, r, me, http.StatusUnprocessableEntity, silencesPage{Form: form, Problems: refused.Problems, Forcible: refused.Forcible})
 		return
 	}
 	if err != nil {

@@ -112,6 +112,29 @@ func TestSilenceRefusalsOnThePage(t *testing.T) {
 	}
 }
 
+// TestSilenceHoldingEverythingOnThePage: a silence the rules refuse for
+// holding every ticket is shown with why — the counts — status 422, the
+// form as typed and the box to add it anyway, unticked; ticked, it is
+// added with that as a warning.
+func TestSilenceHoldingEverythingOnThePage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.as(t, "lead@example.com")
+	r := c.post("/review/silences", url.Values{"matchers": {"provider=~.+"}, "end": {"2h"}, "comment": {"all of it"}})
+	if r.code != http.StatusUnprocessableEntity || !strings.Contains(r.body, "would hold all 512 open tickets and all 4 providers") ||
+		!strings.Contains(r.body, "provider=~.&#43;</textarea>") || !strings.Contains(r.body, `name="end" value="2h"`) ||
+		!strings.Contains(r.body, "add it anyway") || strings.Contains(r.body, `id="force" checked`) || strings.Contains(r.body, `id="added"`) {
+		t.Fatalf("holds everything: %d\n%s", r.code, r.body)
+	}
+	r = c.post("/review/silences", url.Values{"matchers": {"provider=~.+"}, "end": {"2h"}, "comment": {"all of it"}, "force": {"1"}})
+	if r.code != http.StatusOK || !strings.Contains(r.body, `id="added"`) || !strings.Contains(r.body, "Warning: it would hold all 512 open tickets") {
+		t.Errorf("forced: %d\n%s", r.code, r.body)
+	}
+	if len(b.drafts) != 2 || b.drafts[0].Force || !b.drafts[1].Force {
+		t.Errorf("force as the hook got it: %+v", b.drafts)
+	}
+}
+
 // TestOnlyReviewersChangeSilences: a viewer, a person who is no reviewer,
 // a request from another site and one without the session's token are
 // refused, and nothing reaches the silences; a viewer sees them without

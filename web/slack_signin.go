@@ -93,7 +93,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	exp := h.now().Add(signInWindow)
 	payload := state + "|" + nonce + "|" + strconv.FormatInt(exp.Unix(), 10)
 	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + h.signInMAC(payload),
-		Path: Prefix + "/", Expires: exp, MaxAge: int(signInWindow / time.Second), HttpOnly: true, Secure: h.sessions.secure,
+		Path: Prefix + "/", Expires: exp, MaxAge: int(signInWindow / time.Second), HttpOnly: true, Secure: h.secureCookie(r),
 		SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, h.oidc.oauth(p).AuthCodeURL(state, oidc.Nonce(nonce)), http.StatusFound)
 }
@@ -116,7 +116,7 @@ func (e *errSignIn) Error() string { return e.why }
 func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	user, err := h.finishSignIn(r)
 	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: "", Path: Prefix + "/", MaxAge: -1, HttpOnly: true,
-		Secure: h.sessions.secure, SameSite: http.SameSiteLaxMode})
+		Secure: h.secureCookie(r), SameSite: http.SameSiteLaxMode})
 	if se, ok := errors.AsType[*errSignIn](err); ok {
 		h.logger.Warn("web: sign in with Slack refused", "why", se.why)
 		h.fail(w, r, http.StatusForbidden, se.why)
@@ -127,7 +127,7 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusServiceUnavailable, "Slack's sign-in did not complete; try again.")
 		return
 	}
-	h.sessions.issue(w, user, h.now())
+	h.sessions.issue(w, user, h.now(), h.secureCookie(r))
 	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 }
 

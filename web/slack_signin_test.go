@@ -41,7 +41,7 @@ type slackClaims struct {
 }
 
 // slackSetup is the review page signing people in with a fake Slack.
-func slackSetup(t *testing.T) (*web.Handler, *mockoidc.MockOIDC) {
+func slackSetup(t *testing.T, edits ...func(*web.Config)) (*web.Handler, *mockoidc.MockOIDC) {
 	t.Helper()
 	m, err := mockoidc.Run()
 	if err != nil {
@@ -50,7 +50,7 @@ func slackSetup(t *testing.T) (*web.Handler, *mockoidc.MockOIDC) {
 	t.Cleanup(func() { _ = m.Shutdown() })
 	cfg := m.Config()
 	tx := dbtest.Tx(t)
-	h, err := web.New(web.Config{
+	wc := web.Config{
 		Store:     review.NewStore(tx, policy),
 		Reader:    review.NewReader(tx),
 		Deciders:  review.NewDeciders([]string{lead}),
@@ -60,7 +60,11 @@ func slackSetup(t *testing.T) (*web.Handler, *mockoidc.MockOIDC) {
 			RedirectURL: "https://review.example.com/review/callback", Members: []string{anna, lead}},
 		Logger: slog.New(slog.DiscardHandler),
 		Now:    time.Now,
-	})
+	}
+	for _, edit := range edits {
+		edit(&wc)
+	}
+	h, err := web.New(wc)
 	if err != nil {
 		t.Fatal(err)
 	}

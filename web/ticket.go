@@ -25,9 +25,18 @@ type ticketPage struct {
 	MayAct    bool
 	Open      bool
 	Overdue   bool
-	RecordIDs []string
+	// Records are the evidence's records a person may resolve as done
+	// with, each with what differs ([review.WeighChoice]).
+	Records []recordOption
 	// Notice is what the last action did; Problem why it did not.
 	Notice, Problem string
+}
+
+// recordOption is one record of the resolve-as-done form: its id, and
+// Doubt — what differs, or why it is in doubt — when choosing it needs a
+// confirmation.
+type recordOption struct {
+	ID, Doubt string
 }
 
 // timelineEntry is one event of a ticket, in words.
@@ -37,11 +46,11 @@ type timelineEntry struct {
 }
 
 func (h *Handler) ticket(w http.ResponseWriter, r *http.Request, me viewer) {
-	h.showTicket(w, r, me, http.StatusOK, notices[r.URL.Query().Get("done")], "")
+	notice, problem := h.flash(r)
+	h.showTicket(w, r, me, http.StatusOK, notice, problem)
 }
 
-// notices are what a successful action says, by the code its redirect
-// carries.
+// notices are what a successful action says, by its code.
 var notices = map[string]string{
 	"ack":      "Acknowledged.",
 	"done":     "Resolved as done.",
@@ -86,7 +95,14 @@ func (h *Handler) showTicket(w http.ResponseWriter, r *http.Request, me viewer, 
 		page.Differing = ev.DifferingFields
 	}
 	for _, rec := range page.Evidence.Records {
-		page.RecordIDs = append(page.RecordIDs, rec.ID)
+		opt := recordOption{ID: rec.ID}
+		if c := review.WeighChoice(t, review.ResolutionDone, rec.ID); c.Differs {
+			opt.Doubt = "in doubt: " + string(t.Reason)
+			if len(c.Differing) > 0 {
+				opt.Doubt = "differs: " + strings.Join(c.Differing, ", ")
+			}
+		}
+		page.Records = append(page.Records, opt)
 	}
 	for _, e := range events {
 		page.Timeline = append(page.Timeline, timelineEntry{Event: e, What: describeEvent(e)})
@@ -162,23 +178,41 @@ func describeEvent(e review.Event) string {
 }
 
 // act applies one action to one ticket, through the same review functions
-// as Slack's buttons and the CLI, checked against the same rule.
+// as Slack's buttons and the CLI, checked against the same rule. Whatever
+// happens it answers 303 See Other — to the ticket, its confirmation page
+// or the queue — with what it did or why it did nothing, so that a reload
+// never posts again. A resolution is final: it is taken only from its
+// confirmation page ([Handler.confirm]); a form posted without it is sent
+// there.
 func (h *Handler) act(w http.ResponseWriter, r *http.Request, me viewer) {
 	id, ok := ticketID(r)
 	if !ok {
-		h.fail(w, r, http.StatusNotFound, "There is no such ticket.")
+		h.seeOther(w, r, "/", nil, "", "There is no such ticket; nothing was changed.")
 		return
 	}
+	back := fmt.Sprintf("/tickets/%d", id)
+	action := r.PathValue("action")
 	version, err := strconv.Atoi(r.PostForm.Get("version"))
 	if err != nil || version < 1 {
-		h.showTicket(w, r, me, http.StatusBadRequest, "", "This form carries no ticket version; reload the page and try again.")
+		h.seeOther(w, r, back, nil, "", "This form carries no ticket version; reload the page and try again.")
 		return
 	}
-	action := r.PathValue("action")
+	resolution := action == "resolve" || action == "not_sent"
+	confirmPage := func(problem string) {
+		h.seeOther(w, r, back+"/confirm", confirmQuery(action, r.PostForm.Get("record_id"), version), "", problem)
+	}
+	if resolution && r.PostForm.Get("confirm") != "1" {
+		confirmPage("")
+		return
+	}
 	form := actionForm{Action: action, Version: version, RecordID: r.PostForm.Get("record_id"),
-		Note: r.PostForm.Get("note"), Owner: r.PostForm.Get("new_owner")}
+		Note: r.PostForm.Get("note"), Owner: r.PostForm.Get("new_owner"), ConfirmDiffers: r.PostForm.Get("confirm_differs") == "1"}
 	if problem := form.check(); problem != "" {
-		h.showTicket(w, r, me, http.StatusBadRequest, "", problem)
+		if resolution {
+			confirmPage(problem)
+			return
+		}
+		h.seeOther(w, r, back, nil, "", problem)
 		return
 	}
 	res := h.apply(r, me, id, form)
@@ -186,21 +220,25 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request, me viewer) {
 	switch res.Status {
 	case statusDone:
 		log.Info("web: action applied")
-		http.Redirect(w, r, fmt.Sprintf("%s/tickets/%d?done=%s", Prefix, id, codeOf(form)), http.StatusSeeOther)
+		h.seeOther(w, r, back, nil, notices[codeOf(form)], "")
+		return
 	case statusNotAllowed:
 		log.Warn("web: action refused: not the owner nor a reviewer")
-		h.showTicket(w, r, me, http.StatusForbidden, "", res.Why)
 	case statusHandled:
 		log.Info("web: action refused: already handled", "why", res.Why)
-		h.showTicket(w, r, me, http.StatusConflict, "", res.Why)
 	case statusInvalid:
-		h.showTicket(w, r, me, http.StatusBadRequest, "", res.Why)
+		if res.confirm {
+			log.Info("web: action refused: a record in doubt, unconfirmed")
+			confirmPage(res.Why)
+			return
+		}
 	case statusNotFound:
-		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no ticket %d.", id))
+		h.seeOther(w, r, "/", nil, "", res.Why+" Nothing was changed.")
+		return
 	default:
 		log.Error("web: action failed", "error", res.err)
-		h.showTicket(w, r, me, http.StatusServiceUnavailable, "", res.Why)
 	}
+	h.seeOther(w, r, back, nil, "", res.Why)
 }
 
 // codeOf is the notice code of a done action.

@@ -10,12 +10,15 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -37,7 +40,10 @@ type Config struct {
 	// Deciders is who may act on a ticket: its owner and the reviewers.
 	Deciders review.Deciders
 	// Users maps each e-mail a trusted proxy may name to a Slack user id.
-	// Anyone not in it sees nothing.
+	// Anyone not in it sees nothing. The proxy's e-mail matches a key
+	// with ASCII letters folded and any other character exactly as
+	// written ([safetext.FoldASCII]); two keys that fold to one address
+	// for two people are an error.
 	Users map[string]string
 	// Viewers are Slack user ids who may look but never act.
 	Viewers []string
@@ -45,16 +51,22 @@ type Config struct {
 	// Required.
 	ProxyHeader string
 	// TrustedProxies are the addresses a request carrying ProxyHeader may
-	// come from; from anywhere else it is refused. Required.
+	// come from; from anywhere else it is refused. Required. Only their
+	// X-Forwarded-Proto is believed, in either way of signing in.
 	TrustedProxies []netip.Prefix
 	// CookieKey signs the session cookies: at least [MinCookieKey] bytes.
 	CookieKey []byte
 	// SessionTTL is how long a session lasts. Default 12h.
 	SessionTTL time.Duration
-	// InsecureCookies leaves the Secure attribute off the session cookie:
+	// InsecureCookies allows the Secure attribute off the session cookie:
 	// for a plain-HTTP loopback listener only, where a browser would not
-	// send a Secure cookie back.
+	// send a Secure cookie back. Even then the cookie is Secure for a
+	// request that reached sweeper over HTTPS: PublicURL is https, or a
+	// trusted proxy says X-Forwarded-Proto: https.
 	InsecureCookies bool
+	// PublicURL is the page's address as browsers reach it, if known: an
+	// https one makes every cookie Secure.
+	PublicURL string
 	// MessageURL, when set, returns the link to a ticket's Slack message,
 	// or "" when it has none.
 	MessageURL func(ctx context.Context, ticketID int64) (string, error)
@@ -97,6 +109,9 @@ type Handler struct {
 	header   string
 	trusted  []netip.Prefix
 	sessions sessions
+	// plainOK: the listener is plain loopback and PublicURL is not
+	// https, so a request that does not say HTTPS gets a plain cookie.
+	plainOK  bool
 	link     func(ctx context.Context, ticketID int64) (string, error)
 	group    func(ctx context.Context, group int64) ([]int64, error)
 	silences func(ctx context.Context) ([]Silence, error)
@@ -145,16 +160,26 @@ func New(cfg Config) (*Handler, error) {
 		viewers:  map[string]bool{},
 		header:   cfg.ProxyHeader,
 		trusted:  cfg.TrustedProxies,
-		sessions: sessions{key: cfg.CookieKey, ttl: cmp.Or(cfg.SessionTTL, 12*time.Hour), secure: !cfg.InsecureCookies, path: Prefix + "/"},
+		sessions: sessions{key: cfg.CookieKey, ttl: cmp.Or(cfg.SessionTTL, 12*time.Hour), path: Prefix + "/"},
+		plainOK:  cfg.InsecureCookies && !strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		link:     cfg.MessageURL,
 		group:    cfg.GroupTickets,
 		silences: cfg.ActiveSilences,
 		logger:   cmp.Or(cfg.Logger, slog.Default()).With("component", "web"),
 		now:      cfg.Now,
 	}
-	for email, id := range cfg.Users {
-		h.users[strings.ToLower(strings.TrimSpace(email))] = id
+	for _, email := range slices.Sorted(maps.Keys(cfg.Users)) {
+		id, key := cfg.Users[email], emailKey(email)
+		if other, ok := h.users[key]; ok && other != id {
+			errs = append(errs, fmt.Errorf("web: Users %q and %q are one address (ASCII letters fold) for two people, %s and %s",
+				firstKey(cfg.Users, key), email, other, id))
+			continue
+		}
+		h.users[key] = id
 		h.mapped[id] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	for _, id := range cfg.Viewers {
 		h.viewers[id] = true
@@ -186,7 +211,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	mux.Handle("GET "+Prefix+"/{$}", h.signedIn(h.queue))
 	mux.Handle("GET "+Prefix+"/tickets/{id}", h.signedIn(h.ticket))
+	mux.Handle("GET "+Prefix+"/tickets/{id}/confirm", h.signedIn(h.confirm))
 	mux.Handle("POST "+Prefix+"/tickets/{id}/{action}", h.signedIn(h.posted(h.act)))
+	mux.Handle("GET "+Prefix+"/bulk", h.signedIn(h.bulkConfirm))
 	mux.Handle("POST "+Prefix+"/bulk", h.signedIn(h.posted(h.bulk)))
 	if h.silences != nil {
 		mux.Handle("GET "+Prefix+"/silences", h.signedIn(h.silencesList))
@@ -266,7 +293,7 @@ func (h *Handler) signedIn(next func(http.ResponseWriter, *http.Request, viewer)
 			}
 			user, ok := "", len(values) == 1
 			if ok {
-				user, ok = h.users[strings.ToLower(strings.TrimSpace(values[0]))]
+				user, ok = h.users[emailKey(values[0])]
 			}
 			if !ok || user == "" {
 				h.logger.Warn("web: a person not in web.users refused")
@@ -274,7 +301,7 @@ func (h *Handler) signedIn(next func(http.ResponseWriter, *http.Request, viewer)
 				return
 			}
 			if sessErr != nil || sess.user != user {
-				sess = h.sessions.issue(w, user, now)
+				sess = h.sessions.issue(w, user, now, h.secureCookie(r))
 			}
 		} else if sessErr != nil {
 			h.fail(w, r, http.StatusUnauthorized, "You are not signed in: open this page through your organisation's sign-in proxy.")
@@ -287,6 +314,22 @@ func (h *Handler) signedIn(next func(http.ResponseWriter, *http.Request, viewer)
 		}
 		next(w, r, viewer{User: sess.user, Token: h.sessions.token(sess), ReadOnly: h.viewers[sess.user], sess: sess})
 	})
+}
+
+// emailKey is how an e-mail is compared: trimmed, with its ASCII letters
+// folded and every other character exactly as written. Unicode case
+// folding would let a look-alike from the proxy (the Kelvin sign U+212A
+// for k) name a mapped person.
+func emailKey(email string) string { return safetext.FoldASCII(strings.TrimSpace(email)) }
+
+// firstKey is the first of users' keys, in order, whose emailKey is key.
+func firstKey(users map[string]string, key string) string {
+	for _, email := range slices.Sorted(maps.Keys(users)) {
+		if emailKey(email) == key {
+			return email
+		}
+	}
+	return ""
 }
 
 // fromTrustedProxy reports whether r's connection comes from a trusted
@@ -307,6 +350,18 @@ func (h *Handler) fromTrustedProxy(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// secureCookie reports whether the cookies set in answer to r are Secure:
+// always, unless the listener is plain loopback and r reached it over
+// plain HTTP — neither over TLS nor through a trusted proxy that says
+// X-Forwarded-Proto: https. The header from any other peer is ignored.
+func (h *Handler) secureCookie(r *http.Request) bool {
+	if !h.plainOK || r.TLS != nil {
+		return true
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https") && h.fromTrustedProxy(r)
 }
 
 // posted checks what every change needs: the session's form token (the
@@ -379,7 +434,7 @@ func parsePages() (map[string]*template.Template, error) {
 		},
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"queue", "ticket", "bulk", "silences", "error"} {
+	for _, name := range []string{"queue", "ticket", "confirm", "bulk", "silences", "error"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/parts.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: page %s: %w", name, err)

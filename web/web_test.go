@@ -69,11 +69,13 @@ type bundle struct {
 	expiries []string // "id by"
 }
 
-func setup(t *testing.T) *bundle {
+// setup returns the page over a rolled-back transaction, its
+// configuration changed by edits.
+func setup(t *testing.T, edits ...func(*web.Config)) *bundle {
 	t.Helper()
 	tx := dbtest.Tx(t)
 	b := &bundle{ctx: context.Background(), tx: tx, db: tx, store: review.NewStore(tx, policy), now: time.Now().UTC()}
-	h, err := web.New(web.Config{
+	cfg := web.Config{
 		Store:          b.store,
 		Reader:         review.NewReader(tx),
 		Deciders:       review.NewDeciders([]string{lead}),
@@ -102,7 +104,11 @@ func setup(t *testing.T) *bundle {
 		ExpireSilence: b.expireSilence,
 		Now:           func() time.Time { return time.Now() },
 		Logger:        slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	h, err := web.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,9 +117,9 @@ func setup(t *testing.T) *bundle {
 }
 
 // addSilence stands for the outbox's rules: it refuses a draft without a
-// comment, and one with the matcher provider=smss unless forced (it
-// matches nothing); it adds the others, ending in 2h, warning of a 3d end
-// and of a forced one.
+// comment, and one with the matcher provider=smss (it matches nothing) or
+// provider=~.+ (it holds every ticket) unless forced; it adds the others,
+// ending in 2h, warning of a 3d end and of a forced one.
 func (b *bundle) addSilence(_ context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -122,9 +128,16 @@ func (b *bundle) addSilence(_ context.Context, d web.SilenceDraft) (web.Silence,
 		return web.Silence{}, nil, &web.RefusedError{Problems: []string{"a comment is required: why the notifications are held"}}
 	}
 	var warnings []string
+	if slices.Contains(d.Matchers, "provider=~.+") {
+		const why = "it would hold all 512 open tickets and all 4 providers, and every ticket like them to come (provider=~.+ matches every provider)"
+		if !d.Force {
+			return web.Silence{}, nil, &web.RefusedError{Forcible: true, Problems: []string{why}}
+		}
+		warnings = append(warnings, why)
+	}
 	if slices.Contains(d.Matchers, "provider=smss") {
 		if !d.Force {
-			return web.Silence{}, nil, &web.RefusedError{MatchesNothing: true,
+			return web.Silence{}, nil, &web.RefusedError{Forcible: true,
 				Problems: []string{"it matches no open ticket, and names no configured provider or known workflow (a typo?)"}}
 		}
 		warnings = append(warnings, "it matches no open ticket, and names no configured provider or known workflow (a typo?)")
@@ -268,6 +281,20 @@ func (c *client) post(target string, form url.Values) response {
 	}
 	form.Set("token", c.token)
 	return c.do(http.MethodPost, target, form)
+}
+
+// follow is the GET a browser makes after a 303 answer: the page it
+// lands on.
+func (c *client) follow(r response) response {
+	c.t.Helper()
+	if r.code != http.StatusSeeOther {
+		c.t.Fatalf("answer %d, want 303 See Other:\n%s", r.code, r.body)
+	}
+	loc := r.hdr.Get("Location")
+	if !strings.HasPrefix(loc, "/review/") {
+		c.t.Fatalf("303 to %q, want a page of the review site", loc)
+	}
+	return c.get(loc)
 }
 
 // checkPage holds for every answer: the safety headers, an HTML page (no

@@ -164,6 +164,8 @@ func writeInspection(w io.Writer, t *ledger.Table, in ledger.Inspection) {
 			state = "MISSING"
 		case !c.TypeOK:
 			state = "WRONG"
+		case c.Problem != "":
+			state = "NULLABLE" // a required column that allows NULL
 		}
 		typ := c.Type
 		if typ == "" {

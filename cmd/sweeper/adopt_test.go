@@ -251,3 +251,41 @@ func constraintName(err error) string {
 	}
 	return ""
 }
+
+// TestAdoptRefusesNullableRequiredColumns: README's log table with a
+// nullable op_key (and provider, status word, first attempt) is refused by
+// `adopt --apply --guards`, each column named with the ALTER TABLE ... SET
+// NOT NULL statement that fixes it, and nothing is applied; once they run,
+// the same command migrates and installs the guards.
+func TestAdoptRefusesNullableRequiredColumns(t *testing.T) {
+	t.Parallel()
+	dbURL, environ := adoptDB(t, `CREATE TABLE public.outbound_log (
+		id bigserial PRIMARY KEY, idem_key text, channel text, kind text, to_addr text, body_sha256 text NOT NULL,
+		state text DEFAULT 'queued' CHECK (state IN ('queued', 'sent', 'check')), tries integer DEFAULT 1,
+		first_try timestamptz DEFAULT now(), last_try timestamptz, provider_ref text);`+ledgertables.OutboundLogIndexes, outboundLogConfig)
+	r := runCLI(t, environ, "adopt", "--apply", "--guards")
+	if r.code != exitFailure {
+		t.Fatalf("code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var fixes []string
+	for _, c := range []struct{ key, col string }{
+		{"op_key", "idem_key"}, {"provider", "channel"}, {"status", "state"}, {"first_attempt_at", "first_try"},
+	} {
+		fix := `ALTER TABLE "public"."outbound_log" ALTER COLUMN "` + c.col + `" SET NOT NULL;`
+		wantLines(t, "adopt", r.stdout, "NULLABLE  "+c.key, "column "+c.col+" (ledger.columns."+c.key+"): allows NULL", fix)
+		fixes = append(fixes, fix)
+	}
+	wantLines(t, "adopt", r.stdout, "Verdict: refused", "Nothing applied: the table is refused.")
+	if strings.Contains(r.stdout, `"provider_ref" SET NOT NULL`) || strings.Contains(r.stdout, `"to_addr" SET NOT NULL`) {
+		t.Errorf("asks for NOT NULL on a column that may be NULL:\n%s", r.stdout)
+	}
+
+	if _, err := dbtest.Pool(t, dbURL).Exec(context.Background(), strings.Join(fixes, "\n")); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, environ, "adopt", "--apply", "--guards")
+	if r.code != 0 {
+		t.Fatalf("after the fixes: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	wantLines(t, "adopt", r.stdout, "Verdict: usable", "installed sweeper's guards")
+}

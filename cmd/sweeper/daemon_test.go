@@ -50,6 +50,9 @@ outcome = "found"
 [[providers.sim.rules]]
 match = "many-*"
 outcome = "many"
+[[providers.sim.rules]]
+match = "mismatch-*"
+outcome = "mismatch"
 `
 
 // seed claims operations and ages them past stale_after.

@@ -30,6 +30,10 @@ func newEscalateCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
+		// Re-lookups prove: see sweep --once.
+		if err := s.WriteNamespaces(ctx); err != nil {
+			return fmt.Errorf("record the providers' record namespaces: %w", err)
+		}
 		sum, err := s.EscalateOnce(ctx)
 		relooked, relookErr := s.RelookupOnce(ctx)
 		if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
@@ -57,6 +61,7 @@ func newEscalateCmd(e *env) *cobra.Command {
 				problems = append(problems, err.Error())
 			}
 		}
+		problems = append(problems, notReadyProblems(s)...)
 		if len(problems) > 0 {
 			return passFailed(problems)
 		}

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/sweeper/sweeper/config"
@@ -61,6 +64,18 @@ func openApp(ctx context.Context, e *env, cfg *config.Config, opts app.OpenOptio
 	opts.Getenv = e.getenv
 	s, closeApp, err := app.Open(ctx, cfg, opts)
 	return s, closeApp, appError(err)
+}
+
+// notReadyProblems names, by configuration key, each provider the
+// command could not ask which account it reaches: its operations were
+// left pending.
+func notReadyProblems(s *app.App) []string {
+	notReady := s.NotReady()
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(notReady)) {
+		problems = append(problems, fmt.Sprintf("providers.%s: not ready, its operations stay pending: %v", name, notReady[name]))
+	}
+	return problems
 }
 
 // appError makes an app.ConfigError a configError; other errors pass as

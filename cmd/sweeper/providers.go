@@ -19,6 +19,11 @@ type providerStatus struct {
 	health.State
 	Kind     string `json:"kind"`
 	Matching string `json:"matching"`
+	// Ready is false while this command could not ask the provider which
+	// account it reaches: a daemon started now would leave its operations
+	// pending, and prove nothing of it, until it can. NotReady says why.
+	Ready    bool   `json:"ready"`
+	NotReady string `json:"not_ready,omitempty"`
 	// Pending counts the provider's pending operations: what waits while
 	// it is down.
 	Pending int64 `json:"pending"`
@@ -29,7 +34,7 @@ type providerStatus struct {
 func newProvidersCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "providers",
-		Short: "each provider's health (up, or down for the cluster and since when), and what waits on it",
+		Short: "each provider's health (up, or down for the cluster and since when; ready, or not reachable to say which account it reaches), and what waits on it",
 		Args:  noArgs,
 	}
 	asJSON := jsonFlag(cmd, "print the list as JSON")
@@ -52,8 +57,14 @@ func newProvidersCmd(e *env) *cobra.Command {
 				state = fmt.Sprintf("DOWN since %s (%s), next probe %s", l.Since.UTC().Format(time.RFC3339),
 					time.Since(l.Since).Round(time.Second), l.ProbeAt.UTC().Format(time.RFC3339))
 			}
+			if !l.Ready {
+				state = "NOT READY (which account it reaches is unknown; its operations wait), " + state
+			}
 			fmt.Fprintf(e.stdout, "%-16s %-8s by %-11s %s; %d pending, %d open lookup_failed\n",
 				l.Provider, l.Kind, l.Matching, state, l.Pending, l.LookupFailed)
+			if !l.Ready {
+				fmt.Fprintf(e.stdout, "%-16s not ready: providers.%s: %s\n", "", l.Provider, inert(l.NotReady))
+			}
 			if !l.Up && l.LastError != "" {
 				fmt.Fprintf(e.stdout, "%-16s last error: %s\n", "", inert(l.LastError))
 			}
@@ -75,7 +86,10 @@ func providerStatuses(ctx context.Context, s *app.App) ([]providerStatus, error)
 		if err != nil {
 			return nil, err
 		}
-		line := providerStatus{State: st, Kind: p.Kind, Matching: "resemblance"}
+		line := providerStatus{State: st, Kind: p.Kind, Matching: "resemblance", Ready: true}
+		if why := p.NotReady(); why != nil {
+			line.Ready, line.NotReady = false, why.Error()
+		}
 		if p.Matching().ByKey {
 			line.Matching = "op_key"
 		}

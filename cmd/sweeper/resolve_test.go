@@ -101,7 +101,13 @@ func (b *resolveBundle) run(t *testing.T, args ...string) result {
 // environment and configuration.
 func (b *resolveBundle) process(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary(t), append(args, "--config", b.cfgFile)...)
+	return b.processWith(t, b.cfgFile, args...)
+}
+
+// processWith is process with the configuration file cfgFile.
+func (b *resolveBundle) processWith(t *testing.T, cfgFile string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary(t), append(args, "--config", cfgFile)...)
 	cmd.Env = os.Environ()
 	for k, v := range b.environ {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -239,10 +245,13 @@ func TestTicketsResolveOutcomes(t *testing.T) {
 					wantStatus:  ledger.StatusFailed,
 					wantDetails: map[string]any{"outcome": "not_sent", "duplicates": []any{}, "ledger_status": "failed"}},
 				{desc: "duplicate", key: "many-o3",
-					args:       []string{"--outcome", "duplicate", "--provider-record-id", picked, "--by", "carol", "--note", "first one stands"},
+					args: []string{"--outcome", "duplicate", "--provider-record-id", picked, "--by", "carol", "--note", "first one stands",
+						"--confirm-differs"},
 					wantStatus: ledger.StatusDone, wantRecord: picked,
 					wantDetails: map[string]any{"outcome": "duplicate", "provider_record_id": picked, "note": "first one stands",
-						"duplicates": []any{other}, "ledger_status": "done"}},
+						"duplicates": []any{other}, "ledger_status": "done",
+						"confirmed_differing": "ticket " + b.id("many-o3") + " is a multiple_matches: the provider holds several records for this operation (besides " +
+							picked + ": " + other + ") and nothing in the evidence tells which one is its effect"}},
 			}
 			for _, tt := range tests {
 				t.Run(tt.desc, func(t *testing.T) {
@@ -288,6 +297,71 @@ func TestTicketsResolveOutcomes(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestTicketsResolveRefusesADifferingRecordUnconfirmed: the CLI, a
+// process of its own, refuses a record the evidence marks as differing —
+// and any record of a multiple_matches ticket — unless --confirm-differs
+// is given, saying what differs; with it the record is taken and the
+// audit event says what was confirmed.
+func TestTicketsResolveRefusesADifferingRecordUnconfirmed(t *testing.T) {
+	t.Parallel()
+	b := setupResolve(t, "mismatch-c1", "many-c2")
+	mismatch, many := b.tickets["mismatch-c1"], b.tickets["many-c2"]
+	if len(mismatch.Evidence.Records) != 1 || len(many.Evidence.Records) != 2 {
+		t.Fatalf("evidence holds %d and %d records, want 1 and 2", len(mismatch.Evidence.Records), len(many.Evidence.Records))
+	}
+	rec := mismatch.Evidence.Records[0].ID
+	for _, tt := range []struct {
+		desc, key string
+		args      []string
+		want      []string
+	}{
+		{desc: "done with the differing record", key: "mismatch-c1",
+			args: []string{"--outcome", "done", "--provider-record-id", rec},
+			want: []string{"record " + rec + " differs from the ledger row in: payload hash", "--confirm-differs", "nothing changed"}},
+		{desc: "done with a record found elsewhere, on a payload_mismatch", key: "mismatch-c1",
+			args: []string{"--outcome", "done", "--provider-record-id", "msg_by_hand"},
+			want: []string{"payload_mismatch", "msg_by_hand is not one of its evidence's records", "--confirm-differs"}},
+		{desc: "duplicate on a multiple_matches", key: "many-c2",
+			args: []string{"--outcome", "duplicate", "--provider-record-id", many.Evidence.Records[0].ID},
+			want: []string{"multiple_matches", "--confirm-differs"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			r := b.process(t, append([]string{"tickets", "resolve", b.id(tt.key), "--by", "alice"}, tt.args...)...)
+			if r.code != exitFailure {
+				t.Errorf("code %d, want %d\n%s%s", r.code, exitFailure, r.stdout, r.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+				}
+			}
+			if status, record := b.ledgerRow(t, tt.key); status != ledger.StatusReview || record != "" {
+				t.Errorf("ledger row is %s with %q after a refusal, want review", status, record)
+			}
+			if tk := b.show(t, tt.key); tk.State != "open" || len(tk.Events) != 1 {
+				t.Errorf("ticket %s with %d events after a refusal, want open with 1", tk.State, len(tk.Events))
+			}
+		})
+	}
+
+	r := b.process(t, "tickets", "resolve", b.id("mismatch-c1"), "--outcome", "done", "--provider-record-id", rec,
+		"--by", "alice", "--confirm-differs", "--note", "the template changed on purpose")
+	if r.code != exitOK {
+		t.Fatalf("with --confirm-differs: code %d\n%s", r.code, r.stderr)
+	}
+	if status, record := b.ledgerRow(t, "mismatch-c1"); status != ledger.StatusDone || record != rec {
+		t.Errorf("ledger row is %s with %q, want done with %s", status, record, rec)
+	}
+	tk := b.show(t, "mismatch-c1")
+	var details struct {
+		ConfirmedDiffering string `json:"confirmed_differing"`
+	}
+	if len(tk.Events) != 2 || json.Unmarshal(tk.Events[1].Details, &details) != nil ||
+		!strings.Contains(details.ConfirmedDiffering, "differs from the ledger row in: payload hash") {
+		t.Errorf("resolved event = %+v; want it to say what was confirmed", tk.Events)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -69,6 +70,22 @@ func runDaemon(ctx context.Context, e *env) error {
 	logger := s.Logger
 	hupLogger.Store(logger)
 	defer closeDB()
+	// The daemon alone writes what every replica and command reads: the
+	// ready providers' record namespaces, and the routes — the replica
+	// that starts last decides them (the others report the difference).
+	if err := s.WriteNamespaces(ctx); err != nil {
+		return fmt.Errorf("record the providers' record namespaces: %w", err)
+	}
+	if err := s.WriteRoutes(ctx); err != nil {
+		return fmt.Errorf("record the routes: %w", err)
+	}
+	// A provider not ready at start is asked again in the background; its
+	// operations wait meanwhile, and nothing else does.
+	awaitCtx, stopAwait := context.WithCancel(ctx)
+	var awaiting sync.WaitGroup
+	awaiting.Go(func() { s.AwaitProviders(awaitCtx) })
+	awaiting.Go(func() { s.WatchRoutes(awaitCtx, s.Config.HTTP.MetricsRefresh.Duration) })
+	defer func() { stopAwait(); awaiting.Wait() }() // before the pool closes
 	clockCtx, stopClock := context.WithCancel(ctx)
 	defer stopClock()
 	go s.Clock.Run(clockCtx, time.Minute)
@@ -136,7 +153,7 @@ func runDaemon(ctx context.Context, e *env) error {
 	if t := tracing.FromEnv(e.getenv); t.On {
 		traces = t.Endpoint
 	}
-	logger.Info("sweeper running", "providers", len(s.Providers), "sweep", s.Config.Schedules.Sweep,
+	logger.Info("sweeper running", "providers", len(s.Providers), "not_ready", len(s.NotReady()), "sweep", s.Config.Schedules.Sweep,
 		"http", serving[0].l.Addr().String(), "admin", admin, "slack", servers.Interactions != nil, "river_ui", s.Config.HTTP.RiverUI,
 		"traces", traces)
 

@@ -29,13 +29,15 @@ func newSilencesAddCmd(e *env) *cobra.Command {
 			"A matcher is NAME=VALUE (equal) or NAME=~PATTERN (a PostgreSQL regular expression matching\n" +
 			"the whole value), NAME one of provider, workflow, reason, owner, escalation_level.\n" +
 			"A silence that matches no open ticket and names no configured provider or known workflow is\n" +
-			"refused without --force (a typo would silence nothing).",
+			"refused without --force (a typo would silence nothing), and so is one that would hold every\n" +
+			"ticket (provider=~.+, or matchers that together match every open ticket and every value known).\n" +
+			"A pattern may not use back-references, and must be cheap to match.",
 	}
 	start := cmd.Flags().String("start", "", "when it starts: a time (2026-12-01T10:00:00Z) or a duration from now (30m); default now")
 	end := cmd.Flags().String("end", "", "when it ends (required): a time or a duration from now (2h, 1d); at most 14 days after its start")
 	by := cmd.Flags().String("by", "", "who adds it, a Slack user id (required)")
 	comment := cmd.Flags().String("comment", "", "why (required)")
-	force := cmd.Flags().Bool("force", false, "add it even when it matches no open ticket and names no known provider or workflow")
+	force := cmd.Flags().Bool("force", false, "add it even when it matches no open ticket and names no known provider or workflow, or would hold every ticket")
 	asJSON := jsonFlag(cmd, "print the silence as JSON")
 	textFlags(cmd, "start", "end", "by", "comment")
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
@@ -54,6 +56,10 @@ func newSilencesAddCmd(e *env) *cobra.Command {
 		added, plan, err := outbox.NewStore(s.Pool).RequestSilence(cmd.Context(), req, s.KnownToSilences(), now)
 		if errors.Is(err, outbox.ErrSilenceMatchesNothing) {
 			return &exitError{exitUsage, fmt.Errorf("refused: %s; add --force to add it anyway",
+				strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": "))}
+		}
+		if errors.Is(err, outbox.ErrSilenceHoldsEverything) {
+			return &exitError{exitUsage, fmt.Errorf("refused: %s; add --force if you mean it",
 				strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": "))}
 		}
 		if err != nil {

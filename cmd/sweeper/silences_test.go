@@ -67,9 +67,42 @@ func TestSilencesAddRefuses(t *testing.T) {
 		t.Fatalf("add a planned silence: code %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// A long one is added with a warning.
-	r = b.run(t, "silences", "add", "workflow=billing", "--end", "3d", "--by", "U0OPS", "--comment", "x")
+	// (Not workflow=billing alone: with one provider, one workflow and
+	// one ticket, that would hold everything there is.)
+	r = b.run(t, "silences", "add", "workflow=billing", "reason=not_found", "--end", "3d", "--by", "U0OPS", "--comment", "x")
 	if r.code != exitOK || !strings.Contains(r.stderr, "warning: the silence lasts 72h0m0s") {
 		t.Fatalf("add a long one: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestSilencesAddNeverHoldsEverything: a silence that would hold every
+// ticket — a pattern matching any value of its label, or matchers that
+// together match every open ticket and every provider — exits 2 saying
+// how many open tickets and providers it would hold, and adds nothing;
+// with --force it is added, with that as a warning. A pattern with a
+// back-reference exits 2 even forced.
+func TestSilencesAddNeverHoldsEverything(t *testing.T) {
+	t.Parallel()
+	b := setupResolve(t, "nf-s1", "nf-s2")
+	ok := []string{"--end", "2h", "--by", "U0OPS", "--comment", "everything"}
+	for _, m := range [][]string{{"provider=~.+"}, {"reason=~.+"}, {"workflow=~.+"}, {"owner=~[^x]*[^x]"}, {"provider=sim", "workflow=~bill.*"}} {
+		r := b.run(t, append(append([]string{"silences", "add"}, m...), ok...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "would hold all 2 open tickets and all 1 providers") ||
+			!strings.Contains(r.stderr, "add --force if you mean it") {
+			t.Errorf("%v: code %d, want %d naming the counts\n%s", m, r.code, exitUsage, r.stderr)
+		}
+	}
+	if r := b.run(t, append([]string{"silences", "add", `workflow=~(.*)(.*)\1\2`, "--force"}, ok...)...); r.code != exitUsage ||
+		!strings.Contains(r.stderr, "back-reference") {
+		t.Errorf("a back-reference, forced: code %d\n%s", r.code, r.stderr)
+	}
+	if r := b.run(t, "silences", "list", "--state", "all", "--json"); r.code != exitOK || strings.TrimSpace(r.stdout) != "[]" {
+		t.Fatalf("silences after the refusals: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := b.run(t, append([]string{"silences", "add", "provider=~.+", "--force"}, ok...)...)
+	if r.code != exitOK || !strings.Contains(r.stdout, "matches 2 open ticket(s)") ||
+		!strings.Contains(r.stderr, "warning: it would hold all 2 open tickets and all 1 providers") {
+		t.Fatalf("add --force: code %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
@@ -80,9 +113,11 @@ func TestSilencesAddRefuses(t *testing.T) {
 func TestSilencesLifecycle(t *testing.T) {
 	t.Parallel()
 	b := setupResolve(t, "nf-s1")
-	r := b.run(t, "silences", "add", "provider=sim", "workflow=~bill.*", "--end", "2h", "--by", "U0OPS", "--comment", "sim migration", "--json")
+	// The reason too: the provider and the workflow alone would hold every
+	// ticket of this configuration, which has one of each.
+	r := b.run(t, "silences", "add", "provider=sim", "workflow=~bill.*", "reason=not_found", "--end", "2h", "--by", "U0OPS", "--comment", "sim migration", "--json")
 	var added cliSilence
-	if err := json.Unmarshal([]byte(r.stdout), &added); r.code != exitOK || err != nil || added.State != "active" || len(added.Matchers) != 2 {
+	if err := json.Unmarshal([]byte(r.stdout), &added); r.code != exitOK || err != nil || added.State != "active" || len(added.Matchers) != 3 {
 		t.Fatalf("add: code %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
 	if r := b.run(t, "tickets", "note", b.id("nf-s1"), "--by", "U0OPS", "looking"); r.code != exitOK {
@@ -96,7 +131,7 @@ func TestSilencesLifecycle(t *testing.T) {
 		t.Fatalf("outbox list --state silenced: code %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = b.run(t, "silences", "list")
-	if r.code != exitOK || !strings.Contains(r.stdout, "1 rows, 1 tickets") || !strings.Contains(r.stdout, "provider=sim workflow=~bill.*") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "1 rows, 1 tickets") || !strings.Contains(r.stdout, "provider=sim workflow=~bill.* reason=not_found") {
 		t.Fatalf("silences list: code %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 

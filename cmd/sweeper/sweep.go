@@ -15,7 +15,9 @@ func newSweepCmd(e *env) *cobra.Command {
 		Use:   "sweep --once [--dry-run] [-v]",
 		Short: "one full pass of scan, lookups and decisions, then exit",
 		Long: "sweep --once runs one full pass in the foreground — the scan, every lookup, every decision —\n" +
-			"and prints a summary. It exits 1 when the pass had errors, with one line on stderr saying which.",
+			"and prints a summary. It exits 1 when the pass had errors, with one line on stderr saying which:\n" +
+			"a provider that could not be asked which account it reaches is named there by its key\n" +
+			"(providers.NAME), its operations left pending, while every other provider's are settled.",
 		Args: noArgs,
 	}
 	once := cmd.Flags().Bool("once", false, "run one full pass — the scan, every lookup, every decision — then exit (required)")
@@ -32,6 +34,13 @@ func newSweepCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
+		if !*dryRun {
+			// A pass that settles proves: every replica must hold what it
+			// proves to one operation per account. A dry run writes nothing.
+			if err := s.WriteNamespaces(ctx); err != nil {
+				return fmt.Errorf("record the providers' record namespaces: %w", err)
+			}
+		}
 		sum, err := s.SweepOnce(ctx, app.OnceOptions{DryRun: *dryRun, Decisions: *verbose})
 		if !*dryRun {
 			if deliverErr := deliverAfterPass(ctx, e, s); deliverErr != nil {
@@ -53,6 +62,7 @@ func newSweepCmd(e *env) *cobra.Command {
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
+		problems = append(problems, notReadyProblems(s)...)
 		if len(problems) > 0 {
 			return passFailed(problems)
 		}

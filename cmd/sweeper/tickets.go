@@ -26,6 +26,15 @@ func decisionError(id int64, err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, review.ErrNeedsConfirmation):
+		// Well formed, refused by what the evidence says: a failure that
+		// names what differs and how to take the record all the same.
+		var de *review.DiffersError
+		if errors.As(err, &de) {
+			return fmt.Errorf("ticket %d stays open: %s; nothing changed. Check the evidence (sweeper tickets show %d); "+
+				"to resolve with record %s all the same, run again with --confirm-differs", id, inert(de.Choice.Warning()), id, inert(de.Choice.RecordID))
+		}
+		return fmt.Errorf("ticket %d stays open: %w; nothing changed", id, err)
 	case errors.Is(err, ledger.ErrRecordHeld):
 		// Well formed, refused by what the ledger holds: a failure.
 		return fmt.Errorf("ticket %d stays open: %s; nothing changed", id,

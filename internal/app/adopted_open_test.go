@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -16,8 +17,10 @@ import (
 )
 
 // TestOpenRefusesAnUnusableAdoptedTable: a command does not start on an
-// adopted table it cannot use — here one whose op_key is not unique —
-// and says why; once the table has its unique index, it starts.
+// adopted table it cannot use — here one whose op_key is not unique — and
+// says why; once the table has its unique index, it starts. An op_key that
+// may be NULL does not stop it (each NULL row is its own invalid_operation
+// ticket): it starts with a WARN giving the statement that fixes it.
 func TestOpenRefusesAnUnusableAdoptedTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -35,8 +38,10 @@ func TestOpenRefusesAnUnusableAdoptedTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var logged strings.Builder
 	open := func() error {
-		logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		logged.Reset()
+		logger := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, &logged), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		_, closeApp, err := app.Open(ctx, cfg, app.OpenOptions{Kinds: kinds, Logger: logger, NoLookups: true})
 		if err == nil {
 			closeApp()
@@ -53,5 +58,26 @@ func TestOpenRefusesAnUnusableAdoptedTable(t *testing.T) {
 	}
 	if err := open(); err != nil {
 		t.Fatalf("open once the table is usable: %v", err)
+	}
+	// An op_key that may be NULL: it starts, and warns with the statement
+	// that fixes it.
+	if _, err := pool.Exec(ctx, `ALTER TABLE public."Outbound Log" ALTER COLUMN "IdemKey" DROP NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	fix := `ALTER TABLE "public"."Outbound Log" ALTER COLUMN "IdemKey" SET NOT NULL`
+	if err := open(); err != nil {
+		t.Fatalf("open on a table whose op_key may be NULL: %v", err)
+	}
+	if got := logged.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "allows NULL") || !strings.Contains(got, "SET NOT NULL") {
+		t.Fatalf("no WARN with the fix for a nullable op_key: %q", got)
+	}
+	if _, err := pool.Exec(ctx, fix); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(); err != nil {
+		t.Fatalf("open once the op_key is NOT NULL: %v", err)
+	}
+	if got := logged.String(); strings.Contains(got, "allows NULL") {
+		t.Fatalf("a WARN once the op_key is NOT NULL: %q", got)
 	}
 }

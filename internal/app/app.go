@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,6 +42,10 @@ type App struct {
 	// providers' lookups are traced when [Open] builds them with it. Nil:
 	// none, at no cost.
 	Tracing *tracing.Tracing
+
+	// routesConflict is whether the routes the database holds differ from
+	// the configuration's, as [App.WatchRoutes] last read them.
+	routesConflict atomic.Bool
 }
 
 // TrackHealth gives every provider its health tracker over s's pool, so
@@ -112,9 +117,10 @@ func (s *App) Settler() *settle.Settler {
 		Metrics: s.Metrics, Ledger: s.Ledger()}
 }
 
-// Reviews returns the ticket store under the configured policy.
+// Reviews returns the ticket store under the configured policy, which
+// reassigns tickets only to [App.Assignees].
 func (s *App) Reviews() *review.Store {
-	return review.NewStore(s.Pool, Policy(s.Config)).ForTable(s.Ledger())
+	return review.NewStore(s.Pool, Policy(s.Config)).ForTable(s.Ledger()).WithAssignees(s.Assignees())
 }
 
 // Scanner returns the stale scan.

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sort"
 
 	"github.com/sweeper/sweeper/config"
@@ -86,46 +84,31 @@ func buildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 	return out, nil
 }
 
-// ReadNamespaces sets each provider's record namespace: the account its
-// block reaches, so that blocks reaching one account hold a record to one
-// operation among all their rows. An http or postgres block's is its
-// record_namespace, when it names one ("http:NAME"); other kinds' adapters
-// say, from their settings (a Twilio Account SID, a Mailgun domain) or with
-// one read-only request (Stripe's GET /v1/account, Postmark's GET /server).
-// Errors name the block and are gathered: a provider whose account cannot
-// be read cannot be held to the rule, so it is not started.
-func ReadNamespaces(ctx context.Context, cfg *config.Config, provs map[string]*providers.Provider) error {
-	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(provs)) {
-		p := provs[name]
-		block := cfg.Providers[name]
-		var err error
-		if block != nil && block.RecordNamespace != "" {
-			err = p.SetNamespace(block.Kind + ":" + block.RecordNamespace)
-		} else {
-			err = p.ReadNamespace(ctx)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("providers.%s: %w", name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// WriteNamespaces records the providers' record namespaces in the database
-// (sweeper.record_namespaces), where every replica's proof, the workflows'
-// confirmations (the ledger's trigger) and people's resolutions — which
-// build no provider — read them. A block whose namespace changed since the
+// WriteNamespaces records the ready providers' record namespaces in the
+// database (sweeper.record_namespaces), where every replica's proof, the
+// workflows' confirmations (the ledger's trigger) and people's resolutions
+// — which build no provider — read them: a command that settles calls it
+// before it settles; one that only reads never does. A block whose namespace changed since the
 // last start is logged, and so are records that already prove two
 // operations of one namespace: proven before the blocks were known to share
 // an account, one of those operations is not proven by it.
 func (s *App) WriteNamespaces(ctx context.Context) error {
-	if len(s.Providers) == 0 {
-		return nil
-	}
 	namespaces := make(map[string]string, len(s.Providers))
 	for name, p := range s.Providers {
-		namespaces[name] = p.Namespace()
+		if p.NotReady() == nil {
+			// One not ready is left as the database holds it (see
+			// [App.AwaitProviders]).
+			namespaces[name] = p.Namespace()
+		}
+	}
+	return s.writeNamespaces(ctx, namespaces)
+}
+
+// writeNamespaces records namespaces (block → record namespace) and logs
+// what changed, as [App.WriteNamespaces] says.
+func (s *App) writeNamespaces(ctx context.Context, namespaces map[string]string) error {
+	if len(namespaces) == 0 {
+		return nil
 	}
 	store := s.Operations()
 	changes, err := store.SetRecordNamespaces(ctx, namespaces)

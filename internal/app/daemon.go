@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,6 +12,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/robfig/cron/v3"
+	"github.com/sweeper/sweeper/internal/logs"
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/migrations"
@@ -30,12 +32,21 @@ type ClientOptions struct {
 type Daemon struct {
 	// Client is the River client, for inserting jobs.
 	Client *river.Client[pgx.Tx]
+	// watch says the database's outages while the client runs.
+	watch *databaseWatch
 }
 
-// Start starts the client. ctx does not bound it: stop it with Stop or
-// StopAndCancel.
+// Start starts the client, and the watch on its database that says an
+// outage once and quiets River's lines meanwhile. ctx does not bound it:
+// stop it with Stop or StopAndCancel.
 func (d *Daemon) Start(ctx context.Context) error {
-	return d.Client.Start(context.WithoutCancel(ctx))
+	if err := d.Client.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	if d.watch != nil {
+		go d.watch.run(d.Client.Stopped())
+	}
+	return nil
 }
 
 // Stop stops fetching jobs and waits, within ctx, for running jobs to
@@ -124,6 +135,10 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		jobs.QueueLookup:   {MaxWorkers: s.Config.River.MaxWorkers},
 		jobs.QueueNotify:   {MaxWorkers: 4},
 	}
+	// River does nothing but talk to the database: while the database is
+	// known down, its lines, each failing in its own words, are DEBUG, and
+	// the watch says the outage once.
+	watch := &databaseWatch{ping: s.Pool.Ping, outage: logs.NewOutage(databaseProbeTimeout + time.Second), logger: s.Logger}
 	var middleware []rivertype.Middleware
 	if s.Tracing.On() {
 		// A span for each job worked: the lookups, statements and Slack
@@ -140,7 +155,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 		RescueStuckJobsAfter: rescueAfter,
 		FetchCooldown:        jobs.FetchCooldown,
 		FetchPollInterval:    opts.FetchPollInterval,
-		Logger:               jobs.RiverLogger(s.Logger),
+		Logger:               slog.New(watch.outage.Handler(jobs.RiverLogger(s.Logger).Handler())),
 		// River's own cleaner, on the leader, deletes finished jobs:
 		// completed and cancelled after retention.jobs; discarded ones (a
 		// job that failed for good) keep River's 7 days.
@@ -150,7 +165,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Daemon{Client: client}, nil
+	return &Daemon{Client: client, watch: watch}, nil
 }
 
 // fireClock is the clock periodic runs are named by: this machine's, by

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,13 +51,16 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Open builds the providers, reads which account each reaches
-// ([ReadNamespaces]), connects, checks that the database is migrated,
-// records the providers' record namespaces ([App.WriteNamespaces]) and
-// syncs the database's clock: what every command that reads
-// or settles operations needs. It returns the App and the function that
-// closes its pool and the providers' own. A provider it cannot build is a
-// *ConfigError; a missing migration or an unreachable database (after
-// opts.Wait) another error.
+// ([ReadNamespaces]), connects, checks that the database is migrated and
+// syncs the database's clock: what every command that reads or settles
+// operations needs. It writes nothing shared: a command that settles
+// records the namespaces itself ([App.WriteNamespaces]), and the daemon
+// alone the routes ([App.WriteRoutes]). A provider whose account cannot
+// be read is not ready (its operations wait; see [App.NotReady],
+// [App.AwaitProviders]) and stops nothing. It returns the App and the
+// function that closes its pool and the providers' own. A provider it
+// cannot build is a *ConfigError; a missing migration or an unreachable
+// database (after opts.Wait) another error.
 func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func(), error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -75,10 +79,8 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 			p.Close() // a postgres provider's own pool
 		}
 	}
-	if err := ReadNamespaces(ctx, cfg, provs); err != nil {
-		closeProviders()
-		return nil, nil, fmt.Errorf("which account each provider reaches: %w", err)
-	}
+	// Each one not ready has said so; the others are not held back.
+	_ = ReadNamespaces(ctx, cfg, provs, logger)
 	var pool *pgxpool.Pool
 	var pending int
 	err := retryFor(ctx, logger, opts.Wait, "database not ready; trying again", func() error {
@@ -95,7 +97,7 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 		closeProviders()
 		return nil, nil, fmt.Errorf("the database lacks %d migration(s): run 'sweeper migrate' first", pending)
 	}
-	if err := checkAdopted(ctx, pool, cfg.LedgerTable()); err != nil {
+	if err := checkAdopted(ctx, pool, cfg.LedgerTable(), logger); err != nil {
 		pool.Close()
 		closeProviders()
 		return nil, nil, err
@@ -108,16 +110,6 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 		logger.Warn("this machine's clock disagrees with the database's; deciding by the database's", "offset", offset.String())
 	}
 	s := &App{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: opts.Getenv, Clock: clock, Tracing: opts.Tracing}
-	if err := s.WriteNamespaces(ctx); err != nil {
-		pool.Close()
-		closeProviders()
-		return nil, nil, fmt.Errorf("record the providers' record namespaces: %w", err)
-	}
-	if err := s.WriteRoutes(ctx); err != nil {
-		pool.Close()
-		closeProviders()
-		return nil, nil, fmt.Errorf("record the routes: %w", err)
-	}
 	s.TrackHealth()
 	return s, func() {
 		closeProviders()
@@ -195,9 +187,11 @@ func retryFor(ctx context.Context, logger *slog.Logger, wait time.Duration, msg 
 // checkAdopted refuses to run on an adopted ledger table sweeper cannot
 // use — missing, a view, a required column missing or of the wrong type,
 // no unique op_key — with the reasons: nothing is read or written there
-// until `sweeper adopt` says it is usable. ledger.operations needs no
-// check: the migrations made it.
-func checkAdopted(ctx context.Context, pool *pgxpool.Pool, t *ledger.Table) error {
+// until `sweeper adopt` says it is usable. What works but should be
+// fixed (a required column that allows NULL: its NULL rows become their
+// own invalid_operation tickets) is a WARN each. ledger.operations needs
+// no check: the migrations made it.
+func checkAdopted(ctx context.Context, pool *pgxpool.Pool, t *ledger.Table, logger *slog.Logger) error {
 	if t.Native() {
 		return nil
 	}
@@ -208,6 +202,11 @@ func checkAdopted(ctx context.Context, pool *pgxpool.Pool, t *ledger.Table) erro
 	if !in.Usable {
 		return fmt.Errorf("the ledger table %s ([ledger] table) cannot be used: %s; `sweeper adopt` prints the whole report",
 			t.Name(), strings.Join(in.Refusals, "; "))
+	}
+	for _, c := range in.Columns {
+		if c.Nullable && slices.Contains(ledger.NotNullColumns, c.Key) {
+			logger.Warn("a required column of the ledger table allows NULL: "+c.Problem, "table", t.Name(), "column", c.Column)
+		}
 	}
 	return nil
 }

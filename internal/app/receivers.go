@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sweeper/sweeper/config"
@@ -14,26 +15,89 @@ import (
 
 // WriteRoutes records the configuration's routes ([config.Config.EffectiveRoutes])
 // in the database (sweeper.routes), where the enqueue trigger reads them
-// in the transaction of every ticket event, whoever writes it. A change is
-// logged.
+// in the transaction of every ticket event, whoever writes it. Only the
+// daemon calls it, at start: the replica that starts last decides the
+// cluster's routing. Routes that differ from stored ones (another
+// replica's, or an earlier configuration's) are replaced with a WARN
+// naming both; a change is logged.
 func (s *App) WriteRoutes(ctx context.Context) error {
-	eff := s.Config.EffectiveRoutes()
-	routes := make([]outbox.Route, len(eff))
-	for i, r := range eff {
-		routes[i] = outbox.Route{Receiver: r.Receiver, Provider: r.Provider, Workflow: r.Workflow, Reason: r.Reason, Level: r.Level}
-	}
-	changed, err := outbox.NewStore(s.Pool).SetRoutes(ctx, routes)
+	store := outbox.NewStore(s.Pool)
+	mine := s.routes()
+	stored, err := store.Routes(ctx)
 	if err != nil {
 		return err
 	}
+	if len(stored) > 0 && !slices.Equal(stored, mine) {
+		s.Logger.Warn("routes: the stored routes differ from this replica's [[routes]] (another replica's, or an earlier configuration's); this replica's replace them — the replica that starts last decides where ticket events go",
+			"stored", showRoutes(stored), "this_replica", showRoutes(mine))
+	}
+	changed, err := store.SetRoutes(ctx, mine)
+	if err != nil {
+		return err
+	}
+	s.routesConflict.Store(false)
 	if changed {
-		shown := make([]string, len(eff))
-		for i, r := range eff {
-			shown[i] = r.String()
-		}
-		s.Logger.Info("routes written: ticket events go to these receivers", "routes", shown)
+		s.Logger.Info("routes written: ticket events go to these receivers", "routes", showRoutes(mine))
 	}
 	return nil
+}
+
+// WatchRoutes reads the stored routes every interval until ctx ends and
+// keeps sweeper_routes_conflict ([App.StartCollector]) at 1 while they
+// differ from this replica's: another replica with other [[routes]]
+// started since this one. Each change is logged once: a WARN when the
+// stored routes stop being this replica's, an INFO when they are again.
+func (s *App) WatchRoutes(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if err := s.CheckRoutes(ctx); err != nil && ctx.Err() == nil {
+			s.Logger.Debug("routes: the stored routes could not be read; checked again later", "error", err)
+		}
+	}
+}
+
+// CheckRoutes reads the stored routes once and records whether they
+// differ from this replica's (see [App.WatchRoutes]); it writes nothing.
+func (s *App) CheckRoutes(ctx context.Context) error {
+	stored, err := outbox.NewStore(s.Pool).Routes(ctx)
+	if err != nil {
+		return err
+	}
+	mine := s.routes()
+	conflict := !slices.Equal(stored, mine)
+	switch was := s.routesConflict.Swap(conflict); {
+	case conflict && !was:
+		s.Logger.Warn("routes: the stored routes are no longer this replica's [[routes]]: a replica with other routes started since, and ticket events go where its routes say",
+			"stored", showRoutes(stored), "this_replica", showRoutes(mine))
+	case !conflict && was:
+		s.Logger.Info("routes: the stored routes are this replica's [[routes]] again", "routes", showRoutes(mine))
+	}
+	return nil
+}
+
+// routes is the configuration's routes as outbox stores them.
+func (s *App) routes() []outbox.Route {
+	eff := s.Config.EffectiveRoutes()
+	routes := make([]outbox.Route, len(eff))
+	for i, r := range eff {
+		routes[i] = outbox.Route(r)
+	}
+	return routes
+}
+
+// showRoutes is how routes are logged, as check-config shows them.
+func showRoutes(routes []outbox.Route) []string {
+	shown := make([]string, len(routes))
+	for i, r := range routes {
+		shown[i] = config.Route(r).String()
+	}
+	return shown
 }
 
 // OtherDispatchers returns one dispatcher per receiver besides Slack

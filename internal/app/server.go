@@ -61,6 +61,7 @@ func (s *App) NewHTTPServers(serveCtx context.Context, daemon *Daemon, registry 
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		state,
+		s.StartCollector(),
 	)
 	admin.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	admin.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -111,10 +112,13 @@ func newServer(h http.Handler) *http.Server {
 	}
 }
 
+// readyTimeout bounds /readyz's look at the database.
+const readyTimeout = 3 * time.Second
+
 // ready says why the daemon cannot do its work, or "" when it can: the
 // database answers, its migrations are current, and the River client runs.
 func ready(ctx context.Context, s *App, daemon *Daemon) string {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	if err := s.Pool.Ping(ctx); err != nil {
 		return "database not reachable"

@@ -50,7 +50,6 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		slackSignIn = &web.SlackSignIn{Issuer: cfg.Issuer, ClientID: cfg.SlackClientID, ClientSecret: secret,
 			TeamID: s.Config.Slack.TeamID, RedirectURL: strings.TrimSuffix(cfg.PublicURL, "/") + web.Prefix + "/callback",
 			Members: s.people()}
-		insecure = insecure && strings.HasPrefix(cfg.PublicURL, "http://")
 	}
 	messages := outbox.NewStore(s.Pool)
 	return web.New(web.Config{
@@ -64,6 +63,7 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		CookieKey:       []byte(key),
 		SessionTTL:      cfg.SessionTTL.Duration,
 		InsecureCookies: insecure,
+		PublicURL:       cfg.PublicURL,
 		Slack:           slackSignIn,
 		GroupTickets: func(ctx context.Context, group int64) ([]int64, error) {
 			g, err := messages.Group(ctx, group)
@@ -83,7 +83,7 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 			if errors.Is(err, outbox.ErrInvalidSilence) {
 				why := strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": ")
 				return web.Silence{}, nil, &web.RefusedError{Problems: strings.Split(why, "\n"),
-					MatchesNothing: errors.Is(err, outbox.ErrSilenceMatchesNothing)}
+					Forcible: errors.Is(err, outbox.ErrSilenceMatchesNothing) || errors.Is(err, outbox.ErrSilenceHoldsEverything)}
 			}
 			if err != nil {
 				return web.Silence{}, nil, err
@@ -127,8 +127,14 @@ func webSilence(si outbox.Silence) web.Silence {
 // people are the Slack user ids the configuration names as reviewers or
 // owners: who may sign in with Slack besides web.users and web.viewers.
 func (s *App) people() []string {
+	return append(s.owners(), s.Config.Slack.Reviewers...)
+}
+
+// owners are the owners the configuration names: review.default_owner,
+// review.owners' and the escalation levels'.
+func (s *App) owners() []string {
 	c := s.Config
-	out := append([]string{c.Review.DefaultOwner}, c.Slack.Reviewers...)
+	out := []string{c.Review.DefaultOwner}
 	for _, owners := range []map[string]string{c.Review.Owners.Workflows, c.Review.Owners.Providers} {
 		for _, id := range owners {
 			out = append(out, id)
@@ -138,6 +144,24 @@ func (s *App) people() []string {
 		out = append(out, level.Owner)
 	}
 	return out
+}
+
+// Assignees is whom a ticket may be reassigned to, from every surface:
+// the people the configuration names as owners or reviewers, and
+// web.users' ids but for those who are viewers alone (they may never
+// act), by Slack user id when Slack is on.
+func (s *App) Assignees() review.Assignees {
+	known := s.people()
+	viewers := map[string]bool{}
+	for _, id := range s.Config.Web.Viewers {
+		viewers[id] = true
+	}
+	for _, id := range s.Config.Web.Users {
+		if !viewers[id] {
+			known = append(known, id)
+		}
+	}
+	return review.NewAssignees(s.Config.Slack.Channel != "", known)
 }
 
 // WebListen is the address the review page is served on: the admin
@@ -171,12 +195,14 @@ func SlackMessageURL(channel, ts string) string {
 	return "https://slack.com/archives/" + channel + "/p" + strings.ReplaceAll(ts, ".", "")
 }
 
-// KnownToSilences are the providers and workflows the configuration names
-// — its providers, the workflows of review.owners and slack.channels —
-// against which a silence asked for is checked ([outbox.Store.PlanSilence]).
+// KnownToSilences are the providers, workflows and owners the
+// configuration names — its providers, the workflows of review.owners and
+// slack.channels, its owners — against which a silence asked
+// for is checked ([outbox.Store.PlanSilence]).
 func (s *App) KnownToSilences() outbox.Known {
 	c := s.Config
-	known := outbox.Known{Providers: slices.Sorted(maps.Keys(c.Providers)), Workflows: slices.Collect(maps.Keys(c.Review.Owners.Workflows))}
+	known := outbox.Known{Providers: slices.Sorted(maps.Keys(c.Providers)), Workflows: slices.Collect(maps.Keys(c.Review.Owners.Workflows)),
+		Owners: s.owners()}
 	known.Workflows = slices.AppendSeq(known.Workflows, maps.Keys(c.Slack.Channels.Workflows))
 	return known
 }

@@ -68,8 +68,8 @@ func (c *pageClient) post(target string, form url.Values) (int, string) {
 
 // TestReviewPageSilences: on the daemon's review page a reviewer adds a
 // silence into sweeper.silences, by the CLI's rules — each refusal shown
-// in plain words, 422, nothing stored; matching nothing refused unless
-// forced; a long one warned of — as themselves whatever the form says; it
+// in plain words, 422, nothing stored; matching nothing, or holding every
+// ticket, refused unless forced; a long one warned of — as themselves whatever the form says; it
 // is listed on the queue, and its Expire button ends it. A viewer, a
 // person who is no reviewer, a request from another site or without the
 // session's token change nothing.
@@ -120,6 +120,7 @@ func TestReviewPageSilences(t *testing.T) {
 		{"matchers that match everything", url.Values{"matchers": {"provider=~.*"}}, "would match everything"},
 		{"no comment", url.Values{"comment": {"  "}}, "a comment is required"},
 		{"matches nothing known", url.Values{"matchers": {"provider=smss"}}, "it matches no open ticket, and names no configured provider or known workflow"},
+		{"holds every ticket", url.Values{"matchers": {"workflow=~.+"}}, "it would hold all 1 open tickets and all 1 providers"},
 	} {
 		form := url.Values{}
 		for k, v := range ok {
@@ -132,23 +133,25 @@ func TestReviewPageSilences(t *testing.T) {
 		if code != http.StatusUnprocessableEntity || !strings.Contains(body, htmlText(tc.want)) || !strings.Contains(body, "Nothing was changed") {
 			t.Errorf("%s: %d, want 422 saying %q\n%s", tc.desc, code, tc.want, body)
 		}
-		if tc.desc == "matches nothing known" && !strings.Contains(body, "add it anyway") {
-			t.Errorf("matching nothing, the page does not offer to force it")
+		if (tc.desc == "matches nothing known" || tc.desc == "holds every ticket") && !strings.Contains(body, "add it anyway") {
+			t.Errorf("%s: the page does not offer to force it", tc.desc)
 		}
 	}
 	if got := stored(); len(got) != 0 {
 		t.Fatalf("refused silences were stored: %+v", got)
 	}
 
-	// A valid one, by the reviewer whatever the form says.
-	code, body := lead.post("/review/silences", url.Values{"matchers": {"provider=sim\r\nworkflow=~bill.*"}, "end": {"2h"},
+	// A valid one, by the reviewer whatever the form says. (Its reason
+	// too: with one provider, one workflow and one ticket, the provider
+	// and the workflow alone would hold everything.)
+	code, body := lead.post("/review/silences", url.Values{"matchers": {"provider=sim\r\nworkflow=~bill.*\r\nreason=multiple_matches"}, "end": {"2h"},
 		"comment": {"<b>sim</b> migration"}, "by": {"U0MALLORY"}, "created_by": {"U0MALLORY"}})
 	if code != http.StatusOK || !strings.Contains(body, "it matches 1 open ticket(s) now") || strings.Contains(body, "Warning:") {
 		t.Fatalf("add: %d\n%s", code, body)
 	}
 	got := stored()
 	if len(got) != 1 || got[0].CreatedBy != "U0LEAD1" || got[0].Comment != "<b>sim</b> migration" || got[0].State != outbox.SilenceActive ||
-		fmt.Sprint(got[0].Matchers) != "[provider=sim workflow=~bill.*]" {
+		fmt.Sprint(got[0].Matchers) != "[provider=sim workflow=~bill.* reason=multiple_matches]" {
 		t.Fatalf("stored: %+v", got)
 	}
 	first := got[0].ID
@@ -167,6 +170,13 @@ func TestReviewPageSilences(t *testing.T) {
 	}
 	if got := stored(); len(got) != 2 {
 		t.Fatalf("after the forced one: %d silences stored, want 2", len(got))
+	}
+	code, body = lead.post("/review/silences", url.Values{"matchers": {"workflow=~.+"}, "end": {"2h"}, "comment": {"all"}, "force": {"1"}})
+	if code != http.StatusOK || !strings.Contains(body, "Warning: it would hold all 1 open tickets and all 1 providers") {
+		t.Errorf("forced to hold everything: %d\n%s", code, body)
+	}
+	if got := stored(); len(got) != 3 {
+		t.Fatalf("after the forced ones: %d silences stored, want 3", len(got))
 	}
 
 	// Nobody else changes them.

@@ -22,7 +22,10 @@ import (
 // TestReviewPageOnTheReviewersListener: with web.enabled the review page
 // is served under /review/ on the admin listener when http.admin_listen is
 // set — never on the one facing Slack — and on http.listen otherwise; its
-// session cookie is Secure unless the listener is plain loopback.
+// session cookie is Secure unless the listener is plain loopback and the
+// page is reached over plain HTTP: behind the README's TLS proxy on
+// loopback (X-Forwarded-Proto: https), or with an https web.public_url,
+// it is Secure.
 func TestReviewPageOnTheReviewersListener(t *testing.T) {
 	t.Parallel()
 	url := dbtest.NewDatabase(t)
@@ -31,10 +34,14 @@ func TestReviewPageOnTheReviewersListener(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	for _, tc := range []struct {
 		desc, http string
+		web, proto string
 		onAdmin    bool
 		secure     bool
 	}{
 		{desc: "one loopback listener", http: "listen = \"127.0.0.1:8080\"\n", secure: false},
+		{desc: "one loopback listener behind a TLS proxy", http: "listen = \"127.0.0.1:8080\"\n", proto: "https", secure: true},
+		{desc: "one loopback listener, public_url https", http: "listen = \"127.0.0.1:8080\"\n",
+			web: "public_url = \"https://sweeper.example.com\"\n", secure: true},
 		{desc: "an admin listener", http: "listen = \"0.0.0.0:8080\"\nadmin_listen = \"10.0.0.5:9090\"\n", onAdmin: true, secure: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -42,7 +49,7 @@ func TestReviewPageOnTheReviewersListener(t *testing.T) {
 [web]
 enabled = true
 trusted_proxies = ["192.0.2.0/24"]
-[web.users]
+`+tc.web+`[web.users]
 "anna@example.com" = "U0ANNA1"
 `, kinds, getenv)
 			if err != nil {
@@ -57,6 +64,9 @@ trusted_proxies = ["192.0.2.0/24"]
 				r := httptest.NewRequest(http.MethodGet, "/review/", nil)
 				r.RemoteAddr = "192.0.2.10:4000"
 				r.Header.Set("X-Forwarded-Email", "anna@example.com")
+				if tc.proto != "" {
+					r.Header.Set("X-Forwarded-Proto", tc.proto)
+				}
 				w := httptest.NewRecorder()
 				srv.Handler.ServeHTTP(w, r)
 				return w

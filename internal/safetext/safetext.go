@@ -169,3 +169,25 @@ func InertJSON(b []byte) []byte {
 	}
 	return out
 }
+
+// FoldASCII returns s with the ASCII letters A–Z in lower case and every
+// other byte as it is: the one case folding of identities written by
+// people, such as the e-mails a sign-in proxy names. Unlike
+// [strings.ToLower] or [strings.EqualFold] it never makes two different
+// characters outside ASCII equal, nor one of them equal to an ASCII
+// letter: the Kelvin sign U+212A stays apart from k, the long s U+017F
+// from s, U+0130 İ from i, fullwidth letters from their ASCII look-alikes,
+// and a precomposed é from e followed by a combining accent.
+func FoldASCII(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return 'A' <= r && r <= 'Z' })
+	if i < 0 {
+		return s
+	}
+	b := []byte(s)
+	for j := i; j < len(b); j++ {
+		if c := b[j]; 'A' <= c && c <= 'Z' {
+			b[j] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
+}

@@ -133,3 +133,37 @@ func TestPrintableHoldsNoControl(t *testing.T) {
 func unsafeRune(r rune) bool {
 	return r < 0x20 || r >= 0x7f && r <= 0x9f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x2028 || r == 0x2029
 }
+
+// TestFoldASCIIFoldsOnlyASCII: ASCII letters fold, and nothing outside
+// ASCII ever becomes equal to something else — neither to an ASCII letter
+// (the folds of Unicode case mapping) nor to another character.
+func TestFoldASCIIFoldsOnlyASCII(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ desc, a, b string }{
+		{"ASCII letters fold", "Kate@Example.COM", "kate@example.com"},
+		{"digits and signs stay", "a.b+1_2@x-y.io", "a.b+1_2@x-y.io"},
+		{"non-ASCII stays as written", "josé@example.com", "josé@example.com"},
+	} {
+		if got := safetext.FoldASCII(tc.a); got != safetext.FoldASCII(tc.b) {
+			t.Errorf("%s: FoldASCII(%q) = %q, want it equal to FoldASCII(%q) = %q", tc.desc, tc.a, got, tc.b, safetext.FoldASCII(tc.b))
+		}
+	}
+	for _, tc := range []struct{ desc, a, b string }{
+		{"the Kelvin sign is not k", "\u212Aate@example.com", "kate@example.com"},
+		{"the Kelvin sign is not K", "\u212Aate@example.com", "Kate@example.com"},
+		{"the long s is not s", "\u017Fam@example.com", "sam@example.com"},
+		{"dotted capital I is not i", "\u0130ris@example.com", "iris@example.com"},
+		{"dotless i is not i", "\u0131ris@example.com", "iris@example.com"},
+		{"dotless i is not I", "\u0131ris@example.com", "Iris@example.com"},
+		{"fullwidth letters are not ASCII", "\uFF4Bate@example.com", "kate@example.com"},
+		{"fullwidth capitals are not ASCII", "\uFF2Bate@example.com", "kate@example.com"},
+		{"non-ASCII capitals do not fold", "JOSÉ@example.com", "josé@example.com"},
+		{"precomposed is not combining", "jos\u00e9@example.com", "jose\u0301@example.com"},
+		{"a combining accent is not nothing", "jose\u0301@example.com", "jose@example.com"},
+		{"Greek capital sigma is not sigma", "\u03a3am@example.com", "\u03c3am@example.com"},
+	} {
+		if got, other := safetext.FoldASCII(tc.a), safetext.FoldASCII(tc.b); got == other {
+			t.Errorf("%s: FoldASCII(%q) = FoldASCII(%q) = %q, want them apart", tc.desc, tc.a, tc.b, got)
+		}
+	}
+}

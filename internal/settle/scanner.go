@@ -49,7 +49,9 @@ type Scanner struct {
 func (s *Scanner) Table() *ledger.Table { return tableOf(s.Ledger) }
 
 // Scan calls page for each page of stale operations and returns how many
-// it saw. An error from page or a query stops that provider's walk (all
+// it saw. A provider that is not ready ([providers.Provider.NotReady]) is
+// skipped: its operations stay pending, and are not taken for an
+// unconfigured provider's. An error from page or a query stops that provider's walk (all
 // of it once ctx ends); the other walks still run, and the errors are
 // returned together.
 func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.Operation) error) (int, error) {
@@ -100,6 +102,11 @@ func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.
 	}
 	for _, name := range names {
 		p := s.Providers[name]
+		if p.NotReady() != nil {
+			// Its operations wait, pending, until it is ready: not looked
+			// up, not ticketed (I3: its account is not known yet).
+			continue
+		}
 		cutoff := now.Add(-p.StaleAfter)
 		err := walk("provider "+name, name, s.admitted(p), func(ctx context.Context, c ledger.StaleCursor, n int) ([]ledger.Operation, error) {
 			return store.StalePending(ctx, name, cutoff, c, n)

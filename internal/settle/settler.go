@@ -55,9 +55,9 @@ type Step struct {
 	RetryAfter time.Duration
 }
 
-// Attempt makes one lookup for op. An operation whose provider is not
-// configured, or that lacks the fields a lookup needs, is final at once
-// (invalid_operation); so are an unsupported provider and a permanent
+// Attempt makes one lookup for op. An operation the ledger found invalid
+// ([ledger.Operation.Invalid]), whose provider is not configured, or that
+// lacks the fields a lookup needs, is final at once (invalid_operation); so are an unsupported provider and a permanent
 // error. A cancelled ctx gives a non-final step carrying ctx's error.
 func (s *Settler) Attempt(ctx context.Context, op ledger.Operation) Step {
 	p, q, refused := s.Prepare(op)
@@ -72,6 +72,15 @@ func (s *Settler) Attempt(ctx context.Context, op ledger.Operation) Step {
 // for an operation that cannot be looked up.
 func (s *Settler) Prepare(op ledger.Operation) (*providers.Provider, providers.Query, *Step) {
 	p := s.Providers[op.Provider]
+	if op.Invalid != "" {
+		// A row the ledger read but sweeper cannot look up (a NULL, an
+		// over-long value): its own ticket, before anything quotes it.
+		step := &Step{Final: true, Outcome: proof.Invalid(op.Invalid)}
+		if p != nil {
+			step.Adapter = p.Kind
+		}
+		return nil, providers.Query{}, step
+	}
 	if p == nil {
 		return nil, providers.Query{}, &Step{Final: true, Outcome: proof.Invalid(fmt.Sprintf("provider %q is not configured: no [providers.%s] block", op.Provider, op.Provider))}
 	}

@@ -44,6 +44,14 @@ func TestPrepareRefuses(t *testing.T) {
 			`provider "fax" is not configured: no [providers.fax] block`, ""},
 		{"provider named in another case", func(op ledger.Operation) ledger.Operation { op.Provider = "Orders"; return op },
 			`provider "Orders" is not configured`, ""},
+		{"a row the ledger read as invalid", func(op ledger.Operation) ledger.Operation {
+			op.Invalid = "recipient is longer than 320 characters (400)"
+			return op
+		}, "recipient is longer than 320 characters (400)", "http"},
+		{"a row the ledger read as invalid, its provider NULL: said before \"not configured\"", func(op ledger.Operation) ledger.Operation {
+			op.Provider, op.Invalid = "", "provider is NULL"
+			return op
+		}, "provider is NULL", ""},
 		{"no payload_hash", func(op ledger.Operation) ledger.Operation { op.PayloadHash = ""; return op },
 			"missing payload_hash", "http"},
 		{"no action", func(op ledger.Operation) ledger.Operation { op.Action = ""; return op },

@@ -24,6 +24,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/review"
@@ -54,6 +55,11 @@ const (
 	interactMarkDoneCallback = "mark_done"
 	interactRecordBlock      = "provider_record"
 	interactRecordAction     = "provider_record_id"
+	// The modal's confirmation, on a ticket whose records are in doubt
+	// ([review.Doubts]): one checkbox, the person's explicit yes.
+	interactConfirmBlock  = "confirm_differs"
+	interactConfirmAction = "confirm_differs"
+	interactConfirmValue  = "yes"
 
 	// interactActorPrefix marks a decision made in Slack: the actor is
 	// "slack:" and the Slack user id.
@@ -375,7 +381,7 @@ func (h *Endpoint) blockActions(ctx context.Context, ic slack.InteractionCallbac
 			return
 		}
 		// The trigger_id expires 3 s after the click: open the modal now.
-		if _, err := h.slack.OpenViewContext(ctx, ic.TriggerID, interactMarkDoneModal(id, version)); err != nil {
+		if _, err := h.slack.OpenViewContext(ctx, ic.TriggerID, interactMarkDoneModal(t, version)); err != nil {
 			log.Error("slack interaction: views.open failed", "error", err)
 			reply("Could not open the form for ticket #%d; nothing was changed. Click Mark done again.", id)
 			return
@@ -464,28 +470,47 @@ func (h *Endpoint) reply(ctx context.Context, log *slog.Logger, channel, user, t
 }
 
 // interactMarkDoneModal asks for the provider record that proves ticket
-// id's effect happened; its private_metadata carries the ticket and the
-// version the person saw, for the compare-and-set on submission.
-func interactMarkDoneModal(id int64, version int) slack.ModalViewRequest {
+// t's effect happened; its private_metadata carries the ticket and the
+// version the person saw, for the compare-and-set on submission. When the
+// evidence puts a record in doubt ([review.Doubts]) the form says what
+// differs and carries a checkbox, the explicit confirmation such a record
+// needs.
+func interactMarkDoneModal(t review.Ticket, version int) slack.ModalViewRequest {
 	text := func(s string) *slack.TextBlockObject {
 		return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
 	}
 	input := slack.NewPlainTextInputBlockElement(text("e.g. msg_8Hf2…, pi_3Mt…"), interactRecordAction)
 	input.MaxLength = interactMaxRecordID
+	blocks := []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf(
+			"Ticket #%d: which record at the provider proves the effect happened? "+
+				"The ledger row becomes done with it. sweeper sends nothing.", t.ID), false, false), nil, nil),
+		slack.NewInputBlock(interactRecordBlock, text("Provider record id"),
+			text("As the provider shows it. One record proves one operation."), input),
+	}
+	if doubts := review.Doubts(t); len(doubts) > 0 {
+		var what []string
+		for _, c := range doubts {
+			what = append(what, c.Warning())
+		}
+		warning := safetext.TruncateChars(safetext.Printable(strings.Join(what, "; ")), 2000)
+		blocks = append(blocks,
+			slack.NewSectionBlock(text("Differs: "+warning+"."), nil, nil),
+			&slack.InputBlock{Type: slack.MBTInput, BlockID: interactConfirmBlock, Optional: true,
+				Label: text("Confirm"),
+				Hint:  text("Needed to mark the ticket done with a record the evidence marks as differing, or with any record of this ticket."),
+				Element: slack.NewCheckboxGroupsBlockElement(interactConfirmAction,
+					slack.NewOptionBlockObject(interactConfirmValue, text("I have checked what differs and take the record all the same"), nil))},
+		)
+	}
 	return slack.ModalViewRequest{
 		Type:            slack.VTModal,
 		CallbackID:      interactMarkDoneCallback,
-		PrivateMetadata: message.ButtonValue(id, version),
+		PrivateMetadata: message.ButtonValue(t.ID, version),
 		Title:           text("Mark done"),
 		Submit:          text("Mark done"),
 		Close:           text("Cancel"),
-		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf(
-				"Ticket #%d: which record at the provider proves the effect happened? "+
-					"The ledger row becomes done with it. sweeper sends nothing.", id), false, false), nil, nil),
-			slack.NewInputBlock(interactRecordBlock, text("Provider record id"),
-				text("As the provider shows it. One record proves one operation."), input),
-		}},
+		Blocks:          slack.Blocks{BlockSet: blocks},
 	}
 }
 
@@ -509,8 +534,12 @@ func (h *Endpoint) markDoneSubmitted(ctx context.Context, w http.ResponseWriter,
 	// Validate refuses one with space around it rather than guess which
 	// record was meant.
 	var recordID string
+	confirmed := false
 	if ic.View.State != nil {
 		recordID = ic.View.State.Values[interactRecordBlock][interactRecordAction].Value
+		for _, o := range ic.View.State.Values[interactConfirmBlock][interactConfirmAction].SelectedOptions {
+			confirmed = confirmed || o.Value == interactConfirmValue
+		}
 	}
 	switch {
 	case strings.TrimSpace(recordID) == "":
@@ -521,12 +550,21 @@ func (h *Endpoint) markDoneSubmitted(ctx context.Context, w http.ResponseWriter,
 		return
 	}
 
-	if _, err := h.authorize(ctx, id, ic.User.ID); err != nil {
+	t, err := h.authorize(ctx, id, ic.User.ID)
+	if err != nil {
 		fail(h.refusal(log, id, err, "form"))
 		return
 	}
+	// review's one rule of a person's choice: a record in doubt is taken
+	// only with the form's explicit confirmation (Resolve checks it too).
+	if c := review.WeighChoice(t, review.ResolutionDone, recordID); c.Differs && !confirmed {
+		log.Info("slack interaction refused: a record in doubt, unconfirmed", "record_differs", c.Differing)
+		fail(safetext.TruncateChars(safetext.Printable(c.Warning()), 1500) +
+			". Tick the confirmation below to take it all the same; your form changed nothing.")
+		return
+	}
 	_, err = h.resolver.Resolve(ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionDone, ProviderRecordID: recordID,
-		By: interactActorPrefix + ic.User.ID, Note: "marked done in Slack", ExpectVersion: version})
+		By: interactActorPrefix + ic.User.ID, Note: "marked done in Slack", ExpectVersion: version, ConfirmDiffers: confirmed})
 	if err != nil {
 		fail(h.refusal(log, id, err, "form"))
 		return

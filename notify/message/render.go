@@ -29,6 +29,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
@@ -42,6 +43,8 @@ const (
 	ActionNotSent    = "not_sent"
 	maxRecordIDsShow = 5
 	maxDifferingShow = 10
+	// maxConfirmText is the most characters a confirm dialog's text holds.
+	maxConfirmText = 300
 )
 
 // Alert is everything a ticket's Slack messages show. It holds no raw
@@ -96,6 +99,11 @@ type Alert struct {
 	// order.
 	RecordIDs       []string
 	DifferingFields []string
+	// Doubts say, for each record a person would mark the ticket done
+	// with and must confirm first ([review.Doubts]), what differs; Doubtful
+	// is set when there is any such record.
+	Doubts   []string
+	Doubtful bool
 	// LookupErrors counts the failed lookup attempts; LastErrorClass is the
 	// class of the last one ("timeout", "rate_limited", …).
 	LookupErrors   int
@@ -147,6 +155,12 @@ func NewAlert(t review.Ticket, ev proof.Evidence) Alert {
 	}
 	for _, r := range ev.Records {
 		a.RecordIDs = append(a.RecordIDs, r.ID)
+	}
+	for _, c := range review.Doubts(t) {
+		a.Doubtful = true
+		if len(c.Differing) > 0 {
+			a.Doubts = append(a.Doubts, fmt.Sprintf("record %s differs in %s", c.RecordID, strings.Join(c.Differing, ", ")))
+		}
 	}
 	return a
 }
@@ -389,7 +403,20 @@ func actionsBlock(a Alert) *slack.ActionBlock {
 		buttons = append(buttons, slack.NewButtonBlockElement(ActionAck, value, plainText("Acknowledge")).
 			WithStyle(slack.StylePrimary))
 	}
-	buttons = append(buttons, slack.NewButtonBlockElement(ActionMarkDone, value, plainText("Mark done")))
+	markDone := slack.NewButtonBlockElement(ActionMarkDone, value, plainText("Mark done"))
+	if a.Doubtful {
+		// A record the evidence marks as differing is never one click
+		// away: the button asks first, naming what differs, and the form
+		// asks again.
+		markDone = markDone.WithConfirm(slack.NewConfirmationBlockObject(
+			plainText(fmt.Sprintf("Ticket #%d: its records differ", a.TicketID)),
+			plainText(safetext.TruncateChars(safetext.Printable(doubtText(a)), maxConfirmText-80)+
+				" Mark done only with a record that proves this operation's effect."),
+			plainText("Open the form"),
+			plainText("Cancel"),
+		).WithStyle(slack.StyleDanger))
+	}
+	buttons = append(buttons, markDone)
 	confirm := slack.NewConfirmationBlockObject(
 		plainText(fmt.Sprintf("Confirm ticket #%d was not sent?", a.TicketID)),
 		plainText("This records that the effect did not happen: the ledger row becomes failed. "+
@@ -400,6 +427,23 @@ func actionsBlock(a Alert) *slack.ActionBlock {
 	buttons = append(buttons, slack.NewButtonBlockElement(ActionNotSent, value, plainText("Confirm not sent")).
 		WithStyle(slack.StyleDanger).WithConfirm(confirm))
 	return slack.NewActionBlock(ActionsBlockID, buttons...)
+}
+
+// doubtText says why marking a's ticket done needs a confirmation: its
+// reason when that puts every record in doubt, and each record the
+// evidence marks as differing, with what differs.
+func doubtText(a Alert) string {
+	var parts []string
+	switch a.Reason {
+	case proof.ReasonMultipleMatches:
+		parts = append(parts, fmt.Sprintf("The provider holds %d records for this operation and nothing in the evidence tells which one is its effect.", len(a.RecordIDs)))
+	case proof.ReasonPayloadMismatch:
+		parts = append(parts, "The provider's record differs from what the workflow meant to send.")
+	}
+	if len(a.Doubts) > 0 {
+		parts = append(parts, "In the evidence, "+strings.Join(a.Doubts, "; ")+".")
+	}
+	return strings.Join(parts, " ")
 }
 
 // headerText holds no user-controlled text: a header is plain_text, where

@@ -32,8 +32,9 @@ type SilenceRequest struct {
 	By string
 	// Comment says why.
 	Comment string
-	// Force adds a silence that matches no open ticket and names no known
-	// provider or workflow ([ErrSilenceMatchesNothing]), with a warning.
+	// Force adds, with a warning, a silence that matches no open ticket
+	// and names no known provider or workflow ([ErrSilenceMatchesNothing]),
+	// or one that would hold every ticket ([ErrSilenceHoldsEverything]).
 	Force bool
 }
 
@@ -42,12 +43,14 @@ type SilenceRequest struct {
 // likely; refused unless forced. It wraps [ErrInvalidSilence].
 var ErrSilenceMatchesNothing = fmt.Errorf("%w: it matches no open ticket, and names no configured provider or known workflow (a typo?)", ErrInvalidSilence)
 
-// Known are the providers and workflows the configuration names (its
-// providers; the workflows of its owners and channels). The labels of the
-// open tickets count as known too.
+// Known are the providers, workflows and owners the configuration names
+// (its providers; the workflows of its owners and channels; its owners,
+// reviewers and escalation owners). The labels of the open tickets count
+// as known too.
 type Known struct {
 	Providers []string
 	Workflows []string
+	Owners    []string
 }
 
 // SilencePlan is a silence checked and ready to add: the silence, how
@@ -154,9 +157,12 @@ func (ns NewSilence) fieldProblems(matchers bool) []error {
 // PlanSilence checks silence ns as [Store.AddSilence] would
 // ([Store.CheckSilence]), then as a person's request: one that matches no
 // open ticket and names no provider or workflow known (known, or an open
-// ticket's) is refused with [ErrSilenceMatchesNothing] unless force, and
-// warned of when forced; one lasting more than [LongSilence] is warned
-// of. now is the clock its length is measured from when it has no start.
+// ticket's) is refused with [ErrSilenceMatchesNothing], and one that would
+// hold every ticket with [ErrSilenceHoldsEverything] (saying how many open
+// tickets and providers), unless force, and warned of when forced; one
+// lasting more than [LongSilence] is warned of. now is the clock its
+// length is measured from when it has no start. The CLI and the review
+// page both come here, through [Store.RequestSilence].
 func (s *Store) PlanSilence(ctx context.Context, ns NewSilence, known Known, force bool, now time.Time) (SilencePlan, error) {
 	if err := s.CheckSilence(ctx, ns); err != nil {
 		return SilencePlan{}, err
@@ -169,11 +175,36 @@ func (s *Store) PlanSilence(ctx context.Context, ns NewSilence, known Known, for
 	if plan.OpenTickets, err = s.MatchCount(ctx, ns.Matchers, labels); err != nil {
 		return SilencePlan{}, err
 	}
+	reach, err := s.reach(ctx, ns.Matchers, known, labels)
+	if err != nil {
+		return SilencePlan{}, err
+	}
+	var openAll int64
+	for _, l := range labels {
+		openAll += l.Count
+	}
+	// What holds everything holds what exists, too: it is said first, and
+	// alone.
+	all, why := holdsEverything(reach, plan.OpenTickets, openAll)
+	if all {
+		// Every open ticket, but one whose label is missing ("", an
+		// unreadable row's): the count says what it holds.
+		tickets := fmt.Sprintf("all %d open tickets", openAll)
+		if plan.OpenTickets < openAll {
+			tickets = fmt.Sprintf("%d of the %d open tickets", plan.OpenTickets, openAll)
+		}
+		err := &holdsEverythingError{fmt.Sprintf("it would hold %s and all %d providers, and every ticket like them to come (%s)",
+			tickets, providerCount(known, labels), why)}
+		if !force {
+			return SilencePlan{}, err
+		}
+		plan.Warnings = append(plan.Warnings, strings.TrimPrefix(err.Error(), ErrInvalidSilence.Error()+": "))
+	}
 	named, err := s.namesKnown(ctx, ns.Matchers, known, labels)
 	if err != nil {
 		return SilencePlan{}, err
 	}
-	if plan.OpenTickets == 0 && !named {
+	if plan.OpenTickets == 0 && !named && !all {
 		if !force {
 			return SilencePlan{}, ErrSilenceMatchesNothing
 		}

@@ -21,7 +21,9 @@ func TestRequestSilence(t *testing.T) {
 	tx := dbtest.Tx(t)
 	s := outbox.NewStore(tx)
 	now := time.Now()
-	known := outbox.Known{Providers: []string{"sms"}, Workflows: []string{"billing"}}
+	// Two providers: a silence of the one provider there is would hold
+	// everything (TestSilenceNeverHoldsEverything).
+	known := outbox.Known{Providers: []string{"sms", "email"}, Workflows: []string{"billing"}}
 	ok := outbox.SilenceRequest{Matchers: []string{"provider=sms"}, End: "2h", By: "U0OPS", Comment: "migration"}
 	for _, tc := range []struct {
 		desc string

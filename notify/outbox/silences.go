@@ -96,10 +96,41 @@ func (m Matcher) check() error {
 			strings.Join(MatcherNames, ", "))
 	case m.Op != MatchEqual && m.Op != MatchRegexp:
 		return fmt.Errorf("matcher %q: operator %q; want = or =~", m, m.Op)
-	case len(m.Value) > 500 || strings.ContainsRune(m.Value, 0):
-		return fmt.Errorf("matcher %q: its value must be at most 500 bytes, without NUL", m)
+	case len(m.Value) > MaxMatcherValue || strings.ContainsRune(m.Value, 0):
+		return fmt.Errorf("matcher %q: its value must be at most %d bytes, without NUL", m, MaxMatcherValue)
+	case m.Op == MatchRegexp:
+		if ref, ok := backReference(m.Value); ok {
+			return fmt.Errorf("matcher %q: %s is a back-reference, which PostgreSQL matches by trying every way to split the value (seconds for a short one); a silence's pattern has none", m, ref)
+		}
 	}
 	return nil
+}
+
+// MaxMatcherValue is the longest value or pattern a matcher may have, in
+// bytes: what a label needs, and a bound on what a pattern costs
+// PostgreSQL to compile.
+const MaxMatcherValue = 500
+
+// backReference finds the first back-reference of PostgreSQL pattern p: a
+// backslash, not itself escaped, before a digit 1 to 9 (two backslashes
+// and a 1 are a backslash, then a 1). In a bracket expression PostgreSQL
+// refuses the escape anyway; past the groups there are it would be an
+// octal character, which no label holds.
+func backReference(p string) (string, bool) {
+	for i := 0; i+1 < len(p); i++ {
+		if p[i] != '\\' {
+			continue
+		}
+		if c := p[i+1]; c >= '1' && c <= '9' {
+			j := i + 2
+			for j < len(p) && p[j] >= '0' && p[j] <= '9' {
+				j++
+			}
+			return p[i:j], true
+		}
+		i++ // the escaped character
+	}
+	return "", false
 }
 
 // SlackUserRE is the shape of a silence's author and of who expires it: a
@@ -182,8 +213,9 @@ func scanSilence(row pgx.CollectableRow) (Silence, error) {
 
 // CheckSilence validates silence ns as [Store.AddSilence] would, without
 // adding it: every matcher well formed, its patterns accepted by
-// PostgreSQL, at least one matcher that does not match an empty label (a
-// silence never matches everything), an author, a comment, an end after
+// PostgreSQL, without back-references and cheap to match
+// ([PatternBudget]), at least one matcher that does not match an empty
+// label (a silence never matches everything), an author, a comment, an end after
 // its start and after now, at most [MaxSilence] long. Errors wrap
 // [ErrInvalidSilence] and say every problem.
 func (s *Store) CheckSilence(ctx context.Context, ns NewSilence) error {
@@ -212,12 +244,12 @@ func (s *Store) CheckSilence(ctx context.Context, ns NewSilence) error {
 	selective := false
 	for _, m := range ns.Matchers {
 		if m.Op == MatchRegexp {
-			var why *string
-			if err := s.db.QueryRow(ctx, `SELECT sweeper.silence_pattern_error($1)`, m.Value).Scan(&why); err != nil {
-				return fmt.Errorf("check matcher %q: %w", m, err)
+			problem, err := s.patternProblem(ctx, m)
+			if err != nil {
+				return err
 			}
-			if why != nil {
-				errs = append(errs, fmt.Errorf("matcher %q: not a PostgreSQL regular expression: %s", m, *why))
+			if problem != "" {
+				errs = append(errs, errors.New(problem))
 				continue
 			}
 		}
