@@ -96,13 +96,38 @@ func TestFailingAloneIsNoOutage(t *testing.T) {
 		t.Errorf("after a failed probe the next is %s away, want about 10s", gap)
 	}
 
-	// Answered, an operation fails alone no more.
-	done(a, false, false, bad[0])
-	var marked bool
-	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM sweeper.provider_lone_failures WHERE op_key = $1)`, bad[0]).Scan(&marked); err != nil {
+	// A request sent before the outage fails during it; the probe that
+	// brings the provider up is no answer it failed alone beside.
+	done(b, false, true, "straggler")
+	if _, err := pool.Exec(ctx, `UPDATE sweeper.provider_health SET probe_at = now() - interval '1 second'`); err != nil {
 		t.Fatal(err)
 	}
-	if marked {
+	b.Forget()
+	if probe, _, err := b.Allow(ctx); !probe || err != nil {
+		t.Fatalf("b's second probe: %v, %v", probe, err)
+	}
+	done(b, true, false, "fresh-1")
+	if !up() {
+		t.Fatal("an answered probe did not bring the provider up")
+	}
+	marked := func(op string) bool {
+		t.Helper()
+		var marked bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM sweeper.provider_lone_failures WHERE op_key = $1)`, op).Scan(&marked); err != nil {
+			t.Fatal(err)
+		}
+		return marked
+	}
+	if marked("straggler") {
+		t.Error("an operation that failed during the outage fails alone once a probe is answered")
+	}
+
+	// Answered, an operation fails alone no more.
+	done(a, false, false, bad[0])
+	if marked(bad[0]) {
 		t.Errorf("%s still fails alone after the provider answered it", bad[0])
+	}
+	if !marked(bad[1]) {
+		t.Errorf("%s no longer fails alone, but was never answered", bad[1])
 	}
 }

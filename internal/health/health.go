@@ -254,7 +254,9 @@ func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail strin
 	detail = safetext.Printable(detail)
 	switch {
 	case probe && !failed:
-		return errors.Join(t.answered(ctx, op), t.up(ctx))
+		// Up first: what failed during the outage did not fail alone.
+		err := t.up(ctx)
+		return errors.Join(err, t.answered(ctx, op))
 	case probe:
 		return t.probeFailed(ctx, op, detail)
 	case !failed:
