@@ -20,8 +20,9 @@ import (
 // no answer in between are the provider failing for everyone: it goes
 // down, once. A probe with an operation failing alone that fails says
 // nothing (the next probe may ask at once, no backoff); a probe with any
-// other that fails backs off. An operation failing alone that is answered
-// fails alone no more.
+// other that fails backs off. An operation that failed during the outage
+// does not fail alone when the probe brings the provider up; one failing
+// alone that is answered fails alone no more.
 func TestFailingAloneIsNoOutage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
