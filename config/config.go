@@ -210,7 +210,8 @@ type Provider struct {
 	// in a row, in one process, with no answer in between, to be down for
 	// the whole cluster (its own failures: timeouts, 5xx, dropped
 	// connections — an answer it gave that cannot be read is the
-	// operation's, not the provider's): its lookups then pause,
+	// operation's, not the provider's; so are the failures of an
+	// operation it failed while it answered others): its lookups then pause,
 	// spending no budget and opening no lookup_failed ticket, until a probe
 	// is answered. 0 turns it off: every operation's lookups spend their
 	// own budget, and end as lookup_failed. Default 5, at most 1000.

@@ -228,18 +228,17 @@ func (p *Provider) lookupBatch(ctx context.Context, b BatchLookup, qs []Query) [
 
 // batchRequest returns one result per query, or an error for the request.
 func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) (results []Result, err error) {
-	ctx, endSpan := p.traceRequest(ctx, SpanLookupBatch, len(qs))
+	req, err := p.begin(ctx, SpanLookupBatch, len(qs))
+	if err != nil {
+		return nil, err
+	}
 	defer func() {
 		outcome := "answered"
 		if err != nil {
 			outcome = outcomeOf(nil, err)
 		}
-		endSpan(outcome)
+		req.endSpan(outcome)
 	}()
-	req, err := p.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
 	defer req.end()
 	defer func() {
 		if ctx.Err() != nil {

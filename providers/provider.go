@@ -24,7 +24,8 @@ type Provider struct {
 	Name string
 	// OutageAfter is how many different operations the provider must
 	// fail in a row, with no answer in between, to be down for the
-	// cluster (see [Provider.SetHealth]); 0: never.
+	// cluster (see [Provider.SetHealth]) — none of them one it failed
+	// while it answered others; 0: never.
 	OutageAfter int
 	// MaxOutage is how long the provider may be down for the cluster
 	// before its waiting operations move to review as lookup_failed
@@ -53,11 +54,18 @@ type Provider struct {
 	// requests counts the requests made to the adapter: one per lookup,
 	// one per batch.
 	requests atomic.Int64
-	limiter  *rate.Limiter
-	shared   SharedRate
-	slots    chan struct{}
-	metrics  *metrics.Metrics
-	tracer   trace.Tracer
+	// waited counts the operations whose requests were paced because the
+	// provider is down, since the last probe this process sent.
+	waited  atomic.Int64
+	limiter *rate.Limiter
+	shared  SharedRate
+	// sharedPaced is when (Unix nanoseconds) the cluster's rate limit,
+	// as this process last found it, has a turn within lookup_timeout
+	// again: until then a request is paced without asking it.
+	sharedPaced atomic.Int64
+	slots       chan struct{}
+	metrics     *metrics.Metrics
+	tracer      trace.Tracer
 	// start guards what is learnt about the provider after it is built:
 	// its record namespace and whether it is ready (see namespace.go).
 	start startState
@@ -72,7 +80,8 @@ type Limits struct {
 	Concurrency   int     // requests in flight
 	// OutageAfter is how many different operations the provider must
 	// fail in a row, with no answer in between, to be down for the
-	// cluster; 0: never.
+	// cluster — none of them one it failed while it answered others;
+	// 0: never.
 	OutageAfter int
 	// MaxOutage is how long the provider may be down for the cluster
 	// before its waiting operations move to review; 0: never.
@@ -144,8 +153,9 @@ func (p *Provider) SetHealth(h Health) { p.health = h }
 // internal/health's Rate, which implements it.
 type SharedRate interface {
 	// Take takes a token for one request and says how long the request
-	// must wait for its turn.
-	Take(ctx context.Context) (time.Duration, error)
+	// must wait for its turn — unless its turn is later than within:
+	// then it takes nothing, and the wait it says is longer than within.
+	Take(ctx context.Context, within time.Duration) (time.Duration, error)
 	// Return gives back the token of a request that was not sent.
 	Return(ctx context.Context) error
 }
@@ -196,12 +206,11 @@ func (p *Provider) Lookup(ctx context.Context, q Query) ([]Record, error) {
 }
 
 func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err error) {
-	ctx, endSpan := p.traceRequest(ctx, SpanLookup, 1)
-	defer func() { endSpan(outcomeOf(records, err)) }()
-	req, err := p.begin(ctx)
+	req, err := p.begin(ctx, SpanLookup, 1)
 	if err != nil {
 		return nil, err
 	}
+	defer func() { req.endSpan(outcomeOf(records, err)) }()
 	defer req.end()
 	defer func() {
 		// Runs after the recover below: it sees what the caller gets. A call

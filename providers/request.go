@@ -23,27 +23,35 @@ type request struct {
 	start time.Time
 	// end frees what the request holds: its deadline, then its slot.
 	end func()
+	// endSpan records the request's outcome on its span and ends it.
+	endSpan func(outcome string)
 }
 
-// begin waits for the provider to admit one request and starts it. The
-// caller calls the adapter with the request's ctx and defers its end,
-// before deferring the report: a deadline the report sees is the
-// request's own.
-func (p *Provider) begin(ctx context.Context) (*request, error) {
-	release, probe, err := p.admit(ctx)
+// begin waits for the provider to admit one request for n operations and
+// starts it, traced as span (from the moment it began to wait, so that
+// the span covers its admission); a request that is not admitted — paced,
+// or given up by the caller — asked nobody and leaves no span. The caller
+// calls the adapter with the request's ctx and defers its end, before
+// deferring the report: a deadline the report sees is the request's own;
+// it ends the span with [request.endSpan] last of all.
+func (p *Provider) begin(ctx context.Context, span string, n int) (*request, error) {
+	admitting := time.Now()
+	release, probe, err := p.admit(ctx, n)
 	if err != nil {
 		return nil, err
 	}
+	ctx, endSpan := p.traceRequest(ctx, span, n, admitting, probe)
 	reqCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
 	reqCtx, ex := watchExchanges(reqCtx)
 	p.requests.Add(1)
 	return &request{
-		p:      p,
-		caller: ctx,
-		ctx:    reqCtx,
-		probe:  probe,
-		ex:     ex,
-		start:  time.Now(),
+		p:       p,
+		caller:  ctx,
+		ctx:     reqCtx,
+		probe:   probe,
+		ex:      ex,
+		start:   time.Now(),
+		endSpan: endSpan,
 		end: func() {
 			cancel()
 			release()
@@ -133,15 +141,19 @@ func (p *Provider) panicked(v any) error {
 	return Transient(fmt.Errorf("%s: adapter panicked: %v", p.Name, v))
 }
 
-// admit waits for what one request to the provider needs in this process
-// — a free slot, a rate-limit token — and for the provider's health to
-// allow it. Waiting is bounded by lookup_timeout (not by the request's own
-// timeout); past it the request is paced — handed back to be tried later —
-// never failed: the provider was not asked, so nothing was learned and no
-// budget is spent. A provider that is down paces too. release frees the
-// slot; probe marks the one request asking a provider that is down. A
-// provider that is not ready ([Provider.SetNotReady]) paces at once.
-func (p *Provider) admit(ctx context.Context) (release func(), probe bool, err error) {
+// admit waits for what one request to the provider for n operations
+// needs in this process — a free slot, a rate-limit token — and for the
+// provider's health to allow it. Waiting is bounded by lookup_timeout (not
+// by the request's own timeout); past it the request is paced — handed
+// back to be tried later — never failed: the provider was not asked, so
+// nothing was learned and no budget is spent. A provider that is down
+// paces too. A paced request makes no database statement of its own: the
+// health is asked (a state cached for a second) before the cluster's rate
+// limit, whose token only a request that will be sent takes. release
+// frees the slot; probe marks the one request asking a provider that is
+// down. A provider that is not ready ([Provider.SetNotReady]) paces at
+// once.
+func (p *Provider) admit(ctx context.Context, n int) (release func(), probe bool, err error) {
 	if why := p.NotReady(); why != nil {
 		// Not asked: nothing learnt, no budget spent, nothing decided.
 		return nil, false, Paced(NotReadyWait, fmt.Errorf("%s: not ready: %v", p.Name, why))
@@ -183,39 +195,51 @@ func (p *Provider) admit(ctx context.Context) (release func(), probe bool, err e
 			return fail(Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in this process", p.Name, float64(p.limiter.Limit()))))
 		}
 	}
-	if err := p.waitShared(ctx, waitCtx); err != nil {
-		return fail(err)
-	}
 	if p.health != nil {
 		var wait time.Duration
 		var down error
 		if probe, wait, down = p.health.Allow(ctx); down != nil {
+			r.Cancel()
+			p.waited.Add(int64(n))
 			return fail(Paced(wait, fmt.Errorf("%s: the provider is down; its lookups wait for a probe to be answered", p.Name)))
 		}
+	}
+	if err := p.waitShared(ctx, waitCtx); err != nil {
+		// A probe paced by the cluster's rate limit keeps its turn until
+		// its lease ends: while a provider is down nothing else sends,
+		// so the bucket is full.
+		return fail(err)
 	}
 	return release, probe, nil
 }
 
 // waitShared waits for the request's turn in the cluster's rate limit, when
 // the provider shares one: bounded like the other waits of [Provider.admit]
-// (a turn past lookup_timeout paces the request, and its token is given
-// back). A bucket that cannot be read (the database) leaves the request to
-// this process's own limit, which it has passed: the provider's 429 is the
-// backstop, and a lookup is not stopped for the sake of pacing.
+// (a turn past lookup_timeout paces the request, taking no token, and
+// paces this process's next requests without asking the bucket until such
+// a turn may come). A bucket that cannot be read (the database) leaves the
+// request to this process's own limit, which it has passed: the
+// provider's 429 is the backstop, and a lookup is not stopped for the
+// sake of pacing.
 func (p *Provider) waitShared(ctx, waitCtx context.Context) error {
 	if p.shared == nil {
 		return nil
 	}
-	delay, err := p.shared.Take(waitCtx)
+	deadline, _ := waitCtx.Deadline()
+	within := time.Until(deadline)
+	paced := func(delay time.Duration) error {
+		return Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in the cluster", p.Name, float64(p.limiter.Limit())))
+	}
+	if until := time.Unix(0, p.sharedPaced.Load()); time.Now().Before(until) {
+		return paced(time.Until(until) + within)
+	}
+	delay, err := p.shared.Take(waitCtx, within)
 	if err != nil || delay <= 0 {
 		return ctx.Err()
 	}
-	giveBack := func() { _ = p.shared.Return(context.WithoutCancel(ctx)) }
-	paced := Paced(delay, fmt.Errorf("%s: rate_limit %g/s reached in the cluster", p.Name, float64(p.limiter.Limit())))
-	deadline, _ := waitCtx.Deadline()
-	if time.Now().Add(delay).After(deadline) {
-		giveBack()
-		return paced
+	if delay > within {
+		p.sharedPaced.Store(time.Now().Add(delay - within).UnixNano())
+		return paced(delay)
 	}
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
@@ -223,10 +247,10 @@ func (p *Provider) waitShared(ctx, waitCtx context.Context) error {
 	case <-timer.C:
 		return nil
 	case <-waitCtx.Done():
-		giveBack()
+		_ = p.shared.Return(context.WithoutCancel(ctx))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return paced
+		return paced(delay)
 	}
 }

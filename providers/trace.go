@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -10,11 +11,15 @@ import (
 )
 
 // SetTracer has each later request to the adapter traced by tracer (nil:
-// none): a span around the request, its wait for a slot and the rate
+// none): a span around each request sent, its wait for a slot and the rate
 // limit included, holding the provider's name and kind, how many
 // operations it asks for and how it ended; the adapter's HTTP exchanges,
-// made under it, are its children. Call it before the provider is used:
-// it is not synchronized with Lookup.
+// made under it, are its children. A request that is paced — held by the
+// rate limit, the concurrency cap or the provider being down — asks
+// nobody and makes no span: during an outage the spans are the probes'
+// (each saying how many operations waited since the previous one, in this
+// process: [EventOutage]). Call it before the provider is used: it is not
+// synchronized with Lookup.
 func (p *Provider) SetTracer(tracer trace.Tracer) { p.tracer = tracer }
 
 // Span names: one request to the adapter for one operation, or for a
@@ -31,20 +36,34 @@ const (
 	AttrKind       = "sweeper.provider.kind"
 	AttrOperations = "sweeper.lookup.operations"
 	AttrOutcome    = "sweeper.lookup.outcome"
+	// AttrProbe marks the one request asking a provider that is down.
+	AttrProbe = "sweeper.lookup.probe"
+	// AttrWaited is how many operations' requests this process paced
+	// because the provider was down, since its previous probe.
+	AttrWaited = "sweeper.outage.waited"
 )
 
+// EventOutage is the event of a probe's span: the outage it asks about,
+// with [AttrWaited].
+const EventOutage = "sweeper.outage"
+
 // traceRequest starts the span of one request to the adapter for n
-// operations, named name, when the provider has a tracer. end records the
-// request's outcome — outcomeOf its records and error — and ends the span.
-func (p *Provider) traceRequest(ctx context.Context, name string, n int) (_ context.Context, end func(outcome string)) {
+// operations, named name, begun at start, when the provider has a tracer;
+// a probe's span holds the outage's event. end records the request's
+// outcome — outcomeOf its records and error — and ends the span.
+func (p *Provider) traceRequest(ctx context.Context, name string, n int, start time.Time, probe bool) (_ context.Context, end func(outcome string)) {
 	if p.tracer == nil {
 		return ctx, func(string) {}
 	}
-	ctx, span := p.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+	ctx, span := p.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(start), trace.WithAttributes(
 		attribute.String(AttrProvider, p.Name),
 		attribute.String(AttrKind, p.Kind),
 		attribute.Int(AttrOperations, n),
 	))
+	if probe {
+		span.SetAttributes(attribute.Bool(AttrProbe, true))
+		span.AddEvent(EventOutage, trace.WithAttributes(attribute.Int64(AttrWaited, p.waited.Swap(0))))
+	}
 	return ctx, func(outcome string) {
 		span.SetAttributes(attribute.String(AttrOutcome, outcome))
 		switch outcome {
@@ -58,7 +77,7 @@ func (p *Provider) traceRequest(ctx context.Context, name string, n int) (_ cont
 }
 
 // outcomeOf names how a request ended for a span: the class of err
-// (transient, rate_limited, permanent, unsupported, paced), canceled when
+// (transient, rate_limited, permanent, unsupported), canceled when
 // the caller gave up, else by its records: not_found, found or multiple.
 // A batch request that was answered is "answered".
 func outcomeOf(records []Record, err error) string {

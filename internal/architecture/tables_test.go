@@ -40,6 +40,7 @@ var owners = map[string]string{
 	"sweeper.lookup_claims":              "jobs",
 	"sweeper.provider_health":            "internal/health",
 	"sweeper.provider_rate":              "internal/health",
+	"sweeper.provider_lone_failures":     "internal/health",
 
 	"sweeper.river_job":          "jobs",
 	"sweeper.river_leader":       "jobs",

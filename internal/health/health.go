@@ -7,16 +7,23 @@
 // the whole cluster, asks it at a backoff (5 s doubling to 1 min); the first
 // probe it answers brings it up again, and the lookups resume.
 //
+// A provider is down only when it fails for everyone: an operation it
+// fails while it answers others fails alone, and its failures, however
+// many, are its own (sweeper.provider_lone_failures).
+//
 // The table (sweeper.provider_health) is written on state changes and by
 // probes only: a healthy provider costs one cached read a second per
-// process, not a write per lookup.
+// process, not a write per lookup; so does a provider that is down — a
+// lookup told to wait writes nothing and reads nothing of its own.
 package health
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +50,15 @@ const (
 // cacheFor is how long a process trusts the state it read.
 const cacheFor = time.Second
 
+// An operation failing alone stays so for loneFor after its last failure
+// (sweeper.provider_lone_failures); a process trusts what it learned of
+// one for loneKnownFor, and remembers maxAlone of them at most.
+const (
+	loneFor      = 7 * 24 * time.Hour
+	loneKnownFor = time.Hour
+	maxAlone     = 1 << 14
+)
+
 // State is a provider's health as the table holds it.
 type State struct {
 	Provider string `json:"provider"`
@@ -53,6 +69,8 @@ type State struct {
 	DownSeconds float64 `json:"down_seconds"`
 	// ProbeAt is when the next probe may ask, while down.
 	ProbeAt time.Time `json:"probe_at,omitzero"`
+	// ProbeLeaseUntil is when the probe in flight, if any, frees its turn.
+	ProbeLeaseUntil time.Time `json:"probe_lease_until,omitzero"`
 	// LastError is the failure that took it down, or the last failed
 	// probe's.
 	LastError string `json:"last_error,omitempty"`
@@ -90,47 +108,86 @@ type Tracker struct {
 	// failing are the operations the provider failed since it last
 	// answered: one operation's failures, however many, are not an outage.
 	failing map[string]bool
-	cached  State
-	readAt  time.Time
+	// alone are the operations this process knows to fail alone, and
+	// when it learned so ([Tracker.Done]).
+	alone  map[string]time.Time
+	cached State
+	readAt time.Time
+	// reading is closed when the read in flight, if any, ends: the other
+	// lookups keep to the state they have meanwhile, or wait for it.
+	reading chan struct{}
+	// gen counts the changes made here ([Tracker.forget]).
+	gen int
+	// notBefore: no probe's turn is asked for before it (another
+	// process took it when this one last asked).
+	notBefore time.Time
 }
 
 // NewTracker returns the tracker of provider over db: failures of that many
-// different operations in a row, with no answer in between, take the
-// provider down (at least 1). lease bounds a
+// different operations in a row, with no answer in between, none failing
+// alone ([Tracker.Done]), take the provider down (at least 1). lease bounds a
 // probe: a probe not reported within it (its process died) frees the turn.
 func NewTracker(db ledger.DB, provider string, failures int, lease time.Duration) *Tracker {
 	return &Tracker{db: db, provider: provider, failAt: max(failures, 1), lease: lease}
 }
 
-// State reads the provider's health, at most a second old.
+// State reads the provider's health, at most a second old — or a little
+// older while another lookup of this process reads it: one read at a time
+// per process, one a second, however many lookups ask. After a change this
+// process made, the lookups that ask wait for the one read that follows.
 func (t *Tracker) State(ctx context.Context) (State, error) {
 	t.mu.Lock()
-	if !t.readAt.IsZero() && time.Since(t.readAt) < cacheFor {
+	for t.readAt.IsZero() && t.reading != nil {
+		// After a change made here: the read in flight tells.
+		reading := t.reading
+		t.mu.Unlock()
+		select {
+		case <-reading:
+		case <-ctx.Done():
+			return State{}, ctx.Err()
+		}
+		t.mu.Lock()
+	}
+	if !t.readAt.IsZero() && (time.Since(t.readAt) < cacheFor || t.reading != nil) {
 		st := t.cached
 		t.mu.Unlock()
 		return st, nil
 	}
+	reading, gen := make(chan struct{}), t.gen
+	t.reading = reading
 	t.mu.Unlock()
 	st, err := Read(ctx, t.db, t.provider)
+	t.mu.Lock()
+	t.reading = nil
+	close(reading)
+	if err == nil && gen == t.gen {
+		// (A read begun before a change made here is not kept.)
+		t.cached, t.readAt = st, time.Now()
+	}
+	t.mu.Unlock()
 	if err != nil {
 		return State{}, err
 	}
-	t.mu.Lock()
-	t.cached, t.readAt = st, time.Now()
-	t.mu.Unlock()
 	return st, nil
 }
 
+// forget has every lookup read the state again until one has: the state
+// changed here.
 func (t *Tracker) forget() {
 	t.mu.Lock()
 	t.readAt = time.Time{}
+	t.gen++
 	t.mu.Unlock()
 }
 
 // Allow says whether a lookup may ask the provider now. Up: yes. Down: yes
 // for the one lookup that takes the probe's turn (probe true), which must
 // report with [Tracker.Done]; the others get [ErrDown] and how long to
-// wait before asking again.
+// wait before asking again: until the next probe is due, or a second
+// while one is due or in flight. A lookup told to wait costs no statement: the
+// state read at most a second ago says the probe is not due, or taken —
+// only a due probe's turn is asked for, and a turn another process took
+// first is not asked for again within the second.
 func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, err error) {
 	st, err := t.State(ctx)
 	if err != nil || st.Up {
@@ -138,21 +195,36 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 		// lookup ask, as it would with no tracker.
 		return false, 0, nil
 	}
-	var taken bool
-	err = t.db.QueryRow(ctx, `UPDATE sweeper.provider_health
-		SET probe_lease_until = now() + $2::interval, updated_at = now()
-		WHERE provider = $1 AND state = 'down' AND probe_at <= now()
-		  AND (probe_lease_until IS NULL OR probe_lease_until < now())
-		RETURNING true`, t.provider, t.lease).Scan(&taken)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		return false, 0, nil
-	case taken:
-		return true, 0, nil
+	now := time.Now()
+	t.mu.Lock()
+	// One lookup of this process a second asks for a due probe's turn.
+	ask := !now.Before(st.ProbeAt) && !now.Before(st.ProbeLeaseUntil) && !now.Before(t.notBefore)
+	if ask {
+		t.notBefore = now.Add(cacheFor)
 	}
+	t.mu.Unlock()
+	if ask {
+		var taken bool
+		err = t.db.QueryRow(ctx, `UPDATE sweeper.provider_health
+			SET probe_lease_until = now() + $2::interval, updated_at = now()
+			WHERE provider = $1 AND state = 'down' AND probe_at <= now()
+			  AND (probe_lease_until IS NULL OR probe_lease_until < now())
+			RETURNING true`, t.provider, t.lease).Scan(&taken)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			t.forget() // another process's probe, or a state newer than ours
+		case err != nil:
+			return false, 0, nil
+		case taken:
+			t.forget()
+			return true, 0, nil
+		}
+	}
+	// Until the next probe: the lookups of every replica wake when it is
+	// due, and while it is in flight every second, so that they resume
+	// within a second of its answer, and wake no more often than that.
 	wait = time.Until(st.ProbeAt)
-	return false, min(max(wait, time.Second), 5*time.Second), ErrDown
+	return false, min(max(wait, time.Second), MaxProbe), ErrDown
 }
 
 // Done reports how a lookup for operation op that asked the provider
@@ -161,39 +233,59 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 // again after the wait the provider asked for — a 429 honoured is
 // reported as nothing: neither failure nor answer), false for an answer — an error
 // the provider chose to give, and an answer it gave that could not be read,
-// included: those are the operation's problem, ended by its own budget. A
-// probe's answer brings the provider up; its failure backs the next probe
-// off. Outside a probe, the provider goes down once failures have come
-// from the tracker's number of DIFFERENT operations with no answer in
-// between: one operation, or two, whose lookups always fail are those
-// operations' problem, however often they are asked, and an answer to any
-// request starts the count again. detail says why, for people; it must
-// hold no secret or recipient.
+// included: those are the operation's problem, ended by its own budget.
+//
+// A provider is down only when it fails for everyone. Outside a probe, it
+// goes down once failures have come from the tracker's number of
+// DIFFERENT operations with no answer in between, none of them failing
+// alone: an operation the provider failed, and then answered another
+// operation in this process, fails alone (sweeper.provider_lone_failures,
+// shared by every replica) — its later failures, however often it is
+// asked and by whichever replica, are its own, until the provider answers
+// it. An answer to any request starts the count again.
+//
+// A probe's answer brings the provider up. A probe's failure backs the
+// next probe off — unless its operation fails alone: that says nothing of
+// the provider, and the next lookup may probe at once. detail says why,
+// for people; it must hold no secret or recipient.
 func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail string) error {
 	// The provider's text, stored inert: every reader of last_error prints
 	// it on a terminal.
 	detail = safetext.Printable(detail)
 	switch {
 	case probe && !failed:
-		return t.up(ctx)
+		// Up first: what failed during the outage did not fail alone.
+		err := t.up(ctx)
+		return errors.Join(err, t.answered(ctx, op))
 	case probe:
-		_, err := t.db.Exec(ctx, `UPDATE sweeper.provider_health
-			SET probe_at = now() + probe_backoff, probe_backoff = least(probe_backoff * 2, $2::interval),
-			    probe_lease_until = NULL, last_error = $3, updated_at = now()
-			WHERE provider = $1 AND state = 'down'`, t.provider, MaxProbe, detail)
-		t.forget()
-		return err
+		return t.probeFailed(ctx, op, detail)
+	case !failed:
+		return t.answered(ctx, op)
 	}
-	t.mu.Lock()
-	if !failed {
-		t.failing = nil
-		t.mu.Unlock()
+	if t.failsAlone(ctx, op) {
 		return nil
 	}
+	t.mu.Lock()
 	if t.failing == nil {
 		t.failing = map[string]bool{}
 	}
 	t.failing[op] = true
+	enough := len(t.failing) >= t.failAt
+	candidates := slices.Collect(maps.Keys(t.failing))
+	t.mu.Unlock()
+	if !enough {
+		return nil
+	}
+	// Enough operations failed: those another replica saw fail alone are
+	// theirs, not the provider's.
+	alone, err := t.lone(ctx, candidates)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	for _, o := range alone {
+		delete(t.failing, o)
+	}
 	down := len(t.failing) >= t.failAt
 	if down {
 		t.failing = nil
@@ -218,6 +310,112 @@ func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail strin
 		t.OnDown(ctx, detail)
 	}
 	return nil
+}
+
+// probeFailed backs the next probe off after a probe for op failed — or,
+// when op fails alone, frees the probe's turn as it is: its failure says
+// nothing of the provider.
+func (t *Tracker) probeFailed(ctx context.Context, op, detail string) error {
+	alone := t.failsAlone(ctx, op)
+	if !alone {
+		// As every replica recorded it: a probe is rare enough to ask.
+		ops, err := t.lone(ctx, []string{op})
+		alone = err == nil && len(ops) == 1
+	}
+	if alone {
+		_, err := t.db.Exec(ctx, `UPDATE sweeper.provider_health SET probe_lease_until = NULL, updated_at = now()
+			WHERE provider = $1 AND state = 'down'`, t.provider)
+		t.forget()
+		return err
+	}
+	_, err := t.db.Exec(ctx, `UPDATE sweeper.provider_health
+		SET probe_at = now() + probe_backoff, probe_backoff = least(probe_backoff * 2, $2::interval),
+		    probe_lease_until = NULL, last_error = $3, updated_at = now()
+		WHERE provider = $1 AND state = 'down'`, t.provider, MaxProbe, detail)
+	t.forget()
+	return err
+}
+
+// answered records the provider's answer to op: the operations it failed
+// since its last answer in this process failed alone — the provider was
+// there — and op, if it was failing alone, no longer is.
+func (t *Tracker) answered(ctx context.Context, op string) error {
+	t.mu.Lock()
+	var alone []string
+	for o := range t.failing {
+		if o != op {
+			alone = append(alone, o)
+		}
+	}
+	t.failing = nil
+	_, wasAlone := t.alone[op]
+	delete(t.alone, op)
+	t.mu.Unlock()
+	var errs []error
+	if len(alone) > 0 {
+		// Marks older than loneFor go with the new ones: a table that
+		// grows only with operations failing alone, and shrinks with time.
+		_, err := t.db.Exec(ctx, `WITH expired AS (
+				DELETE FROM sweeper.provider_lone_failures WHERE provider = $1 AND failed_at < now() - $3::interval
+			)
+			INSERT INTO sweeper.provider_lone_failures (provider, op_key, failed_at)
+			SELECT $1, o, now() FROM unnest($2::text[]) o
+			ON CONFLICT (provider, op_key) DO UPDATE SET failed_at = now()`, t.provider, alone, loneFor)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("record the operations provider %s failed alone: %w", t.provider, err))
+		} else {
+			t.remember(alone...)
+		}
+	}
+	if wasAlone {
+		if _, err := t.db.Exec(ctx, `DELETE FROM sweeper.provider_lone_failures WHERE provider = $1 AND op_key = $2`, t.provider, op); err != nil {
+			errs = append(errs, fmt.Errorf("forget an operation provider %s failed alone: %w", t.provider, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// failsAlone reports whether op is known, in this process and lately, to
+// fail alone ([Tracker.lone] said so within loneKnownFor): its failure is
+// its own.
+func (t *Tracker) failsAlone(_ context.Context, op string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.alone[op]
+	return ok && time.Since(at) < loneKnownFor
+}
+
+// lone returns those of ops that fail alone, as every replica recorded
+// them, and marks their failure now: a mark lasts loneFor after the
+// operation's last failure.
+func (t *Tracker) lone(ctx context.Context, ops []string) ([]string, error) {
+	rows, err := t.db.Query(ctx, `UPDATE sweeper.provider_lone_failures SET failed_at = now()
+		WHERE provider = $1 AND op_key = ANY($2::text[]) AND failed_at >= now() - $3::interval
+		RETURNING op_key`, t.provider, ops, loneFor)
+	if err != nil {
+		return nil, fmt.Errorf("read the operations provider %s fails alone: %w", t.provider, err)
+	}
+	alone, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the operations provider %s fails alone: %w", t.provider, err)
+	}
+	t.remember(alone...)
+	return alone, nil
+}
+
+// remember notes ops as failing alone in this process, within a bound.
+func (t *Tracker) remember(ops ...string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.alone == nil {
+		t.alone = map[string]time.Time{}
+	}
+	now := time.Now()
+	for _, op := range ops {
+		if _, ok := t.alone[op]; ok || len(t.alone) < maxAlone {
+			t.alone[op] = now
+		}
+	}
 }
 
 // Cause names the kind of failure detail describes, for people and
@@ -265,10 +463,10 @@ func (t *Tracker) up(ctx context.Context) error {
 func Read(ctx context.Context, db ledger.DB, provider string) (State, error) {
 	st := State{Provider: provider, Up: true}
 	var state string
-	var probeAt *time.Time
+	var probeAt, leaseUntil *time.Time
 	var lastErr *string
-	err := db.QueryRow(ctx, `SELECT state, since, down_seconds, probe_at, last_error
-		FROM sweeper.provider_health WHERE provider = $1`, provider).Scan(&state, &st.Since, &st.DownSeconds, &probeAt, &lastErr)
+	err := db.QueryRow(ctx, `SELECT state, since, down_seconds, probe_at, probe_lease_until, last_error
+		FROM sweeper.provider_health WHERE provider = $1`, provider).Scan(&state, &st.Since, &st.DownSeconds, &probeAt, &leaseUntil, &lastErr)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, nil
 	}
@@ -278,6 +476,9 @@ func Read(ctx context.Context, db ledger.DB, provider string) (State, error) {
 	st.Up = state == "up"
 	if probeAt != nil {
 		st.ProbeAt = *probeAt
+	}
+	if leaseUntil != nil {
+		st.ProbeLeaseUntil = *leaseUntil
 	}
 	if lastErr != nil {
 		st.LastError = *lastErr

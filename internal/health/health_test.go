@@ -83,6 +83,7 @@ func TestDownForTheCluster(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE sweeper.provider_health SET probe_at = now() - interval '1 second', since = since - interval '1 minute'`); err != nil {
 		t.Fatal(err)
 	}
+	b.Forget() // b read the state within the second
 	probe, _, err := b.Allow(ctx)
 	if !probe || err != nil {
 		t.Fatalf("b's probe: %v, %v", probe, err)

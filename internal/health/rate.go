@@ -13,7 +13,8 @@ import (
 // PostgreSQL (sweeper.provider_rate) that every replica's requests to the
 // provider take from, so that K replicas together send at most rate_limit
 // requests a second, not K times as many. Each request costs one
-// statement; the bucket's clock is the database's.
+// statement, and a request it paces writes nothing; the bucket's clock is
+// the database's.
 type Rate struct {
 	db       ledger.DB
 	provider string
@@ -27,21 +28,40 @@ func NewRate(db ledger.DB, provider string, perSec float64, burst int) *Rate {
 	return &Rate{db: db, provider: provider, perSec: perSec, burst: float64(max(burst, 1))}
 }
 
-// Take takes a token and says how long to wait before the request it
-// stands for may be sent: 0 when the bucket held one, else the request's
-// turn behind those already waiting. The token is taken either way; a
-// request that will not wait for its turn gives it back ([Rate.Return]).
-func (r *Rate) Take(ctx context.Context) (time.Duration, error) {
-	var tokens float64
+// Take takes a token when the request it stands for may be sent within
+// within, and says how long to wait before it may: 0 when the bucket held
+// one, else the request's turn behind those already waiting. A turn later
+// than within takes nothing — the wait returned, longer than within, says
+// when one would come — so that a request paced by the bucket writes
+// nothing. A request that took a token and will not wait for its turn
+// gives it back ([Rate.Return]).
+func (r *Rate) Take(ctx context.Context, within time.Duration) (time.Duration, error) {
+	var taken *float64
+	var level float64
 	err := r.db.QueryRow(ctx, `
-		INSERT INTO sweeper.provider_rate AS b (provider, tokens, updated_at)
-		VALUES ($1, $3::float8 - 1, clock_timestamp())
-		ON CONFLICT (provider) DO UPDATE SET
-			tokens = least($3::float8, b.tokens + $2::float8 * greatest(0, extract(epoch FROM clock_timestamp() - b.updated_at)::float8)) - 1,
-			updated_at = greatest(b.updated_at, clock_timestamp())
-		RETURNING tokens`, r.provider, r.perSec, r.burst).Scan(&tokens)
+		WITH level AS (
+			SELECT coalesce((SELECT least($3::float8, b.tokens + $2::float8 * greatest(0, extract(epoch FROM clock_timestamp() - b.updated_at)::float8))
+				FROM sweeper.provider_rate b WHERE b.provider = $1), $3::float8) AS tokens
+		), taken AS (
+			INSERT INTO sweeper.provider_rate AS b (provider, tokens, updated_at)
+			SELECT $1, $3::float8 - 1, clock_timestamp() FROM level WHERE level.tokens - 1 >= -$4::float8 * $2::float8
+			ON CONFLICT (provider) DO UPDATE SET
+				tokens = least($3::float8, b.tokens + $2::float8 * greatest(0, extract(epoch FROM clock_timestamp() - b.updated_at)::float8)) - 1,
+				updated_at = greatest(b.updated_at, clock_timestamp())
+			WHERE least($3::float8, b.tokens + $2::float8 * greatest(0, extract(epoch FROM clock_timestamp() - b.updated_at)::float8)) - 1 >= -$4::float8 * $2::float8
+			RETURNING b.tokens
+		)
+		SELECT (SELECT tokens FROM taken), (SELECT tokens FROM level)`,
+		r.provider, r.perSec, r.burst, within.Seconds()).Scan(&taken, &level)
 	if err != nil {
 		return 0, fmt.Errorf("%s: take from the cluster's rate limit: %w", r.provider, err)
+	}
+	tokens := level - 1
+	if taken != nil {
+		tokens = *taken
+	} else {
+		// Not taken: a turn past within, however the level moved since.
+		tokens = min(tokens, -within.Seconds()*r.perSec-1e-9)
 	}
 	if tokens >= 0 {
 		return 0, nil

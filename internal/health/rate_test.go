@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/sweeper/sweeper/internal/health"
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/providers"
@@ -76,18 +78,74 @@ func TestRateTakeAndReturn(t *testing.T) {
 	ctx := context.Background()
 	r := health.NewRate(dbtest.NewPool(t), "mailer", 1, 2)
 	for i := range 2 {
-		if wait, err := r.Take(ctx); err != nil || wait != 0 {
+		if wait, err := r.Take(ctx, time.Minute); err != nil || wait != 0 {
 			t.Fatalf("take %d: wait %v, %v; want none", i+1, wait, err)
 		}
 	}
-	wait, err := r.Take(ctx)
+	wait, err := r.Take(ctx, time.Minute)
 	if err != nil || wait < 900*time.Millisecond || wait > time.Second {
 		t.Fatalf("third take: wait %v, %v; want about a second", wait, err)
 	}
 	if err := r.Return(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if wait, err := r.Take(ctx); err != nil || wait > time.Second {
+	if wait, err := r.Take(ctx, time.Minute); err != nil || wait > time.Second {
 		t.Fatalf("take after a return: wait %v, %v; want at most a turn", wait, err)
+	}
+}
+
+// TestPacedByTheClusterWritesNothing: a replica whose requests the
+// cluster's rate limit paces — another replica took the bucket's only
+// token, and the next turn is past lookup_timeout — writes nothing to the
+// bucket: the first paced request asks it once and takes no token, the
+// others, within the wait it learned, do not ask at all.
+func TestPacedByTheClusterWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewDatabase(t)
+	limits := providers.Limits{LookupTimeout: 100 * time.Millisecond, RateLimit: 1000, Concurrency: 4}
+	adapter := &countingLookup{}
+	a := providers.NewProvider("sms", "http", adapter, limits)
+	a.SetSharedRate(health.NewRate(dbtest.Pool(t, url), "sms", 1, 1))
+	if _, err := a.Lookup(ctx, providers.Query{OpKey: "op-a"}); err != nil {
+		t.Fatal(err)
+	}
+	pool := dbtest.Pool(t, url)
+	var tokens float64
+	var at time.Time
+	if err := pool.QueryRow(ctx, `SELECT tokens, updated_at FROM sweeper.provider_rate`).Scan(&tokens, &at); err != nil {
+		t.Fatal(err)
+	}
+
+	counted := &statements{}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = counted
+	bPool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bPool.Close)
+	b := providers.NewProvider("sms", "http", adapter, limits)
+	b.SetSharedRate(health.NewRate(bPool, "sms", 1, 1))
+	for i := range 20 {
+		_, err := b.Lookup(ctx, providers.Query{OpKey: "op-b"})
+		if class, _ := providers.Classify(err); class != providers.ClassPaced {
+			t.Fatalf("lookup %d: %v; want paced by the cluster's rate limit", i, err)
+		}
+	}
+	var tokensAfter float64
+	var atAfter time.Time
+	if err := pool.QueryRow(ctx, `SELECT tokens, updated_at FROM sweeper.provider_rate`).Scan(&tokensAfter, &atAfter); err != nil {
+		t.Fatal(err)
+	}
+	if n := counted.reads.Load() + counted.writes.Load(); n != 1 || tokensAfter != tokens || !atAfter.Equal(at) {
+		t.Errorf("20 lookups paced by the cluster: %d statements, bucket %g at %s → %g at %s; want one statement and the bucket untouched",
+			n, tokens, at, tokensAfter, atAfter)
+	}
+	if len(adapter.sent) != 1 {
+		t.Errorf("%d requests sent; want replica a's alone", len(adapter.sent))
 	}
 }
