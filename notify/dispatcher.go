@@ -79,6 +79,13 @@ type DispatcherConfig struct {
 	// the replay, so a person can still post one on purpose. Default 0: no
 	// limit.
 	MaxAge time.Duration
+	// PrepareTimeout bounds the receiver's preparation of one row (Slack's
+	// alert group decision, [Receiver.Prepare]): a row not prepared in
+	// time is given back untouched for the next pass, and counted
+	// (sweeper_notify_group_deferred_total), so that one slow decision —
+	// a lock another dispatcher holds, a slow database — holds neither the
+	// batch nor the pass. Default 5s.
+	PrepareTimeout time.Duration
 }
 
 // Dispatcher delivers outbox rows through its [Receiver], each message
@@ -100,6 +107,7 @@ type Dispatcher struct {
 	poll     time.Duration
 	wait     time.Duration
 	maxAge   time.Duration
+	prepTime time.Duration
 	logger   *slog.Logger
 	metrics  *metrics.Metrics
 }
@@ -117,8 +125,8 @@ func NewDispatcher(db ledger.DB, r Receiver, cfg DispatcherConfig) (*Dispatcher,
 	if cfg.Tickets == nil {
 		errs = append(errs, errors.New("the dispatcher needs Tickets, a reader of review tickets"))
 	}
-	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PollInterval < 0 || cfg.MaxAge < 0 || cfg.GroupWait < 0 {
-		errs = append(errs, errors.New("the dispatcher's Lease, BatchSize, Workers, PollInterval, MaxAge and GroupWait must not be negative"))
+	if cfg.Lease < 0 || cfg.BatchSize < 0 || cfg.Workers < 0 || cfg.PollInterval < 0 || cfg.MaxAge < 0 || cfg.GroupWait < 0 || cfg.PrepareTimeout < 0 {
+		errs = append(errs, errors.New("the dispatcher's Lease, BatchSize, Workers, PollInterval, MaxAge, GroupWait and PrepareTimeout must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -144,6 +152,7 @@ func NewDispatcher(db ledger.DB, r Receiver, cfg DispatcherConfig) (*Dispatcher,
 		poll:     cmp.Or(cfg.PollInterval, 2*time.Second),
 		wait:     cfg.GroupWait,
 		maxAge:   cfg.MaxAge,
+		prepTime: cmp.Or(cfg.PrepareTimeout, 5*time.Second),
 		logger:   logger.With("dispatcher", id),
 		metrics:  cfg.Metrics,
 	}, nil
@@ -314,19 +323,42 @@ func (d *Dispatcher) silence(ctx context.Context, claimed []outbox.Notification,
 
 // prepare hands the claimed rows to the receiver, one at a time (see
 // [Receiver.Prepare]); it releases the rows that must wait and returns the
-// others.
+// others. A row the receiver cannot prepare in time — within
+// PrepareTimeout, or before the pass's ctx ends — is released untouched
+// for the next pass and counted by reason, with one line for the pass,
+// not one per row: it is the pass that is short of time, not the row that
+// is wrong.
 func (d *Dispatcher) prepare(ctx context.Context, claimed []outbox.Notification, total *Stats) []outbox.Notification {
 	out := claimed[:0]
+	deferred := map[string]int{}
 	for _, n := range claimed {
-		err := d.receiver.Prepare(ctx, &n)
-		if err == nil {
-			out = append(out, n)
-			continue
+		var err error
+		reason := metrics.DeferredPassEnded
+		if ctx.Err() == nil {
+			pctx, cancel := context.WithTimeout(ctx, d.prepTime)
+			err = d.receiver.Prepare(pctx, &n)
+			late := pctx.Err() != nil
+			cancel()
+			if err == nil {
+				out = append(out, n)
+				continue
+			}
+			if _, ok := errors.AsType[*ReleaseError](err); ok || !late {
+				reason = ""
+			} else if ctx.Err() == nil {
+				reason = metrics.DeferredTimeout
+			}
 		}
 		log := d.rowLogger(n)
-		var rerr *ReleaseError
 		delay := time.Duration(0)
-		if !errors.As(err, &rerr) {
+		switch _, released := errors.AsType[*ReleaseError](err); {
+		case reason != "":
+			deferred[reason]++
+			d.metrics.GroupDeferred(reason)
+			if reason == metrics.DeferredTimeout {
+				delay = time.Second
+			}
+		case !released:
 			log.Warn("notify: could not decide the alert's group; trying again", "error", err)
 			delay = time.Second
 		}
@@ -338,6 +370,12 @@ func (d *Dispatcher) prepare(ctx context.Context, claimed []outbox.Notification,
 			total.Released++
 		}
 		cancel()
+	}
+	if n := deferred[metrics.DeferredTimeout]; n > 0 {
+		d.logger.Info("notify: alert group decisions took longer than their budget; the rows wait for the next pass",
+			"rows", n, "budget", d.prepTime, "pass_ended", deferred[metrics.DeferredPassEnded])
+	} else if n := deferred[metrics.DeferredPassEnded]; n > 0 {
+		d.logger.Debug("notify: the pass ended before the rows' alert group decisions; they wait for the next pass", "rows", n)
 	}
 	return out
 }

@@ -28,6 +28,10 @@ type TicketReader interface {
 	// Summaries returns the tickets among ids as they are now, without
 	// their evidence, ordered by id; an id no ticket has is left out.
 	Summaries(ctx context.Context, ids []int64) ([]Summary, error)
+	// OpenIDs returns the ids of the tickets open now whose evidence names
+	// provider and whose reason is reason, in id order: one statement,
+	// however many tickets were ever opened.
+	OpenIDs(ctx context.Context, provider string, reason proof.Reason) ([]int64, error)
 	// OpenedSince counts the tickets opened at or after since for
 	// operations of provider written (created) at or before writtenBy; a
 	// zero writtenBy bounds nothing.
@@ -112,6 +116,20 @@ func (r *Reader) Summaries(ctx context.Context, ids []int64) ([]Summary, error) 
 		return nil, fmt.Errorf("read %d tickets: %w", len(ids), err)
 	}
 	return list, nil
+}
+
+// OpenIDs implements [TicketReader].
+func (r *Reader) OpenIDs(ctx context.Context, provider string, reason proof.Reason) ([]int64, error) {
+	rows, err := r.db.Query(ctx, `SELECT id FROM sweeper.tickets
+		WHERE state = 'open' AND evidence->>'provider' = $1 AND reason = $2 ORDER BY id`, provider, reason)
+	if err != nil {
+		return nil, fmt.Errorf("read the open %s tickets of provider %q: %w", reason, provider, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("read the open %s tickets of provider %q: %w", reason, provider, err)
+	}
+	return ids, nil
 }
 
 // Backlog implements [TicketReader].

@@ -80,6 +80,39 @@ func TestReader(t *testing.T) {
 	}
 }
 
+// TestOpenIDs: the open tickets of a provider and reason, in id order;
+// another reason, another provider and a resolved ticket are left out.
+func TestOpenIDs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := review.NewReader(b.tx)
+	a := openTicket(t, b.store, b.tx, "open-a", threeRecords)
+	c := openTicket(t, b.store, b.tx, "open-c", threeRecords)
+	failed := openTicket(t, b.store, b.tx, "open-failed", proof.Failed("HTTP 503"))
+	gone := openTicket(t, b.store, b.tx, "open-gone", threeRecords)
+	if _, err := b.store.Resolve(b.ctx, review.Resolution{TicketID: gone.ID, Outcome: review.ResolutionNotSent, By: "cli:alice", ExpectVersion: gone.Version}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc     string
+		provider string
+		reason   proof.Reason
+		want     []int64
+	}{
+		{desc: "open of the provider and reason", provider: "mailer", reason: a.Reason, want: []int64{a.ID, c.ID}},
+		{desc: "another reason", provider: "mailer", reason: failed.Reason, want: []int64{failed.ID}},
+		{desc: "another provider", provider: "sms", reason: a.Reason, want: []int64{}},
+	} {
+		got, err := r.OpenIDs(b.ctx, tc.provider, tc.reason)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: OpenIDs (-want +got):\n%s", tc.desc, diff)
+		}
+	}
+}
+
 // TestNote: an event noted from outside review is written once per kind
 // and instance, with its key from EventKey; review's own kinds are refused.
 func TestNote(t *testing.T) {

@@ -79,7 +79,18 @@ type Metrics struct {
 	slackFolded    prometheus.Counter
 	slackSilenced  *prometheus.CounterVec
 	slackSearches  prometheus.Counter
+	groupDeferred  *prometheus.CounterVec
 }
+
+// Reasons of [Metrics.GroupDeferred].
+const (
+	// DeferredTimeout: the decision took longer than its own budget (a
+	// lock another dispatcher's decision held, a slow database).
+	DeferredTimeout = "timeout"
+	// DeferredPassEnded: the dispatch pass ran out of time, or stopped,
+	// before or while the decision was made.
+	DeferredPassEnded = "pass_ended"
+)
 
 // New returns the metrics, registered on reg. Series known in advance —
 // each of providers' scanned and settled counters, each Slack post kind —
@@ -140,11 +151,16 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 			Name: "sweeper_slack_search_inconclusive_total",
 			Help: "Outbox rows parked because the search for their message after an uncertain post could not finish (its window of the channel held more than a search reads); a person looks (sweeper outbox dismiss or replay --not-posted).",
 		}),
+		groupDeferred: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_notify_group_deferred_total",
+			Help: "Outbox rows whose alert group decision could not be made in time, by reason: timeout (the decision's own budget) or pass_ended (the dispatch pass's time ran out); each waits, pending and unattempted, for the next pass.",
+		}, []string{"reason"}),
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{
 		m.scanned, m.settled, m.ticketsOpened, m.lookups, m.escalations,
 		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted, m.slackSkipped, m.slackFolded, m.slackSilenced, m.slackSearches,
+		m.groupDeferred,
 	} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
@@ -153,6 +169,8 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	m.groupDeferred.WithLabelValues(DeferredTimeout)
+	m.groupDeferred.WithLabelValues(DeferredPassEnded)
 	for _, p := range providers {
 		m.scanned.WithLabelValues(p)
 		m.settled.WithLabelValues(p, OutcomeDone)
@@ -269,6 +287,16 @@ func (m *Metrics) SlackSilenced(receiver string) {
 		return
 	}
 	m.slackSilenced.WithLabelValues(receiver).Inc()
+}
+
+// GroupDeferred counts one row whose alert group decision could not be
+// made in time, for reason ([DeferredTimeout], [DeferredPassEnded]); the
+// row waits for the next pass.
+func (m *Metrics) GroupDeferred(reason string) {
+	if m == nil {
+		return
+	}
+	m.groupDeferred.WithLabelValues(reason).Inc()
 }
 
 // SlackSearchInconclusive counts one row parked after a search that could

@@ -55,47 +55,45 @@ func (g *GroupDecision) Commit(ctx context.Context) error { return g.tx.Commit(c
 // nothing.
 func (g *GroupDecision) Rollback(ctx context.Context) { _ = g.tx.Rollback(ctx) }
 
-// GroupTickets is an alert group and the tickets whose alerts it holds.
-type GroupTickets struct {
-	Group   int64
-	Tickets []int64
-}
-
-// Groups returns up to limit alert groups of the decision's channel,
-// provider and reason with an id below before (0: any), newest first,
-// whose own message is pending or in Slack (not removed), each with the
-// tickets of its alerts that are pending, sent or folded into it.
-func (g *GroupDecision) Groups(ctx context.Context, before int64, limit int) ([]GroupTickets, error) {
-	rows, err := g.tx.Query(ctx, `SELECT g.id, array_agg(m.ticket_id ORDER BY m.ticket_id)
-		FROM sweeper.alert_groups g JOIN sweeper.outbox m ON m.group_id = g.id
-		WHERE g.channel = $1 AND g.provider = $2 AND g.reason = $3 AND ($4::bigint = 0 OR g.id < $4::bigint)
-		  AND m.ticket_id IS NOT NULL AND m.kind = 'opened' AND m.state IN ('pending', 'sent', 'folded')
+// OpenGroup returns the newest alert group of the decision's channel,
+// provider and reason whose own message is pending or in Slack (not
+// removed) and that holds the alert — pending, sent or folded into it — of
+// one of open, the tickets open now of its provider and reason; or 0. One
+// statement, driven by open: its cost follows the open tickets, not the
+// groups and tickets of the past.
+func (g *GroupDecision) OpenGroup(ctx context.Context, open []int64) (int64, error) {
+	if len(open) == 0 {
+		return 0, nil
+	}
+	var group int64
+	err := g.tx.QueryRow(ctx, `SELECT g.id FROM sweeper.alert_groups g
+		WHERE g.channel = $1 AND g.provider = $2 AND g.reason = $3
+		  AND g.id IN (SELECT m.group_id FROM sweeper.outbox m
+		               WHERE m.ticket_id = ANY($4) AND m.kind = 'opened' AND m.group_id IS NOT NULL
+		                 AND m.state IN ('pending', 'sent', 'folded'))
 		  AND EXISTS (SELECT 1 FROM sweeper.outbox r WHERE r.group_id = g.id AND r.ticket_id IS NULL
 		              AND r.state IN ('pending', 'sent') AND r.removed_at IS NULL)
-		GROUP BY g.id ORDER BY g.id DESC LIMIT $5`, g.channel, g.provider, g.reason, before, limit)
+		ORDER BY g.id DESC LIMIT 1`, g.channel, g.provider, g.reason, open).Scan(&group)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
 	if err != nil {
-		return nil, err
+		return 0, fmt.Errorf("find the open alert group: %w", err)
 	}
-	var page []GroupTickets
-	var m GroupTickets
-	if _, err := pgx.ForEachRow(rows, []any{&m.Group, &m.Tickets}, func() error {
-		page = append(page, m)
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	return page, nil
+	return group, nil
 }
 
-// Ungrouped returns the rows due that may still join a group — tickets'
-// "opened" rows pending, in no group, never attempted with an unknown
-// result — and their tickets, oldest first, whatever their channel,
-// provider and reason.
-func (g *GroupDecision) Ungrouped(ctx context.Context) (rowIDs, ticketIDs []int64, err error) {
+// Ungrouped returns the rows due that may still join a group — "opened"
+// rows of tickets among, pending, in no group, never attempted with an
+// unknown result — and their tickets, oldest first.
+func (g *GroupDecision) Ungrouped(ctx context.Context, among []int64) (rowIDs, ticketIDs []int64, err error) {
+	if len(among) == 0 {
+		return nil, nil, nil
+	}
 	rows, err := g.tx.Query(ctx, `SELECT o.id, o.ticket_id FROM sweeper.outbox o
-		WHERE o.kind = 'opened' AND o.state = 'pending' AND o.group_id IS NULL AND o.ts IS NULL
-		  AND o.receiver = 'slack' AND NOT o.uncertain AND o.search_windows = '[]' AND o.ticket_id IS NOT NULL
-		ORDER BY o.id`)
+		WHERE o.ticket_id = ANY($1) AND o.kind = 'opened' AND o.state = 'pending' AND o.group_id IS NULL AND o.ts IS NULL
+		  AND o.receiver = 'slack' AND NOT o.uncertain AND o.search_windows = '[]'
+		ORDER BY o.id`, among)
 	if err != nil {
 		return nil, nil, fmt.Errorf("find the alerts to group: %w", err)
 	}

@@ -91,6 +91,8 @@ type Config struct {
 	// Tickets reads the tickets and events the rows are about. Required.
 	Tickets review.TicketReader
 	// HTTPClient sends the requests. Default: a client with a 10s timeout.
+	// Either way its redirects are never followed ([notify.NoRedirects]):
+	// the event carries the routing key.
 	HTTPClient *http.Client
 	// GiveUpAfter is how long a row's deliveries may fail before it is
 	// parked ([notify.CodeGaveUp]). Default 24h.
@@ -133,6 +135,7 @@ func New(cfg Config) (*Receiver, error) {
 	if r.client == nil {
 		r.client = &http.Client{Timeout: 10 * time.Second}
 	}
+	r.client = notify.NoRedirects(r.client)
 	if r.giveUp <= 0 {
 		r.giveUp = 24 * time.Hour
 	}
@@ -222,18 +225,22 @@ func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.
 	var answer response
 	_ = json.Unmarshal(raw, &answer)
 	why := fmt.Errorf("PagerDuty answered %s: %s", resp.Status, describe(answer, raw))
+	now := r.now()
+	// A rate limit's Retry-After without seconds waits 30s: PagerDuty asks
+	// for a back-off without saying how long.
+	v := notify.ClassifyHTTP(resp.StatusCode, resp.Header, now, 30*time.Second)
 	switch {
-	case resp.StatusCode == http.StatusAccepted || (resp.StatusCode >= 200 && resp.StatusCode < 300 && answer.Status == "success"):
+	case v.Delivered() && (resp.StatusCode == http.StatusAccepted || answer.Status == "success"):
 		n.Channel = "pagerduty"
 		return notify.Delivery{TS: action + ":" + e.DedupKey, Posted: true}, nil
+	case v.Delivered():
+		// A 2xx that is not the Events API's success: something else
+		// answered; retried.
+		v.Failure = notify.FailureTransient
 	case resp.StatusCode == http.StatusBadRequest:
-		return notify.Delivery{}, &notify.AttemptError{Step: action, Failure: notify.FailurePermanent, Code: CodeInvalidEvent, Err: why}
-	case resp.StatusCode == http.StatusTooManyRequests:
-		return notify.Delivery{}, &notify.AttemptError{Step: action, Failure: notify.FailureRateLimited, Delay: notify.RetryAfter(resp.Header.Get("Retry-After"), r.now(), 30*time.Second), Err: why}
-	case resp.StatusCode >= 400 && resp.StatusCode < 500:
-		return notify.Delivery{}, &notify.AttemptError{Step: action, Failure: notify.FailurePermanent, Code: "http_" + strconv.Itoa(resp.StatusCode), Err: why}
+		v.Code = CodeInvalidEvent
 	}
-	return notify.Delivery{}, r.failed(*n, why)
+	return notify.Delivery{}, v.Error(*n, now, r.giveUp, "pagerduty", action, why)
 }
 
 // describe is the message and errors of an answer, inert and bounded.
@@ -249,9 +256,7 @@ func describe(a response, raw []byte) string {
 }
 
 // failed is the error of an attempt on n that failed with err: retried, or
-// parked once the row has failed for longer than the limit. (A rate limit's
-// Retry-After without seconds falls back to 30s: PagerDuty asks for a
-// back-off without saying how long.)
+// parked once the row has failed for longer than the limit.
 func (r *Receiver) failed(n outbox.Notification, err error) error {
 	return notify.RetryOrGiveUp(n, r.now(), r.giveUp, "pagerduty.give_up_after", "pagerduty", err)
 }

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -458,5 +461,49 @@ func TestOutcomesCountAsPagerDuty(t *testing.T) {
 	}
 	if out := logs.String(); !strings.Contains(out, "PagerDuty refused the message") || strings.Contains(out, "Slack") {
 		t.Errorf("log %q: want the parked row's line to name PagerDuty, and no Slack", out)
+	}
+}
+
+// TestRedirectIsNeverDelivered: pagerduty.url answering 302, 307 or 308
+// with a Location at PagerDuty itself never has the row recorded sent, and
+// the event — the routing key in its body — never reaches the Location:
+// the row is parked redirect, its error naming the status and the key to
+// fix.
+func TestRedirectIsNeverDelivered(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			b := setup(t, outbox.Route{Receiver: outbox.ReceiverPagerDuty})
+			var asked atomic.Int32
+			redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked.Add(1)
+				http.Redirect(w, r, b.fake.URL(), status)
+			}))
+			t.Cleanup(redirector.Close)
+			tickets := review.NewReader(b.pool)
+			r, err := pagerduty.New(pagerduty.Config{RoutingKey: pagerdutyfake.RoutingKey, URL: redirector.URL + "/v2/enqueue", Tickets: tickets, GiveUpAfter: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := notify.NewDispatcher(b.pool, r, notify.DispatcherConfig{Tickets: tickets, ID: "pd1", Receiver: outbox.ReceiverPagerDuty,
+				Backoff: func(int) time.Duration { return 0 }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := b.open(t, "payments")
+			st := b.drain(t, d)
+			row := b.rows(t, id, outbox.ReceiverPagerDuty)[0]
+			if st.Sent != 0 || st.Parked != 1 || row.State != outbox.StateParked || row.ErrorCode != notify.CodeRedirect {
+				t.Fatalf("%+v, row %+v; want parked %s, never sent", st, row, notify.CodeRedirect)
+			}
+			for _, s := range []string{strconv.Itoa(status), "redirects are not followed", "pagerduty.url"} {
+				if !strings.Contains(row.LastError, s) {
+					t.Errorf("the row's error %q does not say %q", row.LastError, s)
+				}
+			}
+			if n := b.fake.Requests(); n != 0 || asked.Load() != 1 {
+				t.Errorf("the redirect's target got %d requests, pagerduty.url %d; want 0 and 1", n, asked.Load())
+			}
+		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -806,6 +808,42 @@ func TestSearchReadsEveryPage(t *testing.T) {
 			n := b.row(t, openedKey(id))
 			if st.Failed != 1 || n.State != outbox.StatePending || !n.Uncertain || !strings.Contains(n.LastError, "inconclusive") {
 				t.Errorf("stats %+v, row %+v; want a failed, still uncertain attempt", st, n)
+			}
+		})
+	}
+}
+
+// TestRedirectIsNeverFollowed: slack.api_url answering 302, 307 or 308
+// (to Slack itself) never has the alert posted there, nor the row
+// recorded sent: the row is parked redirect, saying to fix slack.api_url.
+func TestRedirectIsNeverFollowed(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			b := setup(t)
+			var asked atomic.Int32
+			redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked.Add(1)
+				http.Redirect(w, r, strings.TrimSuffix(b.fake.URL(), "/api/")+r.URL.Path, status)
+			}))
+			t.Cleanup(redirector.Close)
+			d := b.dispatcher(t, "d1", func(c *slack.Config) { c.APIURL = redirector.URL + "/api/" })
+			id := b.openTicket(t, "onboarding")
+			st, err := d.DispatchOnce(b.ctx) // once: a row retried at once is not drained forever
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := b.row(t, openedKey(id))
+			if st.Sent != 0 || st.Parked != 1 || row.State != outbox.StateParked || row.ErrorCode != notify.CodeRedirect {
+				t.Fatalf("%+v, row %+v; want parked %s, never sent", st, row, notify.CodeRedirect)
+			}
+			for _, s := range []string{strconv.Itoa(status), "redirects are not followed", "slack.api_url"} {
+				if !strings.Contains(row.LastError, s) {
+					t.Errorf("the row's error %q does not say %q", row.LastError, s)
+				}
+			}
+			if n := len(b.fake.Messages()); n != 0 || asked.Load() == 0 {
+				t.Errorf("Slack got %d messages through the redirect (slack.api_url asked %d times); want none", n, asked.Load())
 			}
 		})
 	}

@@ -2,7 +2,7 @@ package slack
 
 import (
 	"errors"
-	"net/http"
+	"fmt"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -68,12 +68,18 @@ func classify(err error) (notify.Failure, time.Duration) {
 	}
 	var status slack.StatusCodeError
 	if errors.As(err, &status) {
-		switch {
-		case status.Code == http.StatusTooManyRequests:
-			return notify.FailureRateLimited, defaultRateLimitDelay
+		// The receivers' one rule of HTTP answers, where it fits Slack.
+		switch v := notify.ClassifyHTTP(status.Code, nil, time.Time{}, defaultRateLimitDelay); {
+		case v.Failure == notify.FailureRateLimited, v.Code == notify.CodeRedirect:
+			return v.Failure, v.Delay
 		case status.Code >= 500:
+			// chat.postMessage has no idempotency key: a post answered
+			// with a 5xx may be in the channel.
 			return notify.FailureUncertain, 0
 		default:
+			// Slack answers its refusals 200 with ok:false: another
+			// status comes from something in between (a proxy), which a
+			// later attempt may get past.
 			return notify.FailureTransient, 0
 		}
 	}
@@ -103,14 +109,22 @@ func slackError(step string, err error, repeatable bool) *notify.AttemptError {
 	if f == notify.FailureUncertain && repeatable {
 		f = notify.FailureTransient
 	}
-	return &notify.AttemptError{Step: step, Failure: f, Code: slackCode(err), Delay: delay, Err: err}
+	code := slackCode(err)
+	if code == notify.CodeRedirect {
+		err = fmt.Errorf("%w; redirects are not followed: point slack.api_url at the final address, then replay the row", err)
+	}
+	return &notify.AttemptError{Step: step, Failure: f, Code: code, Delay: delay, Err: err}
 }
 
-// slackCode is the error code of Slack's ok:false answer in err, or "".
+// slackCode is the error code of Slack's ok:false answer in err,
+// [notify.CodeRedirect] for a redirect, or "".
 func slackCode(err error) string {
 	var refused slack.SlackErrorResponse
 	if errors.As(err, &refused) {
 		return refused.Err
+	}
+	if status, ok := errors.AsType[slack.StatusCodeError](err); ok {
+		return notify.ClassifyHTTP(status.Code, nil, time.Time{}, 0).Code
 	}
 	return ""
 }

@@ -31,7 +31,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -204,9 +203,6 @@ func (rv *receiver) mustHear(ctx context.Context, n outbox.Notification) (owner 
 	return "", false, nil
 }
 
-// groupPage is how many alert groups [receiver.openGroup] reads at once.
-const groupPage = 50
-
 // group decides, before the first attempt on a ticket's "opened" row n
 // (one row at a time per dispatcher: the rows of its batch that it makes a
 // group of are the group's when their turn comes), whether its alert goes
@@ -254,12 +250,22 @@ func (rv *receiver) group(ctx context.Context, n *outbox.Notification) error {
 		return fmt.Errorf("group the alert of ticket %d: %w", n.TicketID, err)
 	}
 	defer dec.Rollback(context.WithoutCancel(ctx))
-	group, err := rv.openGroup(ctx, dec)
+	// The tickets open now of the provider and reason, read once under the
+	// decision's lock, through the ticket reader: a ticket that resolves
+	// just after is seen open, as it would be were it read in the
+	// decision's statement (a resolution does not take the lock). Every
+	// read of the decision is one statement over these, whatever the
+	// groups and tickets of the past.
+	open, err := rv.tickets.OpenIDs(ctx, provider, tickets[0].Reason)
+	if err != nil {
+		return fmt.Errorf("group the alert of ticket %d: %w", n.TicketID, err)
+	}
+	group, err := dec.OpenGroup(ctx, open)
 	switch {
 	case err != nil:
 		return fmt.Errorf("group the alert of ticket %d: %w", n.TicketID, err)
 	case group == 0:
-		group, err = rv.newGroup(ctx, dec, *n, channel, provider, reason)
+		group, err = rv.newGroup(ctx, dec, *n, open, channel, provider, reason)
 		if err != nil || group == 0 {
 			return err // too few: posted alone (the deferred rollback ends the decision)
 		}
@@ -283,71 +289,21 @@ func (rv *receiver) group(ctx context.Context, n *outbox.Notification) error {
 	return nil
 }
 
-// openGroup returns the newest alert group of the decision's channel,
-// provider and reason whose message is pending or in Slack and that still
-// has an open ticket, or 0. It runs under the decision's lock; the tickets'
-// states are read through the ticket reader, as they are committed when it
-// reads: a ticket that resolves just after is seen open, as it would be
-// were it read in the decision's statement (a resolution does not take the
-// lock).
-func (rv *receiver) openGroup(ctx context.Context, dec *outbox.GroupDecision) (int64, error) {
-	for before := int64(0); ; {
-		page, err := dec.Groups(ctx, before, groupPage)
-		if err != nil {
-			return 0, err
-		}
-		if len(page) == 0 {
-			return 0, nil
-		}
-		for _, m := range page {
-			open, err := rv.anyOpen(ctx, m.Tickets)
-			if err != nil {
-				return 0, err
-			}
-			if open {
-				return m.Group, nil
-			}
-		}
-		before = page[len(page)-1].Group
-	}
-}
-
-// anyOpen reports whether any of tickets (ordered by id) is open, reading
-// them newest first a page at a time: a group's newest tickets are the
-// likeliest open, so a group of thousands is not read whole for each alert
-// that joins it.
-func (rv *receiver) anyOpen(ctx context.Context, tickets []int64) (bool, error) {
-	for end := len(tickets); end > 0; end -= ticketPage {
-		page, err := rv.tickets.Summaries(ctx, tickets[max(end-ticketPage, 0):end])
-		if err != nil {
-			return false, err
-		}
-		if slices.ContainsFunc(page, func(t review.Summary) bool { return t.State == review.StateOpen }) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// ticketPage is how many of a group's tickets [receiver.anyOpen] reads at
-// once.
-const ticketPage = 100
-
 // newGroup makes the due, ungrouped alerts of channel, provider and reason
-// a group in the decision, with its message's outbox row, when there are
-// at least the threshold of them, and returns its id (0: too few). The
-// alerts held by other dispatchers count, and join the group when their
-// holder decides (under the same lock, it finds the group); the others
-// join now.
-func (rv *receiver) newGroup(ctx context.Context, dec *outbox.GroupDecision, n outbox.Notification, channel, provider, reason string) (int64, error) {
-	rowIDs, ticketIDs, err := dec.Ungrouped(ctx)
+// — of open, the tickets open of the provider and reason — a group in the
+// decision, with its message's outbox row, when there are at least the
+// threshold of them, and returns its id (0: too few). The alerts held by
+// other dispatchers count, and join the group when their holder decides
+// (under the same lock, it finds the group); the others join now.
+func (rv *receiver) newGroup(ctx context.Context, dec *outbox.GroupDecision, n outbox.Notification, open []int64, channel, provider, reason string) (int64, error) {
+	rowIDs, ticketIDs, err := dec.Ungrouped(ctx, open)
 	if err != nil {
 		return 0, err
 	}
 	// The tickets' states, reasons and routes are read through the ticket
-	// reader; as in openGroup, a ticket that resolves after the read is
-	// grouped, as it would have been had it resolved after the decision's
-	// statement.
+	// reader; as for the open tickets, a ticket that resolves after the
+	// read is grouped, as it would have been had it resolved after the
+	// decision's statement.
 	tickets, err := rv.tickets.Summaries(ctx, ticketIDs)
 	if err != nil {
 		return 0, fmt.Errorf("find the alerts to group: %w", err)

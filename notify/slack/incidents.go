@@ -68,12 +68,16 @@ func (i *incidentRefresh) due() bool {
 // review after max_outage. An edit can be made again, so a failed one is
 // only logged and made again at the next refresh.
 func (rv *receiver) refreshIncidents(ctx context.Context) {
-	if !rv.incidents.due() {
+	// A pass out of time leaves the refresh, still due, to the next one:
+	// running out of time is not a failure to report.
+	if ctx.Err() != nil || !rv.incidents.due() {
 		return
 	}
 	ids, err := rv.outbox.IncidentsToRefresh(ctx)
 	if err != nil {
-		rv.logger.Warn("notify: incidents to bring up to date", "error", err)
+		if ctx.Err() == nil {
+			rv.logger.Warn("notify: incidents to bring up to date", "error", err)
+		}
 		return
 	}
 	for _, id := range ids {

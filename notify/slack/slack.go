@@ -189,6 +189,8 @@ func newReceiver(db ledger.DB, cfg Config) (*receiver, error) {
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: 30 * time.Second}
 	}
+	// A redirect is a failure, never followed: see notify.ClassifyHTTP.
+	httpClient = notify.NoRedirects(httpClient)
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

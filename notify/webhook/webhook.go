@@ -54,6 +54,7 @@ type Config struct {
 	// Tickets reads the tickets and events the rows are about. Required.
 	Tickets review.TicketReader
 	// HTTPClient sends the requests. Default: a client with Timeout.
+	// Either way its redirects are never followed ([notify.NoRedirects]).
 	HTTPClient *http.Client
 	// Timeout bounds one request. Default 10s.
 	Timeout time.Duration
@@ -96,6 +97,7 @@ func New(cfg Config) (*Receiver, error) {
 	if r.client == nil {
 		r.client = &http.Client{Timeout: cmp.Or(cfg.Timeout, 10*time.Second)}
 	}
+	r.client = notify.NoRedirects(r.client)
 	if r.giveUp <= 0 {
 		r.giveUp = 24 * time.Hour
 	}
@@ -158,17 +160,16 @@ func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	answer := fmt.Errorf("the webhook answered %s: %s", resp.Status, safetext.Truncate(safetext.Printable(string(text)), 200))
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+	now := r.now()
+	v := notify.ClassifyHTTP(resp.StatusCode, resp.Header, now, 10*time.Second)
+	if v.Delivered() {
 		n.Channel = "webhook"
 		return notify.Delivery{TS: ev.ID, Posted: true}, nil
-	case resp.StatusCode == http.StatusGone:
-		return notify.Delivery{}, &notify.AttemptError{Step: "POST", Failure: notify.FailurePermanent, Code: CodeGone, Err: answer}
-	case resp.StatusCode == http.StatusTooManyRequests:
-		delay := notify.RetryAfter(resp.Header.Get("Retry-After"), r.now(), 10*time.Second)
-		return notify.Delivery{}, &notify.AttemptError{Step: "POST", Failure: notify.FailureRateLimited, Delay: delay, Err: answer}
 	}
-	return notify.Delivery{}, r.failed(*n, answer)
+	if resp.StatusCode == http.StatusGone {
+		v.Code = CodeGone
+	}
+	return notify.Delivery{}, v.Error(*n, now, r.giveUp, "webhook", "POST", answer)
 }
 
 // failed is the error of an attempt on n that failed with err: retried, or

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,8 +128,14 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func (b *bundle) dispatcher(t *testing.T, id string, now func() time.Time) *notify.Dispatcher {
 	t.Helper()
+	return b.dispatcherAt(t, id, b.srv.URL+"/hook/abc", now)
+}
+
+// dispatcherAt is a dispatcher of the webhook at url.
+func (b *bundle) dispatcherAt(t *testing.T, id, url string, now func() time.Time) *notify.Dispatcher {
+	t.Helper()
 	tickets := review.NewReader(b.pool)
-	r, err := webhook.New(webhook.Config{URL: b.srv.URL + "/hook/abc", Secret: []byte(secret), Tickets: tickets, GiveUpAfter: time.Hour, Now: now})
+	r, err := webhook.New(webhook.Config{URL: url, Secret: []byte(secret), Tickets: tickets, GiveUpAfter: time.Hour, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,5 +399,51 @@ func TestREADMEJSSnippet(t *testing.T) {
 	cmd.Dir = "../.."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("node --test examples/webhook/verify_test.mjs: %v\n%s", err, out)
+	}
+}
+
+// TestRedirectIsNeverDelivered: a webhook answering 302 (to a page that
+// answers 200), 307 or 308 (which re-post the signed event and its
+// Idempotency-Key) never has the row recorded sent, and the address its
+// Location names never sees a request: the row is parked redirect, its
+// error naming the status and the key to fix, until a person replays it.
+func TestRedirectIsNeverDelivered(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			b := setup(t)
+			var elsewhere atomic.Int32
+			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				elsewhere.Add(1)
+				fmt.Fprint(w, "welcome")
+			}))
+			t.Cleanup(target.Close)
+			var asked atomic.Int32
+			redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked.Add(1)
+				http.Redirect(w, r, target.URL+"/collect?token=abc", status)
+			}))
+			t.Cleanup(redirector.Close)
+			id := b.open(t)
+			st, err := b.dispatcherAt(t, "w1", redirector.URL+"/hook/abc", nil).Drain(b.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := b.rows(t, id)[0]
+			if st.Sent != 0 || st.Parked != 1 || row.State != outbox.StateParked || row.ErrorCode != notify.CodeRedirect {
+				t.Fatalf("%+v, row %+v; want parked %s, never sent", st, row, notify.CodeRedirect)
+			}
+			for _, s := range []string{strconv.Itoa(status), "redirects are not followed", "webhook.url"} {
+				if !strings.Contains(row.LastError, s) {
+					t.Errorf("the row's error %q does not say %q", row.LastError, s)
+				}
+			}
+			if strings.Contains(row.LastError, "token=abc") || strings.Contains(row.LastError, "/hook/abc") {
+				t.Errorf("the row's error %q quotes a path", row.LastError)
+			}
+			if n := elsewhere.Load(); n != 0 || asked.Load() != 1 {
+				t.Errorf("the redirect's target got %d requests, the webhook %d; want 0 and 1", n, asked.Load())
+			}
+		})
 	}
 }
