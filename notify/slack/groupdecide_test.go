@@ -33,7 +33,7 @@ import (
 // 7.5 ms, and growing with every group the outbox keeps); median 3.2-7.3
 // ms (p90 4-9 ms, max 11-13 ms) reading the open tickets once and the
 // newest group holding one in one indexed statement (0.12 ms; migration
-// 20261207000031).
+// 20261208000060).
 func TestGroupDecisionKeepsUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 1,000 tickets")
