@@ -85,7 +85,7 @@ func TestDiffConfig(t *testing.T) {
 			to:   "[providers.sim2]\nkind = \"sim\"\nsimulated = true\n[providers.sim]",
 			want: app.ConfigChanges{Restart: []string{"providers.sim2"}}},
 		{desc: "live and restart together, each sorted", from: `level = "info"`,
-			to: "level = \"debug\"\nformat = \"json\"",
+			to:   "level = \"debug\"\nformat = \"json\"",
 			want: app.ConfigChanges{Live: []string{"log.level"}, Restart: []string{"log.format"}}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
