@@ -1,8 +1,15 @@
 package app_test
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -118,4 +125,78 @@ func parseValues(t *testing.T, text string) map[string]string {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestReloadWhileSettling reloads again and again — owners, the sweep's
+// schedule, the provider's rate limit — while a River client settles a
+// backlog (under the race detector): every operation gets exactly one
+// ticket, no job is left unfinished, and the work after the last reload
+// runs under it.
+func TestReloadWhileSettling(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	text := func(owner, sweep, rate string) string {
+		s := strings.Replace(baseConfig, `billing = "U0BILLING1"`, fmt.Sprintf("billing = %q", owner), 1)
+		s = strings.Replace(s, "rate_limit = 10000.0", "rate_limit = "+rate, 1)
+		return s + fmt.Sprintf("\n[schedules]\nsweep = %q\n", sweep)
+	}
+	b := setup(t, text("U0BILLING1", "@every 1s", "10000.0"), nil)
+	var next atomic.Pointer[string]
+	load := func() (*config.Config, error) {
+		return config.Parse(*next.Load(), kinds, func(string) string { return "" })
+	}
+	daemon, err := b.sweeper.NewDaemon(app.ClientOptions{FetchPollInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := new(slog.LevelVar)
+	reloader, err := b.sweeper.NewReloader(app.ReloadOptions{Daemon: daemon, Load: load, Level: level, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for i := range 100 {
+		keys = append(keys, fmt.Sprintf("nf-r-%03d", i))
+		b.claim(t, keys[i], "sim", time.Hour)
+	}
+	if err := daemon.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := daemon.Stop(ctx); err != nil {
+			t.Errorf("stop river client: %v", err)
+		}
+	})
+	configs := []string{text("U0BILLING2", "@every 2s", "5000.0"), text("U0BILLING1", "@every 1s", "10000.0")}
+	for i := range 20 {
+		next.Store(&configs[i%2])
+		changes, err := reloader.Reload(ctx)
+		if err != nil {
+			t.Fatalf("reload %d: %v", i, err)
+		}
+		want := []string{"providers.sim.rate_limit", "review.owners.workflows.billing", "schedules.sweep"}
+		if diff := cmp.Diff(app.ConfigChanges{Live: want}, changes); diff != "" {
+			t.Fatalf("reload %d (-want +got):\n%s", i, diff)
+		}
+	}
+	b.waitSettled(t, keys, 30*time.Second)
+	if n := b.count(t, `SELECT count(*) FROM sweeper.tickets WHERE op_key LIKE 'nf-r-%' AND owner IN ('U0BILLING1', 'U0BILLING2')`); n != len(keys) {
+		t.Fatalf("%d tickets for the %d operations; want one each", n, len(keys))
+	}
+
+	last := text("U0BILLING3", "@every 1s", "250.0")
+	next.Store(&last)
+	if _, err := reloader.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.sweeper.Providers["sim"].RateLimit(); got != 250 {
+		t.Errorf("rate limit %g after the reload, want 250", got)
+	}
+	b.claim(t, "nf-after", "sim", time.Hour)
+	b.waitSettled(t, []string{"nf-after"}, 30*time.Second)
+	if n := b.count(t, `SELECT count(*) FROM sweeper.tickets WHERE op_key = 'nf-after' AND owner = 'U0BILLING3'`); n != 1 {
+		t.Errorf("the operation settled after the last reload has %d tickets owned by U0BILLING3, want 1", n)
+	}
 }
