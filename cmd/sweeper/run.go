@@ -36,7 +36,8 @@ func newRunCmd(e *env) *cobra.Command {
 		Short: "run the daemon: scheduled sweeps and lookups, until SIGINT or SIGTERM",
 		Long: "run is the daemon: the sweep on its cron schedule and the lookups it enqueues, escalation\n" +
 			"and Slack delivery, and /healthz, /readyz and /metrics on http.listen (or http.admin_listen),\n" +
-			"until SIGINT or SIGTERM.\n" +
+			"until SIGINT or SIGTERM. SIGHUP, or POST /-/reload beside /metrics, reloads the configuration:\n" +
+			"log.level, [schedules], [review], [[routes]] and providers' rate_limit apply at once; other keys need a restart.\n" +
 			"Run as many replicas as you like.",
 		Args: noArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), e) }),
