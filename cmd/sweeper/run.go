@@ -65,7 +65,7 @@ func runDaemon(ctx context.Context, e *env) error {
 			case <-hup:
 				r := reloader.Load()
 				if r == nil {
-					hupLogger.Load().Warn("SIGHUP: the daemon is still starting; the configuration it reads now is the one it runs with")
+					hupLogger.Load().Warn("SIGHUP while the daemon starts: no reload; send it again once it runs (the log says \"sweeper running\")")
 					continue
 				}
 				// Reload logs what it applied and what it refused.
