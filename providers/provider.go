@@ -182,6 +182,20 @@ func (p *Provider) Close() {
 	}
 }
 
+// SetRateLimit makes the provider's rate limit perSec requests a second,
+// in this process and, when its shared bucket can change ([SetSharedRate]
+// with a limit setter), in the cluster's, from the next request on:
+// requests already admitted are not called back. A configuration reload
+// calls it.
+func (p *Provider) SetRateLimit(perSec float64) {
+	burst := max(1, int(perSec))
+	p.limiter.SetLimit(rate.Limit(perSec))
+	p.limiter.SetBurst(burst)
+	if s, ok := p.shared.(interface{ SetLimit(float64, int) }); ok {
+		s.SetLimit(perSec, burst)
+	}
+}
+
 // RateLimit is the provider's rate limit, in requests per second: in this
 // process, and for the cluster when it shares one ([Provider.SetSharedRate]).
 func (p *Provider) RateLimit() float64 { return float64(p.limiter.Limit()) }

@@ -437,6 +437,31 @@ func TestProviderRateLimit(t *testing.T) {
 	}
 }
 
+// TestProviderSetRateLimit: a rate limit raised while the provider runs
+// (a configuration reload) lets the next lookup go at once, where the old
+// limit would have paced it; the provider reports the new limit.
+func TestProviderSetRateLimit(t *testing.T) {
+	t.Parallel()
+
+	lim := limits(time.Minute)
+	lim.RateLimit = 0.1 // one token, the next in 10s
+	p := providers.NewProvider("orders", "test", lookupFunc(func(context.Context, providers.Query) ([]providers.Record, error) {
+		return nil, nil
+	}), lim)
+	if _, err := p.Lookup(t.Context(), query); err != nil {
+		t.Fatalf("first Lookup: %v", err)
+	}
+	p.SetRateLimit(1000)
+	if got := p.RateLimit(); got != 1000 {
+		t.Errorf("RateLimit() = %g after SetRateLimit(1000)", got)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if _, err := p.Lookup(ctx, query); err != nil {
+		t.Errorf("Lookup after SetRateLimit(1000): %v, want it sent", err)
+	}
+}
+
 // TestProviderRateLimitPastDeadline: a wait for this process's own rate
 // limit that would outlast the caller's deadline returns at once, paced —
 // the provider was not asked, so it is no failure and no attempt — with

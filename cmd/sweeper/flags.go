@@ -170,14 +170,25 @@ func newLogger(w io.Writer) *slog.Logger {
 // (internal/logs). floor raises the level for a command whose INFO lines
 // would repeat what it prints itself.
 func configuredLogger(w io.Writer, l config.Log, floor slog.Level) *slog.Logger {
-	text := isTerminal(w)
+	return slog.New(logs.NewDedup(newLogHandler(w, max(l.SlogLevel(), floor), logText(w, l)), logs.DefaultWindow))
+}
+
+// reloadableLogger is the daemon's logger: log.level, held in level,
+// which a configuration reload sets, and log.format as [configuredLogger].
+func reloadableLogger(w io.Writer, l config.Log, level *slog.LevelVar) *slog.Logger {
+	level.Set(l.SlogLevel())
+	return slog.New(logs.NewDedup(newLogHandler(w, level, logText(w, l)), logs.DefaultWindow))
+}
+
+// logText is whether l's logs are text (else JSON) on w.
+func logText(w io.Writer, l config.Log) bool {
 	switch l.Format {
 	case "text":
-		text = true
+		return true
 	case "json":
-		text = false
+		return false
 	}
-	return slog.New(logs.NewDedup(newLogHandler(w, max(l.SlogLevel(), floor), text), logs.DefaultWindow))
+	return isTerminal(w)
 }
 
 // newLogHandler writes text for a terminal, JSON otherwise. Neither
@@ -186,7 +197,7 @@ func configuredLogger(w io.Writer, l config.Log, floor slog.Level) *slog.Logger 
 // (strconv.Quote writes ESC as \x1b, U+202E as \u202e), and the JSON
 // handler's lines go through [safetext.InertJSON], for the C1 and bidi controls it
 // leaves raw — a JSON log is read with tail on a terminal too.
-func newLogHandler(w io.Writer, level slog.Level, text bool) slog.Handler {
+func newLogHandler(w io.Writer, level slog.Leveler, text bool) slog.Handler {
 	opts := &slog.HandlerOptions{Level: level}
 	if text {
 		return slog.NewTextHandler(w, opts)

@@ -32,6 +32,9 @@ func openWaiting(ctx context.Context, e *env, u uses, wait time.Duration) (*app.
 		return nil, nil, err
 	}
 	opts := app.OpenOptions{Logger: configuredLogger(e.stderr, cfg.Log, slog.LevelDebug), Wait: wait, NoLookups: true}
+	if e.logLevel != nil {
+		opts.Logger = reloadableLogger(e.stderr, cfg.Log, e.logLevel)
+	}
 	if u.lookups {
 		opts.Kinds, opts.NoLookups = providerKinds(), false
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,9 @@ type env struct {
 	stdout, stderr io.Writer
 	getenv         config.Getenv
 	configPath     string
+	// logLevel, when set, is the level of the logger built once the
+	// configuration is read, for the daemon to change on a reload.
+	logLevel *slog.LevelVar
 }
 
 // run runs the command line args with an empty stdin and returns the exit

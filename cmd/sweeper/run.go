@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/tracing"
@@ -34,7 +36,8 @@ func newRunCmd(e *env) *cobra.Command {
 		Short: "run the daemon: scheduled sweeps and lookups, until SIGINT or SIGTERM",
 		Long: "run is the daemon: the sweep on its cron schedule and the lookups it enqueues, escalation\n" +
 			"and Slack delivery, and /healthz, /readyz and /metrics on http.listen (or http.admin_listen),\n" +
-			"until SIGINT or SIGTERM.\n" +
+			"until SIGINT or SIGTERM. SIGHUP, or POST /-/reload beside /metrics, reloads the configuration:\n" +
+			"log.level, [schedules], [review], [[routes]] and providers' rate_limit apply at once; other keys need a restart.\n" +
 			"Run as many replicas as you like.",
 		Args: noArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), e) }),
@@ -43,24 +46,36 @@ func newRunCmd(e *env) *cobra.Command {
 
 func runDaemon(ctx context.Context, e *env) error {
 	// The configuration's logger replaces this one once it is read; a
-	// SIGHUP before that is logged by this one.
+	// SIGHUP before the daemon runs is logged by this one.
 	var hupLogger atomic.Pointer[slog.Logger]
 	hupLogger.Store(newLogger(e.stderr))
+	// SIGHUP reloads the configuration once the daemon runs.
+	var reloader atomic.Pointer[app.Reloader]
 	// Registered before anything slow, so a SIGHUP sent early does not end
 	// the process as the default action would.
 	hup, stopHUP := make(chan os.Signal, 1), make(chan struct{})
 	signal.Notify(hup, syscall.SIGHUP)
-	defer func() { signal.Stop(hup); close(stopHUP) }()
-	go func() {
+	var hupDone sync.WaitGroup
+	// Reloads end before the work stops and the pool closes.
+	stopReloads := sync.OnceFunc(func() { signal.Stop(hup); close(stopHUP); hupDone.Wait() })
+	defer stopReloads()
+	hupDone.Go(func() {
 		for {
 			select {
 			case <-hup:
-				hupLogger.Load().Warn("SIGHUP: configuration reload is not supported; restart the process to apply changes")
+				r := reloader.Load()
+				if r == nil {
+					hupLogger.Load().Warn("SIGHUP while the daemon starts: no reload; send it again once it runs (the log says \"sweeper running\")")
+					continue
+				}
+				// Reload logs what it applied and what it refused.
+				_, _ = r.Reload(context.WithoutCancel(ctx))
 			case <-stopHUP:
 				return
 			}
 		}
-	}()
+	})
+	e.logLevel = new(slog.LevelVar)
 	// A daemon waits for its database a while: it may be starting beside
 	// it, or restarting.
 	s, closeDB, err := openWaiting(ctx, e, usesAll, startupWait)
@@ -115,6 +130,15 @@ func runDaemon(ctx context.Context, e *env) error {
 		return appError(err)
 	}
 	go servers.State.Run(serveCtx, s.Config.HTTP.MetricsRefresh.Duration, logger)
+	reload, err := s.NewReloader(app.ReloadOptions{Daemon: daemon, Level: e.logLevel, Registry: registry,
+		Load: func() (*config.Config, error) { return reloadConfig(e) }})
+	if err != nil {
+		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
+		return err
+	}
+	servers.HandleAdmin("POST /-/reload", reload)
+	// Before /healthz answers: a SIGHUP from then on reloads.
+	reloader.Store(reload)
 	type listening struct {
 		key    string
 		server *http.Server
@@ -162,6 +186,7 @@ func runDaemon(ctx context.Context, e *env) error {
 	case err := <-serveErr:
 		logger.Error("http server stopped", "error", err)
 	}
+	stopReloads()
 	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
 	for _, sv := range serving {
 		sv.server.Shutdown(shutdownCtx) //nolint:errcheck // in-flight requests had their chance
@@ -186,4 +211,11 @@ func runDaemon(ctx context.Context, e *env) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// reloadConfig reads the configuration file and the environment again, as
+// `run` read them at start, for a reload.
+func reloadConfig(e *env) (*config.Config, error) {
+	path := cmp.Or(e.configPath, e.getenv(config.EnvConfig), config.DefaultPath)
+	return config.LoadWith(path, providerKinds(), e.getenv, config.Options{})
 }

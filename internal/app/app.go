@@ -14,6 +14,7 @@ import (
 	"github.com/sweeper/sweeper/internal/tracing"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 )
@@ -42,6 +43,13 @@ type App struct {
 	// providers' lookups are traced when [Open] builds them with it. Nil:
 	// none, at no cost.
 	Tracing *tracing.Tracing
+
+	// policies are the review and escalation policies the work decides
+	// by: the configuration's until a reload replaces them
+	// ([App.livePolicies]).
+	policies atomic.Pointer[settle.Policies]
+	// liveRoutes are the routes a reload set; nil: the configuration's.
+	liveRoutes atomic.Pointer[[]outbox.Route]
 
 	// routesConflict is whether the routes the database holds differ from
 	// the configuration's, as [App.WatchRoutes] last read them.
@@ -90,6 +98,16 @@ func (s *App) TrackHealth() {
 	}
 }
 
+// livePolicies are the policies the work decides by: the configuration's
+// until [App.Reload] replaces them.
+func (s *App) livePolicies() *settle.Policies {
+	if p := s.policies.Load(); p != nil {
+		return p
+	}
+	s.policies.CompareAndSwap(nil, settle.NewPolicies(Policy(s.Config), EscalationPolicy(s.Config)))
+	return s.policies.Load()
+}
+
 func (s *App) now() time.Time {
 	switch {
 	case s.Now != nil:
@@ -113,14 +131,16 @@ func (s *App) Tickets() *review.Reader { return review.NewReader(s.Pool).ForTabl
 
 // Settler returns the settler the lookup worker and `sweep --once` use.
 func (s *App) Settler() *settle.Settler {
-	return &settle.Settler{Providers: s.Providers, DB: s.Pool, Policy: Policy(s.Config), Logger: s.Logger, Now: s.now,
+	live := s.livePolicies()
+	return &settle.Settler{Providers: s.Providers, DB: s.Pool, Policy: live.Review(), Live: live, Logger: s.Logger, Now: s.now,
 		Metrics: s.Metrics, Ledger: s.Ledger()}
 }
 
-// Reviews returns the ticket store under the configured policy, which
-// reassigns tickets only to [App.Assignees].
+// Reviews returns the ticket store under the review policy now (the
+// configuration's, or a reload's), which reassigns tickets only to
+// [App.Assignees].
 func (s *App) Reviews() *review.Store {
-	return review.NewStore(s.Pool, Policy(s.Config)).ForTable(s.Ledger()).WithAssignees(s.Assignees())
+	return review.NewStore(s.Pool, s.livePolicies().Review()).ForTable(s.Ledger()).WithAssignees(s.Assignees())
 }
 
 // Scanner returns the stale scan.
@@ -139,7 +159,8 @@ func (s *App) Scanner() *settle.Scanner {
 // Outages returns the step that moves the waiting operations of a
 // provider down longer than its max_outage to review.
 func (s *App) Outages() *settle.Outages {
-	return &settle.Outages{DB: s.Pool, Providers: s.Providers, Policy: Policy(s.Config), Logger: s.Logger, Now: s.now,
+	live := s.livePolicies()
+	return &settle.Outages{DB: s.Pool, Providers: s.Providers, Policy: live.Review(), Live: live, Logger: s.Logger, Now: s.now,
 		Metrics: s.Metrics, Ledger: s.Ledger()}
 }
 
@@ -149,8 +170,9 @@ func (s *App) Escalator() *settle.Escalator {
 		Reviews:   s.Reviews(),
 		Ledger:    s.Operations(),
 		Settler:   s.Settler(),
-		Policy:    EscalationPolicy(s.Config),
-		Relookups: Policy(s.Config),
+		Policy:    s.livePolicies().Escalation(),
+		Relookups: s.livePolicies().Review(),
+		Live:      s.livePolicies(),
 		Logger:    s.Logger,
 		Now:       s.now,
 		Metrics:   s.Metrics,

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/robfig/cron/v3"
+	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/logs"
 	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/jobs"
@@ -34,6 +35,8 @@ type Daemon struct {
 	Client *river.Client[pgx.Tx]
 	// watch says the database's outages while the client runs.
 	watch *databaseWatch
+	// periodic is whether the client runs the periodic jobs.
+	periodic bool
 }
 
 // Start starts the client, and the watch on its database that says an
@@ -99,21 +102,9 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 
 	var periodic []*river.PeriodicJob
 	if !opts.NoPeriodic {
-		schedules := []struct {
-			id, key, expr string
-			args          jobs.PeriodicArgs
-		}{
-			{"sweep", "schedules.sweep", s.Config.Schedules.Sweep, jobs.SweepArgs{}},
-			{"escalate", "schedules.escalate", s.Config.Schedules.Escalate, jobs.EscalateArgs{}},
-			{"prune", "schedules.prune", s.Config.Schedules.Prune, jobs.PruneArgs{}},
-			{"notify", "schedules.notify", s.Config.Schedules.Notify, jobs.NotifyArgs{}},
-		}
-		for _, j := range schedules {
-			schedule, err := cron.ParseStandard(j.expr)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", j.key, err)
-			}
-			periodic = append(periodic, jobs.NewPeriodicJob(j.id, schedule, j.args, s.fireClock))
+		var err error
+		if periodic, err = s.periodicJobs(s.Config.Schedules); err != nil {
+			return nil, err
 		}
 	}
 
@@ -165,7 +156,45 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Daemon{Client: client, watch: watch}, nil
+	return &Daemon{Client: client, watch: watch, periodic: !opts.NoPeriodic}, nil
+}
+
+// periodicJobs are the periodic jobs on schedules: sweep, escalate, prune
+// and notify. An expression that does not parse is an error naming its
+// key.
+func (s *App) periodicJobs(schedules config.Schedules) ([]*river.PeriodicJob, error) {
+	var periodic []*river.PeriodicJob
+	for _, j := range []struct {
+		id, key, expr string
+		args          jobs.PeriodicArgs
+	}{
+		{"sweep", "schedules.sweep", schedules.Sweep, jobs.SweepArgs{}},
+		{"escalate", "schedules.escalate", schedules.Escalate, jobs.EscalateArgs{}},
+		{"prune", "schedules.prune", schedules.Prune, jobs.PruneArgs{}},
+		{"notify", "schedules.notify", schedules.Notify, jobs.NotifyArgs{}},
+	} {
+		schedule, err := cron.ParseStandard(j.expr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", j.key, err)
+		}
+		periodic = append(periodic, jobs.NewPeriodicJob(j.id, schedule, j.args, s.fireClock))
+	}
+	return periodic, nil
+}
+
+// ReplacePeriodic replaces the client's periodic jobs with periodic: the
+// scheduled runs of the old ones are cancelled, jobs already enqueued or
+// running are not touched, and each new one runs once at once (RunOnStart;
+// each run is unique per period of its schedule, so this doubles none).
+// A daemon started without periodic jobs keeps none.
+func (d *Daemon) ReplacePeriodic(periodic []*river.PeriodicJob) error {
+	if !d.periodic {
+		return nil
+	}
+	bundle := d.Client.PeriodicJobs()
+	bundle.Clear()
+	_, err := bundle.AddManySafely(periodic)
+	return err
 }
 
 // fireClock is the clock periodic runs are named by: this machine's, by

@@ -81,9 +81,18 @@ func (s *App) CheckRoutes(ctx context.Context) error {
 	return nil
 }
 
-// routes is the configuration's routes as outbox stores them.
+// routes is the configuration's routes as outbox stores them, or the
+// ones a reload set.
 func (s *App) routes() []outbox.Route {
-	eff := s.Config.EffectiveRoutes()
+	if live := s.liveRoutes.Load(); live != nil {
+		return *live
+	}
+	return routesOf(s.Config)
+}
+
+// routesOf is cfg's routes as outbox stores them.
+func routesOf(cfg *config.Config) []outbox.Route {
+	eff := cfg.EffectiveRoutes()
 	routes := make([]outbox.Route, len(eff))
 	for i, r := range eff {
 		routes[i] = outbox.Route(r)

@@ -36,7 +36,13 @@ type Servers struct {
 	Public, Admin *http.Server
 	State         *StateCollector
 	Interactions  *interact.Endpoint
+	// admin is the mux the admin endpoints are served from.
+	admin *http.ServeMux
 }
+
+// HandleAdmin serves h at pattern beside /metrics and /readyz: on the
+// admin listener when there is one, else on the public one.
+func (sv Servers) HandleAdmin(pattern string, h http.Handler) { sv.admin.Handle(pattern, h) }
 
 // NewHTTPServers returns the daemon's endpoints: /healthz, /readyz,
 // /metrics (from registry, where the event metrics already are), River's
@@ -96,7 +102,7 @@ func (s *App) NewHTTPServers(serveCtx context.Context, daemon *Daemon, registry 
 	default:
 		public.Handle("/slack/interactions", interactions)
 	}
-	out := Servers{Public: newServer(public), State: state, Interactions: interactions}
+	out := Servers{Public: newServer(public), State: state, Interactions: interactions, admin: admin}
 	if adminOn {
 		out.Admin = newServer(admin)
 	}

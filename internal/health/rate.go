@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/sweeper/sweeper/ledger"
@@ -18,14 +19,26 @@ import (
 type Rate struct {
 	db       ledger.DB
 	provider string
-	perSec   float64
-	burst    float64
+	// limit is perSec and burst, replaced together by [Rate.SetLimit].
+	limit atomic.Pointer[rateLimit]
 }
+
+type rateLimit struct{ perSec, burst float64 }
 
 // NewRate returns provider's shared bucket over db: perSec tokens a second,
 // at most burst held (at least 1).
 func NewRate(db ledger.DB, provider string, perSec float64, burst int) *Rate {
-	return &Rate{db: db, provider: provider, perSec: perSec, burst: float64(max(burst, 1))}
+	r := &Rate{db: db, provider: provider}
+	r.SetLimit(perSec, burst)
+	return r
+}
+
+// SetLimit makes the bucket perSec tokens a second, at most burst held
+// (at least 1), from the next request on: a configuration reload changes
+// a provider's rate_limit. Tokens already held above the new burst are
+// trimmed by the next request's take.
+func (r *Rate) SetLimit(perSec float64, burst int) {
+	r.limit.Store(&rateLimit{perSec: perSec, burst: float64(max(burst, 1))})
 }
 
 // Take takes a token when the request it stands for may be sent within
@@ -36,6 +49,7 @@ func NewRate(db ledger.DB, provider string, perSec float64, burst int) *Rate {
 // nothing. A request that took a token and will not wait for its turn
 // gives it back ([Rate.Return]).
 func (r *Rate) Take(ctx context.Context, within time.Duration) (time.Duration, error) {
+	limit := r.limit.Load()
 	var taken *float64
 	var level float64
 	err := r.db.QueryRow(ctx, `
@@ -52,7 +66,7 @@ func (r *Rate) Take(ctx context.Context, within time.Duration) (time.Duration, e
 			RETURNING b.tokens
 		)
 		SELECT (SELECT tokens FROM taken), (SELECT tokens FROM level)`,
-		r.provider, r.perSec, r.burst, within.Seconds()).Scan(&taken, &level)
+		r.provider, limit.perSec, limit.burst, within.Seconds()).Scan(&taken, &level)
 	if err != nil {
 		return 0, fmt.Errorf("%s: take from the cluster's rate limit: %w", r.provider, err)
 	}
@@ -61,18 +75,18 @@ func (r *Rate) Take(ctx context.Context, within time.Duration) (time.Duration, e
 		tokens = *taken
 	} else {
 		// Not taken: a turn past within, however the level moved since.
-		tokens = min(tokens, -within.Seconds()*r.perSec-1e-9)
+		tokens = min(tokens, -within.Seconds()*limit.perSec-1e-9)
 	}
 	if tokens >= 0 {
 		return 0, nil
 	}
-	return time.Duration(math.Ceil(-tokens / r.perSec * float64(time.Second))), nil
+	return time.Duration(math.Ceil(-tokens / limit.perSec * float64(time.Second))), nil
 }
 
 // Return gives back a token taken for a request that was not sent.
 func (r *Rate) Return(ctx context.Context) error {
 	if _, err := r.db.Exec(ctx, `UPDATE sweeper.provider_rate SET tokens = least($2::float8, tokens + 1) WHERE provider = $1`,
-		r.provider, r.burst); err != nil {
+		r.provider, r.limit.Load().burst); err != nil {
 		return fmt.Errorf("%s: return a token to the cluster's rate limit: %w", r.provider, err)
 	}
 	return nil

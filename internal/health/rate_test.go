@@ -149,3 +149,24 @@ func TestPacedByTheClusterWritesNothing(t *testing.T) {
 		t.Errorf("%d requests sent; want replica a's alone", len(adapter.sent))
 	}
 }
+
+// TestRateSetLimit: a limit changed while the bucket is owed (a
+// configuration reload) paces the next request by the new rate, not the
+// old one.
+func TestRateSetLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := health.NewRate(dbtest.NewPool(t), "mailer", 0.5, 1)
+	if wait, err := r.Take(ctx, time.Hour); err != nil || wait != 0 {
+		t.Fatalf("first take: wait %v, %v; want none", wait, err)
+	}
+	if wait, err := r.Take(ctx, time.Hour); err != nil || wait < 1500*time.Millisecond {
+		t.Fatalf("second take at 0.5/s: wait %v, %v; want about 2s", wait, err)
+	}
+	r.SetLimit(20, 20)
+	// Two tokens owed at 20 a second: a tenth of a second, where the old
+	// rate would have asked for four seconds.
+	if wait, err := r.Take(ctx, time.Hour); err != nil || wait > 500*time.Millisecond {
+		t.Fatalf("take after SetLimit(20, 20): wait %v, %v; want about 0.15s", wait, err)
+	}
+}

@@ -28,8 +28,11 @@ type Escalator struct {
 	Policy  review.Escalation
 	// Relookups schedules the re-lookups of open tickets.
 	Relookups review.Policy
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Live, when set, is read for both policies at each step instead of
+	// Policy and Relookups: a configuration reload changes it.
+	Live   *Policies
+	Logger *slog.Logger
+	Now    func() time.Time
 	// Metrics counts the steps taken once they commit; nil counts none.
 	Metrics *metrics.Metrics
 }
@@ -69,8 +72,10 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 		return EscalationOutcome{}, err
 	}
 	skip := EscalationOutcome{Kind: OutcomeAlreadyHandled, Level: t.Level}
+	// One policy for the whole step, whatever a reload does meanwhile.
+	policy := e.escalation()
 	if t.State != review.StateOpen || t.Version != version || t.Exhausted ||
-		e.Policy.Next(t.EscalationState, e.Now()).Kind == review.EscalationNone {
+		policy.Next(t.EscalationState, e.Now()).Kind == review.EscalationNone {
 		return skip, nil
 	}
 	logger := e.Logger.With("ticket_id", t.ID)
@@ -110,7 +115,7 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 	}
 
 	// The lookup took time: decide with the clock as it is now.
-	step := e.Policy.Next(t.EscalationState, e.Now())
+	step := policy.Next(t.EscalationState, e.Now())
 	if step.Kind == review.EscalationNone {
 		return skip, nil
 	}
@@ -128,11 +133,11 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 	case review.EscalationAckTimedOut:
 		eventDetails = review.AckTimedOutDetails{
 			Level: step.ToLevel, AcknowledgedBy: t.AcknowledgedBy, AcknowledgedAt: t.AcknowledgedAt,
-			TimeoutSeconds: int64(e.Policy.AckTimeout(t.Level) / time.Second), Lapse: step.AckLapses,
+			TimeoutSeconds: int64(policy.AckTimeout(t.Level) / time.Second), Lapse: step.AckLapses,
 			Owner: step.Owner, Priority: step.Priority, Deadline: step.Deadline, Relookup: relookup,
 		}
 	case review.EscalationRepeat:
-		details.Repeat, details.MaxRepeats = step.RepeatCount, e.Policy.MaxRepeats
+		details.Repeat, details.MaxRepeats = step.RepeatCount, policy.MaxRepeats
 	case review.EscalationExhausted:
 		details.Repeats = &step.RepeatCount
 	}
@@ -260,7 +265,7 @@ func (e *Escalator) ScanExpired(ctx context.Context, now time.Time, batchSize in
 	seen, err := scanPages(ctx, "escalate", batchSize, queryTimeout, func(ctx context.Context, last review.ExpiredTicket, n int) ([]review.ExpiredTicket, error) {
 		return e.Reviews.ExpiredTickets(ctx, now, review.ExpiredCursor{Deadline: last.Deadline, ID: last.ID}, n)
 	}, page)
-	timeouts := e.Policy.AckTimeouts()
+	timeouts := e.escalation().AckTimeouts()
 	if err != nil || timeouts == nil {
 		return seen, err
 	}
@@ -303,4 +308,20 @@ func scanPages[T any](ctx context.Context, what string, batchSize int, queryTime
 		}
 		last = rows[len(rows)-1]
 	}
+}
+
+// escalation is the escalation policy now: Live's, else Policy.
+func (e *Escalator) escalation() review.Escalation {
+	if e.Live != nil {
+		return e.Live.Escalation()
+	}
+	return e.Policy
+}
+
+// relookups is the re-lookup policy now: Live's, else Relookups.
+func (e *Escalator) relookups() review.Policy {
+	if e.Live != nil {
+		return e.Live.Review()
+	}
+	return e.Relookups
 }

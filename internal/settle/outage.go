@@ -38,8 +38,11 @@ const outagePage = 1_000
 type Outages struct {
 	DB        review.TxBeginner
 	Providers map[string]*providers.Provider
-	// Policy opens the tickets, as the lookups' do.
+	// Policy opens the tickets, as the lookups' do, unless Live is set.
 	Policy review.Policy
+	// Live, when set, is read for the policy at each step instead of
+	// Policy: a configuration reload changes it.
+	Live   *Policies
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Metrics counts the operations moved and their tickets; nil counts
@@ -151,7 +154,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 		items[i] = review.Item{Op: op, Decision: d, Now: now,
 			Evidence: proof.NewEvidence(op, proof.Lookup{Adapter: p.Kind, Outcome: outcome, At: now}, d)}
 	}
-	results, err := review.NewStore(tx, o.Policy).ForTable(tableOf(o.Ledger)).ApplyBatch(ctx, items)
+	results, err := review.NewStore(tx, o.policy()).ForTable(tableOf(o.Ledger)).ApplyBatch(ctx, items)
 	if err != nil {
 		return outageStep{}, err
 	}
@@ -198,4 +201,12 @@ func (o *Outages) waiting(ctx context.Context, tx pgx.Tx, p *providers.Provider)
 		cursor = ledger.StaleCursor{FirstAttemptAt: last.FirstAttemptAt, ID: last.ID}
 	}
 	return ops, nil
+}
+
+// policy is the review policy now: Live's, else Policy.
+func (o *Outages) policy() review.Policy {
+	if o.Live != nil {
+		return o.Live.Review()
+	}
+	return o.Policy
 }

@@ -60,7 +60,7 @@ func (e *Escalator) Relookup(ctx context.Context, id int64, done int, inTx revie
 	if t.Reason.Relooks() && seen.Skipped == "" {
 		// (A ticket whose operation left review needs a person, not
 		// another look.)
-		next = e.Relookups.NextRelookup(e.Now(), done+1)
+		next = e.relookups().NextRelookup(e.Now(), done+1)
 	}
 	scheduled, err := e.Reviews.ScheduleRelookup(ctx, t.ID, done, next, inTx)
 	if err != nil {

@@ -20,8 +20,11 @@ type Settler struct {
 	// DB reads the ledger (who already holds a record) and takes the
 	// transactions of [Settler.Finish].
 	DB review.TxBeginner
-	// Policy is the policy tickets open under.
+	// Policy is the policy tickets open under, unless Live is set.
 	Policy review.Policy
+	// Live, when set, is read for the policy at each batch instead of
+	// Policy: a configuration reload changes it.
+	Live   *Policies
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Metrics counts settlements and tickets once they commit; nil counts
@@ -30,6 +33,14 @@ type Settler struct {
 	// Ledger is the table the operations live in; nil is
 	// [ledger.NativeTable].
 	Ledger *ledger.Table
+}
+
+// policy is the review policy now: Live's, else Policy.
+func (s *Settler) policy() review.Policy {
+	if s.Live != nil {
+		return s.Live.Review()
+	}
+	return s.Policy
 }
 
 // table is the table the operations live in.

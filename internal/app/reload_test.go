@@ -1,0 +1,202 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/internal/app"
+)
+
+// reloadBase is the running configuration each case of
+// TestDiffConfig edits.
+const reloadBase = `
+[database]
+url = "postgres://db.example/sweeper"
+
+[schedules]
+sweep = "@every 1m"
+
+[review]
+default_owner = "U0DEFAULT1"
+[review.owners.workflows]
+billing = "U0BILLING1"
+
+[log]
+level = "info"
+
+[http]
+listen = "127.0.0.1:8080"
+
+[webhook]
+url = "https://hooks.example/sweeper"
+secret_env = "WEBHOOK_SECRET"
+
+[[routes]]
+receiver = "slack"
+
+[providers.sim]
+kind = "sim"
+simulated = true
+rate_limit = 10
+[[providers.sim.rules]]
+match = "found-*"
+outcome = "found"
+`
+
+func TestDiffConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc     string
+		from, to string // replaced in reloadBase
+		want     app.ConfigChanges
+	}{
+		{desc: "nothing changed"},
+		{desc: "log level", from: `level = "info"`, to: `level = "debug"`,
+			want: app.ConfigChanges{Live: []string{"log.level"}}},
+		{desc: "log format needs a restart", from: `level = "info"`, to: "level = \"info\"\nformat = \"text\"",
+			want: app.ConfigChanges{Restart: []string{"log.format"}}},
+		{desc: "an owner changed", from: `billing = "U0BILLING1"`, to: `billing = "U0BILLING2"`,
+			want: app.ConfigChanges{Live: []string{"review.owners.workflows.billing"}}},
+		{desc: "an owner added", from: `billing = "U0BILLING1"`, to: "billing = \"U0BILLING1\"\nshop = \"U0SHOP1\"",
+			want: app.ConfigChanges{Live: []string{"review.owners.workflows.shop"}}},
+		{desc: "an owner removed", from: `billing = "U0BILLING1"`, to: ``,
+			want: app.ConfigChanges{Live: []string{"review.owners.workflows.billing"}}},
+		{desc: "escalation levels", from: `default_owner = "U0DEFAULT1"`,
+			to:   "default_owner = \"U0DEFAULT1\"\n[[review.escalation]]\nowner = \"U0LEAD1\"\npriority = \"high\"\nwindow = \"1h\"\n[review.owners.providers]",
+			want: app.ConfigChanges{Live: []string{"review.escalation", "review.repeat_every"}}},
+		{desc: "schedule", from: `sweep = "@every 1m"`, to: `sweep = "@every 2m"`,
+			want: app.ConfigChanges{Live: []string{"schedules.sweep"}}},
+		{desc: "routes", from: "[[routes]]\nreceiver = \"slack\"", to: "[[routes]]\nreceiver = \"webhook\"",
+			want: app.ConfigChanges{Live: []string{"routes"}}},
+		{desc: "a provider's rate limit", from: `rate_limit = 10`, to: `rate_limit = 2.5`,
+			want: app.ConfigChanges{Live: []string{"providers.sim.rate_limit"}}},
+		{desc: "database url", from: `url = "postgres://db.example/sweeper"`, to: `url = "postgres://other.example/sweeper"`,
+			want: app.ConfigChanges{Restart: []string{"database.url"}}},
+		{desc: "listener", from: `listen = "127.0.0.1:8080"`, to: `listen = "127.0.0.1:8081"`,
+			want: app.ConfigChanges{Restart: []string{"http.listen"}}},
+		{desc: "a provider's kind settings", from: "outcome = \"found\"", to: "outcome = \"many\"",
+			want: app.ConfigChanges{Restart: []string{"providers.sim.rules"}}},
+		{desc: "a receiver", from: `url = "https://hooks.example/sweeper"`, to: `url = "https://hooks.example/other"`,
+			want: app.ConfigChanges{Restart: []string{"webhook.url"}}},
+		{desc: "a provider added is one key", from: "[providers.sim]",
+			to:   "[providers.sim2]\nkind = \"sim\"\nsimulated = true\n[providers.sim]",
+			want: app.ConfigChanges{Restart: []string{"providers.sim2"}}},
+		{desc: "live and restart together, each sorted", from: `level = "info"`,
+			to:   "level = \"debug\"\nformat = \"json\"",
+			want: app.ConfigChanges{Live: []string{"log.level"}, Restart: []string{"log.format"}}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			running := parseValues(t, reloadBase)
+			text := reloadBase
+			if tc.from != "" {
+				if !strings.Contains(text, tc.from) {
+					t.Fatalf("the base lacks %q", tc.from)
+				}
+				text = strings.Replace(text, tc.from, tc.to, 1)
+			}
+			next := parseValues(t, text)
+			got := app.DiffConfig(running, next)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("DiffConfig (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func parseValues(t *testing.T, text string) map[string]string {
+	t.Helper()
+	cfg, err := config.ParseWith(text, kinds, func(string) string { return "" }, config.Options{NoSlack: true})
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, text)
+	}
+	v, err := cfg.Values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestReloadWhileSettling reloads again and again — owners, the sweep's
+// schedule, the provider's rate limit — while a River client settles a
+// backlog (under the race detector): every operation gets exactly one
+// ticket, no job is left unfinished, and the work after the last reload
+// runs under it.
+func TestReloadWhileSettling(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	text := func(owner, sweep, rate string) string {
+		s := strings.Replace(baseConfig, `billing = "U0BILLING1"`, fmt.Sprintf("billing = %q", owner), 1)
+		s = strings.Replace(s, "rate_limit = 10000.0", "rate_limit = "+rate, 1)
+		return s + fmt.Sprintf("\n[schedules]\nsweep = %q\n", sweep)
+	}
+	b := setup(t, text("U0BILLING1", "@every 1s", "10000.0"), nil)
+	var next atomic.Pointer[string]
+	load := func() (*config.Config, error) {
+		return config.Parse(*next.Load(), kinds, func(string) string { return "" })
+	}
+	daemon, err := b.sweeper.NewDaemon(app.ClientOptions{FetchPollInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := new(slog.LevelVar)
+	reloader, err := b.sweeper.NewReloader(app.ReloadOptions{Daemon: daemon, Load: load, Level: level, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for i := range 100 {
+		keys = append(keys, fmt.Sprintf("nf-r-%03d", i))
+		b.claim(t, keys[i], "sim", time.Hour)
+	}
+	if err := daemon.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := daemon.Stop(ctx); err != nil {
+			t.Errorf("stop river client: %v", err)
+		}
+	})
+	configs := []string{text("U0BILLING2", "@every 2s", "5000.0"), text("U0BILLING1", "@every 1s", "10000.0")}
+	for i := range 20 {
+		next.Store(&configs[i%2])
+		changes, err := reloader.Reload(ctx)
+		if err != nil {
+			t.Fatalf("reload %d: %v", i, err)
+		}
+		want := []string{"providers.sim.rate_limit", "review.owners.workflows.billing", "schedules.sweep"}
+		if diff := cmp.Diff(app.ConfigChanges{Live: want}, changes); diff != "" {
+			t.Fatalf("reload %d (-want +got):\n%s", i, diff)
+		}
+	}
+	b.waitSettled(t, keys, 30*time.Second)
+	if n := b.count(t, `SELECT count(*) FROM sweeper.tickets WHERE op_key LIKE 'nf-r-%' AND owner IN ('U0BILLING1', 'U0BILLING2')`); n != len(keys) {
+		t.Fatalf("%d tickets for the %d operations; want one each", n, len(keys))
+	}
+
+	last := text("U0BILLING3", "@every 1s", "250.0")
+	next.Store(&last)
+	if _, err := reloader.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.sweeper.Providers["sim"].RateLimit(); got != 250 {
+		t.Errorf("rate limit %g after the reload, want 250", got)
+	}
+	b.claim(t, "nf-after", "sim", time.Hour)
+	b.waitSettled(t, []string{"nf-after"}, 30*time.Second)
+	if n := b.count(t, `SELECT count(*) FROM sweeper.tickets WHERE op_key = 'nf-after' AND owner = 'U0BILLING3'`); n != 1 {
+		t.Errorf("the operation settled after the last reload has %d tickets owned by U0BILLING3, want 1", n)
+	}
+}
