@@ -40,7 +40,7 @@ func openWaiting(ctx context.Context, e *env, u uses, wait time.Duration) (*app.
 	}
 	// A command that asks providers or Slack is traced when the standard
 	// OpenTelemetry variables say so; otherwise tr is nil and costs nothing.
-	tr, err := tracing.Start(ctx, e.getenv, serviceVersion(), opts.Logger)
+	tr, err := tracing.Start(ctx, e.getenv, thisBuild().ServiceVersion(), opts.Logger)
 	if err != nil {
 		return nil, nil, err
 	}

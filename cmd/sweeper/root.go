@@ -50,7 +50,7 @@ func newRootCmd(e *env) *cobra.Command {
 			"left pending, asks each provider whether the effect exists, and turns what it cannot prove\n" +
 			"into review tickets. It never performs an effect itself.\n\n" +
 			"Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.",
-		Version:       versionString(),
+		Version:       thisBuild().String(),
 		SilenceErrors: true, // exitCode prints them, once
 		SilenceUsage:  true,
 		// Without a command there is nothing to do: a usage error, as

@@ -97,6 +97,10 @@ func runDaemon(ctx context.Context, e *env) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	s.Metrics = m
+	b := thisBuild()
+	if err := metrics.RegisterBuildInfo(registry, metrics.Build{Version: b.Version, Revision: b.Revision, GoVersion: b.GoVersion}); err != nil {
+		return err
+	}
 	for _, p := range s.Providers {
 		p.SetMetrics(m)
 	}
@@ -153,7 +157,7 @@ func runDaemon(ctx context.Context, e *env) error {
 	if t := tracing.FromEnv(e.getenv); t.On {
 		traces = t.Endpoint
 	}
-	logger.Info("sweeper running", "providers", len(s.Providers), "not_ready", len(s.NotReady()), "sweep", s.Config.Schedules.Sweep,
+	logger.Info("sweeper running", "version", b.ServiceVersion(), "providers", len(s.Providers), "not_ready", len(s.NotReady()), "sweep", s.Config.Schedules.Sweep,
 		"http", serving[0].l.Addr().String(), "admin", admin, "slack", servers.Interactions != nil, "river_ui", s.Config.HTTP.RiverUI,
 		"traces", traces)
 
