@@ -518,6 +518,11 @@ type Options struct {
 	// NoWeb is for every command but run, which alone serves the review
 	// page: its cookie key need not be set.
 	NoWeb bool
+	// Environ is the process's environment as os.Environ gives it: each
+	// SWEEPER_ variable in it that sets no key (a typo such as
+	// SWEEPER_SWEP_BATCH_SIZE) is a problem, as an unknown key in the file
+	// is. Nil checks nothing.
+	Environ []string
 }
 
 // only is getenv when a command reads the secret, nil (names checked, no
@@ -567,6 +572,7 @@ func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options)
 		return nil, decodeError(err)
 	}
 	fromEnv, problems := applyEnvironment(tree, kinds, getenv)
+	problems = append(problems, unknownEnv(opts.Environ, tree, kinds)...)
 	if len(fromEnv) > 0 {
 		var b strings.Builder
 		if err := toml.NewEncoder(&b).Encode(tree); err != nil {

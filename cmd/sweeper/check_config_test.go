@@ -124,3 +124,48 @@ level = 2
 		}
 	}
 }
+
+// TestCheckConfigRefusesAMisspeltVariable: a SWEEPER_ variable in the
+// process's environment that sets no key fails check-config (exit 2) by
+// name, with the key it was probably meant for; spelt right, it passes.
+func TestCheckConfigRefusesAMisspeltVariable(t *testing.T) {
+	t.Parallel()
+	file := writeConfig(t, `
+[database]
+url = "postgres://127.0.0.1:5432/sweeper"
+
+[review]
+default_owner = "U0OWNER1"
+
+[providers.orders_api]
+kind = "http"
+url = "https://orders.internal/lookup"
+`)
+	check := func(environ ...string) result {
+		vars := map[string]string{}
+		for _, kv := range environ {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
+		}
+		var stdout, stderr strings.Builder
+		code := runEnviron(t.Context(), []string{"check-config", "--config", file}, strings.NewReader(""), &stdout, &stderr,
+			func(k string) string { return vars[k] }, environ)
+		return result{code, stdout.String(), stderr.String()}
+	}
+	r := check("SWEEPER_SWEP_BATCH_SIZE=250", "SWEEPER_PROVIDERS_ORDRES_API_URL=https://orders.internal/v2")
+	if r.code != exitUsage {
+		t.Fatalf("check-config with misspelt variables: code %d, want %d\n%s", r.code, exitUsage, r.stderr)
+	}
+	for _, want := range []string{
+		"SWEEPER_SWEP_BATCH_SIZE: environment variable names no configuration key; did you mean SWEEPER_SWEEP_BATCH_SIZE (sweep.batch_size)?",
+		"SWEEPER_PROVIDERS_ORDRES_API_URL: environment variable names no configuration key",
+		"did you mean SWEEPER_PROVIDERS_ORDERS_API_URL (providers.orders_api.url)?",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if r := check("SWEEPER_SWEEP_BATCH_SIZE=250", "SWEEPER_PROVIDERS_ORDERS_API_URL=https://orders.internal/v2"); r.code != exitOK {
+		t.Errorf("check-config with the variables spelt right: code %d\n%s", r.code, r.stderr)
+	}
+}

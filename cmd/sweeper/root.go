@@ -22,7 +22,11 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         config.Getenv
-	configPath     string
+	// environ is the whole environment ("NAME=value"), in which a
+	// SWEEPER_ variable that sets no key is a configuration error; nil
+	// (in-process tests) checks none.
+	environ    []string
+	configPath string
 }
 
 // run runs the command line args with an empty stdin and returns the exit
@@ -34,7 +38,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv co
 
 // runIn is run with stdin, which only `hash` reads.
 func runIn(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv config.Getenv) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	return runEnviron(ctx, args, stdin, stdout, stderr, getenv, nil)
+}
+
+// runEnviron is runIn with the whole environment, as main runs it.
+func runEnviron(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv config.Getenv, environ []string) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, environ: environ}
 	root := newRootCmd(e)
 	// Never nil: cobra would read os.Args instead.
 	root.SetArgs(append([]string{}, args...))
