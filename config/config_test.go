@@ -1045,3 +1045,32 @@ secret_env = "SWEEPER_WEBHOOK_SECRET"
 		t.Errorf("no environment: %v", err)
 	}
 }
+
+// TestRetentionReportsEveryWrongKey: two wrong retention keys are both
+// reported, whichever they are.
+func TestRetentionReportsEveryWrongKey(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		desc, text string
+		want       []string
+	}{
+		{desc: "resolved tickets too soon, archive dir relative", text: "[retention]\nresolved_tickets = \"1h\"\narchive_dir = \"archive\"\n",
+			want: []string{`retention.resolved_tickets: must be "0s" (keep for good) or at least 24h`, `retention.archive_dir: "archive" must be an absolute path`}},
+		{desc: "resolved tickets before their alerts, archive dir relative", text: "[retention]\nresolved_tickets = \"48h\"\narchive_dir = \"archive\"\n",
+			want: []string{"retention.resolved_tickets: must not be shorter than retention.outbox", `retention.archive_dir: "archive" must be an absolute path`}},
+		{desc: "resolved tickets malformed, archive dir relative", text: "[retention]\nresolved_tickets = \"30d\"\narchive_dir = \"archive\"\n",
+			want: []string{`retention.resolved_tickets: invalid duration "30d"`, `retention.archive_dir: "archive" must be an absolute path`}},
+		{desc: "outbox and jobs malformed", text: "[retention]\noutbox = \"30d\"\njobs = \"1d\"\n",
+			want: []string{`retention.outbox: invalid duration "30d"`, `retention.jobs: invalid duration "1d"`}},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.Parse(minimal+c.text, kinds, env(nil))
+			for _, want := range c.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v\nwant it to contain %s", err, want)
+				}
+			}
+		})
+	}
+}

@@ -82,7 +82,7 @@ func blockValue(out, block, key string) string {
 }
 
 // TestCheckConfigPrintsRoutes: the routes in effect are printed in order,
-// with the implicit Slack route when none names Slack.
+// with the implicit Slack route when Slack is on and no route names it.
 func TestCheckConfigPrintsRoutes(t *testing.T) {
 	t.Parallel()
 	const text = `
@@ -102,6 +102,9 @@ owner = "U0HEAD01"
 priority = "urgent"
 window = "1h"
 
+[slack]
+channel = "C0ALERTS1"
+
 [pagerduty]
 routing_key_env = "PD_KEY"
 
@@ -110,7 +113,8 @@ receiver = "pagerduty"
 workflow = "payments"
 level = 2
 `
-	r := runCLI(t, map[string]string{"PD_KEY": "k"}, "check-config", "--config", writeConfig(t, text))
+	r := runCLI(t, map[string]string{"PD_KEY": "k", config.EnvSlackToken: "xoxb-1", config.EnvSlackSigning: "s"},
+		"check-config", "--config", writeConfig(t, text))
 	if r.code != exitOK {
 		t.Fatalf("check-config: code %d\n%s", r.code, r.stderr)
 	}
@@ -167,5 +171,31 @@ url = "https://orders.internal/lookup"
 	}
 	if r := check("SWEEPER_SWEEP_BATCH_SIZE=250", "SWEEPER_PROVIDERS_ORDERS_API_URL=https://orders.internal/v2"); r.code != exitOK {
 		t.Errorf("check-config with the variables spelt right: code %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestCheckConfigPrintsOnlyWhatIsInEffect: with Slack off (no
+// slack.channel) no implicit route to Slack is printed, and sweeper's own
+// ledger table is not printed as an empty [ledger] table key.
+func TestCheckConfigPrintsOnlyWhatIsInEffect(t *testing.T) {
+	t.Parallel()
+	const text = `
+[database]
+url = "postgres://127.0.0.1:5432/sweeper"
+
+[review]
+default_owner = "U0OWNER1"
+`
+	r := runCLI(t, nil, "check-config", "--config", writeConfig(t, text))
+	if r.code != exitOK {
+		t.Fatalf("check-config: code %d\n%s", r.code, r.stderr)
+	}
+	for _, bad := range []string{"-> slack", `table = ""`} {
+		if strings.Contains(r.stdout, bad) {
+			t.Errorf("check-config prints %q:\n%s", bad, r.stdout)
+		}
+	}
+	if want := "#   none: Slack is off (no slack.channel) and no route names a receiver"; !strings.Contains(r.stdout, want) {
+		t.Errorf("check-config does not print %q:\n%s", want, r.stdout)
 	}
 }
