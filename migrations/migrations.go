@@ -109,8 +109,9 @@ func (e *AheadError) Error() string {
 		"run the newer sweeper that applied them", len(e.Unknown), strings.Join(names, ", "))
 }
 
-// unknown are the versions of versions that are Unknown.
-func unknown(versions []Version) []Version {
+// Unknown are the versions of versions that are Unknown: applied by a
+// newer binary.
+func Unknown(versions []Version) []Version {
 	var out []Version
 	for _, v := range versions {
 		if v.Unknown {
@@ -318,7 +319,7 @@ func (m *Migrator) Down(ctx context.Context, n int) ([]Version, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u := unknown(versions); len(u) > 0 {
+	if u := Unknown(versions); len(u) > 0 {
 		return nil, &AheadError{Unknown: u}
 	}
 	applied := 0
@@ -364,7 +365,7 @@ func (m *Migrator) Ahead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if u := unknown(versions); len(u) > 0 {
+	if u := Unknown(versions); len(u) > 0 {
 		return &AheadError{Unknown: u}
 	}
 	return nil

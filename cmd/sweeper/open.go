@@ -31,7 +31,8 @@ func openWaiting(ctx context.Context, e *env, u uses, wait time.Duration) (*app.
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := app.OpenOptions{Logger: configuredLogger(e.stderr, cfg.Log, slog.LevelDebug), Wait: wait, NoLookups: true}
+	opts := app.OpenOptions{Logger: configuredLogger(e.stderr, cfg.Log, slog.LevelDebug), Wait: wait, NoLookups: true,
+		AllowNewerSchema: e.allowNewerSchema}
 	if u.lookups {
 		opts.Kinds, opts.NoLookups = providerKinds(), false
 	}

@@ -27,6 +27,9 @@ type env struct {
 	// (in-process tests) checks none.
 	environ    []string
 	configPath string
+	// allowNewerSchema is run's --allow-newer-schema: open a database a
+	// newer sweeper migrated.
+	allowNewerSchema bool
 }
 
 // run runs the command line args with an empty stdin and returns the exit

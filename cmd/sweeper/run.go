@@ -29,7 +29,7 @@ import (
 const startupWait = time.Minute
 
 func newRunCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "run the daemon: scheduled sweeps and lookups, until SIGINT or SIGTERM",
 		Long: "run is the daemon: the sweep on its cron schedule and the lookups it enqueues, escalation\n" +
@@ -39,6 +39,11 @@ func newRunCmd(e *env) *cobra.Command {
 		Args: noArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), e) }),
 	}
+	// A database a newer sweeper migrated is refused at start unless this
+	// says to run on it (docs/architecture.md, "Schema versions").
+	cmd.Flags().BoolVar(&e.allowNewerSchema, "allow-newer-schema", false,
+		"start on a database that has migrations this binary does not know (a newer sweeper migrated it)")
+	return cmd
 }
 
 func runDaemon(ctx context.Context, e *env) error {
