@@ -6,8 +6,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+# The context has no .git: the commit comes as a build argument, e.g.
+#   docker build --build-arg VERSION=$(git describe --tags) --build-arg REVISION=$(git rev-parse HEAD) .
 ARG VERSION=""
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/sweeper ./cmd/sweeper
+ARG REVISION=""
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION} -X main.revision=${REVISION}" -o /out/sweeper ./cmd/sweeper
 
 # Run: no shell, no package manager, a non-root user. Configuration and
 # secrets come from the environment or mounted files:

@@ -15,8 +15,14 @@ help:
 	@echo "make screenshots the review page's screenshots in docs/images, from the browser test (needs chromium)"
 	@echo "make n8n-e2e     the n8n templates in a real n8n (installed into .cache/n8n), with fakes of the providers and sweeper"
 
+# The version and commit `sweeper version`, the startup log line, traces and
+# sweeper_build_info report: the nearest tag (empty without one: the
+# module's version), the commit, "-dirty" after it when the tree has changes.
+VERSION ?= $(shell git describe --tags --dirty 2>/dev/null)
+REVISION ?= $(shell r=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || r=$$r-dirty; echo $$r; })
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/sweeper
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION) -X main.revision=$(REVISION)" -o $(BIN) ./cmd/sweeper
 
 # The example's placeholders are chosen in the environment: withpg sets
 # SWEEPER_DATABASE_URL (a database of its own, never postgres), and the

@@ -520,6 +520,11 @@ type Options struct {
 	// NoWeb is for every command but run, which alone serves the review
 	// page: its cookie key need not be set.
 	NoWeb bool
+	// Environ is the process's environment as os.Environ gives it: each
+	// SWEEPER_ variable in it that sets no key (a typo such as
+	// SWEEPER_SWEP_BATCH_SIZE) is a problem, as an unknown key in the file
+	// is. Nil checks nothing.
+	Environ []string
 }
 
 // only is getenv when a command reads the secret, nil (names checked, no
@@ -569,6 +574,7 @@ func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options)
 		return nil, decodeError(err)
 	}
 	fromEnv, problems := applyEnvironment(tree, kinds, getenv)
+	problems = append(problems, unknownEnv(opts.Environ, tree, kinds)...)
 	if len(fromEnv) > 0 {
 		var b strings.Builder
 		if err := toml.NewEncoder(&b).Encode(tree); err != nil {
@@ -771,18 +777,25 @@ func (c *Config) validateRuntime(v *validator) {
 
 	v.duration("retention.outbox", c.Retention.Outbox, time.Hour)
 	v.duration("retention.jobs", c.Retention.Jobs, time.Minute)
-	switch d := c.Retention.ResolvedTickets; {
-	case d.err != nil:
-		v.add("retention.resolved_tickets", "%v", d.err)
-	case d.Duration == 0:
+	d := c.Retention.ResolvedTickets
+	if d.err == nil && d.Duration == 0 {
 		if c.Retention.ArchiveDir != "" {
 			v.add("retention.archive_dir", "is set but retention.resolved_tickets is not: tickets are kept for good and nothing is archived; remove the key or set a retention")
 		}
+		return
+	}
+	switch {
+	case d.err != nil:
+		v.add("retention.resolved_tickets", "%v", d.err)
 	case d.Duration < minTicketRetention:
 		v.add("retention.resolved_tickets", "must be \"0s\" (keep for good) or at least %s", formatDuration(minTicketRetention))
 	case d.Duration < c.Retention.Outbox.Duration:
 		v.add("retention.resolved_tickets", "must not be shorter than retention.outbox (%s): a ticket's alerts are kept that long", formatDuration(c.Retention.Outbox.Duration))
-	default:
+	}
+	// The archive is checked whatever is wrong with the retention, so both
+	// mistakes are told at once; a malformed retention needs no archive
+	// named yet.
+	if d.err == nil || c.Retention.ArchiveDir != "" {
 		v.archiveDir("retention.archive_dir", c.Retention.ArchiveDir)
 	}
 }

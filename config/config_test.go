@@ -971,3 +971,106 @@ func TestAckTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownEnvironmentVariableIsRefused: a SWEEPER_ variable that sets
+// no key is refused by name with the nearest key's variable suggested, as
+// an unknown key in the file is; a provider block's variable must name a
+// block the file has and a key of its kind. The variables that are no key
+// (the configuration's path, the database URL, the fixed credentials, the
+// ones an *_env key names, their _FILE forms) pass.
+func TestUnknownEnvironmentVariableIsRefused(t *testing.T) {
+	t.Parallel()
+	text := minimal + `
+[providers.orders_api]
+kind = "http"
+url = "https://orders.example.com/lookup"
+token_env = "SWEEPER_ORDERS_TOKEN"
+
+[providers.sms-alerts]
+kind = "sim"
+simulated = true
+
+[webhook]
+url = "https://n8n.example.com/webhook/sweeper"
+secret_env = "SWEEPER_WEBHOOK_SECRET"
+`
+	parse := func(environ ...string) error {
+		vars := map[string]string{}
+		for _, kv := range environ {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
+		}
+		_, err := config.ParseWith(text, kinds, env(vars), config.Options{Environ: environ})
+		return err
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("postgres://127.0.0.1:5432/sweeper\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := parse(
+		"SWEEPER_CONFIG=/etc/sweeper/sweeper.toml", "SWEEPER_DATABASE_URL_FILE="+secret,
+		"SWEEPER_RIVERUI_USER=ops", "SWEEPER_WEB_COOKIE_KEY_FILE="+secret,
+		"SWEEPER_TEST_DATABASE_URL=postgres://127.0.0.1/x", "SWEEPER_CONFIG_FILE=./sweeper.toml",
+		"SWEEPER_ORDERS_TOKEN=t0ken", "SWEEPER_WEBHOOK_SECRET_FILE="+secret,
+		"SWEEPER_SWEEP_BATCH_SIZE=250", "SWEEPER_PROVIDERS_ORDERS_API_URL=https://orders.internal/lookup",
+		"SWEEPER_PROVIDERS_SMS_ALERTS_LATENCY=1s", "SWEEPER_HTTP_LISTEN=0.0.0.0:8080",
+		"SWEEPER_NOT_SET_AT_ALL=", "HOME=/root", "PATH=/usr/bin",
+	); err != nil {
+		t.Fatalf("known variables refused: %v", err)
+	}
+	err := parse(
+		"SWEEPER_SWEP_BATCH_SIZE=250",
+		"SWEEPER_PROVIDERS_ORDRES_API_URL=https://orders.internal/lookup",
+		"SWEEPER_PROVIDERS_SMS_ALERTS_URL=https://x.example.com", // a key of another kind
+		"SWEEPER_PROVIDERS_STRIPE_SECRET_KEY_ENV=K",              // no such block
+		"SWEEPER_HTTP_LISTEN_FILE=/run/listen",                   // only secrets have _FILE forms
+		"SWEEPER_SOMETHING_ELSE_ENTIRELY=1",
+	)
+	for _, want := range []string{
+		"SWEEPER_SWEP_BATCH_SIZE: environment variable names no configuration key; did you mean SWEEPER_SWEEP_BATCH_SIZE (sweep.batch_size)?",
+		"SWEEPER_PROVIDERS_ORDRES_API_URL: environment variable names no configuration key (a provider block's is SWEEPER_PROVIDERS_<NAME>_<KEY>, for a block the file has and a key of its kind); did you mean SWEEPER_PROVIDERS_ORDERS_API_URL (providers.orders_api.url)?",
+		"SWEEPER_PROVIDERS_SMS_ALERTS_URL: environment variable names no configuration key",
+		"SWEEPER_PROVIDERS_STRIPE_SECRET_KEY_ENV: environment variable names no configuration key",
+		"SWEEPER_HTTP_LISTEN_FILE: environment variable names no configuration key; did you mean SWEEPER_HTTP_LISTEN (http.listen)?",
+		"SWEEPER_SOMETHING_ELSE_ENTIRELY: environment variable names no configuration key\n",
+	} {
+		if err == nil || !strings.Contains(err.Error()+"\n", want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	// Without the environment's list (a nil Environ) nothing is checked.
+	if _, err := config.ParseWith(text, kinds, env(map[string]string{
+		"SWEEPER_ORDERS_TOKEN": "t0ken", "SWEEPER_WEBHOOK_SECRET": "s", "SWEEPER_SWEP_BATCH_SIZE": "250",
+	}), config.Options{}); err != nil {
+		t.Errorf("no environment: %v", err)
+	}
+}
+
+// TestRetentionReportsEveryWrongKey: two wrong retention keys are both
+// reported, whichever they are.
+func TestRetentionReportsEveryWrongKey(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		desc, text string
+		want       []string
+	}{
+		{desc: "resolved tickets too soon, archive dir relative", text: "[retention]\nresolved_tickets = \"1h\"\narchive_dir = \"archive\"\n",
+			want: []string{`retention.resolved_tickets: must be "0s" (keep for good) or at least 24h`, `retention.archive_dir: "archive" must be an absolute path`}},
+		{desc: "resolved tickets before their alerts, archive dir relative", text: "[retention]\nresolved_tickets = \"48h\"\narchive_dir = \"archive\"\n",
+			want: []string{"retention.resolved_tickets: must not be shorter than retention.outbox", `retention.archive_dir: "archive" must be an absolute path`}},
+		{desc: "resolved tickets malformed, archive dir relative", text: "[retention]\nresolved_tickets = \"30d\"\narchive_dir = \"archive\"\n",
+			want: []string{`retention.resolved_tickets: invalid duration "30d"`, `retention.archive_dir: "archive" must be an absolute path`}},
+		{desc: "outbox and jobs malformed", text: "[retention]\noutbox = \"30d\"\njobs = \"1d\"\n",
+			want: []string{`retention.outbox: invalid duration "30d"`, `retention.jobs: invalid duration "1d"`}},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.Parse(minimal+c.text, kinds, env(nil))
+			for _, want := range c.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v\nwant it to contain %s", err, want)
+				}
+			}
+		})
+	}
+}

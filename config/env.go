@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -257,4 +258,118 @@ func (c *Config) Keys() []string {
 		out[i] = strings.Join(k.path, ".")
 	}
 	return out
+}
+
+// otherEnv are the SWEEPER_ variables that are not configuration keys:
+// the configuration's path, the database URL, the credentials sweeper
+// reads by fixed name (each with its _FILE form), the variable
+// deploy/compose.yaml reads on the host, and the test kit's.
+var otherEnv = []string{
+	EnvConfig, "SWEEPER_CONFIG_FILE",
+	EnvDatabaseURL, EnvDatabaseURL + "_FILE",
+	EnvRiverUIUser, EnvRiverUIUser + "_FILE",
+	EnvRiverUIPass, EnvRiverUIPass + "_FILE",
+	EnvWebCookieKey, EnvWebCookieKey + "_FILE",
+	"SWEEPER_TEST_DATABASE_URL", "SWEEPER_PG_BINDIR", "SWEEPER_CHAOS_LOG_DIR",
+}
+
+// unknownEnv is a problem for each variable of environ ("NAME=value", as
+// os.Environ gives them) that starts with SWEEPER_, has a value, and is
+// neither a key's variable (the same list [applyEnvironment] reads, so a
+// new key needs nothing here), nor one of [otherEnv], nor a variable an
+// *_env key of the configuration names (or its _FILE form). Each names
+// the variable and suggests the closest known one. A provider block's
+// variable must name a block the file has and a key of its kind.
+func unknownEnv(environ []string, tree map[string]any, kinds []providers.Kind) []error {
+	known := map[string]string{} // variable → what it sets
+	for _, k := range envKeys(tree, kinds) {
+		known[EnvName(k.path...)] = strings.Join(k.path, ".")
+	}
+	for _, name := range otherEnv {
+		known[name] = ""
+	}
+	named := map[string]bool{}
+	secretNames(tree, named)
+	var problems []error
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "SWEEPER_") || value == "" {
+			continue
+		}
+		if _, ok := known[name]; ok || named[name] || named[strings.TrimSuffix(name, "_FILE")] {
+			continue
+		}
+		msg := fmt.Sprintf("%s: environment variable names no configuration key", name)
+		if strings.HasPrefix(name, "SWEEPER_PROVIDERS_") {
+			msg += " (a provider block's is SWEEPER_PROVIDERS_<NAME>_<KEY>, for a block the file has and a key of its kind)"
+		}
+		if best, key := closestEnv(name, known); best != "" {
+			msg += "; did you mean " + best
+			if key != "" {
+				msg += " (" + key + ")"
+			}
+			msg += "?"
+		}
+		problems = append(problems, errors.New(msg))
+	}
+	slices.SortFunc(problems, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return problems
+}
+
+// secretNames adds to out every variable an *_env key of tree names.
+func secretNames(tree map[string]any, out map[string]bool) {
+	for k, v := range tree {
+		switch v := v.(type) {
+		case map[string]any:
+			secretNames(v, out)
+		case []map[string]any:
+			for _, t := range v {
+				secretNames(t, out)
+			}
+		case []any:
+			for _, e := range v {
+				if t, ok := e.(map[string]any); ok {
+					secretNames(t, out)
+				}
+			}
+		case string:
+			if strings.HasSuffix(k, "_env") && v != "" {
+				out[v] = true
+			}
+		}
+	}
+}
+
+// closestEnv is the known variable nearest to name by edit distance, and
+// the key it sets; none when the nearest is further than a third of the
+// name's length after SWEEPER_ (then it is no typo of it).
+func closestEnv(name string, known map[string]string) (string, string) {
+	best, bestD := "", len(strings.TrimPrefix(name, "SWEEPER_"))/3+1
+	for _, cand := range sortedKeys(known) {
+		if d := editDistance(name, cand); d < bestD {
+			best, bestD = cand, d
+		}
+	}
+	return best, known[best]
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

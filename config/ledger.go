@@ -11,7 +11,7 @@ import (
 // here reaches SQL unquoted.
 type Ledger struct {
 	// Table is "schema.table"; empty for ledger.operations.
-	Table string `toml:"table"`
+	Table string `toml:"table,omitempty"` // omitted from check-config's print when empty
 	// Columns maps sweeper's column name to the table's (see
 	// [ledger.ColumnNames]); "" says the table has no such column.
 	Columns map[string]string `toml:"columns"`

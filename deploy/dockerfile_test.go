@@ -168,6 +168,10 @@ func TestDockerContextBuilds(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(out), "sweeper ") {
 		t.Fatalf("sweeper version: %v\n%s", err, out)
 	}
+	// The context has no .git: the commit is the REVISION build argument's.
+	if want := "(" + contextRevision[:12] + ")"; !strings.Contains(string(out), want) {
+		t.Errorf("sweeper version = %q, want the REVISION build argument's commit %s", out, want)
+	}
 	t.Run("without migrations/sql", func(t *testing.T) {
 		ignore := string(readFile(t, filepath.Join(repoRoot, ".dockerignore"))) + "\nmigrations/sql\n"
 		dir := t.TempDir()
@@ -178,12 +182,36 @@ func TestDockerContextBuilds(t *testing.T) {
 	})
 }
 
-// dockerfileProblems are what is wrong with a Dockerfile's run stage.
+// dockerfileProblems are what is wrong with a Dockerfile's build stage's
+// version stamping and its run stage.
 func dockerfileProblems(t *testing.T, text string) []string {
 	t.Helper()
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	ins := parseDockerfile(text)
+	// The build stage: VERSION and REVISION are build arguments, declared
+	// before the go build line that stamps them with -X.
+	args := map[string]bool{}
+	built := false
+	for _, in := range ins {
+		switch {
+		case in.cmd == "ARG":
+			name, _, _ := strings.Cut(in.args, "=")
+			args[name] = true
+		case in.cmd == "RUN" && dockerfileBuild.MatchString(in.args):
+			built = true
+			for _, v := range []struct{ arg, x string }{{"VERSION", "main.version"}, {"REVISION", "main.revision"}} {
+				if !strings.Contains(in.args, "-X "+v.x+"=${"+v.arg+"}") {
+					bad("line %d: the go build line does not pass -X %s=${%s}: the binary cannot say its build", in.line, v.x, v.arg)
+				} else if !args[v.arg] {
+					bad("line %d: ${%s} is used before ARG %s declares it", in.line, v.arg, v.arg)
+				}
+			}
+		}
+	}
+	if !built {
+		bad("no RUN line matches %s", dockerfileBuild)
+	}
 	last := -1
 	for i, in := range ins {
 		if in.cmd == "FROM" {
@@ -255,7 +283,8 @@ func dockerfileProblems(t *testing.T, text string) []string {
 	return problems
 }
 
-// TestDockerfile: the run stage listens beyond loopback by environment,
+// TestDockerfile: the build stage stamps the VERSION and REVISION build
+// arguments into the binary; the run stage listens beyond loopback by environment,
 // runs as non-root, and its HEALTHCHECK and CMD are sweeper commands; each
 // broken variant is caught.
 func TestDockerfile(t *testing.T) {
@@ -270,6 +299,9 @@ func TestDockerfile(t *testing.T) {
 		{desc: "a health check flag sweeper does not take", old: `/sweeper", "healthcheck"]`, new: `/sweeper", "healthcheck", "--port", "8080"]`, want: "unknown flag"},
 		{desc: "root", old: "USER nonroot:nonroot", new: "USER root", want: "non-root"},
 		{desc: "a default command sweeper does not have", old: `CMD ["run"]`, new: `CMD ["serve"]`, want: "CMD"},
+		{desc: "no commit stamped", old: " -X main.revision=${REVISION}", new: "", want: "main.revision"},
+		{desc: "no version stamped", old: " -X main.version=${VERSION}", new: "", want: "main.version"},
+		{desc: "REVISION not a build argument", old: "ARG REVISION=\"\"\n", new: "", want: "ARG REVISION"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			if !strings.Contains(text, tc.old) {

@@ -183,6 +183,9 @@ func sweeperBinary(t *testing.T) string {
 // dockerfileBuild is the Dockerfile's go build line (in the build stage).
 var dockerfileBuild = regexp.MustCompile(`^(CGO_ENABLED=0 go build .*) -o /out/sweeper (\./cmd/sweeper)$`)
 
+// contextRevision is the REVISION build argument the tests build with.
+const contextRevision = "0123456789abcdef0123456789abcdef01234567"
+
 // buildFromContext copies the files pm lets through into dir/src and runs
 // the Dockerfile's go build line there, writing dir/out/sweeper.
 func buildFromContext(pm *patternmatcher.PatternMatcher, dir string) (string, error) {
@@ -211,8 +214,9 @@ func buildFromContext(pm *patternmatcher.PatternMatcher, dir string) (string, er
 			return "", err
 		}
 	}
-	// ${VERSION} is the build argument, empty by default.
-	script := strings.ReplaceAll(build[0], "${VERSION}", "") + " -o " + out + " " + build[1]
+	// The build arguments: ${VERSION} empty, its default; ${REVISION} a
+	// commit, as a release's docker build --build-arg passes it.
+	script := strings.NewReplacer("${VERSION}", "", "${REVISION}", contextRevision).Replace(build[0]) + " -o " + out + " " + build[1]
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Dir = ctx
 	// Modules come from the module cache, as `go mod download` filled it

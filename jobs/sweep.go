@@ -83,7 +83,7 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	if err != nil {
 		return err
 	}
-	w.logger.Info("sweep done", "scanned", out.Scanned, "enqueued", out.Enqueued, "jobs", out.Jobs,
+	w.logger.Log(ctx, sweepDoneLevel(out), "sweep done", "scanned", out.Scanned, "enqueued", out.Enqueued, "jobs", out.Jobs,
 		"already_queued", out.Duplicates, "claims_released", out.Released)
 	return river.RecordOutput(ctx, out)
 }
@@ -157,4 +157,14 @@ func (w *SweepWorker) handOn(ctx context.Context, client *river.Client[pgx.Tx], 
 		return 0, 0, fmt.Errorf("sweep: %w", err)
 	}
 	return len(params), len(heldOps), nil
+}
+
+// sweepDoneLevel is the level of a sweep's "sweep done" line: INFO when the
+// sweep found or released something, DEBUG when it found nothing, so that
+// an idle daemon's log is not one line per sweep interval.
+func sweepDoneLevel(out SweepOutput) slog.Level {
+	if out.Scanned > 0 || out.Enqueued > 0 || out.Released > 0 {
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
 }

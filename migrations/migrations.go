@@ -21,7 +21,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,6 +64,61 @@ type Version struct {
 	Name      string    `json:"name"`
 	Applied   bool      `json:"applied"`
 	AppliedAt time.Time `json:"applied_at,omitzero"`
+	// Unknown is a migration the database has applied and this binary
+	// does not know: a newer binary applied it (the database is ahead).
+	// Its Name is empty.
+	Unknown bool `json:"unknown,omitempty"`
+}
+
+// Count is what a list of versions says of a database: how many
+// migrations are applied, pending (known to this binary, not applied),
+// and unknown (applied by a newer binary).
+type Count struct {
+	Applied, Pending, Unknown int
+}
+
+// Counts counts versions as [Migrator.Status] lists them.
+func Counts(versions []Version) Count {
+	var c Count
+	for _, v := range versions {
+		switch {
+		case v.Unknown:
+			c.Unknown++
+		case v.Applied:
+			c.Applied++
+		default:
+			c.Pending++
+		}
+	}
+	return c
+}
+
+// AheadError is the refusal to work on, or roll back, a database that has
+// migrations this binary does not know: a newer binary applied them, and
+// this one cannot tell what its tables mean now.
+type AheadError struct {
+	Unknown []Version
+}
+
+func (e *AheadError) Error() string {
+	names := make([]string, len(e.Unknown))
+	for i, v := range e.Unknown {
+		names[i] = fmt.Sprintf("%s %d", v.Component, v.Version)
+	}
+	return fmt.Sprintf("the database is ahead of this binary: %d migration(s) applied that it does not know (%s); "+
+		"run the newer sweeper that applied them", len(e.Unknown), strings.Join(names, ", "))
+}
+
+// Unknown are the versions of versions that are Unknown: applied by a
+// newer binary.
+func Unknown(versions []Version) []Version {
+	var out []Version
+	for _, v := range versions {
+		if v.Unknown {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Migrator applies and reports migrations on one database.
@@ -81,7 +139,8 @@ func New(pool *pgxpool.Pool, logger *slog.Logger) *Migrator {
 // Up applies every pending migration of River and of sweeper, holding a
 // session advisory lock for the whole run so that replicas starting together
 // take turns. It returns the versions it applied (none when the database was
-// current). Waiting for the lock ends with ctx.
+// current). Waiting for the lock ends with ctx. A database with migrations
+// this binary does not know is refused with an [*AheadError], unchanged.
 func (m *Migrator) Up(ctx context.Context) ([]Version, error) {
 	conn, err := m.pool.Acquire(ctx)
 	if err != nil {
@@ -101,6 +160,16 @@ func (m *Migrator) Up(ctx context.Context) ([]Version, error) {
 			conn.Conn().Close(unlockCtx) //nolint:errcheck // closing ends the session and so the lock
 		}
 	}()
+
+	// A database a newer binary migrated is left as it is: this binary
+	// cannot tell what its tables mean now.
+	if ok, err := m.tableExists(ctx, historyTable); err != nil {
+		return nil, err
+	} else if ok {
+		if err := m.Ahead(ctx); err != nil {
+			return nil, err
+		}
+	}
 
 	// River's tables and goose's history live in Schema, which must exist
 	// before either tool runs.
@@ -158,8 +227,15 @@ func (m *Migrator) Status(ctx context.Context) ([]Version, error) {
 			riverApplied[v.Version] = true
 		}
 	}
+	knownRiver := map[int]bool{}
 	for _, v := range riverMigrator.AllVersions() {
+		knownRiver[v.Version] = true
 		out = append(out, Version{Component: ComponentRiver, Version: int64(v.Version), Name: v.Name, Applied: riverApplied[v.Version]})
+	}
+	for _, v := range slices.Sorted(maps.Keys(riverApplied)) {
+		if !knownRiver[v] {
+			out = append(out, Version{Component: ComponentRiver, Version: int64(v), Applied: true, Unknown: true})
+		}
 	}
 
 	provider, db, err := m.goose()
@@ -179,7 +255,9 @@ func (m *Migrator) Status(ctx context.Context) ([]Version, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrate: sweeper status: %w", err)
 	}
+	known := map[int64]bool{}
 	for _, s := range statuses {
+		known[s.Source.Version] = true
 		out = append(out, Version{
 			Component: ComponentSweeper,
 			Version:   s.Source.Version,
@@ -188,22 +266,109 @@ func (m *Migrator) Status(ctx context.Context) ([]Version, error) {
 			AppliedAt: s.AppliedAt,
 		})
 	}
+	// goose lists only the migrations it has files for: those a newer
+	// binary applied are in the history alone.
+	rows, err := m.pool.Query(ctx, `SELECT version_id, max(tstamp) FROM `+historyTable+`
+		WHERE version_id > 0 AND is_applied GROUP BY version_id ORDER BY version_id`)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: sweeper history: %w", err)
+	}
+	applied, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
+		Version int64
+		At      time.Time
+	}])
+	if err != nil {
+		return nil, fmt.Errorf("migrate: sweeper history: %w", err)
+	}
+	for _, a := range applied {
+		if !known[a.Version] {
+			out = append(out, Version{Component: ComponentSweeper, Version: a.Version, Applied: true, AppliedAt: a.At, Unknown: true})
+		}
+	}
 	return out, nil
 }
 
+// Down rolls back the last n of sweeper's own migrations, newest first,
+// under the same advisory lock as [Migrator.Up], and returns them. River's
+// migrations are never rolled back: River's tables outlive sweeper's
+// schema versions. It refuses, changing nothing, when the database has
+// migrations this binary does not know (an [*AheadError]: roll back with
+// the binary that applied them) or fewer than n of sweeper's are applied.
+// Each step is one migration's Down section, in its own transaction: a
+// step that fails leaves the earlier ones rolled back.
+func (m *Migrator) Down(ctx context.Context, n int) ([]Version, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("migrate: roll back at least one migration, not %d", n)
+	}
+	conn, err := m.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: connect: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockID); err != nil {
+		return nil, fmt.Errorf("migrate: take advisory lock: %w", err)
+	}
+	defer func() {
+		unlockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(unlockCtx, "SELECT pg_advisory_unlock($1)", lockID); err != nil {
+			conn.Conn().Close(unlockCtx) //nolint:errcheck // closing ends the session and so the lock
+		}
+	}()
+	versions, err := m.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if u := Unknown(versions); len(u) > 0 {
+		return nil, &AheadError{Unknown: u}
+	}
+	applied := 0
+	for _, v := range versions {
+		if v.Component == ComponentSweeper && v.Applied {
+			applied++
+		}
+	}
+	if n > applied {
+		return nil, fmt.Errorf("migrate: cannot roll back %d migration(s): %d of sweeper's are applied", n, applied)
+	}
+	provider, db, err := m.goose()
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var done []Version
+	for range n {
+		r, err := provider.Down(ctx)
+		if err != nil {
+			return done, fmt.Errorf("migrate: roll back: %w", err)
+		}
+		done = append(done, Version{Component: ComponentSweeper, Version: r.Source.Version, Name: path.Base(r.Source.Path)})
+	}
+	return done, nil
+}
+
 // Pending reports how many migrations Up would apply; zero means current.
+// Migrations the database has and this binary does not know are not
+// counted: see [Migrator.Ahead].
 func (m *Migrator) Pending(ctx context.Context) (int, error) {
 	versions, err := m.Status(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, v := range versions {
-		if !v.Applied {
-			n++
-		}
+	return Counts(versions).Pending, nil
+}
+
+// Ahead returns an [*AheadError] when the database has migrations this
+// binary does not know, nil when it has none.
+func (m *Migrator) Ahead(ctx context.Context) error {
+	versions, err := m.Status(ctx)
+	if err != nil {
+		return err
 	}
-	return n, nil
+	if u := Unknown(versions); len(u) > 0 {
+		return &AheadError{Unknown: u}
+	}
+	return nil
 }
 
 func (m *Migrator) river() (*rivermigrate.Migrator[pgx.Tx], error) {

@@ -149,11 +149,19 @@ func writeSharedAccounts(w io.Writer, cfg *config.Config, getenv func(string) st
 // receivers hear of which tickets, the implicit Slack route included.
 func writeRoutes(w io.Writer, cfg *config.Config) {
 	fmt.Fprintf(w, "\n# Routes (every matching route sends a ticket's events to its receiver; a ticket stays with a receiver it reached)\n")
+	n := 0
 	for i, r := range cfg.EffectiveRoutes() {
 		implicit := ""
 		if i >= len(cfg.Routes) {
+			if cfg.Slack.Channel == "" {
+				continue // Slack is off: its implicit route sends nothing
+			}
 			implicit = " (implicit: no route names slack)"
 		}
-		fmt.Fprintf(w, "#   %d. %s%s\n", i+1, r, implicit)
+		n++
+		fmt.Fprintf(w, "#   %d. %s%s\n", n, r, implicit)
+	}
+	if n == 0 {
+		fmt.Fprintf(w, "#   none: Slack is off (no slack.channel) and no route names a receiver\n")
 	}
 }

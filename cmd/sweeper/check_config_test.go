@@ -82,7 +82,7 @@ func blockValue(out, block, key string) string {
 }
 
 // TestCheckConfigPrintsRoutes: the routes in effect are printed in order,
-// with the implicit Slack route when none names Slack.
+// with the implicit Slack route when Slack is on and no route names it.
 func TestCheckConfigPrintsRoutes(t *testing.T) {
 	t.Parallel()
 	const text = `
@@ -102,6 +102,9 @@ owner = "U0HEAD01"
 priority = "urgent"
 window = "1h"
 
+[slack]
+channel = "C0ALERTS1"
+
 [pagerduty]
 routing_key_env = "PD_KEY"
 
@@ -110,7 +113,8 @@ receiver = "pagerduty"
 workflow = "payments"
 level = 2
 `
-	r := runCLI(t, map[string]string{"PD_KEY": "k"}, "check-config", "--config", writeConfig(t, text))
+	r := runCLI(t, map[string]string{"PD_KEY": "k", config.EnvSlackToken: "xoxb-1", config.EnvSlackSigning: "s"},
+		"check-config", "--config", writeConfig(t, text))
 	if r.code != exitOK {
 		t.Fatalf("check-config: code %d\n%s", r.code, r.stderr)
 	}
@@ -122,5 +126,76 @@ level = 2
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("check-config does not print %q:\n%s", want, r.stdout)
 		}
+	}
+}
+
+// TestCheckConfigRefusesAMisspeltVariable: a SWEEPER_ variable in the
+// process's environment that sets no key fails check-config (exit 2) by
+// name, with the key it was probably meant for; spelt right, it passes.
+func TestCheckConfigRefusesAMisspeltVariable(t *testing.T) {
+	t.Parallel()
+	file := writeConfig(t, `
+[database]
+url = "postgres://127.0.0.1:5432/sweeper"
+
+[review]
+default_owner = "U0OWNER1"
+
+[providers.orders_api]
+kind = "http"
+url = "https://orders.internal/lookup"
+`)
+	check := func(environ ...string) result {
+		vars := map[string]string{}
+		for _, kv := range environ {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
+		}
+		var stdout, stderr strings.Builder
+		code := runEnviron(t.Context(), []string{"check-config", "--config", file}, strings.NewReader(""), &stdout, &stderr,
+			func(k string) string { return vars[k] }, environ)
+		return result{code, stdout.String(), stderr.String()}
+	}
+	r := check("SWEEPER_SWEP_BATCH_SIZE=250", "SWEEPER_PROVIDERS_ORDRES_API_URL=https://orders.internal/v2")
+	if r.code != exitUsage {
+		t.Fatalf("check-config with misspelt variables: code %d, want %d\n%s", r.code, exitUsage, r.stderr)
+	}
+	for _, want := range []string{
+		"SWEEPER_SWEP_BATCH_SIZE: environment variable names no configuration key; did you mean SWEEPER_SWEEP_BATCH_SIZE (sweep.batch_size)?",
+		"SWEEPER_PROVIDERS_ORDRES_API_URL: environment variable names no configuration key",
+		"did you mean SWEEPER_PROVIDERS_ORDERS_API_URL (providers.orders_api.url)?",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if r := check("SWEEPER_SWEEP_BATCH_SIZE=250", "SWEEPER_PROVIDERS_ORDERS_API_URL=https://orders.internal/v2"); r.code != exitOK {
+		t.Errorf("check-config with the variables spelt right: code %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestCheckConfigPrintsOnlyWhatIsInEffect: with Slack off (no
+// slack.channel) no implicit route to Slack is printed, and sweeper's own
+// ledger table is not printed as an empty [ledger] table key.
+func TestCheckConfigPrintsOnlyWhatIsInEffect(t *testing.T) {
+	t.Parallel()
+	const text = `
+[database]
+url = "postgres://127.0.0.1:5432/sweeper"
+
+[review]
+default_owner = "U0OWNER1"
+`
+	r := runCLI(t, nil, "check-config", "--config", writeConfig(t, text))
+	if r.code != exitOK {
+		t.Fatalf("check-config: code %d\n%s", r.code, r.stderr)
+	}
+	for _, bad := range []string{"-> slack", `table = ""`} {
+		if strings.Contains(r.stdout, bad) {
+			t.Errorf("check-config prints %q:\n%s", bad, r.stdout)
+		}
+	}
+	if want := "#   none: Slack is off (no slack.channel) and no route names a receiver"; !strings.Contains(r.stdout, want) {
+		t.Errorf("check-config does not print %q:\n%s", want, r.stdout)
 	}
 }

@@ -378,12 +378,66 @@ func TestMigrateProcesses(t *testing.T) {
 	}
 }
 
+// TestMigrateStatusOnFreshDatabase: on a database never migrated every
+// migration is pending, and the exit code (3) says so to a release script.
 func TestMigrateStatusOnFreshDatabase(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewEmptyDatabase(t)
 	r := runCLI(t, withExampleChoices(map[string]string{config.EnvDatabaseURL: dbURL, config.EnvConfig: exampleConfig}), "migrate", "--status")
-	if r.code != exitOK || !strings.Contains(r.stderr, "0 applied") || strings.Contains(r.stdout, " applied  ") {
-		t.Fatalf("code %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r.code != exitPending || !strings.Contains(r.stderr, "0 applied") || strings.Contains(r.stdout, " applied  ") {
+		t.Fatalf("code %d, want %d\n%s%s", r.code, exitPending, r.stdout, r.stderr)
+	}
+}
+
+// TestMigrateStatusExitCodesAndDown: migrate --status exits 0 on a current
+// database, 3 with migrations pending (after migrate --down 2) and 4 on a
+// database ahead of the binary, which it says; --down refuses that
+// database, and so do migrate and run.
+func TestMigrateStatusExitCodesAndDown(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	environ := map[string]string{config.EnvDatabaseURL: dbURL}
+	cfgFile := writeConfig(t, daemonConfig)
+	cli := func(args ...string) result { return runCLI(t, environ, append(args, "--config", cfgFile)...) }
+
+	if r := cli("migrate", "--status"); r.code != exitOK || !strings.HasSuffix(r.stderr, " applied, 0 pending\n") {
+		t.Fatalf("status of a current database: code %d\n%s", r.code, r.stderr)
+	}
+	r := cli("migrate", "--down", "2")
+	if r.code != exitOK || strings.Count(r.stdout, "rolled back sweeper ") != 2 || !strings.Contains(r.stdout, "2 migration(s) rolled back") {
+		t.Fatalf("migrate --down 2: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := cli("migrate", "--status"); r.code != exitPending || !strings.HasSuffix(r.stderr, " applied, 2 pending\n") {
+		t.Errorf("status after --down 2: code %d, want %d\n%s", r.code, exitPending, r.stderr)
+	}
+	if r := cli("migrate", "--status", "--json"); r.code != exitPending || !strings.HasPrefix(r.stdout, "[") {
+		t.Errorf("status --json after --down 2: code %d, want %d with the list\n%s", r.code, exitPending, r.stdout)
+	}
+	if r := cli("migrate"); r.code != exitOK || !strings.Contains(r.stdout, "2 migration(s) applied") {
+		t.Fatalf("migrate after --down 2: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{{"migrate", "--down", "0"}, {"migrate", "--down", "1", "--status"}} {
+		if r := cli(args...); r.code != exitUsage {
+			t.Errorf("%v: code %d, want %d\n%s", args, r.code, exitUsage, r.stderr)
+		}
+	}
+
+	// A newer sweeper's migration.
+	if _, err := dbtest.Pool(t, dbURL).Exec(t.Context(), `INSERT INTO sweeper.schema_migrations (version_id, is_applied) VALUES (20991231000001, true)`); err != nil {
+		t.Fatal(err)
+	}
+	r = cli("migrate", "--status")
+	if r.code != exitAhead || !strings.Contains(r.stderr, "the database is ahead of this binary: 1 migration(s)") ||
+		!strings.Contains(r.stdout, "20991231000001  (not in this binary)") {
+		t.Errorf("status of a database ahead: code %d, want %d\n%s%s", r.code, exitAhead, r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{{"migrate"}, {"migrate", "--down", "1"}, {"run"}} {
+		if r := cli(args...); r.code != exitFailure || !strings.Contains(r.stderr, "the database is ahead of this binary") {
+			t.Errorf("%v on a database ahead: code %d, want %d and the refusal\n%s", args, r.code, exitFailure, r.stderr)
+		}
+	}
+	if r := cli("run"); !strings.Contains(r.stderr, "--allow-newer-schema") {
+		t.Errorf("run's refusal does not name --allow-newer-schema:\n%s", r.stderr)
 	}
 }
 

@@ -146,6 +146,7 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 		`sweeper_river_jobs{queue="lookup",state=`,
 		`sweeper_provider_up{provider="sim"} 1`,
 		`sweeper_state_age_seconds `,
+		`sweeper_build_info{goversion="go`,
 	}
 	var body string
 	waitFor(t, d, 30*time.Second, "the state gauges on /metrics", func() bool {
@@ -181,12 +182,24 @@ func TestDaemonSettlesAndStopsOnSIGTERM(t *testing.T) {
 	if r := runCLI(t, nil, "healthcheck", "--config", cfgFile); r.code != exitFailure {
 		t.Errorf("healthcheck after the daemon stopped: code %d, want %d", r.code, exitFailure)
 	}
-	// Not a terminal: the daemon logs JSON, one object a line.
+	// Not a terminal: the daemon logs JSON, one object a line; the start
+	// line says which build runs.
+	started := false
 	for _, line := range strings.Split(strings.TrimSpace(d.output.String()), "\n") {
-		if !json.Valid([]byte(line)) {
+		var entry struct{ Msg, Version string }
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
 			t.Errorf("log line is not JSON: %s", line)
 			break
 		}
+		if entry.Msg == "sweeper running" {
+			started = true
+			if entry.Version == "" {
+				t.Errorf("the start line has no version: %s", line)
+			}
+		}
+	}
+	if !started {
+		t.Errorf("no \"sweeper running\" line:\n%s", d.output.String())
 	}
 	if strings.Contains(d.output.String(), "jane.doe@example.com") {
 		t.Errorf("the daemon logged a raw recipient:\n%s", d.output.String())

@@ -14,6 +14,11 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // a runtime failure: the database, a provider, Slack
 	exitUsage   = 2 // bad flags or a bad configuration
+	// exitPending: migrate --status found migrations to apply.
+	exitPending = 3
+	// exitAhead: migrate --status found migrations this binary does not
+	// know (a newer sweeper applied them).
+	exitAhead = 4
 )
 
 // usageError is a mistake in the command line: it is printed with the

@@ -64,6 +64,7 @@ func loadConfigWith(e *env, opts config.Options) (*config.Config, string, error)
 				"(sweeper init writes a starter; config.example.toml documents every key)", config.DefaultPath, config.EnvConfig))
 		}
 	}
+	opts.Environ = e.environ
 	cfg, err := config.LoadWith(path, providerKinds(), e.getenv, opts)
 	if err != nil {
 		var cfgErr *config.Error

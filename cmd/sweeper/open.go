@@ -31,7 +31,8 @@ func openWaiting(ctx context.Context, e *env, u uses, wait time.Duration) (*app.
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := app.OpenOptions{Logger: configuredLogger(e.stderr, cfg.Log, slog.LevelDebug), Wait: wait, NoLookups: true}
+	opts := app.OpenOptions{Logger: configuredLogger(e.stderr, cfg.Log, slog.LevelDebug), Wait: wait, NoLookups: true,
+		AllowNewerSchema: e.allowNewerSchema}
 	if e.logLevel != nil {
 		opts.Logger = reloadableLogger(e.stderr, cfg.Log, e.logLevel)
 	}
@@ -43,7 +44,7 @@ func openWaiting(ctx context.Context, e *env, u uses, wait time.Duration) (*app.
 	}
 	// A command that asks providers or Slack is traced when the standard
 	// OpenTelemetry variables say so; otherwise tr is nil and costs nothing.
-	tr, err := tracing.Start(ctx, e.getenv, serviceVersion(), opts.Logger)
+	tr, err := tracing.Start(ctx, e.getenv, thisBuild().ServiceVersion(), opts.Logger)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -29,6 +29,9 @@ type providerStatus struct {
 	Pending int64 `json:"pending"`
 	// LookupFailed counts its open lookup_failed tickets.
 	LookupFailed int64 `json:"open_lookup_failed"`
+	// DownForSeconds is how long the current outage has lasted, 0 while
+	// up; down_seconds (health.State) is the earlier outages' total.
+	DownForSeconds float64 `json:"down_for_seconds"`
 }
 
 func newProvidersCmd(e *env) *cobra.Command {
@@ -51,6 +54,7 @@ func newProvidersCmd(e *env) *cobra.Command {
 		if *asJSON {
 			return printJSON(e, list)
 		}
+		fmt.Fprintf(e.stdout, "%-16s %-8s %-14s %s\n", "PROVIDER", "KIND", "MATCHED BY", "STATE; WAITING")
 		for _, l := range list {
 			state := "up"
 			if !l.Up {
@@ -87,6 +91,9 @@ func providerStatuses(ctx context.Context, s *app.App) ([]providerStatus, error)
 			return nil, err
 		}
 		line := providerStatus{State: st, Kind: p.Kind, Matching: "resemblance", Ready: true}
+		if !st.Up && !st.Since.IsZero() {
+			line.DownForSeconds = max(0, time.Since(st.Since).Seconds())
+		}
 		if why := p.NotReady(); why != nil {
 			line.Ready, line.NotReady = false, why.Error()
 		}

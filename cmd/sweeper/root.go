@@ -23,7 +23,14 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         config.Getenv
-	configPath     string
+	// environ is the whole environment ("NAME=value"), in which a
+	// SWEEPER_ variable that sets no key is a configuration error; nil
+	// (in-process tests) checks none.
+	environ    []string
+	configPath string
+	// allowNewerSchema is run's --allow-newer-schema: open a database a
+	// newer sweeper migrated.
+	allowNewerSchema bool
 	// logLevel, when set, is the level of the logger built once the
 	// configuration is read, for the daemon to change on a reload.
 	logLevel *slog.LevelVar
@@ -38,7 +45,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv co
 
 // runIn is run with stdin, which only `hash` reads.
 func runIn(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv config.Getenv) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	return runEnviron(ctx, args, stdin, stdout, stderr, getenv, nil)
+}
+
+// runEnviron is runIn with the whole environment, as main runs it.
+func runEnviron(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv config.Getenv, environ []string) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, environ: environ}
 	root := newRootCmd(e)
 	// Never nil: cobra would read os.Args instead.
 	root.SetArgs(append([]string{}, args...))
@@ -54,7 +66,7 @@ func newRootCmd(e *env) *cobra.Command {
 			"left pending, asks each provider whether the effect exists, and turns what it cannot prove\n" +
 			"into review tickets. It never performs an effect itself.\n\n" +
 			"Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.",
-		Version:       versionString(),
+		Version:       thisBuild().String(),
 		SilenceErrors: true, // exitCode prints them, once
 		SilenceUsage:  true,
 		// Without a command there is nothing to do: a usage error, as

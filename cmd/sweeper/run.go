@@ -31,7 +31,7 @@ import (
 const startupWait = time.Minute
 
 func newRunCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "run the daemon: scheduled sweeps and lookups, until SIGINT or SIGTERM",
 		Long: "run is the daemon: the sweep on its cron schedule and the lookups it enqueues, escalation\n" +
@@ -42,6 +42,11 @@ func newRunCmd(e *env) *cobra.Command {
 		Args: noArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), e) }),
 	}
+	// A database a newer sweeper migrated is refused at start unless this
+	// says to run on it (docs/architecture.md, "Schema versions").
+	cmd.Flags().BoolVar(&e.allowNewerSchema, "allow-newer-schema", false,
+		"start on a database that has migrations this binary does not know (a newer sweeper migrated it)")
+	return cmd
 }
 
 func runDaemon(ctx context.Context, e *env) error {
@@ -112,6 +117,10 @@ func runDaemon(ctx context.Context, e *env) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	s.Metrics = m
+	b := thisBuild()
+	if err := metrics.RegisterBuildInfo(registry, metrics.Build{Version: b.Version, Revision: b.Revision, GoVersion: b.GoVersion}); err != nil {
+		return err
+	}
 	for _, p := range s.Providers {
 		p.SetMetrics(m)
 	}
@@ -177,7 +186,7 @@ func runDaemon(ctx context.Context, e *env) error {
 	if t := tracing.FromEnv(e.getenv); t.On {
 		traces = t.Endpoint
 	}
-	logger.Info("sweeper running", "providers", len(s.Providers), "not_ready", len(s.NotReady()), "sweep", s.Config.Schedules.Sweep,
+	logger.Info("sweeper running", "version", b.ServiceVersion(), "providers", len(s.Providers), "not_ready", len(s.NotReady()), "sweep", s.Config.Schedules.Sweep,
 		"http", serving[0].l.Addr().String(), "admin", admin, "slack", servers.Interactions != nil, "river_ui", s.Config.HTTP.RiverUI,
 		"traces", traces)
 

@@ -153,12 +153,35 @@ func TestTicketsExportWindow(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("the directory holds %d files, want the export alone", len(entries))
 	}
+	// A second export to the same file is refused, and --force replaces it.
+	if err := os.WriteFile(path, []byte("kept\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.run(t, "tickets", "export", "--since", "1h", "--output", path); r.code != exitUsage || !strings.Contains(r.stderr, "exists") {
+		t.Errorf("--output over a file: code %d, want %d\n%s", r.code, exitUsage, r.stderr)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "kept\n" {
+		t.Errorf("the refused export changed the file: %q", data)
+	}
+	if r := b.run(t, "tickets", "export", "--since", "1h", "--output", path, "--force"); r.code != exitOK {
+		t.Errorf("--force: code %d\n%s", r.code, r.stderr)
+	}
+	if data, _ := os.ReadFile(path); !bytes.Contains(data, []byte(`"nf-w1"`)) {
+		t.Errorf("--force did not replace the file: %q", data)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the directory holds %d files, want the export alone", len(entries))
+	}
 }
 
 // TestTicketsExportUsage: a window or format the command cannot read exits
 // 2 before touching the database.
 func TestTicketsExportUsage(t *testing.T) {
 	t.Parallel()
+	existing := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.WriteFile(existing, []byte("last month's audit\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		desc    string
 		args    []string
@@ -169,6 +192,9 @@ func TestTicketsExportUsage(t *testing.T) {
 		{desc: "a negative duration", args: []string{"--since", "-1h"}, wantErr: "positive"},
 		{desc: "since after until", args: []string{"--since", "2026-11-02", "--until", "2026-11-01"}, wantErr: "is not before"},
 		{desc: "an unknown format", args: []string{"--since", "1h", "--format", "xml"}, wantErr: "jsonl or csv"},
+		{desc: "an output file that exists", args: []string{"--since", "30d", "--output", existing},
+			wantErr: "--output " + existing + " exists; export never overwrites a file: pass --force"},
+		{desc: "--force without --output", args: []string{"--since", "30d", "--force"}, wantErr: "give --output FILE"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
@@ -177,5 +203,8 @@ func TestTicketsExportUsage(t *testing.T) {
 				t.Errorf("code %d, stderr %q; want %d and %q", r.code, r.stderr, exitUsage, tc.wantErr)
 			}
 		})
+	}
+	if b, err := os.ReadFile(existing); err != nil || string(b) != "last month's audit\n" {
+		t.Errorf("the existing file now holds %q (%v)", b, err)
 	}
 }

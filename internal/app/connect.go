@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/config"
@@ -42,7 +45,22 @@ func connect(ctx context.Context, cfg *config.Config, tr *tracing.Tracing) (*pgx
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
+		if name, ok := missingDatabase(err, poolCfg.ConnConfig.Database); ok {
+			return nil, fmt.Errorf("database %s does not exist on its server: create it (createdb %s, or CREATE DATABASE %s;), then run sweeper migrate: %w",
+				redacted, name, pgx.Identifier{name}.Sanitize(), err)
+		}
 		return nil, fmt.Errorf("database %s is not reachable: %w", redacted, err)
 	}
 	return pool, nil
+}
+
+// missingDatabase reports whether err is the server's answer that the
+// database does not exist (SQLSTATE 3D000, invalid_catalog_name), and
+// the database's name as the URL gives it.
+func missingDatabase(err error, name string) (string, bool) {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" {
+		return "", false
+	}
+	return name, true
 }

@@ -39,6 +39,10 @@ type OpenOptions struct {
 	// or answers with an error (it is starting, restarting, or failing
 	// over); zero tries once. A missing migration is not waited for.
 	Wait time.Duration
+	// AllowNewerSchema opens a database that has migrations this binary
+	// does not know (a newer sweeper migrated it), with a WARN; without
+	// it, [Open] refuses such a database with a *migrations.AheadError.
+	AllowNewerSchema bool
 }
 
 // ConfigError is a configuration [Open] or [App.StartDaemon] cannot build
@@ -82,20 +86,33 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 	// Each one not ready has said so; the others are not held back.
 	_ = ReadNamespaces(ctx, cfg, provs, logger)
 	var pool *pgxpool.Pool
-	var pending int
+	var versions []migrations.Version
 	err := retryFor(ctx, logger, opts.Wait, "database not ready; trying again", func() error {
 		var err error
-		pool, pending, err = reach(ctx, cfg, opts.Tracing)
+		pool, versions, err = reach(ctx, cfg, opts.Tracing)
 		return err
 	})
 	if err != nil {
 		closeProviders()
 		return nil, nil, err
 	}
-	if pending > 0 {
+	schema := migrations.Counts(versions)
+	var ahead error
+	if u := migrations.Unknown(versions); len(u) > 0 {
+		ahead = &migrations.AheadError{Unknown: u}
+	}
+	switch {
+	case ahead != nil && !opts.AllowNewerSchema:
 		pool.Close()
 		closeProviders()
-		return nil, nil, fmt.Errorf("the database lacks %d migration(s): run 'sweeper migrate' first", pending)
+		return nil, nil, fmt.Errorf("%w (sweeper run --allow-newer-schema starts anyway)", ahead)
+	case ahead != nil:
+		logger.Warn("running on a database ahead of this binary (--allow-newer-schema)", "error", ahead)
+	}
+	if schema.Pending > 0 {
+		pool.Close()
+		closeProviders()
+		return nil, nil, fmt.Errorf("the database lacks %d migration(s): run 'sweeper migrate' first", schema.Pending)
 	}
 	if err := checkAdopted(ctx, pool, cfg.LedgerTable(), logger); err != nil {
 		pool.Close()
@@ -145,18 +162,18 @@ func (s *App) StartDaemon(ctx context.Context, opts ClientOptions, wait time.Dur
 	return daemon, nil
 }
 
-// reach connects and counts the migrations the database lacks.
-func reach(ctx context.Context, cfg *config.Config, tr *tracing.Tracing) (*pgxpool.Pool, int, error) {
+// reach connects and lists the migrations, applied, pending or unknown.
+func reach(ctx context.Context, cfg *config.Config, tr *tracing.Tracing) (*pgxpool.Pool, []migrations.Version, error) {
 	pool, err := connect(ctx, cfg, tr)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	pending, err := migrations.New(pool, nil).Pending(ctx)
+	versions, err := migrations.New(pool, nil).Status(ctx)
 	if err != nil {
 		pool.Close()
-		return nil, 0, err
+		return nil, nil, err
 	}
-	return pool, pending, nil
+	return pool, versions, nil
 }
 
 // retryFor calls try until it succeeds, waiting 1 s, 2 s … at most 5 s

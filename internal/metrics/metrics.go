@@ -14,7 +14,9 @@
 package metrics
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -306,4 +308,30 @@ func (m *Metrics) SlackSearchInconclusive() {
 		return
 	}
 	m.slackSearches.Inc()
+}
+
+// Build is what sweeper_build_info says of the running binary.
+type Build struct {
+	Version, Revision, GoVersion string
+}
+
+// RegisterBuildInfo registers sweeper_build_info{version,revision,goversion},
+// always 1, in the style of prometheus/common/version: a dashboard joins
+// on it to show which build each replica runs. An unknown revision is
+// "unknown", never an empty label.
+func RegisterBuildInfo(reg prometheus.Registerer, b Build) error {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sweeper_build_info",
+		Help: "Always 1; its labels are the version, the commit (revision) and the Go version this process was built from.",
+		ConstLabels: prometheus.Labels{
+			"version":   cmp.Or(b.Version, "unknown"),
+			"revision":  cmp.Or(b.Revision, "unknown"),
+			"goversion": cmp.Or(b.GoVersion, "unknown"),
+		},
+	})
+	g.Set(1)
+	if err := reg.Register(g); err != nil {
+		return fmt.Errorf("sweeper_build_info: %w", err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,26 @@ func TestNewRegistersAndStartsKnownSeriesAtZero(t *testing.T) {
 	// A second set on the same registry is refused, with every collector named.
 	if _, err := metrics.New(reg, nil); err == nil {
 		t.Error("registering the metrics twice: no error")
+	}
+}
+
+// TestBuildInfoSaysWhichBuildRuns: sweeper_build_info is 1 with the
+// build's version, commit and Go version as labels; an unknown commit is
+// "unknown", and registering twice is refused.
+func TestBuildInfoSaysWhichBuildRuns(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	if err := metrics.RegisterBuildInfo(reg, metrics.Build{Version: "v1.2.3", GoVersion: "go1.26.8"}); err != nil {
+		t.Fatal(err)
+	}
+	want := `# HELP sweeper_build_info Always 1; its labels are the version, the commit (revision) and the Go version this process was built from.
+# TYPE sweeper_build_info gauge
+sweeper_build_info{goversion="go1.26.8",revision="unknown",version="v1.2.3"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sweeper_build_info"); err != nil {
+		t.Error(err)
+	}
+	if err := metrics.RegisterBuildInfo(reg, metrics.Build{Version: "v1.2.3", GoVersion: "go1.26.8"}); err == nil {
+		t.Error("a second sweeper_build_info was registered")
 	}
 }

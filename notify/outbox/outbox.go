@@ -615,12 +615,32 @@ func (s *Store) parkedOne(ctx context.Context, id int64, what, set string, args 
 		if err != nil {
 			return Notification{}, err
 		}
-		return Notification{}, fmt.Errorf("%w: row %d is %s", ErrNotParked, id, found.State)
+		return Notification{}, fmt.Errorf("%w: row %d is %s: %s", ErrNotParked, id, found.State, notParkedReason(found.State))
 	}
 	if err != nil {
 		return Notification{}, fmt.Errorf("%s outbox row %d: %w", what, id, err)
 	}
 	return n, nil
+}
+
+// notParkedReason says why a row in state cannot be replayed or
+// dismissed, and whether anything will ever send it.
+func notParkedReason(state string) string {
+	switch state {
+	case StatePending:
+		return "it is owed already; the next notify pass delivers it"
+	case StateSent:
+		return "sent rows are final: the message was delivered"
+	case StateDismissed:
+		return "dismissed rows are final: a person closed it for good"
+	case StateSkipped:
+		return "skipped rows are final: nobody needed the message (its ticket settled before the alert was due, its receiver is off, or the receiver does not follow the event); nothing will send it"
+	case StateFolded:
+		return "folded rows are final: the alert group's message counts its ticket instead"
+	case StateSilenced:
+		return "silenced rows are final: a silence held the message when it was due"
+	}
+	return "only a parked row can be replayed or dismissed"
 }
 
 // Get returns outbox row id, or [ErrNotFound].
