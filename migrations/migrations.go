@@ -142,24 +142,11 @@ func New(pool *pgxpool.Pool, logger *slog.Logger) *Migrator {
 // current). Waiting for the lock ends with ctx. A database with migrations
 // this binary does not know is refused with an [*AheadError], unchanged.
 func (m *Migrator) Up(ctx context.Context) ([]Version, error) {
-	conn, err := m.pool.Acquire(ctx)
+	conn, unlock, err := m.lock(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: connect: %w", err)
+		return nil, err
 	}
-	defer conn.Release()
-
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockID); err != nil {
-		return nil, fmt.Errorf("migrate: take advisory lock: %w", err)
-	}
-	defer func() {
-		// A fresh context: the lock must be released even when ctx is done;
-		// should this fail, the lock goes with the connection.
-		unlockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(unlockCtx, "SELECT pg_advisory_unlock($1)", lockID); err != nil {
-			conn.Conn().Close(unlockCtx) //nolint:errcheck // closing ends the session and so the lock
-		}
-	}()
+	defer unlock()
 
 	// A database a newer binary migrated is left as it is: this binary
 	// cannot tell what its tables mean now.
@@ -300,21 +287,11 @@ func (m *Migrator) Down(ctx context.Context, n int) ([]Version, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("migrate: roll back at least one migration, not %d", n)
 	}
-	conn, err := m.pool.Acquire(ctx)
+	_, unlock, err := m.lock(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: connect: %w", err)
+		return nil, err
 	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockID); err != nil {
-		return nil, fmt.Errorf("migrate: take advisory lock: %w", err)
-	}
-	defer func() {
-		unlockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(unlockCtx, "SELECT pg_advisory_unlock($1)", lockID); err != nil {
-			conn.Conn().Close(unlockCtx) //nolint:errcheck // closing ends the session and so the lock
-		}
-	}()
+	defer unlock()
 	versions, err := m.Status(ctx)
 	if err != nil {
 		return nil, err
@@ -435,4 +412,29 @@ func Fingerprint() (string, error) {
 		return "", fmt.Errorf("migrate: embedded files: %w", err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// lock takes the migrations' session advisory lock on a connection of its
+// own, waiting for it as long as ctx lasts, so that replicas migrating
+// together take turns. It returns the connection holding the lock and the
+// function that releases both.
+func (m *Migrator) lock(ctx context.Context) (*pgxpool.Conn, func(), error) {
+	conn, err := m.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("migrate: connect: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockID); err != nil {
+		conn.Release()
+		return nil, nil, fmt.Errorf("migrate: take advisory lock: %w", err)
+	}
+	return conn, func() {
+		// A fresh context: the lock must be released even when ctx is done;
+		// should this fail, the lock goes with the connection.
+		unlockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(unlockCtx, "SELECT pg_advisory_unlock($1)", lockID); err != nil {
+			conn.Conn().Close(unlockCtx) //nolint:errcheck // closing ends the session and so the lock
+		}
+		conn.Release()
+	}, nil
 }
