@@ -130,6 +130,9 @@ func TestInABrowser(t *testing.T) {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
+		// Scrollbars over the page, as on a phone: the page is as wide as
+		// the window, and a screenshot shows all of it.
+		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(t.TempDir()),
 	)
 	defer cancelAlloc()
