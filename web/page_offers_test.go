@@ -146,9 +146,17 @@ func TestSilencePreviewSaysWhatItWouldHold(t *testing.T) {
 	if r.code != http.StatusOK || !strings.Contains(r.body, "would hold <strong>3</strong> open ticket(s) now, of <span class=\"held-provider\">sms (3)</span>") {
 		t.Errorf("a preview without a comment or an end: %d", r.code)
 	}
+	// What Add refuses unless forced is a warning of the preview.
 	r = c.post("/review/silences", url.Values{"matchers": {"provider=smss"}, "end": {"2h"}, "preview": {"1"}})
-	if r.code != http.StatusUnprocessableEntity || !strings.Contains(r.body, "it matches no open ticket") || strings.Contains(r.body, `id="preview"`) {
+	if r.code != http.StatusOK || !strings.Contains(r.body, "would hold <strong>0</strong> open ticket(s) now, and") ||
+		!strings.Contains(r.body, "Warning: it matches no open ticket") {
 		t.Errorf("a preview of a silence that matches nothing: %d", r.code)
+	}
+	// Any other refusal is Add's, with the form as typed.
+	r = c.post("/review/silences", url.Values{"matchers": {"recipient=jane"}, "preview": {"1"}})
+	if r.code != http.StatusUnprocessableEntity || !strings.Contains(r.body, "no label") || strings.Contains(r.body, `id="preview"`) ||
+		!strings.Contains(r.body, ">recipient=jane</textarea>") {
+		t.Errorf("a preview of a matcher on no label: %d", r.code)
 	}
 }
 

@@ -225,8 +225,9 @@ func silenceRefused(err error) error {
 // open tickets, and each provider of theirs with how many, counted by the
 // matching rule that holds notifications ([outbox.Store.MatchCount]).
 // Nothing is added. A preview needs no comment, nor an end (then one hour
-// is planned and no end is shown). A draft the rules refuse is a
-// *[web.RefusedError].
+// is planned and no end is shown). What only force overrides — it
+// matches nothing known, it holds every ticket — is a warning of the
+// preview, which still counts; any other refusal is a *[web.RefusedError].
 func PreviewSilence(ctx context.Context, messages *outbox.Store, tickets *review.Reader, d web.SilenceDraft, known outbox.Known,
 	now time.Time) (web.SilencePreview, error) {
 	req := outbox.SilenceRequest{Matchers: d.Matchers, End: cmp.Or(d.End, "1h"), By: d.By, Comment: cmp.Or(d.Comment, "(a preview)"), Force: d.Force}
@@ -234,7 +235,7 @@ func PreviewSilence(ctx context.Context, messages *outbox.Store, tickets *review
 	if err != nil {
 		return web.SilencePreview{}, silenceRefused(err)
 	}
-	plan, err := messages.PlanSilence(ctx, ns, known, d.Force, now)
+	plan, err := messages.PlanSilence(ctx, ns, known, true, now)
 	if err != nil {
 		return web.SilencePreview{}, silenceRefused(err)
 	}
