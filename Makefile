@@ -40,8 +40,19 @@ lint:
 		echo "gofmt: these files need formatting:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-gotest:
+gotest: axe
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# axe-core, which the review page's browser test runs in Chromium: from
+# web/testdata/axe's package-lock.json, into its node_modules (not
+# committed; the test installs it too when it is missing).
+AXE := web/testdata/axe/node_modules/axe-core/axe.min.js
+.PHONY: axe
+axe: $(AXE)
+$(AXE): web/testdata/axe/package.json web/testdata/axe/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is needed for axe-core, the browser test's accessibility check (Debian: apt-get install npm)"; exit 1; }
+	cd web/testdata/axe && npm ci --no-audit --no-fund
+	@touch $@
 
 nodetest:
 	@command -v node >/dev/null || { echo "node is needed for the payload-hash vectors (Debian: apt-get install nodejs)"; exit 1; }
@@ -88,7 +99,7 @@ n8n-e2e:
 # The README's pictures of the review page, taken by the browser test in
 # Chromium (apt-get install -y chromium).
 .PHONY: screenshots
-screenshots:
+screenshots: axe
 	mkdir -p docs/images
 	$(GO) test -count=1 -run '^TestInABrowser$$' ./web -screenshots "$(CURDIR)/docs/images"
 

@@ -3,7 +3,9 @@ package review
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -57,3 +59,8 @@ func (a Assignees) Assignable(owner string) error {
 	}
 	return fmt.Errorf("owner: must be a Slack user id (U… or W…) or a person the configuration names, got %q", owner)
 }
+
+// Known returns the people a names, sorted, each once: whom a person
+// reassigning a ticket is offered. With Slack off a Slack user id not
+// among them is assignable too, but is never offered.
+func (a Assignees) Known() []string { return slices.Sorted(maps.Keys(a.known)) }

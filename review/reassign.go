@@ -104,6 +104,10 @@ func (s *Store) Reassign(ctx context.Context, id int64, to, by string, expectVer
 	return t, nil
 }
 
+// Assignees returns the rule of whom s reassigns tickets to
+// ([Store.WithAssignees]).
+func (s *Store) Assignees() Assignees { return s.assignees }
+
 // WithAssignees returns a copy of s that reassigns tickets only to whom
 // a allows. A Store without it has the zero [Assignees].
 func (s *Store) WithAssignees(a Assignees) *Store {

@@ -437,7 +437,7 @@ func notApplied(ctx context.Context, db ledger.DB, id int64, expectVersion int, 
 	switch {
 	case t.State == StateResolved:
 		why = fmt.Sprintf("resolved as %s by %s", t.Resolution, t.ResolvedBy)
-	case ack && t.AcknowledgedLevel != nil && *t.AcknowledgedLevel == t.EscalationLevel:
+	case ack && t.AcknowledgedAtItsLevel():
 		why = fmt.Sprintf("acknowledged at escalation level %d by %s", t.EscalationLevel, t.AcknowledgedBy)
 	case expectVersion != 0 && t.Version != expectVersion:
 		why = fmt.Sprintf("it is at version %d, not %d: it changed since it was shown", t.Version, expectVersion)

@@ -501,3 +501,11 @@ func Unstorable(err error) bool {
 	}
 	return strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54")
 }
+
+// AcknowledgedAtItsLevel reports whether someone has taken t at the
+// escalation level it is at: acknowledging it again changes nothing (it
+// is refused as handled), until it escalates or the acknowledgement times
+// out.
+func (t Ticket) AcknowledgedAtItsLevel() bool {
+	return t.AcknowledgedLevel != nil && *t.AcknowledgedLevel == t.EscalationLevel
+}

@@ -16,7 +16,9 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
+	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/outbox"
@@ -34,16 +36,29 @@ var screenshots = flag.String("screenshots", "", "write screenshots of the queue
 // skips.
 const chromium = "/usr/bin/chromium"
 
+// maxStopsToFirstTicket is how many Tab stops may come before the queue's
+// first ticket link, in document order: the skip link, the page's name,
+// its six views, the four sortable column headers and the ticket's
+// checkbox — the filters and facets come after the list. From the
+// keyboard the skip link takes one straight to the first ticket.
+const maxStopsToFirstTicket = 13
+
 // TestInABrowser drives a real Chromium through the review page, signed in
 // through the proxy mode on loopback: filter to one provider, open a
 // ticket, see its evidence side by side, resolve it as not sent with a
-// note, acknowledge the other three in bulk, add a silence and expire it;
-// then checks the database and the outbox.
+// note, acknowledge the other three in bulk, preview a silence, add it and
+// expire it; then checks the database and the outbox. Every page on the
+// way — queue, ticket, confirmations, bulk results, resolved, silences,
+// an error page — is checked at 1366 and 360 px ([inspect]): axe-core
+// finds no serious or critical violation, nothing scrolls sideways, the
+// first Tab stop is a skip link; and the first ticket is a few Tab stops
+// away.
 func TestInABrowser(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat(chromium); err != nil {
 		t.Fatalf("no browser to drive: %v (apt-get install -y chromium)", err)
 	}
+	axe := axeSource(t)
 	pool := dbtest.NewPool(t)
 	store := review.NewStore(pool, policy)
 	messages := outbox.NewStore(pool)
@@ -78,6 +93,9 @@ func TestInABrowser(t *testing.T) {
 			si, err := messages.ExpireSilence(ctx, id, by)
 			return web.Silence{ID: si.ID}, err
 		},
+		PreviewSilence: func(ctx context.Context, d web.SilenceDraft) (web.SilencePreview, error) {
+			return app.PreviewSilence(ctx, messages, review.NewReader(pool), d, outbox.Known{}, time.Now())
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +114,9 @@ func TestInABrowser(t *testing.T) {
 				PayloadHash: strings.Repeat("0", 64)}))
 	}
 	others := []review.Ticket{b.open(t, "browser-mail-1", "billing", "mailer"), b.open(t, "browser-mail-2", "billing", "mailer")}
+	for i := range 5 { // eleven open tickets, as the queue was measured with
+		others = append(others, b.open(t, fmt.Sprintf("browser-push-%d", i), "onboarding", "push"))
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -109,6 +130,9 @@ func TestInABrowser(t *testing.T) {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
+		// Scrollbars over the page, as on a phone: the page is as wide as
+		// the window, and a screenshot shows all of it.
+		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(t.TempDir()),
 	)
 	defer cancelAlloc()
@@ -137,10 +161,6 @@ func TestInABrowser(t *testing.T) {
 		network.SetExtraHTTPHeadersParams{Headers: network.Headers{"X-Forwarded-Email": "lead@example.com"}}); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
-	do("open the queue", chromedp.Navigate(srv.URL+"/review/"), chromedp.WaitVisible(chromedp.CSS(`#queue`)))
-	// Filter to one provider through its count link.
-	do("filter to sms", chromedp.Click(chromedp.CSS(`.facets a[href*="provider=sms"]`)), chromedp.WaitVisible(chromedp.CSS(`.facets a.selected`)))
-	queueText := text(`#queue tbody`)
 	shoot := func(name string) {
 		t.Helper()
 		if *screenshots == "" {
@@ -154,16 +174,50 @@ func TestInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	do("size the window", chromedp.EmulateViewport(1280, 900))
-	shoot("review-queue.png")
+	do("size the window", chromedp.EmulateViewport(1366, 900))
+	do("open the queue", chromedp.Navigate(srv.URL+"/review/"), chromedp.WaitVisible(chromedp.CSS(`#queue`)))
+	// From the keyboard: the first Tab is the skip link, which leads to
+	// the tickets; in document order the first ticket is a few Tab stops
+	// away.
+	firstTicket := `#queue tbody a[href^="/review/tickets/"]`
+	stops := tabStopsBefore(t, browser, firstTicket)
+	do("tab to the skip link", chromedp.KeyEvent(kb.Tab))
+	onSkip, focused := activeIn(t, browser, `a.skip`)
+	do("follow the skip link", chromedp.KeyEvent(kb.Enter), chromedp.KeyEvent(kb.Tab))
+	inFirst, focusedAfter := activeIn(t, browser, `#queue tbody tr:first-child`)
+	if stops < 0 || stops > maxStopsToFirstTicket || !onSkip || !inFirst {
+		t.Errorf("from the keyboard: %d Tab stops before the first ticket (at most %d); first Tab on %s; after the skip link, Tab on %s",
+			stops, maxStopsToFirstTicket, focused, focusedAfter)
+	}
+	t.Logf("%d Tab stops before the first ticket in document order; 2 (skip link, Enter, Tab) from the keyboard", stops)
+	inspect(t, browser, axe, "the queue", "", shoot)
+	// Filter to one provider through its count link.
+	do("filter to sms", chromedp.Click(chromedp.CSS(`.facets a[href*="provider=sms"]`)), chromedp.WaitVisible(chromedp.CSS(`.facets a.selected`)))
+	queueText := text(`#queue tbody`)
+	inspect(t, browser, axe, "the queue filtered", "review-queue", shoot)
 	// Open the first ticket and read its evidence.
-	do("open a ticket", chromedp.Click(chromedp.CSS(`#queue tbody tr:first-child td:nth-child(2) a`)), chromedp.WaitVisible(chromedp.CSS(`#evidence`)))
+	do("open a ticket", chromedp.Click(chromedp.CSS(firstTicket)), chromedp.WaitVisible(chromedp.CSS(`#evidence`)))
 	evidence := text(`#evidence`)
-	shoot("review-ticket.png")
+	ticketURL, err := chromedp.Run(browser, chromedp.Location())
+	if err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	inspect(t, browser, axe, "a ticket", "review-ticket", shoot)
+	// Silence tickets like this one: the silences form comes filled in.
+	do("silence like this one", chromedp.Click(chromedp.CSS(`#silence-like`)), chromedp.WaitVisible(chromedp.CSS(`#silence-add`)))
+	prefilled, err := chromedp.Run(browser, chromedp.Value(chromedp.CSS(`#silence-matchers`)))
+	if err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	if want := "provider=sms\nworkflow=billing\nreason="; !strings.HasPrefix(prefilled, want) {
+		t.Errorf("silence like this one: the form holds %q, want it to start %q", prefilled, want)
+	}
+	do("back to the ticket", chromedp.Navigate(ticketURL), chromedp.WaitVisible(chromedp.CSS(`#evidence`)))
 	// Resolve it as not sent: its confirmation restates what changes and
 	// asks why.
 	do("resolve as not sent", chromedp.Click(chromedp.CSS(`#not-sent`)), chromedp.WaitVisible(chromedp.CSS(`#changes`)))
 	changes := text(`#changes`)
+	inspect(t, browser, axe, "a confirmation", "", shoot)
 	do("confirm not sent",
 		chromedp.SendKeys(chromedp.CSS(`#not-sent-note`), "the carrier rejected it: checked in its console"),
 		chromedp.Click(chromedp.CSS(`#confirm`)),
@@ -183,19 +237,34 @@ func TestInABrowser(t *testing.T) {
 	}
 	do("acknowledge in bulk", chromedp.Click(chromedp.CSS(`#bulk-submit`)), chromedp.WaitVisible(chromedp.CSS(`#confirm-submit`)))
 	bulkConfirm := text(`#confirm`)
+	inspect(t, browser, axe, "a bulk confirmation", "", shoot)
 	do("confirm the bulk", chromedp.Click(chromedp.CSS(`#confirm-submit`)), chromedp.WaitVisible(chromedp.CSS(`#results`)))
 	results := text(`#results`)
-	// Silence the SMS tickets for a day and a half, then expire it.
+	inspect(t, browser, axe, "the bulk results", "", shoot)
+	do("open the resolved", chromedp.Navigate(srv.URL+"/review/?view=resolved"), chromedp.WaitVisible(chromedp.CSS(`#queue`)))
+	inspect(t, browser, axe, "the resolved tickets", "", shoot)
+	// Silence the SMS tickets for a day and a half: preview it, add it,
+	// then expire it.
 	do("open the silences", chromedp.Navigate(srv.URL+"/review/silences"), chromedp.WaitVisible(chromedp.CSS(`#silence-add`)))
-	do("add a silence",
+	inspect(t, browser, axe, "the silences", "", shoot)
+	do("preview a silence",
 		chromedp.SendKeys(chromedp.CSS(`#silence-add textarea[name="matchers"]`), "provider=sms\nworkflow=~bill.*"),
 		chromedp.SendKeys(chromedp.CSS(`#silence-add input[name="end"]`), "36h"),
 		chromedp.SendKeys(chromedp.CSS(`#silence-add textarea[name="comment"]`), "carrier migration"),
-		chromedp.Click(chromedp.CSS(`#silence-submit`)),
-		chromedp.WaitVisible(chromedp.CSS(`#added`)))
+		chromedp.Click(chromedp.CSS(`#silence-preview`)),
+		chromedp.WaitVisible(chromedp.CSS(`#preview`)))
+	preview := text(`#preview`)
+	inspect(t, browser, axe, "a silence's preview", "", shoot)
+	do("add the silence", chromedp.Click(chromedp.CSS(`#silence-submit`)), chromedp.WaitVisible(chromedp.CSS(`#added`)))
 	added, warned := text(`#added`), text(`#warnings`)
+	inspect(t, browser, axe, "the silences with one", "", shoot)
 	do("expire it", chromedp.Click(chromedp.CSS(`table.silences button`)), chromedp.WaitVisible(chromedp.CSS(`#expired`)))
 	expired := text(`#expired`)
+	do("open no page", chromedp.Navigate(srv.URL+"/review/no-such-page"), chromedp.WaitVisible(chromedp.CSS(`#problem`)))
+	inspect(t, browser, axe, "an error page", "", shoot)
+	if !strings.Contains(preview, "nothing was added") || !strings.Contains(preview, "would hold 3 open ticket(s) now, of sms (3)") {
+		t.Errorf("the silence's preview: %q", preview)
+	}
 
 	for _, o := range others {
 		if strings.Contains(queueText, o.OpKey) || strings.Contains(queueText, "mailer") {

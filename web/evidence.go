@@ -2,7 +2,6 @@ package web
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/sweeper/sweeper/proof"
@@ -15,13 +14,20 @@ type comparison struct {
 	Records []recordSide
 	// Window is the lookup's time window, when there was a search.
 	Since, Until time.Time
-	// Errors counts the failed lookup attempts, by class; their text is
+	// Errors are the failed lookup attempts, by class; their text is
 	// the provider's and stays out of the page.
-	Errors []string
+	Errors []failedLookup
 	Valid  bool
 	// Apart is what tells several records apart: each compared field
 	// whose value is not the same in all of them, one column a record.
 	Apart []apartRow
+}
+
+// failedLookup is one failed lookup attempt: when, and its class.
+type failedLookup struct {
+	Attempt int
+	At      time.Time
+	Class   string
 }
 
 // apartRow is one field of several records, side by side.
@@ -69,7 +75,7 @@ func compare(raw json.RawMessage) comparison {
 		c.Since, c.Until = ev.Query.Since, ev.Query.Until
 	}
 	for _, e := range ev.Errors {
-		c.Errors = append(c.Errors, fmt.Sprintf("attempt %d at %s: %s", e.Attempt, e.At.UTC().Format(time.RFC3339), orDash(e.Class)))
+		c.Errors = append(c.Errors, failedLookup{Attempt: e.Attempt, At: e.At, Class: orDash(e.Class)})
 	}
 	for _, rec := range ev.Records {
 		side := recordSide{ID: rec.ID, Cells: cells(ev, rec)}

@@ -107,7 +107,7 @@ func listed(body string) []int64 {
 	return ids
 }
 
-var ticketLinkRE = regexpMust(`<td><a href="/review/tickets/(\d+)">`)
+var ticketLinkRE = regexpMust(`<td data-label="#"><a href="/review/tickets/(\d+)">`)
 
 func TestQueuePagesThroughTheNextLink(t *testing.T) {
 	t.Parallel()
@@ -175,12 +175,12 @@ func TestTicketPageShowsTheEvidenceSideBySide(t *testing.T) {
 		!strings.Contains(r.body, `</td><td>—</td><td class="unknown">unknown</td>`) {
 		t.Errorf("ticket page does not compare the payload hashes")
 	}
-	cards, apartTable, _ := strings.Cut(r.body, `<table id="apart">`)
+	cards, apartTable, _ := strings.Cut(r.body, `<table id="apart" class="compare">`)
 	if strings.Count(cards, "<td>time inside the lookup window</td>") != 3 {
 		t.Errorf("each record compares its time with the window")
 	}
 	// What tells the three records apart, side by side.
-	for _, want := range []string{"<th><code>rec_same</code></th><th><code>rec_dup</code></th><th><code>rec_other</code></th>",
+	for _, want := range []string{`<th scope="col"><code>rec_same</code></th><th scope="col"><code>rec_dup</code></th><th scope="col"><code>rec_other</code></th>`,
 		"<tr><td>state</td><td>effect (agree)</td><td>effect (agree)</td><td>failed (differ)</td></tr>",
 		"<tr><td>recipient (normalized)</td><td>j***@***.org (agree)</td><td>j***@***.org (agree)</td><td>s***@***.net (differ)</td></tr>"} {
 		if !strings.Contains(apartTable, want) {
@@ -409,7 +409,7 @@ func results(body string) map[int64]string {
 	return out
 }
 
-var resultRE = regexpMust(`<td><a href="/review/tickets/(\d+)">\d+</a></td><td class="status">([^<]+)</td>`)
+var resultRE = regexpMust(`<td data-label="Ticket"><a href="/review/tickets/(\d+)">\d+</a></td><td data-label="Result" class="status">([^<]+)</td>`)
 
 // TestQueueListsActiveSilences: the queue lists the active silences,
 // read-only, their text escaped; with none it shows no such list.
@@ -424,7 +424,7 @@ func TestQueueListsActiveSilences(t *testing.T) {
 	b.silences.Store(&[]web.Silence{{ID: 4, Matchers: "provider=sms workflow=~bill.*", EndsAt: b.now.Add(time.Hour),
 		CreatedBy: "U0OPS", Comment: "<b>migration</b>", HeldTickets: 3}})
 	r := c.get("/review/")
-	for _, want := range []string{`id="silences"`, "provider=sms workflow=~bill.*", "U0OPS", "&lt;b&gt;migration&lt;/b&gt;", "<td>3</td>"} {
+	for _, want := range []string{`id="silences"`, "provider=sms workflow=~bill.*", "U0OPS", "&lt;b&gt;migration&lt;/b&gt;", `<td data-label="Tickets held">3</td>`} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("the queue lacks %q", want)
 		}

@@ -182,6 +182,8 @@ type queuePage struct {
 	Problem   string
 	Resolved  bool
 	FilterSet bool
+	// Assignees are whom the bulk reassign offers ([review.Assignees.Known]).
+	Assignees []string
 }
 
 type queueRow struct {
@@ -230,7 +232,8 @@ var columnSorts = []struct{ name, sort, dir, words string }{
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request, me viewer) {
 	q := r.URL.Query()
 	f, err := h.filterOf(r.Context(), q, me.User)
-	page := queuePage{Me: me, MaySilence: h.maySilence(me), SilencesPage: h.silences != nil, View: q.Get("view"), Filter: keep(q), Reasons: proof.Reasons}
+	page := queuePage{Me: me, MaySilence: h.maySilence(me), SilencesPage: h.silences != nil, View: q.Get("view"), Filter: keep(q), Reasons: proof.Reasons,
+		Assignees: h.store.Assignees().Known()}
 	page.Notice, page.Problem = h.flash(r)
 	if page.View == "" {
 		page.View = "open"

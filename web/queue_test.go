@@ -87,7 +87,7 @@ var currentRE = regexp.MustCompile(`<a href="/review/\?view=(\w+)" aria-current=
 // link.
 func header(t *testing.T, body, name string) (sort, link string) {
 	t.Helper()
-	m := regexp.MustCompile(`<th id="col-` + name + `"( aria-sort="(\w+)")?><a href="([^"]+)" title="sort: [^"]+"`).FindStringSubmatch(body)
+	m := regexp.MustCompile(`<th scope="col" id="col-` + name + `"( aria-sort="(\w+)")?><a href="([^"]+)" title="sort: [^"]+"`).FindStringSubmatch(body)
 	if m == nil {
 		t.Fatalf("no sortable header col-%s:\n%s", name, body)
 	}
@@ -332,10 +332,10 @@ func TestPagesAreGzippedWhenAsked(t *testing.T) {
 		gzipped      bool
 		want         string
 	}{
-		{"/review/", "gzip, deflate, br", true, `<table id="queue">`},
-		{"/review/", "", false, `<table id="queue">`},
-		{"/review/", "gzip;q=0, br", false, `<table id="queue">`},
-		{"/review/", "br", false, `<table id="queue">`},
+		{"/review/", "gzip, deflate, br", true, `<table id="queue" class="cards">`},
+		{"/review/", "", false, `<table id="queue" class="cards">`},
+		{"/review/", "gzip;q=0, br", false, `<table id="queue" class="cards">`},
+		{"/review/", "br", false, `<table id="queue" class="cards">`},
 		{"/review/?view=nope", "gzip", true, "view: must be"},
 		{"/review/static/style.css", "gzip", true, "font:"},
 		{"/review/static/style.css", "identity", false, "font:"},

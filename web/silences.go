@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sweeper/sweeper/review"
 )
 
 // Silence is a silence as the page lists it: while it is active its
@@ -51,6 +54,27 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return "refused: " + strings.Join(e.Problems, "; ") }
 
+// SilencePreview is what a silence drafted on the page would hold if it
+// were added now, by the rules [Config.AddSilence] adds it by.
+type SilencePreview struct {
+	// Matchers are the draft's matchers as read, and EndsAt its end.
+	Matchers string
+	EndsAt   time.Time
+	// OpenTickets is how many open tickets it matches now.
+	OpenTickets int64
+	// Providers are the providers of those tickets, each with how many
+	// it holds, by name.
+	Providers []HeldProvider
+	// Warnings are what adding it would warn of.
+	Warnings []string
+}
+
+// HeldProvider is a provider whose open tickets a silence would hold.
+type HeldProvider struct {
+	Name    string
+	Tickets int64
+}
+
 // ErrSilenceGone: the silence to expire does not exist, or has ended
 // already.
 var ErrSilenceGone = errors.New("no such active silence")
@@ -76,6 +100,11 @@ type silencesPage struct {
 	Added    *Silence
 	Warnings []string
 	Expired  *Silence
+	// Preview is what the form's silence would hold, asked for with its
+	// Preview button; nothing was added. Previewable: the button is
+	// offered.
+	Preview     *SilencePreview
+	Previewable bool
 }
 
 // maySilence reports whether me may add and expire silences: a reviewer
@@ -88,7 +117,7 @@ func (h *Handler) maySilence(me viewer) bool {
 // silencesOf renders the silences page with the active silences, status
 // code and what page says besides.
 func (h *Handler) silencesOf(w http.ResponseWriter, r *http.Request, me viewer, status int, page silencesPage) {
-	page.Me, page.MayChange = me, h.maySilence(me)
+	page.Me, page.MayChange, page.Previewable = me, h.maySilence(me), h.previewSilence != nil
 	if h.silences != nil {
 		var err error
 		if page.Silences, err = h.silences(r.Context()); err != nil {
@@ -102,8 +131,41 @@ func (h *Handler) silencesOf(w http.ResponseWriter, r *http.Request, me viewer, 
 
 // silencesList lists the active silences, with the add form and an Expire
 // button each for those who may change them.
+//
+// The form comes filled in from the query's provider, workflow and reason
+// ("silence tickets like this one" on a ticket page), each an exact
+// matcher; nothing is added until the reviewer submits it.
 func (h *Handler) silencesList(w http.ResponseWriter, r *http.Request, me viewer) {
-	h.silencesOf(w, r, me, http.StatusOK, silencesPage{})
+	h.silencesOf(w, r, me, http.StatusOK, silencesPage{Form: silenceForm{Matchers: likeMatchers(r.URL.Query())}})
+}
+
+// likeLabels are the labels "silence tickets like this one" fills in, in
+// the order the form lists them.
+var likeLabels = []string{"provider", "workflow", "reason"}
+
+// likeThisOne is the silences page's query that fills its form in with
+// the labels of one ticket: its provider, workflow and reason, those it
+// has.
+func likeThisOne(l review.Labels) url.Values {
+	q := url.Values{}
+	for i, v := range []string{l.Provider, l.Workflow, l.Reason} {
+		if v != "" {
+			q.Set(likeLabels[i], v)
+		}
+	}
+	return q
+}
+
+// likeMatchers are the exact matchers, one a line, of q's labels
+// ([likeThisOne]); a value with a line break in it is left out.
+func likeMatchers(q url.Values) string {
+	var lines []string
+	for _, name := range likeLabels {
+		if v := strings.TrimSpace(q.Get(name)); v != "" && !strings.ContainsAny(v, "\r\n") {
+			lines = append(lines, name+"="+v)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // refuseSilence answers a person who may not change silences.
@@ -130,6 +192,10 @@ func (h *Handler) addSilenceForm(w http.ResponseWriter, r *http.Request, me view
 		if m = strings.TrimSpace(m); m != "" {
 			draft.Matchers = append(draft.Matchers, m)
 		}
+	}
+	if f.Get("preview") != "" && h.previewSilence != nil {
+		h.previewSilenceForm(w, r, me, form, draft)
+		return
 	}
 	added, warnings, err := h.addSilence(r.Context(), draft)
 	if refused, ok := errors.AsType[*RefusedError](err); ok {
@@ -175,4 +241,20 @@ func (h *Handler) expireSilenceForm(w http.ResponseWriter, r *http.Request, me v
 	}
 	h.logger.Info("web: silence expired", "silence_id", id, "user", me.User)
 	h.silencesOf(w, r, me, http.StatusOK, silencesPage{Expired: &expired})
+}
+
+// previewSilenceForm shows what the form's silence would hold now, through
+// [Config.PreviewSilence], with the form as typed: nothing is added.
+func (h *Handler) previewSilenceForm(w http.ResponseWriter, r *http.Request, me viewer, form silenceForm, draft SilenceDraft) {
+	preview, err := h.previewSilence(r.Context(), draft)
+	if refused, ok := errors.AsType[*RefusedError](err); ok {
+		h.silencesOf(w, r, me, http.StatusUnprocessableEntity, silencesPage{Form: form, Problems: refused.Problems, Forcible: refused.Forcible})
+		return
+	}
+	if err != nil {
+		h.logger.Error("web: preview a silence", "user", me.User, "error", err)
+		h.fail(w, r, http.StatusServiceUnavailable, "The silence could not be previewed: sweeper's database did not answer. Nothing was added; try again.")
+		return
+	}
+	h.silencesOf(w, r, me, http.StatusOK, silencesPage{Form: form, Preview: &preview})
 }

@@ -28,6 +28,11 @@ type ticketPage struct {
 	// Records are the evidence's records a person may resolve as done
 	// with, each with what differs ([review.WeighChoice]).
 	Records []recordOption
+	// Assignees are whom the reassign form offers ([review.Assignees.Known]).
+	Assignees []string
+	// SilenceLike links to the silences form filled in for tickets like
+	// this one, for a person who may add silences; "" otherwise.
+	SilenceLike string
 	// Notice is what the last action did; Problem why it did not.
 	Notice, Problem string
 }
@@ -89,7 +94,11 @@ func (h *Handler) showTicket(w http.ResponseWriter, r *http.Request, me viewer, 
 	}
 	page := ticketPage{Me: me, Ticket: t, Reason: t.Reason.Describe(), Evidence: compare(t.Evidence),
 		MayAct: !me.ReadOnly && h.deciders.MayAct(t, me.User), Open: t.State == review.StateOpen,
-		Overdue: t.State == review.StateOpen && t.Deadline.Before(h.now()), Notice: notice, Problem: problem}
+		Overdue: t.State == review.StateOpen && t.Deadline.Before(h.now()), Notice: notice, Problem: problem,
+		Assignees: h.store.Assignees().Known()}
+	if h.maySilence(me) {
+		page.SilenceLike = Prefix + "/silences?" + likeThisOne(review.LabelsOf(t)).Encode()
+	}
 	var ev proof.Evidence
 	if json.Unmarshal(t.Evidence, &ev) == nil {
 		page.Differing = ev.DifferingFields
@@ -155,7 +164,7 @@ func describeEvent(e review.Event) string {
 			if d.Note != "" {
 				s += ". Note: " + d.Note
 			}
-			return s + "."
+			return sentence(s)
 		}
 	case review.EventResolvedByRelookup:
 		var d review.ResolvedByRelookupDetails
@@ -250,6 +259,15 @@ func codeOf(f actionForm) string {
 		return "not_sent"
 	}
 	return f.Action
+}
+
+// sentence ends s with a full stop, unless it ends a sentence already: a
+// note a person ended with one shows one.
+func sentence(s string) string {
+	if strings.HasSuffix(s, ".") || strings.HasSuffix(s, "!") || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "…") {
+		return s
+	}
+	return s + "."
 }
 
 // shortDuration writes a duration as people say it: 30m, 1h30m, 2h.

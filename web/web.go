@@ -91,6 +91,12 @@ type Config struct {
 	// does not exist or has ended already; a *[RefusedError] when the rules
 	// refuse.
 	ExpireSilence func(ctx context.Context, id int64, by string) (Silence, error)
+	// PreviewSilence, when set with AddSilence, tells what the silence a
+	// reviewer drafts would hold now — its open tickets and their
+	// providers — by the rules AddSilence adds it by, without adding it:
+	// the silences form's Preview button. A draft the rules refuse is a
+	// *[RefusedError]; a preview needs no comment.
+	PreviewSilence func(ctx context.Context, draft SilenceDraft) (SilencePreview, error)
 	// Slack, when set, signs people in with Slack instead of through a
 	// proxy: ProxyHeader and TrustedProxies are then unused, and a proxy
 	// header means nothing.
@@ -121,13 +127,14 @@ type Handler struct {
 	silences func(ctx context.Context) ([]Silence, error)
 	heldBy   func(ctx context.Context, labels []review.Labels) ([]int64, error)
 	// addSilence and expireSilence change the silences; both or neither.
-	addSilence    func(ctx context.Context, draft SilenceDraft) (Silence, []string, error)
-	expireSilence func(ctx context.Context, id int64, by string) (Silence, error)
-	oidc          *oidcClient
-	logger        *slog.Logger
-	now           func() time.Time
-	pages         map[string]*template.Template
-	root          http.Handler
+	addSilence     func(ctx context.Context, draft SilenceDraft) (Silence, []string, error)
+	expireSilence  func(ctx context.Context, id int64, by string) (Silence, error)
+	previewSilence func(ctx context.Context, draft SilenceDraft) (SilencePreview, error)
+	oidc           *oidcClient
+	logger         *slog.Logger
+	now            func() time.Time
+	pages          map[string]*template.Template
+	root           http.Handler
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -201,7 +208,7 @@ func New(cfg Config) (*Handler, error) {
 		h.now = time.Now
 	}
 	if cfg.AddSilence != nil && cfg.ExpireSilence != nil {
-		h.addSilence, h.expireSilence = cfg.AddSilence, cfg.ExpireSilence
+		h.addSilence, h.expireSilence, h.previewSilence = cfg.AddSilence, cfg.ExpireSilence, cfg.PreviewSilence
 	}
 	var err error
 	if h.pages, err = parsePages(); err != nil {

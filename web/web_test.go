@@ -70,6 +70,9 @@ type bundle struct {
 	// heldBy is the silence holding each provider's tickets (the outbox
 	// matches every label in the daemon, tested in notify/outbox).
 	heldBy map[string]int64
+	// failed are the failed lookup attempts the tickets open opens went
+	// through.
+	failed []proof.AttemptError
 }
 
 // setup returns the page over a rolled-back transaction, its
@@ -207,7 +210,7 @@ func (b *bundle) open(t *testing.T, key, workflow, provider string, records ...p
 	q.Since, q.Until = op.FirstAttemptAt.Add(-time.Hour), b.now.Add(time.Minute)
 	out := proof.Answered(q, records)
 	d := proof.Decide(op, out)
-	ev := proof.NewEvidence(op, proof.Lookup{Adapter: "sim", Query: &q, Outcome: out, At: b.now}, d)
+	ev := proof.NewEvidence(op, proof.Lookup{Adapter: "sim", Query: &q, Outcome: out, Errors: b.failed, At: b.now}, d)
 	applied, err := b.store.Apply(b.ctx, op, d, ev, b.now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("Apply(%s) = %+v, %v", key, applied, err)

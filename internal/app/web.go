@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/notify/outbox"
@@ -81,17 +83,15 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		AddSilence: func(ctx context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
 			req := outbox.SilenceRequest{Matchers: d.Matchers, End: d.End, By: d.By, Comment: d.Comment, Force: d.Force}
 			added, plan, err := messages.RequestSilence(ctx, req, s.KnownToSilences(), s.now())
-			if errors.Is(err, outbox.ErrInvalidSilence) {
-				why := strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": ")
-				return web.Silence{}, nil, &web.RefusedError{Problems: strings.Split(why, "\n"),
-					Forcible: errors.Is(err, outbox.ErrSilenceMatchesNothing) || errors.Is(err, outbox.ErrSilenceHoldsEverything)}
-			}
 			if err != nil {
-				return web.Silence{}, nil, err
+				return web.Silence{}, nil, silenceRefused(err)
 			}
 			out := webSilence(added)
 			out.OpenTickets = plan.OpenTickets
 			return out, plan.Warnings, nil
+		},
+		PreviewSilence: func(ctx context.Context, d web.SilenceDraft) (web.SilencePreview, error) {
+			return PreviewSilence(ctx, messages, s.Tickets(), d, s.KnownToSilences(), s.now())
 		},
 		ExpireSilence: func(ctx context.Context, id int64, by string) (web.Silence, error) {
 			si, err := messages.ExpireSilence(ctx, id, by)
@@ -206,4 +206,64 @@ func (s *App) KnownToSilences() outbox.Known {
 		Owners: s.owners()}
 	known.Workflows = slices.AppendSeq(known.Workflows, maps.Keys(c.Slack.Channels.Workflows))
 	return known
+}
+
+// silenceRefused is err as the review page shows it: a silence the rules
+// refuse ([outbox.ErrInvalidSilence]) as a *[web.RefusedError], forcible
+// when only force overrides it; any other error as it is.
+func silenceRefused(err error) error {
+	if !errors.Is(err, outbox.ErrInvalidSilence) {
+		return err
+	}
+	why := strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": ")
+	return &web.RefusedError{Problems: strings.Split(why, "\n"),
+		Forcible: errors.Is(err, outbox.ErrSilenceMatchesNothing) || errors.Is(err, outbox.ErrSilenceHoldsEverything)}
+}
+
+// PreviewSilence is what silence draft d would hold if it were added at
+// now, by the rules adding it follows ([outbox.Store.PlanSilence]): its
+// open tickets, and each provider of theirs with how many, counted by the
+// matching rule that holds notifications ([outbox.Store.MatchCount]).
+// Nothing is added. A preview needs no comment, nor an end (then one hour
+// is planned and no end is shown). What only force overrides — it
+// matches nothing known, it holds every ticket — is a warning of the
+// preview, which still counts; any other refusal is a *[web.RefusedError].
+func PreviewSilence(ctx context.Context, messages *outbox.Store, tickets *review.Reader, d web.SilenceDraft, known outbox.Known,
+	now time.Time) (web.SilencePreview, error) {
+	req := outbox.SilenceRequest{Matchers: d.Matchers, End: cmp.Or(d.End, "1h"), By: d.By, Comment: cmp.Or(d.Comment, "(a preview)"), Force: d.Force}
+	ns, err := outbox.ParseSilenceRequest(req, now)
+	if err != nil {
+		return web.SilencePreview{}, silenceRefused(err)
+	}
+	plan, err := messages.PlanSilence(ctx, ns, known, true, now)
+	if err != nil {
+		return web.SilencePreview{}, silenceRefused(err)
+	}
+	out := web.SilencePreview{OpenTickets: plan.OpenTickets, Warnings: plan.Warnings}
+	parts := make([]string, len(ns.Matchers))
+	for i, m := range ns.Matchers {
+		parts[i] = m.String()
+	}
+	out.Matchers = strings.Join(parts, " ")
+	if d.End != "" {
+		out.EndsAt = ns.EndsAt
+	}
+	labels, err := tickets.OpenLabels(ctx)
+	if err != nil {
+		return web.SilencePreview{}, err
+	}
+	byProvider := map[string][]review.Labels{}
+	for _, l := range labels {
+		byProvider[l.Provider] = append(byProvider[l.Provider], l)
+	}
+	for _, name := range slices.Sorted(maps.Keys(byProvider)) {
+		n, err := messages.MatchCount(ctx, ns.Matchers, byProvider[name])
+		if err != nil {
+			return web.SilencePreview{}, err
+		}
+		if n > 0 {
+			out.Providers = append(out.Providers, web.HeldProvider{Name: cmp.Or(name, "(none)"), Tickets: n})
+		}
+	}
+	return out, nil
 }

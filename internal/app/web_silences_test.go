@@ -137,6 +137,22 @@ func TestReviewPageSilences(t *testing.T) {
 			t.Errorf("%s: the page does not offer to force it", tc.desc)
 		}
 	}
+	// Its Preview counts what it would hold, by the outbox's plan, and
+	// adds nothing: what only force overrides is a warning there; any
+	// other refusal is Add's.
+	preview := url.Values{"preview": {"1"}}
+	for k, v := range ok {
+		preview[k] = v
+	}
+	if code, body := lead.post("/review/silences", preview); code != http.StatusOK ||
+		!strings.Contains(body, `would hold <strong>1</strong> open ticket(s) now, of <span class="held-provider">sim (1)</span>`) ||
+		!strings.Contains(body, "Warning: it would hold all 1 open tickets") {
+		t.Errorf("preview: %d\n%s", code, body)
+	}
+	preview.Set("matchers", "provider=~(")
+	if code, body := lead.post("/review/silences", preview); code != http.StatusUnprocessableEntity || !strings.Contains(body, "not a PostgreSQL regular expression") {
+		t.Errorf("preview of a pattern PostgreSQL cannot read: %d\n%s", code, body)
+	}
 	if got := stored(); len(got) != 0 {
 		t.Fatalf("refused silences were stored: %+v", got)
 	}
