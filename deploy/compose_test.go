@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +17,9 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/providers/kinds"
 )
 
 // composeSpecProblem loads the compose file as docker compose does (the
@@ -220,5 +228,198 @@ func TestCompose(t *testing.T) {
 				t.Errorf("no problem mentioning %q; got %q", tc.want, problems)
 			}
 		})
+	}
+}
+
+// loadCompose loads the compose file as docker compose does, with the
+// variables in env set (none else), and returns the project: variables
+// interpolated, relative paths made absolute from this directory, which
+// is the compose file's.
+func loadCompose(text []byte, env map[string]string) (*types.Project, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	return loader.LoadWithContext(context.Background(), types.ConfigDetails{
+		WorkingDir:  wd,
+		ConfigFiles: []types.ConfigFile{{Filename: "compose.yaml", Content: text}},
+		Environment: types.Mapping(env),
+	}, func(o *loader.Options) { o.SetProjectName("sweeper", true) })
+}
+
+// imageEnv is the environment the Dockerfile's final stage sets (its ENV
+// lines): what a container of the image starts with before compose's
+// environment: is added.
+func imageEnv(t *testing.T) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for _, in := range parseDockerfile(string(readFile(t, filepath.Join(repoRoot, "Dockerfile")))) {
+		switch in.cmd {
+		case "FROM":
+			clear(env)
+		case "ENV":
+			k, v, ok := strings.Cut(in.args, "=")
+			if !ok || strings.Contains(v, " ") {
+				t.Fatalf("Dockerfile line %d: ENV %s: write one KEY=value per ENV", in.line, in.args)
+			}
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// secretExample is what a secret file holds in the tests: the database
+// URL as compose.yaml's header says to write it, else a placeholder.
+func secretExample(name string) string {
+	if name == "database_url" {
+		return "postgres://sweeper:PASSWORD@postgres:5432/sweeper?sslmode=disable"
+	}
+	return "set-by-the-secret"
+}
+
+// composeStartProblems says why `docker compose up` of the compose file,
+// with the variables in vars set, would not get through migrate and run:
+// a bind-mounted file that does not exist, or a configuration that sweeper
+// refuses, given the environment the container gets (the image's ENV, then
+// the service's environment:, its secrets as files). Each configuration is
+// checked twice: through config.LoadWith with every provider kind, as
+// `sweeper run` and `sweeper check-config` load it, and by the real
+// `sweeper check-config`.
+func composeStartProblems(t *testing.T, text []byte, vars map[string]string) []string {
+	t.Helper()
+	project, err := loadCompose(text, vars)
+	if err != nil {
+		return []string{"compose-spec: " + err.Error()}
+	}
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	secrets := t.TempDir()
+	checked := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(project.Services)) {
+		s := project.Services[name]
+		mounts := map[string]string{} // target → source
+		for _, v := range s.Volumes {
+			if v.Type != types.VolumeTypeBind {
+				continue
+			}
+			if fi, err := os.Stat(v.Source); err != nil || !fi.Mode().IsRegular() {
+				bad("%s: mounts %s, which does not exist as a file in the repository", name, v.Source)
+				continue
+			}
+			mounts[v.Target] = v.Source
+		}
+		if s.Image != "sweeper:local" {
+			continue
+		}
+		env := imageEnv(t)
+		for k, v := range s.Environment {
+			if v != nil {
+				env[k] = *v
+			}
+		}
+		for _, sec := range s.Secrets {
+			file := filepath.Join(secrets, sec.Source)
+			if err := os.WriteFile(file, []byte(secretExample(sec.Source)+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range env {
+				if v == "/run/secrets/"+sec.Source {
+					env[k] = file
+				}
+			}
+		}
+		cfg, ok := mounts[env["SWEEPER_CONFIG"]]
+		if !ok {
+			bad("%s: SWEEPER_CONFIG=%q is not a mounted file", name, env["SWEEPER_CONFIG"])
+			continue
+		}
+		env["SWEEPER_CONFIG"] = cfg
+		var environ []string
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			environ = append(environ, k+"="+env[k])
+		}
+		if checked[strings.Join(environ, "\n")] {
+			continue
+		}
+		checked[strings.Join(environ, "\n")] = true
+		if _, err := config.LoadWith(cfg, kinds.All(), func(k string) string { return env[k] }, config.Options{Environ: environ}); err != nil {
+			bad("%s: config.Load of %s: %v", name, filepath.Base(cfg), err)
+		}
+		cmd := exec.Command(sweeperBinary(t), "check-config")
+		cmd.Env = environ
+		if out, err := cmd.CombinedOutput(); err != nil {
+			bad("%s: sweeper check-config of %s: %v\n%s", name, filepath.Base(cfg), err, out)
+		}
+	}
+	return problems
+}
+
+// TestComposeStartsAsShipped: `docker compose up` with no variable set
+// gets through migrate and run: every service's mounted file exists, and
+// the configuration the sweeper services mount by default (compose.toml)
+// passes `sweeper check-config` with the environment compose gives them.
+// SWEEPER_CONFIG_FILE still names another file, and a file sweeper would
+// refuse is caught: the placeholder example, a missing file, a simulated
+// provider not marked simulated, Slack on without its secrets.
+func TestComposeStartsAsShipped(t *testing.T) {
+	text := readFile(t, "compose.yaml")
+	shipped := string(readFile(t, "compose.toml"))
+	variant := func(old, new string) string {
+		if !strings.Contains(shipped, old) {
+			t.Fatalf("compose.toml has no %q", old)
+		}
+		file := filepath.Join(t.TempDir(), "sweeper.toml")
+		if err := os.WriteFile(file, []byte(strings.Replace(shipped, old, new, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	for _, tc := range []struct {
+		desc       string
+		configFile string // SWEEPER_CONFIG_FILE; "" unset
+		want       []string
+	}{
+		{desc: "as shipped"},
+		{desc: "SWEEPER_CONFIG_FILE naming a valid file", configFile: variant("", "")},
+		{desc: "the placeholder example", configFile: "../config.example.toml", want: []string{"CHANGE-ME", "config.Load", "check-config"}},
+		{desc: "a file that does not exist", configFile: "./no-such.toml", want: []string{"does not exist"}},
+		{desc: "a sim block not marked simulated", configFile: variant("simulated = true", ""), want: []string{"simulated", "config.Load", "check-config"}},
+		{desc: "Slack on without its secrets", configFile: variant(`channel = ""`, `channel = "C0OPSREVIEW"`), want: []string{"SLACK_BOT_TOKEN"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			vars := map[string]string{}
+			if tc.configFile != "" {
+				vars["SWEEPER_CONFIG_FILE"] = tc.configFile
+			}
+			problems := composeStartProblems(t, text, vars)
+			if tc.want == nil && len(problems) != 0 {
+				t.Errorf("problems: %q", problems)
+			}
+			for _, w := range tc.want {
+				if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, w) }) {
+					t.Errorf("no problem mentioning %q; got %q", w, problems)
+				}
+			}
+		})
+	}
+}
+
+// TestComposeSaysComposeV2: compose.yaml's top-level name: is Compose v2's
+// (docker-compose 1.x refuses it), so its header comment and README's
+// deploy section say that it needs Compose v2.
+func TestComposeSaysComposeV2(t *testing.T) {
+	text := string(readFile(t, "compose.yaml"))
+	if !regexp.MustCompile(`(?m)^name: \S+$`).MatchString(text) {
+		t.Errorf("compose.yaml has no top-level name: line")
+	}
+	header, _, _ := strings.Cut(text, "\nname:")
+	if !strings.Contains(strings.Join(strings.Fields(header), " "), "Compose v2") {
+		t.Errorf("compose.yaml's header comment does not say it needs Compose v2:\n%s", header)
+	}
+	readme := string(readFile(t, filepath.Join(repoRoot, "README.md")))
+	_, deploy, _ := strings.Cut(readme, "\n### Deploying it\n")
+	deploy, _, _ = strings.Cut(deploy, "\n**Migrations.**")
+	if !strings.Contains(strings.Join(strings.Fields(deploy), " "), "Compose v2") {
+		t.Errorf("README's Deploying it does not say compose.yaml needs Compose v2")
 	}
 }

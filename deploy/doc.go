@@ -1,5 +1,6 @@
 // Package deploy holds no code: it is the home of the deployment files
-// beside it (compose.yaml, sweeper.service, kubernetes/) and of the tests
+// beside it (compose.yaml and the compose.toml it mounts by default,
+// sweeper.service, kubernetes/) and of the tests
 // that check them, with the Dockerfile and .dockerignore at the
 // repository's root, against the sweeper they deploy: every command they
 // run is one the binary has, every file the image build needs is in its
