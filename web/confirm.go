@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -61,14 +60,8 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request, me viewer) {
 		h.seeOther(w, r, back, nil, "", "This confirmation is incomplete: choose the resolution on the ticket again.")
 		return
 	}
-	t, err := h.reader.Ticket(r.Context(), id)
-	if errors.Is(err, review.ErrTicketNotFound) {
-		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no ticket %d.", id))
-		return
-	}
-	if err != nil {
-		h.logger.Error("web: read a ticket", "ticket_id", id, "error", err)
-		h.fail(w, r, http.StatusServiceUnavailable, "The ticket could not be read: sweeper's database did not answer. Try again.")
+	t, ok := h.readTicket(w, r, id)
+	if !ok {
 		return
 	}
 	switch {

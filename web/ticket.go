@@ -76,14 +76,8 @@ func (h *Handler) showTicket(w http.ResponseWriter, r *http.Request, me viewer, 
 		h.fail(w, r, http.StatusNotFound, "There is no such ticket.")
 		return
 	}
-	t, err := h.reader.Ticket(r.Context(), id)
-	if errors.Is(err, review.ErrTicketNotFound) {
-		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no ticket %d.", id))
-		return
-	}
-	if err != nil {
-		h.logger.Error("web: read a ticket", "ticket_id", id, "error", err)
-		h.fail(w, r, http.StatusServiceUnavailable, "The ticket could not be read: sweeper's database did not answer. Try again.")
+	t, ok := h.readTicket(w, r, id)
+	if !ok {
 		return
 	}
 	events, err := h.store.Events(r.Context(), id)
@@ -280,4 +274,21 @@ func shortDuration(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
+}
+
+// readTicket reads ticket id for a page, or answers the request itself —
+// 404 when there is no such ticket, 503 when the database did not answer —
+// and says false.
+func (h *Handler) readTicket(w http.ResponseWriter, r *http.Request, id int64) (review.Ticket, bool) {
+	t, err := h.reader.Ticket(r.Context(), id)
+	if errors.Is(err, review.ErrTicketNotFound) {
+		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no ticket %d.", id))
+		return review.Ticket{}, false
+	}
+	if err != nil {
+		h.logger.Error("web: read a ticket", "ticket_id", id, "error", err)
+		h.fail(w, r, http.StatusServiceUnavailable, "The ticket could not be read: sweeper's database did not answer. Try again.")
+		return review.Ticket{}, false
+	}
+	return t, true
 }
