@@ -86,7 +86,7 @@ func (s *server) requests() []received {
 
 var sigRE = regexp.MustCompile(`^t=(\d+),v1=([0-9a-f]{64})$`)
 
-// independentVerify checks a Sweeper-Signature header as the README
+// independentVerify checks a Sweeper-Signature header as docs/receivers.md
 // describes it, written apart from the receiver's code.
 func independentVerify(header string, body []byte) bool {
 	m := sigRE.FindStringSubmatch(header)
@@ -275,17 +275,21 @@ func TestFailingPastTheLimitIsParked(t *testing.T) {
 	}
 }
 
-// readmeBlock returns the fenced code block after marker in README.md.
+// receiversDoc is the page documenting this receiver, relative to the
+// package.
+const receiversDoc = "../../docs/receivers.md"
+
+// readmeBlock returns the fenced code block after marker in docs/receivers.md.
 func readmeBlock(t *testing.T, marker string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(receiversDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
 	i := strings.Index(text, marker)
 	if i < 0 {
-		t.Fatalf("README.md has no %s", marker)
+		t.Fatalf("%s has no %s", receiversDoc, marker)
 	}
 	text = text[i:]
 	start := strings.Index(text, "```")
@@ -294,7 +298,7 @@ func readmeBlock(t *testing.T, marker string) string {
 	return text[start : start+end+1]
 }
 
-// vector is a real signature of this receiver, for the README's snippets.
+// vector is a real signature of this receiver, for docs/receivers.md's snippets.
 type vector struct {
 	Secret string `json:"secret"`
 	T      int64  `json:"t"`
@@ -320,7 +324,7 @@ func TestSignatureVectors(t *testing.T) {
 	}
 }
 
-// TestREADMEGoSnippet runs the README's Go verifier on a real delivery:
+// TestREADMEGoSnippet runs docs/receivers.md's Go verifier on a real delivery:
 // it accepts it, and refuses a tampered body, another secret and an old
 // timestamp.
 func TestREADMEGoSnippet(t *testing.T) {
@@ -356,7 +360,7 @@ func main() {
 	build.Dir = dir
 	build.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("the README's Go snippet does not build: %v\n%s", err, out)
+		t.Fatalf("docs/receivers.md's Go snippet does not build: %v\n%s", err, out)
 	}
 	header := r.header.Get("Sweeper-Signature")
 	ts := sigRE.FindStringSubmatch(header)[1]
