@@ -113,9 +113,9 @@ func FuzzCanonicalize(f *testing.F) {
 	})
 }
 
-// TestReadmeSnippetIsTheTestedFile: the JavaScript users copy from
+// TestDocSnippetIsTheTestedFile: the JavaScript users copy from
 // docs/ledger.md is byte for byte the file node checks against the vectors.
-func TestReadmeSnippetIsTheTestedFile(t *testing.T) {
+func TestDocSnippetIsTheTestedFile(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("../docs/ledger.md")
 	if err != nil {

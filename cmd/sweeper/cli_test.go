@@ -122,12 +122,12 @@ func TestExampleConfigDocumentsEveryKey(t *testing.T) {
 	}
 }
 
-// TestReadmeDocumentsEveryKey: docs/configuration.md's table names
+// TestConfigPageDocumentsEveryKey: docs/configuration.md's table names
 // every key the configuration accepts, and nothing else. A cell lists keys
 // in backquotes; one starting with "." shares the first key's prefix
 // (`providers.NAME.url`, `.token_env`); a table or map is documented by its
 // own name (`review.escalation`, `review.owners.workflows.W`).
-func TestReadmeDocumentsEveryKey(t *testing.T) {
+func TestConfigPageDocumentsEveryKey(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {

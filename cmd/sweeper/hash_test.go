@@ -107,10 +107,10 @@ func TestHashCommandBadInput(t *testing.T) {
 	}
 }
 
-// TestReadmeHashExample runs every `$ sweeper hash …` line of docs/ledger.md's
+// TestDocHashExample runs every `$ sweeper hash …` line of docs/ledger.md's
 // "Payload hash" section and compares its stdout with the lines printed
 // under it there.
-func TestReadmeHashExample(t *testing.T) {
+func TestDocHashExample(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("../../docs/ledger.md")
 	if err != nil {

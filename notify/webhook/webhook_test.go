@@ -279,8 +279,8 @@ func TestFailingPastTheLimitIsParked(t *testing.T) {
 // package.
 const receiversDoc = "../../docs/receivers.md"
 
-// readmeBlock returns the fenced code block after marker in docs/receivers.md.
-func readmeBlock(t *testing.T, marker string) string {
+// docBlock returns the fenced code block after marker in docs/receivers.md.
+func docBlock(t *testing.T, marker string) string {
 	t.Helper()
 	b, err := os.ReadFile(receiversDoc)
 	if err != nil {
@@ -324,10 +324,10 @@ func TestSignatureVectors(t *testing.T) {
 	}
 }
 
-// TestREADMEGoSnippet runs docs/receivers.md's Go verifier on a real delivery:
+// TestDocGoSnippet runs docs/receivers.md's Go verifier on a real delivery:
 // it accepts it, and refuses a tampered body, another secret and an old
 // timestamp.
-func TestREADMEGoSnippet(t *testing.T) {
+func TestDocGoSnippet(t *testing.T) {
 	b := setup(t)
 	b.open(t)
 	if st, err := b.dispatcher(t, "w1", nil).Drain(b.ctx); err != nil || st.Sent != 1 {
@@ -335,7 +335,7 @@ func TestREADMEGoSnippet(t *testing.T) {
 	}
 	r := b.srv.requests()[0]
 	dir := t.TempDir()
-	snippet := strings.Replace(readmeBlock(t, "<!-- webhook-verify-go -->"), "package webhookverify", "package main", 1)
+	snippet := strings.Replace(docBlock(t, "<!-- webhook-verify-go -->"), "package webhookverify", "package main", 1)
 	main := `package main
 
 import (
@@ -390,10 +390,10 @@ func main() {
 	}
 }
 
-// TestREADMEJSSnippet runs the JavaScript snippet's node test
+// TestDocJSSnippet runs the JavaScript snippet's node test
 // (examples/webhook/verify_test.mjs, also run by make nodetest) on the
 // vectors.
-func TestREADMEJSSnippet(t *testing.T) {
+func TestDocJSSnippet(t *testing.T) {
 	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {

@@ -143,12 +143,12 @@ func afterPostgres(w *workflow, n *node) bool {
 
 var exprRE = regexp.MustCompile(`\{\{ [\s\S]*? \}\}`)
 
-// TestReadmeQuotesTheTemplates: every n8n expression ({{ … }}), every
+// TestDocQuotesTheTemplates: every n8n expression ({{ … }}), every
 // piece of a node's code and every SQL block that docs/n8n.md
 // quote is, verbatim, in a shipped template; none reads the key node's
 // fields from $json after the Claim (there $json is the Postgres node's
 // {id}), in an expression or anywhere else in the text.
-func TestReadmeQuotesTheTemplates(t *testing.T) {
+func TestDocQuotesTheTemplates(t *testing.T) {
 	t.Parallel()
 	md := n8nSections(t)
 	texts := templateTexts(t)
@@ -238,10 +238,10 @@ func numberedLists(t *testing.T, md string) map[string][]string {
 	return lists
 }
 
-// TestReadmeStepsExist: docs/n8n.md's node lists name the templates' nodes,
+// TestDocStepsExist: docs/n8n.md's node lists name the templates' nodes,
 // and every "step N" in its n8n sections is written "*Node* (step N)"
 // and names item N of a list that leads with that node.
-func TestReadmeStepsExist(t *testing.T) {
+func TestDocStepsExist(t *testing.T) {
 	t.Parallel()
 	md := n8nSections(t)
 	lists := numberedLists(t, md)
@@ -282,10 +282,10 @@ func TestReadmeStepsExist(t *testing.T) {
 	}
 }
 
-// TestReadmeNamesTheTestedVersions: the n8n version and node versions
+// TestDocNamesTheTestedVersions: the n8n version and node versions
 // docs/n8n.md says the templates were verified with are the ones the tests
 // pin (and so the ones the templates hold).
-func TestReadmeNamesTheTestedVersions(t *testing.T) {
+func TestDocNamesTheTestedVersions(t *testing.T) {
 	t.Parallel()
 	md := strings.Join(strings.Fields(n8nSections(t)), " ")
 	if !strings.Contains(md, "verified on **n8n "+testedN8n+"**") {

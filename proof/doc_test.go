@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// TestReadmeMaskingExamples: every "`input` → `masked`" pair of docs/sweeps.md's
+// TestDocMaskingExamples: every "`input` → `masked`" pair of docs/sweeps.md's
 // paragraph on masking is what MaskRecipient prints.
-func TestReadmeMaskingExamples(t *testing.T) {
+func TestDocMaskingExamples(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("../docs/sweeps.md")
 	if err != nil {
