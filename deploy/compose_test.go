@@ -405,8 +405,8 @@ func TestComposeStartsAsShipped(t *testing.T) {
 }
 
 // TestComposeSaysComposeV2: compose.yaml's top-level name: is Compose v2's
-// (docker-compose 1.x refuses it), so its header comment and README's
-// deploy section say that it needs Compose v2.
+// (docker-compose 1.x refuses it), so its header comment and
+// docs/operating.md's deploy section say that it needs Compose v2.
 func TestComposeSaysComposeV2(t *testing.T) {
 	text := string(readFile(t, "compose.yaml"))
 	if !regexp.MustCompile(`(?m)^name: \S+$`).MatchString(text) {
@@ -416,10 +416,10 @@ func TestComposeSaysComposeV2(t *testing.T) {
 	if !strings.Contains(strings.Join(strings.Fields(header), " "), "Compose v2") {
 		t.Errorf("compose.yaml's header comment does not say it needs Compose v2:\n%s", header)
 	}
-	readme := string(readFile(t, filepath.Join(repoRoot, "README.md")))
+	readme := string(readFile(t, filepath.Join(repoRoot, "docs", "operating.md")))
 	_, deploy, _ := strings.Cut(readme, "\n### Deploying it\n")
 	deploy, _, _ = strings.Cut(deploy, "\n**Migrations.**")
 	if !strings.Contains(strings.Join(strings.Fields(deploy), " "), "Compose v2") {
-		t.Errorf("README's Deploying it does not say compose.yaml needs Compose v2")
+		t.Errorf("docs/operating.md's Deploying it does not say compose.yaml needs Compose v2")
 	}
 }

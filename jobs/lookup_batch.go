@@ -82,7 +82,7 @@ type LookupBatchWorker struct {
 // hold at once: four full jobs. A job waits for room before it reads its
 // rows, so memory stays about the same whatever the backlog and however
 // many River workers the lookup queue has. Four full jobs ask faster than
-// the sweep hands a backlog on (README, "Performance", has the figures),
+// the sweep hands a backlog on (docs/performance.md has the figures),
 // and a slow provider's jobs are small: the sweep sizes them by what its
 // rate limit allows within lookup_timeout.
 const MaxOperationsInFlight = 4 * LookupBatchSize

@@ -74,7 +74,7 @@ func CheckPayloadHash(h string) error {
 // lowercased. It is deliberately conservative — no Unicode case folding,
 // which would take the KELVIN SIGN for "k" and LONG S for "s", and so
 // different mailboxes for one — and a workflow should store recipients in
-// this form (README "The ledger contract").
+// this form (docs/ledger.md, "The ledger contract").
 func NormalizeRecipient(s string) string {
 	s = strings.TrimSpace(s)
 	var b strings.Builder

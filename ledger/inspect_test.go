@@ -338,7 +338,7 @@ func TestInspectWordsFromStatistics(t *testing.T) {
 	}
 }
 
-// TestInspectRefusesNullableRequiredColumns: README's log table as a shop
+// TestInspectRefusesNullableRequiredColumns: docs/ledger.md's log table as a shop
 // writes it, every column but its key nullable, is refused — each
 // required column that allows NULL named, with the ALTER TABLE statement
 // that fixes it — except provider_record_id, NULL until done, and the

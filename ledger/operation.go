@@ -2,7 +2,7 @@
 // and after calling an outside provider, its states and their legal moves,
 // the payload hash both sides compute, and a store over ledger.operations.
 //
-// The table's shape is a public contract (see README "The ledger contract");
+// The table's shape is a public contract (see docs/ledger.md, "The ledger contract");
 // this package imports no other package of sweeper.
 package ledger
 

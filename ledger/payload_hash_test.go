@@ -113,11 +113,11 @@ func FuzzCanonicalize(f *testing.F) {
 	})
 }
 
-// TestReadmeSnippetIsTheTestedFile: the JavaScript users copy from the
-// README is byte for byte the file node checks against the vectors.
-func TestReadmeSnippetIsTheTestedFile(t *testing.T) {
+// TestDocSnippetIsTheTestedFile: the JavaScript users copy from
+// docs/ledger.md is byte for byte the file node checks against the vectors.
+func TestDocSnippetIsTheTestedFile(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/ledger.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +126,6 @@ func TestReadmeSnippetIsTheTestedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), "```js\n"+string(js)+"```") {
-		t.Error("README's JavaScript block differs from ledger/payloadhash.js; copy the file into the README")
+		t.Error("docs/ledger.md's JavaScript block differs from ledger/payloadhash.js; copy the file into docs/ledger.md")
 	}
 }

@@ -24,7 +24,7 @@ func newHashCmd(e *env) *cobra.Command {
 		Use:   "hash [JSON]",
 		Short: "print the payload hash of a JSON document (argument or stdin)",
 		Long: "hash prints the payload hash of a JSON document — SHA-256, lowercase hex, of its canonical\n" +
-			"form (README, \"Payload hash\") — the value a workflow writes into ledger.operations.payload_hash.\n" +
+			"form (docs/ledger.md, \"Payload hash\") — the value a workflow writes into ledger.operations.payload_hash.\n" +
 			"The document is the argument, or stdin when there is none or it is \"-\".\n" +
 			"--canonical prints the canonical form instead, to compare with what a workflow hashed.",
 		Example: `  sweeper hash '{"to":"a@example.com","template":"welcome","locale":"en"}'

@@ -107,18 +107,18 @@ func TestHashCommandBadInput(t *testing.T) {
 	}
 }
 
-// TestReadmeHashExample runs every `$ sweeper hash …` line of README.md's
+// TestDocHashExample runs every `$ sweeper hash …` line of docs/ledger.md's
 // "Payload hash" section and compares its stdout with the lines printed
 // under it there.
-func TestReadmeHashExample(t *testing.T) {
+func TestDocHashExample(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/ledger.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(b), "\n## Payload hash\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Payload hash" section`)
+		t.Fatal(`docs/ledger.md has no "## Payload hash" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	lines := strings.Split(section, "\n")
@@ -136,12 +136,12 @@ func TestReadmeHashExample(t *testing.T) {
 		i--
 		r := runCLIIn(t, "", args...)
 		if r.code != exitOK || r.stdout != want.String() {
-			t.Errorf("README: sweeper %s\n printed %q (exit %d, stderr %q)\n README says %q", line, r.stdout, r.code, r.stderr, want.String())
+			t.Errorf("docs/ledger.md: sweeper %s\n printed %q (exit %d, stderr %q)\n docs/ledger.md says %q", line, r.stdout, r.code, r.stderr, want.String())
 		}
 		examples++
 	}
 	if examples < 2 || !strings.Contains(section, "$ sweeper hash '") || !strings.Contains(section, "$ sweeper hash --canonical '") {
-		t.Fatalf("README's Payload hash section has %d example(s), want the hash and the canonical form", examples)
+		t.Fatalf("docs/ledger.md's Payload hash section has %d example(s), want the hash and the canonical form", examples)
 	}
 }
 

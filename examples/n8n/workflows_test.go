@@ -1,7 +1,7 @@
 // Package n8n holds importable n8n workflows (writer.json, lookup.json,
 // and the email writers postmark-writer.json, mailgun-writer.json and
 // sendgrid-writer.json); these tests check them as files, without n8n,
-// and check README's n8n sections against them. `make n8n-e2e` runs them
+// and check docs/n8n.md against them. `make n8n-e2e` runs them
 // in a real n8n.
 package n8n
 
@@ -16,7 +16,7 @@ import (
 
 // tested is the n8n version and the node type versions the workflows were
 // run with (make n8n-e2e). A node of another type or version is a change
-// to make deliberately: run the e2e, then update this table and README.
+// to make deliberately: run the e2e, then update this table and docs/n8n.md.
 const testedN8n = "2.8.4"
 
 var tested = map[string]float64{

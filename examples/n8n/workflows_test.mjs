@@ -185,14 +185,14 @@ for (const kind of ['postmark', 'mailgun', 'sendgrid']) {
   });
 }
 
-// README's lookup recipe shows how a provider with message states maps
+// docs/n8n.md's lookup recipe shows how a provider with message states maps
 // them; run its example as written (the code span, its line breaks
 // spaces): every failed or cancelled word is failed, never an effect, and
 // a word it does not know throws.
-test("README: the lookup recipe's state mapping maps every failed state, and throws on an unknown one", () => {
-  const readme = readFileSync(new URL('../../README.md', here), 'utf8');
+test("docs/n8n.md: the lookup recipe's state mapping maps every failed state, and throws on an unknown one", () => {
+  const readme = readFileSync(new URL('../../docs/n8n.md', here), 'utf8');
   const m = /`(state: [\s\S]*?, status: String\(m\.status\))`/.exec(readme);
-  assert.ok(m, 'README: no `state: …, status: String(m.status)` example in the lookup recipe');
+  assert.ok(m, 'docs/n8n.md: no `state: …, status: String(m.status)` example in the lookup recipe');
   const span = m[1].replace(/\n\s*/g, ' ');
   // eslint-disable-next-line no-new-func
   const map = new Function('m', `return ({ ${span} });`);

@@ -1,4 +1,4 @@
-// The README's JavaScript verifier of the webhook's Sweeper-Signature
+// docs/receivers.md's JavaScript verifier of the webhook's Sweeper-Signature
 // header, run as written on signatures sweeper made
 // (notify/webhook/testdata/signature_vectors.json, checked against the
 // receiver's own Sign by TestSignatureVectors). Run: node --test.
@@ -8,9 +8,9 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const root = new URL('../../', import.meta.url);
-const readme = readFileSync(new URL('README.md', root), 'utf8');
+const readme = readFileSync(new URL('docs/receivers.md', root), 'utf8');
 const marker = readme.indexOf('<!-- webhook-verify-js -->');
-assert.ok(marker >= 0, 'README.md has no <!-- webhook-verify-js --> snippet');
+assert.ok(marker >= 0, 'docs/receivers.md has no <!-- webhook-verify-js --> snippet');
 const fenced = readme.slice(marker).match(/```js\n([\s\S]*?)\n```/);
 assert.ok(fenced, 'no ```js block after the marker');
 // The snippet as a Code node runs it: CommonJS, with require.

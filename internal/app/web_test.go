@@ -23,7 +23,7 @@ import (
 // is served under /review/ on the admin listener when http.admin_listen is
 // set — never on the one facing Slack — and on http.listen otherwise; its
 // session cookie is Secure unless the listener is plain loopback and the
-// page is reached over plain HTTP: behind the README's TLS proxy on
+// page is reached over plain HTTP: behind a trusted TLS proxy (docs/review-page.md) on
 // loopback (X-Forwarded-Proto: https), or with an https web.public_url,
 // it is Secure.
 func TestReviewPageOnTheReviewersListener(t *testing.T) {

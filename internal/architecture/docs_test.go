@@ -147,32 +147,90 @@ var (
 	packagePath = regexp.MustCompile(`^[a-z][a-z0-9]*(/[a-z0-9_]+)+/?$`)
 	identifier  = regexp.MustCompile(`^[A-Za-z]\w*(\.[A-Z]\w*)+$`)
 	filePath    = regexp.MustCompile(`[\w./-]*\w\.(go|md|toml|yaml|yml|sql|json|service)\b`)
+	// placeholder is a name a page writes for the reader's own (`NAME`).
+	placeholder = regexp.MustCompile(`^[A-Z][A-Z_]*$`)
+	// linkTarget is a Markdown link's target, "](…)", relative to its page.
+	linkTarget = regexp.MustCompile(`\]\([^)\s]*\)`)
 )
 
-// TestDocNamesWhatExists: docs/architecture.md names only what exists —
-// every test it credits (`TestX`, or `TestX*` for tests named so), every
-// identifier it qualifies (`ledger.MoveToDone`, `health.Tracker.OnDown`,
-// `Provider.LookupMany`), every package path and every file it mentions,
-// and every package of its package list.
-func TestDocNamesWhatExists(t *testing.T) {
-	root := moduleRoot(t)
-	text, err := os.ReadFile(filepath.Join(root, doc))
+// docPages returns the project's documentation pages, relative to root:
+// README.md and every docs/*.md.
+func docPages(t *testing.T, root string) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := []string{"README.md"}
+	for _, p := range pages {
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	if !slices.Contains(out, doc) {
+		t.Fatalf("no %s among the pages %v", doc, out)
+	}
+	return out
+}
+
+// TestDocNamesWhatExists: every documentation page (README.md, docs/*.md)
+// names only what exists — every test it credits (`TestX`, or `TestX*` for
+// tests named so), every identifier it qualifies (`ledger.MoveToDone`,
+// `health.Tracker.OnDown`, `Provider.LookupMany`), every package path and
+// every file it mentions by its path from the module's root; and
+// docs/architecture.md's package list names only packages that exist.
+// Links are TestDocLinksResolve's: they are read from their page.
+func TestDocNamesWhatExists(t *testing.T) {
+	root := moduleRoot(t)
 	c := readCode(t, root)
 	packages := map[string]bool{}
 	for _, p := range modulePackages(t) {
 		packages[p.path] = true
 	}
-	for _, problem := range checkDoc(string(text), c, packages, root) {
-		t.Errorf("%s: %s", doc, problem)
+	for _, page := range docPages(t, root) {
+		text, err := os.ReadFile(filepath.Join(root, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := linkTarget.ReplaceAllString(string(text), "]")
+		problems := checkNames(md, c, packages, root)
+		if page == doc {
+			problems = checkDoc(md, c, packages, root)
+		}
+		for _, problem := range problems {
+			t.Errorf("%s: %s", page, problem)
+		}
 	}
 }
 
-// checkDoc returns what text names that does not exist: packages holds the
-// module's packages relative to it, root is its directory.
+// checkDoc returns what text names that does not exist, its package list
+// included (see checkNames): packages holds the module's packages relative
+// to it, root is its directory.
 func checkDoc(text string, c code, packages map[string]bool, root string) []string {
+	problems := checkNames(text, c, packages, root)
+	exists := func(rel string) bool {
+		_, err := os.Stat(filepath.Join(root, filepath.FromSlash(rel)))
+		return err == nil
+	}
+	// The package list's problems come before the files named outside it.
+	var names, files []string
+	for _, p := range problems {
+		if strings.HasSuffix(p, ": no such file") {
+			files = append(files, p)
+		} else {
+			names = append(names, p)
+		}
+	}
+	names = append(names, checkPackageList(text, packages, exists)...)
+	return append(names, files...)
+}
+
+// checkNames returns what text names that does not exist: the tests, the
+// qualified identifiers, the package paths between backquotes, and the
+// files named with a directory outside a "## Packages" list.
+func checkNames(text string, c code, packages map[string]bool, root string) []string {
 	var problems []string
 	exists := func(rel string) bool {
 		_, err := os.Stat(filepath.Join(root, filepath.FromSlash(rel)))
@@ -194,12 +252,16 @@ func checkDoc(text string, c code, packages map[string]bool, root string) []stri
 				problems = append(problems, "`"+name+"`: no func "+name+" in the module's tests")
 			}
 		case packagePath.MatchString(name):
-			if rel := strings.TrimSuffix(name, "/"); !packages[rel] && !exists(rel) {
+			// A path under none of the module's directories is not the
+			// module's: `net/http`, `http/protobuf`, `testdata/fuzz/`.
+			top, _, _ := strings.Cut(name, "/")
+			if rel := strings.TrimSuffix(name, "/"); isDir(filepath.Join(root, top)) && !packages[rel] && !exists(rel) {
 				problems = append(problems, "`"+name+"`: no such package or directory")
 			}
 		case identifier.MatchString(name):
 			pkg, rest, _ := strings.Cut(name, ".")
 			switch {
+			case placeholder.MatchString(rest): // `providers.NAME`
 			case pkg[0] >= 'A' && pkg[0] <= 'Z': // Type.Method
 				if !c.declared("", name) {
 					problems = append(problems, "`"+name+"`: declared in no package")
@@ -211,13 +273,19 @@ func checkDoc(text string, c code, packages map[string]bool, root string) []stri
 			}
 		}
 	}
-	problems = append(problems, checkPackageList(text, packages, exists)...)
 	for _, file := range filesOutsidePackageList(text) {
-		if !exists(file) {
+		// A path from / or ./ is the reader's machine's, not the module's.
+		if !strings.HasPrefix(file, "/") && !strings.HasPrefix(file, "./") && !exists(file) {
 			problems = append(problems, file+": no such file")
 		}
 	}
 	return problems
+}
+
+// isDir reports whether path is a directory.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // packageList returns the rows of the fenced block under "## Packages":
@@ -357,7 +425,8 @@ func TestCheckDocFindsWhatDoesNotExist(t *testing.T) {
 	text := "# x\n\n" +
 		"`TestDecide`, `TestGuards*`, `TestGone`, `TestNone*`; `ledger.MoveToDone`, `health.Tracker.OnDown`, `ledger.Batcher`,\n" +
 		"`Tracker.OnDown`, `Tracker.Gone`, `ledger.operations` (a table), `sweeper.lookup_claims` (a table);\n" +
-		"`internal/app`, `internal/gone`; docs/adapters.md, docs/gone.md.\n\n" +
+		"`internal/app`, `internal/gone`; docs/adapters.md, docs/gone.md.\n" +
+		"Not the module's: `net/http`, `testdata/fuzz/`, `providers.NAME`, /etc/sweeper/sweeper.toml, ./sweeper.toml.\n\n" +
 		"## Packages\n\n```\n" +
 		"cmd/sweeper     the CLI: root.go, gone.go\n" +
 		"internal/app    the wiring\n" +

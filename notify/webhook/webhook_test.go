@@ -86,7 +86,7 @@ func (s *server) requests() []received {
 
 var sigRE = regexp.MustCompile(`^t=(\d+),v1=([0-9a-f]{64})$`)
 
-// independentVerify checks a Sweeper-Signature header as the README
+// independentVerify checks a Sweeper-Signature header as docs/receivers.md
 // describes it, written apart from the receiver's code.
 func independentVerify(header string, body []byte) bool {
 	m := sigRE.FindStringSubmatch(header)
@@ -275,17 +275,21 @@ func TestFailingPastTheLimitIsParked(t *testing.T) {
 	}
 }
 
-// readmeBlock returns the fenced code block after marker in README.md.
-func readmeBlock(t *testing.T, marker string) string {
+// receiversDoc is the page documenting this receiver, relative to the
+// package.
+const receiversDoc = "../../docs/receivers.md"
+
+// docBlock returns the fenced code block after marker in docs/receivers.md.
+func docBlock(t *testing.T, marker string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(receiversDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
 	i := strings.Index(text, marker)
 	if i < 0 {
-		t.Fatalf("README.md has no %s", marker)
+		t.Fatalf("%s has no %s", receiversDoc, marker)
 	}
 	text = text[i:]
 	start := strings.Index(text, "```")
@@ -294,7 +298,7 @@ func readmeBlock(t *testing.T, marker string) string {
 	return text[start : start+end+1]
 }
 
-// vector is a real signature of this receiver, for the README's snippets.
+// vector is a real signature of this receiver, for docs/receivers.md's snippets.
 type vector struct {
 	Secret string `json:"secret"`
 	T      int64  `json:"t"`
@@ -320,10 +324,10 @@ func TestSignatureVectors(t *testing.T) {
 	}
 }
 
-// TestREADMEGoSnippet runs the README's Go verifier on a real delivery:
+// TestDocGoSnippet runs docs/receivers.md's Go verifier on a real delivery:
 // it accepts it, and refuses a tampered body, another secret and an old
 // timestamp.
-func TestREADMEGoSnippet(t *testing.T) {
+func TestDocGoSnippet(t *testing.T) {
 	b := setup(t)
 	b.open(t)
 	if st, err := b.dispatcher(t, "w1", nil).Drain(b.ctx); err != nil || st.Sent != 1 {
@@ -331,7 +335,7 @@ func TestREADMEGoSnippet(t *testing.T) {
 	}
 	r := b.srv.requests()[0]
 	dir := t.TempDir()
-	snippet := strings.Replace(readmeBlock(t, "<!-- webhook-verify-go -->"), "package webhookverify", "package main", 1)
+	snippet := strings.Replace(docBlock(t, "<!-- webhook-verify-go -->"), "package webhookverify", "package main", 1)
 	main := `package main
 
 import (
@@ -356,7 +360,7 @@ func main() {
 	build.Dir = dir
 	build.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("the README's Go snippet does not build: %v\n%s", err, out)
+		t.Fatalf("docs/receivers.md's Go snippet does not build: %v\n%s", err, out)
 	}
 	header := r.header.Get("Sweeper-Signature")
 	ts := sigRE.FindStringSubmatch(header)[1]
@@ -386,10 +390,10 @@ func main() {
 	}
 }
 
-// TestREADMEJSSnippet runs the JavaScript snippet's node test
+// TestDocJSSnippet runs the JavaScript snippet's node test
 // (examples/webhook/verify_test.mjs, also run by make nodetest) on the
 // vectors.
-func TestREADMEJSSnippet(t *testing.T) {
+func TestDocJSSnippet(t *testing.T) {
 	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {

@@ -104,7 +104,7 @@ failed = "rejected"
 `,
 }
 
-// OutboundLog is the log table README's "Already have a log table?" adopts,
+// OutboundLog is the log table docs/ledger.md's "Already have a log table?" adopts,
 // as a shop would have it before `sweeper adopt`: a plain key, no unique
 // op_key and no index but the key's, three status words and no failed
 // one, no workflow, source_id, payload, created_at or updated_at column.

@@ -1299,7 +1299,7 @@ func plainText(s string) string {
 }
 
 // adoptedTable creates the log table `sweeper demo --adopt` runs on: the
-// outbound log of README's "Already have a log table?", with the unique
+// outbound log of docs/ledger.md's "Already have a log table?", with the unique
 // op_key and the indexes `sweeper adopt` asks for.
 func adoptedTable() string {
 	return ledgertables.OutboundLog.DDL + ";\n" + ledgertables.OutboundLogIndexes

@@ -9,27 +9,26 @@ import (
 	"testing"
 )
 
-// n8nSections returns README's "## n8n" section, its subsections
-// included, up to the next "## " heading.
+// n8nDoc is the page that documents the templates, relative to this
+// package.
+const n8nDoc = "../../docs/n8n.md"
+
+// n8nSections returns docs/n8n.md, the page on the templates, its
+// subsections included.
 func n8nSections(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile(n8nDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(raw)
-	start := strings.Index(s, "\n## n8n\n")
-	if start < 0 {
-		t.Fatal("README.md: no section ## n8n")
-	}
-	s = s[start+1:]
-	if end := strings.Index(s[1:], "\n## "); end >= 0 {
-		s = s[:end+2]
+	if !strings.HasPrefix(s, "# n8n\n") {
+		t.Fatalf("%s: does not start with the heading # n8n", n8nDoc)
 	}
 	return s
 }
 
-// code is a piece of code README quotes: an inline code span or a fenced
+// code is a piece of code docs/n8n.md quotes: an inline code span or a fenced
 // block, with where it starts in the section.
 type code struct {
 	text, lang string
@@ -144,12 +143,12 @@ func afterPostgres(w *workflow, n *node) bool {
 
 var exprRE = regexp.MustCompile(`\{\{ [\s\S]*? \}\}`)
 
-// TestReadmeQuotesTheTemplates: every n8n expression ({{ … }}), every
-// piece of a node's code and every SQL block that README's n8n sections
+// TestDocQuotesTheTemplates: every n8n expression ({{ … }}), every
+// piece of a node's code and every SQL block that docs/n8n.md
 // quote is, verbatim, in a shipped template; none reads the key node's
 // fields from $json after the Claim (there $json is the Postgres node's
 // {id}), in an expression or anywhere else in the text.
-func TestReadmeQuotesTheTemplates(t *testing.T) {
+func TestDocQuotesTheTemplates(t *testing.T) {
 	t.Parallel()
 	md := n8nSections(t)
 	texts := templateTexts(t)
@@ -171,7 +170,7 @@ func TestReadmeQuotesTheTemplates(t *testing.T) {
 			checked++
 			switch {
 			case len(in) == 0:
-				t.Errorf("README quotes %s, which no template holds", expr)
+				t.Errorf("docs/n8n.md quotes %s, which no template holds", expr)
 			case !late && !c.block:
 				allowed = append(allowed, [2]int{c.at + loc[0], c.at + loc[1]})
 			}
@@ -180,13 +179,13 @@ func TestReadmeQuotesTheTemplates(t *testing.T) {
 		case c.block && c.lang == "sql", c.block && c.lang == "js":
 			checked++
 			if !slices.ContainsFunc(texts, func(tt templateText) bool { return strings.Contains(tt.text, strings.TrimSpace(c.text)) }) {
-				t.Errorf("README quotes this %s block, which no template holds:\n%s", c.lang, c.text)
+				t.Errorf("docs/n8n.md quotes this %s block, which no template holds:\n%s", c.lang, c.text)
 			}
 		case !c.block && !strings.Contains(c.text, "{{") &&
 			(strings.Contains(c.text, "$('") || strings.Contains(c.text, "payloadHash(") || strings.Contains(c.text, "const ")):
 			checked++
 			if !slices.ContainsFunc(texts, func(tt templateText) bool { return strings.Contains(tt.text, c.text) }) {
-				t.Errorf("README quotes `%s`, which no template holds", c.text)
+				t.Errorf("docs/n8n.md quotes `%s`, which no template holds", c.text)
 			}
 		}
 	}
@@ -197,7 +196,7 @@ func TestReadmeQuotesTheTemplates(t *testing.T) {
 		for _, loc := range bareJSON(f).FindAllStringIndex(md, -1) {
 			if !slices.ContainsFunc(allowed, func(r [2]int) bool { return r[0] <= loc[0] && loc[1] <= r[1] }) {
 				line := strings.Count(md[:loc[0]], "\n")
-				t.Errorf("README's n8n sections, line %d of the section: %q reads the key node's %s from $json; after the Claim $json is {id}: quote the template's %s%s",
+				t.Errorf("docs/n8n.md, line %d of the section: %q reads the key node's %s from $json; after the Claim $json is {id}: quote the template's %s%s",
 					line+1, md[loc[0]:loc[1]], f, byName, f)
 			}
 		}
@@ -212,7 +211,7 @@ var (
 	stepRefRE  = regexp.MustCompile(`\*([^*]+)\* \(step (\d+)\)`)
 )
 
-// numberedLists returns README's numbered lists in md by the bold line
+// numberedLists returns docs/n8n.md's numbered lists in md by the bold line
 // that heads each: the lead (*Name*) of each item, in order.
 func numberedLists(t *testing.T, md string) map[string][]string {
 	lists := map[string][]string{}
@@ -228,7 +227,7 @@ func numberedLists(t *testing.T, md string) map[string][]string {
 		}
 		n, _ := strconv.Atoi(m[1])
 		if n != len(lists[title])+1 {
-			t.Errorf("README's list %q: item %d is numbered %d (line %d of the section)", title, len(lists[title])+1, n, i+1)
+			t.Errorf("docs/n8n.md's list %q: item %d is numbered %d (line %d of the section)", title, len(lists[title])+1, n, i+1)
 		}
 		lead := ""
 		if l := leadRE.FindStringSubmatch(m[2]); l != nil {
@@ -239,10 +238,10 @@ func numberedLists(t *testing.T, md string) map[string][]string {
 	return lists
 }
 
-// TestReadmeStepsExist: README's n8n node lists name the templates' nodes,
+// TestDocStepsExist: docs/n8n.md's node lists name the templates' nodes,
 // and every "step N" in its n8n sections is written "*Node* (step N)"
 // and names item N of a list that leads with that node.
-func TestReadmeStepsExist(t *testing.T) {
+func TestDocStepsExist(t *testing.T) {
 	t.Parallel()
 	md := n8nSections(t)
 	lists := numberedLists(t, md)
@@ -250,11 +249,11 @@ func TestReadmeStepsExist(t *testing.T) {
 	for title, w := range map[string]*workflow{"The writer, node by node": writer, "The lookup, node by node": lookup} {
 		items, ok := lists[title]
 		if !ok {
-			t.Errorf("README: no list headed **%s**", title)
+			t.Errorf("docs/n8n.md: no list headed **%s**", title)
 		}
 		for i, lead := range items {
 			if lead == "" || !slices.ContainsFunc(w.Nodes, func(n node) bool { return n.Name == lead }) {
-				t.Errorf("README's list %q, item %d: %q is no node of %s", title, i+1, lead, w.file)
+				t.Errorf("docs/n8n.md's list %q, item %d: %q is no node of %s", title, i+1, lead, w.file)
 			}
 		}
 	}
@@ -268,29 +267,29 @@ func TestReadmeStepsExist(t *testing.T) {
 			found = found || i >= 1 && i <= len(items) && items[i-1] == name
 		}
 		if !found {
-			t.Errorf("README: *%s* (step %s): no list of the n8n sections has %s as its step %s", name, n, name, n)
+			t.Errorf("docs/n8n.md: *%s* (step %s): no list of the n8n sections has %s as its step %s", name, n, name, n)
 		}
 		good[m[4]-len("step ")] = true
 		refs++
 	}
 	for _, loc := range stepRE.FindAllStringIndex(md, -1) {
 		if !good[loc[0]] {
-			t.Errorf("README: %q, line %d of the n8n sections: write a step as *Node* (step N), so that it can be checked", md[loc[0]:loc[1]], strings.Count(md[:loc[0]], "\n")+1)
+			t.Errorf("docs/n8n.md: %q, line %d of the n8n sections: write a step as *Node* (step N), so that it can be checked", md[loc[0]:loc[1]], strings.Count(md[:loc[0]], "\n")+1)
 		}
 	}
 	if refs == 0 {
-		t.Error("README's n8n sections reference no step: the check found nothing")
+		t.Error("docs/n8n.md reference no step: the check found nothing")
 	}
 }
 
-// TestReadmeNamesTheTestedVersions: the n8n version and node versions
-// README says the templates were verified with are the ones the tests
+// TestDocNamesTheTestedVersions: the n8n version and node versions
+// docs/n8n.md says the templates were verified with are the ones the tests
 // pin (and so the ones the templates hold).
-func TestReadmeNamesTheTestedVersions(t *testing.T) {
+func TestDocNamesTheTestedVersions(t *testing.T) {
 	t.Parallel()
 	md := strings.Join(strings.Fields(n8nSections(t)), " ")
 	if !strings.Contains(md, "verified on **n8n "+testedN8n+"**") {
-		t.Errorf("README does not say the templates were verified on n8n %s", testedN8n)
+		t.Errorf("docs/n8n.md does not say the templates were verified on n8n %s", testedN8n)
 	}
 	names := map[string]string{
 		"Webhook": "n8n-nodes-base.webhook", "Code": "n8n-nodes-base.code", "Postgres": "n8n-nodes-base.postgres",
@@ -300,7 +299,7 @@ func TestReadmeNamesTheTestedVersions(t *testing.T) {
 	_, list, ok := strings.Cut(md, "with the node versions they contain: ")
 	list, _, _ = strings.Cut(list, ".\u0020")
 	if !ok {
-		t.Fatal("README: no list of the node versions the templates contain")
+		t.Fatal("docs/n8n.md: no list of the node versions the templates contain")
 	}
 	seen := map[string]bool{}
 	for _, item := range strings.Split(strings.TrimSuffix(list, "."), ", ") {
@@ -308,14 +307,72 @@ func TestReadmeNamesTheTestedVersions(t *testing.T) {
 		typ, known := names[item[:max(i, 0)]]
 		v, err := strconv.ParseFloat(item[i+1:], 64)
 		if !known || err != nil || tested[typ] != v {
-			t.Errorf("README names %q; tested: %v", item, tested)
+			t.Errorf("docs/n8n.md names %q; tested: %v", item, tested)
 			continue
 		}
 		seen[typ] = true
 	}
 	for typ := range tested {
 		if !seen[typ] {
-			t.Errorf("README does not name %s among the node versions", typ)
+			t.Errorf("docs/n8n.md does not name %s among the node versions", typ)
+		}
+	}
+}
+
+// credentialNames are the n8n credential types the templates use, as the
+// n8n editor names them.
+var credentialNames = map[string]string{
+	"postgres":       "Postgres",
+	"httpHeaderAuth": "Header Auth",
+	"httpBasicAuth":  "Basic Auth",
+}
+
+// TestDocNamesWebhooksAndCredentials: docs/n8n.md names each template's
+// webhook path as a code span, and its setting-up step on credentials
+// names, as *Name*, every credential type a template asks for; a template
+// whose send takes another type than writer.json's is named there.
+func TestDocNamesWebhooksAndCredentials(t *testing.T) {
+	t.Parallel()
+	md := n8nSections(t)
+	spans := map[string]bool{}
+	for _, c := range quotedCode(md) {
+		if !c.block {
+			spans[c.text] = true
+		}
+	}
+	_, setup, ok := strings.Cut(md, "**Setting up**\n")
+	setup, _, _ = strings.Cut(setup, "\n3. ")
+	if !ok {
+		t.Fatal("docs/n8n.md: no list headed **Setting up**")
+	}
+	setup = strings.Join(strings.Fields(setup), " ")
+	sendKind := func(w *workflow) string {
+		for k := range w.node(t, "Send email").Credentials {
+			return k
+		}
+		return ""
+	}
+	writer, _ := workflows(t)
+	for _, w := range all(t) {
+		for _, n := range w.byType("n8n-nodes-base.webhook") {
+			if path, _ := n.Parameters["path"].(string); !spans[path] {
+				t.Errorf("docs/n8n.md does not name %s's webhook path `%s`", w.file, path)
+			}
+		}
+		for _, n := range w.Nodes {
+			for kind := range n.Credentials {
+				name, known := credentialNames[kind]
+				if !known {
+					t.Errorf("%s: node %s asks for a credential of type %s: name it in credentialNames and in docs/n8n.md", w.file, n.Name, kind)
+					continue
+				}
+				if !strings.Contains(setup, "*"+name+"*") {
+					t.Errorf("docs/n8n.md's step on credentials does not name *%s*, which %s's node %s asks for", name, w.file, n.Name)
+				}
+			}
+		}
+		if w.file != writer.file && w.file != "lookup.json" && sendKind(w) != sendKind(writer) && !strings.Contains(setup, w.file) {
+			t.Errorf("docs/n8n.md's step on credentials does not say that %s sends with *%s*", w.file, credentialNames[sendKind(w)])
 		}
 	}
 }
