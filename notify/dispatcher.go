@@ -178,14 +178,24 @@ func defaultBackoff(attempt int) time.Duration {
 // for the claim; what happened to each row is in the Stats (and the log).
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
 	alerts := d.releaseSilences(ctx)
-	claimed, err := d.outbox.ClaimAfter(ctx, d.id, d.lease, d.batch, d.wait)
+	if ctx.Err() != nil {
+		return Stats{SilenceAlerts: alerts}, nil
+	}
+	// The claim is not cut by the pass's end: a claim the database made
+	// but whose answer never arrived would hold its rows a whole lease.
+	// What the pass has no time left for is given back below (prepare).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	claimed, err := d.outbox.ClaimAfter(cctx, d.id, d.lease, d.batch, d.wait)
+	cancel()
 	if err != nil {
 		return Stats{SilenceAlerts: alerts}, err
 	}
 	// Half the lease for the calls: see DispatcherConfig.Lease.
 	deadline := time.Now().Add(d.lease / 2)
 	total := Stats{Claimed: len(claimed), SilenceAlerts: alerts}
-	claimed = d.silence(ctx, claimed, &total)
+	if ctx.Err() == nil {
+		claimed = d.silence(ctx, claimed, &total)
+	}
 	claimed = d.prepare(ctx, claimed, &total)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
