@@ -29,18 +29,34 @@ type ConfigChanges struct {
 
 // liveKeys are the keys (a key, or a table with everything under it) a
 // reload applies while the daemon runs; every other key needs a restart.
-// A provider's rate_limit is live too ([liveKey]).
+// A provider's pacing is live too ([liveProviderKeys]).
 var liveKeys = []string{"log.level", "schedules", "review", "routes"}
 
-// liveKey reports whether key may change while the daemon runs.
-func liveKey(key string) bool {
+// liveProviderKeys are the settings of a provider block a reload applies
+// ([providers.Provider.SetLimits]): its pacing, never its identity — the
+// kind, where it is reached, with which credentials, which account.
+// outage_after only while it stays above 0 ([liveKey]).
+var liveProviderKeys = []string{"rate_limit", "concurrency", "stale_after", "lookup_timeout", "lookup_budget",
+	"settle_window", "in_flight_for", "outage_after", "max_outage"}
+
+// liveKey reports whether key may change, from was to now, while the
+// daemon runs. A provider's health is kept from the start only when its
+// outage_after is above 0: turning it on or off needs a restart.
+func liveKey(key, was, now string) bool {
 	for _, k := range liveKeys {
 		if key == k || strings.HasPrefix(key, k+".") {
 			return true
 		}
 	}
-	name, setting, ok := strings.Cut(strings.TrimPrefix(key, "providers."), ".")
-	return ok && name != "" && strings.HasPrefix(key, "providers.") && setting == "rate_limit"
+	rest, ok := strings.CutPrefix(key, "providers.")
+	if !ok {
+		return false
+	}
+	name, setting, ok := strings.Cut(rest, ".")
+	if !ok || name == "" || !slices.Contains(liveProviderKeys, setting) {
+		return false
+	}
+	return setting != "outage_after" || (was != "0" && now != "0")
 }
 
 // DiffConfig compares two configurations' [config.Config.Values], the
@@ -74,7 +90,7 @@ func DiffConfig(running, next map[string]string) ConfigChanges {
 			continue
 		}
 		seen[key] = true
-		if liveKey(key) {
+		if liveKey(key, was, now) {
 			out.Live = append(out.Live, key)
 		} else {
 			out.Restart = append(out.Restart, key)
@@ -98,7 +114,9 @@ func providerBlock(key string) (string, bool) {
 // Reloader re-reads the configuration of a running daemon (SIGHUP, POST
 // /-/reload) and applies what may change live: log.level, the schedules,
 // review (owners, escalation, windows, re-lookups), the routes and each
-// provider's rate_limit. A configuration with errors is refused whole: the
+// provider's pacing ([liveProviderKeys]: rate limit, concurrency,
+// stale_after, timeout, budget, settle and in-flight waits, outage
+// numbers). A configuration with errors is refused whole: the
 // running one is kept and each error logged. Keys that need a restart
 // (listed by [DiffConfig]) are refused one by one, each a WARN naming the
 // key, their running values kept, and the rest is applied. Reloads run
@@ -254,8 +272,20 @@ func (r *Reloader) reload(ctx context.Context) (ConfigChanges, error) {
 		r.app.livePolicies().Set(Policy(next), EscalationPolicy(next))
 	}
 	for name, p := range r.app.Providers {
-		if block, ok := next.Providers[name]; ok && slices.Contains(changes.Live, "providers."+name+".rate_limit") {
-			p.SetRateLimit(block.RateLimit)
+		block, ok := next.Providers[name]
+		if !ok {
+			continue
+		}
+		lim, was := limitsOf(block), p.Limits()
+		if slices.Contains(changes.Restart, "providers."+name+".outage_after") {
+			lim.OutageAfter = was.OutageAfter // its running value is kept
+		}
+		if lim == was {
+			continue
+		}
+		p.SetLimits(lim)
+		if tracker := r.app.trackers[name]; tracker != nil {
+			tracker.SetOutageAfter(lim.OutageAfter, probeLease(lim))
 		}
 	}
 	r.applied = next
