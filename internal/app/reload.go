@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/notify"
 )
 
 // ConfigChanges are the keys in which a configuration differs from the
@@ -29,8 +30,9 @@ type ConfigChanges struct {
 
 // liveKeys are the keys (a key, or a table with everything under it) a
 // reload applies while the daemon runs; every other key needs a restart.
-// A provider's pacing is live too ([liveProviderKeys]).
-var liveKeys = []string{"log.level", "schedules", "review", "routes"}
+// A provider's pacing is live too ([liveProviderKeys]). Slack's settings
+// need a restart: its client, channels and interactivity are built once.
+var liveKeys = []string{"log.level", "schedules", "review", "routes", "pagerduty", "webhook"}
 
 // liveProviderKeys are the settings of a provider block a reload applies
 // ([providers.Provider.SetLimits]): its pacing, never its identity — the
@@ -116,7 +118,8 @@ func providerBlock(key string) (string, bool) {
 // review (owners, escalation, windows, re-lookups), the routes and each
 // provider's pacing ([liveProviderKeys]: rate limit, concurrency,
 // stale_after, timeout, budget, settle and in-flight waits, outage
-// numbers). A configuration with errors is refused whole: the
+// numbers), and the PagerDuty and webhook receivers (replaced whole
+// between delivery passes). A configuration with errors is refused whole: the
 // running one is kept and each error logged. Keys that need a restart
 // (listed by [DiffConfig]) are refused one by one, each a WARN naming the
 // key, their running values kept, and the rest is applied. Reloads run
@@ -247,11 +250,19 @@ func (r *Reloader) reload(ctx context.Context) (ConfigChanges, error) {
 			return ConfigChanges{}, err
 		}
 	}
+	var others []*notify.Dispatcher
+	receivers := changed(changes.Live, "pagerduty") || changed(changes.Live, "webhook")
+	if receivers {
+		if others, err = r.app.otherDispatchers(next); err != nil {
+			return ConfigChanges{}, fmt.Errorf("receivers: %w", err)
+		}
+	}
 	if changed(changes.Live, "routes") {
 		routes := routesOf(next)
 		for _, route := range routes {
-			if !receiverOn(r.app.Config, route.Receiver) {
-				return ConfigChanges{}, fmt.Errorf("routes: receiver %q is not running (its block changed too): a restart applies both", route.Receiver)
+			// The receivers after this reload are next's: theirs are live.
+			if !receiverOn(next, route.Receiver) {
+				return ConfigChanges{}, fmt.Errorf("routes: receiver %q is not running: turn it on in the same file", route.Receiver)
 			}
 		}
 		was := r.app.liveRoutes.Swap(&routes)
@@ -264,6 +275,9 @@ func (r *Reloader) reload(ctx context.Context) (ConfigChanges, error) {
 		if err := r.daemon.ReplacePeriodic(periodic); err != nil {
 			return ConfigChanges{}, fmt.Errorf("schedules: %w", err)
 		}
+	}
+	if receivers {
+		r.daemon.notify.SetOthers(others...)
 	}
 	if changed(changes.Live, "log.level") {
 		r.level.Set(next.Log.SlogLevel())

@@ -2,8 +2,12 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -97,8 +101,15 @@ func TestDiffConfig(t *testing.T) {
 			want: app.ConfigChanges{Restart: []string{"http.listen"}}},
 		{desc: "a provider's kind settings", from: "outcome = \"found\"", to: "outcome = \"many\"",
 			want: app.ConfigChanges{Restart: []string{"providers.sim.rules"}}},
-		{desc: "a receiver", from: `url = "https://hooks.example/sweeper"`, to: `url = "https://hooks.example/other"`,
-			want: app.ConfigChanges{Restart: []string{"webhook.url"}}},
+		{desc: "the webhook's url", from: `url = "https://hooks.example/sweeper"`, to: `url = "https://hooks.example/other"`,
+			want: app.ConfigChanges{Live: []string{"webhook.url"}}},
+		{desc: "the webhook's secret, timeout and give-up", from: `secret_env = "WEBHOOK_SECRET"`,
+			to:   "secret_env = \"WEBHOOK_SECRET_2\"\ntimeout = \"3s\"\ngive_up_after = \"1h\"",
+			want: app.ConfigChanges{Live: []string{"webhook.give_up_after", "webhook.secret_env", "webhook.timeout"}}},
+		{desc: "pagerduty turned on", from: "[webhook]", to: "[pagerduty]\nrouting_key_env = \"PD_KEY\"\ngive_up_after = \"2h\"\n[webhook]",
+			want: app.ConfigChanges{Live: []string{"pagerduty.give_up_after", "pagerduty.routing_key_env"}}},
+		{desc: "slack needs a restart", from: "[webhook]", to: "[slack]\nchannel = \"C0ALERTS1\"\n[webhook]",
+			want: app.ConfigChanges{Restart: []string{"slack.channel"}}},
 		{desc: "a provider added is one key", from: "[providers.sim]",
 			to:   "[providers.sim2]\nkind = \"sim\"\nsimulated = true\n[providers.sim]",
 			want: app.ConfigChanges{Restart: []string{"providers.sim2"}}},
@@ -306,5 +317,105 @@ func TestReloadPacingWhileLookupsRun(t *testing.T) {
 		if !strings.Contains(ev.Detail, "within lookup_budget 1s") {
 			t.Errorf("%s: decided %q, want the lookup ended within lookup_budget 1s", key, ev.Detail)
 		}
+	}
+}
+
+// TestReloadWebhookURL: a reload that moves the webhook to another URL
+// sends the next ticket event there, and none to the old one, while the
+// daemon runs; a reload whose webhook cannot be built (its secret unset)
+// is refused whole and the webhook keeps its URL.
+func TestReloadWebhookURL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	hook := func() (*httptest.Server, chan string) {
+		got := make(chan string, 10)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			got <- string(body)
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(srv.Close)
+		return srv, got
+	}
+	first, toFirst := hook()
+	second, toSecond := hook()
+	text := func(url, secretEnv string) string {
+		return baseConfig + fmt.Sprintf("\n[schedules]\nsweep = \"@every 1s\"\nnotify = \"@every 1s\"\n"+
+			"[webhook]\nurl = %q\nsecret_env = %q\n[[routes]]\nreceiver = \"webhook\"\n", url, secretEnv)
+	}
+	getenv := func(name string) string {
+		if name == "HOOK_SECRET" {
+			return "s3cret"
+		}
+		return ""
+	}
+	b := setup(t, baseConfig, nil)
+	// The harness reads no secret: the webhook's is set here.
+	cfg, err := config.Parse(text(first.URL, "HOOK_SECRET"), kinds, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.sweeper.Config, b.sweeper.Getenv = cfg, getenv
+	if err := b.sweeper.WriteRoutes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var next atomic.Pointer[string]
+	load := func() (*config.Config, error) { return config.Parse(*next.Load(), kinds, getenv) }
+	daemon, err := b.sweeper.NewDaemon(app.ClientOptions{FetchPollInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloader, err := b.sweeper.NewReloader(app.ReloadOptions{Daemon: daemon, Load: load, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := daemon.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := daemon.Stop(ctx); err != nil {
+			t.Errorf("stop river client: %v", err)
+		}
+	})
+	receive := func(at chan string, where, key string) {
+		t.Helper()
+		select {
+		case body := <-at:
+			if !strings.Contains(body, key) {
+				t.Fatalf("the %s URL got an event without %s: %s", where, key, body)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("no event for %s at the %s URL within 15s", key, where)
+		}
+	}
+
+	b.claim(t, "many-w1", "sim", time.Hour)
+	receive(toFirst, "first", "many-w1")
+
+	unset := text(second.URL, "HOOK_SECRET_UNSET")
+	next.Store(&unset)
+	if _, err := reloader.Reload(ctx); !errors.Is(err, app.ErrReloadRefused) {
+		t.Fatalf("reload with the webhook's secret unset: %v, want it refused", err)
+	}
+	b.claim(t, "many-w2", "sim", time.Hour)
+	receive(toFirst, "first", "many-w2")
+
+	moved := text(second.URL, "HOOK_SECRET")
+	next.Store(&moved)
+	changes, err := reloader.Reload(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(app.ConfigChanges{Live: []string{"webhook.url"}}, changes); diff != "" {
+		t.Fatalf("reload (-want +got):\n%s", diff)
+	}
+	b.claim(t, "many-w3", "sim", time.Hour)
+	receive(toSecond, "second", "many-w3")
+	select {
+	case body := <-toFirst:
+		t.Errorf("the old URL got an event after the reload: %s", body)
+	default:
 	}
 }
