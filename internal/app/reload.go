@@ -287,8 +287,8 @@ func (r *Reloader) reload(ctx context.Context) (ConfigChanges, error) {
 	}
 	for name, p := range r.app.Providers {
 		block, ok := next.Providers[name]
-		if !ok {
-			continue
+		if !ok || slices.Contains(changes.Restart, "providers."+name) || slices.Contains(changes.Restart, "providers."+name+".kind") {
+			continue // another provider now: its pacing waits for the restart too
 		}
 		lim, was := limitsOf(block), p.Limits()
 		if slices.Contains(changes.Restart, "providers."+name+".outage_after") {
