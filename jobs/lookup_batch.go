@@ -103,7 +103,7 @@ const LookupOverhead = 10 * time.Second
 func (w *LookupBatchWorker) Timeout(*river.Job[LookupBatchArgs]) time.Duration {
 	var longest time.Duration
 	for _, p := range w.settler.Providers {
-		longest = max(longest, p.LookupTimeout)
+		longest = max(longest, p.Limits().LookupTimeout)
 	}
 	return 2*longest + LookupOverhead
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -43,14 +44,25 @@ func (NotifyArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue:
 type NotifyWorker struct {
 	river.WorkerDefaults[NotifyArgs]
 	dispatcher *notify.Dispatcher
-	others     []*notify.Dispatcher
+	// others are replaced whole by [NotifyWorker.SetOthers].
+	others atomic.Pointer[[]*notify.Dispatcher]
 }
 
 // NewNotifyWorker returns the worker delivering through dispatcher
 // (Slack's) and others (one per other receiver), side by side: a receiver
 // that is slow or down holds back no other's rows.
 func NewNotifyWorker(dispatcher *notify.Dispatcher, others ...*notify.Dispatcher) *NotifyWorker {
-	return &NotifyWorker{dispatcher: dispatcher, others: others}
+	w := &NotifyWorker{dispatcher: dispatcher}
+	w.SetOthers(others...)
+	return w
+}
+
+// SetOthers replaces the dispatchers of the other receivers, as a whole,
+// from the next pass on: a pass running keeps those it began with, and
+// each row it holds is recorded by the dispatcher that holds it. A
+// configuration reload that changes a receiver calls it.
+func (w *NotifyWorker) SetOthers(others ...*notify.Dispatcher) {
+	w.others.Store(&others)
 }
 
 // Timeout bounds one pass.
@@ -68,7 +80,7 @@ func (w *NotifyWorker) Work(ctx context.Context, _ *river.Job[NotifyArgs]) error
 		others notify.Stats
 		errs   []error
 	)
-	for _, d := range w.others {
+	for _, d := range *w.others.Load() {
 		wg.Go(func() {
 			st, err := d.Drain(ctx)
 			mu.Lock()

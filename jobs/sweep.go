@@ -97,7 +97,7 @@ func (w *SweepWorker) batchFor(provider string, limit int) int {
 		return limit
 	}
 	// Each request answers up to the provider's batch size.
-	if n := p.RateLimit() * p.LookupTimeout.Seconds() * float64(max(1, p.MaxBatch())); n < float64(limit) {
+	if n := p.RateLimit() * p.Limits().LookupTimeout.Seconds() * float64(max(1, p.MaxBatch())); n < float64(limit) {
 		return max(1, int(n))
 	}
 	return limit

@@ -116,9 +116,9 @@ func (p *Provider) ReadNamespace(ctx context.Context) (string, error) {
 	if !ok {
 		return p.Namespace(), nil
 	}
-	if p.LookupTimeout > 0 {
+	if timeout := p.Limits().LookupTimeout; timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.LookupTimeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	ns, err := n.RecordNamespace(ctx)

@@ -22,28 +22,12 @@ import (
 type Provider struct {
 	// Name is the block's name, as in the ledger's provider column.
 	Name string
-	// OutageAfter is how many different operations the provider must
-	// fail in a row, with no answer in between, to be down for the
-	// cluster (see [Provider.SetHealth]) — none of them one it failed
-	// while it answered others; 0: never.
-	OutageAfter int
-	// MaxOutage is how long the provider may be down for the cluster
-	// before its waiting operations move to review as lookup_failed
-	// tickets; 0: never.
-	MaxOutage time.Duration
-	// SettleWindow is how long after an operation's first attempt an
-	// empty answer proves nothing yet: the provider's search may lag.
-	SettleWindow time.Duration
-	// InFlightFor is how long after an operation's first attempt a record
-	// still in flight at the provider is waited for before an in_flight
-	// ticket opens; zero: not at all.
-	InFlightFor time.Duration
 	// Kind is the adapter's kind.
 	Kind string
-	// StaleAfter, LookupTimeout and LookupBudget as configured.
-	StaleAfter    time.Duration
-	LookupTimeout time.Duration
-	LookupBudget  time.Duration
+
+	// limits are the provider's timings and share of capacity in effect,
+	// replaced whole by [Provider.SetLimits]: never changed in place.
+	limits atomic.Pointer[Limits]
 
 	adapter  Lookup
 	matching Matching
@@ -59,11 +43,13 @@ type Provider struct {
 	waited  atomic.Int64
 	limiter *rate.Limiter
 	shared  SharedRate
+	// slots holds one token per request in flight; a concurrency change
+	// replaces it, and each request frees the slot it took where it took it.
+	slots atomic.Pointer[chan struct{}]
 	// sharedPaced is when (Unix nanoseconds) the cluster's rate limit,
 	// as this process last found it, has a turn within lookup_timeout
 	// again: until then a request is paced without asking it.
 	sharedPaced atomic.Int64
-	slots       chan struct{}
 	metrics     *metrics.Metrics
 	tracer      trace.Tracer
 	// start guards what is learnt about the provider after it is built:
@@ -96,21 +82,42 @@ type Limits struct {
 
 // NewProvider wraps adapter with limits.
 func NewProvider(name, kind string, adapter Lookup, limits Limits) *Provider {
-	burst := max(1, int(limits.RateLimit))
-	return &Provider{
-		Name:          name,
-		Kind:          kind,
-		StaleAfter:    limits.StaleAfter,
-		LookupTimeout: limits.LookupTimeout,
-		LookupBudget:  limits.LookupBudget,
-		OutageAfter:   limits.OutageAfter,
-		MaxOutage:     limits.MaxOutage,
-		SettleWindow:  limits.SettleWindow,
-		InFlightFor:   limits.InFlightFor,
-		adapter:       adapter,
-		matching:      matchingOf(adapter),
-		limiter:       rate.NewLimiter(rate.Limit(limits.RateLimit), burst),
-		slots:         make(chan struct{}, max(1, limits.Concurrency)),
+	p := &Provider{
+		Name:     name,
+		Kind:     kind,
+		adapter:  adapter,
+		matching: matchingOf(adapter),
+		limiter:  rate.NewLimiter(rate.Limit(limits.RateLimit), max(1, int(limits.RateLimit))),
+	}
+	p.limits.Store(&limits)
+	slots := make(chan struct{}, max(1, limits.Concurrency))
+	p.slots.Store(&slots)
+	return p
+}
+
+// Limits are the provider's timings and share of capacity in effect now:
+// one value, as a whole, however a reload changes them meanwhile. A
+// decision reads them once and keeps to what it read.
+func (p *Provider) Limits() Limits { return *p.limits.Load() }
+
+// SetLimits puts l in effect from the next decision on, as a whole: the
+// next sweep's stale_after, the next lookup's timeout and admission, the
+// next budget decision, settle window, in-flight wait and outage check.
+// Requests already admitted keep the timeout and the slot they started
+// with; a concurrency change takes a new count of slots, so that for as
+// long as requests admitted before it run, up to the old and the new
+// counts together may be in flight. The rate limit changes as
+// [Provider.SetRateLimit] says. The provider's health ([Provider.SetHealth])
+// is its owner's to change. A configuration reload calls it; it is safe
+// while lookups run.
+func (p *Provider) SetLimits(l Limits) {
+	was := p.limits.Swap(&l)
+	if l.RateLimit != was.RateLimit {
+		p.SetRateLimit(l.RateLimit)
+	}
+	if max(1, l.Concurrency) != max(1, was.Concurrency) {
+		slots := make(chan struct{}, max(1, l.Concurrency))
+		p.slots.Store(&slots)
 	}
 }
 

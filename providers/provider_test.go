@@ -48,7 +48,8 @@ func TestNewProvider(t *testing.T) {
 	p := providers.NewProvider("orders", "http", lookupFunc(nil), providers.Limits{
 		StaleAfter: time.Minute, LookupTimeout: 2 * time.Second, LookupBudget: time.Hour, RateLimit: 5, Concurrency: 3,
 	})
-	got := []any{p.Name, p.Kind, p.StaleAfter, p.LookupTimeout, p.LookupBudget}
+	lim := p.Limits()
+	got := []any{p.Name, p.Kind, lim.StaleAfter, lim.LookupTimeout, lim.LookupBudget}
 	want := []any{"orders", "http", time.Minute, 2 * time.Second, time.Hour}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("NewProvider fields (-want +got):\n%s", diff)
@@ -519,4 +520,60 @@ func TestProviderClose(t *testing.T) {
 	providers.NewProvider("http", "test", lookupFunc(func(context.Context, providers.Query) ([]providers.Record, error) {
 		return nil, nil
 	}), limits(time.Minute)).Close()
+}
+
+// TestSetLimitsWhileLookupsRun changes a provider's limits while its
+// lookups run (under the race detector): a request admitted keeps the slot
+// it took and the timeout it started under, the next request is admitted by
+// the new concurrency and runs under the new timeout.
+func TestSetLimitsWhileLookupsRun(t *testing.T) {
+	t.Parallel()
+	// entered gets the time each request has left under its timeout.
+	entered, release := make(chan time.Duration), make(chan struct{})
+	p := providers.NewProvider("orders", "http", lookupFunc(func(ctx context.Context, q providers.Query) ([]providers.Record, error) {
+		deadline, _ := ctx.Deadline()
+		entered <- time.Until(deadline)
+		<-release
+		return nil, nil
+	}), providers.Limits{LookupTimeout: 100 * time.Millisecond, LookupBudget: time.Hour, RateLimit: 1000, Concurrency: 1})
+	first, second := make(chan error, 1), make(chan error, 1)
+	lookup := func(done chan<- error) {
+		_, err := p.Lookup(context.Background(), query)
+		done <- err
+	}
+	go lookup(first)
+	if left := <-entered; left > 100*time.Millisecond {
+		t.Fatalf("the first request has %s left, want at most its lookup_timeout 100ms", left)
+	}
+	// The one slot is taken.
+	if _, err := p.Lookup(context.Background(), query); !isPaced(err) {
+		t.Fatalf("a second lookup with one slot busy: %v, want it paced", err)
+	}
+	lim := p.Limits()
+	lim.Concurrency, lim.LookupTimeout = 2, 5*time.Second
+	p.SetLimits(lim)
+	go lookup(second)
+	// Admitted by the new count while the first runs, under the new timeout.
+	select {
+	case left := <-entered:
+		if left <= time.Second {
+			t.Errorf("the request after SetLimits has %s left, want lookup_timeout 5s", left)
+		}
+	case err := <-second:
+		close(release)
+		t.Fatalf("the request after SetLimits was not admitted: %v", err)
+	}
+	if got := p.Limits(); got != lim {
+		t.Errorf("Limits() = %+v, want %+v", got, lim)
+	}
+	close(release)
+	<-first // past its 100ms: its answer is no answer in time
+	if err := <-second; err != nil {
+		t.Errorf("the lookup admitted after, under lookup_timeout 5s: %v", err)
+	}
+}
+
+func isPaced(err error) bool {
+	class, _ := providers.Classify(err)
+	return err != nil && class == providers.ClassPaced
 }

@@ -19,8 +19,10 @@ type request struct {
 	caller, ctx context.Context
 	// probe marks the one request asking a provider that is down.
 	probe bool
-	ex    *exchanges
-	start time.Time
+	// timeout is the lookup_timeout the request runs under.
+	timeout time.Duration
+	ex      *exchanges
+	start   time.Time
 	// end frees what the request holds: its deadline, then its slot.
 	end func()
 	// endSpan records the request's outcome on its span and ends it.
@@ -36,12 +38,13 @@ type request struct {
 // it ends the span with [request.endSpan] last of all.
 func (p *Provider) begin(ctx context.Context, span string, n int) (*request, error) {
 	admitting := time.Now()
-	release, probe, err := p.admit(ctx, n)
+	timeout := p.Limits().LookupTimeout
+	release, probe, err := p.admit(ctx, n, timeout)
 	if err != nil {
 		return nil, err
 	}
 	ctx, endSpan := p.traceRequest(ctx, span, n, admitting, probe)
-	reqCtx, cancel := context.WithTimeout(ctx, p.LookupTimeout)
+	reqCtx, cancel := context.WithTimeout(ctx, timeout)
 	reqCtx, ex := watchExchanges(reqCtx)
 	p.requests.Add(1)
 	return &request{
@@ -49,6 +52,7 @@ func (p *Provider) begin(ctx context.Context, span string, n int) (*request, err
 		caller:  ctx,
 		ctx:     reqCtx,
 		probe:   probe,
+		timeout: timeout,
 		ex:      ex,
 		start:   time.Now(),
 		endSpan: endSpan,
@@ -74,12 +78,12 @@ func (r *request) failure(records []Record, err error) error {
 	p := r.p
 	switch {
 	case err != nil && r.timedOut() && !errors.Is(err, ErrUnsupported):
-		return Transient(fmt.Errorf("%s: no answer within lookup_timeout %s: %w", p.Name, p.LookupTimeout, err))
+		return Transient(fmt.Errorf("%s: no answer within lookup_timeout %s: %w", p.Name, r.timeout, err))
 	case err != nil:
 		return err
 	case len(records) == 0 && r.timedOut():
 		// An adapter that swallowed its deadline.
-		return Transient(fmt.Errorf("%s: no answer within lookup_timeout %s", p.Name, p.LookupTimeout))
+		return Transient(fmt.Errorf("%s: no answer within lookup_timeout %s", p.Name, r.timeout))
 	}
 	return nil
 }
@@ -152,23 +156,24 @@ func (p *Provider) panicked(v any) error {
 // limit, whose token only a request that will be sent takes. release
 // frees the slot; probe marks the one request asking a provider that is
 // down. A provider that is not ready ([Provider.SetNotReady]) paces at
-// once.
-func (p *Provider) admit(ctx context.Context, n int) (release func(), probe bool, err error) {
+// once. timeout is the provider's lookup_timeout, as the request read it.
+func (p *Provider) admit(ctx context.Context, n int, timeout time.Duration) (release func(), probe bool, err error) {
 	if why := p.NotReady(); why != nil {
 		// Not asked: nothing learnt, no budget spent, nothing decided.
 		return nil, false, Paced(NotReadyWait, fmt.Errorf("%s: not ready: %v", p.Name, why))
 	}
-	waitCtx, cancelWait := context.WithTimeout(ctx, p.LookupTimeout)
+	waitCtx, cancelWait := context.WithTimeout(ctx, timeout)
 	defer cancelWait()
+	slots := *p.slots.Load()
 	select {
-	case p.slots <- struct{}{}:
+	case slots <- struct{}{}:
 	case <-waitCtx.Done():
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
 		}
-		return nil, false, Paced(time.Second, fmt.Errorf("%s: all %d lookup slots busy", p.Name, cap(p.slots)))
+		return nil, false, Paced(time.Second, fmt.Errorf("%s: all %d lookup slots busy", p.Name, cap(slots)))
 	}
-	release = func() { <-p.slots }
+	release = func() { <-slots }
 	fail := func(err error) (func(), bool, error) {
 		release()
 		return nil, false, err

@@ -50,10 +50,19 @@ type App struct {
 	policies atomic.Pointer[settle.Policies]
 	// liveRoutes are the routes a reload set; nil: the configuration's.
 	liveRoutes atomic.Pointer[[]outbox.Route]
+	// trackers are the providers' health trackers, by provider
+	// ([App.TrackHealth]), whose outage_after a reload changes.
+	trackers map[string]*health.Tracker
 
 	// routesConflict is whether the routes the database holds differ from
 	// the configuration's, as [App.WatchRoutes] last read them.
 	routesConflict atomic.Bool
+}
+
+// probeLease is how long a probe of a provider with limits lim holds its
+// turn: two lookup timeouts and a lookup run's overhead.
+func probeLease(lim providers.Limits) time.Duration {
+	return 2*lim.LookupTimeout + jobs.LookupOverhead
 }
 
 // TrackHealth gives every provider its health tracker over s's pool, so
@@ -62,23 +71,27 @@ type App struct {
 // it answers, its open lookup_failed tickets are looked up again at once.
 // It also gives each its share of the cluster's rate limit (health.Rate).
 func (s *App) TrackHealth() {
+	s.trackers = map[string]*health.Tracker{}
 	for name, p := range s.Providers {
 		// Its rate limit holds for the cluster, however many replicas ask.
 		p.SetSharedRate(health.NewRate(s.Pool, name, p.RateLimit(), int(max(1, p.RateLimit()))))
-		if p.OutageAfter <= 0 {
+		lim := p.Limits()
+		if lim.OutageAfter <= 0 {
 			continue // each operation's lookups spend their own budget
 		}
-		tracker := health.NewTracker(s.Pool, name, p.OutageAfter, 2*p.LookupTimeout+jobs.LookupOverhead)
+		tracker := health.NewTracker(s.Pool, name, lim.OutageAfter, probeLease(lim))
+		s.trackers[name] = tracker
 		// Each transition is logged once for the cluster, by the process
 		// whose report changed the state: an alert on the WARN fires once
 		// per outage, however many replicas see it.
 		tracker.OnDown = func(ctx context.Context, detail string) {
+			lim := p.Limits()
 			attrs := []any{"provider", name, "cause", health.Cause(detail), "error", detail,
-				"outage_after", p.OutageAfter, "first_probe_in", health.FirstProbe.String()}
-			if p.MaxOutage > 0 {
-				attrs = append(attrs, "max_outage", p.MaxOutage.String())
+				"outage_after", lim.OutageAfter, "first_probe_in", health.FirstProbe.String()}
+			if lim.MaxOutage > 0 {
+				attrs = append(attrs, "max_outage", lim.MaxOutage.String())
 			}
-			waiting, err := s.Operations().CountStalePending(ctx, name, s.now().Add(-p.StaleAfter))
+			waiting, err := s.Operations().CountStalePending(ctx, name, s.now().Add(-lim.StaleAfter))
 			if err != nil {
 				attrs = append(attrs, "waiting_unknown", err.Error())
 			} else {

@@ -92,7 +92,7 @@ func BenchmarkStaleToSettled(b *testing.B) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	staleAfter := bundle.sweeper.Providers["sim"].StaleAfter.Seconds()
+	staleAfter := bundle.sweeper.Providers["sim"].Limits().StaleAfter.Seconds()
 
 	latencies := make([]time.Duration, 0, b.N)
 	b.ResetTimer()

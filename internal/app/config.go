@@ -58,17 +58,7 @@ func buildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 			errs = append(errs, fmt.Errorf("providers.%s: %w", name, err))
 			continue
 		}
-		out[name] = providers.NewProvider(name, block.Kind, adapter, providers.Limits{
-			StaleAfter:    block.StaleAfter.Duration,
-			LookupTimeout: block.LookupTimeout.Duration,
-			LookupBudget:  block.LookupBudget.Duration,
-			RateLimit:     block.RateLimit,
-			Concurrency:   block.Concurrency,
-			OutageAfter:   block.OutageAfter,
-			MaxOutage:     block.MaxOutage.Duration,
-			SettleWindow:  block.SettleWindow.Duration,
-			InFlightFor:   block.InFlightFor.Duration,
-		})
+		out[name] = providers.NewProvider(name, block.Kind, adapter, limitsOf(block))
 		if tr.On() {
 			out[name].SetTracer(tr.Tracer(providersTracer))
 		}
@@ -82,6 +72,21 @@ func buildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(stri
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// limitsOf is a provider block's pacing.
+func limitsOf(block *config.Provider) providers.Limits {
+	return providers.Limits{
+		StaleAfter:    block.StaleAfter.Duration,
+		LookupTimeout: block.LookupTimeout.Duration,
+		LookupBudget:  block.LookupBudget.Duration,
+		RateLimit:     block.RateLimit,
+		Concurrency:   block.Concurrency,
+		OutageAfter:   block.OutageAfter,
+		MaxOutage:     block.MaxOutage.Duration,
+		SettleWindow:  block.SettleWindow.Duration,
+		InFlightFor:   block.InFlightFor.Duration,
+	}
 }
 
 // WriteNamespaces records the ready providers' record namespaces in the

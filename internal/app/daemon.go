@@ -37,6 +37,9 @@ type Daemon struct {
 	watch *databaseWatch
 	// periodic is whether the client runs the periodic jobs.
 	periodic bool
+	// notify is the delivery worker, whose other receivers a reload
+	// replaces.
+	notify *jobs.NotifyWorker
 }
 
 // Start starts the client, and the watch on its database that says an
@@ -98,7 +101,8 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	river.AddWorker(workers, jobs.NewNotifyWorker(dispatcher, others...))
+	notifyWorker := jobs.NewNotifyWorker(dispatcher, others...)
+	river.AddWorker(workers, notifyWorker)
 
 	var periodic []*river.PeriodicJob
 	if !opts.NoPeriodic {
@@ -156,7 +160,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Daemon{Client: client, watch: watch, periodic: !opts.NoPeriodic}, nil
+	return &Daemon{Client: client, watch: watch, periodic: !opts.NoPeriodic, notify: notifyWorker}, nil
 }
 
 // periodicJobs are the periodic jobs on schedules: sweep, escalate, prune

@@ -116,9 +116,15 @@ func showRoutes(routes []outbox.Route) []string {
 // receiver turned off since it reached it never wait for it. Its error
 // names a secret that cannot be read.
 func (s *App) OtherDispatchers() ([]*notify.Dispatcher, error) {
+	return s.otherDispatchers(s.Config)
+}
+
+// otherDispatchers are [App.OtherDispatchers] as cfg configures the
+// receivers: the running configuration's, or the one a reload reads.
+func (s *App) otherDispatchers(cfg *config.Config) ([]*notify.Dispatcher, error) {
 	tickets := s.Tickets()
 	pd := notify.Off("pagerduty is off (pagerduty.routing_key_env is empty); not sent")
-	if c := s.Config.PagerDuty; c.On() {
+	if c := cfg.PagerDuty; c.On() {
 		key, err := config.Secret(s.getenv, c.RoutingKeyEnv)
 		if err != nil {
 			return nil, err
@@ -129,7 +135,7 @@ func (s *App) OtherDispatchers() ([]*notify.Dispatcher, error) {
 		}
 	}
 	hook := notify.Off("the webhook is off (webhook.url is empty); not sent")
-	if c := s.Config.Webhook; c.On() {
+	if c := cfg.Webhook; c.On() {
 		secret, err := config.Secret(s.getenv, c.SecretEnv)
 		if err != nil {
 			return nil, err

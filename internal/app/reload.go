@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/notify"
 )
 
 // ConfigChanges are the keys in which a configuration differs from the
@@ -29,18 +30,35 @@ type ConfigChanges struct {
 
 // liveKeys are the keys (a key, or a table with everything under it) a
 // reload applies while the daemon runs; every other key needs a restart.
-// A provider's rate_limit is live too ([liveKey]).
-var liveKeys = []string{"log.level", "schedules", "review", "routes"}
+// A provider's pacing is live too ([liveProviderKeys]). Slack's settings
+// need a restart: its client, channels and interactivity are built once.
+var liveKeys = []string{"log.level", "schedules", "review", "routes", "pagerduty", "webhook"}
 
-// liveKey reports whether key may change while the daemon runs.
-func liveKey(key string) bool {
+// liveProviderKeys are the settings of a provider block a reload applies
+// ([providers.Provider.SetLimits]): its pacing, never its identity — the
+// kind, where it is reached, with which credentials, which account.
+// outage_after only while it stays above 0 ([liveKey]).
+var liveProviderKeys = []string{"rate_limit", "concurrency", "stale_after", "lookup_timeout", "lookup_budget",
+	"settle_window", "in_flight_for", "outage_after", "max_outage"}
+
+// liveKey reports whether key may change, from was to now, while the
+// daemon runs. A provider's health is kept from the start only when its
+// outage_after is above 0: turning it on or off needs a restart.
+func liveKey(key, was, now string) bool {
 	for _, k := range liveKeys {
 		if key == k || strings.HasPrefix(key, k+".") {
 			return true
 		}
 	}
-	name, setting, ok := strings.Cut(strings.TrimPrefix(key, "providers."), ".")
-	return ok && name != "" && strings.HasPrefix(key, "providers.") && setting == "rate_limit"
+	rest, ok := strings.CutPrefix(key, "providers.")
+	if !ok {
+		return false
+	}
+	name, setting, ok := strings.Cut(rest, ".")
+	if !ok || name == "" || !slices.Contains(liveProviderKeys, setting) {
+		return false
+	}
+	return setting != "outage_after" || (was != "0" && now != "0")
 }
 
 // DiffConfig compares two configurations' [config.Config.Values], the
@@ -74,7 +92,7 @@ func DiffConfig(running, next map[string]string) ConfigChanges {
 			continue
 		}
 		seen[key] = true
-		if liveKey(key) {
+		if liveKey(key, was, now) {
 			out.Live = append(out.Live, key)
 		} else {
 			out.Restart = append(out.Restart, key)
@@ -98,7 +116,10 @@ func providerBlock(key string) (string, bool) {
 // Reloader re-reads the configuration of a running daemon (SIGHUP, POST
 // /-/reload) and applies what may change live: log.level, the schedules,
 // review (owners, escalation, windows, re-lookups), the routes and each
-// provider's rate_limit. A configuration with errors is refused whole: the
+// provider's pacing ([liveProviderKeys]: rate limit, concurrency,
+// stale_after, timeout, budget, settle and in-flight waits, outage
+// numbers), and the PagerDuty and webhook receivers (replaced whole
+// between delivery passes). A configuration with errors is refused whole: the
 // running one is kept and each error logged. Keys that need a restart
 // (listed by [DiffConfig]) are refused one by one, each a WARN naming the
 // key, their running values kept, and the rest is applied. Reloads run
@@ -229,11 +250,19 @@ func (r *Reloader) reload(ctx context.Context) (ConfigChanges, error) {
 			return ConfigChanges{}, err
 		}
 	}
+	var others []*notify.Dispatcher
+	receivers := changed(changes.Live, "pagerduty") || changed(changes.Live, "webhook")
+	if receivers {
+		if others, err = r.app.otherDispatchers(next); err != nil {
+			return ConfigChanges{}, fmt.Errorf("receivers: %w", err)
+		}
+	}
 	if changed(changes.Live, "routes") {
 		routes := routesOf(next)
 		for _, route := range routes {
-			if !receiverOn(r.app.Config, route.Receiver) {
-				return ConfigChanges{}, fmt.Errorf("routes: receiver %q is not running (its block changed too): a restart applies both", route.Receiver)
+			// The receivers after this reload are next's: theirs are live.
+			if !receiverOn(next, route.Receiver) {
+				return ConfigChanges{}, fmt.Errorf("routes: receiver %q is not running: turn it on in the same file", route.Receiver)
 			}
 		}
 		was := r.app.liveRoutes.Swap(&routes)
@@ -247,6 +276,9 @@ func (r *Reloader) reload(ctx context.Context) (ConfigChanges, error) {
 			return ConfigChanges{}, fmt.Errorf("schedules: %w", err)
 		}
 	}
+	if receivers {
+		r.daemon.notify.SetOthers(others...)
+	}
 	if changed(changes.Live, "log.level") {
 		r.level.Set(next.Log.SlogLevel())
 	}
@@ -254,8 +286,20 @@ func (r *Reloader) reload(ctx context.Context) (ConfigChanges, error) {
 		r.app.livePolicies().Set(Policy(next), EscalationPolicy(next))
 	}
 	for name, p := range r.app.Providers {
-		if block, ok := next.Providers[name]; ok && slices.Contains(changes.Live, "providers."+name+".rate_limit") {
-			p.SetRateLimit(block.RateLimit)
+		block, ok := next.Providers[name]
+		if !ok || slices.Contains(changes.Restart, "providers."+name) || slices.Contains(changes.Restart, "providers."+name+".kind") {
+			continue // another provider now: its pacing waits for the restart too
+		}
+		lim, was := limitsOf(block), p.Limits()
+		if slices.Contains(changes.Restart, "providers."+name+".outage_after") {
+			lim.OutageAfter = was.OutageAfter // its running value is kept
+		}
+		if lim == was {
+			continue
+		}
+		p.SetLimits(lim)
+		if tracker := r.app.trackers[name]; tracker != nil {
+			tracker.SetOutageAfter(lim.OutageAfter, probeLease(lim))
 		}
 	}
 	r.applied = next

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -94,8 +95,9 @@ var ErrDown = errors.New("provider down")
 type Tracker struct {
 	db       ledger.DB
 	provider string
-	failAt   int
-	lease    time.Duration
+	// limits are failAt and lease, replaced together by
+	// [Tracker.SetOutageAfter].
+	limits atomic.Pointer[trackerLimits]
 	// OnUp runs after a probe brought the provider up (nil: nothing), for
 	// what recovery should start at once.
 	OnUp func(ctx context.Context)
@@ -128,7 +130,23 @@ type Tracker struct {
 // alone ([Tracker.Done]), take the provider down (at least 1). lease bounds a
 // probe: a probe not reported within it (its process died) frees the turn.
 func NewTracker(db ledger.DB, provider string, failures int, lease time.Duration) *Tracker {
-	return &Tracker{db: db, provider: provider, failAt: max(failures, 1), lease: lease}
+	t := &Tracker{db: db, provider: provider}
+	t.SetOutageAfter(failures, lease)
+	return t
+}
+
+type trackerLimits struct {
+	failAt int
+	lease  time.Duration
+}
+
+// SetOutageAfter makes failures of that many different operations (at
+// least 1) take the provider down, and lease bound a probe, from the next
+// report or probe on: a configuration reload changes a provider's
+// outage_after and lookup_timeout. Failures already counted stay counted
+// against the new number; a probe already leased keeps its lease.
+func (t *Tracker) SetOutageAfter(failures int, lease time.Duration) {
+	t.limits.Store(&trackerLimits{failAt: max(failures, 1), lease: lease})
 }
 
 // State reads the provider's health, at most a second old — or a little
@@ -209,7 +227,7 @@ func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, er
 			SET probe_lease_until = now() + $2::interval, updated_at = now()
 			WHERE provider = $1 AND state = 'down' AND probe_at <= now()
 			  AND (probe_lease_until IS NULL OR probe_lease_until < now())
-			RETURNING true`, t.provider, t.lease).Scan(&taken)
+			RETURNING true`, t.provider, t.limits.Load().lease).Scan(&taken)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			t.forget() // another process's probe, or a state newer than ours
@@ -270,7 +288,8 @@ func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail strin
 		t.failing = map[string]bool{}
 	}
 	t.failing[op] = true
-	enough := len(t.failing) >= t.failAt
+	failAt := t.limits.Load().failAt // one report keeps to one number
+	enough := len(t.failing) >= failAt
 	candidates := slices.Collect(maps.Keys(t.failing))
 	t.mu.Unlock()
 	if !enough {
@@ -286,7 +305,7 @@ func (t *Tracker) Done(ctx context.Context, probe, failed bool, op, detail strin
 	for _, o := range alone {
 		delete(t.failing, o)
 	}
-	down := len(t.failing) >= t.failAt
+	down := len(t.failing) >= failAt
 	if down {
 		t.failing = nil
 	}

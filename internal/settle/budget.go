@@ -80,7 +80,7 @@ func BudgetOf(ctx context.Context, p *providers.Provider) Budget {
 	if p == nil {
 		return Budget{}
 	}
-	return Budget{Length: p.LookupBudget, DownTotal: func() time.Duration { return p.DownTotal(ctx) }}
+	return Budget{Length: p.Limits().LookupBudget, DownTotal: func() time.Duration { return p.DownTotal(ctx) }}
 }
 
 func (b Budget) down() time.Duration {

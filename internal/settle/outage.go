@@ -80,7 +80,7 @@ type Outage struct {
 func (o *Outages) End(ctx context.Context) ([]Outage, error) {
 	names := make([]string, 0, len(o.Providers))
 	for name, p := range o.Providers {
-		if p.MaxOutage > 0 && p.OutageAfter > 0 {
+		if lim := p.Limits(); lim.MaxOutage > 0 && lim.OutageAfter > 0 {
 			names = append(names, name)
 		}
 	}
@@ -122,7 +122,12 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 		return outageStep{}, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
-	st, down, err := health.DownPast(ctx, tx, p.Name, p.MaxOutage)
+	// One step keeps to one configuration.
+	lim := p.Limits()
+	if lim.MaxOutage <= 0 {
+		return outageStep{}, nil // turned off by a reload since End listed it
+	}
+	st, down, err := health.DownPast(ctx, tx, p.Name, lim.MaxOutage)
 	if err != nil || !down {
 		return outageStep{}, err
 	}
@@ -133,7 +138,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 	}
 	since, downFor := st.Since, dbNow.Sub(st.Since)
 
-	ops, err := o.waiting(ctx, tx, p)
+	ops, err := o.waiting(ctx, tx, p, lim.StaleAfter)
 	if err != nil {
 		return outageStep{}, err
 	}
@@ -142,7 +147,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 		return step, nil
 	}
 	detail := fmt.Sprintf("provider %s was down for %s since %s, longer than its max_outage %s: not asked; "+
-		"looked up again when it answers", p.Name, downFor.Round(time.Second), since.UTC().Format(time.RFC3339), p.MaxOutage)
+		"looked up again when it answers", p.Name, downFor.Round(time.Second), since.UTC().Format(time.RFC3339), lim.MaxOutage)
 	if st.LastError != "" {
 		detail += "; its last failure: " + st.LastError
 	}
@@ -167,7 +172,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 			moved = append(moved, r)
 		}
 	}
-	if err := outbox.CountMovedToReview(ctx, tx, p.Name, len(moved), p.MaxOutage); err != nil {
+	if err := outbox.CountMovedToReview(ctx, tx, p.Name, len(moved), lim.MaxOutage); err != nil {
 		return outageStep{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -182,10 +187,10 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 }
 
 // waiting reads up to MaxOutageStep of p's stale pending operations, oldest
-// first, in tx.
-func (o *Outages) waiting(ctx context.Context, tx pgx.Tx, p *providers.Provider) ([]ledger.Operation, error) {
+// first (pending longer than staleAfter), in tx.
+func (o *Outages) waiting(ctx context.Context, tx pgx.Tx, p *providers.Provider, staleAfter time.Duration) ([]ledger.Operation, error) {
 	store := tableOf(o.Ledger).Store(tx)
-	cutoff := o.Now().Add(-p.StaleAfter)
+	cutoff := o.Now().Add(-staleAfter)
 	var ops []ledger.Operation
 	var cursor ledger.StaleCursor
 	for len(ops) < MaxOutageStep {

@@ -107,7 +107,7 @@ func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.
 			// up, not ticketed (I3: its account is not known yet).
 			continue
 		}
-		cutoff := now.Add(-p.StaleAfter)
+		cutoff := now.Add(-p.Limits().StaleAfter)
 		err := walk("provider "+name, name, s.admitted(p), func(ctx context.Context, c ledger.StaleCursor, n int) ([]ledger.Operation, error) {
 			return store.StalePending(ctx, name, cutoff, c, n)
 		})

@@ -114,22 +114,23 @@ func (s *Settler) Answer(ctx context.Context, op ledger.Operation, p *providers.
 	step := Step{Query: &q, Adapter: p.Kind}
 	if err == nil {
 		now := s.Now()
-		if settled := op.FirstAttemptAt.Add(p.SettleWindow); len(records) == 0 && now.Before(settled) {
+		lim := p.Limits()
+		if settled := op.FirstAttemptAt.Add(lim.SettleWindow); len(records) == 0 && now.Before(settled) {
 			// The provider's search may not list the record yet: ask again
 			// once the window has passed, spending no attempt or budget;
 			// only an empty answer after it is not_found.
 			step.Class, step.RetryAfter = providers.ClassPaced, settled.Sub(now)
 			step.Err = fmt.Errorf("%s: no record yet, but its search may lag until %s (settle_window %s after the first attempt)",
-				op.Provider, settled.UTC().Format(time.RFC3339), p.SettleWindow)
+				op.Provider, settled.UTC().Format(time.RFC3339), lim.SettleWindow)
 			return step
 		}
-		if until := op.FirstAttemptAt.Add(p.InFlightFor); proof.InFlight(records) && now.Before(until) {
+		if until := op.FirstAttemptAt.Add(lim.InFlightFor); proof.InFlight(records) && now.Before(until) {
 			// The provider is still making the effect: neither done nor
 			// not_found. Asked again, spending no attempt or budget, until
 			// in_flight_for has passed; only then an in_flight ticket.
 			step.Class, step.RetryAfter = providers.ClassPaced, InFlightWait(now.Sub(op.FirstAttemptAt), until.Sub(now))
 			step.Err = fmt.Errorf("%s: the provider reports the effect still in flight; asked again until %s (in_flight_for %s after the first attempt)",
-				op.Provider, until.UTC().Format(time.RFC3339), p.InFlightFor)
+				op.Provider, until.UTC().Format(time.RFC3339), lim.InFlightFor)
 			return step
 		}
 		step.Final, step.Outcome = true, proof.Answered(q, records)

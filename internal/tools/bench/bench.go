@@ -560,7 +560,7 @@ func benchIdle(ctx context.Context, out io.Writer, f Options, s *app.App, monito
 		ms(res.idleScan), len(ticks), ms(ticks[0]), ms(ticks[len(ticks)-1]), rows, pending)
 
 	negInf := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-	cutoff := time.Now().Add(-s.Providers["sim"].StaleAfter)
+	cutoff := time.Now().Add(-s.Providers["sim"].Limits().StaleAfter)
 	planRows, err := monitor.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+table.StalePendingQuery(),
 		"sim", cutoff, negInf, int64(0), f.BatchSize)
 	if err != nil {
