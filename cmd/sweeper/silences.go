@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -133,21 +132,7 @@ func newSilencesListCmd(e *env) *cobra.Command {
 			fmt.Fprintln(e.stderr, trailer)
 			return nil
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATE\tSTARTS\tENDS\tBY\tMATCHERS\tHELD\tCOMMENT")
-		for _, si := range list {
-			ends := si.EndsAt.UTC().Format(time.RFC3339)
-			if si.ExpiredBy != "" {
-				ends += " (expired by " + inert(si.ExpiredBy) + ")"
-			}
-			held := fmt.Sprintf("%d rows, %d tickets", si.HeldRows, si.HeldTickets)
-			if si.HeldIncidents > 0 {
-				held += fmt.Sprintf(", %d incidents", si.HeldIncidents)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", si.ID, si.State, si.StartsAt.UTC().Format(time.RFC3339), ends,
-				inert(si.CreatedBy), inert(silence.MatchersText(si.Matchers)), held, inert(si.Comment))
-		}
-		tw.Flush()
+		silence.WriteTable(e.stdout, list)
 		fmt.Fprintln(e.stderr, trailer)
 		return nil
 	})
