@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/review"
 )
@@ -39,32 +40,48 @@ func (s *Store) Mute(ctx context.Context, n outbox.Notification, labels review.L
 	if err != nil {
 		return 0, err
 	}
+	// Most rows no silence matches: one statement, no lock, says so.
+	if id, err := holding(ctx, s.db, l, ""); err != nil || id == 0 {
+		return 0, wrapRow(n, err)
+	}
 	db, ok := s.db.(beginner)
 	if !ok {
 		return 0, errors.New("silence a row: the silences' database cannot begin a transaction: give it a pool")
 	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("outbox row %d: silence: %w", n.ID, err)
+		return 0, wrapRow(n, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var id int64
-	err = tx.QueryRow(ctx, `SELECT coalesce((SELECT id FROM sweeper.silences
-			WHERE starts_at <= now() AND ends_at > now() AND released_at IS NULL AND sweeper.silence_matches(matchers, $1)
-			ORDER BY id LIMIT 1 FOR SHARE), 0)`, l).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("outbox row %d: silence: %w", n.ID, err)
-	}
-	if id == 0 {
-		return 0, nil
+	id, err := holding(ctx, tx, l, "FOR SHARE")
+	if err != nil || id == 0 {
+		return 0, wrapRow(n, err)
 	}
 	if err := outbox.NewStore(tx).MarkSilenced(ctx, n, id); err != nil {
 		return 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("outbox row %d: silence: %w", n.ID, err)
+		return 0, wrapRow(n, err)
 	}
 	return id, nil
+}
+
+// holding returns the id of the active silence, the lowest, that matches
+// labels l (JSON) now, or 0; lock is "" or a locking clause.
+func holding(ctx context.Context, db ledger.DB, l []byte, lock string) (int64, error) {
+	var id int64
+	err := db.QueryRow(ctx, `SELECT coalesce((SELECT id FROM sweeper.silences
+			WHERE starts_at <= now() AND ends_at > now() AND released_at IS NULL AND sweeper.silence_matches(matchers, $1)
+			ORDER BY id LIMIT 1 `+lock+`), 0)`, l).Scan(&id)
+	return id, err
+}
+
+// wrapRow is err, if any, said of held row n.
+func wrapRow(n outbox.Notification, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("outbox row %d: silence: %w", n.ID, err)
 }
 
 // beginner is a database that begins transactions: a pool, or a
