@@ -79,6 +79,10 @@ type DispatcherConfig struct {
 	// the replay, so a person can still post one on purpose. Default 0: no
 	// limit.
 	MaxAge time.Duration
+	// Muter holds back the rows an active silence matches, and releases
+	// the silences that ended (package notify/silence). Default nil: no
+	// row is held, and no silence released.
+	Muter Muter
 	// PrepareTimeout bounds the receiver's preparation of one row (Slack's
 	// alert group decision, [Receiver.Prepare]): a row not prepared in
 	// time is given back untouched for the next pass, and counted
@@ -97,6 +101,7 @@ type DispatcherConfig struct {
 // message again.
 type Dispatcher struct {
 	outbox   *outbox.Store
+	muter    Muter
 	receiver Receiver
 	tickets  review.TicketReader
 	id       string
@@ -142,6 +147,7 @@ func NewDispatcher(db ledger.DB, r Receiver, cfg DispatcherConfig) (*Dispatcher,
 	}
 	return &Dispatcher{
 		outbox:   outbox.NewStore(db).For(cfg.Receiver),
+		muter:    cfg.Muter,
 		receiver: r,
 		tickets:  cfg.Tickets,
 		id:       id,
@@ -258,12 +264,15 @@ func (d *Dispatcher) rowLogger(n outbox.Notification) *slog.Logger {
 }
 
 // releaseSilences releases the silences that ended and were not released
-// yet ([outbox.Store.ReleaseEnded]): every dispatch looks, so one that
+// yet ([Muter]): every dispatch looks, so one that
 // ended while no dispatcher ran is released by the first to start, once.
 // It returns how many tickets were given their current alert; a failure is
 // logged and tried again at the next dispatch.
 func (d *Dispatcher) releaseSilences(ctx context.Context) int {
-	released, err := d.outbox.ReleaseEnded(ctx)
+	if d.muter == nil {
+		return 0
+	}
+	released, err := d.muter.ReleaseEnded(ctx)
 	alerts := 0
 	for _, r := range released {
 		alerts += len(r.Tickets)
@@ -281,10 +290,10 @@ func (d *Dispatcher) releaseSilences(ctx context.Context) int {
 // only for tickets whose alerts were not. A row whose labels cannot be read
 // is delivered as if no silence matched, and said so in the log.
 func (d *Dispatcher) silence(ctx context.Context, claimed []outbox.Notification, total *Stats) []outbox.Notification {
-	if len(claimed) == 0 {
+	if len(claimed) == 0 || d.muter == nil {
 		return claimed
 	}
-	active, err := d.outbox.AnySilenceActive(ctx)
+	active, err := d.muter.AnyActive(ctx)
 	if err != nil {
 		d.logger.Warn("notify: could not read the silences; delivering as if none were active", "error", err)
 		return claimed
@@ -312,7 +321,7 @@ func (d *Dispatcher) silence(ctx context.Context, claimed []outbox.Notification,
 			out = append(out, n)
 			continue
 		}
-		id, err := d.outbox.Silence(ctx, n, labels)
+		id, err := d.muter.Mute(ctx, n, labels)
 		switch {
 		case errors.Is(err, outbox.ErrLeaseLost):
 			log.Warn("notify: outcome not recorded", "error", err)

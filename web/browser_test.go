@@ -21,7 +21,7 @@ import (
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
-	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
 	"github.com/sweeper/sweeper/web"
@@ -61,7 +61,7 @@ func TestInABrowser(t *testing.T) {
 	axe := axeSource(t)
 	pool := dbtest.NewPool(t)
 	store := review.NewStore(pool, policy)
-	messages := outbox.NewStore(pool)
+	messages := silence.NewStore(pool)
 	h, err := web.New(web.Config{
 		Store:           store,
 		Reader:          review.NewReader(pool),
@@ -74,7 +74,7 @@ func TestInABrowser(t *testing.T) {
 		Logger:          slog.New(slog.DiscardHandler),
 		// The silences, on the outbox as internal/app wires them.
 		ActiveSilences: func(ctx context.Context) ([]web.Silence, error) {
-			list, err := messages.Silences(ctx, outbox.SilenceFilter{States: []string{outbox.SilenceActive}})
+			list, err := messages.List(ctx, silence.Filter{States: []string{silence.Active}})
 			var out []web.Silence
 			for _, si := range list {
 				out = append(out, web.Silence{ID: si.ID, Matchers: fmt.Sprint(si.Matchers), EndsAt: si.EndsAt, CreatedBy: si.CreatedBy, Comment: si.Comment})
@@ -82,19 +82,19 @@ func TestInABrowser(t *testing.T) {
 			return out, err
 		},
 		AddSilence: func(ctx context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
-			si, plan, err := messages.RequestSilence(ctx, outbox.SilenceRequest{Matchers: d.Matchers, End: d.End, By: d.By, Comment: d.Comment,
-				Force: d.Force}, outbox.Known{}, time.Now())
-			if errors.Is(err, outbox.ErrInvalidSilence) {
+			si, plan, err := messages.Request(ctx, silence.Request{Matchers: d.Matchers, End: d.End, By: d.By, Comment: d.Comment,
+				Force: d.Force}, silence.Known{}, time.Now())
+			if errors.Is(err, silence.ErrInvalid) {
 				return web.Silence{}, nil, &web.RefusedError{Problems: []string{err.Error()}}
 			}
 			return web.Silence{ID: si.ID, Matchers: fmt.Sprint(si.Matchers), EndsAt: si.EndsAt, OpenTickets: plan.OpenTickets}, plan.Warnings, err
 		},
 		ExpireSilence: func(ctx context.Context, id int64, by string) (web.Silence, error) {
-			si, err := messages.ExpireSilence(ctx, id, by)
+			si, err := messages.Expire(ctx, id, by)
 			return web.Silence{ID: si.ID}, err
 		},
 		PreviewSilence: func(ctx context.Context, d web.SilenceDraft) (web.SilencePreview, error) {
-			return app.PreviewSilence(ctx, messages, review.NewReader(pool), d, outbox.Known{}, time.Now())
+			return app.PreviewSilence(ctx, messages, d, silence.Known{}, time.Now())
 		},
 	})
 	if err != nil {
@@ -292,9 +292,9 @@ func TestInABrowser(t *testing.T) {
 		!strings.Contains(expired, "expired by "+lead) {
 		t.Errorf("the silence: added %q, warned %q, expired %q", added, warned, expired)
 	}
-	silences, err := messages.Silences(context.Background(), outbox.SilenceFilter{})
+	silences, err := messages.List(context.Background(), silence.Filter{})
 	if err != nil || len(silences) != 1 || silences[0].CreatedBy != lead || silences[0].ExpiredBy != lead ||
-		silences[0].State != outbox.SilenceExpired || silences[0].Comment != "carrier migration" || len(silences[0].Matchers) != 2 {
+		silences[0].State != silence.Expired || silences[0].Comment != "carrier migration" || len(silences[0].Matchers) != 2 {
 		t.Errorf("silences after the browser: %+v, %v", silences, err)
 	}
 

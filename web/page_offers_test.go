@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 	"github.com/sweeper/sweeper/web"
@@ -118,7 +118,7 @@ func TestSilencePreviewSaysWhatItWouldHold(t *testing.T) {
 	var b *bundle
 	b = setup(t, func(c *web.Config) {
 		c.PreviewSilence = func(ctx context.Context, d web.SilenceDraft) (web.SilencePreview, error) {
-			return app.PreviewSilence(ctx, outbox.NewStore(b.tx), review.NewReader(b.tx), d, outbox.Known{Providers: []string{"sms", "mailer", "push"}}, time.Now())
+			return app.PreviewSilence(ctx, silence.NewStore(b.tx), d, silence.Known{Providers: []string{"sms", "mailer", "push"}}, time.Now())
 		}
 	})
 	for i := range 3 {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/review"
 	"github.com/sweeper/sweeper/web"
 )
@@ -77,12 +77,12 @@ func BenchmarkQueuePage(b *testing.B) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM sweeper.tickets WHERE state = 'open'`).Scan(&open); err != nil {
 		b.Fatal(err)
 	}
-	messages := outbox.NewStore(pool)
-	m, err := outbox.ParseMatcher("provider=prov-3")
+	messages := silence.NewStore(pool)
+	m, err := silence.ParseMatcher("provider=prov-3")
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := messages.AddSilence(ctx, outbox.NewSilence{Matchers: []outbox.Matcher{m}, EndsAt: time.Now().Add(time.Hour),
+	if _, err := messages.Add(ctx, silence.NewSilence{Matchers: []silence.Matcher{m}, EndsAt: time.Now().Add(time.Hour),
 		CreatedBy: "U0LEAD", Comment: "bench"}); err != nil {
 		b.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func BenchmarkQueuePage(b *testing.B) {
 		Users: map[string]string{"lead@example.com": lead, "owner7@example.com": "U0OWNER7"}, ProxyHeader: "X-Forwarded-Email",
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, CookieKey: []byte(strings.Repeat("k", 32)),
 		ActiveSilences: func(ctx context.Context) ([]web.Silence, error) {
-			list, err := messages.Silences(ctx, outbox.SilenceFilter{States: []string{outbox.SilenceActive}, Limit: 50})
+			list, err := messages.List(ctx, silence.Filter{States: []string{silence.Active}, Limit: 50})
 			out := make([]web.Silence, 0, len(list))
 			for _, si := range list {
 				out = append(out, web.Silence{ID: si.ID, EndsAt: si.EndsAt, CreatedBy: si.CreatedBy, Comment: si.Comment})

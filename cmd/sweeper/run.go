@@ -5,18 +5,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/sweeper/sweeper/config"
@@ -109,20 +104,11 @@ func runDaemon(ctx context.Context, e *env) error {
 	clockCtx, stopClock := context.WithCancel(ctx)
 	defer stopClock()
 	go s.Clock.Run(clockCtx, time.Minute)
-	// The event metrics exist before the work is wired: the settler, the
-	// scanner, the escalator and the dispatcher take them when built.
-	registry := prometheus.NewRegistry()
-	m, err := metrics.New(registry, slices.Sorted(maps.Keys(s.Providers)))
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	s.Metrics = m
+	// The event metrics exist before the work is wired.
 	b := thisBuild()
-	if err := metrics.RegisterBuildInfo(registry, metrics.Build{Version: b.Version, Revision: b.Revision, GoVersion: b.GoVersion}); err != nil {
+	registry, err := s.UseMetrics(metrics.Build{Version: b.Version, Revision: b.Revision, GoVersion: b.GoVersion})
+	if err != nil {
 		return err
-	}
-	for _, p := range s.Providers {
-		p.SetMetrics(m)
 	}
 	// The database may drop the connection while the client starts (a
 	// restart, a failover): that too is waited for. The client outlives
@@ -148,36 +134,18 @@ func runDaemon(ctx context.Context, e *env) error {
 	servers.HandleAdmin("POST /-/reload", reload)
 	// Before /healthz answers: a SIGHUP from then on reloads.
 	reloader.Store(reload)
-	type listening struct {
-		key    string
-		server *http.Server
-		l      net.Listener
-	}
-	var serving []listening
-	for _, srv := range []struct {
-		key, addr string
-		server    *http.Server
-	}{{"http.listen", s.Config.HTTP.Listen, servers.Public}, {"http.admin_listen", s.Config.HTTP.AdminListen, servers.Admin}} {
-		if srv.server == nil {
-			continue
-		}
-		l, err := net.Listen("tcp", srv.addr)
-		if err != nil {
-			for _, done := range serving {
-				done.l.Close()
-			}
-			daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
-			return fmt.Errorf("%s: %w", srv.key, err)
-		}
-		serving = append(serving, listening{srv.key, srv.server, l})
+	serving, err := servers.Listen(app.HTTPAddrs{Listen: s.Config.HTTP.Listen, AdminListen: s.Config.HTTP.AdminListen})
+	if err != nil {
+		daemon.StopAndCancel(context.Background()) //nolint:errcheck // exiting anyway
+		return err
 	}
 	serveErr := make(chan error, len(serving))
 	for _, sv := range serving {
-		go func() { serveErr <- fmt.Errorf("%s: %w", sv.key, sv.server.Serve(sv.l)) }()
+		go func() { serveErr <- fmt.Errorf("%s: %w", sv.Key, sv.Server.Serve(sv.L)) }()
 	}
-	admin := serving[0].l.Addr().String()
+	admin := serving[0].L.Addr().String()
 	if len(serving) > 1 {
-		admin = serving[1].l.Addr().String()
+		admin = serving[1].L.Addr().String()
 	}
 	for _, w := range s.Config.Warnings() {
 		logger.Warn("configuration: " + w)
@@ -187,7 +155,7 @@ func runDaemon(ctx context.Context, e *env) error {
 		traces = t.Endpoint
 	}
 	logger.Info("sweeper running", "version", b.ServiceVersion(), "providers", len(s.Providers), "not_ready", len(s.NotReady()), "sweep", s.Config.Schedules.Sweep,
-		"http", serving[0].l.Addr().String(), "admin", admin, "slack", servers.Interactions != nil, "river_ui", s.Config.HTTP.RiverUI,
+		"http", serving[0].L.Addr().String(), "admin", admin, "slack", servers.Interactions != nil, "river_ui", s.Config.HTTP.RiverUI,
 		"traces", traces)
 
 	select {
@@ -198,7 +166,7 @@ func runDaemon(ctx context.Context, e *env) error {
 	stopReloads()
 	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
 	for _, sv := range serving {
-		sv.server.Shutdown(shutdownCtx) //nolint:errcheck // in-flight requests had their chance
+		sv.Server.Shutdown(shutdownCtx) //nolint:errcheck // in-flight requests had their chance
 	}
 	cancelShutdown()
 	stopServing()

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 )
 
 func newSilencesCmd(e *env) *cobra.Command {
@@ -41,11 +40,11 @@ func newSilencesAddCmd(e *env) *cobra.Command {
 	asJSON := jsonFlag(cmd, "print the silence as JSON")
 	textFlags(cmd, "start", "end", "by", "comment")
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
-		// The rules are the review page's too: outbox reads and checks
-		// what was typed.
-		req := outbox.SilenceRequest{Matchers: args, Start: *start, End: *end, By: *by, Comment: *comment, Force: *force}
+		// The rules are the review page's too: package silence reads and
+		// checks what was typed.
+		req := silence.Request{Matchers: args, Start: *start, End: *end, By: *by, Comment: *comment, Force: *force}
 		now := time.Now()
-		if _, err := outbox.ParseSilenceRequest(req, now); err != nil {
+		if _, err := silence.ParseRequest(req, now); err != nil {
 			return silenceError(err)
 		}
 		s, closeDB, err := open(cmd.Context(), e, uses{})
@@ -53,15 +52,7 @@ func newSilencesAddCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
-		added, plan, err := outbox.NewStore(s.Pool).RequestSilence(cmd.Context(), req, s.KnownToSilences(), now)
-		if errors.Is(err, outbox.ErrSilenceMatchesNothing) {
-			return &exitError{exitUsage, fmt.Errorf("refused: %s; add --force to add it anyway",
-				strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": "))}
-		}
-		if errors.Is(err, outbox.ErrSilenceHoldsEverything) {
-			return &exitError{exitUsage, fmt.Errorf("refused: %s; add --force if you mean it",
-				strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": "))}
-		}
+		added, plan, err := s.Silences().Request(cmd.Context(), req, s.KnownToSilences(), now)
 		if err != nil {
 			return silenceError(err)
 		}
@@ -72,31 +63,27 @@ func newSilencesAddCmd(e *env) *cobra.Command {
 			return printJSON(e, added)
 		}
 		fmt.Fprintf(e.stdout, "silence %d (%s) added: %s, %s to %s; it matches %d open ticket(s) now\n", added.ID, added.State,
-			inert(matchersText(added.Matchers)), added.StartsAt.UTC().Format(time.RFC3339), added.EndsAt.UTC().Format(time.RFC3339), plan.OpenTickets)
+			inert(silence.MatchersText(added.Matchers)), added.StartsAt.UTC().Format(time.RFC3339), added.EndsAt.UTC().Format(time.RFC3339), plan.OpenTickets)
 		return nil
 	})
 	return cmd
 }
 
 // silenceError is a silence refused for what was asked (exit 2, without
-// the usage: the flags were well formed), or a failure.
+// the usage: the flags were well formed), saying how to force it when
+// force would add it; or a failure.
 func silenceError(err error) error {
-	if errors.Is(err, outbox.ErrInvalidSilence) {
-		return &exitError{exitUsage, err}
+	refused, ok := errors.AsType[*silence.RefusedError](err)
+	switch {
+	case !ok:
+		return err
+	case errors.Is(err, silence.ErrMatchesNothing):
+		return &exitError{exitUsage, fmt.Errorf("refused: %s; add --force to add it anyway", strings.Join(refused.Problems, "\n"))}
+	case errors.Is(err, silence.ErrHoldsEverything):
+		return &exitError{exitUsage, fmt.Errorf("refused: %s; add --force if you mean it", strings.Join(refused.Problems, "\n"))}
 	}
-	return err
+	return &exitError{exitUsage, err}
 }
-
-// matchersText shows a silence's matchers as they are typed.
-func matchersText(ms []outbox.Matcher) string {
-	parts := make([]string, len(ms))
-	for i, m := range ms {
-		parts[i] = m.String()
-	}
-	return strings.Join(parts, " ")
-}
-
-var silenceStates = []string{outbox.SilenceActive, outbox.SilencePending, outbox.SilenceExpired}
 
 func newSilencesListCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
@@ -107,27 +94,23 @@ func newSilencesListCmd(e *env) *cobra.Command {
 	state := cmd.Flags().String("state", "active,pending", "active, pending, expired, several joined by commas, or all")
 	limit := cmd.Flags().Int("limit", defaultListLimit, fmt.Sprintf("print at most this many silences, newest first (1 to %d)", maxListLimit))
 	asJSON := jsonFlag(cmd, "print JSON")
-	enumFlag(cmd, "state", append(slices.Clone(silenceStates), "all")...)
+	enumFlag(cmd, "state", append(slices.Clone(silence.States), "all")...)
 	textFlags(cmd, "limit")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if *limit < 1 || *limit > maxListLimit {
 			return usagef("--limit must be between 1 and %d, not %d", maxListLimit, *limit)
 		}
-		filter := outbox.SilenceFilter{Limit: *limit + 1}
-		if *state != "all" {
-			for _, st := range strings.Split(*state, ",") {
-				if !slices.Contains(silenceStates, st) {
-					return usagef("--state must be active, pending, expired or all (or states joined by commas), not %q", *state)
-				}
-				filter.States = append(filter.States, st)
-			}
+		states, ok := silence.ParseStates(*state)
+		if !ok {
+			return usagef("--state must be active, pending, expired or all (or states joined by commas), not %q", *state)
 		}
+		filter := silence.Filter{States: states, Limit: *limit + 1}
 		s, closeDB, err := open(cmd.Context(), e, uses{})
 		if err != nil {
 			return err
 		}
 		defer closeDB()
-		list, err := outbox.NewStore(s.Pool).Silences(cmd.Context(), filter)
+		list, err := s.Silences().List(cmd.Context(), filter)
 		if err != nil {
 			return err
 		}
@@ -141,7 +124,7 @@ func newSilencesListCmd(e *env) *cobra.Command {
 		}
 		if *asJSON {
 			if list == nil {
-				list = []outbox.Silence{}
+				list = []silence.Silence{}
 			}
 			if err := printJSON(e, list); err != nil || !more {
 				return err
@@ -149,21 +132,7 @@ func newSilencesListCmd(e *env) *cobra.Command {
 			fmt.Fprintln(e.stderr, trailer)
 			return nil
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATE\tSTARTS\tENDS\tBY\tMATCHERS\tHELD\tCOMMENT")
-		for _, si := range list {
-			ends := si.EndsAt.UTC().Format(time.RFC3339)
-			if si.ExpiredBy != "" {
-				ends += " (expired by " + inert(si.ExpiredBy) + ")"
-			}
-			held := fmt.Sprintf("%d rows, %d tickets", si.HeldRows, si.HeldTickets)
-			if si.HeldIncidents > 0 {
-				held += fmt.Sprintf(", %d incidents", si.HeldIncidents)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", si.ID, si.State, si.StartsAt.UTC().Format(time.RFC3339), ends,
-				inert(si.CreatedBy), inert(matchersText(si.Matchers)), held, inert(si.Comment))
-		}
-		tw.Flush()
+		silence.WriteTable(e.stdout, list)
 		fmt.Fprintln(e.stderr, trailer)
 		return nil
 	})
@@ -192,7 +161,7 @@ func newSilencesExpireCmd(e *env) *cobra.Command {
 		if strings.TrimSpace(*by) == "" {
 			return usagef("--by is required (a Slack user id)")
 		}
-		if !outbox.SlackUserRE.MatchString(*by) {
+		if !silence.SlackUserRE.MatchString(*by) {
 			return usagef("--by must be a Slack user id (U… or W…), not %q", *by)
 		}
 		s, closeDB, err := open(cmd.Context(), e, uses{})
@@ -200,10 +169,10 @@ func newSilencesExpireCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer closeDB()
-		store := outbox.NewStore(s.Pool)
+		store := s.Silences()
 		failed := false
 		for _, id := range ids {
-			si, err := store.ExpireSilence(cmd.Context(), id, *by)
+			si, err := store.Expire(cmd.Context(), id, *by)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "sweeper silences expire: %s\n", inertLines(err.Error()))
 				failed = true

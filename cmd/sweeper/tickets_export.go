@@ -1,34 +1,17 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/review"
 )
-
-// exportColumns are the CSV export's columns, one row per audit event with
-// its ticket's columns repeated. The evidence snapshot is in the jsonl
-// export and in `tickets show`; the CSV carries what names the operation
-// (workflow, provider, masked recipient) and the resolution.
-var exportColumns = []string{
-	"ticket_id", "op_key", "workflow", "provider", "recipient_masked", "reason", "state", "owner", "priority",
-	"escalation_level", "created_at", "deadline", "resolution", "resolved_by", "resolved_at",
-	"resolution_record_id", "resolution_note", "acknowledged_by", "acknowledged_at",
-	"event_id", "event_kind", "event_actor", "event_at", "event_details",
-}
 
 func newTicketsExportCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
@@ -93,21 +76,18 @@ that exists is refused unless --force.`,
 			return err
 		}
 		defer abort()
-		var w exportWriter = &jsonlExport{w: bufio.NewWriter(out)}
-		if *format == "csv" {
-			w = newCSVExport(out)
-		}
+		w := review.NewExportWriter(out, *format)
 		tickets, events := 0, 0
 		err = pgx.BeginTxFunc(cmd.Context(), s.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 			func(tx pgx.Tx) error {
 				return review.NewExporter(tx).Export(cmd.Context(), from, to, func(t review.Exported) error {
 					tickets++
 					events += len(t.Events)
-					return w.write(t)
+					return w.Write(t)
 				})
 			})
 		if err == nil {
-			err = w.flush()
+			err = w.Flush()
 		}
 		if err == nil {
 			err = commit()
@@ -164,97 +144,4 @@ func exportOutput(e *env, path string, replace bool) (out io.Writer, commit func
 		}
 	}
 	return f, commit, abort, nil
-}
-
-// exportWriter writes exported tickets in one format.
-type exportWriter interface {
-	write(review.Exported) error
-	flush() error
-}
-
-// jsonlExport writes one ticket a line, its events nested, with every
-// character a terminal acts on escaped ([safetext.InertJSON]).
-type jsonlExport struct {
-	w   *bufio.Writer
-	buf bytes.Buffer
-}
-
-func (j *jsonlExport) write(t review.Exported) error {
-	j.buf.Reset()
-	enc := json.NewEncoder(&j.buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(t); err != nil {
-		return err
-	}
-	_, err := j.w.Write(safetext.InertJSON(j.buf.Bytes()))
-	return err
-}
-
-func (j *jsonlExport) flush() error { return j.w.Flush() }
-
-// csvExport writes a header line, then one row per event, each text made
-// inert ([safetext.Printable]).
-type csvExport struct {
-	buf    *bufio.Writer
-	w      *csv.Writer
-	header bool
-}
-
-func newCSVExport(w io.Writer) *csvExport {
-	buf := bufio.NewWriter(w)
-	return &csvExport{buf: buf, w: csv.NewWriter(buf)}
-}
-
-func (c *csvExport) write(t review.Exported) error {
-	if !c.header {
-		c.header = true
-		if err := c.w.Write(exportColumns); err != nil {
-			return err
-		}
-	}
-	var ev struct {
-		Workflow        string `json:"workflow"`
-		Provider        string `json:"provider"`
-		RecipientMasked string `json:"recipient_masked"`
-	}
-	_ = json.Unmarshal(t.Evidence, &ev) // evidence is sweeper's own JSON; a field it lacks stays empty
-	row := []string{
-		strconv.FormatInt(t.ID, 10), inert(t.OpKey), inert(ev.Workflow), inert(ev.Provider), inert(ev.RecipientMasked),
-		string(t.Reason), t.State, inert(t.Owner), t.Priority, strconv.Itoa(t.EscalationLevel),
-		stamp(&t.CreatedAt), stamp(&t.Deadline), inert(t.Resolution), inert(t.ResolvedBy), stamp(t.ResolvedAt),
-		inert(t.ResolutionRecordID), inert(t.ResolutionNote), inert(t.AcknowledgedBy), stamp(t.AcknowledgedAt),
-	}
-	if len(t.Events) == 0 {
-		return c.w.Write(append(row, "", "", "", "", ""))
-	}
-	n := len(row)
-	for _, e := range t.Events {
-		row = append(row[:n], strconv.FormatInt(e.ID, 10), inert(e.Kind), inert(e.Actor), stamp(&e.At), inert(string(e.Details)))
-		if err := c.w.Write(row); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *csvExport) flush() error {
-	if !c.header { // an empty window still says what its columns are
-		c.header = true
-		if err := c.w.Write(exportColumns); err != nil {
-			return err
-		}
-	}
-	c.w.Flush()
-	if err := c.w.Error(); err != nil {
-		return err
-	}
-	return c.buf.Flush()
-}
-
-// stamp is t in RFC 3339 with microseconds, UTC; "" for nil.
-func stamp(t *time.Time) string {
-	if t == nil {
-		return ""
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
 }

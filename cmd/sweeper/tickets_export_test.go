@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sweeper/sweeper/review"
 )
 
 // TestTicketsExport: both formats hold every ticket of the window with its
@@ -68,13 +70,13 @@ func TestTicketsExport(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v:\n%s", err, r.stdout)
 	}
-	if !slices.Equal(rows[0], exportColumns) {
-		t.Errorf("header = %v, want %v", rows[0], exportColumns)
+	if !slices.Equal(rows[0], review.ExportColumns) {
+		t.Errorf("header = %v, want %v", rows[0], review.ExportColumns)
 	}
 	if len(rows)-1 != events {
 		t.Errorf("%d rows after the header, want one per event, %d", len(rows)-1, events)
 	}
-	col := func(name string) int { return slices.Index(exportColumns, name) }
+	col := func(name string) int { return slices.Index(review.ExportColumns, name) }
 	resolvedRows := 0
 	for _, row := range rows[1:] {
 		if row[col("recipient_masked")] == "" || row[col("event_kind")] == "" {
@@ -128,7 +130,7 @@ func TestTicketsExportWindow(t *testing.T) {
 				t.Fatalf("code %d\n%s", r.code, r.stderr)
 			}
 			lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-			if lines[0] != strings.Join(exportColumns, ",") {
+			if lines[0] != strings.Join(review.ExportColumns, ",") {
 				t.Errorf("first line = %q, want the header", lines[0])
 			}
 			tickets := map[string]bool{}

@@ -46,6 +46,7 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 	return slacknotify.NewDispatcher(s.Pool, slacknotify.Config{
 		DispatcherConfig: notify.DispatcherConfig{
 			Tickets:   tickets,
+			Muter:     s.Silences(),
 			Logger:    s.Logger,
 			Metrics:   s.Metrics,
 			MaxAge:    cfg.MaxAlertAge.Duration,
@@ -72,6 +73,7 @@ func (s *App) dispatcher(groupWait time.Duration) (*notify.Dispatcher, error) {
 func (s *App) SkippingDispatcher() (*notify.Dispatcher, error) {
 	return notify.NewDispatcher(s.Pool, notify.Nowhere, notify.DispatcherConfig{
 		Tickets: s.Tickets(),
+		Muter:   s.Silences(),
 		Logger:  s.Logger,
 		Metrics: s.Metrics,
 	})

@@ -150,7 +150,7 @@ func (s *App) otherDispatchers(cfg *config.Config) ([]*notify.Dispatcher, error)
 		name string
 		notify.Receiver
 	}{{outbox.ReceiverPagerDuty, pd}, {outbox.ReceiverWebhook, hook}} {
-		d, err := notify.NewDispatcher(s.Pool, r.Receiver, notify.DispatcherConfig{Tickets: tickets, Logger: s.Logger.With("receiver", r.name),
+		d, err := notify.NewDispatcher(s.Pool, r.Receiver, notify.DispatcherConfig{Tickets: tickets, Muter: s.Silences(), Logger: s.Logger.With("receiver", r.name),
 			Metrics: s.Metrics, Receiver: r.name})
 		if err != nil {
 			return nil, err

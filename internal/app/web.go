@@ -1,19 +1,16 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/netip"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/review"
 	"github.com/sweeper/sweeper/web"
 )
@@ -54,6 +51,7 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 			Members: s.people()}
 	}
 	messages := outbox.NewStore(s.Pool)
+	silences := s.Silences()
 	return web.New(web.Config{
 		Store:           s.Reviews(),
 		Reader:          s.Tickets(),
@@ -72,17 +70,17 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 			return g.Tickets, err
 		},
 		ActiveSilences: func(ctx context.Context) ([]web.Silence, error) {
-			list, err := messages.Silences(ctx, outbox.SilenceFilter{States: []string{outbox.SilenceActive}, Limit: 50})
+			list, err := silences.List(ctx, silence.Filter{States: []string{silence.Active}, Limit: 50})
 			out := make([]web.Silence, 0, len(list))
 			for _, si := range list {
 				out = append(out, webSilence(si))
 			}
 			return out, err
 		},
-		HeldBy: messages.HeldBy,
+		HeldBy: silences.HeldBy,
 		AddSilence: func(ctx context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
-			req := outbox.SilenceRequest{Matchers: d.Matchers, End: d.End, By: d.By, Comment: d.Comment, Force: d.Force}
-			added, plan, err := messages.RequestSilence(ctx, req, s.KnownToSilences(), s.now())
+			req := silence.Request{Matchers: d.Matchers, End: d.End, By: d.By, Comment: d.Comment, Force: d.Force}
+			added, plan, err := silences.Request(ctx, req, s.KnownToSilences(), s.now())
 			if err != nil {
 				return web.Silence{}, nil, silenceRefused(err)
 			}
@@ -91,17 +89,17 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 			return out, plan.Warnings, nil
 		},
 		PreviewSilence: func(ctx context.Context, d web.SilenceDraft) (web.SilencePreview, error) {
-			return PreviewSilence(ctx, messages, s.Tickets(), d, s.KnownToSilences(), s.now())
+			return PreviewSilence(ctx, silences, d, s.KnownToSilences(), s.now())
 		},
 		ExpireSilence: func(ctx context.Context, id int64, by string) (web.Silence, error) {
-			si, err := messages.ExpireSilence(ctx, id, by)
-			if errors.Is(err, outbox.ErrSilenceNotFound) || errors.Is(err, outbox.ErrSilenceEnded) {
+			si, err := silences.Expire(ctx, id, by)
+			if errors.Is(err, silence.ErrNotFound) || errors.Is(err, silence.ErrEnded) {
 				return web.Silence{}, fmt.Errorf("%w: %w", web.ErrSilenceGone, err)
 			}
-			if errors.Is(err, outbox.ErrInvalidSilence) {
-				return web.Silence{}, &web.RefusedError{Problems: []string{strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": ")}}
+			if err != nil {
+				return web.Silence{}, silenceRefused(err)
 			}
-			return webSilence(si), err
+			return webSilence(si), nil
 		},
 		MessageURL: func(ctx context.Context, id int64) (string, error) {
 			root, err := messages.RootOf(ctx, outbox.Notification{TicketID: id})
@@ -113,16 +111,6 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		Logger: s.Logger,
 		Now:    s.now,
 	})
-}
-
-// webSilence is si as the review page shows it.
-func webSilence(si outbox.Silence) web.Silence {
-	parts := make([]string, len(si.Matchers))
-	for i, m := range si.Matchers {
-		parts[i] = m.String()
-	}
-	return web.Silence{ID: si.ID, Matchers: strings.Join(parts, " "), EndsAt: si.EndsAt,
-		CreatedBy: si.CreatedBy, Comment: si.Comment, HeldTickets: si.HeldTickets}
 }
 
 // people are the Slack user ids the configuration names as reviewers or
@@ -194,76 +182,4 @@ func PlainLoopback(listen string) bool {
 // SlackMessageURL is the link to message ts in channel.
 func SlackMessageURL(channel, ts string) string {
 	return "https://slack.com/archives/" + channel + "/p" + strings.ReplaceAll(ts, ".", "")
-}
-
-// KnownToSilences are the providers, workflows and owners the
-// configuration names — its providers, the workflows of review.owners and
-// slack.channels, its owners — against which a silence asked
-// for is checked ([outbox.Store.PlanSilence]).
-func (s *App) KnownToSilences() outbox.Known {
-	c := s.Config
-	known := outbox.Known{Providers: slices.Sorted(maps.Keys(c.Providers)), Workflows: slices.Collect(maps.Keys(c.Review.Owners.Workflows)),
-		Owners: s.owners()}
-	known.Workflows = slices.AppendSeq(known.Workflows, maps.Keys(c.Slack.Channels.Workflows))
-	return known
-}
-
-// silenceRefused is err as the review page shows it: a silence the rules
-// refuse ([outbox.ErrInvalidSilence]) as a *[web.RefusedError], forcible
-// when only force overrides it; any other error as it is.
-func silenceRefused(err error) error {
-	if !errors.Is(err, outbox.ErrInvalidSilence) {
-		return err
-	}
-	why := strings.TrimPrefix(err.Error(), outbox.ErrInvalidSilence.Error()+": ")
-	return &web.RefusedError{Problems: strings.Split(why, "\n"),
-		Forcible: errors.Is(err, outbox.ErrSilenceMatchesNothing) || errors.Is(err, outbox.ErrSilenceHoldsEverything)}
-}
-
-// PreviewSilence is what silence draft d would hold if it were added at
-// now, by the rules adding it follows ([outbox.Store.PlanSilence]): its
-// open tickets, and each provider of theirs with how many, counted by the
-// matching rule that holds notifications ([outbox.Store.MatchCount]).
-// Nothing is added. A preview needs no comment, nor an end (then one hour
-// is planned and no end is shown). What only force overrides — it
-// matches nothing known, it holds every ticket — is a warning of the
-// preview, which still counts; any other refusal is a *[web.RefusedError].
-func PreviewSilence(ctx context.Context, messages *outbox.Store, tickets *review.Reader, d web.SilenceDraft, known outbox.Known,
-	now time.Time) (web.SilencePreview, error) {
-	req := outbox.SilenceRequest{Matchers: d.Matchers, End: cmp.Or(d.End, "1h"), By: d.By, Comment: cmp.Or(d.Comment, "(a preview)"), Force: d.Force}
-	ns, err := outbox.ParseSilenceRequest(req, now)
-	if err != nil {
-		return web.SilencePreview{}, silenceRefused(err)
-	}
-	plan, err := messages.PlanSilence(ctx, ns, known, true, now)
-	if err != nil {
-		return web.SilencePreview{}, silenceRefused(err)
-	}
-	out := web.SilencePreview{OpenTickets: plan.OpenTickets, Warnings: plan.Warnings}
-	parts := make([]string, len(ns.Matchers))
-	for i, m := range ns.Matchers {
-		parts[i] = m.String()
-	}
-	out.Matchers = strings.Join(parts, " ")
-	if d.End != "" {
-		out.EndsAt = ns.EndsAt
-	}
-	labels, err := tickets.OpenLabels(ctx)
-	if err != nil {
-		return web.SilencePreview{}, err
-	}
-	byProvider := map[string][]review.Labels{}
-	for _, l := range labels {
-		byProvider[l.Provider] = append(byProvider[l.Provider], l)
-	}
-	for _, name := range slices.Sorted(maps.Keys(byProvider)) {
-		n, err := messages.MatchCount(ctx, ns.Matchers, byProvider[name])
-		if err != nil {
-			return web.SilencePreview{}, err
-		}
-		if n > 0 {
-			out.Providers = append(out.Providers, web.HeldProvider{Name: cmp.Or(name, "(none)"), Tickets: n})
-		}
-	}
-	return out, nil
 }

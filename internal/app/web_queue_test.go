@@ -10,7 +10,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 )
 
 // TestReviewPageMarksSilencedTickets: on the daemon's review page, a
@@ -40,12 +40,12 @@ func TestReviewPageMarksSilencedTickets(t *testing.T) {
 		strings.Contains(body, "silenced by") {
 		t.Fatalf("before any silence: %d\n%s", code, body)
 	}
-	messages := outbox.NewStore(b.pool)
-	m, err := outbox.ParseMatcher("workflow=~.+")
+	messages := silence.NewStore(b.pool)
+	m, err := silence.ParseMatcher("workflow=~.+")
 	if err != nil {
 		t.Fatal(err)
 	}
-	si, err := messages.AddSilence(ctx, outbox.NewSilence{Matchers: []outbox.Matcher{m}, EndsAt: time.Now().Add(time.Hour),
+	si, err := messages.Add(ctx, silence.NewSilence{Matchers: []silence.Matcher{m}, EndsAt: time.Now().Add(time.Hour),
 		CreatedBy: "U0LEAD1", Comment: "migration"})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestReviewPageMarksSilencedTickets(t *testing.T) {
 	if _, body := lead.do(http.MethodGet, "/review/", nil); !strings.Contains(body, fmt.Sprintf("silenced by #%d", si.ID)) {
 		t.Errorf("the silenced ticket is not marked:\n%s", body)
 	}
-	if _, err := messages.ExpireSilence(ctx, si.ID, "U0LEAD1"); err != nil {
+	if _, err := messages.Expire(ctx, si.ID, "U0LEAD1"); err != nil {
 		t.Fatal(err)
 	}
 	if _, body := lead.do(http.MethodGet, "/review/", nil); strings.Contains(body, "silenced by") {

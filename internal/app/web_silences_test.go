@@ -13,7 +13,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/web"
 )
 
@@ -92,10 +92,10 @@ func TestReviewPageSilences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	messages := outbox.NewStore(b.pool)
-	stored := func() []outbox.Silence {
+	messages := silence.NewStore(b.pool)
+	stored := func() []silence.Silence {
 		t.Helper()
-		list, err := messages.Silences(ctx, outbox.SilenceFilter{})
+		list, err := messages.List(ctx, silence.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestReviewPageSilences(t *testing.T) {
 		t.Fatalf("add: %d\n%s", code, body)
 	}
 	got := stored()
-	if len(got) != 1 || got[0].CreatedBy != "U0LEAD1" || got[0].Comment != "<b>sim</b> migration" || got[0].State != outbox.SilenceActive ||
+	if len(got) != 1 || got[0].CreatedBy != "U0LEAD1" || got[0].Comment != "<b>sim</b> migration" || got[0].State != silence.Active ||
 		fmt.Sprint(got[0].Matchers) != "[provider=sim workflow=~bill.* reason=multiple_matches]" {
 		t.Fatalf("stored: %+v", got)
 	}
@@ -222,8 +222,8 @@ func TestReviewPageSilences(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, fmt.Sprintf("Silence %d expired by U0LEAD1", first)) {
 		t.Fatalf("expire: %d\n%s", code, body)
 	}
-	si, err := messages.GetSilence(ctx, first)
-	if err != nil || si.State != outbox.SilenceExpired || si.ExpiredBy != "U0LEAD1" {
+	si, err := messages.Get(ctx, first)
+	if err != nil || si.State != silence.Expired || si.ExpiredBy != "U0LEAD1" {
 		t.Errorf("after the expiry: %+v, %v", si, err)
 	}
 	if _, queue := lead.do(http.MethodGet, "/review/", nil); strings.Contains(queue, fmt.Sprintf(`<tr id="silence-%d">`, first)) {

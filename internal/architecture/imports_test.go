@@ -91,6 +91,11 @@ var rules = []rule{
 	// plugs into the dispatcher. None of them imports the adapters.
 	{pkgs: "notify/outbox", kind: product, may: []string{"ledger", "proof", "review"},
 		why: "the outbox store: the only SQL on its own tables"},
+	// The silences stand beside the outbox: they import no receiver nor
+	// the dispatcher, and the dispatcher reaches them only through its
+	// notify.Muter (internal/app passes the silences' store).
+	{pkgs: "notify/silence", kind: product, may: []string{"ledger", "proof", "review", "notify/outbox"},
+		why: "the silences: the only SQL on sweeper.silences, their matchers, rules, plan and release; never a receiver nor the dispatcher"},
 	{pkgs: "notify/message", kind: product, may: []string{"ledger", "proof", "review"},
 		why: "the messages, pure: no store, no delivery"},
 	{pkgs: "notify", kind: product, may: []string{"config", "ledger", "proof", "review", "notify/outbox", "notify/message"},
@@ -270,6 +275,10 @@ func TestCheckFindsForbiddenImports(t *testing.T) {
 		{path: "internal/settle", imports: []string{"internal/tools/demo"}},   // planted: a tool in product code
 		{path: "internal/logs", imports: []string{"ledger"}},                  // planted: a leaf imports nothing of sweeper
 		{path: "cmd/sweeper", imports: []string{"internal/tools/demo"}},       // a command may run a tool
+		{path: "notify/silence", imports: []string{"notify/slack"}},           // planted: the silences know no receiver
+		{path: "notify", imports: []string{"notify/silence"}},                 // planted: the dispatcher has only its Muter
+		{path: "notify/webhook", imports: []string{"notify/silence"}},         // planted: nor does a receiver
+		{path: "internal/app", imports: []string{"notify/silence"}},           // the wiring passes the store as the Muter
 	}
 	want := []string{
 		"notify/message imports notify/outbox: notify/message may import only ledger, proof, review",
@@ -279,6 +288,9 @@ func TestCheckFindsForbiddenImports(t *testing.T) {
 		"internal/app imports internal/testkit/dbtest: internal/app (product code) never imports internal/testkit/dbtest (a test kit)",
 		"internal/settle imports internal/tools/demo: internal/settle (product code) never imports internal/tools/demo (a tool)",
 		"internal/logs imports ledger: internal/logs (a leaf helper) never imports ledger (product code)",
+		"notify/silence imports notify/slack: notify/silence may import only ledger, proof, review, notify/outbox",
+		"notify imports notify/silence: notify may import only ",
+		"notify/webhook imports notify/silence: notify/... may import only ",
 	}
 	got := check(rules, pkgs)
 	if len(got) != len(want) {
@@ -302,6 +314,7 @@ func TestRuleForPrefersTheMostSpecific(t *testing.T) {
 		"notify":                 "notify",
 		"notify/outbox":          "notify/outbox",
 		"notify/slack":           "notify/...",
+		"notify/silence":         "notify/silence",
 		"internal/metrics":       "internal/metrics",
 		"cmd/sweeper":            "cmd/...",
 	} {
@@ -311,5 +324,31 @@ func TestRuleForPrefersTheMostSpecific(t *testing.T) {
 	}
 	if r, ok := ruleFor(rules, "internal/nowhere"); ok {
 		t.Errorf("ruleFor(internal/nowhere) = %q; want none", r.pkgs)
+	}
+}
+
+// TestSilencesReachedOnlyThroughTheMuter: in the module as it is, the
+// silences' package imports no other package under notify but the outbox
+// (no receiver, not the dispatcher), and no package under notify imports
+// it: the dispatcher meets the silences through notify.Muter alone.
+func TestSilencesReachedOnlyThroughTheMuter(t *testing.T) {
+	const silences = "notify/silence"
+	found := false
+	for _, p := range modulePackages(t) {
+		if p.path == silences {
+			found = true
+			for _, imp := range p.imports {
+				if ok, _ := matches("notify/...", imp); ok && imp != "notify/outbox" {
+					t.Errorf("%s imports %s: the silences import no receiver nor the dispatcher", silences, imp)
+				}
+			}
+			continue
+		}
+		if ok, _ := matches("notify/...", p.path); ok && slices.Contains(p.imports, silences) {
+			t.Errorf("%s imports %s: under notify the silences are reached through notify.Muter alone", p.path, silences)
+		}
+	}
+	if !found {
+		t.Fatalf("no package %s", silences)
 	}
 }

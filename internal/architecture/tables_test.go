@@ -36,7 +36,7 @@ var owners = map[string]string{
 	"sweeper.alert_group_owner_messages": "notify/outbox",
 	"sweeper.incidents":                  "notify/outbox",
 	"sweeper.routes":                     "notify/outbox",
-	"sweeper.silences":                   "notify/outbox",
+	"sweeper.silences":                   "notify/silence",
 	"sweeper.lookup_claims":              "jobs",
 	"sweeper.provider_health":            "internal/health",
 	"sweeper.provider_rate":              "internal/health",

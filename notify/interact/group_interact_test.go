@@ -13,6 +13,7 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
+	"github.com/sweeper/sweeper/notify/silence"
 	slacknotify "github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
 )
@@ -25,7 +26,7 @@ func TestGroupedTicketButtons(t *testing.T) {
 	b := interactSetup(t, interactOptions{pool: true})
 	fake := slackfake.New(t)
 	d, err := slacknotify.NewDispatcher(b.db.(ledger.DB), slacknotify.Config{
-		DispatcherConfig: notify.DispatcherConfig{Tickets: review.NewReader(b.db.(ledger.DB)), Backoff: func(int) time.Duration { return 0 }},
+		DispatcherConfig: notify.DispatcherConfig{Tickets: review.NewReader(b.db.(ledger.DB)), Muter: silence.NewStore(b.db.(ledger.DB)), Backoff: func(int) time.Duration { return 0 }},
 		Token:            slackfake.Token, APIURL: fake.URL(), Composer: slacknotify.TicketComposer{Tickets: review.NewReader(b.db.(ledger.DB))},
 		Channel: func(string, string) string { return interactTestChannel }, PerChannel: rate.Inf, GroupThreshold: 3,
 	})

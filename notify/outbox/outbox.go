@@ -19,7 +19,7 @@
 // without a message: skipped (its ticket settled first, or Slack is off)
 // or folded (its alert group's message counts it, past the group's limit
 // of alerts in its thread), or silenced (a person's silence matched its
-// ticket when it was due: see silences.go).
+// ticket when it was due: see silenced.go and package notify/silence).
 package outbox
 
 import (
@@ -84,7 +84,7 @@ const (
 	// the thread of the ticket's root. A ticket's first alert is of this
 	// kind whatever its event: the Slack row of the silence_ended event of
 	// a ticket a silence held from its opening is one too
-	// ([Store.ReleaseEnded]).
+	// ([Store.ReleaseAsFirstAlert]).
 	KindOpened = "opened"
 	// KindRootRemoved is the event the dispatcher writes when a ticket's
 	// root message is no longer in Slack and nothing else replaces it: its

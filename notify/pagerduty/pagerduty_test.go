@@ -26,6 +26,7 @@ import (
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/pagerduty"
+	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -56,7 +57,7 @@ func (b *bundle) dispatcher(t *testing.T, id string, key string, now func() time
 		t.Fatal(err)
 	}
 	d, err := notify.NewDispatcher(b.pool, r, notify.DispatcherConfig{
-		Tickets: tickets, ID: id, Receiver: outbox.ReceiverPagerDuty, Lease: 30 * time.Second,
+		Tickets: tickets, Muter: silence.NewStore(b.pool), ID: id, Receiver: outbox.ReceiverPagerDuty, Lease: 30 * time.Second,
 		Backoff: func(int) time.Duration { return 0 },
 		Logger:  slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
@@ -367,8 +368,8 @@ func TestRoutedTicketStaysRouted(t *testing.T) {
 func TestSilencedTriggerComesWhenTheSilenceEnds(t *testing.T) {
 	b := setup(t, outbox.Route{Receiver: outbox.ReceiverPagerDuty})
 	d := b.dispatcher(t, "pd1", pagerdutyfake.RoutingKey, nil)
-	store := outbox.NewStore(b.pool)
-	s, err := store.AddSilence(b.ctx, outbox.NewSilence{Matchers: []outbox.Matcher{{Name: "provider", Op: "=", Value: "mailer"}},
+	store := silence.NewStore(b.pool)
+	s, err := store.Add(b.ctx, silence.NewSilence{Matchers: []silence.Matcher{{Name: "provider", Op: "=", Value: "mailer"}},
 		EndsAt: time.Now().Add(time.Hour), CreatedBy: "U0OPS", Comment: "provider migration"})
 	if err != nil {
 		t.Fatal(err)
@@ -383,7 +384,7 @@ func TestSilencedTriggerComesWhenTheSilenceEnds(t *testing.T) {
 		By: "slack:U0HEAD", ExpectVersion: tk.Version}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.ExpireSilence(b.ctx, s.ID, "U0OPS"); err != nil {
+	if _, err := store.Expire(b.ctx, s.ID, "U0OPS"); err != nil {
 		t.Fatal(err)
 	}
 	b.drain(t, d) // releases the silence
@@ -436,7 +437,7 @@ func TestOutcomesCountAsPagerDuty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := notify.NewDispatcher(b.pool, r, notify.DispatcherConfig{Tickets: tickets, ID: "pd1", Receiver: outbox.ReceiverPagerDuty,
+	d, err := notify.NewDispatcher(b.pool, r, notify.DispatcherConfig{Tickets: tickets, Muter: silence.NewStore(b.pool), ID: "pd1", Receiver: outbox.ReceiverPagerDuty,
 		Metrics: m, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -446,7 +447,7 @@ func TestOutcomesCountAsPagerDuty(t *testing.T) {
 		VALUES ($1, $2, 'slack:U0X', $3)`, id, review.EventReassigned, fmt.Sprintf("ticket:%d:reassigned:1", id)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := outbox.NewStore(b.pool).AddSilence(b.ctx, outbox.NewSilence{Matchers: []outbox.Matcher{{Name: "workflow", Op: "=", Value: "refunds"}},
+	if _, err := silence.NewStore(b.pool).Add(b.ctx, silence.NewSilence{Matchers: []silence.Matcher{{Name: "workflow", Op: "=", Value: "refunds"}},
 		EndsAt: time.Now().Add(time.Hour), CreatedBy: "U0OPS", Comment: "refunds migration"}); err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +486,7 @@ func TestRedirectIsNeverDelivered(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := notify.NewDispatcher(b.pool, r, notify.DispatcherConfig{Tickets: tickets, ID: "pd1", Receiver: outbox.ReceiverPagerDuty,
+			d, err := notify.NewDispatcher(b.pool, r, notify.DispatcherConfig{Tickets: tickets, Muter: silence.NewStore(b.pool), ID: "pd1", Receiver: outbox.ReceiverPagerDuty,
 				Backoff: func(int) time.Duration { return 0 }})
 			if err != nil {
 				t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
@@ -59,7 +60,9 @@ type bundle struct {
 	pool   *pgxpool.Pool
 	fake   *slackfake.Server
 	outbox *outbox.Store
-	ops    atomic.Int64
+	// silences is the silences' store, the dispatchers' muter.
+	silences *silence.Store
+	ops      atomic.Int64
 }
 
 // setup gives a test a database of its own (dispatchers commit, and
@@ -68,7 +71,8 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	t.Parallel()
 	pool := dbtest.NewPool(t)
-	return &bundle{ctx: context.Background(), pool: pool, fake: slackfake.New(t), outbox: outbox.NewStore(pool)}
+	return &bundle{ctx: context.Background(), pool: pool, fake: slackfake.New(t), outbox: outbox.NewStore(pool),
+		silences: silence.NewStore(pool)}
 }
 
 // dispatcher returns a dispatcher on the bundle's database and fake, fast
@@ -78,6 +82,7 @@ func (b *bundle) dispatcher(t *testing.T, id string, edit func(*slack.Config)) *
 	cfg := slack.Config{
 		DispatcherConfig: notify.DispatcherConfig{
 			Tickets: review.NewReader(b.pool),
+			Muter:   b.silences,
 			ID:      id,
 			Lease:   30 * time.Second,
 			Backoff: func(int) time.Duration { return 0 },

@@ -11,21 +11,22 @@ import (
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/review"
 )
 
 // addSilence adds a silence of matchers ending at end.
-func (b *bundle) addSilence(t *testing.T, end time.Time, matchers ...string) outbox.Silence {
+func (b *bundle) addSilence(t *testing.T, end time.Time, matchers ...string) silence.Silence {
 	t.Helper()
-	ns := outbox.NewSilence{EndsAt: end, CreatedBy: "U0OPS", Comment: "provider migration"}
+	ns := silence.NewSilence{EndsAt: end, CreatedBy: "U0OPS", Comment: "provider migration"}
 	for _, s := range matchers {
-		m, err := outbox.ParseMatcher(s)
+		m, err := silence.ParseMatcher(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ns.Matchers = append(ns.Matchers, m)
 	}
-	s, err := b.outbox.AddSilence(b.ctx, ns)
+	s, err := b.silences.Add(b.ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +70,8 @@ func TestSilenceHoldsThenOneAlertPerOpenTicket(t *testing.T) {
 	if err != nil || tk.EscalationLevel != 1 || tk.Owner != "U0NEXT" {
 		t.Fatalf("ticket %d: level %d owner %s, %v; want escalated", held[0], tk.EscalationLevel, tk.Owner, err)
 	}
-	got, err := b.outbox.GetSilence(b.ctx, s.ID)
-	if err != nil || got.State != outbox.SilenceActive || got.HeldRows != 5 || got.HeldTickets != 3 {
+	got, err := b.silences.Get(b.ctx, s.ID)
+	if err != nil || got.State != silence.Active || got.HeldRows != 5 || got.HeldTickets != 3 {
 		t.Fatalf("silence %+v, %v; want active, 5 rows of 3 tickets", got, err)
 	}
 
@@ -82,8 +83,8 @@ func TestSilenceHoldsThenOneAlertPerOpenTicket(t *testing.T) {
 	if st := b.drain(t, d); st.Silenced != 1 || st.Sent != 0 {
 		t.Fatalf("stats %+v: the resolution is silenced too", st)
 	}
-	ended, err := b.outbox.ExpireSilence(b.ctx, s.ID, "U0OPS")
-	if err != nil || ended.ExpiredBy != "U0OPS" || ended.ExpiredAt == nil || ended.State != outbox.SilenceExpired ||
+	ended, err := b.silences.Expire(b.ctx, s.ID, "U0OPS")
+	if err != nil || ended.ExpiredBy != "U0OPS" || ended.ExpiredAt == nil || ended.State != silence.Expired ||
 		!ended.PlannedEnd.After(ended.EndsAt) {
 		t.Fatalf("expire: %+v, %v", ended, err)
 	}
@@ -124,9 +125,9 @@ func TestSilenceEndedWhileDown(t *testing.T) {
 	d1 := b.dispatcher(t, "d1", nil)
 	end := time.Now().Add(1500 * time.Millisecond)
 	s := b.addSilence(t, end, "workflow=~log.*", "reason=not_found")
-	later, err := b.outbox.AddSilence(b.ctx, outbox.NewSilence{Matchers: []outbox.Matcher{{Name: "provider", Op: "=", Value: "mailer"}},
+	later, err := b.silences.Add(b.ctx, silence.NewSilence{Matchers: []silence.Matcher{{Name: "provider", Op: "=", Value: "mailer"}},
 		StartsAt: time.Now().Add(time.Hour), EndsAt: time.Now().Add(2 * time.Hour), CreatedBy: "U0OPS", Comment: "next week's migration"})
-	if err != nil || later.State != outbox.SilencePending {
+	if err != nil || later.State != silence.Pending {
 		t.Fatalf("pending silence: %+v, %v", later, err)
 	}
 	id := b.openTicketOf(t, "login", "mailer")
@@ -135,8 +136,8 @@ func TestSilenceEndedWhileDown(t *testing.T) {
 	}
 	// Every dispatcher is down when the silence ends.
 	time.Sleep(time.Until(end))
-	got, err := b.outbox.GetSilence(b.ctx, s.ID)
-	if err != nil || got.State != outbox.SilenceExpired || got.ReleasedAt != nil {
+	got, err := b.silences.Get(b.ctx, s.ID)
+	if err != nil || got.State != silence.Expired || got.ReleasedAt != nil {
 		t.Fatalf("silence %+v, %v; want expired, not released", got, err)
 	}
 	d2 := b.dispatcher(t, "d2", nil)
@@ -147,7 +148,7 @@ func TestSilenceEndedWhileDown(t *testing.T) {
 	if st := b.drain(t, b.dispatcher(t, "d3", nil)); st.SilenceAlerts != 0 || st.Sent != 0 {
 		t.Fatalf("another replica's dispatch: %+v, want nothing", st)
 	}
-	if got, err := b.outbox.GetSilence(b.ctx, s.ID); err != nil || got.ReleasedAt == nil {
+	if got, err := b.silences.Get(b.ctx, s.ID); err != nil || got.ReleasedAt == nil {
 		t.Fatalf("silence %+v, %v; want released", got, err)
 	}
 }
@@ -163,7 +164,7 @@ func TestTwoReplicasReleaseASilenceOnce(t *testing.T) {
 		ids = append(ids, b.openTicketOf(t, "login", "sms"))
 	}
 	b.drain(t, d1)
-	if _, err := b.outbox.ExpireSilence(b.ctx, s.ID, "U0OPS"); err != nil {
+	if _, err := b.silences.Expire(b.ctx, s.ID, "U0OPS"); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -269,7 +270,7 @@ func TestSilenceOverManyNewTicketsEndsInOneGroup(t *testing.T) {
 	if st := b.drain(t, d); st.Silenced != opened+2 || st.Sent != 0 {
 		t.Fatalf("during the silence: %+v, want %d rows silenced", st, opened+2)
 	}
-	if _, err := b.outbox.ExpireSilence(b.ctx, s.ID, "U0OPS"); err != nil {
+	if _, err := b.silences.Expire(b.ctx, s.ID, "U0OPS"); err != nil {
 		t.Fatal(err)
 	}
 	posts := len(b.fake.Calls("chat.postMessage"))

@@ -28,6 +28,7 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/notify/webhook"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
@@ -140,7 +141,7 @@ func (b *bundle) dispatcherAt(t *testing.T, id, url string, now func() time.Time
 		t.Fatal(err)
 	}
 	d, err := notify.NewDispatcher(b.pool, r, notify.DispatcherConfig{
-		Tickets: tickets, ID: id, Receiver: outbox.ReceiverWebhook, Lease: 30 * time.Second,
+		Tickets: tickets, Muter: silence.NewStore(b.pool), ID: id, Receiver: outbox.ReceiverWebhook, Lease: 30 * time.Second,
 		Backoff: func(int) time.Duration { return 0 },
 		Logger:  slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})

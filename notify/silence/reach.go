@@ -1,4 +1,4 @@
-package outbox
+package silence
 
 import (
 	"context"
@@ -23,23 +23,14 @@ import (
 // lists: a provider sweeper is not configured for only ever reaches a
 // ticket as an open ticket's label, which counts as known. The empty value
 // is no ticket's (it is an incident's missing label, which
-// [Store.CheckSilence] rules on).
+// [Store.Check] rules on).
 
-// ErrSilenceHoldsEverything: the silence asked for would hold every
+// ErrHoldsEverything: the silence asked for would hold every
 // ticket — each label it names matched on every value it takes, or every
 // open ticket and every value known matched; refused unless forced. Errors
-// that match it match [ErrInvalidSilence] too, and say how many open
+// that match it match [ErrInvalid] too, and say how many open
 // tickets and providers it would hold.
-var ErrSilenceHoldsEverything = errors.New("the silence would hold every ticket")
-
-// holdsEverythingError is [ErrSilenceHoldsEverything] with its reach.
-type holdsEverythingError struct{ why string }
-
-func (e *holdsEverythingError) Error() string { return ErrInvalidSilence.Error() + ": " + e.why }
-
-func (e *holdsEverythingError) Is(target error) bool {
-	return target == ErrSilenceHoldsEverything || target == ErrInvalidSilence
-}
+var ErrHoldsEverything = errors.New("the silence would hold every ticket")
 
 // labelReach is how a silence's matchers on one label fare against the
 // values the label takes.

@@ -1,4 +1,4 @@
-package outbox
+package silence
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 // HeldBy returns, for each of labels (a ticket's, in order), the id of the
 // active silence that holds its notifications now — the lowest, when
-// several do, as [Store.Silence] picks — or 0 when none does: what the
+// several do, as [Store.Mute] picks — or 0 when none does: what the
 // review page marks. It matches by the rule notifications are held by
 // (sweeper.silence_matches), in one statement.
 func (s *Store) HeldBy(ctx context.Context, labels []review.Labels) ([]int64, error) {

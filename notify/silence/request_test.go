@@ -1,4 +1,4 @@
-package outbox_test
+package silence_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 )
 
 // TestRequestSilence: a silence as a person types it (the CLI's and the
@@ -19,40 +19,40 @@ import (
 func TestRequestSilence(t *testing.T) {
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
-	s := outbox.NewStore(tx)
+	s := silence.NewStore(tx)
 	now := time.Now()
 	// Two providers: a silence of the one provider there is would hold
 	// everything (TestSilenceNeverHoldsEverything).
-	known := outbox.Known{Providers: []string{"sms", "email"}, Workflows: []string{"billing"}}
-	ok := outbox.SilenceRequest{Matchers: []string{"provider=sms"}, End: "2h", By: "U0OPS", Comment: "migration"}
+	known := silence.Known{Providers: []string{"sms", "email"}, Workflows: []string{"billing"}}
+	ok := silence.Request{Matchers: []string{"provider=sms"}, End: "2h", By: "U0OPS", Comment: "migration"}
 	for _, tc := range []struct {
 		desc string
-		edit func(*outbox.SilenceRequest)
+		edit func(*silence.Request)
 		want []string
 	}{
-		{"no matchers", func(r *outbox.SilenceRequest) { r.Matchers = nil }, []string{"no matchers"}},
-		{"a matcher without =", func(r *outbox.SilenceRequest) { r.Matchers = []string{"sms"} }, []string{"want name=value"}},
-		{"no end", func(r *outbox.SilenceRequest) { r.End = " " }, []string{"an end is required"}},
-		{"an end that does not read", func(r *outbox.SilenceRequest) { r.End = "soon" }, []string{"neither a duration"}},
-		{"a negative duration", func(r *outbox.SilenceRequest) { r.End = "-2h" }, []string{"is positive"}},
-		{"an end in the past", func(r *outbox.SilenceRequest) { r.End = "2020-01-01" }, []string{"after its start"}},
-		{"too long", func(r *outbox.SilenceRequest) { r.End = "15d" }, []string{"at most"}},
-		{"bad pattern", func(r *outbox.SilenceRequest) { r.Matchers = append(r.Matchers, "workflow=~bill(ing") },
+		{"no matchers", func(r *silence.Request) { r.Matchers = nil }, []string{"no matchers"}},
+		{"a matcher without =", func(r *silence.Request) { r.Matchers = []string{"sms"} }, []string{"want name=value"}},
+		{"no end", func(r *silence.Request) { r.End = " " }, []string{"an end is required"}},
+		{"an end that does not read", func(r *silence.Request) { r.End = "soon" }, []string{"neither a duration"}},
+		{"a negative duration", func(r *silence.Request) { r.End = "-2h" }, []string{"is positive"}},
+		{"an end in the past", func(r *silence.Request) { r.End = "2020-01-01" }, []string{"after its start"}},
+		{"too long", func(r *silence.Request) { r.End = "15d" }, []string{"at most"}},
+		{"bad pattern", func(r *silence.Request) { r.Matchers = append(r.Matchers, "workflow=~bill(ing") },
 			[]string{"not a PostgreSQL regular expression"}},
-		{"matches everything", func(r *outbox.SilenceRequest) { r.Matchers = []string{"provider=~.*"} }, []string{"match everything"}},
-		{"every problem at once", func(r *outbox.SilenceRequest) {
+		{"matches everything", func(r *silence.Request) { r.Matchers = []string{"provider=~.*"} }, []string{"match everything"}},
+		{"every problem at once", func(r *silence.Request) {
 			r.Matchers, r.End, r.By, r.Comment = []string{"recipient=jane"}, "", "alice", ""
 		}, []string{"no label", "an end is required", "Slack user id", "a comment is required"}},
-		{"matches nothing known", func(r *outbox.SilenceRequest) { r.Matchers = []string{"provider=smss"} },
+		{"matches nothing known", func(r *silence.Request) { r.Matchers = []string{"provider=smss"} },
 			[]string{"matches no open ticket, and names no configured provider"}},
-		{"a known provider, an unknown workflow", func(r *outbox.SilenceRequest) {
+		{"a known provider, an unknown workflow", func(r *silence.Request) {
 			r.Matchers = []string{"provider=sms", "workflow=biling"}
 		}, []string{"matches no open ticket"}},
 	} {
 		req := ok
 		tc.edit(&req)
-		added, _, err := s.RequestSilence(ctx, req, known, now)
-		if !errors.Is(err, outbox.ErrInvalidSilence) || added.ID != 0 {
+		added, _, err := s.Request(ctx, req, known, now)
+		if !errors.Is(err, silence.ErrInvalid) || added.ID != 0 {
 			t.Errorf("%s: %+v, %v; want ErrInvalidSilence", tc.desc, added, err)
 			continue
 		}
@@ -62,22 +62,22 @@ func TestRequestSilence(t *testing.T) {
 			}
 		}
 	}
-	if list, err := s.Silences(ctx, outbox.SilenceFilter{}); err != nil || len(list) != 0 {
+	if list, err := s.List(ctx, silence.Filter{}); err != nil || len(list) != 0 {
 		t.Fatalf("silences after the refusals: %+v, %v", list, err)
 	}
 
 	req := ok
 	req.Matchers = []string{"provider=smss"}
-	if _, _, err := s.RequestSilence(ctx, req, known, now); !errors.Is(err, outbox.ErrSilenceMatchesNothing) {
+	if _, _, err := s.Request(ctx, req, known, now); !errors.Is(err, silence.ErrMatchesNothing) {
 		t.Errorf("matches nothing known: %v, want ErrSilenceMatchesNothing", err)
 	}
 	req.Force = true
-	added, plan, err := s.RequestSilence(ctx, req, known, now)
+	added, plan, err := s.Request(ctx, req, known, now)
 	if err != nil || added.ID == 0 || len(plan.Warnings) != 1 || !strings.Contains(plan.Warnings[0], "matches no open ticket") {
 		t.Fatalf("forced: %+v, %+v, %v", added, plan, err)
 	}
-	added, plan, err = s.RequestSilence(ctx, ok, known, now)
-	if err != nil || added.State != outbox.SilenceActive || len(plan.Warnings) != 0 || added.CreatedBy != "U0OPS" ||
+	added, plan, err = s.Request(ctx, ok, known, now)
+	if err != nil || added.State != silence.Active || len(plan.Warnings) != 0 || added.CreatedBy != "U0OPS" ||
 		len(added.Matchers) != 1 || added.Matchers[0].String() != "provider=sms" {
 		t.Fatalf("a valid one: %+v, %+v, %v", added, plan, err)
 	}
@@ -86,7 +86,7 @@ func TestRequestSilence(t *testing.T) {
 	}
 	long := ok
 	long.End = "3d"
-	if _, plan, err := s.RequestSilence(ctx, long, known, now); err != nil || len(plan.Warnings) != 1 ||
+	if _, plan, err := s.Request(ctx, long, known, now); err != nil || len(plan.Warnings) != 1 ||
 		!strings.Contains(plan.Warnings[0], "lasts 72h0m0s") {
 		t.Fatalf("a long one: %+v, %v", plan, err)
 	}
@@ -100,12 +100,12 @@ func TestParseAhead(t *testing.T) {
 		"2026-12-03T08:30:00":  time.Date(2026, 12, 3, 8, 30, 0, 0, time.UTC),
 		"2026-12-03T08:30:00Z": time.Date(2026, 12, 3, 8, 30, 0, 0, time.UTC),
 	} {
-		if got, err := outbox.ParseAhead(in, now); err != nil || !got.Equal(want) {
+		if got, err := silence.ParseAhead(in, now); err != nil || !got.Equal(want) {
 			t.Errorf("ParseAhead(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "soon", "0s", "-1d", "tomorrow"} {
-		if got, err := outbox.ParseAhead(in, now); err == nil {
+		if got, err := silence.ParseAhead(in, now); err == nil {
 			t.Errorf("ParseAhead(%q) = %v, want an error", in, got)
 		}
 	}

@@ -1,4 +1,4 @@
-package outbox_test
+package silence_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -18,19 +18,19 @@ import (
 // start.
 func TestHeldByNamesTheSilenceHoldingEachTicket(t *testing.T) {
 	ctx := context.Background()
-	s := outbox.NewStore(dbtest.Tx(t))
+	s := silence.NewStore(dbtest.Tx(t))
 	now := time.Now()
 	add := func(start, end time.Time, matchers ...string) int64 {
 		t.Helper()
-		var ms []outbox.Matcher
+		var ms []silence.Matcher
 		for _, m := range matchers {
-			p, err := outbox.ParseMatcher(m)
+			p, err := silence.ParseMatcher(m)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ms = append(ms, p)
 		}
-		si, err := s.AddSilence(ctx, outbox.NewSilence{Matchers: ms, StartsAt: start, EndsAt: end, CreatedBy: "U0LEAD", Comment: "migration"})
+		si, err := s.Add(ctx, silence.NewSilence{Matchers: ms, StartsAt: start, EndsAt: end, CreatedBy: "U0LEAD", Comment: "migration"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package outbox_test
+package silence_test
 
 import (
 	"context"
@@ -12,28 +12,29 @@ import (
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/review"
 )
 
 func TestParseMatcher(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want outbox.Matcher
+		want silence.Matcher
 		err  bool
 	}{
-		{in: "provider=sms", want: outbox.Matcher{Name: "provider", Op: "=", Value: "sms"}},
-		{in: "workflow=~log.*", want: outbox.Matcher{Name: "workflow", Op: "=~", Value: "log.*"}},
-		{in: "escalation_level=2", want: outbox.Matcher{Name: "escalation_level", Op: "=", Value: "2"}},
-		{in: "owner=", want: outbox.Matcher{Name: "owner", Op: "=", Value: ""}},
-		{in: "reason==x", want: outbox.Matcher{Name: "reason", Op: "=", Value: "=x"}},
+		{in: "provider=sms", want: silence.Matcher{Name: "provider", Op: "=", Value: "sms"}},
+		{in: "workflow=~log.*", want: silence.Matcher{Name: "workflow", Op: "=~", Value: "log.*"}},
+		{in: "escalation_level=2", want: silence.Matcher{Name: "escalation_level", Op: "=", Value: "2"}},
+		{in: "owner=", want: silence.Matcher{Name: "owner", Op: "=", Value: ""}},
+		{in: "reason==x", want: silence.Matcher{Name: "reason", Op: "=", Value: "=x"}},
 		{in: "provider", err: true},
 		{in: "=sms", err: true},
 		{in: "recipient=a@b", err: true},
 		{in: "provider!=sms", err: true},
 	} {
-		got, err := outbox.ParseMatcher(tc.in)
+		got, err := silence.ParseMatcher(tc.in)
 		if tc.err {
-			if !errors.Is(err, outbox.ErrInvalidSilence) {
+			if !errors.Is(err, silence.ErrInvalid) {
 				t.Errorf("ParseMatcher(%q) = %+v, %v; want ErrInvalidSilence", tc.in, got, err)
 			}
 			continue
@@ -51,7 +52,7 @@ func TestParseMatcher(t *testing.T) {
 // a pattern matches the whole value; a label the row does not have is "".
 func TestSilenceMatching(t *testing.T) {
 	ctx := context.Background()
-	s := outbox.NewStore(dbtest.Tx(t))
+	s := silence.NewStore(dbtest.Tx(t))
 	sms := review.Labels{Provider: "sms", Workflow: "login", Reason: "not_found", Owner: "U0A", EscalationLevel: "1", Count: 1}
 	incident := review.Labels{Provider: "sms", Count: 1}
 	for _, tc := range []struct {
@@ -75,9 +76,9 @@ func TestSilenceMatching(t *testing.T) {
 		{[]string{"provider=sms", "workflow=login"}, incident, false},
 		{[]string{"provider=sms", "workflow=~.*"}, incident, true},
 	} {
-		var ms []outbox.Matcher
+		var ms []silence.Matcher
 		for _, m := range tc.matchers {
-			p, err := outbox.ParseMatcher(m)
+			p, err := silence.ParseMatcher(m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,45 +97,45 @@ func TestSilenceMatching(t *testing.T) {
 // match everything, without a Slack user as author or without a comment.
 func TestCheckSilence(t *testing.T) {
 	ctx := context.Background()
-	s := outbox.NewStore(dbtest.Tx(t))
+	s := silence.NewStore(dbtest.Tx(t))
 	now := time.Now()
-	ok := outbox.NewSilence{Matchers: []outbox.Matcher{{Name: "provider", Op: "=", Value: "sms"}},
+	ok := silence.NewSilence{Matchers: []silence.Matcher{{Name: "provider", Op: "=", Value: "sms"}},
 		EndsAt: now.Add(time.Hour), CreatedBy: "U0OPS", Comment: "migration"}
-	if err := s.CheckSilence(ctx, ok); err != nil {
+	if err := s.Check(ctx, ok); err != nil {
 		t.Fatalf("a valid silence: %v", err)
 	}
 	for _, tc := range []struct {
 		desc string
-		edit func(*outbox.NewSilence)
+		edit func(*silence.NewSilence)
 		want string
 	}{
-		{"no matchers", func(n *outbox.NewSilence) { n.Matchers = nil }, "no matchers"},
-		{"no end", func(n *outbox.NewSilence) { n.EndsAt = time.Time{} }, "an end is required"},
-		{"end in the past", func(n *outbox.NewSilence) { n.EndsAt = now.Add(-time.Minute) }, "after its start"},
-		{"future start, earlier end", func(n *outbox.NewSilence) { n.StartsAt = now.Add(2 * time.Hour) }, "after its start"},
-		{"end at its start", func(n *outbox.NewSilence) { n.StartsAt = now.Add(time.Hour) }, "after its start"},
-		{"past start, past end", func(n *outbox.NewSilence) {
+		{"no matchers", func(n *silence.NewSilence) { n.Matchers = nil }, "no matchers"},
+		{"no end", func(n *silence.NewSilence) { n.EndsAt = time.Time{} }, "an end is required"},
+		{"end in the past", func(n *silence.NewSilence) { n.EndsAt = now.Add(-time.Minute) }, "after its start"},
+		{"future start, earlier end", func(n *silence.NewSilence) { n.StartsAt = now.Add(2 * time.Hour) }, "after its start"},
+		{"end at its start", func(n *silence.NewSilence) { n.StartsAt = now.Add(time.Hour) }, "after its start"},
+		{"past start, past end", func(n *silence.NewSilence) {
 			n.StartsAt, n.EndsAt = now.Add(-2*time.Hour), now.Add(-time.Hour)
 		}, "in the past"},
-		{"too long", func(n *outbox.NewSilence) { n.EndsAt = now.Add(outbox.MaxSilence + time.Hour) }, "at most"},
-		{"bad pattern", func(n *outbox.NewSilence) {
-			n.Matchers = append(n.Matchers, outbox.Matcher{Name: "workflow", Op: "=~", Value: "log(in"})
+		{"too long", func(n *silence.NewSilence) { n.EndsAt = now.Add(silence.MaxSilence + time.Hour) }, "at most"},
+		{"bad pattern", func(n *silence.NewSilence) {
+			n.Matchers = append(n.Matchers, silence.Matcher{Name: "workflow", Op: "=~", Value: "log(in"})
 		}, "not a PostgreSQL regular expression"},
-		{"matches everything", func(n *outbox.NewSilence) {
-			n.Matchers = []outbox.Matcher{{Name: "provider", Op: "=~", Value: ".*"}, {Name: "owner", Op: "=", Value: ""}}
+		{"matches everything", func(n *silence.NewSilence) {
+			n.Matchers = []silence.Matcher{{Name: "provider", Op: "=~", Value: ".*"}, {Name: "owner", Op: "=", Value: ""}}
 		}, "match everything"},
-		{"unknown label", func(n *outbox.NewSilence) { n.Matchers[0].Name = "recipient" }, "no label"},
-		{"author not a Slack user", func(n *outbox.NewSilence) { n.CreatedBy = "alice" }, "Slack user id"},
-		{"no comment", func(n *outbox.NewSilence) { n.Comment = "  " }, "comment is required"},
+		{"unknown label", func(n *silence.NewSilence) { n.Matchers[0].Name = "recipient" }, "no label"},
+		{"author not a Slack user", func(n *silence.NewSilence) { n.CreatedBy = "alice" }, "Slack user id"},
+		{"no comment", func(n *silence.NewSilence) { n.Comment = "  " }, "comment is required"},
 	} {
 		ns := ok
-		ns.Matchers = append([]outbox.Matcher(nil), ok.Matchers...)
+		ns.Matchers = append([]silence.Matcher(nil), ok.Matchers...)
 		tc.edit(&ns)
-		err := s.CheckSilence(ctx, ns)
-		if !errors.Is(err, outbox.ErrInvalidSilence) || !strings.Contains(err.Error(), tc.want) {
+		err := s.Check(ctx, ns)
+		if !errors.Is(err, silence.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want ErrInvalidSilence saying %q", tc.desc, err, tc.want)
 		}
-		if _, err := s.AddSilence(ctx, ns); !errors.Is(err, outbox.ErrInvalidSilence) {
+		if _, err := s.Add(ctx, ns); !errors.Is(err, silence.ErrInvalid) {
 			t.Errorf("%s: added: %v", tc.desc, err)
 		}
 	}
@@ -146,10 +147,10 @@ func TestCheckSilence(t *testing.T) {
 func TestSilenceIsFinal(t *testing.T) {
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
-	s := outbox.NewStore(tx)
-	added, err := s.AddSilence(ctx, outbox.NewSilence{Matchers: []outbox.Matcher{{Name: "provider", Op: "=", Value: "sms"}},
+	s := silence.NewStore(tx)
+	added, err := s.Add(ctx, silence.NewSilence{Matchers: []silence.Matcher{{Name: "provider", Op: "=", Value: "sms"}},
 		EndsAt: time.Now().Add(time.Hour), CreatedBy: "U0OPS", Comment: "migration"})
-	if err != nil || added.State != outbox.SilenceActive {
+	if err != nil || added.State != silence.Active {
 		t.Fatalf("add: %+v, %v", added, err)
 	}
 	for _, stmt := range []string{
@@ -168,19 +169,19 @@ func TestSilenceIsFinal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.ExpireSilence(ctx, added.ID, "alice"); !errors.Is(err, outbox.ErrInvalidSilence) {
+	if _, err := s.Expire(ctx, added.ID, "alice"); !errors.Is(err, silence.ErrInvalid) {
 		t.Errorf("expired by a name that is no Slack user: %v", err)
 	}
-	if _, err := s.ExpireSilence(ctx, added.ID, "U0OPS"); err != nil {
+	if _, err := s.Expire(ctx, added.ID, "U0OPS"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ExpireSilence(ctx, added.ID, "U0OPS"); !errors.Is(err, outbox.ErrSilenceEnded) {
+	if _, err := s.Expire(ctx, added.ID, "U0OPS"); !errors.Is(err, silence.ErrEnded) {
 		t.Errorf("expired twice: %v", err)
 	}
-	if _, err := s.ExpireSilence(ctx, added.ID+1000, "U0OPS"); !errors.Is(err, outbox.ErrSilenceNotFound) {
+	if _, err := s.Expire(ctx, added.ID+1000, "U0OPS"); !errors.Is(err, silence.ErrNotFound) {
 		t.Errorf("expired a silence that does not exist: %v", err)
 	}
-	list, err := s.Silences(ctx, outbox.SilenceFilter{States: []string{outbox.SilenceExpired}})
+	list, err := s.List(ctx, silence.Filter{States: []string{silence.Expired}})
 	if err != nil || len(list) != 1 || list[0].ExpiredBy != "U0OPS" {
 		t.Fatalf("expired silences: %+v, %v", list, err)
 	}
@@ -198,6 +199,7 @@ func TestReleaseGivesAHeldTicketItsFirstAlert(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
 	store := outbox.NewStore(pool)
+	silences := silence.NewStore(pool)
 	if _, err := store.SetRoutes(ctx, []outbox.Route{{Receiver: outbox.ReceiverSlack}, {Receiver: outbox.ReceiverPagerDuty}}); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +212,7 @@ func TestReleaseGivesAHeldTicketItsFirstAlert(t *testing.T) {
 	if err := slackRows.MarkSent(ctx, claimed[0], "C0ALERTS", "1700000000.000100"); err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.AddSilence(ctx, outbox.NewSilence{Matchers: []outbox.Matcher{{Name: "provider", Op: "=", Value: "sms"}},
+	s, err := silences.Add(ctx, silence.NewSilence{Matchers: []silence.Matcher{{Name: "provider", Op: "=", Value: "sms"}},
 		EndsAt: time.Now().Add(time.Hour), CreatedBy: "U0OPS", Comment: "migration"})
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +221,7 @@ func TestReleaseGivesAHeldTicketItsFirstAlert(t *testing.T) {
 	// unheld's Slack row is still pending when the silence ends: only its
 	// PagerDuty row was held.
 	unheld := openTicket(t, pool, "k-unheld", "login", "sms")
-	silence := func(rows *outbox.Store, tickets ...int64) {
+	hold := func(rows *outbox.Store, tickets ...int64) {
 		t.Helper()
 		claimed, err := rows.Claim(ctx, "d1", time.Minute, 10)
 		if err != nil {
@@ -232,17 +234,17 @@ func TestReleaseGivesAHeldTicketItsFirstAlert(t *testing.T) {
 				}
 				continue
 			}
-			if id, err := rows.Silence(ctx, n, review.Labels{Provider: "sms"}); err != nil || id != s.ID {
+			if id, err := silences.Mute(ctx, n, review.Labels{Provider: "sms"}); err != nil || id != s.ID {
 				t.Fatalf("silence row %d: %d, %v", n.ID, id, err)
 			}
 		}
 	}
-	silence(pdRows, posted, fresh, unheld)
-	silence(slackRows, fresh)
-	if _, err := store.ExpireSilence(ctx, s.ID, "U0OPS"); err != nil {
+	hold(pdRows, posted, fresh, unheld)
+	hold(slackRows, fresh)
+	if _, err := silences.Expire(ctx, s.ID, "U0OPS"); err != nil {
 		t.Fatal(err)
 	}
-	released, err := store.ReleaseEnded(ctx)
+	released, err := silences.ReleaseEnded(ctx)
 	if err != nil || len(released) != 1 || len(released[0].Tickets) != 3 {
 		t.Fatalf("release: %+v, %v; want the 3 tickets", released, err)
 	}

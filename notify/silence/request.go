@@ -1,4 +1,4 @@
-package outbox
+package silence
 
 import (
 	"context"
@@ -13,15 +13,15 @@ import (
 
 // A person asks for a silence from the CLI (`sweeper silences add`) or the
 // review page; both read and check what was typed here, by the same rules:
-// [ParseSilenceRequest] what needs no database, [Store.PlanSilence] the
-// rest, [Store.RequestSilence] both and the insert.
+// [ParseRequest] what needs no database, [Store.Plan] the
+// rest, [Store.Request] both and the insert.
 
 // LongSilence is past how long adding a silence warns: a silence that long
 // is easy to forget.
 const LongSilence = 24 * time.Hour
 
-// SilenceRequest is a silence as a person types it.
-type SilenceRequest struct {
+// Request is a silence as a person types it.
+type Request struct {
 	// Matchers are NAME=VALUE or NAME=~PATTERN, one each.
 	Matchers []string
 	// Start is a time or a duration from now ([ParseAhead]); "": now.
@@ -33,15 +33,16 @@ type SilenceRequest struct {
 	// Comment says why.
 	Comment string
 	// Force adds, with a warning, a silence that matches no open ticket
-	// and names no known provider or workflow ([ErrSilenceMatchesNothing]),
-	// or one that would hold every ticket ([ErrSilenceHoldsEverything]).
+	// and names no known provider or workflow ([ErrMatchesNothing]),
+	// or one that would hold every ticket ([ErrHoldsEverything]).
 	Force bool
 }
 
-// ErrSilenceMatchesNothing: the silence asked for matches no open ticket
+// ErrMatchesNothing: the silence asked for matches no open ticket
 // and names no configured provider or known workflow — a typo, most
-// likely; refused unless forced. It wraps [ErrInvalidSilence].
-var ErrSilenceMatchesNothing = fmt.Errorf("%w: it matches no open ticket, and names no configured provider or known workflow (a typo?)", ErrInvalidSilence)
+// likely; refused unless forced. A *[RefusedError] that matches it
+// matches [ErrInvalid] too.
+var ErrMatchesNothing = errors.New("it matches no open ticket, and names no configured provider or known workflow (a typo?)")
 
 // Known are the providers, workflows and owners the configuration names
 // (its providers; the workflows of its owners and channels; its owners,
@@ -53,10 +54,10 @@ type Known struct {
 	Owners    []string
 }
 
-// SilencePlan is a silence checked and ready to add: the silence, how
+// Plan is a silence checked and ready to add: the silence, how
 // many open tickets it matches now, and what its author should be warned
 // of.
-type SilencePlan struct {
+type Plan struct {
 	Silence     NewSilence
 	OpenTickets int64
 	Warnings    []string
@@ -86,11 +87,11 @@ func ParseAhead(s string, now time.Time) (time.Time, error) {
 	return now.Add(d), nil
 }
 
-// ParseSilenceRequest reads req at now into a silence and checks what
+// ParseRequest reads req at now into a silence and checks what
 // needs no database: at least one matcher, each well formed, an end and a
 // start that read, an author, a comment. Its error wraps
-// [ErrInvalidSilence] and says every problem.
-func ParseSilenceRequest(req SilenceRequest, now time.Time) (NewSilence, error) {
+// [ErrInvalid] and says every problem.
+func ParseRequest(req Request, now time.Time) (NewSilence, error) {
 	ns := NewSilence{CreatedBy: strings.TrimSpace(req.By), Comment: req.Comment}
 	var errs []error
 	for _, a := range req.Matchers {
@@ -116,8 +117,8 @@ func ParseSilenceRequest(req SilenceRequest, now time.Time) (NewSilence, error) 
 		}
 	}
 	errs = append(errs, ns.fieldProblems(false)...)
-	if err := errors.Join(errs...); err != nil {
-		return NewSilence{}, fmt.Errorf("%w: %w", ErrInvalidSilence, err)
+	if err := refused(errs...); err != nil {
+		return NewSilence{}, err
 	}
 	return ns, nil
 }
@@ -154,30 +155,30 @@ func (ns NewSilence) fieldProblems(matchers bool) []error {
 	return errs
 }
 
-// PlanSilence checks silence ns as [Store.AddSilence] would
-// ([Store.CheckSilence]), then as a person's request: one that matches no
+// Plan checks silence ns as [Store.Add] would
+// ([Store.Check]), then as a person's request: one that matches no
 // open ticket and names no provider or workflow known (known, or an open
-// ticket's) is refused with [ErrSilenceMatchesNothing], and one that would
-// hold every ticket with [ErrSilenceHoldsEverything] (saying how many open
+// ticket's) is refused with [ErrMatchesNothing], and one that would
+// hold every ticket with [ErrHoldsEverything] (saying how many open
 // tickets and providers), unless force, and warned of when forced; one
 // lasting more than [LongSilence] is warned of. now is the clock its
 // length is measured from when it has no start. The CLI and the review
-// page both come here, through [Store.RequestSilence].
-func (s *Store) PlanSilence(ctx context.Context, ns NewSilence, known Known, force bool, now time.Time) (SilencePlan, error) {
-	if err := s.CheckSilence(ctx, ns); err != nil {
-		return SilencePlan{}, err
+// page both come here, through [Store.Request].
+func (s *Store) Plan(ctx context.Context, ns NewSilence, known Known, force bool, now time.Time) (Plan, error) {
+	if err := s.Check(ctx, ns); err != nil {
+		return Plan{}, err
 	}
-	plan := SilencePlan{Silence: ns}
+	plan := Plan{Silence: ns}
 	labels, err := review.NewReader(s.db).OpenLabels(ctx)
 	if err != nil {
-		return SilencePlan{}, err
+		return Plan{}, err
 	}
 	if plan.OpenTickets, err = s.MatchCount(ctx, ns.Matchers, labels); err != nil {
-		return SilencePlan{}, err
+		return Plan{}, err
 	}
 	reach, err := s.reach(ctx, ns.Matchers, known, labels)
 	if err != nil {
-		return SilencePlan{}, err
+		return Plan{}, err
 	}
 	var openAll int64
 	for _, l := range labels {
@@ -193,22 +194,22 @@ func (s *Store) PlanSilence(ctx context.Context, ns NewSilence, known Known, for
 		if plan.OpenTickets < openAll {
 			tickets = fmt.Sprintf("%d of the %d open tickets", plan.OpenTickets, openAll)
 		}
-		err := &holdsEverythingError{fmt.Sprintf("it would hold %s and all %d providers, and every ticket like them to come (%s)",
-			tickets, providerCount(known, labels), why)}
+		err := forcible(ErrHoldsEverything, fmt.Sprintf("it would hold %s and all %d providers, and every ticket like them to come (%s)",
+			tickets, providerCount(known, labels), why))
 		if !force {
-			return SilencePlan{}, err
+			return Plan{}, err
 		}
-		plan.Warnings = append(plan.Warnings, strings.TrimPrefix(err.Error(), ErrInvalidSilence.Error()+": "))
+		plan.Warnings = append(plan.Warnings, err.Problems...)
 	}
 	named, err := s.namesKnown(ctx, ns.Matchers, known, labels)
 	if err != nil {
-		return SilencePlan{}, err
+		return Plan{}, err
 	}
 	if plan.OpenTickets == 0 && !named && !all {
 		if !force {
-			return SilencePlan{}, ErrSilenceMatchesNothing
+			return Plan{}, forcible(ErrMatchesNothing, ErrMatchesNothing.Error())
 		}
-		plan.Warnings = append(plan.Warnings, strings.TrimPrefix(ErrSilenceMatchesNothing.Error(), ErrInvalidSilence.Error()+": "))
+		plan.Warnings = append(plan.Warnings, ErrMatchesNothing.Error())
 	}
 	from := ns.StartsAt
 	if from.IsZero() {
@@ -238,18 +239,38 @@ func (s *Store) namesKnown(ctx context.Context, matchers []Matcher, known Known,
 	return s.Matches(ctx, matchers, "workflow", workflows)
 }
 
-// RequestSilence reads req at now ([ParseSilenceRequest]), checks it
-// ([Store.PlanSilence]) and adds it: what the CLI and the review page
-// call. Refusals wrap [ErrInvalidSilence]; nothing is added then.
-func (s *Store) RequestSilence(ctx context.Context, req SilenceRequest, known Known, now time.Time) (Silence, SilencePlan, error) {
-	ns, err := ParseSilenceRequest(req, now)
+// Request reads req at now ([ParseRequest]), checks it
+// ([Store.Plan]) and adds it: what the CLI and the review page
+// call. Refusals wrap [ErrInvalid]; nothing is added then.
+func (s *Store) Request(ctx context.Context, req Request, known Known, now time.Time) (Silence, Plan, error) {
+	ns, err := ParseRequest(req, now)
 	if err != nil {
-		return Silence{}, SilencePlan{}, err
+		return Silence{}, Plan{}, err
 	}
-	plan, err := s.PlanSilence(ctx, ns, known, req.Force, now)
+	plan, err := s.Plan(ctx, ns, known, req.Force, now)
 	if err != nil {
-		return Silence{}, SilencePlan{}, err
+		return Silence{}, Plan{}, err
 	}
-	added, err := s.AddSilence(ctx, plan.Silence)
+	added, err := s.Add(ctx, plan.Silence)
 	return added, plan, err
+}
+
+// States are the states a silence is in ([Silence.State]), as a person
+// names them.
+var States = []string{Active, Pending, Expired}
+
+// ParseStates reads states joined by commas, or "all" (nil: every
+// state), as [Filter.States] takes them; false when one is no state.
+func ParseStates(s string) ([]string, bool) {
+	if s == "all" {
+		return nil, true
+	}
+	var out []string
+	for _, st := range strings.Split(s, ",") {
+		if !slices.Contains(States, st) {
+			return nil, false
+		}
+		out = append(out, st)
+	}
+	return out, true
 }

@@ -1,4 +1,4 @@
-package outbox_test
+package silence_test
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-	"github.com/sweeper/sweeper/notify/outbox"
+	"github.com/sweeper/sweeper/notify/silence"
 )
 
 // reachKnown is a configuration of four providers, two workflows and two
 // owners (the open tickets' is U0OWNER).
-var reachKnown = outbox.Known{Providers: []string{"stripe", "sms", "email", "push"}, Workflows: []string{"billing", "signup"},
+var reachKnown = silence.Known{Providers: []string{"stripe", "sms", "email", "push"}, Workflows: []string{"billing", "signup"},
 	Owners: []string{"U0OPS", "U024BE7LH"}}
 
 // TestSilenceNeverHoldsEverything: a silence whose matchers match any
@@ -28,7 +28,7 @@ func TestSilenceNeverHoldsEverything(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	s := outbox.NewStore(pool)
+	s := silence.NewStore(pool)
 	for i, p := range []string{"stripe", "sms", "email"} {
 		openTicket(t, pool, fmt.Sprintf("everything-%d", i), []string{"billing", "signup"}[i%2], p)
 	}
@@ -58,15 +58,15 @@ func TestSilenceNeverHoldsEverything(t *testing.T) {
 		{"any provider, one workflow", []string{"provider=~.+", "workflow=billing"}, false},
 		{"three providers of four", []string{"provider=~stripe|sms|email"}, false},
 	} {
-		req := outbox.SilenceRequest{Matchers: tc.matchers, End: "2h", By: "U0OPS", Comment: tc.desc}
-		added, plan, err := s.RequestSilence(ctx, req, reachKnown, now)
+		req := silence.Request{Matchers: tc.matchers, End: "2h", By: "U0OPS", Comment: tc.desc}
+		added, plan, err := s.Request(ctx, req, reachKnown, now)
 		if !tc.refused {
 			if err != nil || added.ID == 0 || len(plan.Warnings) != 0 {
 				t.Errorf("%s %v: %+v, %v; want it added", tc.desc, tc.matchers, plan, err)
 			}
 			continue
 		}
-		if !errors.Is(err, outbox.ErrSilenceHoldsEverything) || !errors.Is(err, outbox.ErrInvalidSilence) || added.ID != 0 {
+		if !errors.Is(err, silence.ErrHoldsEverything) || !errors.Is(err, silence.ErrInvalid) || added.ID != 0 {
 			t.Errorf("%s %v: %+v, %v; want ErrSilenceHoldsEverything", tc.desc, tc.matchers, added, err)
 			continue
 		}
@@ -74,7 +74,7 @@ func TestSilenceNeverHoldsEverything(t *testing.T) {
 			t.Errorf("%s: %v; want it to say %q", tc.desc, err, want)
 		}
 		req.Force = true
-		added, plan, err = s.RequestSilence(ctx, req, reachKnown, now)
+		added, plan, err = s.Request(ctx, req, reachKnown, now)
 		if err != nil || added.ID == 0 || len(plan.Warnings) != 1 || !strings.Contains(plan.Warnings[0], "would hold all 3 open tickets") {
 			t.Errorf("%s forced: %+v, %+v, %v; want it added with a warning", tc.desc, added, plan, err)
 		}
@@ -91,24 +91,24 @@ func TestSilenceHoldsEverythingTogether(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	s := outbox.NewStore(pool)
+	s := silence.NewStore(pool)
 	for i, p := range []string{"stripe", "sms", "email", "stripe", "sms"} {
 		openTicket(t, pool, fmt.Sprintf("together-%d", i), []string{"billing", "signup"}[i%2], p)
 	}
-	known := outbox.Known{Providers: []string{"stripe", "sms", "email"}, Workflows: []string{"billing", "signup"}}
-	req := outbox.SilenceRequest{Matchers: []string{"provider=~stripe|sms|email", "workflow=~[a-z]+"}, End: "2h", By: "U0OPS", Comment: "all"}
-	_, _, err := s.RequestSilence(ctx, req, known, time.Now())
-	if !errors.Is(err, outbox.ErrSilenceHoldsEverything) || !strings.Contains(err.Error(), "would hold all 5 open tickets and all 3 providers") {
+	known := silence.Known{Providers: []string{"stripe", "sms", "email"}, Workflows: []string{"billing", "signup"}}
+	req := silence.Request{Matchers: []string{"provider=~stripe|sms|email", "workflow=~[a-z]+"}, End: "2h", By: "U0OPS", Comment: "all"}
+	_, _, err := s.Request(ctx, req, known, time.Now())
+	if !errors.Is(err, silence.ErrHoldsEverything) || !strings.Contains(err.Error(), "would hold all 5 open tickets and all 3 providers") {
 		t.Fatalf("every open ticket: %v; want ErrSilenceHoldsEverything naming 5 tickets and 3 providers", err)
 	}
 	req.Force = true
-	added, plan, err := s.RequestSilence(ctx, req, known, time.Now())
+	added, plan, err := s.Request(ctx, req, known, time.Now())
 	if err != nil || plan.OpenTickets != 5 || len(plan.Warnings) != 1 || !strings.Contains(plan.Warnings[0], "all 5 open tickets") {
 		t.Fatalf("forced: %+v, %+v, %v", added, plan, err)
 	}
 	for _, m := range [][]string{{"provider=~stripe|sms", "workflow=~[a-z]+"}, {"workflow=billing"}, {"reason=not_found"}} {
-		req := outbox.SilenceRequest{Matchers: m, End: "2h", By: "U0OPS", Comment: "part"}
-		if _, plan, err := s.RequestSilence(ctx, req, known, time.Now()); err != nil || len(plan.Warnings) != 0 {
+		req := silence.Request{Matchers: m, End: "2h", By: "U0OPS", Comment: "part"}
+		if _, plan, err := s.Request(ctx, req, known, time.Now()); err != nil || len(plan.Warnings) != 0 {
 			t.Errorf("%v: %+v, %v; want it added", m, plan, err)
 		}
 	}
@@ -122,7 +122,7 @@ func TestSilenceHoldsEverythingTogether(t *testing.T) {
 // matches all of them must be refused.
 func TestSilenceReachOverMadeUpValues(t *testing.T) {
 	ctx := context.Background()
-	s := outbox.NewStore(dbtest.Tx(t))
+	s := silence.NewStore(dbtest.Tx(t))
 	rng := rand.New(rand.NewPCG(20261204, 9))
 	pieces := []string{".", ".+", ".*", "[^x]", "[^x]*", "[^q]+", "\\S", "\\S*", "[[:alnum:]]", "[[:alnum:]_-]*", "[A-Za-z0-9]*",
 		"[a-z]", "[A-Z]", "[0-9]", "_", "(.|\\s)*", "[^\\n]*", "\\w*", "[UW]", "[^ ]*", "(a|.)", "[[:print:]]*"}
@@ -138,19 +138,19 @@ func TestSilenceReachOverMadeUpValues(t *testing.T) {
 			p.WriteString(pieces[rng.IntN(len(pieces))])
 		}
 		name := []string{"workflow", "owner", "escalation_level"}[i%3]
-		m := outbox.Matcher{Name: name, Op: outbox.MatchRegexp, Value: p.String()}
-		missed, err := s.Unmatched(ctx, []outbox.Matcher{m}, name, fresh[name])
+		m := silence.Matcher{Name: name, Op: silence.MatchRegexp, Value: p.String()}
+		missed, err := s.Unmatched(ctx, []silence.Matcher{m}, name, fresh[name])
 		if err != nil {
 			t.Fatal(err)
 		}
-		ns, err := outbox.ParseSilenceRequest(outbox.SilenceRequest{Matchers: []string{m.String()}, End: "2h", By: "U0OPS", Comment: "generated"}, time.Now())
+		ns, err := silence.ParseRequest(silence.Request{Matchers: []string{m.String()}, End: "2h", By: "U0OPS", Comment: "generated"}, time.Now())
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
 		}
-		plan, err := s.PlanSilence(ctx, ns, reachKnown, false, time.Now())
-		refused := errors.Is(err, outbox.ErrSilenceHoldsEverything) ||
-			errors.Is(err, outbox.ErrInvalidSilence) && strings.Contains(err.Error(), "would match everything") // it matches ""
-		if err != nil && !refused && !errors.Is(err, outbox.ErrSilenceMatchesNothing) {
+		plan, err := s.Plan(ctx, ns, reachKnown, false, time.Now())
+		refused := errors.Is(err, silence.ErrHoldsEverything) ||
+			errors.Is(err, silence.ErrInvalid) && strings.Contains(err.Error(), "would match everything") // it matches ""
+		if err != nil && !refused && !errors.Is(err, silence.ErrMatchesNothing) {
 			t.Fatalf("%s: %v", m, err)
 		}
 		switch {
@@ -206,13 +206,13 @@ func levels() []string {
 // stored: a back-reference (which PostgreSQL matches by trying every way
 // to split the value: seconds on 42 characters) is refused before the
 // database sees it; a pattern PostgreSQL cannot compile and match on a
-// 1 KiB value within outbox.PatternBudget is refused, and refusing it
+// 1 KiB value within silence.PatternBudget is refused, and refusing it
 // takes about the budget, not the pattern's cost; a pattern that would
 // leave its anchors (its parentheses unbalanced on their own) is refused.
 func TestSilencePatternCost(t *testing.T) {
 	ctx := context.Background()
-	s := outbox.NewStore(dbtest.Tx(t))
-	ok := outbox.NewSilence{Matchers: []outbox.Matcher{{Name: "provider", Op: "=", Value: "sms"}},
+	s := silence.NewStore(dbtest.Tx(t))
+	ok := silence.NewSilence{Matchers: []silence.Matcher{{Name: "provider", Op: "=", Value: "sms"}},
 		EndsAt: time.Now().Add(time.Hour), CreatedBy: "U0OPS", Comment: "cost"}
 	for _, tc := range []struct {
 		pattern string
@@ -230,9 +230,9 @@ func TestSilencePatternCost(t *testing.T) {
 		{`[0-9]{1,20}`, ""},
 	} {
 		ns := ok
-		ns.Matchers = append(ns.Matchers[:1:1], outbox.Matcher{Name: "workflow", Op: outbox.MatchRegexp, Value: tc.pattern})
+		ns.Matchers = append(ns.Matchers[:1:1], silence.Matcher{Name: "workflow", Op: silence.MatchRegexp, Value: tc.pattern})
 		start := time.Now()
-		err := s.CheckSilence(ctx, ns)
+		err := s.Check(ctx, ns)
 		took := time.Since(start)
 		if tc.want == "" {
 			if err != nil {
@@ -240,13 +240,13 @@ func TestSilencePatternCost(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, outbox.ErrInvalidSilence) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, silence.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%.40s: %v; want ErrInvalidSilence saying %q", tc.pattern, err, tc.want)
 		}
-		if took > outbox.PatternBudget+time.Second {
-			t.Errorf("%.40s: refusing it took %s; the budget is %s", tc.pattern, took, outbox.PatternBudget)
+		if took > silence.PatternBudget+time.Second {
+			t.Errorf("%.40s: refusing it took %s; the budget is %s", tc.pattern, took, silence.PatternBudget)
 		}
-		if _, err := outbox.ParseMatcher("workflow=~" + tc.pattern); tc.want == "back-reference" && !errors.Is(err, outbox.ErrInvalidSilence) {
+		if _, err := silence.ParseMatcher("workflow=~" + tc.pattern); tc.want == "back-reference" && !errors.Is(err, silence.ErrInvalid) {
 			t.Errorf("%.40s: ParseMatcher accepts a back-reference: %v", tc.pattern, err)
 		}
 	}

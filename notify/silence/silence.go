@@ -1,4 +1,11 @@
-package outbox
+// Package silence holds silences: a person's hold, for a bounded time, on
+// the messages of the tickets (and provider incidents) its matchers match.
+// It owns sweeper.silences: the matchers and their cost, the rules a
+// silence asked for is checked by (it never holds everything unforced),
+// its preview and plan, and the release of the silences that ended. The
+// dispatcher reaches it only through [notify.Muter], which [Store]
+// satisfies; the CLI and the review page use it directly.
+package silence
 
 import (
 	"context"
@@ -12,12 +19,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/review"
 )
 
 // A silence holds back, for a bounded time, the messages of the tickets
 // (and provider incidents) its matchers match: a row a dispatcher claims
-// while an active silence matches its ticket is recorded [StateSilenced],
+// while an active silence matches its ticket is recorded [outbox.StateSilenced],
 // never delivered, with the silence's id. The ticket itself is opened,
 // escalated and counted as ever. When the silence ends, each of its tickets
 // still open gets one [review.EventSilenceEnded] event, whose message is the
@@ -25,10 +34,16 @@ import (
 // of it was posted ([Store.ReleaseEnded]); the backlog it held is never
 // posted.
 
-// StateSilenced: the message was never posted because an active silence
-// matched its ticket (or incident) when the row was claimed; SilenceID
-// names it. Final.
-const StateSilenced = "silenced"
+// Store reads and writes sweeper.silences, and asks the outbox
+// ([outbox.Store]) what the silences held and to record the rows they
+// hold.
+type Store struct {
+	db ledger.DB
+}
+
+// NewStore returns a Store over db: a pool, or a transaction (then
+// [Store.ReleaseEnded] and a pattern's check need a pool).
+func NewStore(db ledger.DB) *Store { return &Store{db: db} }
 
 // Matcher operators.
 const (
@@ -58,18 +73,14 @@ type Matcher struct {
 
 func (m Matcher) String() string { return m.Name + m.Op + m.Value }
 
-// ErrInvalidSilence: a silence to add, or its matchers, are refused; the
-// error says why.
-var ErrInvalidSilence = errors.New("invalid silence")
-
-// ErrSilenceNotFound: no silence has the given id.
-var ErrSilenceNotFound = errors.New("silence not found")
+// ErrNotFound: no silence has the given id.
+var ErrNotFound = errors.New("silence not found")
 
 // ParseMatcher reads "name=value" or "name=~pattern".
 func ParseMatcher(s string) (Matcher, error) {
 	m, err := parseMatcher(s)
 	if err != nil {
-		return m, fmt.Errorf("%w: %w", ErrInvalidSilence, err)
+		return m, refused(err)
 	}
 	return m, nil
 }
@@ -185,23 +196,20 @@ type Silence struct {
 
 // Silence states, as [Silence.State] reports them.
 const (
-	SilencePending = "pending"
-	SilenceActive  = "active"
-	SilenceExpired = "expired"
+	Pending = "pending"
+	Active  = "active"
+	Expired = "expired"
 )
 
 const silenceColumns = `s.id, s.matchers, s.starts_at, s.ends_at, s.planned_end, s.created_by, s.comment, s.created_at,
 	coalesce(s.expired_by, ''), s.expired_at, s.released_at,
-	CASE WHEN s.ends_at <= now() THEN 'expired' WHEN s.starts_at > now() THEN 'pending' ELSE 'active' END AS state,
-	(SELECT count(*) FROM sweeper.outbox o WHERE o.silence_id = s.id) AS held_rows,
-	(SELECT count(DISTINCT o.ticket_id) FROM sweeper.outbox o WHERE o.silence_id = s.id) AS held_tickets,
-	(SELECT count(DISTINCT o.incident_id) FROM sweeper.outbox o WHERE o.silence_id = s.id) AS held_incidents`
+	CASE WHEN s.ends_at <= now() THEN 'expired' WHEN s.starts_at > now() THEN 'pending' ELSE 'active' END AS state`
 
 func scanSilence(row pgx.CollectableRow) (Silence, error) {
 	var s Silence
 	var matchers []byte
 	err := row.Scan(&s.ID, &matchers, &s.StartsAt, &s.EndsAt, &s.PlannedEnd, &s.CreatedBy, &s.Comment, &s.CreatedAt,
-		&s.ExpiredBy, &s.ExpiredAt, &s.ReleasedAt, &s.State, &s.HeldRows, &s.HeldTickets, &s.HeldIncidents)
+		&s.ExpiredBy, &s.ExpiredAt, &s.ReleasedAt, &s.State)
 	if err != nil {
 		return s, err
 	}
@@ -211,18 +219,18 @@ func scanSilence(row pgx.CollectableRow) (Silence, error) {
 	return s, nil
 }
 
-// CheckSilence validates silence ns as [Store.AddSilence] would, without
+// Check validates silence ns as [Store.Add] would, without
 // adding it: every matcher well formed, its patterns accepted by
 // PostgreSQL, without back-references and cheap to match
 // ([PatternBudget]), at least one matcher that does not match an empty
 // label (a silence never matches everything), an author, a comment, an end after
 // its start and after now, at most [MaxSilence] long. Errors wrap
-// [ErrInvalidSilence] and say every problem.
-func (s *Store) CheckSilence(ctx context.Context, ns NewSilence) error {
+// [ErrInvalid] and say every problem.
+func (s *Store) Check(ctx context.Context, ns NewSilence) error {
 	ns = ns.stored()
 	errs := ns.fieldProblems(true)
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidSilence, err)
+	if err := refused(errs...); err != nil {
+		return err
 	}
 	var start *time.Time
 	if !ns.StartsAt.IsZero() {
@@ -263,16 +271,16 @@ func (s *Store) CheckSilence(ctx context.Context, ns NewSilence) error {
 	if !selective && len(errs) == 0 {
 		errs = append(errs, errors.New("every matcher matches an empty label, so the silence would match everything; give at least one that does not"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidSilence, err)
+	if err := refused(errs...); err != nil {
+		return err
 	}
 	return nil
 }
 
-// AddSilence checks silence ns ([Store.CheckSilence]) and adds it.
-func (s *Store) AddSilence(ctx context.Context, ns NewSilence) (Silence, error) {
+// Add checks silence ns ([Store.Check]) and adds it.
+func (s *Store) Add(ctx context.Context, ns NewSilence) (Silence, error) {
 	ns = ns.stored()
-	if err := s.CheckSilence(ctx, ns); err != nil {
+	if err := s.Check(ctx, ns); err != nil {
 		return Silence{}, err
 	}
 	matchers, err := json.Marshal(ns.Matchers)
@@ -343,8 +351,8 @@ func (s *Store) Matches(ctx context.Context, matchers []Matcher, name string, va
 	return ok, nil
 }
 
-// SilenceFilter selects silences for [Store.Silences].
-type SilenceFilter struct {
+// Filter selects silences for [Store.List].
+type Filter struct {
 	// States keeps the silences in any of these states (pending, active,
 	// expired); none keeps all.
 	States []string
@@ -353,7 +361,7 @@ type SilenceFilter struct {
 }
 
 // Silences returns silences, newest first.
-func (s *Store) Silences(ctx context.Context, f SilenceFilter) ([]Silence, error) {
+func (s *Store) List(ctx context.Context, f Filter) ([]Silence, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 1000
@@ -368,35 +376,62 @@ func (s *Store) Silences(ctx context.Context, f SilenceFilter) ([]Silence, error
 	if err != nil {
 		return nil, fmt.Errorf("list silences: %w", err)
 	}
+	if err := s.withHeld(ctx, list); err != nil {
+		return nil, fmt.Errorf("list silences: %w", err)
+	}
 	return list, nil
 }
 
-// GetSilence returns silence id, or [ErrSilenceNotFound].
-func (s *Store) GetSilence(ctx context.Context, id int64) (Silence, error) {
+// withHeld fills in what each of list held, as the outbox counts it.
+func (s *Store) withHeld(ctx context.Context, list []Silence) error {
+	if len(list) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(list))
+	for i, si := range list {
+		ids[i] = si.ID
+	}
+	held, err := outbox.NewStore(s.db).HeldBySilences(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		h := held[list[i].ID]
+		list[i].HeldRows, list[i].HeldTickets, list[i].HeldIncidents = h.Rows, h.Tickets, h.Incidents
+	}
+	return nil
+}
+
+// Get returns silence id, or [ErrNotFound].
+func (s *Store) Get(ctx context.Context, id int64) (Silence, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+silenceColumns+` FROM sweeper.silences s WHERE s.id = $1`, id)
 	if err != nil {
 		return Silence{}, fmt.Errorf("read silence %d: %w", id, err)
 	}
 	got, err := pgx.CollectExactlyOneRow(rows, scanSilence)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Silence{}, fmt.Errorf("%w: %d", ErrSilenceNotFound, id)
+		return Silence{}, fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
 	if err != nil {
 		return Silence{}, fmt.Errorf("read silence %d: %w", id, err)
 	}
-	return got, nil
+	list := []Silence{got}
+	if err := s.withHeld(ctx, list); err != nil {
+		return Silence{}, fmt.Errorf("read silence %d: %w", id, err)
+	}
+	return list[0], nil
 }
 
-// ErrSilenceEnded: the silence to expire has ended already.
-var ErrSilenceEnded = errors.New("silence has ended already")
+// ErrEnded: the silence to expire has ended already.
+var ErrEnded = errors.New("silence has ended already")
 
-// ExpireSilence ends silence id now (a pending one never starts),
+// Expire ends silence id now (a pending one never starts),
 // recording by (a Slack user id) and when. Its still-open tickets get their
 // current alert at the next release ([Store.ReleaseEnded]). Errors:
-// [ErrSilenceNotFound], [ErrSilenceEnded], [ErrInvalidSilence] for by.
-func (s *Store) ExpireSilence(ctx context.Context, id int64, by string) (Silence, error) {
+// [ErrNotFound], [ErrEnded], [ErrInvalid] for by.
+func (s *Store) Expire(ctx context.Context, id int64, by string) (Silence, error) {
 	if !SlackUserRE.MatchString(by) {
-		return Silence{}, fmt.Errorf("%w: who expires it, %q: want a Slack user id (U… or W…)", ErrInvalidSilence, by)
+		return Silence{}, refused(fmt.Errorf("who expires it, %q: want a Slack user id (U… or W…)", by))
 	}
 	tag, err := s.db.Exec(ctx, `UPDATE sweeper.silences SET ends_at = least(ends_at, greatest(now(), starts_at)),
 			expired_by = $2, expired_at = now()
@@ -404,173 +439,12 @@ func (s *Store) ExpireSilence(ctx context.Context, id int64, by string) (Silence
 	if err != nil {
 		return Silence{}, fmt.Errorf("expire silence %d: %w", id, err)
 	}
-	got, err := s.GetSilence(ctx, id)
+	got, err := s.Get(ctx, id)
 	if err != nil {
 		return Silence{}, err
 	}
 	if tag.RowsAffected() == 0 {
-		return got, fmt.Errorf("%w: silence %d ended at %s", ErrSilenceEnded, id, got.EndsAt.UTC().Format(time.RFC3339))
+		return got, fmt.Errorf("%w: silence %d ended at %s", ErrEnded, id, got.EndsAt.UTC().Format(time.RFC3339))
 	}
 	return got, nil
-}
-
-// AnySilenceActive reports whether some silence is active now: when none
-// is, a dispatcher reads no ticket to match.
-func (s *Store) AnySilenceActive(ctx context.Context) (bool, error) {
-	var any bool
-	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sweeper.silences
-		WHERE starts_at <= now() AND ends_at > now() AND released_at IS NULL)`).Scan(&any)
-	if err != nil {
-		return false, fmt.Errorf("look for active silences: %w", err)
-	}
-	return any, nil
-}
-
-// Silence records held row n silenced when an active silence matches
-// labels (its ticket's, or its incident's provider) now, and returns that
-// silence's id, or 0 (the row is untouched). The silence is read with a
-// share lock, so that its release ([Store.ReleaseEnded]), which waits for
-// it, sees every row it held. A row an earlier attempt may have posted is
-// never silenced. [ErrLeaseLost] when the lease has passed.
-func (s *Store) Silence(ctx context.Context, n Notification, labels review.Labels) (int64, error) {
-	if n.TS != "" || n.Uncertain || len(n.SearchWindows) > 0 {
-		return 0, nil
-	}
-	l, err := json.Marshal(labels)
-	if err != nil {
-		return 0, err
-	}
-	var id int64
-	var updated bool
-	err = s.db.QueryRow(ctx, `WITH m AS (
-			SELECT id FROM sweeper.silences
-			WHERE starts_at <= now() AND ends_at > now() AND released_at IS NULL AND sweeper.silence_matches(matchers, $4)
-			ORDER BY id LIMIT 1 FOR SHARE),
-		u AS (
-			UPDATE sweeper.outbox SET state = 'silenced', silence_id = (SELECT id FROM m), leased_by = NULL, lease_until = now(),
-				history = `+historyEntry("'silenced'", "'held by silence ' || (SELECT id FROM m)")+`
-			`+leaseHeld+` AND EXISTS (SELECT 1 FROM m)
-			RETURNING id)
-		SELECT coalesce((SELECT id FROM m), 0), EXISTS (SELECT 1 FROM u)`, n.ID, n.LeasedBy, n.Attempts, l).Scan(&id, &updated)
-	if err != nil {
-		return 0, fmt.Errorf("outbox row %d: silence: %w", n.ID, err)
-	}
-	if id != 0 && !updated {
-		return 0, fmt.Errorf("%w: row %d (%s), silence", ErrLeaseLost, n.ID, n.DedupeKey)
-	}
-	return id, nil
-}
-
-// Released is one silence [Store.ReleaseEnded] released: its id and the
-// tickets given their current alert.
-type Released struct {
-	SilenceID int64
-	Tickets   []int64
-}
-
-// ReleaseEnded releases every silence that has ended and is not released
-// yet, each in a transaction of its own: it records the release (a
-// compare-and-set: a silence is released once, whichever replica comes
-// first, and one ended while every replica was down is released by the
-// first to look), and writes on each ticket it held that is still open one
-// [review.EventSilenceEnded] event, whose outbox row carries the ticket's
-// current state. A ticket resolved meanwhile gets nothing. The event's
-// Slack row is a reply in the thread of the ticket's root; for a ticket
-// with nothing in Slack — every Slack row of it so far silenced, as when it
-// was opened during the silence — it is of kind [KindOpened], the ticket's
-// first alert: it waits slack.group_wait and joins an alert group as a
-// fresh ticket's would, so that a silence over a large incident ends in
-// one group, not one root message per ticket. Other receivers' rows keep
-// the event's kind.
-func (s *Store) ReleaseEnded(ctx context.Context) ([]Released, error) {
-	db, ok := s.db.(interface {
-		Begin(context.Context) (pgx.Tx, error)
-	})
-	if !ok {
-		return nil, errors.New("release silences: the outbox's database cannot begin a transaction: give it a pool")
-	}
-	rows, err := s.db.Query(ctx, `SELECT id FROM sweeper.silences WHERE released_at IS NULL AND ends_at <= now() ORDER BY id LIMIT 100`)
-	if err != nil {
-		return nil, fmt.Errorf("find ended silences: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("find ended silences: %w", err)
-	}
-	var out []Released
-	for _, id := range ids {
-		r, err := release(ctx, db, id)
-		if err != nil {
-			return out, err
-		}
-		if r != nil {
-			out = append(out, *r)
-		}
-	}
-	return out, nil
-}
-
-// release releases silence id in one transaction, or returns nil when
-// another did first.
-func release(ctx context.Context, db interface {
-	Begin(context.Context) (pgx.Tx, error)
-}, id int64) (*Released, error) {
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("release silence %d: %w", id, err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// The update waits for the dispatchers silencing rows under it (they
-	// hold it shared), and its later statements see those rows.
-	tag, err := tx.Exec(ctx, `UPDATE sweeper.silences SET released_at = now()
-		WHERE id = $1 AND released_at IS NULL AND ends_at <= now()`, id)
-	if err != nil {
-		return nil, fmt.Errorf("release silence %d: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return nil, nil
-	}
-	rows, err := tx.Query(ctx, `SELECT DISTINCT ticket_id FROM sweeper.outbox WHERE silence_id = $1 AND ticket_id IS NOT NULL ORDER BY 1`, id)
-	if err != nil {
-		return nil, fmt.Errorf("release silence %d: %w", id, err)
-	}
-	held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("release silence %d: %w", id, err)
-	}
-	r := &Released{SilenceID: id}
-	var keys []string
-	if len(held) > 0 {
-		summaries, err := review.NewReader(tx).Summaries(ctx, held)
-		if err != nil {
-			return nil, fmt.Errorf("release silence %d: %w", id, err)
-		}
-		store := review.NewStore(tx, review.Policy{})
-		for _, t := range summaries {
-			if t.State != review.StateOpen {
-				continue
-			}
-			if _, err := store.Note(ctx, t.ID, review.EventSilenceEnded, fmt.Sprint(id),
-				map[string]int64{"silence_id": id}); err != nil {
-				return nil, fmt.Errorf("release silence %d: %w", id, err)
-			}
-			r.Tickets = append(r.Tickets, t.ID)
-			keys = append(keys, review.EventKey(t.ID, review.EventSilenceEnded, fmt.Sprint(id)))
-		}
-	}
-	// A ticket whose every Slack row so far was silenced (opened during
-	// the silence) has nothing in Slack: its current alert is its first,
-	// and takes the first alert's path — slack.group_wait, alert groups,
-	// group_detail_limit — rather than a root message of its own each.
-	if _, err := tx.Exec(ctx, `UPDATE sweeper.outbox o SET kind = $2
-		WHERE o.dedupe_key = ANY($1) AND o.receiver = 'slack' AND o.state = 'pending' AND o.kind = $3
-		  AND NOT EXISTS (SELECT 1 FROM sweeper.outbox e WHERE e.ticket_id = o.ticket_id AND e.receiver = 'slack'
-		                  AND e.id <> o.id AND e.state <> 'silenced')`,
-		keys, KindOpened, review.EventSilenceEnded); err != nil {
-		return nil, fmt.Errorf("release silence %d: %w", id, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("release silence %d: %w", id, err)
-	}
-	return r, nil
 }
