@@ -7,6 +7,8 @@ BIN := bin/sweeper
 help:
 	@echo "make quickstart  migrate a database (found or started) and validate config.example.toml"
 	@echo "make test        installs what the tests need (scripts/test-setup.sh, as root), gofmt check, go vet, go test -race ./..., the node tests"
+	@echo "make test-setup  what make test runs first: installs the tests' tools as root (apt), or says what to install"
+	@echo "make long        the long measurements at full size, one after the other: make toil soak chaos flood (about 25 minutes)"
 	@echo "make toil        the toil measurement at full size (1,000 operations, a provider outage; about 4 minutes)"
 	@echo "make soak        Slack at 20 new stale operations a second for 8 minutes: the outbox stays flat"
 	@echo "make build       static binary in $(BIN), as the Dockerfile builds it"
@@ -73,6 +75,16 @@ FUZZFLAGS ?=
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME) $(GO) $(FUZZFLAGS)
 
+# The long measurements `make test` runs at CI size, at full size: not
+# part of `make test` or CI (.ci/run), whose budget is 15 minutes.
+.PHONY: long
+long: toil soak chaos flood
+
+# The scrape flood on a million rows of history (make test: a quarter).
+.PHONY: flood
+flood:
+	$(GO) test -race -count=1 -timeout 15m -run '^TestScrapeFloodKeepsTheDaemonReady$$' ./cmd/sweeper -v -flood.full
+
 # The chaos test at full size: three `sweeper run` processes, 5,000
 # operations, 20 kill -9s and a PostgreSQL restart (several minutes). `make
 # test` runs it at CI size.
@@ -90,7 +102,7 @@ toil:
 # The Slack soak at full length: one daemon's sweep and dispatcher take 20
 # new stale operations a second for 8 minutes (30 % to review, one channel,
 # a Slack fake keeping Slack's pace); figures every 30 s (see README
-# "Reliability"). `make test` runs it for 100 s.
+# "Reliability"). `make test` runs it for 60 s.
 .PHONY: soak
 soak:
 	$(GO) test -race -count=1 -timeout 15m -run '^TestSlackKeepsUpAtAnyRate$$' ./internal/app -v -soak.full
