@@ -8,7 +8,7 @@ help:
 	@echo "make quickstart  migrate a database (found or started) and validate config.example.toml"
 	@echo "make test        installs what the tests need (scripts/test-setup.sh, as root), gofmt check, go vet, go test -race ./..., the node tests"
 	@echo "make test-setup  what make test runs first: installs the tests' tools as root (apt), or says what to install"
-	@echo "make long        the long measurements at full size, one after the other: make toil soak chaos flood (about 25 minutes)"
+	@echo "make long        the long measurements at full size, one after the other: make toil soak chaos flood scale (about 25 minutes)"
 	@echo "make toil        the toil measurement at full size (1,000 operations, a provider outage; about 4 minutes)"
 	@echo "make soak        Slack at 20 new stale operations a second for 8 minutes: the outbox stays flat"
 	@echo "make build       static binary in $(BIN), as the Dockerfile builds it"
@@ -78,7 +78,12 @@ fuzz:
 # The long measurements `make test` runs at CI size, at full size: not
 # part of `make test` or CI (.ci/run), whose budget is 15 minutes.
 .PHONY: long
-long: toil soak chaos flood
+long: toil soak chaos flood scale
+
+# The ledger-scale test on a million rows (make test: a quarter).
+.PHONY: scale
+scale:
+	$(GO) test -race -count=1 -timeout 15m -run '^TestBigLedgerCostsWhatIsUnsettled$$' ./internal/app -v -scale.full
 
 # The scrape flood on a million rows of history (make test: a quarter).
 .PHONY: flood
