@@ -6,7 +6,9 @@ BIN := bin/sweeper
 
 help:
 	@echo "make quickstart  migrate a database (found or started) and validate config.example.toml"
-	@echo "make test        gofmt check, go vet, go test -race ./... (deploy/ files included), payload-hash vectors and the n8n Code nodes in node"
+	@echo "make test        installs what the tests need (scripts/test-setup.sh, as root), gofmt check, go vet, go test -race ./..., the node tests"
+	@echo "make test-setup  what make test runs first: installs the tests' tools as root (apt), or says what to install"
+	@echo "make long        the long measurements at full size, one after the other: make toil soak chaos flood scale (about 25 minutes)"
 	@echo "make toil        the toil measurement at full size (1,000 operations, a provider outage; about 4 minutes)"
 	@echo "make soak        Slack at 20 new stale operations a second for 8 minutes: the outbox stays flat"
 	@echo "make build       static binary in $(BIN), as the Dockerfile builds it"
@@ -33,14 +35,21 @@ quickstart: build
 	SWEEPER_CONFIG=config.example.toml SWEEPER_PROVIDERS_ORDERS_API_URL=$(QUICKSTART_ORDERS_URL) $(GO) run ./internal/tools/withpg -- \
 		sh -c '$(BIN) migrate && $(BIN) migrate --status && $(BIN) check-config'
 
-test: lint gotest nodetest
+# scripts/test-setup.sh first: as root it installs what the tests need
+# (apt) and starts the machine's PostgreSQL; otherwise it says what to
+# install and stops. No test is ever skipped for want of a tool.
+test: test-setup lint gotest nodetest
 
-lint:
+.PHONY: test-setup
+test-setup:
+	@scripts/test-setup.sh
+
+lint: test-setup
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then \
 		echo "gofmt: these files need formatting:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-gotest: axe
+gotest: test-setup axe
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 # axe-core, which the review page's browser test runs in Chromium: from
@@ -48,13 +57,13 @@ gotest: axe
 # committed; the test installs it too when it is missing).
 AXE := web/testdata/axe/node_modules/axe-core/axe.min.js
 .PHONY: axe
-axe: $(AXE)
+axe: test-setup $(AXE)
 $(AXE): web/testdata/axe/package.json web/testdata/axe/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is needed for axe-core, the browser test's accessibility check (Debian: apt-get install npm)"; exit 1; }
 	cd web/testdata/axe && npm ci --no-audit --no-fund
 	@touch $@
 
-nodetest:
+nodetest: test-setup
 	@command -v node >/dev/null || { echo "node is needed for the payload-hash vectors (Debian: apt-get install nodejs)"; exit 1; }
 	node --test ledger/payloadhash_test.mjs examples/n8n/workflows_test.mjs examples/webhook/verify_test.mjs
 
@@ -65,6 +74,21 @@ FUZZTIME ?= 30s
 FUZZFLAGS ?=
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME) $(GO) $(FUZZFLAGS)
+
+# The long measurements `make test` runs at CI size, at full size: not
+# part of `make test` or CI (.ci/run), whose budget is 15 minutes.
+.PHONY: long
+long: toil soak chaos flood scale
+
+# The ledger-scale test on a million rows (make test: a quarter).
+.PHONY: scale
+scale:
+	$(GO) test -race -count=1 -timeout 15m -run '^TestBigLedgerCostsWhatIsUnsettled$$' ./internal/app -v -scale.full
+
+# The scrape flood on a million rows of history (make test: a quarter).
+.PHONY: flood
+flood:
+	$(GO) test -race -count=1 -timeout 15m -run '^TestScrapeFloodKeepsTheDaemonReady$$' ./cmd/sweeper -v -flood.full
 
 # The chaos test at full size: three `sweeper run` processes, 5,000
 # operations, 20 kill -9s and a PostgreSQL restart (several minutes). `make
@@ -83,7 +107,7 @@ toil:
 # The Slack soak at full length: one daemon's sweep and dispatcher take 20
 # new stale operations a second for 8 minutes (30 % to review, one channel,
 # a Slack fake keeping Slack's pace); figures every 30 s (see README
-# "Reliability"). `make test` runs it for 100 s.
+# "Reliability"). `make test` runs it for 60 s.
 .PHONY: soak
 soak:
 	$(GO) test -race -count=1 -timeout 15m -run '^TestSlackKeepsUpAtAnyRate$$' ./internal/app -v -soak.full

@@ -18,7 +18,10 @@ var (
 	buildErr  error
 )
 
+// TestMain runs four tests at once by default (-parallel overrides it): most
+// of them wait on real processes, leases and timers, not on the CPU.
 func TestMain(m *testing.M) {
+	dbtest.DefaultParallel(4)
 	dbtest.Main(m, func() {
 		if binDir != "" {
 			os.RemoveAll(binDir)

@@ -27,7 +27,12 @@ import (
 	"github.com/sweeper/sweeper/review"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+// TestMain runs four tests at once by default (-parallel overrides it): most
+// of them wait on daemons' timers, leases and the database, not on the CPU.
+func TestMain(m *testing.M) {
+	dbtest.DefaultParallel(4)
+	dbtest.Main(m)
+}
 
 var kinds = []providers.Kind{sim.Kind, httplookup.Kind}
 

@@ -18,9 +18,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -75,6 +77,26 @@ func Main(m *testing.M, cleanups ...func()) {
 		}
 	}
 	os.Exit(code)
+}
+
+// DefaultParallel makes n the number of parallel tests the package runs
+// at once (go test's -parallel, GOMAXPROCS by default) unless the command
+// line sets -parallel. It is for packages whose tests mostly wait — on
+// processes, leases, timers and the database — rather than compute; call it
+// from TestMain before [Main].
+func DefaultParallel(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if set {
+		return
+	}
+	if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+		fmt.Fprintln(os.Stderr, "dbtest: -parallel:", err)
+		os.Exit(2)
+	}
 }
 
 // ServerURL returns the URL of the server the tests use, finding or
