@@ -80,14 +80,16 @@ func (a *Adapter) LookupBatch(ctx context.Context, qs []providers.Query) ([]prov
 	return answers, nil
 }
 
-// batchInvoices lists the invoices of each operation in listed (its
-// recipient a customer id) and searches those of the others at once
-// (searched: their clauses). An invoice can come back twice (two
-// operations of one customer): recordsFor merges it.
+// batchInvoices lists the invoices of each customer of the operations in
+// listed (their recipient a customer id), once per customer over the union
+// of their windows, and searches those of the others at once (searched:
+// their clauses). Each invoice goes to its operation afterwards, by the
+// op_key in its metadata (recordsFor); a wider window only shows more
+// invoices, each still proving at most the operation whose key it holds.
 func (a *Adapter) batchInvoices(ctx context.Context, listed []providers.Query, searched []string) ([]found, error) {
 	var all []found
-	for _, q := range listed {
-		objs, err := a.listInvoices(ctx, q)
+	for _, w := range customerWindows(listed) {
+		objs, err := a.listInvoices(ctx, w.customer, w.since, w.until)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	stripego "github.com/stripe/stripe-go/v82"
 
@@ -18,13 +19,13 @@ func isCustomerID(recipient string) bool {
 	return ok && rest != "" && word(rest, 255) == rest
 }
 
-// listInvoices reads every page of GET /v1/invoices for the operation's
-// customer, created within the lookup's window (Since, Until), following
+// listInvoices reads every page of GET /v1/invoices for customer, created
+// within since and until (either zero: unbounded on that side), following
 // has_more with starting_after up to [maxPages] pages. The list is read
 // from Stripe's records, not its search index: an invoice is there as soon
 // as it is created. Which of them are the operation's is decided on their
 // metadata afterwards, as for a search.
-func (a *Adapter) listInvoices(ctx context.Context, q providers.Query) ([]found, error) {
+func (a *Adapter) listInvoices(ctx context.Context, customer string, since, until time.Time) ([]found, error) {
 	what := "list " + ObjectInvoices
 	var all []found
 	var after *string
@@ -34,15 +35,15 @@ func (a *Adapter) listInvoices(ctx context.Context, q providers.Query) ([]found,
 		}
 		params := &stripego.InvoiceListParams{
 			ListParams: stripego.ListParams{Context: ctx, Limit: stripego.Int64(pageSize), StartingAfter: after},
-			Customer:   stripego.String(q.Recipient),
+			Customer:   stripego.String(customer),
 		}
-		if !q.Since.IsZero() || !q.Until.IsZero() {
+		if !since.IsZero() || !until.IsZero() {
 			params.CreatedRange = &stripego.RangeQueryParams{}
-			if !q.Since.IsZero() {
-				params.CreatedRange.GreaterThanOrEqual = q.Since.Unix()
+			if !since.IsZero() {
+				params.CreatedRange.GreaterThanOrEqual = since.Unix()
 			}
-			if !q.Until.IsZero() {
-				params.CreatedRange.LesserThanOrEqual = q.Until.Unix()
+			if !until.IsZero() {
+				params.CreatedRange.LesserThanOrEqual = until.Unix()
 			}
 		}
 		var res stripego.InvoiceList
@@ -93,4 +94,39 @@ func (a *Adapter) invoicesFound(data []*stripego.Invoice) ([]found, error) {
 		objs = append(objs, f)
 	}
 	return objs, nil
+}
+
+// customerWindow is one customer's invoices to list in a batch: from the
+// earliest Since to the latest Until of its operations.
+type customerWindow struct {
+	customer     string
+	since, until time.Time
+}
+
+// customerWindows groups operations by customer, in the order they come,
+// so that a batch lists each customer's invoices once. A zero bound in any
+// operation leaves that side unbounded.
+func customerWindows(qs []providers.Query) []customerWindow {
+	var out []customerWindow
+	at := map[string]int{}
+	for _, q := range qs {
+		i, ok := at[q.Recipient]
+		if !ok {
+			at[q.Recipient] = len(out)
+			out = append(out, customerWindow{customer: q.Recipient, since: q.Since, until: q.Until})
+			continue
+		}
+		w := &out[i]
+		if w.since.IsZero() || q.Since.IsZero() {
+			w.since = time.Time{}
+		} else if q.Since.Before(w.since) {
+			w.since = q.Since
+		}
+		if w.until.IsZero() || q.Until.IsZero() {
+			w.until = time.Time{}
+		} else if q.Until.After(w.until) {
+			w.until = q.Until
+		}
+	}
+	return out
 }

@@ -319,10 +319,10 @@ func TestInvoiceLivemodeMismatch(t *testing.T) {
 	}
 }
 
-// TestInvoiceBatchOneRecordOneOperation: in a batch, operations of a
-// customer are listed and the others searched in one query; each invoice
-// goes to the operation whose op_key it holds and to no other, even when
-// two operations share a customer and so a list.
+// TestInvoiceBatchOneRecordOneOperation: in a batch, the operations of a
+// customer are listed once, over the union of their windows, and the
+// others searched in one query; each invoice goes to the operation whose
+// op_key it holds and to no other, though three operations share a list.
 func TestInvoiceBatchOneRecordOneOperation(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, func(_ http.ResponseWriter, r *http.Request) (int, string) {
@@ -332,7 +332,8 @@ func TestInvoiceBatchOneRecordOneOperation(t *testing.T) {
 		return 200, invoiceList(false,
 			invoice("in_1", "op-1", "paid", nil), invoice("in_2", "op-2", "open", nil), invoice("in_9", "op-9", "paid", nil))
 	})
-	qs := []providers.Query{customerQuery("op-1", time.Hour), customerQuery("op-2", time.Hour), query("op-3", time.Hour), customerQuery("op-4", time.Hour)}
+	q2 := customerQuery("op-2", 3*time.Hour) // an older operation: the list reaches back to it
+	qs := []providers.Query{customerQuery("op-1", time.Hour), q2, query("op-3", time.Hour), customerQuery("op-4", time.Hour)}
 	answers, err := newLookup(t, f, invoices).(providers.BatchLookup).LookupBatch(t.Context(), qs)
 	if err != nil {
 		t.Fatal(err)
@@ -347,17 +348,26 @@ func TestInvoiceBatchOneRecordOneOperation(t *testing.T) {
 		}
 	}
 	var searches []string
-	lists := 0
+	var lists []request
 	for _, r := range f.requests() {
 		switch r.path {
 		case "/v1/invoices/search":
 			searches = append(searches, r.query.Get("query"))
 		case "/v1/invoices":
-			lists++
+			lists = append(lists, r)
 		}
 	}
-	if diff := cmp.Diff([]string{"metadata['op_key']:'op-3'"}, searches); diff != "" || lists != 3 {
-		t.Errorf("%d lists, searches (-want +got):\n%s; want 3 lists and one search for the operation without a customer", lists, diff)
+	if diff := cmp.Diff([]string{"metadata['op_key']:'op-3'"}, searches); diff != "" {
+		t.Errorf("searches (-want +got):\n%s; want one search, for the operation without a customer", diff)
+	}
+	if len(lists) != 1 {
+		t.Fatalf("%d lists; want one for the one customer of three operations", len(lists))
+	}
+	if got, want := lists[0].query.Get("created[gte]"), fmt.Sprint(q2.Since.Unix()); got != want {
+		t.Errorf("created[gte] %s, want %s: the earliest operation's window", got, want)
+	}
+	if got, want := lists[0].query.Get("created[lte]"), fmt.Sprint(qs[3].Until.Unix()); got < want {
+		t.Errorf("created[lte] %s, want at least %s: the latest operation's window", got, want)
 	}
 }
 

@@ -148,7 +148,7 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 		var objs []found
 		var err error
 		if object == ObjectInvoices && isCustomerID(q.Recipient) {
-			objs, err = a.listInvoices(ctx, q)
+			objs, err = a.listInvoices(ctx, q.Recipient, q.Since, q.Until)
 		} else {
 			objs, err = a.search(ctx, object, query, maxPages, "for one op_key")
 		}
