@@ -108,7 +108,9 @@
 // whose metadata holds the op_key kept: the list reads Stripe's records,
 // not its search index, so it does not lag. Any other operation's invoices
 // are searched (GET /v1/invoices/search, with the same query and batching
-// as above), and the search lags like the others.
+// as above), and the search lags like the others. In a batch each
+// customer's invoices are listed once, over the union of its operations'
+// windows.
 //
 // The payload is {"amount": <total>, "currency": "<currency>"}: total is
 // what the invoice bills, after discounts and tax, and does not change once
