@@ -83,7 +83,7 @@ func TestExampleConfigOptionalBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("example with every block enabled: %v", err)
 	}
-	for _, name := range []string{"stripe", "twilio", "postmark", "mailgun", "sendgrid", "mailer_db", "orders_api", "sim"} {
+	for _, name := range []string{"stripe", "stripe_invoices", "twilio", "postmark", "mailgun", "sendgrid", "mailer_db", "orders_api", "sim"} {
 		if cfg.Providers[name] == nil || cfg.Providers[name].Settings == nil {
 			t.Errorf("providers.%s not enabled by uncommenting", name)
 		}

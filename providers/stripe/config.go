@@ -16,6 +16,11 @@ import (
 const (
 	ObjectPaymentIntents = "payment_intents"
 	ObjectCharges        = "charges"
+	// ObjectInvoices is searched like the others, except for an operation
+	// whose recipient is a customer id (cus_…): then the customer's
+	// invoices are listed instead (GET /v1/invoices?customer=…), which is
+	// exact where the search lags.
+	ObjectInvoices = "invoices"
 )
 
 // Defaults applied by [Kind]'s NewSettings.
@@ -28,7 +33,7 @@ const (
 type Config struct {
 	// SecretKeyEnv names the environment variable holding the Stripe secret
 	// key (NAME_FILE, a file holding it, works too). A restricted key with
-	// read access to PaymentIntents and Charges is enough, and is all this
+	// read access to PaymentIntents, Charges and Invoices is enough, and is all this
 	// adapter should be given. Required; no default. Its presence is checked
 	// through SecretEnvs, with the other credentials.
 	SecretKeyEnv string `toml:"secret_key_env"`
@@ -41,7 +46,8 @@ type Config struct {
 	// '_', '-' or '.'. Default "op_key".
 	MetadataKey string `toml:"metadata_key"`
 	// Objects are the Stripe object types searched for an operation,
-	// "payment_intents" and/or "charges". Default ["payment_intents"].
+	// "payment_intents", "charges" and/or "invoices". Default
+	// ["payment_intents"].
 	Objects []string `toml:"objects"`
 	// MaxBatch is how many operations one search asks for, as OR-joined
 	// metadata clauses, 1 to [MaxClauses]. Default [MaxClauses].
@@ -90,7 +96,7 @@ func (c *Config) Validate() []error {
 	if c.MaxBatch < 0 || c.MaxBatch > MaxClauses {
 		errs = append(errs, fmt.Errorf("max_batch: must be between 1 and %d: Stripe's search takes at most %d clauses in a query", MaxClauses, MaxClauses))
 	}
-	allowed := []string{ObjectPaymentIntents, ObjectCharges}
+	allowed := []string{ObjectPaymentIntents, ObjectCharges, ObjectInvoices}
 	if len(c.Objects) == 0 {
 		errs = append(errs, fmt.Errorf("objects: at least one of %s", strings.Join(allowed, ", ")))
 	}

@@ -56,9 +56,10 @@ func TestConfigValidate(t *testing.T) {
 		{Desc: "metadata_key too long", Change: func(c *stripe.Config) { c.MetadataKey = strings.Repeat("k", 41) },
 			Want: []string{"metadata_key: must be 1-40 letters, digits, '_', '-' or '.'"}},
 		{Desc: "no objects", Change: func(c *stripe.Config) { c.Objects = nil },
-			Want: []string{"objects: at least one of payment_intents, charges"}},
-		{Desc: "unknown object", Change: func(c *stripe.Config) { c.Objects = []string{"payment_intents", "invoices"} },
-			Want: []string{`objects: unknown object type "invoices": one of payment_intents, charges`}},
+			Want: []string{"objects: at least one of payment_intents, charges, invoices"}},
+		{Desc: "unknown object", Change: func(c *stripe.Config) { c.Objects = []string{"payment_intents", "customers"} },
+			Want: []string{`objects: unknown object type "customers": one of payment_intents, charges, invoices`}},
+		{Desc: "invoices with the others", Change: func(c *stripe.Config) { c.Objects = []string{"payment_intents", "charges", "invoices"} }},
 		{Desc: "object twice", Change: func(c *stripe.Config) { c.Objects = []string{"charges", "charges"} },
 			Want: []string{`objects: "charges" is listed twice`}},
 	})

@@ -1,4 +1,5 @@
-// Package stripe looks up Stripe payments with Stripe's Search API, through
+// Package stripe looks up Stripe payments and invoices with Stripe's Search
+// and List APIs, through
 // the official SDK (github.com/stripe/stripe-go), and never creates
 // anything: its HTTP client refuses every request but GET
 // ([providers.ReadOnlyTransport]), and the SDK's own retries are off
@@ -93,11 +94,49 @@
 // is a misconfiguration, and the whole lookup a permanent error saying so
 // — never proof. A key with neither prefix is not checked.
 //
+// # Invoices
+//
+// With "invoices" in objects, the workflow stores the op_key in the
+// Invoice's metadata as above (Stripe allows 50 metadata keys, keys up to
+// 40 and values up to 500 characters). An operation whose ledger recipient
+// is a customer id (cus_…) is looked up in that customer's invoices,
+//
+//	GET /v1/invoices?customer=cus_…&created[gte]=<since>&created[lte]=<until>&limit=100
+//
+// every page followed (has_more, starting_after the last invoice, up to 10
+// pages; a next_page in a list is a malformed answer), and the invoice
+// whose metadata holds the op_key kept: the list reads Stripe's records,
+// not its search index, so it does not lag. Any other operation's invoices
+// are searched (GET /v1/invoices/search, with the same query and batching
+// as above), and the search lags like the others. In a batch each
+// customer's invoices are listed once, over the union of its operations'
+// windows.
+//
+// The payload is {"amount": <total>, "currency": "<currency>"}: total is
+// what the invoice bills, after discounts and tax, and does not change once
+// the invoice is issued (amount_due does, with the customer's balance).
+// The record's recipient is the invoice's customer (cus_…), else its
+// customer_email: a workflow should write the customer id as the ledger's
+// recipient, which also lets the exact list be used.
+//
+//	open, paid                                          the effect (issued; hash carried)
+//	draft                                               in flight: may still be finalized or deleted
+//	void                                                failed: the invoice was cancelled
+//	uncollectible                                       reversed: issued, then written off; it
+//	                                                    may still be paid or voided, so a
+//	                                                    person decides
+//
+// Stripe's documentation leaves open what a written-off invoice means to
+// the workflow that issued it; uncollectible is read the safe way, as a
+// ticket, never done. livemode is checked as for payments.
+//
 // # Search lag
 //
 // Stripe's search index lags behind writes: the kind's default
 // settle_window is ten minutes, during which sweeper asks again rather
-// than take zero matches for an answer.
+// than take zero matches for an answer. It applies to a block as a whole,
+// so an invoice list (which does not lag) waits the same window before its
+// zero matches are "not found": slower, never wrong.
 //
 // # Errors
 //
@@ -118,6 +157,6 @@
 //	kind = "stripe"
 //	secret_key_env = "STRIPE_RESTRICTED_KEY"  # required: a read-only restricted key
 //	metadata_key = "op_key"                   # default
-//	objects = ["payment_intents"]             # and/or "charges"
+//	objects = ["payment_intents"]             # and/or "charges", "invoices"
 //	max_batch = 10                            # default and most
 package stripe

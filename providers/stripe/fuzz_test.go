@@ -101,3 +101,68 @@ func FuzzSearchPage(f *testing.F) {
 		})
 	})
 }
+
+// FuzzInvoiceListPage: whatever Stripe answers with 200 to an invoice
+// list (GET /v1/invoices, the operation's recipient a customer id), the
+// adapter does not panic and sends nothing but GETs; it fails, or returns
+// records only when the body is a list (not a search result) with a data
+// array of objects, a boolean has_more and no next_page.
+func FuzzInvoiceListPage(f *testing.F) {
+	const opKey = "order-1234-invoice"
+	for _, seed := range []string{
+		invoiceList(false),
+		invoiceList(false, invoice("in_1", opKey, "paid", nil)),
+		invoiceList(false, invoice("in_1", opKey, "draft", nil), invoice("in_2", opKey, "void", nil), invoice("in_3", "ORDER-1234-INVOICE", "open", nil)),
+		invoiceList(true, invoice("in_1", opKey, "paid", nil)),
+		invoiceList(true),
+		invoiceList(false, invoice("in_1", opKey, "uncollectible", map[string]any{"customer": map[string]any{"id": "cus_Q1", "object": "customer"}})),
+		`{"object":"list","data":[],"has_more":false,"next_page":"p2"}`,
+		`{"object":"list","data":[{"object":"invoice","id":"in_1","total":"42"}],"has_more":false}`,
+		`{"object":"list","data":[{"object":"invoice","id":"in_1","status":"paid","metadata":{"op_key":"a","OP_KEY":"order-1234-invoice"}}],"has_more":false}`,
+		`{"object":"search_result","data":[],"has_more":false,"next_page":null}`,
+		`{"object":"list","data":null,"has_more":false}`,
+		`{"object":"list","data":[],"has_more":false,"DATA":[{"id":"in_1"}]}`,
+		`{}`, `null`, ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, page []byte) {
+		cfg := stripe.Kind.NewSettings().(*stripe.Config)
+		cfg.APIBase, cfg.SecretKeyEnv = "https://api.stripe.test", "STRIPE_KEY"
+		cfg.Objects = []string{stripe.ObjectInvoices}
+		var nonGET atomic.Int64
+		a, err := stripe.New("invoices", cfg, providertest.Env(providertest.FixedBody{Body: page, NonGET: &nonGET, Header: http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_fuzz"}}}, "STRIPE_KEY", testKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := customerQuery(opKey, time.Hour)
+		providertest.FuzzLookup(t, providertest.Fuzzed{
+			Adapter: a, Query: q, Writes: &nonGET, Hidden: []string{testKey, testRecipient}, Body: page,
+			Accept: func(t *testing.T, records []providers.Record) {
+				var top map[string]json.RawMessage
+				if json.Unmarshal(page, &top) != nil || top == nil {
+					t.Fatalf("body %q is not a JSON object, yet Lookup = %v, nil", page, records)
+				}
+				var object string
+				if json.Unmarshal(top["object"], &object) != nil || object != "list" {
+					t.Fatalf("body %q is not a list, yet Lookup = %v, nil", page, records)
+				}
+				if _, ok := top["next_page"]; ok {
+					t.Fatalf("body %q has a next_page, yet Lookup = %v, nil", page, records)
+				}
+				var data []map[string]any
+				if json.Unmarshal(top["data"], &data) != nil || data == nil {
+					t.Fatalf("body %q has no data array of objects, yet Lookup = %v, nil", page, records)
+				}
+				if len(records) > len(data) {
+					t.Errorf("%d records from %d objects", len(records), len(data))
+				}
+				for _, r := range records {
+					if r.ID == "" || strings.Contains(r.Excerpt, "@") {
+						t.Errorf("record %+v", r)
+					}
+				}
+			},
+		})
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/sweeper/sweeper/providers"
 )
@@ -60,6 +61,10 @@ func (c responseCheck) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("read response body: %w", err)
 	case len(body) > maxBody:
 		return nil, &badResponse{reason: fmt.Sprintf("body larger than %d bytes", maxBody)}
+	case resp.StatusCode == http.StatusOK && isList(req):
+		if err := checkListResult(body); err != nil {
+			return nil, err
+		}
 	case resp.StatusCode == http.StatusOK:
 		if err := checkSearchResult(body); err != nil {
 			return nil, err
@@ -73,7 +78,7 @@ func (c responseCheck) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// searchPage is a search result as responseCheck reads it.
+// searchPage is a search result, or a list, as responseCheck reads it.
 type searchPage struct {
 	Object   string            `json:"object"`
 	URL      string            `json:"url"`
@@ -96,6 +101,10 @@ type searchObject struct {
 	ReceiptEmail  *string           `json:"receipt_email"`
 	PaymentIntent json.RawMessage   `json:"payment_intent"` // likewise
 	Metadata      map[string]string `json:"metadata"`
+	// An invoice's amount and address (invoices.go).
+	Total         *int64  `json:"total"`
+	AmountDue     *int64  `json:"amount_due"`
+	CustomerEmail *string `json:"customer_email"`
 	// What the table of states reads (states.go).
 	Livemode         *bool           `json:"livemode"`
 	Captured         *bool           `json:"captured"`
@@ -118,37 +127,70 @@ type searchObject struct {
 // reads matched exactly: its struct decoding would also take "DATA" for
 // data or "ID" for id.
 func checkSearchResult(body []byte) error {
-	var page searchPage
-	if err := providers.DecodeJSON(body, &page); err != nil {
-		return &badResponse{reason: err.Error()}
-	}
-	if page.Object != "search_result" {
-		return &badResponse{reason: `object is not "search_result"`}
-	}
-	if page.Data == nil {
-		return &badResponse{reason: "no data array"}
-	}
-	for i, item := range page.Data {
-		if len(item) == 0 || item[0] != '{' {
-			return &badResponse{reason: fmt.Sprintf("data[%d] is not an object", i)}
-		}
-		var obj searchObject
-		if err := providers.DecodeJSON(item, &obj); err != nil {
-			return &badResponse{reason: fmt.Sprintf("data[%d]: %v", i, err)}
-		}
-		if len(obj.LatestCharge) > 0 && obj.LatestCharge[0] == '{' {
-			if err := providers.DecodeJSON(obj.LatestCharge, &searchObject{}); err != nil {
-				return &badResponse{reason: fmt.Sprintf("data[%d].latest_charge: %v", i, err)}
-			}
-		}
-	}
-	if page.HasMore == nil {
-		return &badResponse{reason: "has_more is not a boolean"}
+	page, err := checkPage(body, "search_result")
+	if err != nil {
+		return err
 	}
 	if *page.HasMore && (page.NextPage == nil || *page.NextPage == "") {
 		return &badResponse{reason: "has_more without a next_page"}
 	}
 	return nil
+}
+
+// isList reports whether req asks for a list (GET /v1/invoices) rather
+// than a search: the two answers have different shapes.
+func isList(req *http.Request) bool { return strings.HasSuffix(req.URL.Path, "/v1/invoices") }
+
+// checkListResult accepts what checkSearchResult accepts, but with
+// "object":"list" and no next_page: a list pages by starting_after, the
+// last object's id, and a next_page cursor in one is a signal the adapter
+// does not follow.
+func checkListResult(body []byte) error {
+	page, err := checkPage(body, "list")
+	if err != nil {
+		return err
+	}
+	var keys map[string]json.RawMessage
+	if err := providers.DecodeJSON(body, &keys); err != nil {
+		return &badResponse{reason: err.Error()}
+	}
+	if _, ok := keys["next_page"]; ok || page.NextPage != nil {
+		return &badResponse{reason: "a list with a next_page"}
+	}
+	return nil
+}
+
+// checkPage checks what a search result and a list share: object, a data
+// array of objects, a boolean has_more.
+func checkPage(body []byte, object string) (*searchPage, error) {
+	var page searchPage
+	if err := providers.DecodeJSON(body, &page); err != nil {
+		return nil, &badResponse{reason: err.Error()}
+	}
+	if page.Object != object {
+		return nil, &badResponse{reason: fmt.Sprintf("object is not %q", object)}
+	}
+	if page.Data == nil {
+		return nil, &badResponse{reason: "no data array"}
+	}
+	for i, item := range page.Data {
+		if len(item) == 0 || item[0] != '{' {
+			return nil, &badResponse{reason: fmt.Sprintf("data[%d] is not an object", i)}
+		}
+		var obj searchObject
+		if err := providers.DecodeJSON(item, &obj); err != nil {
+			return nil, &badResponse{reason: fmt.Sprintf("data[%d]: %v", i, err)}
+		}
+		if len(obj.LatestCharge) > 0 && obj.LatestCharge[0] == '{' {
+			if err := providers.DecodeJSON(obj.LatestCharge, &searchObject{}); err != nil {
+				return nil, &badResponse{reason: fmt.Sprintf("data[%d].latest_charge: %v", i, err)}
+			}
+		}
+	}
+	if page.HasMore == nil {
+		return nil, &badResponse{reason: "has_more is not a boolean"}
+	}
+	return &page, nil
 }
 
 // isStripeError reports whether body is Stripe's error shape,

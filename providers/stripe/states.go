@@ -35,6 +35,15 @@ func isAuthorisation(action string) bool { return authorisations[strings.ToLower
 //	(last_payment_error), canceled, a Charge failed    failed
 //	refunded in whole or in part, or disputed          reversed: a person decides
 //
+// An Invoice (statuses draft, open, paid, uncollectible, void) is the
+// effect once it is issued — finalized, open or paid; a draft is in
+// flight (it may still be finalized, or deleted); void is a failed
+// attempt (the invoice was cancelled and can never be paid); and
+// uncollectible is reversed: the invoice was issued, then written off,
+// and it may still be paid or voided, so a person decides rather than
+// sweeper (Stripe leaves open what a written-off invoice means to the
+// workflow that sent it; the safe reading is a ticket).
+//
 // A PaymentIntent's refunds and disputes are read on its latest charge,
 // which the search expands. status is what people see: Stripe's status,
 // or what reversed it ("refunded 500 of 1299", "disputed"). A status
@@ -70,6 +79,14 @@ func stateOf(f found, authorisation bool) (state providers.State, status string,
 		}
 	case "charge pending":
 		state = providers.StateInFlight
+	case "invoice open", "invoice paid":
+		return providers.StateEffect, status, nil
+	case "invoice draft":
+		return providers.StateInFlight, status, nil
+	case "invoice void":
+		return providers.StateFailed, "void (the invoice was cancelled)", nil
+	case "invoice uncollectible":
+		return providers.StateReversed, "uncollectible (issued, then written off)", nil
 	default:
 		return "", "", fmt.Errorf("status %q is none of a %s's", word(f.status, 32), f.object)
 	}

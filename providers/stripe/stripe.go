@@ -111,14 +111,14 @@ func (a *Adapter) Close() { a.client.CloseIdleConnections() }
 // found is one Stripe object a search returned, in the fields the adapter
 // uses, whatever its type.
 type found struct {
-	object        string // "payment_intent", "charge"
+	object        string // "payment_intent", "charge", "invoice"
 	id            string
 	created       int64
-	amount        int64
+	amount        int64 // an invoice's total
 	currency      string
 	status        string
 	customer      string
-	receiptEmail  string
+	receiptEmail  string // an invoice's customer_email
 	paymentIntent string // a charge's PaymentIntent
 	opKey         string // metadata[metadata_key], if the object carried it
 	hasOpKey      bool
@@ -145,7 +145,13 @@ func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Re
 	query := searchQuery(a.metadataKey, q.OpKey)
 	var all []found
 	for _, object := range a.objects {
-		objs, err := a.search(ctx, object, query, maxPages, "for one op_key")
+		var objs []found
+		var err error
+		if object == ObjectInvoices && isCustomerID(q.Recipient) {
+			objs, err = a.listInvoices(ctx, q.Recipient, q.Since, q.Until)
+		} else {
+			objs, err = a.search(ctx, object, query, maxPages, "for one op_key")
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -204,7 +210,7 @@ func (a *Adapter) search(ctx context.Context, object, query string, pages int, o
 		}
 		objs, meta, err := a.searchPage(ctx, object, query, next)
 		if err != nil {
-			return nil, a.lookupError(ctx, object, err)
+			return nil, a.lookupError(ctx, "search "+object, err)
 		}
 		all = append(all, objs...)
 		if !meta.HasMore {
@@ -297,6 +303,17 @@ func (a *Adapter) searchPage(ctx context.Context, object, query string, page *st
 			objs = append(objs, f)
 		}
 		return objs, res.SearchMeta, nil
+	case ObjectInvoices:
+		var res stripego.InvoiceSearchResult
+		params := &stripego.InvoiceSearchParams{SearchParams: search, Page: page}
+		if err := a.get("/v1/invoices/search", params, &res); err != nil {
+			return nil, stripego.SearchMeta{}, err
+		}
+		objs, err := a.invoicesFound(res.Data)
+		if err != nil {
+			return nil, stripego.SearchMeta{}, err
+		}
+		return objs, res.SearchMeta, nil
 	}
 	return nil, stripego.SearchMeta{}, providers.Permanent(fmt.Errorf("unknown object type %q", object))
 }
@@ -382,12 +399,13 @@ func searchQuery(key, opKey string) string {
 	return "metadata['" + key + "']:'" + escaped + "'"
 }
 
-// lookupError classifies an error from the SDK for one object type's search.
+// lookupError classifies an error from the SDK for one request (what:
+// "search payment_intents", "list invoices").
 // The SDK's own texts are not kept: they quote request URLs (with the
 // query) and response bodies; Stripe's error message is kept only as a
 // [providers.ProviderText].
-func (a *Adapter) lookupError(ctx context.Context, object string, err error) error {
-	prefix := fmt.Sprintf("%s: search %s", a.name, object)
+func (a *Adapter) lookupError(ctx context.Context, what string, err error) error {
+	prefix := fmt.Sprintf("%s: %s", a.name, what)
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", prefix, ctx.Err())
 	}

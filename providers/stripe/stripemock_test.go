@@ -40,10 +40,13 @@ func TestStripeMock(t *testing.T) {
 		}
 		return transport.RoundTrip(r)
 	})
-	newMockLookup := func(key string, transport http.RoundTripper) providers.Lookup {
+	newMockLookup := func(key string, transport http.RoundTripper, objects ...string) providers.Lookup {
 		cfg := stripe.Kind.NewSettings().(*stripe.Config)
 		cfg.APIBase, cfg.SecretKeyEnv = base, "STRIPE_KEY"
 		cfg.Objects = []string{"payment_intents", "charges"}
+		if objects != nil {
+			cfg.Objects = objects
+		}
 		if errs := cfg.Validate(); len(errs) > 0 {
 			t.Fatal(errs)
 		}
@@ -107,6 +110,32 @@ func TestStripeMock(t *testing.T) {
 		}
 	})
 
+	t.Run("invoice search results and invoice lists decode into records", func(t *testing.T) {
+		const opKey = "order-1234-invoice"
+		l := newMockLookup("sk_test_123", withOpKey(t, counting, opKey), stripe.ObjectInvoices)
+		searched := query(opKey, time.Hour)
+		listed := query(opKey, time.Hour)
+		listed.Recipient = "cus_mock1"
+		for _, q := range []providers.Query{searched, listed} {
+			records, err := lookup(t, l, q)
+			if err != nil {
+				t.Fatalf("recipient %s: Lookup against stripe-mock: %v", q.Recipient, err)
+			}
+			if len(records) == 0 {
+				t.Fatalf("recipient %s: stripe-mock's fixtures hold an invoice; the adapter returned none", q.Recipient)
+			}
+			for _, r := range records {
+				t.Logf("record: %+v", r)
+				if !strings.HasPrefix(r.ID, "in_") || r.CreatedAt.IsZero() || r.State == "" {
+					t.Errorf("record %+v is not an invoice's, dated, with a state", r)
+				}
+				if _, ok := r.Fields["amount"]; !ok {
+					t.Errorf("record %s has no amount: %v", r.ID, r.Fields)
+				}
+			}
+		}
+	})
+
 	t.Run("a rejected key is permanent and not echoed", func(t *testing.T) {
 		// stripe-mock quotes the Authorization header it rejects.
 		const key = "KIT-not-a-stripe-key-5u9er53cret"
@@ -134,7 +163,8 @@ func TestStripeMock(t *testing.T) {
 func withOpKey(t *testing.T, next http.RoundTripper, opKey string) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		resp, err := next.RoundTrip(r)
-		if err != nil || resp.StatusCode != http.StatusOK || !strings.HasSuffix(r.URL.Path, "/search") {
+		isPage := strings.HasSuffix(r.URL.Path, "/search") || strings.HasSuffix(r.URL.Path, "/v1/invoices")
+		if err != nil || resp.StatusCode != http.StatusOK || !isPage {
 			return resp, err
 		}
 		defer resp.Body.Close()
