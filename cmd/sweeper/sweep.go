@@ -71,7 +71,7 @@ func newSweepCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func printSummary(w io.Writer, sum app.Summary) {
+func printSummary(w io.Writer, sum app.PassCounts) {
 	if sum.DryRun {
 		fmt.Fprintln(w, "dry run: nothing was written")
 	}

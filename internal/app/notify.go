@@ -86,8 +86,9 @@ func (s *App) getenv(name string) string {
 	return ""
 }
 
-// Delivery is what [App.Deliver] did.
-type Delivery struct {
+// Delivered is what [App.Deliver] did (a receiver's attempt at one row is
+// notify.Delivery).
+type Delivered struct {
 	notify.Stats
 	// Left counts the outbox rows still pending when Deliver returned: the
 	// daemon, or `sweeper notify --once`, delivers them.
@@ -107,7 +108,7 @@ const deliverWait = 5 * time.Second
 // rate-limited are delivered once their Retry-After has passed, as long as
 // that is within deliverWait in all; what is still pending then is left,
 // and counted in Left. The error is the claim's or the count's.
-func (s *App) Deliver(ctx context.Context) (out Delivery, err error) {
+func (s *App) Deliver(ctx context.Context) (out Delivered, err error) {
 	ctx, end := s.pass(ctx, SpanDeliver)
 	defer func() {
 		end(err, attribute.Int("sweeper.deliver.sent", out.Sent), attribute.Int("sweeper.deliver.left", out.Left))
@@ -117,11 +118,11 @@ func (s *App) Deliver(ctx context.Context) (out Delivery, err error) {
 		d, err = s.SkippingDispatcher()
 	}
 	if err != nil {
-		return Delivery{}, err
+		return Delivered{}, err
 	}
 	others, err := s.OtherDispatchers()
 	if err != nil {
-		return Delivery{}, err
+		return Delivered{}, err
 	}
 	rows := outbox.NewStore(s.Pool)
 	deadline := time.Now().Add(deliverWait)

@@ -15,8 +15,8 @@ import (
 	"github.com/sweeper/sweeper/proof"
 )
 
-// Summary counts what one pass did.
-type Summary struct {
+// PassCounts counts what one pass did (a ticket's summary is review.Summary).
+type PassCounts struct {
 	Scanned int `json:"scanned"`
 	Done    int `json:"done"`
 	// Tickets counts the tickets opened, by reason.
@@ -56,7 +56,7 @@ type OnceOptions struct {
 	// DryRun looks up and decides, and writes nothing.
 	DryRun bool
 	// Decisions lists each decision a real pass applied in
-	// Summary.Decisions, as a dry run always does (sweep --once -v).
+	// PassCounts.Decisions, as a dry run always does (sweep --once -v).
 	Decisions bool
 	// Concurrency is how many operations are looked up at once; default
 	// river.max_workers.
@@ -80,7 +80,7 @@ const defaultMaxPaced = 30 * time.Second
 // operation a daemon claims after the pass read it may be asked twice —
 // lookups only read — and whichever settles it first wins, the other
 // finds nothing to do.
-func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (sum Summary, err error) {
+func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (sum PassCounts, err error) {
 	ctx, end := s.pass(ctx, SpanSweepOnce)
 	defer func() {
 		end(err, attribute.Bool("sweeper.dry_run", opts.DryRun), attribute.Int("sweeper.sweep.scanned", sum.Scanned),
@@ -92,7 +92,7 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (sum Summary, err
 	if concurrency <= 0 {
 		concurrency = s.Config.River.MaxWorkers
 	}
-	sum = Summary{Tickets: map[proof.Reason]int{}, DryRun: opts.DryRun}
+	sum = PassCounts{Tickets: map[proof.Reason]int{}, DryRun: opts.DryRun}
 	if opts.DryRun {
 		// A dry run writes nothing — not even a provider's health, which
 		// would pause (or resume) the lookups of every replica.
@@ -208,7 +208,7 @@ func inPool[T any](ctx context.Context, workers int, scan scanFunc[T], handle fu
 	return n, err
 }
 
-func countDecision(sum *Summary, d proof.Decision) {
+func countDecision(sum *PassCounts, d proof.Decision) {
 	if d.Done {
 		sum.Done++
 	} else {

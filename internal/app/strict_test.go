@@ -280,7 +280,7 @@ func TestDryRunAgreesWithTheRealPass(t *testing.T) {
 		for _, k := range []string{"twin-a", "twin-b", "twin-c"} {
 			b.claim(t, k, "fake", stale)
 		}
-		count := func(sum app.Summary) map[string]int {
+		count := func(sum app.PassCounts) map[string]int {
 			got := map[string]int{"done": sum.Done}
 			for r, n := range sum.Tickets {
 				got[string(r)] = n

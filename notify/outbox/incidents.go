@@ -19,8 +19,10 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 )
 
-// Incident is a provider's outage as sweeper.incidents records it.
-type Incident struct {
+// IncidentRow is a provider's outage as its row in sweeper.incidents holds
+// it; message.Incident is the same outage as its messages show it, with
+// the backlog's counts.
+type IncidentRow struct {
 	ID        int64
 	Provider  string
 	StartedAt time.Time
@@ -37,8 +39,8 @@ type Incident struct {
 }
 
 // Incident returns incident id.
-func (s *Store) Incident(ctx context.Context, id int64) (Incident, error) {
-	in := Incident{ID: id}
+func (s *Store) Incident(ctx context.Context, id int64) (IncidentRow, error) {
+	in := IncidentRow{ID: id}
 	var ended *time.Time
 	var movedAfter float64
 	err := s.db.QueryRow(ctx, `SELECT provider, started_at, ended_at, waiting,
@@ -46,10 +48,10 @@ func (s *Store) Incident(ctx context.Context, id int64) (Incident, error) {
 		FROM sweeper.incidents WHERE id = $1`, id).
 		Scan(&in.Provider, &in.StartedAt, &ended, &in.Waiting, &in.MovedToReview, &movedAfter)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Incident{}, fmt.Errorf("incident %d not found", id)
+		return IncidentRow{}, fmt.Errorf("incident %d not found", id)
 	}
 	if err != nil {
-		return Incident{}, fmt.Errorf("read incident %d: %w", id, err)
+		return IncidentRow{}, fmt.Errorf("read incident %d: %w", id, err)
 	}
 	if ended != nil {
 		in.EndedAt = *ended
