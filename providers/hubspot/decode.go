@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/sweeper/sweeper/providers"
@@ -44,7 +46,8 @@ func onlyKeys(data []byte, allowed ...string) (map[string]json.RawMessage, error
 	if m == nil {
 		return nil, errors.New("not an object")
 	}
-	for k := range m {
+	// In order, so that one body always gives one error.
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !contains(allowed, k) {
 			return nil, fmt.Errorf("unknown key %s", strconv.QuoteToASCII(word(k)))
 		}
