@@ -201,13 +201,6 @@ func (f *fakeHubSpot) read(w http.ResponseWriter, r *http.Request) {
 	errorAnswer(w, http.StatusNotFound, "OBJECT_NOT_FOUND")
 }
 
-// add puts a record in the account.
-func (f *fakeHubSpot) add(r crmRecord) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.recs = append(f.recs, r)
-}
-
 // contact is a contact created by the operation opKey.
 func contact(id, key string) crmRecord {
 	return crmRecord{ID: id, Props: map[string]string{"op_key": key, "email": recipient, "firstname": "Ada"}, Created: firstAttempt.Add(2 * time.Second)}
