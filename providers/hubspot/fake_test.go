@@ -138,7 +138,7 @@ func (f *fakeHubSpot) search(w http.ResponseWriter, r *http.Request) {
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || len(req.FilterGroups) != 1 || len(req.FilterGroups[0].Filters) != 1 ||
+	if err := dec.Decode(&req); err != nil || len(req.FilterGroups) < 1 || len(req.FilterGroups) > 5 ||
 		req.Limit < 1 || req.Limit > 100 {
 		errorAnswer(w, http.StatusBadRequest, "VALIDATION_ERROR")
 		return
@@ -147,16 +147,22 @@ func (f *fakeHubSpot) search(w http.ResponseWriter, r *http.Request) {
 		w.Write(f.Page(req.After)) //nolint:errcheck // a test's answer
 		return
 	}
-	flt := req.FilterGroups[0].Filters[0]
-	if flt.Operator != "EQ" {
-		errorAnswer(w, http.StatusBadRequest, "VALIDATION_ERROR")
-		return
+	// Groups are OR-joined; each holds one EQ filter here.
+	for _, g := range req.FilterGroups {
+		if len(g.Filters) != 1 || g.Filters[0].Operator != "EQ" {
+			errorAnswer(w, http.StatusBadRequest, "VALIDATION_ERROR")
+			return
+		}
 	}
 	f.mu.Lock()
 	var hits []crmRecord
 	for _, rec := range f.recs {
-		v, ok := rec.Props[flt.PropertyName]
-		match := ok && (v == flt.Value || f.Loose && strings.EqualFold(v, flt.Value))
+		match := false
+		for _, g := range req.FilterGroups {
+			flt := g.Filters[0]
+			v, ok := rec.Props[flt.PropertyName]
+			match = match || ok && (v == flt.Value || f.Loose && strings.EqualFold(v, flt.Value))
+		}
 		if match && int(n) > rec.VisibleAfter && (!rec.Archived || f.ShowArchived) {
 			hits = append(hits, rec)
 		}

@@ -227,20 +227,30 @@ type filter struct {
 }
 
 // search reads every page of the CRM search for records whose property
-// equals opKey, following paging.next.after, and keeps those holding it
-// exactly.
+// equals opKey and keeps those holding it exactly.
 func (a *Adapter) search(ctx context.Context, opKey string) ([]providers.Record, error) {
-	sr := searchRequest{
-		FilterGroups: []filterGroup{{Filters: []filter{{PropertyName: a.property, Operator: "EQ", Value: opKey}}}},
-		Properties:   a.properties(),
-		Limit:        pageSize,
+	objs, err := a.searchObjects(ctx, []string{opKey})
+	if err != nil {
+		return nil, err
 	}
-	var records []providers.Record
+	return a.recordsFor(opKey, objs)
+}
+
+// searchObjects reads every page of one CRM search for the records whose
+// property equals any of keys — one filter group, one EQ filter, per key
+// (groups are OR-joined) — following paging.next.after. At most
+// maxPages pages per key are read; more is a permanent error.
+func (a *Adapter) searchObjects(ctx context.Context, keys []string) ([]object, error) {
+	sr := searchRequest{Properties: a.properties(), Limit: pageSize}
+	for _, k := range keys {
+		sr.FilterGroups = append(sr.FilterGroups, filterGroup{Filters: []filter{{PropertyName: a.property, Operator: "EQ", Value: k}}})
+	}
+	var all []object
 	seen := map[string]bool{}
-	read := 0
+	pages := maxPages * len(keys)
 	for page := 0; ; page++ {
-		if page == maxPages {
-			return nil, providers.Permanent(fmt.Errorf("%s: more than %d pages of %s hold one op_key, too many to settle automatically", a.name, maxPages, a.object))
+		if page == pages {
+			return nil, providers.Permanent(fmt.Errorf("%s: more than %d pages of %s for %d op_keys, too many to settle automatically", a.name, pages, a.object, len(keys)))
 		}
 		p, err := a.searchPage(ctx, sr)
 		if err != nil {
@@ -249,22 +259,12 @@ func (a *Adapter) search(ctx context.Context, opKey string) ([]providers.Record,
 		if p.Total > maxSearch {
 			return nil, providers.Permanent(fmt.Errorf("%s: %d %s match; HubSpot's search serves at most %d, too many to settle automatically", a.name, p.Total, a.object, maxSearch))
 		}
-		for i, obj := range p.Results {
-			if v := obj.Properties[a.property]; v == nil || *v != opKey {
-				continue // not the operation's: HubSpot's EQ is no proof
-			}
-			rec, err := a.record(obj)
-			if err != nil {
-				return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: page %d, result %d: %w", a.name, page, i, err))
-			}
-			records = append(records, rec)
-		}
-		read += len(p.Results)
+		all = append(all, p.Results...)
 		if p.Next == "" {
-			if read != p.Total {
-				return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: total is %d but the pages held %d results", a.name, p.Total, read))
+			if len(all) != p.Total {
+				return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: total is %d but the pages held %d results", a.name, p.Total, len(all)))
 			}
-			break
+			return all, nil
 		}
 		if seen[p.Next] || p.Next == sr.After {
 			return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: paging.next.after repeats a cursor", a.name))
@@ -272,8 +272,24 @@ func (a *Adapter) search(ctx context.Context, opKey string) ([]providers.Record,
 		seen[p.Next] = true
 		sr.After = p.Next
 	}
-	// A record on two pages (the index moved) is one record; two
-	// different records under one id are no answer.
+}
+
+// recordsFor makes the records of the operation opKey from the records a
+// search found: only those whose property holds opKey exactly (HubSpot's
+// EQ is no proof). A record on two pages (the index moved) is one record;
+// two different records under one id are no answer.
+func (a *Adapter) recordsFor(opKey string, objs []object) ([]providers.Record, error) {
+	var records []providers.Record
+	for i, obj := range objs {
+		if v := obj.Properties[a.property]; v == nil || *v != opKey {
+			continue
+		}
+		rec, err := a.record(obj)
+		if err != nil {
+			return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: result %d: %w", a.name, i, err))
+		}
+		records = append(records, rec)
+	}
 	records, err := providers.MergeDuplicates(records)
 	if err != nil {
 		return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: %w", a.name, err))
