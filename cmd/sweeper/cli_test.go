@@ -78,12 +78,13 @@ func TestExampleConfigOptionalBlocks(t *testing.T) {
 	environ := withExampleChoices(map[string]string{
 		"STRIPE_RESTRICTED_KEY": "rk_test_x", "TWILIO_ACCOUNT_SID": "AC123", "TWILIO_AUTH_TOKEN": "t",
 		"MAILER_DB_DSN": "postgres://127.0.0.1/mailer", "POSTMARK_SERVER_TOKEN": "pm", "MAILGUN_API_KEY": "key-x", "SENDGRID_API_KEY": "SG.x",
+		"HUBSPOT_ACCESS_TOKEN": "pat-na1-x",
 	})
 	cfg, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] })
 	if err != nil {
 		t.Fatalf("example with every block enabled: %v", err)
 	}
-	for _, name := range []string{"stripe", "stripe_invoices", "twilio", "postmark", "mailgun", "sendgrid", "mailer_db", "orders_api", "sim"} {
+	for _, name := range []string{"stripe", "stripe_invoices", "twilio", "postmark", "mailgun", "sendgrid", "hubspot", "mailer_db", "orders_api", "sim"} {
 		if cfg.Providers[name] == nil || cfg.Providers[name].Settings == nil {
 			t.Errorf("providers.%s not enabled by uncommenting", name)
 		}
@@ -221,7 +222,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{desc: "broken config", args: []string{"check-config", "--config", "../../config/testdata/bad/many_problems.toml"}, wantCode: exitUsage,
 			wantErr: "5 problem(s):\n  providers.sim.colour: unknown key\n  sweep.batch_size: must be between 1 and 10000\n"},
 		{desc: "migrate with broken config", args: []string{"migrate", "--config", "../../config/testdata/bad/unknown_kind.toml"}, wantCode: exitUsage,
-			wantErr: `providers.mail.kind: unknown kind "smtp": one of sim, http, stripe, twilio, postmark, mailgun, sendgrid, postgres`},
+			wantErr: `providers.mail.kind: unknown kind "smtp": one of sim, http, stripe, twilio, postmark, mailgun, sendgrid, postgres, hubspot`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
