@@ -77,15 +77,15 @@ func (e ev) resource() map[string]any {
 	}
 	r := map[string]any{
 		"kind": "calendar#event", "etag": `"3181161784712000"`, "id": e.ID, "status": status,
-		"htmlLink": "https://www.google.com/calendar/event?eid=" + e.ID,
-		"created":  e.Created.UTC().Format("2006-01-02T15:04:05.000Z"),
-		"updated":  e.Created.UTC().Add(time.Second).Format("2006-01-02T15:04:05.000Z"),
-		"summary":  e.Summary,
-		"creator":  map[string]any{"email": clientEmail},
+		"htmlLink":  "https://www.google.com/calendar/event?eid=" + e.ID,
+		"created":   e.Created.UTC().Format("2006-01-02T15:04:05.000Z"),
+		"updated":   e.Created.UTC().Add(time.Second).Format("2006-01-02T15:04:05.000Z"),
+		"summary":   e.Summary,
+		"creator":   map[string]any{"email": clientEmail},
 		"organizer": map[string]any{"email": calendarID, "displayName": "Bookings", "self": true},
-		"start":    map[string]any{"dateTime": "2026-12-10T10:00:00+01:00", "timeZone": "Europe/Paris"},
-		"end":      map[string]any{"dateTime": "2026-12-10T10:30:00+01:00", "timeZone": "Europe/Paris"},
-		"iCalUID":  e.ID + "@google.com", "sequence": 0, "eventType": "default",
+		"start":     map[string]any{"dateTime": "2026-12-10T10:00:00+01:00", "timeZone": "Europe/Paris"},
+		"end":       map[string]any{"dateTime": "2026-12-10T10:30:00+01:00", "timeZone": "Europe/Paris"},
+		"iCalUID":   e.ID + "@google.com", "sequence": 0, "eventType": "default",
 		"reminders": map[string]any{"useDefault": true},
 	}
 	if e.StartDate != "" {
@@ -127,15 +127,15 @@ func listPage(next string, events ...ev) []byte {
 // serves pages of perPage events (empty pages first when emptyPages is
 // set), and accepts only the access tokens it issued and has not revoked.
 type calendar struct {
-	t         *testing.T
-	mu        sync.Mutex
-	events    []ev
-	perPage   int
-	emptyPage int // empty pages, each with a nextPageToken, before the first event
-	expiresIn int // the issued tokens' expires_in; default 3600
-	tokenFail int // the token endpoint's status, 0: it issues
-	revoked   map[string]bool
-	issued    int
+	t            *testing.T
+	mu           sync.Mutex
+	events       []ev
+	perPage      int
+	emptyPage    int // empty pages, each with a nextPageToken, before the first event
+	expiresIn    int // the issued tokens' expires_in; default 3600
+	tokenFail    int // the token endpoint's status, 0: it issues
+	revoked      map[string]bool
+	issued       int
 	ignoreFilter bool // return every event whatever the filter (the filter is no proof)
 
 	writes     atomic.Int64 // requests but GET and POST /token
