@@ -6,6 +6,7 @@ package kinds
 
 import (
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/gcal"
 	"github.com/sweeper/sweeper/providers/httplookup"
 	"github.com/sweeper/sweeper/providers/mailgun"
 	"github.com/sweeper/sweeper/providers/postgres"
@@ -27,5 +28,6 @@ func All() []providers.Kind {
 		mailgun.Kind,
 		sendgrid.Kind,
 		postgres.Kind,
+		gcal.Kind,
 	}
 }
