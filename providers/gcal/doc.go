@@ -66,6 +66,14 @@
 // invalid_grant, a disabled account) is permanent — a misconfiguration.
 // The calendar must be shared with the service account's client_email.
 //
+// # Errors
+//
+// 429, and 403 with the reason userRateLimitExceeded, rateLimitExceeded or
+// quotaExceeded (Google Calendar's usage limits), are rate limited, for
+// Retry-After's delay or a minute; any other 403, and 404 for the calendar,
+// are permanent (the calendar is not shared with the account, or the id is
+// wrong); 5xx is transient. Errors name Google's reason, never its message.
+//
 // # Namespace
 //
 // The calendar: GET /calendar/v3/calendars/{calendar_id} at start, so a

@@ -1,6 +1,7 @@
 package gcal
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -406,6 +408,11 @@ func (a *Adapter) get(ctx context.Context, path string, params url.Values, notFo
 			}
 			return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", a.name, a.base.Host, err))
 		}
+		if resp.StatusCode == http.StatusForbidden {
+			if err := rateLimited403(a.name, resp); err != nil {
+				return nil, err
+			}
+		}
 		body, err := answer.Read(ctx, resp)
 		switch {
 		case errors.Is(err, errNoEvent):
@@ -427,6 +434,28 @@ var (
 	errUnauthorized = errors.New("HTTP 401")
 	errNoEvent      = errors.New("no such event")
 )
+
+// rateLimitReasons are the reasons with which Google Calendar answers 403
+// for a rate or usage limit (its "Handle API errors" guide), to be retried
+// later, unlike any other 403.
+var rateLimitReasons = map[string]bool{"userRateLimitExceeded": true, "rateLimitExceeded": true, "quotaExceeded": true}
+
+// rateLimited403 reads a 403's body and returns a rate-limited error for a
+// usage limit — for Retry-After's delay, or a minute, the window of
+// Google's quotas — else puts the body back for [providers.HTTPAnswer].
+func rateLimited403(name string, resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if reason := strings.Trim(googleError(body), " ()"); rateLimitReasons[reason] {
+		wait, ok := providers.ParseRetryAfter(resp.Header.Get("Retry-After"))
+		if !ok || wait <= 0 {
+			wait = time.Minute
+		}
+		return providers.RateLimited(wait, fmt.Errorf("%s: HTTP 403 (%s)", name, reason))
+	}
+	return nil
+}
 
 // googleError names the reason of a Google API error body
 // ({"error":{"errors":[{"reason":"notFound"}],"code":404,...}}), and

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sweeper/sweeper/providers"
 )
@@ -108,6 +109,35 @@ func TestTokenMalformed(t *testing.T) {
 		srv.Close()
 		if err == nil || !strings.Contains(err.Error(), "malformed") {
 			t.Errorf("%s: %v; want malformed", body, err)
+		}
+	}
+}
+
+// TestRateLimit403: Google Calendar says "rate limited" with 403 and a
+// usageLimits reason as well as 429: rate limited, Retry-After's delay or
+// a minute (its quotas are per minute); another 403 stays permanent.
+func TestRateLimit403(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		reason, retryAfter string
+		want               providers.Class
+		delay              time.Duration
+	}{
+		{"userRateLimitExceeded", "", providers.ClassRateLimited, time.Minute},
+		{"rateLimitExceeded", "12", providers.ClassRateLimited, 12 * time.Second},
+		{"quotaExceeded", "", providers.ClassRateLimited, time.Minute},
+		{"forbiddenForServiceAccounts", "", providers.ClassPermanent, 0},
+		{"forbidden", "", providers.ClassPermanent, 0},
+	} {
+		srv := tokenAndAPI(t, func(w http.ResponseWriter, _ *http.Request) {
+			if tc.retryAfter != "" {
+				w.Header().Set("Retry-After", tc.retryAfter)
+			}
+			googleErr(w, http.StatusForbidden, tc.reason)
+		})
+		_, err := adapter(t, srv).Lookup(context.Background(), query("op-1"))
+		if class, delay := providers.Classify(err); class != tc.want || delay != tc.delay {
+			t.Errorf("403 %s: %s %s (%v); want %s %s", tc.reason, class, delay, err, tc.want, tc.delay)
 		}
 	}
 }
