@@ -193,8 +193,14 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 			if e.Kind != "calendar#event" || e.ID != id {
 				return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: not the event asked for", a.name))
 			}
-			// The id is the op_key's: the event is the operation's,
-			// whatever its properties say.
+			// The id is the op_key's: the event is the operation's, even
+			// without the property — but one naming another op_key
+			// contradicts it, and is no answer.
+			if e.ExtendedProperties != nil {
+				if v, ok := e.ExtendedProperties.Private[a.propertyKey]; ok && v != q.OpKey {
+					return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: the event under the op_key's id carries another op_key", a.name))
+				}
+			}
 			rec, err := a.record(e, q, true)
 			if err != nil {
 				return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: event: %w", a.name, err))

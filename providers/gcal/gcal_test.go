@@ -273,3 +273,14 @@ func TestNoWrites(t *testing.T) {
 		t.Errorf("%d writes, %d token exchanges; want 0 and 4", c.writes.Load(), c.tokenPosts.Load())
 	}
 }
+
+// TestEventIDContradicted: an event under the op_key's id whose private
+// property names another op_key is no answer, never a record of either.
+func TestEventIDContradicted(t *testing.T) {
+	t.Parallel()
+	_, srv := newCalendar(t, ev{ID: gcal.EventID("op-1"), OpKey: "op-2", Summary: "s", Created: t0})
+	records, err := adapter(t, srv, func(c *gcal.Config) { c.EventIDFromOpKey = true }).Lookup(context.Background(), query("op-1"))
+	if err == nil || !strings.Contains(err.Error(), "malformed") {
+		t.Fatalf("Lookup = %+v, %v; want a malformed answer", records, err)
+	}
+}
