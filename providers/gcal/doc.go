@@ -33,7 +33,9 @@
 //
 //	GET {api_base}/calendar/v3/calendars/{calendar_id}/events/{EventID(op_key)}
 //
-// (404 or 410: no such event), then always
+// (404 or 410: no such event; found, it is the operation's even without
+// the property, but one naming another op_key is a malformed answer), then
+// always
 //
 //	GET {api_base}/calendar/v3/calendars/{calendar_id}/events
 //	    ?privateExtendedProperty=<property_key>=<op_key>&showDeleted=true&maxResults=250
