@@ -79,6 +79,7 @@ func TestExampleConfigOptionalBlocks(t *testing.T) {
 		"STRIPE_RESTRICTED_KEY": "rk_test_x", "TWILIO_ACCOUNT_SID": "AC123", "TWILIO_AUTH_TOKEN": "t",
 		"MAILER_DB_DSN": "postgres://127.0.0.1/mailer", "POSTMARK_SERVER_TOKEN": "pm", "MAILGUN_API_KEY": "key-x", "SENDGRID_API_KEY": "SG.x",
 		"HUBSPOT_ACCESS_TOKEN": "pat-na1-x",
+		"GCAL_SERVICE_ACCOUNT_KEY": `{"type":"service_account"}`,
 	})
 	cfg, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] })
 	if err != nil {
@@ -88,6 +89,9 @@ func TestExampleConfigOptionalBlocks(t *testing.T) {
 		if cfg.Providers[name] == nil || cfg.Providers[name].Settings == nil {
 			t.Errorf("providers.%s not enabled by uncommenting", name)
 		}
+	}
+	if cfg.Providers["google_calendar"] == nil || cfg.Providers["google_calendar"].Settings == nil {
+		t.Error("providers.google_calendar not enabled by uncommenting")
 	}
 }
 

@@ -6,6 +6,7 @@ package kinds
 
 import (
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/gcal"
 	"github.com/sweeper/sweeper/providers/httplookup"
 	"github.com/sweeper/sweeper/providers/hubspot"
 	"github.com/sweeper/sweeper/providers/mailgun"
@@ -29,5 +30,6 @@ func All() []providers.Kind {
 		sendgrid.Kind,
 		postgres.Kind,
 		hubspot.Kind,
+		gcal.Kind,
 	}
 }
