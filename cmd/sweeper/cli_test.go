@@ -78,7 +78,7 @@ func TestExampleConfigOptionalBlocks(t *testing.T) {
 	environ := withExampleChoices(map[string]string{
 		"STRIPE_RESTRICTED_KEY": "rk_test_x", "TWILIO_ACCOUNT_SID": "AC123", "TWILIO_AUTH_TOKEN": "t",
 		"MAILER_DB_DSN": "postgres://127.0.0.1/mailer", "POSTMARK_SERVER_TOKEN": "pm", "MAILGUN_API_KEY": "key-x", "SENDGRID_API_KEY": "SG.x",
-		"HUBSPOT_ACCESS_TOKEN": "pat-na1-x",
+		"HUBSPOT_ACCESS_TOKEN":     "pat-na1-x",
 		"GCAL_SERVICE_ACCOUNT_KEY": `{"type":"service_account"}`,
 	})
 	cfg, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] })
