@@ -20,7 +20,7 @@ func claimIn(t *testing.T, db ledger.DB, provider, key string) ledger.Operation 
 	t.Helper()
 	a := attempt(key)
 	a.Provider = provider
-	c, err := ledger.NewStore(db).Claim(context.Background(), a)
+	c, err := ledger.NewStore(db, ledger.Native()).Claim(context.Background(), a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func claimIn(t *testing.T, db ledger.DB, provider, key string) ledger.Operation 
 // setNamespaces records namespaces, failing the test on an error.
 func setNamespaces(t *testing.T, db ledger.DB, namespaces map[string]string) {
 	t.Helper()
-	if _, err := ledger.NewStore(db).SetRecordNamespaces(context.Background(), namespaces); err != nil {
+	if _, err := ledger.NewStore(db, ledger.Native()).SetRecordNamespaces(context.Background(), namespaces); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -45,7 +45,7 @@ func TestOneRecordOneOperationPerAccount(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
-	store := ledger.NewStore(tx)
+	store := ledger.NewStore(tx, ledger.Native())
 	setNamespaces(t, tx, map[string]string{"sms": "twilio:AC1", "sms_alerts": "twilio:AC1", "sms_eu": "twilio:AC2", "mailer": "mailer"})
 	held := claimIn(t, tx, "sms", "ns-held")
 	other := claimIn(t, tx, "sms_alerts", "ns-other")
@@ -76,7 +76,7 @@ func TestOneRecordOneOperationPerAccount(t *testing.T) {
 	if _, err := store.Confirm(ctx, other.OpKey, "SM1"); !errors.As(err, &heldErr) || heldErr.Holder != held.OpKey {
 		t.Errorf("Confirm(sms_alerts, SM1) = %v; want a *RecordHeldError naming %s", err, held.OpKey)
 	}
-	moved, err := ledger.NewStore(tx).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(other, "SM1")})
+	moved, err := ledger.NewStore(tx, ledger.Native()).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(other, "SM1")})
 	if err != nil || moved[0] {
 		t.Errorf("MoveToDone(sms_alerts, SM1) = %v, %v; want not moved", moved, err)
 	}
@@ -98,7 +98,7 @@ func TestOneRecordOneOperationPerAccount(t *testing.T) {
 	if _, err := store.Confirm(ctx, elsewhere.OpKey, "SM1"); err != nil {
 		t.Errorf("Confirm(sms_eu, SM1): %v; want done: another account", err)
 	}
-	if moved, err := ledger.NewStore(tx).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(own, "SM1")}); err != nil || !moved[0] {
+	if moved, err := ledger.NewStore(tx, ledger.Native()).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(own, "SM1")}); err != nil || !moved[0] {
 		t.Errorf("MoveToDone(mailer, SM1) = %v, %v; want moved: its own namespace", moved, err)
 	}
 }
@@ -112,7 +112,7 @@ func TestMoveToDoneOneRecordTwoBlocks(t *testing.T) {
 	setNamespaces(t, tx, map[string]string{"sms": "twilio:AC1", "sms_alerts": "twilio:AC1"})
 	a := claimIn(t, tx, "sms", "two-a")
 	b := claimIn(t, tx, "sms_alerts", "two-b")
-	moved, err := ledger.NewStore(tx).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(a, "SM1"), ledger.DoneItemOf(b, "SM1")})
+	moved, err := ledger.NewStore(tx, ledger.Native()).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(a, "SM1"), ledger.DoneItemOf(b, "SM1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +141,11 @@ func TestHTTPNamespaces(t *testing.T) {
 			setNamespaces(t, tx, tc.namespaces)
 			a := claimIn(t, tx, "billing", "h-a")
 			b := claimIn(t, tx, "invoices", "h-b")
-			moved, err := ledger.NewStore(tx).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(a, "inv_1")})
+			moved, err := ledger.NewStore(tx, ledger.Native()).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(a, "inv_1")})
 			if err != nil || !moved[0] {
 				t.Fatalf("first = %v, %v; want moved", moved, err)
 			}
-			moved, err = ledger.NewStore(tx).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(b, "inv_1")})
+			moved, err = ledger.NewStore(tx, ledger.Native()).MoveToDone(ctx, []ledger.DoneItem{ledger.DoneItemOf(b, "inv_1")})
 			if err != nil || moved[0] != tc.wantSecond {
 				t.Errorf("second = %v, %v; want moved %v", moved, err, tc.wantSecond)
 			}
@@ -160,7 +160,7 @@ func TestLookalikesAcrossBlocks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
-	store := ledger.NewStore(tx)
+	store := ledger.NewStore(tx, ledger.Native())
 	setNamespaces(t, tx, map[string]string{"sms": "twilio:AC1", "sms_alerts": "twilio:AC1", "sms_eu": "twilio:AC2"})
 	asking := claimIn(t, tx, "sms", "look-asking")
 	twin := claimIn(t, tx, "sms_alerts", "look-twin")
@@ -185,7 +185,7 @@ func TestSetRecordNamespaces(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
-	store := ledger.NewStore(tx)
+	store := ledger.NewStore(tx, ledger.Native())
 	changes, err := store.SetRecordNamespaces(ctx, map[string]string{"sms": "twilio:AC1", "pay": "stripe:acct_1", "web": "web"})
 	if err != nil {
 		t.Fatal(err)

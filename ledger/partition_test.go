@@ -77,7 +77,7 @@ func TestMonthPartitionedLedger(t *testing.T) {
 		t.Fatalf("the stale rows lie in %d partitions (%v), want at least 2", months, err)
 	}
 
-	store := ledger.NewStore(pool)
+	store := ledger.NewStore(pool, ledger.Native())
 	var seen []ledger.Operation
 	var cursor ledger.StaleCursor
 	for {

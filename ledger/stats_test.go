@@ -27,7 +27,7 @@ func TestStats(t *testing.T) {
 		       ('t-2', 'wf', 'Mailer', 'send', repeat('a', 64), now() - interval '3 hours')`); err != nil {
 		t.Fatal(err)
 	}
-	store := ledger.NewStore(pool)
+	store := ledger.NewStore(pool, ledger.Native())
 	if _, err := store.Reject(ctx, "m-2"); err != nil {
 		t.Fatal(err)
 	}

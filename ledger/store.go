@@ -30,12 +30,19 @@ type Store struct {
 	t  *Table
 }
 
-// NewStore returns a Store of [NativeTable] over db. A daemon whose
-// configuration adopts a table of its own uses [Table.Store].
-func NewStore(db DB) *Store { return native.Store(db) }
+// NewStore returns a Store of table t over db. t is required — [Native]
+// for sweeper's own table, the configuration's otherwise: there is no
+// default table to fall back to. A nil t panics here rather than on the
+// first statement.
+func NewStore(db DB, t *Table) *Store {
+	if t == nil {
+		panic("ledger.NewStore: nil table (pass ledger.Native() or the configured table)")
+	}
+	return &Store{db: db, t: t}
+}
 
-// Store returns a Store of t over db.
-func (t *Table) Store(db DB) *Store { return &Store{db: db, t: t} }
+// Store returns a Store of t over db: [NewStore](db, t).
+func (t *Table) Store(db DB) *Store { return NewStore(db, t) }
 
 // Table is the table s reads and writes.
 func (s *Store) Table() *Table { return s.t }

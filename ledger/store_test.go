@@ -192,7 +192,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("first claim owns the attempt", func(t *testing.T) {
 		t.Parallel()
-		store := ledger.NewStore(dbtest.Tx(t))
+		store := ledger.NewStore(dbtest.Tx(t), ledger.Native())
 		claim, err := store.Claim(ctx, attempt("c-1"))
 		if err != nil {
 			t.Fatal(err)
@@ -213,7 +213,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("same key, same content: not owned, existing row returned", func(t *testing.T) {
 		t.Parallel()
-		store := ledger.NewStore(dbtest.Tx(t))
+		store := ledger.NewStore(dbtest.Tx(t), ledger.Native())
 		first, err := store.Claim(ctx, attempt("c-2"))
 		if err != nil {
 			t.Fatal(err)
@@ -232,7 +232,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("same key, different payload: conflict", func(t *testing.T) {
 		t.Parallel()
-		store := ledger.NewStore(dbtest.Tx(t))
+		store := ledger.NewStore(dbtest.Tx(t), ledger.Native())
 		if _, err := store.Claim(ctx, attempt("c-3")); err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("same key, other recipient and provider: conflict names both", func(t *testing.T) {
 		t.Parallel()
-		store := ledger.NewStore(dbtest.Tx(t))
+		store := ledger.NewStore(dbtest.Tx(t), ledger.Native())
 		if _, err := store.Claim(ctx, attempt("c-4")); err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +272,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("invalid attempts are refused before the database", func(t *testing.T) {
 		t.Parallel()
-		store := ledger.NewStore(dbtest.Tx(t))
+		store := ledger.NewStore(dbtest.Tx(t), ledger.Native())
 		for _, tc := range []struct {
 			desc   string
 			modify func(*ledger.Attempt)
@@ -304,7 +304,7 @@ func TestClaim(t *testing.T) {
 func TestClaimConcurrent(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t)
-	store := ledger.NewStore(pool)
+	store := ledger.NewStore(pool, ledger.Native())
 	const n = 20
 	for round := range 5 {
 		key := fmt.Sprintf("race-%d", round)
@@ -348,7 +348,7 @@ func TestConfirmAndReject(t *testing.T) {
 
 	t.Run("confirm pending", func(t *testing.T) {
 		t.Parallel()
-		store := ledger.NewStore(dbtest.Tx(t))
+		store := ledger.NewStore(dbtest.Tx(t), ledger.Native())
 		if _, err := store.Claim(ctx, attempt("cf-1")); err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +380,7 @@ func TestConfirmAndReject(t *testing.T) {
 
 	t.Run("reject pending, then confirm fails", func(t *testing.T) {
 		t.Parallel()
-		store := ledger.NewStore(dbtest.Tx(t))
+		store := ledger.NewStore(dbtest.Tx(t), ledger.Native())
 		if _, err := store.Claim(ctx, attempt("rj-1")); err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +400,7 @@ func TestConfirmAndReject(t *testing.T) {
 		t.Parallel()
 		tx := dbtest.Tx(t)
 		insertWithStatus(t, tx, "rv-1", ledger.StatusReview, "")
-		_, err := ledger.NewStore(tx).Confirm(ctx, "rv-1", "msg_1")
+		_, err := ledger.NewStore(tx, ledger.Native()).Confirm(ctx, "rv-1", "msg_1")
 		var stateErr *ledger.StateError
 		if !errors.As(err, &stateErr) || stateErr.Got != ledger.StatusReview || stateErr.Want != ledger.StatusPending {
 			t.Errorf("err = %v", err)
@@ -409,7 +409,7 @@ func TestConfirmAndReject(t *testing.T) {
 
 	t.Run("unknown key", func(t *testing.T) {
 		t.Parallel()
-		store := ledger.NewStore(dbtest.Tx(t))
+		store := ledger.NewStore(dbtest.Tx(t), ledger.Native())
 		if _, err := store.Confirm(ctx, "nope", "msg_1"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Errorf("confirm: %v", err)
 		}
@@ -420,7 +420,7 @@ func TestConfirmAndReject(t *testing.T) {
 
 	t.Run("confirm needs a record id", func(t *testing.T) {
 		t.Parallel()
-		store := ledger.NewStore(dbtest.Tx(t))
+		store := ledger.NewStore(dbtest.Tx(t), ledger.Native())
 		if _, err := store.Claim(ctx, attempt("cf-2")); err != nil {
 			t.Fatal(err)
 		}
@@ -453,7 +453,7 @@ func TestStalePendingPagination(t *testing.T) {
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM ledger.operations WHERE status = 'pending' AND provider = 'mailer' AND op_key <> 'fresh'`).Scan(&want); err != nil {
 		t.Fatal(err)
 	}
-	store := ledger.NewStore(tx)
+	store := ledger.NewStore(tx, ledger.Native())
 	seen := map[string]bool{}
 	var cursor ledger.StaleCursor
 	pages := 0
@@ -569,7 +569,7 @@ func TestStalePendingOddTimestamps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops, err := ledger.NewStore(tx).StalePending(ctx, "mailer", time.Now(), ledger.StaleCursor{}, 10)
+	ops, err := ledger.NewStore(tx, ledger.Native()).StalePending(ctx, "mailer", time.Now(), ledger.StaleCursor{}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +582,7 @@ func TestStalePendingOddTimestamps(t *testing.T) {
 	}
 	// Rows dated in the future never age into that scan: this one finds
 	// them, whatever their provider.
-	future, err := ledger.NewStore(tx).FutureDated(ctx, time.Now().Add(ledger.MaxClockSkew), ledger.StaleCursor{}, 10)
+	future, err := ledger.NewStore(tx, ledger.Native()).FutureDated(ctx, time.Now().Add(ledger.MaxClockSkew), ledger.StaleCursor{}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +618,7 @@ func TestConfirmRecordHeld(t *testing.T) {
 			// op_keys, or the unique op_key makes them wait on each other.
 			second := "second-" + tc.holderKey
 			tx := dbtest.Tx(t)
-			store := ledger.NewStore(tx)
+			store := ledger.NewStore(tx, ledger.Native())
 			holder := attempt(tc.holderKey)
 			holder.Provider = tc.holderProv
 			if _, err := store.Claim(ctx, holder); err != nil {
@@ -661,7 +661,7 @@ func TestConfirmRecordHeld(t *testing.T) {
 func TestConfirmRecordHeldConcurrently(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t)
-	store := ledger.NewStore(pool)
+	store := ledger.NewStore(pool, ledger.Native())
 	ctx := context.Background()
 	for round := range 5 {
 		keys := []string{fmt.Sprintf("race-a-%d", round), fmt.Sprintf("race-b-%d", round)}
@@ -713,11 +713,11 @@ func TestCompareAndSetRecordHeld(t *testing.T) {
 	tx := dbtest.Tx(t)
 	insertWithStatus(t, tx, "cas-holder", ledger.StatusDone, "msg_cas")
 	insertWithStatus(t, tx, "cas-second", ledger.StatusPending, "")
-	op, err := ledger.NewStore(tx).Get(ctx, "cas-second")
+	op, err := ledger.NewStore(tx, ledger.Native()).Get(ctx, "cas-second")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ledger.NewStore(tx).CompareAndSet(ctx, op.ID, ledger.StatusPending, ledger.StatusDone, "msg_cas")
+	_, err = ledger.NewStore(tx, ledger.Native()).CompareAndSet(ctx, op.ID, ledger.StatusPending, ledger.StatusDone, "msg_cas")
 	if !errors.Is(err, ledger.ErrRecordHeld) || !strings.Contains(err.Error(), "msg_cas") {
 		t.Errorf("err = %v, want ErrRecordHeld naming the record", err)
 	}
@@ -745,7 +745,7 @@ func TestStoreMapsGuards(t *testing.T) {
 			t.Parallel()
 			tx := dbtest.Tx(t)
 			insertWithStatus(t, tx, "map", tc.from, "")
-			store := ledger.NewStore(tx)
+			store := ledger.NewStore(tx, ledger.Native())
 			op, err := store.Get(ctx, "map")
 			if err != nil {
 				t.Fatal(err)
@@ -765,7 +765,7 @@ func TestHoldersOf(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
-	store := ledger.NewStore(tx)
+	store := ledger.NewStore(tx, ledger.Native())
 	insertWithStatus(t, tx, "h-held", ledger.StatusDone, "msg_held")
 	insertWithStatus(t, tx, "h-self", ledger.StatusDone, "msg_self")
 	insertWithStatus(t, tx, "h-asking", ledger.StatusPending, "")

@@ -21,7 +21,7 @@ func claimOps(t *testing.T, db ledger.DB, prefix string, n int) []ledger.Operati
 	t.Helper()
 	ops := make([]ledger.Operation, n)
 	for i := range ops {
-		c, err := ledger.NewStore(db).Claim(context.Background(), attempt(fmt.Sprintf("%s-%d", prefix, i)))
+		c, err := ledger.NewStore(db, ledger.Native()).Claim(context.Background(), attempt(fmt.Sprintf("%s-%d", prefix, i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +36,7 @@ func TestMoveToDone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
-	store := ledger.NewStore(tx)
+	store := ledger.NewStore(tx, ledger.Native())
 	ops := claimOps(t, tx, "sd", 8)
 	if _, err := store.Confirm(ctx, ops[1].OpKey, "rec_by_workflow"); err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestMoveToDone(t *testing.T) {
 		ledger.DoneItemOf(ops[0], "rec_0"),      // the same item again: the row moves once
 		ledger.DoneItemOf(ops[7], "rec_x"),      // ops[7] again, with a free record: wins
 	}
-	moved, err := ledger.NewStore(tx).MoveToDone(ctx, items)
+	moved, err := ledger.NewStore(tx, ledger.Native()).MoveToDone(ctx, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestMoveToDone(t *testing.T) {
 	if got, _ := store.GetByID(ctx, ops[7].ID); !moved[8] || got.Status != ledger.StatusDone || got.ProviderRecordID != "rec_x" {
 		t.Errorf("ops[7] is %s with %q, moved=%v; want done with its free record rec_x", got.Status, got.ProviderRecordID, moved[8])
 	}
-	if moved, err := ledger.NewStore(tx).MoveToDone(ctx, nil); err != nil || len(moved) != 0 {
+	if moved, err := ledger.NewStore(tx, ledger.Native()).MoveToDone(ctx, nil); err != nil || len(moved) != 0 {
 		t.Errorf("MoveToDone(nil) = %v, %v; want nothing", moved, err)
 	}
 }
@@ -119,7 +119,7 @@ func TestMoveToDoneConcurrentBatches(t *testing.T) {
 				<-start
 				errs[b] = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 					var err error
-					moved[b], err = ledger.NewStore(tx).MoveToDone(ctx, batches[b])
+					moved[b], err = ledger.NewStore(tx, ledger.Native()).MoveToDone(ctx, batches[b])
 					return err
 				})
 			})
@@ -155,14 +155,14 @@ func TestMoveToReview(t *testing.T) {
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
 	ops := claimOps(t, tx, "mr", 3)
-	if _, err := ledger.NewStore(tx).Confirm(ctx, ops[1].OpKey, "rec_1"); err != nil {
+	if _, err := ledger.NewStore(tx, ledger.Native()).Confirm(ctx, ops[1].OpKey, "rec_1"); err != nil {
 		t.Fatal(err)
 	}
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.NewStore(sp).MoveToReview(ctx, []int64{ops[0].ID}); err == nil {
+	if _, err := ledger.NewStore(sp, ledger.Native()).MoveToReview(ctx, []int64{ops[0].ID}); err == nil {
 		t.Error("MoveToReview without the writer's declaration succeeded")
 	}
 	if err := sp.Rollback(ctx); err != nil {
@@ -171,7 +171,7 @@ func TestMoveToReview(t *testing.T) {
 	if err := ledger.DeclareSweeperWriter(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
-	moved, err := ledger.NewStore(tx).MoveToReview(ctx, []int64{ops[0].ID, ops[1].ID, ops[2].ID, ops[0].ID})
+	moved, err := ledger.NewStore(tx, ledger.Native()).MoveToReview(ctx, []int64{ops[0].ID, ops[1].ID, ops[2].ID, ops[0].ID})
 	if err != nil {
 		t.Fatal(err)
 	}

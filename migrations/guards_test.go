@@ -303,8 +303,8 @@ func TestGuardsLetSweeperWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	ops := ledger.NewStore(pool)
-	store := review.NewStore(pool, review.Policy{DefaultOwner: "U0OWNER", Window: time.Hour, Priority: "normal"})
+	ops := ledger.NewStore(pool, ledger.Native())
+	store := review.NewStore(pool, ledger.Native(), review.Policy{DefaultOwner: "U0OWNER", Window: time.Hour, Priority: "normal"})
 	now := time.Now().UTC().Truncate(time.Microsecond)
 
 	apply := func(key string, records ...providers.Record) review.Applied {

@@ -17,7 +17,7 @@ import (
 // claim records a pending operation the way a workflow does.
 func claim(t *testing.T, db ledger.DB, key, workflow, provider string) ledger.Operation {
 	t.Helper()
-	c, err := ledger.NewStore(db).Claim(context.Background(), ledger.Attempt{
+	c, err := ledger.NewStore(db, ledger.Native()).Claim(context.Background(), ledger.Attempt{
 		OpKey: key, Workflow: workflow, Provider: provider, Action: "send_email",
 		Recipient: "jane.doe@example.com", Payload: json.RawMessage(`{"template":"welcome","to":"jane.doe@example.com"}`),
 	})
@@ -39,7 +39,7 @@ func TestProveBatchIsProve(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
-	store := ledger.NewStore(tx)
+	store := ledger.NewStore(tx, ledger.Native())
 	// claim gives every operation one recipient and payload: what makes
 	// two of a resemblance provider look alike.
 	claimAt := func(key, provider string) ledger.Operation {
@@ -88,7 +88,7 @@ func TestProveBatchIsProve(t *testing.T) {
 		{Op: lookalike, Outcome: record(lookalike, resemblance, "rec_sms_twin")},
 		{Op: holder, Outcome: record(holder, keyed, "rec_taken")},
 	}
-	got, err := proof.ProveBatch(ctx, ledger.NewStore(tx), proofs)
+	got, err := proof.ProveBatch(ctx, ledger.NewStore(tx, ledger.Native()), proofs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestProveBatchIsProve(t *testing.T) {
 		t.Fatalf("%d decisions for %d proofs", len(got), len(proofs))
 	}
 	for i, p := range proofs {
-		want, err := proof.Prove(ctx, ledger.NewStore(tx), p.Op, p.Outcome)
+		want, err := proof.Prove(ctx, ledger.NewStore(tx, ledger.Native()), p.Op, p.Outcome)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestLookalikeCheckReadsTheEffectsDate(t *testing.T) {
 			State: providers.StateFailed, Status: "undelivered"},
 		{ID: "SM_sent", CreatedAt: op.FirstAttemptAt.Add(time.Second), Recipient: op.Recipient, PayloadHash: op.PayloadHash},
 	})
-	d, err := proof.Prove(ctx, ledger.NewStore(tx), op, out)
+	d, err := proof.Prove(ctx, ledger.NewStore(tx, ledger.Native()), op, out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,13 +37,13 @@ func claimN(t *testing.T, store *ledger.Store, prefix string, n int) []ledger.Op
 func TestApplyBatchIsolatesAFailingItem(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t)
-	ops := claimN(t, ledger.NewStore(pool), "iso", 3)
+	ops := claimN(t, ledger.NewStore(pool, ledger.Native()), "iso", 3)
 	items := []review.Item{
 		{Op: ops[0], Decision: proof.Decision{Done: true, ProviderRecordID: "rec_0"}, Now: time.Now()},
 		{Op: ops[1], Decision: proof.Decision{Reason: "no_such_reason"}, Now: time.Now()}, // violates tickets_reason_check
 		{Op: ops[2], Decision: proof.Decision{Reason: proof.ReasonNotFound}, Evidence: proof.Evidence{OpKey: ops[2].OpKey}, Now: time.Now()},
 	}
-	results, err := review.NewStore(pool, batchPolicy).ApplyBatch(context.Background(), items)
+	results, err := review.NewStore(pool, ledger.Native(), batchPolicy).ApplyBatch(context.Background(), items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +66,9 @@ func TestApplyBatchIsolatesAFailingItem(t *testing.T) {
 func TestApplyBatchesClaimingOneRecord(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t)
-	store := review.NewStore(pool, batchPolicy)
+	store := review.NewStore(pool, ledger.Native(), batchPolicy)
 	for round := range 10 {
-		ops := claimN(t, ledger.NewStore(pool), fmt.Sprintf("claim%d", round), 4)
+		ops := claimN(t, ledger.NewStore(pool, ledger.Native()), fmt.Sprintf("claim%d", round), 4)
 		record := fmt.Sprintf("rec_both_%d", round)
 		batch := func(a, b ledger.Operation) []review.Item {
 			return []review.Item{

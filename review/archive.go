@@ -105,7 +105,7 @@ func (a *Archive) Delete(ctx context.Context, ids []int64) (int64, error) {
 
 // ArchivedIn returns the file an archived ticket was written to, or "" when
 // ticket id was never archived.
-func (r *Reader) ArchivedIn(ctx context.Context, id int64) (string, error) {
+func (r *Tickets) ArchivedIn(ctx context.Context, id int64) (string, error) {
 	var file string
 	err := r.db.QueryRow(ctx, `SELECT file FROM sweeper.ticket_archives WHERE ticket_id = $1`, id).Scan(&file)
 	if err == pgx.ErrNoRows {

@@ -17,7 +17,7 @@ import (
 // setNamespaces records which account each block reaches.
 func setNamespaces(t *testing.T, db ledger.DB, namespaces map[string]string) {
 	t.Helper()
-	if _, err := ledger.NewStore(db).SetRecordNamespaces(context.Background(), namespaces); err != nil {
+	if _, err := ledger.NewStore(db, ledger.Native()).SetRecordNamespaces(context.Background(), namespaces); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -30,7 +30,7 @@ func proveOne(t *testing.T, db ledger.DB, op ledger.Operation, m providers.Match
 	out := proof.Answered(q, []providers.Record{{
 		ID: id, CreatedAt: op.FirstAttemptAt.Add(time.Second), Recipient: op.Recipient, PayloadHash: op.PayloadHash,
 	}})
-	ds, err := proof.ProveBatch(context.Background(), ledger.NewStore(db), []proof.Case{{Op: op, Outcome: out}})
+	ds, err := proof.ProveBatch(context.Background(), ledger.NewStore(db, ledger.Native()), []proof.Case{{Op: op, Outcome: out}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,11 +26,11 @@ const (
 	SortUnacknowledged = "unacknowledged"
 )
 
-// QueueSorts lists the orders [Reader.Queue] accepts.
+// QueueSorts lists the orders [Tickets.Queue] accepts.
 var QueueSorts = []string{SortDeadline, SortAge, SortPriority, SortUnacknowledged}
 
-// QueueFilter selects tickets for [Reader.Queue], [Reader.QueueCounts] and
-// [Reader.QueueIDs]. Its zero value is every open ticket, nearest deadline
+// QueueFilter selects tickets for [Tickets.Queue], [Tickets.QueueCounts] and
+// [Tickets.QueueIDs]. Its zero value is every open ticket, nearest deadline
 // first.
 type QueueFilter struct {
 	// Resolved lists resolved tickets, the most recently resolved first,
@@ -101,7 +101,7 @@ type QueuePage struct {
 	Next string
 }
 
-// ErrBadCursor: [QueueFilter.After] is not a position [Reader.Queue]
+// ErrBadCursor: [QueueFilter.After] is not a position [Tickets.Queue]
 // gave, or is one of another order.
 var ErrBadCursor = errors.New("not a queue position")
 
@@ -255,7 +255,7 @@ const queueColumns = `id, op_key, reason, owner, priority, escalation_level, sta
 //
 // Errors: [ErrInvalidRequest] for an unknown sort, [ErrBadCursor] for a
 // position it did not give.
-func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (QueuePage, error) {
+func (r *Tickets) Queue(ctx context.Context, f QueueFilter, now time.Time) (QueuePage, error) {
 	order, err := orderOf(f)
 	if err != nil {
 		return QueuePage{}, err
@@ -364,7 +364,7 @@ func (r *Reader) Queue(ctx context.Context, f QueueFilter, now time.Time) (Queue
 // position returns the position of the ticket at index at (from 0) of f's
 // order — where, args its conditions, rank its rank's SQL — or false when
 // there are fewer tickets.
-func (r *Reader) position(ctx context.Context, f QueueFilter, order queueOrder, where string, args []any, rank string, at int) (cursor, bool, error) {
+func (r *Tickets) position(ctx context.Context, f QueueFilter, order queueOrder, where string, args []any, rank string, at int) (cursor, bool, error) {
 	key := "deadline"
 	switch {
 	case f.Resolved:
@@ -389,7 +389,7 @@ func (r *Reader) position(ctx context.Context, f QueueFilter, order queueOrder, 
 // max of them, and how many f selects in all: "every ticket that matches
 // this filter", for a bulk action confirmed with the count. f.After is
 // ignored.
-func (r *Reader) QueueIDs(ctx context.Context, f QueueFilter, now time.Time, max int) ([]int64, int, error) {
+func (r *Tickets) QueueIDs(ctx context.Context, f QueueFilter, now time.Time, max int) ([]int64, int, error) {
 	order, err := orderOf(f)
 	if err != nil {
 		return nil, 0, err
@@ -424,7 +424,7 @@ type QueueCount struct {
 // provider, reason, owner, workflow, escalation level — in one statement,
 // the most frequent value first within a facet, and returns the total.
 // A facet f already filters on counts its one value.
-func (r *Reader) QueueCounts(ctx context.Context, f QueueFilter, now time.Time) ([]QueueCount, int, error) {
+func (r *Tickets) QueueCounts(ctx context.Context, f QueueFilter, now time.Time) ([]QueueCount, int, error) {
 	where, args := queueWhere(f, nil, now)
 	rows, err := r.db.Query(ctx, `SELECT CASE
 			WHEN GROUPING(p) = 0 THEN 'provider' WHEN GROUPING(reason) = 0 THEN 'reason'

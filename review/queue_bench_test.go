@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -70,7 +71,7 @@ func BenchmarkQueue(b *testing.B) {
 	}
 	b.Logf("seeded %d tickets in %s", benchTickets, time.Since(start).Round(time.Millisecond))
 
-	r := review.NewReader(pool)
+	r := review.NewReader(pool, ledger.Native())
 	now := time.Now()
 	deep, err := r.Queue(ctx, review.QueueFilter{Limit: 500}, now)
 	if err != nil {

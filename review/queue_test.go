@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -49,7 +50,7 @@ func queueIDs(page review.QueuePage) []int64 {
 func TestQueueFilters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := review.NewReader(b.tx)
+	r := review.NewReader(b.tx, ledger.Native())
 	mail := queueTicket(t, b, "q-mail", "onboarding", "mailer", false)  // owner U0WORKFLOW
 	sms := queueTicket(t, b, "q-sms", "billing", "sms", true)           // owner U0SMS, multiple_matches
 	other := queueTicket(t, b, "q-other", "billing", "pushy", false)    // owner U0DEFAULT
@@ -154,7 +155,7 @@ func TestQueuePagesStayCorrectWhileTicketsResolve(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback(context.Background()) //nolint:errcheck
-			store, r := review.NewStore(tx, testPolicy), review.NewReader(tx)
+			store, r := review.NewStore(tx, ledger.Native(), testPolicy), review.NewReader(tx, ledger.Native())
 			f := review.QueueFilter{Sort: sort, Limit: 5}
 			full, err := r.Queue(b.ctx, review.QueueFilter{Sort: sort, Limit: 500}, time.Now())
 			if err != nil {

@@ -57,34 +57,46 @@ type Summary struct {
 // ErrEventNotFound: no audit event has the given id.
 var ErrEventNotFound = errors.New("ticket event not found")
 
-// Reader is the [TicketReader] over a database, and the counts of open
-// tickets that `sweeper providers` and the state gauges show.
+// Tickets reads tickets and their events, and nothing of the ledger: it
+// has no method that could read an operation, so it needs no ledger table.
+// [Reader] adds the reads that join the tickets to their operations.
+type Tickets struct {
+	db ledger.DB
+}
+
+// NewTickets returns a ticket-only reader over db: a pool, or a
+// transaction to read in.
+func NewTickets(db ledger.DB) *Tickets { return &Tickets{db: db} }
+
+// Reader is the [TicketReader] over a database: [Tickets], and the counts
+// of open tickets by provider that `sweeper providers` and the state
+// gauges show, which join the tickets to their operations in one ledger
+// table.
 type Reader struct {
-	db     ledger.DB
+	*Tickets
 	ledger *ledger.Table
 }
 
 var _ TicketReader = (*Reader)(nil)
 
-// NewReader returns a Reader over db: a pool, or a transaction to read in.
-// Its counts by provider join the tickets to [ledger.NativeTable]'s
-// operations; [Reader.ForTable] names another table.
-func NewReader(db ledger.DB) *Reader { return &Reader{db: db, ledger: ledger.Native()} }
-
-// ForTable returns a copy of r that reads operations from t.
-func (r *Reader) ForTable(t *ledger.Table) *Reader {
-	c := *r
-	c.ledger = t
-	return &c
+// NewReader returns a Reader over db (a pool, or a transaction to read in)
+// whose counts by provider join the tickets to the operations of table t.
+// t is required: [ledger.Native] for sweeper's own table; nil panics.
+func NewReader(db ledger.DB, t *ledger.Table) *Reader {
+	if t == nil {
+		panic("review.NewReader: nil ledger table (pass ledger.Native() or the configured table)")
+	}
+	return &Reader{Tickets: NewTickets(db), ledger: t}
 }
 
-// Ticket implements [TicketReader].
-func (r *Reader) Ticket(ctx context.Context, id int64) (Ticket, error) {
+// Ticket returns ticket id as it is now, or [ErrTicketNotFound]
+// ([TicketReader.Ticket]).
+func (r *Tickets) Ticket(ctx context.Context, id int64) (Ticket, error) {
 	return getTicket(ctx, r.db, id)
 }
 
-// Event implements [TicketReader].
-func (r *Reader) Event(ctx context.Context, id int64) (Event, error) {
+// Event returns audit event id, or [ErrEventNotFound] ([TicketReader.Event]).
+func (r *Tickets) Event(ctx context.Context, id int64) (Event, error) {
 	rows, err := r.db.Query(ctx, `SELECT id, ticket_id, kind, actor, at, details
 		FROM sweeper.ticket_events WHERE id = $1`, id)
 	if err != nil {
@@ -100,8 +112,8 @@ func (r *Reader) Event(ctx context.Context, id int64) (Event, error) {
 	return e, nil
 }
 
-// Summaries implements [TicketReader].
-func (r *Reader) Summaries(ctx context.Context, ids []int64) ([]Summary, error) {
+// Summaries is [TicketReader.Summaries].
+func (r *Tickets) Summaries(ctx context.Context, ids []int64) ([]Summary, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -118,8 +130,8 @@ func (r *Reader) Summaries(ctx context.Context, ids []int64) ([]Summary, error) 
 	return list, nil
 }
 
-// OpenIDs implements [TicketReader].
-func (r *Reader) OpenIDs(ctx context.Context, provider string, reason proof.Reason) ([]int64, error) {
+// OpenIDs is [TicketReader.OpenIDs].
+func (r *Tickets) OpenIDs(ctx context.Context, provider string, reason proof.Reason) ([]int64, error) {
 	rows, err := r.db.Query(ctx, `SELECT id FROM sweeper.tickets
 		WHERE state = 'open' AND evidence->>'provider' = $1 AND reason = $2 ORDER BY id`, provider, reason)
 	if err != nil {
@@ -173,7 +185,7 @@ type OpenCount struct {
 
 // OpenCounts counts the open tickets by reason and age bucket (see
 // [OpenCount]); a bucket without tickets is left out.
-func (r *Reader) OpenCounts(ctx context.Context) ([]OpenCount, error) {
+func (r *Tickets) OpenCounts(ctx context.Context) ([]OpenCount, error) {
 	rows, err := r.db.Query(ctx, `SELECT reason, CASE
 			WHEN now() - created_at < interval '1 hour' THEN '<1h'
 			WHEN now() - created_at < interval '1 day' THEN '1h-1d'
@@ -192,7 +204,7 @@ func (r *Reader) OpenCounts(ctx context.Context) ([]OpenCount, error) {
 
 // Labels are what a silence's matchers read of a ticket: its provider,
 // workflow, reason, owner and escalation level. Count is how many open
-// tickets share them, in [Reader.OpenLabels].
+// tickets share them, in [Tickets.OpenLabels].
 type Labels struct {
 	Provider        string `json:"provider"`
 	Workflow        string `json:"workflow"`
@@ -211,7 +223,7 @@ func LabelsOf(t Ticket) Labels {
 }
 
 // OpenLabels counts the open tickets by their [Labels].
-func (r *Reader) OpenLabels(ctx context.Context) ([]Labels, error) {
+func (r *Tickets) OpenLabels(ctx context.Context) ([]Labels, error) {
 	rows, err := r.db.Query(ctx, `SELECT coalesce(evidence->>'provider', ''), coalesce(evidence->>'workflow', ''),
 			reason, owner, escalation_level::text, count(*)
 		FROM sweeper.tickets WHERE state = 'open' GROUP BY 1, 2, 3, 4, 5`)

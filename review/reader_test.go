@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
 )
@@ -21,7 +22,7 @@ import (
 func TestReader(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := review.NewReader(b.tx)
+	r := review.NewReader(b.tx, ledger.Native())
 	a := openTicket(t, b.store, b.tx, "reader-a", threeRecords)
 	c := openTicket(t, b.store, b.tx, "reader-c", threeRecords)
 
@@ -85,7 +86,7 @@ func TestReader(t *testing.T) {
 func TestOpenIDs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := review.NewReader(b.tx)
+	r := review.NewReader(b.tx, ledger.Native())
 	a := openTicket(t, b.store, b.tx, "open-a", threeRecords)
 	c := openTicket(t, b.store, b.tx, "open-c", threeRecords)
 	failed := openTicket(t, b.store, b.tx, "open-failed", proof.Failed("HTTP 503"))
@@ -145,7 +146,7 @@ func TestOpenCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	store := review.NewStore(pool, testPolicy)
+	store := review.NewStore(pool, ledger.Native(), testPolicy)
 	openTicket(t, store, pool, "count-a", threeRecords)
 	openTicket(t, store, pool, "count-b", threeRecords)
 	openTicket(t, store, pool, "count-c", proof.Failed("HTTP 503"))
@@ -168,7 +169,7 @@ func TestOpenCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := review.NewReader(pool)
+	r := review.NewReader(pool, ledger.Native())
 	for _, tc := range []struct {
 		provider string
 		reason   proof.Reason

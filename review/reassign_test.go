@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -19,7 +20,7 @@ func TestReassign(t *testing.T) {
 	// the test transaction of setup would carry the writer declaration of
 	// the Apply that opened the ticket.
 	pool := dbtest.NewPool(t)
-	b := &testBundle{ctx: context.Background(), store: review.NewStore(pool, testPolicy)}
+	b := &testBundle{ctx: context.Background(), store: review.NewStore(pool, ledger.Native(), testPolicy)}
 	tk := openTicket(t, b.store, pool, "reassign", proof.Answered(providers.Query{}, nil))
 
 	moved, err := b.store.Reassign(b.ctx, tk.ID, " U0BOB ", "slack:U0LEAD", tk.Version)
@@ -69,7 +70,7 @@ func TestReassign(t *testing.T) {
 func TestAddNote(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t) // each call a transaction of its own
-	b := &testBundle{ctx: context.Background(), store: review.NewStore(pool, testPolicy)}
+	b := &testBundle{ctx: context.Background(), store: review.NewStore(pool, ledger.Native(), testPolicy)}
 	tk := openTicket(t, b.store, pool, "note", proof.Answered(providers.Query{}, nil))
 
 	got, err := b.store.AddNote(b.ctx, tk.ID, "slack:U0LEAD", " called the customer ")
@@ -124,7 +125,7 @@ func TestReassignOnlyToSomeoneKnown(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t)
 	ctx := context.Background()
-	store := review.NewStore(pool, testPolicy).WithAssignees(review.NewAssignees(true, []string{"U0BOB", "U0LEAD"}))
+	store := review.NewStore(pool, ledger.Native(), testPolicy).WithAssignees(review.NewAssignees(true, []string{"U0BOB", "U0LEAD"}))
 	tk := openTicket(t, store, pool, "reassign-known", proof.Answered(providers.Query{}, nil))
 	for _, to := range []string{"ben@example.com", "<svg/onload=alert(4)>", "U0NOBODY1", "u0bob"} {
 		if _, err := store.Reassign(ctx, tk.ID, to, "slack:U0LEAD", 0); !errors.Is(err, review.ErrInvalidRequest) || !strings.Contains(err.Error(), "owner: ") {

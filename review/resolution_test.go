@@ -398,7 +398,7 @@ func TestResolveConcurrent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	store := review.NewStore(pool, testPolicy)
+	store := review.NewStore(pool, ledger.Native(), testPolicy)
 	tk := openTicket(t, store, pool, "concurrent", threeRecords)
 
 	const clicks = 10
@@ -675,7 +675,7 @@ func TestResolveSameRecordConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	store := review.NewStore(pool, testPolicy)
+	store := review.NewStore(pool, ledger.Native(), testPolicy)
 	for round := range 5 {
 		a := openTicket(t, store, pool, fmt.Sprintf("same-rec-a-%d", round), threeRecords)
 		b := openTicket(t, store, pool, fmt.Sprintf("same-rec-b-%d", round), threeRecords)

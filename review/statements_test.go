@@ -37,9 +37,9 @@ func TestApplyBatchStatementCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	store := review.NewStore(pool, batchPolicy)
+	store := review.NewStore(pool, ledger.Native(), batchPolicy)
 	for _, n := range []int{10, 100} {
-		ops := claimN(t, ledger.NewStore(pool), fmt.Sprintf("count%d", n), n)
+		ops := claimN(t, ledger.NewStore(pool, ledger.Native()), fmt.Sprintf("count%d", n), n)
 		items := make([]review.Item, n)
 		for i, op := range ops {
 			d := proof.Decision{Reason: proof.ReasonNotFound, Detail: "none"}

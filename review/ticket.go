@@ -139,18 +139,15 @@ type Store struct {
 	assignees Assignees
 }
 
-// NewStore returns a Store over db that opens tickets under policy, for
-// operations of [ledger.NativeTable].
-func NewStore(db TxBeginner, policy Policy) *Store {
-	return &Store{db: db, policy: policy, ledger: ledger.Native()}
-}
-
-// ForTable returns a copy of s whose operations live in t: every read and
-// write of an operation goes through t's [ledger.Store].
-func (s *Store) ForTable(t *ledger.Table) *Store {
-	c := *s
-	c.ledger = t
-	return &c
+// NewStore returns a Store over db that opens tickets under policy for
+// operations of table t: every read and write of an operation goes through
+// t's [ledger.Store]. t is required — [ledger.Native] for sweeper's own
+// table; there is no default, and nil panics.
+func NewStore(db TxBeginner, t *ledger.Table, policy Policy) *Store {
+	if t == nil {
+		panic("review.NewStore: nil ledger table (pass ledger.Native() or the configured table)")
+	}
+	return &Store{db: db, policy: policy, ledger: t}
 }
 
 // Ledger is the table s's operations live in.

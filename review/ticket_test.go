@@ -48,8 +48,8 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{
 		ctx:    context.Background(),
 		tx:     tx,
-		ledger: ledger.NewStore(tx),
-		store:  review.NewStore(tx, testPolicy),
+		ledger: ledger.NewStore(tx, ledger.Native()),
+		store:  review.NewStore(tx, ledger.Native(), testPolicy),
 		now:    time.Now().UTC().Truncate(time.Microsecond),
 	}
 }
@@ -57,7 +57,7 @@ func setup(t *testing.T) *testBundle {
 // claim records a pending operation the way a workflow does.
 func claim(t *testing.T, db ledger.DB, key, workflow, provider string) ledger.Operation {
 	t.Helper()
-	c, err := ledger.NewStore(db).Claim(context.Background(), ledger.Attempt{
+	c, err := ledger.NewStore(db, ledger.Native()).Claim(context.Background(), ledger.Attempt{
 		OpKey: key, Workflow: workflow, Provider: provider, Action: "send_email",
 		Recipient: "jane.doe@example.com", Payload: json.RawMessage(`{"template":"welcome","to":"jane.doe@example.com"}`),
 	})
@@ -125,7 +125,7 @@ func ticketCounts(t *testing.T, db ledger.DB, opID int64) (tickets, events int) 
 
 func getOp(t *testing.T, db ledger.DB, id int64) ledger.Operation {
 	t.Helper()
-	op, err := ledger.NewStore(db).GetByID(context.Background(), id)
+	op, err := ledger.NewStore(db, ledger.Native()).GetByID(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestApplyConcurrent(t *testing.T) {
 					if tt.done(i) {
 						d, ev = found(op, "rec_race", now)
 					}
-					store := review.NewStore(pool, testPolicy)
+					store := review.NewStore(pool, ledger.Native(), testPolicy)
 					<-start
 					results[i], errs[i] = store.Apply(ctx, op, d, ev, now)
 				}()
@@ -744,7 +744,7 @@ func TestAttemptRecordsOpenTickets(t *testing.T) {
 			b := setup(t)
 			policy := testPolicy
 			policy.RelookupAfter = time.Minute
-			b.store = review.NewStore(b.tx, policy)
+			b.store = review.NewStore(b.tx, ledger.Native(), policy)
 			op := claim(t, b.tx, "attempt-"+string(tc.state), "onboarding", "sms")
 			rec := providers.Record{ID: "SM" + string(tc.state), CreatedAt: op.FirstAttemptAt, Recipient: op.Recipient,
 				PayloadHash: op.PayloadHash, State: tc.state, Status: "provider word"}

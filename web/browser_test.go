@@ -60,11 +60,11 @@ func TestInABrowser(t *testing.T) {
 	}
 	axe := axeSource(t)
 	pool := dbtest.NewPool(t)
-	store := review.NewStore(pool, policy)
+	store := review.NewStore(pool, ledger.Native(), policy)
 	messages := silence.NewStore(pool)
 	h, err := web.New(web.Config{
 		Store:           store,
-		Reader:          review.NewReader(pool),
+		Reader:          review.NewReader(pool, ledger.Native()),
 		Deciders:        review.NewDeciders([]string{lead}),
 		Users:           users,
 		ProxyHeader:     "X-Forwarded-Email",
@@ -306,7 +306,7 @@ func TestInABrowser(t *testing.T) {
 	if first.Resolution != review.ResolutionNotSent || first.ResolvedBy != "slack:"+lead || first.ResolutionNote != "the carrier rejected it: checked in its console" {
 		t.Errorf("the first ticket: %s by %s, note %q", first.Resolution, first.ResolvedBy, first.ResolutionNote)
 	}
-	op, err := ledger.NewStore(pool).GetByID(context.Background(), first.OperationID)
+	op, err := ledger.NewStore(pool, ledger.Native()).GetByID(context.Background(), first.OperationID)
 	if err != nil || op.Status != ledger.StatusFailed {
 		t.Errorf("the first ticket's operation: %v %v, want failed", op.Status, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/review"
 	"github.com/sweeper/sweeper/web"
@@ -89,7 +90,7 @@ func BenchmarkQueuePage(b *testing.B) {
 	b.Logf("seeded %d open tickets in %s", open, time.Since(start).Round(time.Millisecond))
 
 	h, err := web.New(web.Config{
-		Store: review.NewStore(pool, policy), Reader: review.NewReader(pool), Deciders: review.NewDeciders([]string{lead}),
+		Store: review.NewStore(pool, ledger.Native(), policy), Reader: review.NewReader(pool, ledger.Native()), Deciders: review.NewDeciders([]string{lead}),
 		Users: map[string]string{"lead@example.com": lead, "owner7@example.com": "U0OWNER7"}, ProxyHeader: "X-Forwarded-Email",
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, CookieKey: []byte(strings.Repeat("k", 32)),
 		ActiveSilences: func(ctx context.Context) ([]web.Silence, error) {

@@ -15,7 +15,7 @@ func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
 
 func assertLedger(t *testing.T, b *bundle, opID int64, want ledger.Status) {
 	t.Helper()
-	op, err := ledger.NewStore(b.tx).GetByID(b.ctx, opID)
+	op, err := ledger.NewStore(b.tx, ledger.Native()).GetByID(b.ctx, opID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/oauth2-proxy/mockoidc"
 
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
 	"github.com/sweeper/sweeper/web"
 )
@@ -51,8 +52,8 @@ func slackSetup(t *testing.T, edits ...func(*web.Config)) (*web.Handler, *mockoi
 	cfg := m.Config()
 	tx := dbtest.Tx(t)
 	wc := web.Config{
-		Store:     review.NewStore(tx, policy),
-		Reader:    review.NewReader(tx),
+		Store:     review.NewStore(tx, ledger.Native(), policy),
+		Reader:    review.NewReader(tx, ledger.Native()),
 		Deciders:  review.NewDeciders([]string{lead}),
 		Viewers:   []string{vera},
 		CookieKey: []byte(strings.Repeat("s", 32)),

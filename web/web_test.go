@@ -80,10 +80,10 @@ type bundle struct {
 func setup(t *testing.T, edits ...func(*web.Config)) *bundle {
 	t.Helper()
 	tx := dbtest.Tx(t)
-	b := &bundle{ctx: context.Background(), tx: tx, db: tx, store: review.NewStore(tx, policy), now: time.Now().UTC()}
+	b := &bundle{ctx: context.Background(), tx: tx, db: tx, store: review.NewStore(tx, ledger.Native(), policy), now: time.Now().UTC()}
 	cfg := web.Config{
 		Store:          b.store,
-		Reader:         review.NewReader(tx),
+		Reader:         review.NewReader(tx, ledger.Native()),
 		Deciders:       review.NewDeciders([]string{lead}),
 		Users:          users,
 		Viewers:        []string{vera},
@@ -195,7 +195,7 @@ func (b *bundle) expireSilence(_ context.Context, id int64, by string) (web.Sile
 // records given (their recipient the operation's unless differ).
 func (b *bundle) open(t *testing.T, key, workflow, provider string, records ...providers.Record) review.Ticket {
 	t.Helper()
-	c, err := ledger.NewStore(b.db).Claim(b.ctx, ledger.Attempt{OpKey: key, Workflow: workflow, Provider: provider,
+	c, err := ledger.NewStore(b.db, ledger.Native()).Claim(b.ctx, ledger.Attempt{OpKey: key, Workflow: workflow, Provider: provider,
 		Action: "send_email", Recipient: recipientOf(key), Payload: json.RawMessage(`{"template":"welcome","to":"` + recipientOf(key) + `"}`)})
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func TestKillNineBetweenClaimAndSendPagerDuty(t *testing.T) {
 	})
 
 	// A ticket of workflow payments, opened as a lookup opens it.
-	c, err := ledger.NewStore(pool).Claim(ctx, ledger.Attempt{OpKey: "pay-1", Workflow: "payments", Provider: "stripe", Action: "charge",
+	c, err := ledger.NewStore(pool, ledger.Native()).Claim(ctx, ledger.Attempt{OpKey: "pay-1", Workflow: "payments", Provider: "stripe", Action: "charge",
 		Recipient: "cus_jane@example.com", Payload: json.RawMessage(`{"amount":100}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestKillNineBetweenClaimAndSendPagerDuty(t *testing.T) {
 	now := time.Now()
 	d := proof.Decide(c.Operation, proof.Answered(proof.SearchFor(c.Operation, providers.Matching{ByKey: true}, now), nil))
 	ev := proof.NewEvidence(c.Operation, proof.Lookup{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
-	applied, err := review.NewStore(pool, review.Policy{DefaultOwner: "oncall", Window: time.Hour, Priority: "high"}).Apply(ctx, c.Operation, d, ev, now)
+	applied, err := review.NewStore(pool, ledger.Native(), review.Policy{DefaultOwner: "oncall", Window: time.Hour, Priority: "high"}).Apply(ctx, c.Operation, d, ev, now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("open ticket: %+v, %v", applied, err)
 	}

@@ -424,7 +424,7 @@ func TestTicketsResolveLedgerMoved(t *testing.T) {
 	t.Parallel()
 	b := setupResolve(t, "nf-m1")
 	tk := b.tickets["nf-m1"]
-	if ok, err := ledger.NewStore(b.pool).CompareAndSet(context.Background(), tk.OperationID, ledger.StatusReview,
+	if ok, err := ledger.NewStore(b.pool, ledger.Native()).CompareAndSet(context.Background(), tk.OperationID, ledger.StatusReview,
 		ledger.StatusDone, "wf_rec"); err != nil || !ok {
 		t.Fatalf("CompareAndSet = %v, %v", ok, err)
 	}

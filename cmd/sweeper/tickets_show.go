@@ -32,7 +32,7 @@ func newTicketsShowCmd(e *env) *cobra.Command {
 		store := s.Reviews()
 		t, err := store.Get(cmd.Context(), id)
 		if errors.Is(err, review.ErrTicketNotFound) {
-			file, archErr := review.NewReader(s.Pool).ArchivedIn(cmd.Context(), id)
+			file, archErr := review.NewTickets(s.Pool).ArchivedIn(cmd.Context(), id)
 			if archErr == nil && file != "" {
 				return fmt.Errorf("ticket %d was archived to %s and deleted (retention.resolved_tickets)", id, inert(file))
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
 )
 
@@ -60,7 +61,7 @@ func TestAckTimeoutOnceAcrossReplicas(t *testing.T) {
 	const key = "lost-ack-timeout"
 	id := b.openTickets(t, "sim", key)[key]
 	other := b.replica(t)
-	store := review.NewStore(b.pool, app.Policy(b.sweeper.Config))
+	store := review.NewStore(b.pool, ledger.Native(), app.Policy(b.sweeper.Config))
 	ctx := context.Background()
 
 	b.passDue(t, id)
@@ -153,7 +154,7 @@ func TestAckTimeoutOff(t *testing.T) {
 	b := setupEscalation(t, escalationConfig, nil)
 	const key = "lost-ack-no-timeout"
 	id := b.openTickets(t, "sim", key)[key]
-	store := review.NewStore(b.pool, app.Policy(b.sweeper.Config))
+	store := review.NewStore(b.pool, ledger.Native(), app.Policy(b.sweeper.Config))
 	for range 2 {
 		b.passDue(t, id)
 		b.escalateOnce(t)

@@ -140,41 +140,40 @@ func (s *App) Operations() *ledger.Store { return s.Ledger().Store(s.Pool) }
 
 // Tickets returns the ticket reader over s's pool, joining tickets to the
 // ledger's operations.
-func (s *App) Tickets() *review.Reader { return review.NewReader(s.Pool).ForTable(s.Ledger()) }
+func (s *App) Tickets() *review.Reader { return review.NewReader(s.Pool, s.Ledger()) }
 
 // Settler returns the settler the lookup worker and `sweep --once` use.
 func (s *App) Settler() *settle.Settler {
 	live := s.livePolicies()
-	return &settle.Settler{Providers: s.Providers, DB: s.Pool, Policy: live.Review(), Live: live, Logger: s.Logger, Now: s.now,
-		Metrics: s.Metrics, Ledger: s.Ledger()}
+	return settle.NewSettler(s.Ledger(), settle.Settler{Providers: s.Providers, DB: s.Pool, Policy: live.Review(), Live: live,
+		Logger: s.Logger, Now: s.now, Metrics: s.Metrics})
 }
 
 // Reviews returns the ticket store under the review policy now (the
 // configuration's, or a reload's), which reassigns tickets only to
 // [App.Assignees].
 func (s *App) Reviews() *review.Store {
-	return review.NewStore(s.Pool, s.livePolicies().Review()).ForTable(s.Ledger()).WithAssignees(s.Assignees())
+	return review.NewStore(s.Pool, s.Ledger(), s.livePolicies().Review()).WithAssignees(s.Assignees())
 }
 
 // Scanner returns the stale scan.
 func (s *App) Scanner() *settle.Scanner {
-	return &settle.Scanner{
+	return settle.NewScanner(s.Ledger(), settle.Scanner{
 		DB:           s.Pool,
 		Providers:    s.Providers,
 		BatchSize:    s.Config.Sweep.BatchSize,
 		QueryTimeout: s.Config.Sweep.QueryTimeout.Duration,
 		Now:          s.now,
 		Metrics:      s.Metrics,
-		Ledger:       s.Ledger(),
-	}
+	})
 }
 
 // Outages returns the step that moves the waiting operations of a
 // provider down longer than its max_outage to review.
 func (s *App) Outages() *settle.Outages {
 	live := s.livePolicies()
-	return &settle.Outages{DB: s.Pool, Providers: s.Providers, Policy: live.Review(), Live: live, Logger: s.Logger, Now: s.now,
-		Metrics: s.Metrics, Ledger: s.Ledger()}
+	return settle.NewOutages(s.Ledger(), settle.Outages{DB: s.Pool, Providers: s.Providers, Policy: live.Review(), Live: live,
+		Logger: s.Logger, Now: s.now, Metrics: s.Metrics})
 }
 
 // Escalator returns the escalator over s's pool and clock.

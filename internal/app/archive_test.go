@@ -140,7 +140,7 @@ func TestArchiveResolvedTickets(t *testing.T) {
 	if n, err := p.Prune(ctx); err != nil || n != 0 {
 		t.Errorf("second pass = %d, %v; want 0", n, err)
 	}
-	if file, err := review.NewReader(b.pool).ArchivedIn(ctx, due[0]); err != nil || file == "" {
+	if file, err := review.NewReader(b.pool, ledger.Native()).ArchivedIn(ctx, due[0]); err != nil || file == "" {
 		t.Errorf("ArchivedIn(%d) = %q, %v", due[0], file, err)
 	}
 }

@@ -75,7 +75,7 @@ func (b *bundle) ticketByID(t *testing.T, id int64) (review.Ticket, proof.Eviden
 	if ticket == 0 {
 		return review.Ticket{}, proof.Evidence{}, false
 	}
-	tk, err := review.NewStore(b.pool, review.Policy{}).Get(context.Background(), ticket)
+	tk, err := review.NewStore(b.pool, ledger.Native(), review.Policy{}).Get(context.Background(), ticket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -525,7 +525,7 @@ func TestEscalationAcknowledged(t *testing.T) {
 	b := setupEscalation(t, escalationConfig, nil)
 	const key = "lost-ack"
 	id := b.openTickets(t, "sim", key)[key]
-	store := review.NewStore(b.pool, app.Policy(b.sweeper.Config))
+	store := review.NewStore(b.pool, ledger.Native(), app.Policy(b.sweeper.Config))
 	ctx := context.Background()
 
 	b.passDue(t, id)
@@ -594,7 +594,7 @@ func TestEscalationLeavesSettledOperations(t *testing.T) {
 	if _, err := b.pool.Exec(ctx, `UPDATE ledger.operations SET status = 'failed' WHERE op_key = 'settled-failed'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := review.NewStore(b.pool, review.Policy{}).Resolve(ctx, review.Resolution{
+	if _, err := review.NewStore(b.pool, ledger.Native(), review.Policy{}).Resolve(ctx, review.Resolution{
 		TicketID: ids["resolved-by-person"], Outcome: review.ResolutionNotSent, By: "U0PERSON01",
 	}); err != nil {
 		t.Fatal(err)

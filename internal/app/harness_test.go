@@ -307,7 +307,7 @@ func (b *bundle) ticketOf(t testing.TB, key string) (review.Ticket, proof.Eviden
 	if err := b.pool.QueryRow(context.Background(), `SELECT id FROM sweeper.tickets WHERE op_key = $1`, key).Scan(&id); err != nil {
 		t.Fatalf("ticket of %s: %v", key, err)
 	}
-	tk, err := review.NewStore(b.pool, review.Policy{}).Get(context.Background(), id)
+	tk, err := review.NewStore(b.pool, ledger.Native(), review.Policy{}).Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,23 +63,21 @@ type StateCollector struct {
 
 var _ prometheus.Collector = (*StateCollector)(nil)
 
-// ForTable makes c read the operations from t rather than
-// ledger.operations; call it before the first refresh.
-func (c *StateCollector) ForTable(t *ledger.Table) *StateCollector {
-	c.ledger = t
-	return c
-}
-
 // NewStateCollector returns a collector of the database pool reaches, for
-// the configured providers. It serves nothing but sweeper_database_up 0
+// the configured providers, that reads the operations of ledger table t
+// (required: [ledger.Native] for sweeper's own table; nil panics). It
+// serves nothing but sweeper_database_up 0
 // until its first [StateCollector.Refresh]; each refresh's queries share
 // a 5-second limit.
-func NewStateCollector(pool *pgxpool.Pool, providers []string) *StateCollector {
+func NewStateCollector(pool *pgxpool.Pool, t *ledger.Table, providers []string) *StateCollector {
+	if t == nil {
+		panic("app.NewStateCollector: nil ledger table (pass ledger.Native() or the configured table)")
+	}
 	return &StateCollector{
 		pool:      pool,
 		timeout:   5 * time.Second,
 		providers: providers,
-		ledger:    ledger.Native(),
+		ledger:    t,
 		operations: prometheus.NewDesc("sweeper_ledger_operations",
 			"Unsettled ledger operations (pending, review) by provider and status, counted exactly.", []string{"provider", "status"}, nil),
 		settled: prometheus.NewDesc("sweeper_ledger_settled_estimate",
@@ -215,7 +213,7 @@ func (c *StateCollector) read(ctx context.Context) (readings []prometheus.Metric
 	for _, a := range ops.OldestPending {
 		gauge(c.oldest, a.Seconds, a.Provider)
 	}
-	tickets, err := review.NewReader(c.conn).ForTable(c.ledger).OpenCounts(ctx)
+	tickets, err := review.NewTickets(c.conn).OpenCounts(ctx)
 	if err != nil {
 		return nil, err
 	}

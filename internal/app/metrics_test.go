@@ -18,6 +18,7 @@ import (
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
 	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/internal/testkit/testwait"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/providers"
 )
 
@@ -258,7 +259,7 @@ func TestStateCollectorOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	state := app.NewStateCollector(pool, nil)
+	state := app.NewStateCollector(pool, ledger.Native(), nil)
 	reg.MustRegister(state)
 	if err := state.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -288,7 +289,7 @@ func TestStateCollectorFoldsUnconfiguredProviders(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	state := app.NewStateCollector(pool, []string{"sim"})
+	state := app.NewStateCollector(pool, ledger.Native(), []string{"sim"})
 	reg.MustRegister(state)
 	if err := state.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -319,7 +320,7 @@ func TestScrapesNeverQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	state := app.NewStateCollector(pool, []string{"sim"})
+	state := app.NewStateCollector(pool, ledger.Native(), []string{"sim"})
 	reg.MustRegister(state)
 	if got := metricstest.Values(t, reg, "sweeper_database_up"); got[""] != 0 {
 		t.Errorf("before the first reading, sweeper_database_up = %v, want 0", got)

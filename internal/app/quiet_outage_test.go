@@ -68,7 +68,7 @@ rate_limit = 1000.0
 concurrency = 20
 outage_after = %d
 `, server.URL+"/lookup", outageAfter), nil)
-	b.pool, b.sweeper.Pool, b.ledger = pool, pool, ledger.NewStore(pool)
+	b.pool, b.sweeper.Pool, b.ledger = pool, pool, ledger.NewStore(pool, ledger.Native())
 	b.sweeper.Tracing = tr
 	b.sweeper.Providers["answers"].SetTracer(tr.Tracer("test"))
 	b.sweeper.TrackHealth()

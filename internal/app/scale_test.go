@@ -231,7 +231,7 @@ func TestBigLedgerCostsWhatIsUnsettled(t *testing.T) {
 	}{
 		{"a full sweep (the stale scan of every provider, the unconfigured and the future-dated)", "ledger.operations", 2 * unsettled,
 			func(ctx context.Context, tx pgx.Tx) error {
-				s := &settle.Scanner{DB: tx, Providers: provs, BatchSize: 500, QueryTimeout: time.Minute, Now: time.Now}
+				s := settle.NewScanner(ledger.Native(), settle.Scanner{DB: tx, Providers: provs, BatchSize: 500, QueryTimeout: time.Minute, Now: time.Now})
 				n, err := s.Scan(ctx, func(context.Context, []ledger.Operation) error { return nil })
 				if err == nil && n != scalePending {
 					err = fmt.Errorf("the sweep handed on %d operations, want %d", n, scalePending)
@@ -247,7 +247,7 @@ func TestBigLedgerCostsWhatIsUnsettled(t *testing.T) {
 						RateLimit: 1000, Concurrency: 10, OutageAfter: 5,
 					})
 				}
-				s := &settle.Scanner{DB: tx, Providers: patient, BatchSize: 500, QueryTimeout: time.Minute, Now: time.Now}
+				s := settle.NewScanner(ledger.Native(), settle.Scanner{DB: tx, Providers: patient, BatchSize: 500, QueryTimeout: time.Minute, Now: time.Now})
 				n, err := s.Scan(ctx, func(context.Context, []ledger.Operation) error { return nil })
 				if err == nil && n != 0 {
 					err = fmt.Errorf("the idle tick handed on %d operations, want 0", n)
@@ -256,7 +256,7 @@ func TestBigLedgerCostsWhatIsUnsettled(t *testing.T) {
 			}},
 		{"the metrics refresh: the ledger", "ledger.operations", 2 * unsettled,
 			func(ctx context.Context, tx pgx.Tx) error {
-				st, err := ledger.NewStore(tx).Stats(ctx, known, metrics.UnconfiguredProvider)
+				st, err := ledger.NewStore(tx, ledger.Native()).Stats(ctx, known, metrics.UnconfiguredProvider)
 				if err != nil {
 					return err
 				}
@@ -300,7 +300,7 @@ func TestBigLedgerCostsWhatIsUnsettled(t *testing.T) {
 			}},
 		{"the metrics refresh: open tickets and the outbox", "ledger.operations", 0,
 			func(ctx context.Context, tx pgx.Tx) error {
-				if _, err := review.NewReader(tx).OpenCounts(ctx); err != nil {
+				if _, err := review.NewReader(tx, ledger.Native()).OpenCounts(ctx); err != nil {
 					return err
 				}
 				_, err := outbox.NewStore(tx).Stats(ctx)
@@ -308,14 +308,14 @@ func TestBigLedgerCostsWhatIsUnsettled(t *testing.T) {
 			}},
 		{"an incident's counts (settled since it began, pending, tickets opened)", "ledger.operations", 2*unsettled + scaleRecent,
 			func(ctx context.Context, tx pgx.Tx) error {
-				settled, pending, err := ledger.NewStore(tx).Backlog(ctx, "sim", time.Now().Add(-time.Hour), time.Time{})
+				settled, pending, err := ledger.NewStore(tx, ledger.Native()).Backlog(ctx, "sim", time.Now().Add(-time.Hour), time.Time{})
 				if err != nil {
 					return err
 				}
 				if settled != scaleRecent/2 || pending != scalePending/2 {
 					return fmt.Errorf("backlog of sim: %d settled, %d pending; want %d and %d", settled, pending, scaleRecent/2, scalePending/2)
 				}
-				opened, err := review.NewReader(tx).OpenedSince(ctx, "sim", time.Now().Add(-time.Hour), time.Time{})
+				opened, err := review.NewReader(tx, ledger.Native()).OpenedSince(ctx, "sim", time.Now().Add(-time.Hour), time.Time{})
 				if err == nil && opened != scaleReview/2 {
 					err = fmt.Errorf("tickets of sim opened in the hour: %d, want %d", opened, scaleReview/2)
 				}
@@ -324,14 +324,14 @@ func TestBigLedgerCostsWhatIsUnsettled(t *testing.T) {
 		{"sweeper providers", "ledger.operations", 2 * unsettled,
 			func(ctx context.Context, tx pgx.Tx) error {
 				for _, name := range known {
-					n, err := ledger.NewStore(tx).CountPending(ctx, name)
+					n, err := ledger.NewStore(tx, ledger.Native()).CountPending(ctx, name)
 					if err != nil {
 						return err
 					}
 					if n != scalePending/2 {
 						return fmt.Errorf("%s: %d pending, want %d", name, n, scalePending/2)
 					}
-					if _, err := review.NewReader(tx).CountOpen(ctx, name, proof.ReasonLookupFailed); err != nil {
+					if _, err := review.NewReader(tx, ledger.Native()).CountOpen(ctx, name, proof.ReasonLookupFailed); err != nil {
 						return err
 					}
 				}
@@ -339,7 +339,7 @@ func TestBigLedgerCostsWhatIsUnsettled(t *testing.T) {
 			}},
 		{"sweeper tickets list", "ledger.operations", 0,
 			func(ctx context.Context, tx pgx.Tx) error {
-				list, err := review.NewStore(tx, review.Policy{}).List(ctx, review.ListFilter{State: "open", Limit: 51})
+				list, err := review.NewStore(tx, ledger.Native(), review.Policy{}).List(ctx, review.ListFilter{State: "open", Limit: 51})
 				if err == nil && len(list) != 51 {
 					err = fmt.Errorf("tickets list: %d tickets, want 51", len(list))
 				}
@@ -351,7 +351,7 @@ func TestBigLedgerCostsWhatIsUnsettled(t *testing.T) {
 				if err := tx.QueryRow(ctx, `SELECT encode(sha256('p7'::bytea), 'hex')`).Scan(&hash); err != nil {
 					return err
 				}
-				ops, err := ledger.NewStore(tx).Lookalikes(ctx, "mailer", hash, 0, time.Now().Add(-20*time.Minute),
+				ops, err := ledger.NewStore(tx, ledger.Native()).Lookalikes(ctx, "mailer", hash, 0, time.Now().Add(-20*time.Minute),
 					24*time.Hour, 24*time.Hour, "user7@example.com", false)
 				if err == nil && len(ops) == 0 {
 					err = fmt.Errorf("no look-alike found among the pending rows")

@@ -62,7 +62,7 @@ func (s *App) NewHTTPServers(serveCtx context.Context, daemon *Daemon, registry 
 	admin.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	state := NewStateCollector(s.Pool, slices.Sorted(maps.Keys(s.Providers))).ForTable(s.Ledger())
+	state := NewStateCollector(s.Pool, s.Ledger(), slices.Sorted(maps.Keys(s.Providers)))
 	registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

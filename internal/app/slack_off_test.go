@@ -11,6 +11,7 @@ import (
 	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
 	"github.com/sweeper/sweeper/jobs"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/outbox"
 )
 
@@ -61,7 +62,7 @@ func TestSlackOffSkipsTheOutbox(t *testing.T) {
 	}
 
 	reg := prometheus.NewRegistry()
-	state := app.NewStateCollector(b.pool, nil)
+	state := app.NewStateCollector(b.pool, ledger.Native(), nil)
 	reg.MustRegister(state)
 	if err := state.Refresh(ctx); err != nil {
 		t.Fatal(err)

@@ -180,8 +180,8 @@ func TestChangedRowIsLookedUpAgain(t *testing.T) {
 			t.Errorf("Finish on the row as it was: %v, want ErrOperationChanged", err)
 		}
 		d := proof.Decision{Done: true, ProviderRecordID: "rec_old", RecordIDs: []string{"rec_old"}}
-		applied, err := review.NewStore(b.pool, review.Policy{DefaultOwner: "U0DEFAULT1", Window: time.Hour, Priority: "normal"}).
-			ForTable(b.table).Apply(ctx, was, d, proof.Evidence{}, time.Now())
+		applied, err := review.NewStore(b.pool, b.table, review.Policy{DefaultOwner: "U0DEFAULT1", Window: time.Hour, Priority: "normal"}).
+			Apply(ctx, was, d, proof.Evidence{}, time.Now())
 		if err != nil || applied.Settled {
 			t.Errorf("Apply of a done for the old identity = %+v, %v; want nothing written", applied, err)
 		}
@@ -205,7 +205,7 @@ func TestRelookupContradictingNotSentIsAlerted(t *testing.T) {
 		func(ctx context.Context, q providers.Query) ([]providers.Record, error) {
 			lookups++
 			// The person's click lands while the provider is being asked.
-			if _, err := review.NewStore(b.pool, review.Policy{}).Resolve(ctx, review.Resolution{
+			if _, err := review.NewStore(b.pool, ledger.Native(), review.Policy{}).Resolve(ctx, review.Resolution{
 				TicketID: ticketID, Outcome: review.ResolutionNotSent, By: "U0PERSON01"}); err != nil {
 				return nil, err
 			}

@@ -95,7 +95,7 @@ stale_after = "10m"
 		t.Fatal(err)
 	}
 	t.Cleanup(closeApp)
-	store := ledger.NewStore(s.Pool)
+	store := ledger.NewStore(s.Pool, ledger.Native())
 	if _, err := store.Claim(ctx, ledger.Attempt{
 		OpKey: "traced-1", Workflow: "billing", Provider: "orders", Action: "send_email", Recipient: recipient,
 		Payload: json.RawMessage(fmt.Sprintf(`{"template":"receipt","note":%q}`, payloadMarker)),
@@ -240,7 +240,7 @@ func TestTracesOfRiverJobs(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	b := wire(t, dbURL, baseConfig, nil)
-	b.pool, b.sweeper.Pool, b.ledger = pool, pool, ledger.NewStore(pool)
+	b.pool, b.sweeper.Pool, b.ledger = pool, pool, ledger.NewStore(pool, ledger.Native())
 	b.sweeper.Tracing = tr
 	b.sweeper.Providers["sim"].SetTracer(tr.Tracer("test"))
 	b.claim(t, "found-1", "sim", time.Hour)

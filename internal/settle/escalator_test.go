@@ -30,8 +30,8 @@ var escalation = review.Escalation{
 // escalatorOn is an Escalator over pool whose lookups ask p, by clk.
 func escalatorOn(pool *pgxpool.Pool, clk *clock, p *providers.Provider) *settle.Escalator {
 	return &settle.Escalator{
-		Reviews:   review.NewStore(pool, policy()),
-		Ledger:    ledger.NewStore(pool),
+		Reviews:   review.NewStore(pool, ledger.Native(), policy()),
+		Ledger:    ledger.NewStore(pool, ledger.Native()),
 		Settler:   settlerOn(pool, clk.Now, p),
 		Policy:    escalation,
 		Relookups: policy(),
@@ -63,7 +63,7 @@ func openTicketAt(t *testing.T, pool *pgxpool.Pool, p *providers.Provider, key s
 
 func ticketOf(t *testing.T, pool *pgxpool.Pool, id int64) review.EscalationTicket {
 	t.Helper()
-	tk, err := review.NewStore(pool, policy()).EscalationTicket(context.Background(), id)
+	tk, err := review.NewStore(pool, ledger.Native(), policy()).EscalationTicket(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func ticketOf(t *testing.T, pool *pgxpool.Pool, id int64) review.EscalationTicke
 // eventKinds are ticket id's events, oldest first.
 func eventKinds(t *testing.T, pool *pgxpool.Pool, id int64) []string {
 	t.Helper()
-	events, err := review.NewStore(pool, policy()).Events(context.Background(), id)
+	events, err := review.NewStore(pool, ledger.Native(), policy()).Events(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

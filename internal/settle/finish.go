@@ -56,7 +56,7 @@ func (s *Settler) FinishBatch(ctx context.Context, tx review.TxBeginner, finals 
 	for i, f := range finals {
 		todo[i] = item{i, f}
 	}
-	reviews := review.NewStore(tx, s.policy()).ForTable(s.table())
+	reviews := review.NewStore(tx, s.table(), s.policy())
 	for pass := 0; len(todo) > 0; pass++ {
 		var live []item
 		for _, it := range todo {

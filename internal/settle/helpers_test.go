@@ -147,7 +147,7 @@ func hashOf(key string) string {
 func claim(t testing.TB, db ledger.DB, key, provider string, age time.Duration) ledger.Operation {
 	t.Helper()
 	ctx := context.Background()
-	store := ledger.NewStore(db)
+	store := ledger.NewStore(db, ledger.Native())
 	if _, err := store.Claim(ctx, ledger.Attempt{
 		OpKey:     key,
 		Workflow:  "billing",
@@ -188,13 +188,13 @@ func settlerOn(db review.TxBeginner, now func() time.Time, provs ...*providers.P
 	for _, p := range provs {
 		m[p.Name] = p
 	}
-	return &settle.Settler{
+	return settle.NewSettler(ledger.Native(), settle.Settler{
 		Providers: m,
 		DB:        db,
 		Policy:    policy(),
 		Logger:    discard(),
 		Now:       now,
-	}
+	})
 }
 
 // clock is a settable test clock.

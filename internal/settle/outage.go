@@ -48,9 +48,16 @@ type Outages struct {
 	// Metrics counts the operations moved and their tickets; nil counts
 	// none.
 	Metrics *metrics.Metrics
-	// Ledger is the table the operations live in; nil is
-	// [ledger.NativeTable].
-	Ledger *ledger.Table
+	// ledger is the table the operations live in: [NewOutages]'.
+	ledger *ledger.Table
+}
+
+// NewOutages returns o moving the operations of table t. t is required
+// ([ledger.Native] for sweeper's own table): there is no default, and nil
+// panics.
+func NewOutages(t *ledger.Table, o Outages) *Outages {
+	o.ledger = required("settle.NewOutages", t)
+	return &o
 }
 
 // Outage is what [Outages.End] did for one provider.
@@ -159,7 +166,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 		items[i] = review.Item{Op: op, Decision: d, Now: now,
 			Evidence: proof.NewEvidence(op, proof.Lookup{Adapter: p.Kind, Outcome: outcome, At: now}, d)}
 	}
-	results, err := review.NewStore(tx, o.policy()).ForTable(tableOf(o.Ledger)).ApplyBatch(ctx, items)
+	results, err := review.NewStore(tx, o.ledger, o.policy()).ApplyBatch(ctx, items)
 	if err != nil {
 		return outageStep{}, err
 	}
@@ -189,7 +196,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 // waiting reads up to MaxOutageStep of p's stale pending operations, oldest
 // first (pending longer than staleAfter), in tx.
 func (o *Outages) waiting(ctx context.Context, tx pgx.Tx, p *providers.Provider, staleAfter time.Duration) ([]ledger.Operation, error) {
-	store := tableOf(o.Ledger).Store(tx)
+	store := o.ledger.Store(tx)
 	cutoff := o.Now().Add(-staleAfter)
 	var ops []ledger.Operation
 	var cursor ledger.StaleCursor

@@ -36,9 +36,8 @@ type Scanner struct {
 	Now       func() time.Time
 	// Metrics counts the stale operations found; nil counts none.
 	Metrics *metrics.Metrics
-	// Ledger is the table the operations live in; nil is
-	// [ledger.NativeTable].
-	Ledger *ledger.Table
+	// ledger is the table the operations live in: [NewScanner]'s.
+	ledger *ledger.Table
 	// Outages, when set, moves the waiting operations of providers down
 	// longer than their max_outage to review before each scan (the
 	// daemon's sweep); nil moves none.
@@ -46,7 +45,15 @@ type Scanner struct {
 }
 
 // Table is the table the scanner walks.
-func (s *Scanner) Table() *ledger.Table { return tableOf(s.Ledger) }
+func (s *Scanner) Table() *ledger.Table { return s.ledger }
+
+// NewScanner returns s walking the operations of table t. t is required
+// ([ledger.Native] for sweeper's own table): there is no default, and nil
+// panics.
+func NewScanner(t *ledger.Table, s Scanner) *Scanner {
+	s.ledger = required("settle.NewScanner", t)
+	return &s
+}
 
 // Scan calls page for each page of stale operations and returns how many
 // it saw. A provider that is not ready ([providers.Provider.NotReady]) is
@@ -55,7 +62,7 @@ func (s *Scanner) Table() *ledger.Table { return tableOf(s.Ledger) }
 // of it once ctx ends); the other walks still run, and the errors are
 // returned together.
 func (s *Scanner) Scan(ctx context.Context, page func(context.Context, []ledger.Operation) error) (int, error) {
-	store := tableOf(s.Ledger).Store(s.DB)
+	store := s.ledger.Store(s.DB)
 	now := s.Now()
 	names := make([]string, 0, len(s.Providers))
 	for name := range s.Providers {

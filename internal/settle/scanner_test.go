@@ -23,7 +23,7 @@ func scanner(db ledger.DB, batchSize int, provs ...*providers.Provider) *settle.
 	for _, p := range provs {
 		m[p.Name] = p
 	}
-	return &settle.Scanner{DB: db, Providers: m, BatchSize: batchSize, QueryTimeout: 10 * time.Second, Now: time.Now}
+	return settle.NewScanner(ledger.Native(), settle.Scanner{DB: db, Providers: m, BatchSize: batchSize, QueryTimeout: 10 * time.Second, Now: time.Now})
 }
 
 // scanAll runs s and returns its pages; it fails the test on an error, a
@@ -90,7 +90,7 @@ func TestScanFindsExactlyTheStale(t *testing.T) {
 	} {
 		claim(t, tx, r.key, r.provider, r.age)
 	}
-	store := ledger.NewStore(tx)
+	store := ledger.NewStore(tx, ledger.Native())
 	for _, key := range []string{"mailer-done", "fax-done"} {
 		if _, err := store.Confirm(ctx, key, "rec_"+key); err != nil {
 			t.Fatal(err)

@@ -30,9 +30,24 @@ type Settler struct {
 	// Metrics counts settlements and tickets once they commit; nil counts
 	// none.
 	Metrics *metrics.Metrics
-	// Ledger is the table the operations live in; nil is
-	// [ledger.NativeTable].
-	Ledger *ledger.Table
+	// ledger is the table the operations live in: [NewSettler]'s.
+	ledger *ledger.Table
+}
+
+// NewSettler returns s settling the operations of table t. t is required
+// ([ledger.Native] for sweeper's own table): there is no default, and nil
+// panics. A Settler not made here has no table and panics on first use.
+func NewSettler(t *ledger.Table, s Settler) *Settler {
+	s.ledger = required("settle.NewSettler", t)
+	return &s
+}
+
+// required is t, or a panic naming who was given none.
+func required(who string, t *ledger.Table) *ledger.Table {
+	if t == nil {
+		panic(who + ": nil ledger table (pass ledger.Native() or the configured table)")
+	}
+	return t
 }
 
 // policy is the review policy now: Live's, else Policy.
@@ -44,15 +59,7 @@ func (s *Settler) policy() review.Policy {
 }
 
 // table is the table the operations live in.
-func (s *Settler) table() *ledger.Table { return tableOf(s.Ledger) }
-
-// tableOf is t, or [ledger.NativeTable] for nil.
-func tableOf(t *ledger.Table) *ledger.Table {
-	if t == nil {
-		return ledger.Native()
-	}
-	return t
-}
+func (s *Settler) table() *ledger.Table { return s.ledger }
 
 // Step is what one lookup attempt leads to: a final outcome to decide on,
 // or an error to retry (Final false).

@@ -486,7 +486,7 @@ func TestFinish(t *testing.T) {
 			if row.ProviderRecordID != "" {
 				t.Errorf("a row in review names record %q", row.ProviderRecordID)
 			}
-			tk, err := review.NewStore(tx, policy()).Get(ctx, got.Applied.TicketID)
+			tk, err := review.NewStore(tx, ledger.Native(), policy()).Get(ctx, got.Applied.TicketID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -520,7 +520,7 @@ func TestFinish(t *testing.T) {
 // get reads operation id.
 func get(t testing.TB, db ledger.DB, id int64) ledger.Operation {
 	t.Helper()
-	op, err := ledger.NewStore(db).GetByID(context.Background(), id)
+	op, err := ledger.NewStore(db, ledger.Native()).GetByID(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,8 @@ func TestGroupedTicketButtons(t *testing.T) {
 	b := interactSetup(t, interactOptions{pool: true})
 	fake := slackfake.New(t)
 	d, err := slacknotify.NewDispatcher(b.db.(ledger.DB), slacknotify.Config{
-		DispatcherConfig: notify.DispatcherConfig{Tickets: review.NewReader(b.db.(ledger.DB)), Muter: silence.NewStore(b.db.(ledger.DB)), Backoff: func(int) time.Duration { return 0 }},
-		Token:            slackfake.Token, APIURL: fake.URL(), Composer: slacknotify.TicketComposer{Tickets: review.NewReader(b.db.(ledger.DB))},
+		DispatcherConfig: notify.DispatcherConfig{Tickets: review.NewReader(b.db.(ledger.DB), ledger.Native()), Muter: silence.NewStore(b.db.(ledger.DB)), Backoff: func(int) time.Duration { return 0 }},
+		Token:            slackfake.Token, APIURL: fake.URL(), Composer: slacknotify.TicketComposer{Tickets: review.NewReader(b.db.(ledger.DB), ledger.Native())},
 		Channel: func(string, string) string { return interactTestChannel }, PerChannel: rate.Inf, GroupThreshold: 3,
 	})
 	if err != nil {

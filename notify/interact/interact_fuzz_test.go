@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slack-go/slack"
 
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
@@ -180,7 +181,7 @@ func FuzzInteractionsRequest(f *testing.F) {
 			TeamID:        interactTestTeam,
 			AppID:         interactTestApp,
 			Reviewers:     []string{interactTestReviewer},
-			Resolver:      review.NewStore(db, interactTestPolicy),
+			Resolver:      review.NewStore(db, ledger.Native(), interactTestPolicy),
 			DecodeJSON:    providers.DecodeJSON,
 			Slack:         slack.New(interactTestToken, slack.OptionAPIURL("https://slack.test/api/"), slack.OptionHTTPClient(&http.Client{Transport: api})),
 			Logger:        slog.New(slog.DiscardHandler),

@@ -203,7 +203,7 @@ func interactSetup(t *testing.T, opts interactOptions) *interactBundle {
 		db = dbtest.Tx(t)
 	}
 	api := newInteractSlackAPI(t, opts.holdReplies)
-	store := review.NewStore(db, interactTestPolicy)
+	store := review.NewStore(db, ledger.Native(), interactTestPolicy)
 	cfg := Config{
 		SigningSecret: interactTestSecret,
 		TeamID:        interactTestTeam,
@@ -223,7 +223,7 @@ func interactSetup(t *testing.T, opts interactOptions) *interactBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close) // before the fake closes: cleanups run last first
-	return &interactBundle{ctx: context.Background(), db: db, store: store, ledger: ledger.NewStore(db), api: api, h: h}
+	return &interactBundle{ctx: context.Background(), db: db, store: store, ledger: ledger.NewStore(db, ledger.Native()), api: api, h: h}
 }
 
 // openTicket records a pending operation, as a workflow does, and has

@@ -865,7 +865,7 @@ func (s *Store) MarkSentRootRemoved(ctx context.Context, n Notification, channel
 	}
 	// Review writes the event, in this transaction: its outbox row (the
 	// trigger's) commits with the removal, or neither does.
-	_, err = review.NewStore(tx, review.Policy{}).Note(ctx, n.TicketID, KindRootRemoved, rootTS,
+	_, err = review.NewNotes(tx).Note(ctx, n.TicketID, KindRootRemoved, rootTS,
 		map[string]string{"channel": channel, "ts": rootTS})
 	if err != nil {
 		return fmt.Errorf("outbox row %d: %w", n.ID, err)

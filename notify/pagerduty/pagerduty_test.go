@@ -51,7 +51,7 @@ func setup(t *testing.T, routes ...outbox.Route) *bundle {
 
 func (b *bundle) dispatcher(t *testing.T, id string, key string, now func() time.Time) *notify.Dispatcher {
 	t.Helper()
-	tickets := review.NewReader(b.pool)
+	tickets := review.NewReader(b.pool, ledger.Native())
 	r, err := pagerduty.New(pagerduty.Config{RoutingKey: key, URL: b.fake.URL(), Tickets: tickets, GiveUpAfter: time.Hour, Now: now})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ var policy = review.Policy{DefaultOwner: "U0OWNER", Window: 4 * time.Hour, Prior
 func (b *bundle) open(t *testing.T, workflow string) int64 {
 	t.Helper()
 	b.n++
-	c, err := ledger.NewStore(b.pool).Claim(b.ctx, ledger.Attempt{
+	c, err := ledger.NewStore(b.pool, ledger.Native()).Claim(b.ctx, ledger.Attempt{
 		OpKey: fmt.Sprintf("op-%s-%d", t.Name(), b.n), Workflow: workflow, Provider: "mailer", Action: "send_email",
 		Recipient: "jane.doe@example.com", Payload: json.RawMessage(`{"template":"receipt"}`),
 	})
@@ -91,7 +91,7 @@ func (b *bundle) open(t *testing.T, workflow string) int64 {
 	now := time.Now()
 	d := proof.Decide(c.Operation, proof.Answered(proof.SearchFor(c.Operation, providers.Matching{ByKey: true}, now), nil))
 	ev := proof.NewEvidence(c.Operation, proof.Lookup{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
-	applied, err := review.NewStore(b.pool, policy).Apply(b.ctx, c.Operation, d, ev, now)
+	applied, err := review.NewStore(b.pool, ledger.Native(), policy).Apply(b.ctx, c.Operation, d, ev, now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("open ticket: %+v, %v", applied, err)
 	}
@@ -101,7 +101,7 @@ func (b *bundle) open(t *testing.T, workflow string) int64 {
 // escalate takes ticket id one level up, to owner at priority.
 func (b *bundle) escalate(t *testing.T, id int64, owner, priority string) {
 	t.Helper()
-	store := review.NewStore(b.pool, policy)
+	store := review.NewStore(b.pool, ledger.Native(), policy)
 	et, err := store.EscalationTicket(b.ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func (b *bundle) escalate(t *testing.T, id int64, owner, priority string) {
 
 func (b *bundle) ticket(t *testing.T, id int64) review.Ticket {
 	t.Helper()
-	tk, err := review.NewReader(b.pool).Ticket(b.ctx, id)
+	tk, err := review.NewReader(b.pool, ledger.Native()).Ticket(b.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +171,11 @@ func TestTicketLifeIsOneAlert(t *testing.T) {
 		t.Fatalf("at level 2: %+v, want the trigger sent", st)
 	}
 	tk := b.ticket(t, id)
-	if _, err := review.NewStore(b.pool, policy).Acknowledge(b.ctx, id, "slack:U0HEAD", tk.Version); err != nil {
+	if _, err := review.NewStore(b.pool, ledger.Native(), policy).Acknowledge(b.ctx, id, "slack:U0HEAD", tk.Version); err != nil {
 		t.Fatal(err)
 	}
 	tk = b.ticket(t, id)
-	if _, err := review.NewStore(b.pool, policy).Resolve(b.ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent,
+	if _, err := review.NewStore(b.pool, ledger.Native(), policy).Resolve(b.ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent,
 		By: "slack:U0HEAD", Note: "customer jane.doe@example.com called", ExpectVersion: tk.Version}); err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func TestRoutedTicketStaysRouted(t *testing.T) {
 	}
 	fresh := b.open(t, "payments")
 	tk := b.ticket(t, id)
-	if _, err := review.NewStore(b.pool, policy).Acknowledge(b.ctx, id, "slack:U0OWNER", tk.Version); err != nil {
+	if _, err := review.NewStore(b.pool, ledger.Native(), policy).Acknowledge(b.ctx, id, "slack:U0OWNER", tk.Version); err != nil {
 		t.Fatal(err)
 	}
 	if st := b.drain(t, d); st.Sent != 1 {
@@ -380,7 +380,7 @@ func TestSilencedTriggerComesWhenTheSilenceEnds(t *testing.T) {
 		t.Fatalf("during the silence: %+v, want both triggers silenced", st)
 	}
 	tk := b.ticket(t, gone)
-	if _, err := review.NewStore(b.pool, policy).Resolve(b.ctx, review.Resolution{TicketID: gone, Outcome: review.ResolutionNotSent,
+	if _, err := review.NewStore(b.pool, ledger.Native(), policy).Resolve(b.ctx, review.Resolution{TicketID: gone, Outcome: review.ResolutionNotSent,
 		By: "slack:U0HEAD", ExpectVersion: tk.Version}); err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestOutcomesCountAsPagerDuty(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
-	tickets := review.NewReader(b.pool)
+	tickets := review.NewReader(b.pool, ledger.Native())
 	r, err := pagerduty.New(pagerduty.Config{RoutingKey: "wrong-key", URL: b.fake.URL(), Tickets: tickets, GiveUpAfter: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -481,7 +481,7 @@ func TestRedirectIsNeverDelivered(t *testing.T) {
 				http.Redirect(w, r, b.fake.URL(), status)
 			}))
 			t.Cleanup(redirector.Close)
-			tickets := review.NewReader(b.pool)
+			tickets := review.NewReader(b.pool, ledger.Native())
 			r, err := pagerduty.New(pagerduty.Config{RoutingKey: pagerdutyfake.RoutingKey, URL: redirector.URL + "/v2/enqueue", Tickets: tickets, GiveUpAfter: time.Hour})
 			if err != nil {
 				t.Fatal(err)

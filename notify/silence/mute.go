@@ -156,11 +156,11 @@ func release(ctx context.Context, db beginner, id int64) (*outbox.Released, erro
 	r := &outbox.Released{SilenceID: id}
 	var keys []string
 	if len(held) > 0 {
-		summaries, err := review.NewReader(tx).Summaries(ctx, held)
+		summaries, err := review.NewTickets(tx).Summaries(ctx, held)
 		if err != nil {
 			return nil, fmt.Errorf("release silence %d: %w", id, err)
 		}
-		store := review.NewStore(tx, review.Policy{})
+		store := review.NewNotes(tx)
 		for _, t := range summaries {
 			if t.State != review.StateOpen {
 				continue

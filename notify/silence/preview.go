@@ -50,7 +50,7 @@ func (s *Store) Preview(ctx context.Context, req Request, known Known, now time.
 		return Preview{}, err
 	}
 	out := Preview{Silence: ns, OpenTickets: plan.OpenTickets, Warnings: plan.Warnings}
-	labels, err := review.NewReader(s.db).OpenLabels(ctx)
+	labels, err := review.NewTickets(s.db).OpenLabels(ctx)
 	if err != nil {
 		return Preview{}, err
 	}

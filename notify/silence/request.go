@@ -169,7 +169,7 @@ func (s *Store) Plan(ctx context.Context, ns NewSilence, known Known, force bool
 		return Plan{}, err
 	}
 	plan := Plan{Silence: ns}
-	labels, err := review.NewReader(s.db).OpenLabels(ctx)
+	labels, err := review.NewTickets(s.db).OpenLabels(ctx)
 	if err != nil {
 		return Plan{}, err
 	}

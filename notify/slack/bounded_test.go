@@ -13,6 +13,7 @@ import (
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
 	"github.com/sweeper/sweeper/internal/testkit/slackfake"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/slack"
@@ -122,7 +123,7 @@ func TestAlertGroupFoldsPastItsDetailLimit(t *testing.T) {
 
 	// A folded ticket resolves: its row is folded too, and the group's
 	// message counts it.
-	store := review.NewStore(b.pool, testPolicy)
+	store := review.NewStore(b.pool, ledger.Native(), testPolicy)
 	if _, err := store.Resolve(b.ctx, review.Resolution{TicketID: later[0], Outcome: review.ResolutionNotSent, By: "cli:alice"}); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestNothingFoldsIntoARemovedGroup(t *testing.T) {
 // escalation job does, and returns its event's dedupe key.
 func (b *bundle) escalate(t *testing.T, id int64, owner string) string {
 	t.Helper()
-	store := review.NewStore(b.pool, testPolicy)
+	store := review.NewStore(b.pool, ledger.Native(), testPolicy)
 	et, err := store.EscalationTicket(b.ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -352,7 +353,7 @@ func TestContradictionInAFoldedGroupIsPosted(t *testing.T) {
 	if n := b.row(t, openedKey(id)); n.State != outbox.StateFolded {
 		t.Fatalf("ticket %d's alert %s, want folded", id, n.State)
 	}
-	store := review.NewStore(b.pool, testPolicy)
+	store := review.NewStore(b.pool, ledger.Native(), testPolicy)
 	if _, err := store.Resolve(b.ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent, By: "cli:alice"}); err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +387,7 @@ func TestAckTimeoutInAFoldedGroupIsPosted(t *testing.T) {
 	if n := b.row(t, openedKey(id)); n.State != outbox.StateFolded {
 		t.Fatalf("ticket %d's alert %s, want folded", id, n.State)
 	}
-	store := review.NewStore(b.pool, testPolicy)
+	store := review.NewStore(b.pool, ledger.Native(), testPolicy)
 	if _, err := store.Acknowledge(b.ctx, id, "slack:U0ACK777", 0); err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func (b *bundle) dispatcher(t *testing.T, id string, edit func(*slack.Config)) *
 	t.Helper()
 	cfg := slack.Config{
 		DispatcherConfig: notify.DispatcherConfig{
-			Tickets: review.NewReader(b.pool),
+			Tickets: review.NewReader(b.pool, ledger.Native()),
 			Muter:   b.silences,
 			ID:      id,
 			Lease:   30 * time.Second,
@@ -124,7 +124,7 @@ func (b *bundle) openTicket(t *testing.T, workflow string) int64 {
 func (b *bundle) openTicketOf(t *testing.T, workflow, provider string) int64 {
 	t.Helper()
 	key := fmt.Sprintf("op-%s-%d", t.Name(), b.ops.Add(1))
-	c, err := ledger.NewStore(b.pool).Claim(b.ctx, ledger.Attempt{
+	c, err := ledger.NewStore(b.pool, ledger.Native()).Claim(b.ctx, ledger.Attempt{
 		OpKey: key, Workflow: workflow, Provider: provider, Action: "send_email",
 		Recipient: "jane.doe@example.com", Payload: json.RawMessage(`{"template":"welcome"}`),
 	})
@@ -134,7 +134,7 @@ func (b *bundle) openTicketOf(t *testing.T, workflow, provider string) int64 {
 	now := time.Now()
 	d := proof.Decide(c.Operation, proof.Answered(proof.SearchFor(c.Operation, providers.Matching{ByKey: true}, now), nil))
 	ev := proof.NewEvidence(c.Operation, proof.Lookup{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
-	applied, err := review.NewStore(b.pool, testPolicy).Apply(b.ctx, c.Operation, d, ev, now)
+	applied, err := review.NewStore(b.pool, ledger.Native(), testPolicy).Apply(b.ctx, c.Operation, d, ev, now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("open ticket: %+v, %v", applied, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/testkit/slackfake"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/notify/outbox"
@@ -101,7 +102,7 @@ func TestAlertGroups(t *testing.T) {
 
 			// Two resolve: replies in the group's thread, the ticket's own
 			// alert and the group's message edited.
-			store := review.NewStore(b.pool, testPolicy)
+			store := review.NewStore(b.pool, ledger.Native(), testPolicy)
 			for _, id := range ids[:2] {
 				if _, err := store.Resolve(b.ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent, By: "cli:alice"}); err != nil {
 					t.Fatal(err)

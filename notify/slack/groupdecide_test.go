@@ -14,6 +14,7 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
@@ -40,7 +41,7 @@ func TestGroupDecisionKeepsUp(t *testing.T) {
 	}
 	b := setup(t)
 	d := b.boundedDispatcher(t, "d1", 10, time.Minute, nil)
-	store := review.NewStore(b.pool, testPolicy)
+	store := review.NewStore(b.pool, ledger.Native(), testPolicy)
 	// Older groups whose tickets were all resolved.
 	for range 10 {
 		var ids []int64
@@ -49,7 +50,7 @@ func TestGroupDecisionKeepsUp(t *testing.T) {
 		}
 		b.drain(t, d)
 		for _, id := range ids {
-			tk, err := review.NewReader(b.pool).Ticket(b.ctx, id)
+			tk, err := review.NewReader(b.pool, ledger.Native()).Ticket(b.ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}

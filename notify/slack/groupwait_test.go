@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/testkit/slackfake"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
@@ -44,7 +45,7 @@ func TestGroupWaitSkipsWhatSettledItself(t *testing.T) {
 				}
 			}
 			if tc.resolve {
-				_, err := review.NewStore(b.pool, testPolicy).Resolve(b.ctx, review.Resolution{TicketID: id,
+				_, err := review.NewStore(b.pool, ledger.Native(), testPolicy).Resolve(b.ctx, review.Resolution{TicketID: id,
 					Outcome: review.ResolutionDone, By: "sweeper", ProviderRecordID: "rec-1"})
 				if err != nil {
 					t.Fatal(err)

@@ -28,7 +28,7 @@ var incidentChannels = slack.Channels{Default: alertsChannel, Providers: map[str
 func (b *bundle) pending(t *testing.T, provider string, n int) {
 	t.Helper()
 	for range n {
-		_, err := ledger.NewStore(b.pool).Claim(b.ctx, ledger.Attempt{
+		_, err := ledger.NewStore(b.pool, ledger.Native()).Claim(b.ctx, ledger.Attempt{
 			OpKey: fmt.Sprintf("op-%s-%d", t.Name(), b.ops.Add(1)), Workflow: "onboarding", Provider: provider,
 			Action: "send_email", Recipient: "jane.doe@example.com", Payload: json.RawMessage(`{"template":"welcome"}`),
 		})
@@ -372,7 +372,7 @@ func TestIncidentReplyRetried(t *testing.T) {
 // TestIncidentRefreshNegative: a negative refresh is refused by name.
 func TestIncidentRefreshNegative(t *testing.T) {
 	b := setup(t)
-	_, err := slack.NewDispatcher(b.pool, slack.Config{DispatcherConfig: notify.DispatcherConfig{Tickets: review.NewReader(b.pool)},
+	_, err := slack.NewDispatcher(b.pool, slack.Config{DispatcherConfig: notify.DispatcherConfig{Tickets: review.NewReader(b.pool, ledger.Native())},
 		Token: slackfake.Token, Composer: testComposer, Channel: incidentChannels.For, IncidentRefresh: -time.Second})
 	if err == nil || !strings.Contains(err.Error(), "IncidentRefresh must not be negative") {
 		t.Errorf("err = %v, want IncidentRefresh named", err)
@@ -458,7 +458,7 @@ func TestIncidentCountsOnlyItsBacklog(t *testing.T) {
 	b.pending(t, "acme", 4)
 	b.settle(t, "acme", 4)
 	b.openTicketOf(t, "onboarding", "acme")
-	in, err := notify.ReadIncident(b.ctx, b.pool, review.NewReader(b.pool), id)
+	in, err := notify.ReadIncident(b.ctx, b.pool, review.NewReader(b.pool, ledger.Native()), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func (b *bundle) outboxRows(t *testing.T, id int64) int {
 // table refuses any delete but the prune's.
 func TestPruneOutbox(t *testing.T) {
 	b := setup(t)
-	store := review.NewStore(b.pool, testPolicy)
+	store := review.NewStore(b.pool, ledger.Native(), testPolicy)
 	done, waiting, open := b.openTicket(t, "onboarding"), b.openTicket(t, "onboarding"), b.openTicket(t, "onboarding")
 	for _, id := range []int64{done, waiting} {
 		if _, err := store.Resolve(b.ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent, By: "cli:alice"}); err != nil {
@@ -87,7 +87,7 @@ func TestPruneOutbox(t *testing.T) {
 // TestPruneOutboxBatches: a pass takes at most its number of tickets.
 func TestPruneOutboxBatches(t *testing.T) {
 	b := setup(t)
-	store := review.NewStore(b.pool, testPolicy)
+	store := review.NewStore(b.pool, ledger.Native(), testPolicy)
 	for range 3 {
 		id := b.openTicket(t, "onboarding")
 		if _, err := store.Resolve(b.ctx, review.Resolution{TicketID: id, Outcome: review.ResolutionNotSent, By: "cli:alice"}); err != nil {

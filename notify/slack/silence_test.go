@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
+	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/notify/outbox"
@@ -66,7 +67,7 @@ func TestSilenceHoldsThenOneAlertPerOpenTicket(t *testing.T) {
 		}
 	}
 	// Escalated as ever: the silence holds messages, not the ticket.
-	tk, err := review.NewReader(b.pool).Ticket(b.ctx, held[0])
+	tk, err := review.NewReader(b.pool, ledger.Native()).Ticket(b.ctx, held[0])
 	if err != nil || tk.EscalationLevel != 1 || tk.Owner != "U0NEXT" {
 		t.Fatalf("ticket %d: level %d owner %s, %v; want escalated", held[0], tk.EscalationLevel, tk.Owner, err)
 	}
@@ -76,7 +77,7 @@ func TestSilenceHoldsThenOneAlertPerOpenTicket(t *testing.T) {
 	}
 
 	// One resolves meanwhile: it gets nothing when the silence ends.
-	if _, err := review.NewStore(b.pool, testPolicy).Resolve(b.ctx, review.Resolution{TicketID: held[2],
+	if _, err := review.NewStore(b.pool, ledger.Native(), testPolicy).Resolve(b.ctx, review.Resolution{TicketID: held[2],
 		Outcome: review.ResolutionNotSent, By: "U0OWNER"}); err != nil {
 		t.Fatal(err)
 	}

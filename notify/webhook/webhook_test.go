@@ -135,7 +135,7 @@ func (b *bundle) dispatcher(t *testing.T, id string, now func() time.Time) *noti
 // dispatcherAt is a dispatcher of the webhook at url.
 func (b *bundle) dispatcherAt(t *testing.T, id, url string, now func() time.Time) *notify.Dispatcher {
 	t.Helper()
-	tickets := review.NewReader(b.pool)
+	tickets := review.NewReader(b.pool, ledger.Native())
 	r, err := webhook.New(webhook.Config{URL: url, Secret: []byte(secret), Tickets: tickets, GiveUpAfter: time.Hour, Now: now})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ var policy = review.Policy{DefaultOwner: "U0OWNER", Window: 4 * time.Hour, Prior
 func (b *bundle) open(t *testing.T) int64 {
 	t.Helper()
 	b.n++
-	c, err := ledger.NewStore(b.pool).Claim(b.ctx, ledger.Attempt{
+	c, err := ledger.NewStore(b.pool, ledger.Native()).Claim(b.ctx, ledger.Attempt{
 		OpKey: fmt.Sprintf("op-%s-%d", t.Name(), b.n), Workflow: "payments", Provider: "mailer", Action: "send_email",
 		Recipient: "jane.doe@example.com", Payload: json.RawMessage(`{"template":"receipt"}`),
 	})
@@ -166,7 +166,7 @@ func (b *bundle) open(t *testing.T) int64 {
 	now := time.Now()
 	d := proof.Decide(c.Operation, proof.Answered(proof.SearchFor(c.Operation, providers.Matching{ByKey: true}, now), nil))
 	ev := proof.NewEvidence(c.Operation, proof.Lookup{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
-	applied, err := review.NewStore(b.pool, policy).Apply(b.ctx, c.Operation, d, ev, now)
+	applied, err := review.NewStore(b.pool, ledger.Native(), policy).Apply(b.ctx, c.Operation, d, ev, now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("open ticket: %+v, %v", applied, err)
 	}

@@ -585,9 +585,9 @@ func benchIdle(ctx context.Context, out io.Writer, f Options, s *app.App, monito
 // hash a fiftieth of the history shares; and prints the resident memory.
 func benchAtSize(ctx context.Context, out io.Writer, f Options, s *app.App, monitor *pgx.Conn) error {
 	names := slices.Sorted(maps.Keys(s.Providers))
-	state := app.NewStateCollector(s.Pool, names).ForTable(s.Ledger())
+	state := app.NewStateCollector(s.Pool, s.Ledger(), names)
 	defer state.Close()
-	store, tickets := s.Ledger().Store(monitor), review.NewReader(monitor).ForTable(s.Ledger())
+	store, tickets := s.Ledger().Store(monitor), review.NewReader(monitor, s.Ledger())
 	since := time.Now().Add(-time.Hour)
 	for _, m := range []struct {
 		name, what string
