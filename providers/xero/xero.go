@@ -217,15 +217,15 @@ func (a *Adapter) get(ctx context.Context, path string, params url.Values, what 
 
 // invoice is an invoice as Xero answers it.
 type invoice struct {
-	InvoiceID      string          `json:"InvoiceID"`
-	InvoiceNumber  string          `json:"InvoiceNumber"`
-	Reference      string          `json:"Reference"`
-	Status         string          `json:"Status"`
-	Type           string          `json:"Type"`
-	Contact        *contact        `json:"Contact"`
-	Total          json.Number     `json:"Total"`
-	CurrencyCode   string          `json:"CurrencyCode"`
-	UpdatedDateUTC string          `json:"UpdatedDateUTC"`
+	InvoiceID      string      `json:"InvoiceID"`
+	InvoiceNumber  string      `json:"InvoiceNumber"`
+	Reference      string      `json:"Reference"`
+	Status         string      `json:"Status"`
+	Type           string      `json:"Type"`
+	Contact        *contact    `json:"Contact"`
+	Total          json.Number `json:"Total"`
+	CurrencyCode   string      `json:"CurrencyCode"`
+	UpdatedDateUTC string      `json:"UpdatedDateUTC"`
 }
 
 type contact struct {
