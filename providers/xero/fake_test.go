@@ -35,7 +35,7 @@ func (i inv) json() map[string]any {
 		"Status": i.Status, "Contact": map[string]any{"ContactID": "5b96e86b-418e-48e8-8949-308c14aec278", "Name": "Ada Lovelace", "EmailAddress": recipient},
 		"Total": 115.00, "SubTotal": 100.00, "TotalTax": 15.00, "CurrencyCode": "NZD",
 		"Date": "/Date(1573689600000+0000)/", "DateString": "2019-11-14T00:00:00",
-		"UpdatedDateUTC": fmt.Sprintf("/Date(%d+0000)/", i.Updated.UnixMilli()),
+		"UpdatedDateUTC":  fmt.Sprintf("/Date(%d+0000)/", i.Updated.UnixMilli()),
 		"LineAmountTypes": "Exclusive", "HasAttachments": false,
 	}
 }
