@@ -35,9 +35,6 @@ const (
 	maxPages = 10
 	// maxBody bounds what is read of a response.
 	maxBody = 8 << 20
-	// dayLimitWait is how long a lookup waits after Xero's daily limit,
-	// when Xero names no delay.
-	dayLimitWait = time.Hour
 )
 
 // Adapter looks operations up among one Xero organisation's invoices, by
@@ -286,13 +283,13 @@ func decodePage(data []byte) (*page, error) {
 	for i, raw := range raws {
 		var inv invoice
 		if err := providers.DecodeJSON(raw, &inv); err != nil {
-			return nil, fmt.Errorf("Invoices[%d]: %w", i, err)
+			return nil, fmt.Errorf("invoice %d: %w", i, err)
 		}
 		switch {
 		case !idRE.MatchString(inv.InvoiceID):
-			return nil, fmt.Errorf("Invoices[%d]: InvoiceID is not an id", i)
+			return nil, fmt.Errorf("invoice %d: InvoiceID is not an id", i)
 		case inv.Status == "":
-			return nil, fmt.Errorf("Invoices[%d]: no Status", i)
+			return nil, fmt.Errorf("invoice %d: no Status", i)
 		}
 		p.Invoices = append(p.Invoices, inv)
 	}
@@ -331,7 +328,7 @@ func parseDate(s string) (time.Time, error) {
 func record(inv invoice) (providers.Record, error) {
 	state, ok := stateOf(inv.Status)
 	if !ok {
-		return providers.Record{}, fmt.Errorf("Status %s is none Xero documents", strconv.QuoteToASCII(word(inv.Status)))
+		return providers.Record{}, fmt.Errorf("status %s is none Xero documents", strconv.QuoteToASCII(word(inv.Status)))
 	}
 	at, err := parseDate(inv.UpdatedDateUTC)
 	if err != nil {
