@@ -21,6 +21,9 @@
 // Bearer token, read once when the adapter is built. The adapter does not
 // refresh it (Xero's access tokens last 30 minutes; refreshing is not
 // built): a 401 is a permanent error, and a new token needs a restart.
+// Refreshing is left out because Xero issues a new refresh token with
+// each refresh, which a read-only adapter holding its secrets in the
+// environment could not keep.
 //
 // The record namespace is "xero:" and tenant_id; at start the adapter
 // checks with GET /connections that the token opens that organisation.
