@@ -16,6 +16,7 @@ import (
 	"github.com/sweeper/sweeper/providers/sim"
 	"github.com/sweeper/sweeper/providers/stripe"
 	"github.com/sweeper/sweeper/providers/twilio"
+	"github.com/sweeper/sweeper/providers/xero"
 )
 
 // All returns every kind, in the order configuration errors list them.
@@ -31,5 +32,6 @@ func All() []providers.Kind {
 		postgres.Kind,
 		hubspot.Kind,
 		gcal.Kind,
+		xero.Kind,
 	}
 }
