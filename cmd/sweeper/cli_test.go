@@ -80,6 +80,7 @@ func TestExampleConfigOptionalBlocks(t *testing.T) {
 		"MAILER_DB_DSN": "postgres://127.0.0.1/mailer", "POSTMARK_SERVER_TOKEN": "pm", "MAILGUN_API_KEY": "key-x", "SENDGRID_API_KEY": "SG.x",
 		"HUBSPOT_ACCESS_TOKEN":     "pat-na1-x",
 		"GCAL_SERVICE_ACCOUNT_KEY": `{"type":"service_account"}`,
+		"QBO_ACCESS_TOKEN":         "qbo-x",
 	})
 	cfg, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] })
 	if err != nil {
@@ -92,6 +93,9 @@ func TestExampleConfigOptionalBlocks(t *testing.T) {
 	}
 	if cfg.Providers["google_calendar"] == nil || cfg.Providers["google_calendar"].Settings == nil {
 		t.Error("providers.google_calendar not enabled by uncommenting")
+	}
+	if cfg.Providers["quickbooks"] == nil || cfg.Providers["quickbooks"].Settings == nil {
+		t.Error("providers.quickbooks not enabled by uncommenting")
 	}
 }
 

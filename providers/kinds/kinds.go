@@ -12,6 +12,7 @@ import (
 	"github.com/sweeper/sweeper/providers/mailgun"
 	"github.com/sweeper/sweeper/providers/postgres"
 	"github.com/sweeper/sweeper/providers/postmark"
+	"github.com/sweeper/sweeper/providers/quickbooks"
 	"github.com/sweeper/sweeper/providers/sendgrid"
 	"github.com/sweeper/sweeper/providers/sim"
 	"github.com/sweeper/sweeper/providers/stripe"
@@ -31,5 +32,6 @@ func All() []providers.Kind {
 		postgres.Kind,
 		hubspot.Kind,
 		gcal.Kind,
+		quickbooks.Kind,
 	}
 }

@@ -252,7 +252,7 @@ func decodeAnswer(body []byte, start int) ([]json.RawMessage, error) {
 // customer and notes are never kept.
 func record(inv invoice) (providers.Record, error) {
 	if err := ledger.CheckRecordID(inv.ID); err != nil {
-		return providers.Record{}, fmt.Errorf("Id: %w", err)
+		return providers.Record{}, fmt.Errorf("the invoice Id: %w", err)
 	}
 	if inv.Balance == nil {
 		return providers.Record{}, errors.New("no Balance")
