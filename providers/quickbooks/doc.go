@@ -25,10 +25,12 @@
 // # Requests and credentials
 //
 // Only GETs leave, through the read-only transport. The OAuth 2.0 access
-// token comes from access_token_env; sweeper does not refresh it (Intuit's
-// refresh tokens rotate, and the new one would have to be stored): an
-// expired token answers 401, a permanent error, until the variable or file
-// holds a fresh one. QuickBooks limits a realm to 500 requests a minute and
+// token comes from access_token_env. With refresh_token_env, client_id_env
+// and client_secret_env, a token the API refuses (401) is refreshed once
+// (POST to token_url with the refresh token grant, through a transport that
+// reaches only that URL) and the GET sent again; Intuit rotates refresh
+// tokens, and the new ones are kept in memory only, never written back, so
+// a restart reads the variables again. Without them, 401 is permanent. QuickBooks limits a realm to 500 requests a minute and
 // 10 a second per app: 429 is rate limited, for Retry-After's delay or a
 // minute.
 //

@@ -1,6 +1,7 @@
 package quickbooks_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -93,19 +94,28 @@ type company struct {
 	ignoreFilter bool
 	limited      string // a 429's Retry-After ("-": none); "" not limited
 	literals     []string
+	access       string // the access token the API accepts
+	refresh      string // the refresh token the token endpoint accepts
+	issued       int
+	tokenFail    int // the token endpoint's status; 0: it issues
+	tokenPosts   atomic.Int64
 
 	writes atomic.Int64
 	gets   atomic.Int64
 }
 
 func newCompany(t *testing.T, invoices ...inv) (*company, *httptest.Server) {
-	c := &company{invoices: invoices}
+	c := &company{invoices: invoices, access: token, refresh: "AB11-refresh-0"}
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
 	return c, srv
 }
 
 func (c *company) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.URL.Path == "/oauth2/v1/tokens/bearer" {
+		c.token(w, r)
+		return
+	}
 	if r.Method != http.MethodGet {
 		c.writes.Add(1)
 		fault(w, http.StatusMethodNotAllowed, "405", "ValidationFault")
@@ -114,7 +124,7 @@ func (c *company) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.gets.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r.Header.Get("Authorization") != "Bearer "+token {
+	if r.Header.Get("Authorization") != "Bearer "+c.access {
 		fault(w, http.StatusUnauthorized, "3200", "AUTHENTICATION")
 		return
 	}
@@ -180,4 +190,48 @@ func query(opKey string) providers.Query {
 	q := providertest.Query()
 	q.OpKey = opKey
 	return q
+}
+
+// token is Intuit's refresh token grant: HTTP Basic with the app's client
+// id and secret, the current refresh token; it issues a new access token
+// and rotates the refresh token.
+func (c *company) token(w http.ResponseWriter, r *http.Request) {
+	c.tokenPosts.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	id, secret, ok := r.BasicAuth()
+	if c.tokenFail != 0 || !ok || id != clientID || secret != clientSecret || r.ParseForm() != nil ||
+		r.PostForm.Get("grant_type") != "refresh_token" || r.PostForm.Get("refresh_token") != c.refresh {
+		w.WriteHeader(cmp.Or(c.tokenFail, http.StatusBadRequest))
+		fmt.Fprint(w, `{"error":"invalid_grant"}`)
+		return
+	}
+	c.issued++
+	c.access = fmt.Sprintf("fresh-access-%d", c.issued)
+	c.refresh = fmt.Sprintf("AB11-refresh-%d", c.issued)
+	fmt.Fprintf(w, `{"token_type":"bearer","access_token":%q,"refresh_token":%q,"expires_in":3600,"x_refresh_token_expires_in":8726400}`, c.access, c.refresh)
+}
+
+const (
+	clientID     = "ABclient0id"
+	clientSecret = "client-secret-9f2e"
+)
+
+// refreshing returns an adapter for the fake at srv that refreshes its
+// token there.
+func refreshing(t *testing.T, srv *httptest.Server) *quickbooks.Adapter {
+	t.Helper()
+	cfg := &quickbooks.Config{RealmID: realmID, AccessTokenEnv: "QBO_TOKEN", APIBase: srv.URL, TokenURL: srv.URL + "/oauth2/v1/tokens/bearer",
+		RefreshTokenEnv: "QBO_REFRESH", ClientIDEnv: "QBO_CLIENT_ID", ClientSecretEnv: "QBO_CLIENT_SECRET"}
+	if errs := cfg.Validate(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	a, err := quickbooks.New("invoices", cfg, providertest.Env(nil, "QBO_TOKEN", token, "QBO_REFRESH", "AB11-refresh-0",
+		"QBO_CLIENT_ID", clientID, "QBO_CLIENT_SECRET", clientSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
 }

@@ -44,7 +44,7 @@ const (
 type Adapter struct {
 	name     string
 	realm    string
-	token    string
+	tokens   *tokens
 	base     *url.URL
 	pageSize int
 	client   *http.Client
@@ -68,14 +68,39 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if !realmRE.MatchString(cfg.RealmID) {
 		return nil, errors.New("realm_id: required: the company's realm id, 1-32 digits")
 	}
+	t := &tokens{name: name, access: token, seen: []string{token}}
+	if cfg.RefreshTokenEnv != "" || cfg.ClientIDEnv != "" || cfg.ClientSecretEnv != "" {
+		if t.refresh, err = config.BlockSecret(env.Var, "refresh_token_env", cfg.RefreshTokenEnv); err != nil {
+			return nil, err
+		}
+		if t.clientID, err = config.BlockSecret(env.Var, "client_id_env", cfg.ClientIDEnv); err != nil {
+			return nil, err
+		}
+		if t.clientSecret, err = config.BlockSecret(env.Var, "client_secret_env", cfg.ClientSecretEnv); err != nil {
+			return nil, err
+		}
+		t.url = cmp.Or(cfg.TokenURL, DefaultTokenURL)
+		if err := providers.CheckBaseURL(t.url, "client_secret_env"); err != nil {
+			return nil, fmt.Errorf("token_url: %w", err)
+		}
+		t.client = &http.Client{
+			Transport:     tokenOnly{base: env.RoundTripper(), url: t.url},
+			CheckRedirect: providers.RefuseRedirects("token_url"),
+		}
+	}
 	return &Adapter{
-		name: name, realm: cfg.RealmID, token: token, base: base, pageSize: defaultPageSize,
+		name: name, realm: cfg.RealmID, tokens: t, base: base, pageSize: defaultPageSize,
 		client: &http.Client{Transport: env.ReadOnly(), CheckRedirect: providers.RefuseRedirects("api_base")},
 	}, nil
 }
 
 // Close releases the adapter's idle connections.
-func (a *Adapter) Close() { a.client.CloseIdleConnections() }
+func (a *Adapter) Close() {
+	a.client.CloseIdleConnections()
+	if a.tokens.client != nil {
+		a.tokens.client.CloseIdleConnections()
+	}
+}
 
 // Matching implements providers.MatchingLookup: every record is read by
 // its DocNumber, which is the op_key.
@@ -121,7 +146,7 @@ type invoice struct {
 func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
 	records, err := a.lookup(ctx, q)
 	if err != nil {
-		return nil, providers.Redact(err, a.token, q.Recipient, strings.TrimSpace(q.Recipient))
+		return nil, providers.Redact(err, append(a.tokens.secrets(), q.Recipient, strings.TrimSpace(q.Recipient))...)
 	}
 	return records, nil
 }
@@ -279,9 +304,30 @@ func record(inv invoice) (providers.Record, error) {
 }
 
 // get sends one GET with the access token. 429 is rate limited, for
-// Retry-After's delay or a minute; 401 is permanent (sweeper does not
-// refresh the token).
+// Retry-After's delay or a minute. 401 is permanent, unless refresh is
+// configured: then the token is refreshed once and the GET sent again.
 func (a *Adapter) get(ctx context.Context, path string, params url.Values) ([]byte, error) {
+	token := a.tokens.current()
+	body, err := a.getWith(ctx, path, params, token)
+	if !errors.Is(err, errUnauthorized) {
+		return body, err
+	}
+	if a.tokens.client == nil {
+		return nil, providers.Permanent(fmt.Errorf("%s: HTTP 401: the access token is expired or refused (access_token_env; no refresh_token_env to refresh it)", a.name))
+	}
+	if token, err = a.tokens.renew(ctx, token); err != nil {
+		return nil, err
+	}
+	body, err = a.getWith(ctx, path, params, token)
+	if errors.Is(err, errUnauthorized) {
+		return nil, providers.Permanent(fmt.Errorf("%s: HTTP 401 with a refreshed access token: the app cannot read realm_id", a.name))
+	}
+	return body, err
+}
+
+var errUnauthorized = errors.New("HTTP 401")
+
+func (a *Adapter) getWith(ctx context.Context, path string, params url.Values, token string) ([]byte, error) {
 	u := *a.base
 	u.Path = strings.TrimRight(u.Path, "/") + path
 	u.RawPath = ""
@@ -291,7 +337,7 @@ func (a *Adapter) get(ctx context.Context, path string, params url.Values) ([]by
 		return nil, providers.Permanent(fmt.Errorf("%s: build request: %w", a.name, err))
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	answer := providers.HTTPAnswer{
 		Name: a.name, MaxBody: maxBody, Detail: faultCode,
 		RetryAfter: func(h http.Header) time.Duration {
@@ -302,7 +348,7 @@ func (a *Adapter) get(ctx context.Context, path string, params url.Values) ([]by
 		},
 		Status: func(status int) error {
 			if status == http.StatusUnauthorized {
-				return providers.Permanent(fmt.Errorf("%s: HTTP 401: the access token is expired or refused (access_token_env; sweeper does not refresh it)", a.name))
+				return errUnauthorized
 			}
 			return nil
 		},
