@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -237,7 +239,7 @@ func decodeAnswer(body []byte, start int) ([]json.RawMessage, error) {
 	if err := providers.DecodeJSON(body, &top); err != nil {
 		return nil, err
 	}
-	for k := range top {
+	for _, k := range slices.Sorted(maps.Keys(top)) { // the same body, the same error
 		if !answerKeys[k] {
 			return nil, fmt.Errorf("an unknown key %q", word(k))
 		}
@@ -253,7 +255,7 @@ func decodeAnswer(body []byte, start int) ([]json.RawMessage, error) {
 	if err := providers.DecodeJSON(top["QueryResponse"], &inner); err != nil {
 		return nil, err
 	}
-	for k := range inner {
+	for _, k := range slices.Sorted(maps.Keys(inner)) {
 		if !responseKeys[k] {
 			return nil, fmt.Errorf("an unknown key %q in QueryResponse", word(k))
 		}
