@@ -266,3 +266,24 @@ func serve(t *testing.T, body string) *httptest.Server {
 }
 
 func envWith(name, value string) providers.Env { return providertest.Env(nil, name, value) }
+
+// TestLaggingQuery: an invoice not yet returned by the query is none (no
+// records, not_found within settle_window), and the later re-lookup finds
+// it.
+func TestLaggingQuery(t *testing.T) {
+	t.Parallel()
+	c, srv := newCompany(t)
+	a := adapter(t, srv)
+	if records, err := a.Lookup(context.Background(), query("op-1")); err != nil || len(records) != 0 {
+		t.Fatalf("before: %+v, %v; want none", records, err)
+	}
+	c.mu.Lock()
+	c.invoices = append(c.invoices, inv{ID: "7", DocNumber: "op-1", Total: 1, Created: t0})
+	c.mu.Unlock()
+	if records, err := a.Lookup(context.Background(), query("op-1")); err != nil || len(records) != 1 || records[0].State != providers.StateEffect {
+		t.Errorf("after: %+v, %v; want the invoice", records, err)
+	}
+	if quickbooks.Kind.SettleWindow != 5*time.Minute {
+		t.Errorf("settle window %v", quickbooks.Kind.SettleWindow)
+	}
+}
