@@ -81,6 +81,7 @@ func TestExampleConfigOptionalBlocks(t *testing.T) {
 		"HUBSPOT_ACCESS_TOKEN":     "pat-na1-x",
 		"GCAL_SERVICE_ACCOUNT_KEY": `{"type":"service_account"}`,
 		"XERO_ACCESS_TOKEN":        "xero-at-x",
+		"QBO_ACCESS_TOKEN":         "qbo-x", "QBO_REFRESH_TOKEN": "r", "QBO_CLIENT_ID": "i", "QBO_CLIENT_SECRET": "s",
 	})
 	cfg, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] })
 	if err != nil {
@@ -96,6 +97,9 @@ func TestExampleConfigOptionalBlocks(t *testing.T) {
 	}
 	if cfg.Providers["xero"] == nil || cfg.Providers["xero"].Settings == nil {
 		t.Error("providers.xero not enabled by uncommenting")
+	}
+	if cfg.Providers["quickbooks"] == nil || cfg.Providers["quickbooks"].Settings == nil {
+		t.Error("providers.quickbooks not enabled by uncommenting")
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/sweeper/sweeper/providers/mailgun"
 	"github.com/sweeper/sweeper/providers/postgres"
 	"github.com/sweeper/sweeper/providers/postmark"
+	"github.com/sweeper/sweeper/providers/quickbooks"
 	"github.com/sweeper/sweeper/providers/sendgrid"
 	"github.com/sweeper/sweeper/providers/sim"
 	"github.com/sweeper/sweeper/providers/stripe"
@@ -33,5 +34,6 @@ func All() []providers.Kind {
 		hubspot.Kind,
 		gcal.Kind,
 		xero.Kind,
+		quickbooks.Kind,
 	}
 }
