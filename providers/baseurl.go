@@ -3,6 +3,7 @@ package providers
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -71,3 +72,32 @@ func Rebase(u url.URL, base *url.URL) url.URL {
 	}
 	return u
 }
+
+// RebaseTransport sends a request built for the provider's own host
+// (https://Host) to Base instead (nil: the host itself), through Next.
+// A request for any other scheme or host is refused, as a permanent
+// error, before anything is sent: an adapter builds its requests for the
+// real host so that [ReadOnlyTransport] judges them by the provider's own
+// paths, then they reach api_base.
+type RebaseTransport struct {
+	Host string
+	Base *url.URL
+	Next http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (r RebaseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "https" || req.URL.Host != r.Host {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, Permanent(fmt.Errorf("refused %s %s: only %s is read", req.Method, req.URL.Host, r.Host))
+	}
+	u := Rebase(*req.URL, r.Base)
+	out := req.Clone(req.Context())
+	out.URL, out.Host = &u, ""
+	return r.Next.RoundTrip(out)
+}
+
+// CloseIdleConnections passes the call on to the transport below.
+func (r RebaseTransport) CloseIdleConnections() { CloseIdle(r.Next) }

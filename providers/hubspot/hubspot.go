@@ -82,7 +82,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		payload:  d.PayloadProperties,
 		client: &http.Client{
 			Transport: providers.ReadOnlyTransport{
-				Base: rebase{base: base, next: env.RoundTripper()},
+				Base: providers.RebaseTransport{Host: apiHost, Base: base, Next: env.RoundTripper()},
 				// The CRM search takes its filter in a POST body and only
 				// reads; it is the one request besides GETs this client
 				// sends, and only for the block's object type.
@@ -102,29 +102,6 @@ func (a *Adapter) Close() { a.client.CloseIdleConnections() }
 // Matching implements providers.MatchingLookup: every record carries the
 // op_key in the block's property, compared exactly.
 func (a *Adapter) Matching() providers.Matching { return providers.Matching{ByKey: true} }
-
-// rebase sends a request built for api.hubapi.com to api_base instead.
-type rebase struct {
-	base *url.URL // nil: api.hubapi.com itself
-	next http.RoundTripper
-}
-
-// RoundTrip implements http.RoundTripper.
-func (r rebase) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "https" || req.URL.Host != apiHost {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, providers.Permanent(fmt.Errorf("refused %s %s: only %s is read", req.Method, req.URL.Host, apiHost))
-	}
-	u := providers.Rebase(*req.URL, r.base)
-	out := req.Clone(req.Context())
-	out.URL, out.Host = &u, ""
-	return r.next.RoundTrip(out)
-}
-
-// CloseIdleConnections passes the call on to the transport below.
-func (r rebase) CloseIdleConnections() { providers.CloseIdle(r.next) }
 
 // Lookup implements providers.Lookup. It returns the records of the block's
 // object type whose property holds q.OpKey exactly (see the package doc),

@@ -67,7 +67,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		token:  token,
 		tenant: cfg.TenantID,
 		client: &http.Client{
-			Transport:     providers.ReadOnlyTransport{Base: rebase{base: base, next: env.RoundTripper()}},
+			Transport:     providers.ReadOnlyTransport{Base: providers.RebaseTransport{Host: apiHost, Base: base, Next: env.RoundTripper()}},
 			CheckRedirect: providers.RefuseRedirects("api_base"),
 		},
 	}, nil
@@ -79,29 +79,6 @@ func (a *Adapter) Close() { a.client.CloseIdleConnections() }
 // Matching implements providers.MatchingLookup: every record carries the
 // op_key in its Reference, compared exactly.
 func (a *Adapter) Matching() providers.Matching { return providers.Matching{ByKey: true} }
-
-// rebase sends a request built for api.xero.com to api_base instead.
-type rebase struct {
-	base *url.URL // nil: api.xero.com itself
-	next http.RoundTripper
-}
-
-// RoundTrip implements http.RoundTripper.
-func (r rebase) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "https" || req.URL.Host != apiHost {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, providers.Permanent(fmt.Errorf("refused %s %s: only %s is read", req.Method, req.URL.Host, apiHost))
-	}
-	u := providers.Rebase(*req.URL, r.base)
-	out := req.Clone(req.Context())
-	out.URL, out.Host = &u, ""
-	return r.next.RoundTrip(out)
-}
-
-// CloseIdleConnections passes the call on to the transport below.
-func (r rebase) CloseIdleConnections() { providers.CloseIdle(r.next) }
 
 // Lookup implements providers.Lookup. It returns the invoices whose
 // Reference is q.OpKey exactly, or an error classified for the pipeline
