@@ -93,7 +93,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		tokens: &tokens{
 			name: name, key: key, pk: pk, url: tokenURL, now: time.Now,
 			client: &http.Client{
-				Transport:     tokenOnly{base: env.RoundTripper(), url: tokenURL},
+				Transport:     providers.TokenTransport{URL: tokenURL, Base: env.RoundTripper()},
 				CheckRedirect: providers.RefuseRedirects("token_url"),
 			},
 		},

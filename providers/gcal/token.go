@@ -76,28 +76,6 @@ type tokens struct {
 	expiry time.Time
 }
 
-// tokenOnly is the transport of token requests: it lets through exactly a
-// POST to the token URL (the exchange creates nothing at Google) and
-// refuses anything else, so that the API's requests never pass here.
-type tokenOnly struct {
-	base http.RoundTripper
-	url  string
-}
-
-func (t tokenOnly) RoundTrip(req *http.Request) (*http.Response, error) {
-	u := *req.URL
-	u.RawQuery = ""
-	if req.Method != http.MethodPost || req.URL.RawQuery != "" || u.String() != t.url {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, providers.Permanent(fmt.Errorf("refused %s %s: only the token exchange is posted", req.Method, req.URL.Host))
-	}
-	return t.base.RoundTrip(req)
-}
-
-func (t tokenOnly) CloseIdleConnections() { providers.CloseIdle(t.base) }
-
 // get returns a valid access token, fetching one when none is held or the
 // one held expires within a minute.
 func (t *tokens) get(ctx context.Context) (string, error) {

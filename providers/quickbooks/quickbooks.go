@@ -86,7 +86,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 			return nil, fmt.Errorf("token_url: %w", err)
 		}
 		t.client = &http.Client{
-			Transport:     tokenOnly{base: env.RoundTripper(), url: t.url},
+			Transport:     providers.TokenTransport{URL: t.url, Base: env.RoundTripper()},
 			CheckRedirect: providers.RefuseRedirects("token_url"),
 		}
 	}

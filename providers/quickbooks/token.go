@@ -84,28 +84,6 @@ func (t *tokens) renew(ctx context.Context, stale string) (string, error) {
 	return t.access, nil
 }
 
-// tokenOnly is the transport of token requests: it lets through exactly a
-// POST to the token URL (the exchange creates nothing at Intuit) and
-// refuses anything else, so that the API's requests never pass here.
-type tokenOnly struct {
-	base http.RoundTripper
-	url  string
-}
-
-func (t tokenOnly) RoundTrip(req *http.Request) (*http.Response, error) {
-	u := *req.URL
-	u.RawQuery = ""
-	if req.Method != http.MethodPost || req.URL.RawQuery != "" || u.String() != t.url {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, providers.Permanent(fmt.Errorf("refused %s %s: only the token exchange is posted", req.Method, req.URL.Host))
-	}
-	return t.base.RoundTrip(req)
-}
-
-func (t tokenOnly) CloseIdleConnections() { providers.CloseIdle(t.base) }
-
 // oauthError names the OAuth error code ("invalid_grant") of a token
 // endpoint's error body, and nothing else of it.
 func oauthError(body []byte) string {

@@ -1,4 +1,4 @@
-package gcal
+package providers_test
 
 import (
 	"net/http"
@@ -9,20 +9,20 @@ import (
 	"github.com/sweeper/sweeper/providers"
 )
 
-type countRT struct{ n *atomic.Int64 }
+type countingRT struct{ n *atomic.Int64 }
 
-func (c countRT) RoundTrip(*http.Request) (*http.Response, error) {
+func (c countingRT) RoundTrip(*http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
 }
 
-// TestTokenOnly: the token transport lets through exactly a POST to the
+// TestTokenTransport: the token transport lets through exactly a POST to the
 // token URL; an API request, a GET of the token URL, another path or a
 // query never leaves.
-func TestTokenOnly(t *testing.T) {
+func TestTokenTransport(t *testing.T) {
 	t.Parallel()
 	var n atomic.Int64
-	rt := tokenOnly{base: countRT{&n}, url: "https://oauth2.googleapis.com/token"}
+	rt := providers.TokenTransport{URL: "https://oauth2.googleapis.com/token", Base: countingRT{&n}}
 	for _, tc := range []struct {
 		method, url string
 		pass        bool
