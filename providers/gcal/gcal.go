@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -282,7 +284,8 @@ func decodeList(body []byte) (*eventList, error) {
 	if err := providers.DecodeJSON(body, &top); err != nil {
 		return nil, err
 	}
-	for k := range top {
+	// In sorted order, so that one answer gives one error.
+	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if !listKeys[k] {
 			return nil, fmt.Errorf("an unknown key %q", word(k))
 		}
