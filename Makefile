@@ -32,7 +32,7 @@ build:
 QUICKSTART_ORDERS_URL ?= http://127.0.0.1:8081/sweeper/lookup
 
 quickstart: build
-	SWEEPER_CONFIG=config.example.toml SWEEPER_PROVIDERS_ORDERS_API_URL=$(QUICKSTART_ORDERS_URL) $(GO) run ./internal/tools/withpg -- \
+	SWEEPER_CONFIG=config.example.toml SWEEPER_PROVIDERS_ORDERS_API_URL=$(QUICKSTART_ORDERS_URL) $(GO) run ./tools/withpg -- \
 		sh -c '$(BIN) migrate && $(BIN) migrate --status && $(BIN) check-config'
 
 # scripts/test-setup.sh first: as root it installs what the tests need
@@ -83,7 +83,7 @@ long: toil soak chaos flood scale
 # The ledger-scale test on a million rows (make test: a quarter).
 .PHONY: scale
 scale:
-	$(GO) test -race -count=1 -timeout 15m -run '^TestBigLedgerCostsWhatIsUnsettled$$' ./internal/app -v -scale.full
+	$(GO) test -race -count=1 -timeout 15m -run '^TestBigLedgerCostsWhatIsUnsettled$$' ./app -v -scale.full
 
 # The scrape flood on a million rows of history (make test: a quarter).
 .PHONY: flood
@@ -110,7 +110,7 @@ toil:
 # "Reliability"). `make test` runs it for 60 s.
 .PHONY: soak
 soak:
-	$(GO) test -race -count=1 -timeout 15m -run '^TestSlackKeepsUpAtAnyRate$$' ./internal/app -v -soak.full
+	$(GO) test -race -count=1 -timeout 15m -run '^TestSlackKeepsUpAtAnyRate$$' ./app -v -soak.full
 
 # The workflows in examples/n8n run in a real n8n: installs n8n (pinned in
 # examples/n8n/e2e/package.json) into .cache/n8n on first use, a few

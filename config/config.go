@@ -194,7 +194,7 @@ type Provider struct {
 	LookupBudget Duration `toml:"lookup_budget"`
 	// RateLimit is the most requests per second the cluster sends the
 	// provider: each process keeps it, and every replica takes from one
-	// bucket in PostgreSQL (internal/health's Rate). Default 10.
+	// bucket in PostgreSQL (health's Rate). Default 10.
 	RateLimit float64 `toml:"rate_limit"`
 	// Concurrency is the most requests in flight to the provider from this
 	// process. Default 4.

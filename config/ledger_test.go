@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/testkit/ledgertables"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/testkit/ledgertables"
 )
 
 // TestLedgerMapping: no [ledger] section is ledger.operations; a mapping

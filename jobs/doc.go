@@ -8,5 +8,5 @@
 // transaction of what the job wrote. Beside River's job table it keeps the
 // lookup claims (sweeper.lookup_claims), so that the sweep hands an
 // operation a lookup job holds on only once. The River client that runs
-// the workers is wired in internal/app.
+// the workers is wired in app.
 package jobs

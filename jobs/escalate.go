@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/settle"
 )
 
 // EscalateArgs asks for one pass of the escalation scan.

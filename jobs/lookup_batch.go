@@ -11,7 +11,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/sweeper/sweeper/internal/settle"
+	"github.com/sweeper/sweeper/settle"
 )
 
 // LookupBatchSize is how many operations of one provider a lookup job

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/sweeper/sweeper/internal/settle"
+	"github.com/sweeper/sweeper/settle"
 )
 
 // RelookupTicketArgs asks for one open not_found or lookup_failed ticket

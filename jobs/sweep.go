@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/sweeper/sweeper/internal/settle"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/settle"
 )
 
 // SweepArgs asks for one pass of the stale scan.

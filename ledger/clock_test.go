@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestClockFollowsTheDatabase: a process whose clock is minutes off reads

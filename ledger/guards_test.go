@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-	"github.com/sweeper/sweeper/internal/testkit/ledgertables"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/ledgertables"
 )
 
 // constraintOf is the constraint a database error names.

@@ -9,9 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/testwait"
 )
 
 // claimIn claims a pending operation key of block provider, with

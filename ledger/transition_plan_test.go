@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestDoneCheckReadsAFewPages: the write that moves an operation to done

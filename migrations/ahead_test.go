@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestDatabaseAheadOfTheBinary: a migration a newer binary applied is

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestIncidentsDownUp: a provider going down and up writes one incident

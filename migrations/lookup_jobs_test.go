@@ -9,11 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/internal/settle"
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/proof"
+	"github.com/sweeper/sweeper/settle"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestOldLookupJobsBecomeBatches: the unfinished lookup jobs of one

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestOutboxDeadEndsDownUp: the migration that gives parked rows their

@@ -3,7 +3,7 @@ package proof_test
 import (
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }

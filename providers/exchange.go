@@ -9,7 +9,7 @@ import (
 )
 
 // Whose failure a lookup's failure is. A provider's health
-// (internal/health) must count only the provider's own failures: a
+// (health) must count only the provider's own failures: a
 // connection refused or reset, a timeout, a 5xx, a 429 past the wait the
 // provider asked for ([refusals]). An answer the
 // provider gave that cannot be read — a malformed body, a record id the

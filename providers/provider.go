@@ -135,7 +135,7 @@ func matchingOf(adapter Lookup) Matching {
 }
 
 // Health is a provider's health shared by every replica: see
-// internal/health's Tracker, which implements it.
+// health's Tracker, which implements it.
 type Health interface {
 	// Allow says whether a lookup may ask now; probe marks the one lookup
 	// asking a provider that is down. A non-nil error means wait.
@@ -157,7 +157,7 @@ type Health interface {
 func (p *Provider) SetHealth(h Health) { p.health = h }
 
 // SharedRate is a provider's rate limit shared by every replica: see
-// internal/health's Rate, which implements it.
+// health's Rate, which implements it.
 type SharedRate interface {
 	// Take takes a token for one request and says how long the request
 	// must wait for its turn — unless its turn is later than within:

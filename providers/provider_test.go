@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/testkit/testwait"
 )
 
 // lookupFunc is a hand-written adapter: each test says how it answers.

@@ -13,7 +13,7 @@ import (
 // passed, is the provider still refusing after its own wait: that is the
 // provider's failure, and counts as a 5xx does. A 429 without a
 // Retry-After asks for the wait sweeper gives it: the adapter's default,
-// at least a second (internal/settle's budget).
+// at least a second (settle's budget).
 
 // minRefusalWait is the least wait a 429 asks for: the budget asks again
 // no sooner.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // insertTickets writes n resolved tickets created at at, with one opened

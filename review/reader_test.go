@@ -11,10 +11,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestReader: the reader returns what the store wrote, by ticket, by

@@ -49,7 +49,7 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 
 # The machine's PostgreSQL on 127.0.0.1:5432, if it has one and it is down.
-# Without one the tests start a throwaway cluster (internal/testkit/dbtest).
+# Without one the tests start a throwaway cluster (testkit/dbtest).
 if ! $check_only && [ -z "${SWEEPER_TEST_DATABASE_URL:-}" ] && [ "$(id -u)" -eq 0 ] \
 	&& command -v pg_isready >/dev/null 2>&1 && command -v pg_ctlcluster >/dev/null 2>&1 \
 	&& ! pg_isready -q -h 127.0.0.1 -p 5432; then

@@ -18,12 +18,12 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/app"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 	"github.com/sweeper/sweeper/web"
 )
 
@@ -72,7 +72,7 @@ func TestInABrowser(t *testing.T) {
 		CookieKey:       []byte(strings.Repeat("b", 32)),
 		InsecureCookies: true, // plain HTTP on loopback
 		Logger:          slog.New(slog.DiscardHandler),
-		// The silences, on the outbox as internal/app wires them.
+		// The silences, on the outbox as app wires them.
 		ActiveSilences: func(ctx context.Context) ([]web.Silence, error) {
 			list, err := messages.List(ctx, silence.Filter{States: []string{silence.Active}})
 			var out []web.Silence

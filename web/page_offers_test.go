@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/app"
 	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"

@@ -20,11 +20,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 	"github.com/sweeper/sweeper/web"
 )
 
@@ -63,7 +63,7 @@ type bundle struct {
 	// knows them in the daemon).
 	silences atomic.Pointer[[]web.Silence]
 	// drafts and expiries are what the page asked of the silences' hooks
-	// (the outbox's rules in the daemon, tested with them in internal/app).
+	// (the outbox's rules in the daemon, tested with them in app).
 	mu       sync.Mutex
 	drafts   []web.SilenceDraft
 	expiries []string // "id by"

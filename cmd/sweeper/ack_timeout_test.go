@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestAckTimeoutProcesses runs the real binary: a ticket acknowledged and

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweeper/sweeper/internal/tools/bench"
+	"github.com/sweeper/sweeper/tools/bench"
 )
 
 func newBenchCmd(e *env) *cobra.Command {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-	"github.com/sweeper/sweeper/internal/tools/benchkit"
+	"github.com/sweeper/sweeper/testkit/dbtest"
+	"github.com/sweeper/sweeper/tools/benchkit"
 )
 
 // TestBenchSmoke runs a small benchmark over a settled history against the

@@ -20,9 +20,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/testkit/slackfake"
-	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/testkit/slackfake"
+	"github.com/sweeper/sweeper/testkit/testwait"
 )
 
 // chaosPayload is the normalized payload of every seeded operation; the

@@ -17,8 +17,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 const exampleConfig = "../../config.example.toml"

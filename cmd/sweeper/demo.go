@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweeper/sweeper/internal/tools/demo"
+	"github.com/sweeper/sweeper/tools/demo"
 )
 
-// newDemoCmd parses `sweeper demo`'s flags and runs internal/tools/demo.
+// newDemoCmd parses `sweeper demo`'s flags and runs tools/demo.
 func newDemoCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo [--ops N] [--timeout D] [--keep]",

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/testkit/pgtemp"
+	"github.com/sweeper/sweeper/testkit/pgtemp"
 )
 
 // TestDemoReadmeFirstCommand runs the first command of the README's first

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
-	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/app"
 )
 
 func newEscalateCmd(e *env) *cobra.Command {

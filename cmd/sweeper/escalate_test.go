@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 func TestEscalateOnceCommand(t *testing.T) {

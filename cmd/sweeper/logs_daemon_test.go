@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/internal/logs"
-	"github.com/sweeper/sweeper/internal/testkit/pgtemp"
 	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/testkit/pgtemp"
 )
 
 // TestDroppedDatabaseLogsOnceAWindow runs the daemon with its log set from

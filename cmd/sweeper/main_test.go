@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 var (

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweeper/sweeper/internal/app"
+	"github.com/sweeper/sweeper/app"
 	"github.com/sweeper/sweeper/migrations"
 )
 

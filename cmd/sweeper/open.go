@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sweeper/sweeper/app"
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/tracing"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/internal/health"
+	"github.com/sweeper/sweeper/app"
+	"github.com/sweeper/sweeper/health"
 	"github.com/sweeper/sweeper/proof"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/migrations"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestGlobalFlagsBeforeOrAfterTheCommand: --config and --json mean the same

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sweeper/sweeper/app"
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/app"
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/tracing"
 )

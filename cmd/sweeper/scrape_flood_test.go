@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 var floodFull = flag.Bool("flood.full", false, "TestScrapeFloodKeepsTheDaemonReady on a million rows of history (make flood)")

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-	"github.com/sweeper/sweeper/internal/testkit/slackfake"
-	"github.com/sweeper/sweeper/internal/testkit/testwait"
+	"github.com/sweeper/sweeper/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/slackfake"
+	"github.com/sweeper/sweeper/testkit/testwait"
 )
 
 // slackCase is a database, a fake Slack and a configuration for driving

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-	"github.com/sweeper/sweeper/internal/testkit/slackfake"
+	"github.com/sweeper/sweeper/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/slackfake"
 )
 
 // TestSlackEndToEnd drives the review queue through the CLI against a fake

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/app"
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/app"
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestCheckConfigTraces: check-config says whether the standard

@@ -407,7 +407,7 @@ func keys(m map[string]bool) []string {
 // and passes those that do.
 func TestCheckDocFindsWhatDoesNotExist(t *testing.T) {
 	root := t.TempDir()
-	for _, dir := range []string{"docs", "internal/app", "internal/logs", "cmd/sweeper"} {
+	for _, dir := range []string{"docs", "app", "internal/logs", "cmd/sweeper"} {
 		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -421,15 +421,15 @@ func TestCheckDocFindsWhatDoesNotExist(t *testing.T) {
 		tests: map[string]bool{"TestDecide": true, "TestGuardsDownUp": true},
 		decls: map[string]map[string]bool{"ledger": {"MoveToDone": true, "Clock": true}, "health": {"Tracker.OnDown": true}},
 	}
-	packages := map[string]bool{"internal/app": true, "internal/logs": true, "cmd/sweeper": true}
+	packages := map[string]bool{"app": true, "internal/logs": true, "cmd/sweeper": true}
 	text := "# x\n\n" +
 		"`TestDecide`, `TestGuards*`, `TestGone`, `TestNone*`; `ledger.MoveToDone`, `health.Tracker.OnDown`, `ledger.Batcher`,\n" +
 		"`Tracker.OnDown`, `Tracker.Gone`, `ledger.operations` (a table), `sweeper.lookup_claims` (a table);\n" +
-		"`internal/app`, `internal/gone`; docs/adapters.md, docs/gone.md.\n" +
+		"`app`, `internal/gone`; docs/adapters.md, docs/gone.md.\n" +
 		"Not the module's: `net/http`, `testdata/fuzz/`, `providers.NAME`, /etc/sweeper/sweeper.toml, ./sweeper.toml.\n\n" +
 		"## Packages\n\n```\n" +
 		"cmd/sweeper     the CLI: root.go, gone.go\n" +
-		"internal/app    the wiring\n" +
+		"app    the wiring\n" +
 		"internal/       logs (repeated errors, with a count), gone\n" +
 		"nowhere/        nothing\n" +
 		"```\n"

@@ -168,7 +168,7 @@ func TestCheckGlossaryFindsWhatDoesNotExist(t *testing.T) {
 	good := []glossaryEntry{
 		{"operation", "ledger.Operation", "ledger"},
 		{"status", "ledger.Status", "ledger"},
-		{"re-lookup", "settle.Escalator.Relookup", "internal/settle"},
+		{"re-lookup", "settle.Escalator.Relookup", "settle"},
 		{"operation id", "ledger.Operation.ID", "ledger"},
 	}
 	if problems := checkGlossary(root, good); len(problems) != 0 {

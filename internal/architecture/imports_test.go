@@ -93,7 +93,7 @@ var rules = []rule{
 		why: "the outbox store: the only SQL on its own tables"},
 	// The silences stand beside the outbox: they import no receiver nor
 	// the dispatcher, and the dispatcher reaches them only through its
-	// notify.Muter (internal/app passes the silences' store).
+	// notify.Muter (app passes the silences' store).
 	{pkgs: "notify/silence", kind: product, may: []string{"ledger", "proof", "review", "notify/outbox"},
 		why: "the silences: the only SQL on sweeper.silences, their matchers, rules, plan and release; never a receiver nor the dispatcher"},
 	{pkgs: "notify/message", kind: product, may: []string{"ledger", "proof", "review"},
@@ -102,32 +102,32 @@ var rules = []rule{
 		why: "the dispatcher and the Receiver interface: never a receiver, the jobs that call it nor the wiring"},
 	{pkgs: "notify/...", kind: product, may: []string{"config", "ledger", "proof", "review", "notify", "notify/outbox", "notify/message"},
 		why: "a receiver or the interactivity endpoint: never another receiver"},
-	{pkgs: "internal/health", kind: product, may: []string{"ledger", "providers"},
+	{pkgs: "health", kind: product, may: []string{"ledger", "providers"},
 		why: "provider health shared by replicas"},
-	{pkgs: "internal/settle/...", kind: product,
-		may: []string{"ledger", "providers", "proof/...", "review/...", "notify/outbox", "internal/health", "internal/settle/..."},
+	{pkgs: "settle/...", kind: product,
+		may: []string{"ledger", "providers", "proof/...", "review/...", "notify/outbox", "health", "settle/..."},
 		why: "the settle steps, free of River: outbox rows through the store, never the dispatcher nor a receiver"},
 	{pkgs: "jobs/...", kind: product,
-		may: []string{"ledger", "providers", "proof/...", "review/...", "notify/...", "internal/health", "internal/settle/...", "jobs/..."},
+		may: []string{"ledger", "providers", "proof/...", "review/...", "notify/...", "health", "settle/...", "jobs/..."},
 		why: "River's workers: never the wiring that starts them"},
 	{pkgs: "web", kind: product, may: []string{"review", "proof", "providers"},
 		why: "the review page: reads and acts through review alone (proof and providers for the evidence's types)"},
-	{pkgs: "internal/app/...", kind: product,
+	{pkgs: "app/...", kind: product,
 		may: []string{"ledger", "migrations", "providers", "providers/kinds", "config", "proof/...", "review/...", "notify/...",
-			"internal/health", "internal/settle/...", "jobs/...", "internal/app/...", "web"},
+			"health", "settle/...", "jobs/...", "app/...", "web"},
 		why: "the wiring, in one place"},
 
 	{pkgs: "cmd/...", kind: command,
-		may: []string{"internal/app/...", "ledger", "migrations", "providers", "providers/kinds", "config", "proof/...", "review/...",
-			"notify/...", "internal/health", "internal/tools/demo", "internal/tools/bench"},
-		why: "the CLI: workers and settle steps only through internal/app"},
+		may: []string{"app/...", "ledger", "migrations", "providers", "providers/kinds", "config", "proof/...", "review/...",
+			"notify/...", "health", "tools/demo", "tools/bench"},
+		why: "the CLI: workers and settle steps only through app"},
 
-	{pkgs: "internal/tools/demo", kind: tool, may: []string{"..."}, why: "sweeper demo"},
-	{pkgs: "internal/tools/bench", kind: tool, may: []string{"..."}, why: "sweeper bench"},
-	{pkgs: "internal/tools/benchkit", kind: tool, may: []string{"..."}, why: "what the benchmark and its tests share"},
-	{pkgs: "internal/tools/withpg", kind: tool, may: []string{"..."}, why: "make quickstart's PostgreSQL"},
+	{pkgs: "tools/demo", kind: tool, may: []string{"..."}, why: "sweeper demo"},
+	{pkgs: "tools/bench", kind: tool, may: []string{"..."}, why: "sweeper bench"},
+	{pkgs: "tools/benchkit", kind: tool, may: []string{"..."}, why: "what the benchmark and its tests share"},
+	{pkgs: "tools/withpg", kind: tool, may: []string{"..."}, why: "make quickstart's PostgreSQL"},
 
-	{pkgs: "internal/testkit/...", kind: kit, may: []string{"..."}, why: "what tests stand on"},
+	{pkgs: "testkit/...", kind: kit, may: []string{"..."}, why: "what tests stand on"},
 	{pkgs: "internal/metrics/metricstest", kind: kit, may: []string{"..."}},
 	{pkgs: "providers/providertest", kind: kit, may: []string{"..."}, why: "the adapters' conformance kit"},
 
@@ -269,24 +269,24 @@ func TestCheckFindsForbiddenImports(t *testing.T) {
 		{path: "notify/slack", imports: []string{"notify/message", "review"}}, // allowed
 		{path: "notify/message", imports: []string{"notify/outbox"}},          // planted: the messages know no store
 		{path: "ledger/rows", imports: []string{"review"}},                    // planted: a package no rule names
-		{path: "jobs", imports: []string{"internal/app"}},                     // planted: jobs never imports the wiring
+		{path: "jobs", imports: []string{"app"}},                              // planted: jobs never imports the wiring
 		{path: "providers/sim", imports: []string{"providers/stripe"}},        // planted: an adapter imports another
-		{path: "internal/app", imports: []string{"internal/testkit/dbtest"}},  // planted: a test kit in product code
-		{path: "internal/settle", imports: []string{"internal/tools/demo"}},   // planted: a tool in product code
+		{path: "app", imports: []string{"testkit/dbtest"}},                    // planted: a test kit in product code
+		{path: "settle", imports: []string{"tools/demo"}},                     // planted: a tool in product code
 		{path: "internal/logs", imports: []string{"ledger"}},                  // planted: a leaf imports nothing of sweeper
-		{path: "cmd/sweeper", imports: []string{"internal/tools/demo"}},       // a command may run a tool
+		{path: "cmd/sweeper", imports: []string{"tools/demo"}},                // a command may run a tool
 		{path: "notify/silence", imports: []string{"notify/slack"}},           // planted: the silences know no receiver
 		{path: "notify", imports: []string{"notify/silence"}},                 // planted: the dispatcher has only its Muter
 		{path: "notify/webhook", imports: []string{"notify/silence"}},         // planted: nor does a receiver
-		{path: "internal/app", imports: []string{"notify/silence"}},           // the wiring passes the store as the Muter
+		{path: "app", imports: []string{"notify/silence"}},                    // the wiring passes the store as the Muter
 	}
 	want := []string{
 		"notify/message imports notify/outbox: notify/message may import only ledger, proof, review",
 		"ledger/rows: no rule says what it is or what it may import",
-		"jobs imports internal/app: jobs/... may import only ledger, ",
+		"jobs imports app: jobs/... may import only ledger, ",
 		"providers/sim imports providers/stripe: providers/... may import only providers, config, ledger",
-		"internal/app imports internal/testkit/dbtest: internal/app (product code) never imports internal/testkit/dbtest (a test kit)",
-		"internal/settle imports internal/tools/demo: internal/settle (product code) never imports internal/tools/demo (a tool)",
+		"app imports testkit/dbtest: app (product code) never imports testkit/dbtest (a test kit)",
+		"settle imports tools/demo: settle (product code) never imports tools/demo (a tool)",
 		"internal/logs imports ledger: internal/logs (a leaf helper) never imports ledger (product code)",
 		"notify/silence imports notify/slack: notify/silence may import only ledger, proof, review, notify/outbox",
 		"notify imports notify/silence: notify may import only ",

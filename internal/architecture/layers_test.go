@@ -132,22 +132,22 @@ func TestLayerChains(t *testing.T) {
 // package) and a package that does not exist; and passes a true chain.
 func TestCheckChainsFindsUntrueArrows(t *testing.T) {
 	pkgs := []pkg{
-		{path: "jobs", imports: []string{"internal/settle", "notify"}},
-		{path: "internal/settle", imports: []string{"notify/outbox"}},
+		{path: "jobs", imports: []string{"settle", "notify"}},
+		{path: "settle", imports: []string{"notify/outbox"}},
 		{path: "notify", imports: []string{"notify/outbox"}},
 		{path: "notify/outbox", imports: []string{"ledger"}},
 		{path: "ledger"},
 		{path: "proof", imports: []string{"helper"}},
 		{path: "helper", imports: []string{"jobs"}},
 	}
-	if problems := checkChains([][]string{{"jobs", "internal/settle", "notify/outbox", "ledger"}}, pkgs); len(problems) != 0 {
+	if problems := checkChains([][]string{{"jobs", "settle", "notify/outbox", "ledger"}}, pkgs); len(problems) != 0 {
 		t.Errorf("a true chain failed: %v", problems)
 	}
 	for _, c := range []struct {
 		chain []string
 		want  string
 	}{
-		{[]string{"jobs", "internal/settle", "notify"}, "internal/settle does not import notify"},
+		{[]string{"jobs", "settle", "notify"}, "settle does not import notify"},
 		{[]string{"notify/outbox", "jobs"}, "notify/outbox does not import jobs"},
 		{[]string{"jobs", "proof"}, "proof imports jobs, to its left"},
 		{[]string{"jobs", "nowhere"}, "nowhere is no package"},

@@ -38,9 +38,9 @@ var owners = map[string]string{
 	"sweeper.routes":                     "notify/outbox",
 	"sweeper.silences":                   "notify/silence",
 	"sweeper.lookup_claims":              "jobs",
-	"sweeper.provider_health":            "internal/health",
-	"sweeper.provider_rate":              "internal/health",
-	"sweeper.provider_lone_failures":     "internal/health",
+	"sweeper.provider_health":            "health",
+	"sweeper.provider_rate":              "health",
+	"sweeper.provider_lone_failures":     "health",
 
 	"sweeper.river_job":          "jobs",
 	"sweeper.river_leader":       "jobs",
@@ -54,12 +54,12 @@ var owners = map[string]string{
 // files (*_test.go) are exempt everywhere: a test sets up and inspects
 // rows directly.
 var exempt = map[string]string{
-	"migrations":           "creates every table",
-	"internal/tools/bench": "`sweeper bench`: fills a scratch ledger as workflows do and watches it drain",
-	"internal/tools/benchkit": "the bench's machinery: fills the ledger, reads River's jobs for latency, " +
+	"migrations":  "creates every table",
+	"tools/bench": "`sweeper bench`: fills a scratch ledger as workflows do and watches it drain",
+	"tools/benchkit": "the bench's machinery: fills the ledger, reads River's jobs for latency, " +
 		"measures River alone",
-	"internal/tools/demo": "`sweeper demo`: seeds a throwaway ledger and narrates every table as a test would",
-	"examples/n8n/e2e":    "an end-to-end test program: plays the workflow that writes the ledger",
+	"tools/demo":       "`sweeper demo`: seeds a throwaway ledger and narrates every table as a test would",
+	"examples/n8n/e2e": "an end-to-end test program: plays the workflow that writes the ledger",
 }
 
 // knownExceptions are the (file, table) pairs that name another package's
@@ -251,7 +251,7 @@ func TestScanFindsAPlantedViolation(t *testing.T) {
 	root := t.TempDir()
 	const query = "package x\n\nconst q = `SELECT count(*) FROM ledger.operations WHERE status = 'pending'`\n"
 	for _, rel := range []string{"review/planted.go", "ledger/store.go", "review/reader_test.go",
-		"migrations/migrations.go", "internal/tools/demo/demo.go", "ledger/sub/x.go"} {
+		"migrations/migrations.go", "tools/demo/demo.go", "ledger/sub/x.go"} {
 		if err := os.MkdirAll(filepath.Join(root, path.Dir(rel)), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/internal/tracing"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }

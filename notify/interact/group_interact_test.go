@@ -9,13 +9,13 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/notify/silence"
 	slacknotify "github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/slackfake"
 )
 
 // TestGroupedTicketButtons: the buttons of a ticket's alert in its group's

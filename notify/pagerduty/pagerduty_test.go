@@ -20,8 +20,6 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-	"github.com/sweeper/sweeper/internal/testkit/pagerdutyfake"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/outbox"
@@ -30,6 +28,8 @@ import (
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/pagerdutyfake"
 )
 
 type bundle struct {

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/silence"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestMuteHoldsOnlyUnderItsLease: a row no silence matches is left

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/notify/silence"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // reachKnown is a configuration of four providers, two workflows and two

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/notify/silence"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestRefusalsAreTyped: a refusal is a *RefusedError whose Problems are

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/notify/silence"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // TestRequestSilence: a silence as a person types it (the CLI's and the

@@ -12,13 +12,13 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
-	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/slackfake"
 )
 
 // boundedDispatcher groups from 3 tickets and gives at most limit of a

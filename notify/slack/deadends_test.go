@@ -12,11 +12,11 @@ import (
 
 	"github.com/sweeper/sweeper/internal/metrics"
 	"github.com/sweeper/sweeper/internal/metrics/metricstest"
-	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/slackfake"
 )
 
 // requireNothingPending fails when any outbox row is still pending.

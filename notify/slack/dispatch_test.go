@@ -19,9 +19,6 @@ import (
 	goslack "github.com/slack-go/slack"
 	"golang.org/x/time/rate"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
-	"github.com/sweeper/sweeper/internal/testkit/slackfake"
-	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
@@ -31,6 +28,9 @@ import (
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/slackfake"
+	"github.com/sweeper/sweeper/testkit/testwait"
 )
 
 // Channels of the tests: billing tickets have their own.

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/testkit/slackfake"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/message"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/slackfake"
 )
 
 // groupRoots returns the alert groups' messages in Slack.

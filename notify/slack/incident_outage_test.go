@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/health"
+	"github.com/sweeper/sweeper/health"
 	"github.com/sweeper/sweeper/notify/outbox"
 	"github.com/sweeper/sweeper/notify/slack"
 )

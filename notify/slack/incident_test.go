@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sweeper/sweeper/internal/health"
-	"github.com/sweeper/sweeper/internal/testkit/slackfake"
-	"github.com/sweeper/sweeper/internal/testkit/testwait"
+	"github.com/sweeper/sweeper/health"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/notify"
 	"github.com/sweeper/sweeper/notify/slack"
 	"github.com/sweeper/sweeper/review"
+	"github.com/sweeper/sweeper/testkit/slackfake"
+	"github.com/sweeper/sweeper/testkit/testwait"
 )
 
 const acmeChannel = "C0ACME"

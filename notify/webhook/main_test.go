@@ -3,7 +3,7 @@ package webhook_test
 import (
 	"testing"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }

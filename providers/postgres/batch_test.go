@@ -11,10 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sweeper/sweeper/internal/testkit/dbtest"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/postgres"
 	"github.com/sweeper/sweeper/providers/providertest"
+	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
 // byOpKeys is the batch form of byOpKey.

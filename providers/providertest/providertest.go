@@ -45,8 +45,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sweeper/sweeper/internal/testkit/testwait"
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/testkit/testwait"
 )
 
 // Secret is the credential the kit gives the adapter; it must never show.
