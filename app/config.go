@@ -18,13 +18,13 @@ import (
 // rate limit and concurrency cap, from the explicit list of kinds. Errors
 // name the block and are gathered, not stopped at; on an error, what was
 // built is closed and nothing is returned. The caller closes the providers.
-func BuildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(string) string, logger *slog.Logger) (map[string]*providers.Provider, error) {
+func BuildProviders(cfg *config.Config, kinds providers.Kinds, getenv func(string) string, logger *slog.Logger) (map[string]*providers.Provider, error) {
 	return buildProviders(cfg, kinds, getenv, logger, nil)
 }
 
 // buildProviders is [BuildProviders] with each provider's requests and
 // their HTTP exchanges traced by tr.
-func buildProviders(cfg *config.Config, kinds []providers.Kind, getenv func(string) string, logger *slog.Logger, tr *tracing.Tracing) (map[string]*providers.Provider, error) {
+func buildProviders(cfg *config.Config, kinds providers.Kinds, getenv func(string) string, logger *slog.Logger, tr *tracing.Tracing) (map[string]*providers.Provider, error) {
 	out := map[string]*providers.Provider{}
 	var errs []error
 	names := make([]string, 0, len(cfg.Providers))

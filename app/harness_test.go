@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	dbtest.Main(m)
 }
 
-var kinds = []providers.Kind{sim.Kind, httplookup.Kind}
+var kinds = providers.Kinds{sim.Kind, httplookup.Kind}
 
 // baseConfig has a sim provider whose rules give every outcome by op_key
 // prefix, with short timings so budgets run out within a test.

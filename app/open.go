@@ -21,7 +21,7 @@ import (
 type OpenOptions struct {
 	// Kinds are the provider adapters this build knows; unused with
 	// NoLookups.
-	Kinds []providers.Kind
+	Kinds providers.Kinds
 	// Getenv reads the providers' credentials and the secrets the App
 	// reads later (SLACK_BOT_TOKEN); nil reads none.
 	Getenv func(string) string

@@ -31,7 +31,6 @@ import (
 
 	"github.com/sweeper/sweeper/internal/safetext"
 	"github.com/sweeper/sweeper/ledger"
-	"github.com/sweeper/sweeper/providers"
 )
 
 // Environment variables sweeper reads.
@@ -240,7 +239,7 @@ type Provider struct {
 	MaxOutage Duration `toml:"max_outage"`
 
 	// Settings holds the kind's own keys (url, token_env, rules, …).
-	Settings providers.Settings `toml:"-"`
+	Settings Settings `toml:"-"`
 }
 
 // NamespaceKinds are the kinds whose blocks may name a record_namespace:
@@ -538,12 +537,12 @@ func only(reads bool, getenv Getenv) Getenv {
 
 // Load reads the file at path and returns the validated configuration. The
 // error lists every problem found, one per line.
-func Load(path string, kinds []providers.Kind, getenv Getenv) (*Config, error) {
+func Load(path string, kinds Kinds, getenv Getenv) (*Config, error) {
 	return LoadWith(path, kinds, getenv, Options{})
 }
 
 // LoadWith is [Load] with options.
-func LoadWith(path string, kinds []providers.Kind, getenv Getenv, opts Options) (*Config, error) {
+func LoadWith(path string, kinds Kinds, getenv Getenv, opts Options) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -554,12 +553,13 @@ func LoadWith(path string, kinds []providers.Kind, getenv Getenv, opts Options) 
 // Parse decodes TOML text, applies defaults and the environment, and
 // validates. Decoding stops at a syntax or type error (reported with its
 // line); otherwise every unknown key and every invalid value is reported.
-func Parse(text string, kinds []providers.Kind, getenv Getenv) (*Config, error) {
+func Parse(text string, kinds Kinds, getenv Getenv) (*Config, error) {
 	return ParseWith(text, kinds, getenv, Options{})
 }
 
 // ParseWith is [Parse] with options.
-func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options) (*Config, error) {
+func ParseWith(text string, known Kinds, getenv Getenv, opts Options) (*Config, error) {
+	kinds := kindList(known)
 	// Decoding over the defaults keeps an explicit zero ("batch_size = 0")
 	// apart from an absent key: the first is validated, the second defaulted.
 	var raw struct {
@@ -596,7 +596,7 @@ func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options)
 			return nil, fmt.Errorf("providers.%s: %w", name, err)
 		}
 		cfg.Providers[name] = p
-		i := slices.IndexFunc(kinds, func(k providers.Kind) bool { return k.Name == p.Kind })
+		i := slices.IndexFunc(kinds, func(k Kind) bool { return k.Name == p.Kind })
 		if i < 0 {
 			skip[name] = true
 			continue
@@ -608,7 +608,7 @@ func ParseWith(text string, kinds []providers.Kind, getenv Getenv, opts Options)
 		if err := md.PrimitiveDecode(raw.Providers[name], p.Settings); err != nil {
 			return nil, fmt.Errorf("providers.%s: %w", name, err)
 		}
-		if d, ok := p.Settings.(providers.Defaulter); ok {
+		if d, ok := p.Settings.(Defaulter); ok {
 			d.ApplyDefaults()
 		}
 	}
@@ -726,7 +726,7 @@ var (
 	slackAppRE     = regexp.MustCompile(`^A[A-Z0-9]{2,}$`)
 )
 
-func (c *Config) validate(kinds []providers.Kind, getenv Getenv, opts Options) []error {
+func (c *Config) validate(kinds []Kind, getenv Getenv, opts Options) []error {
 	var v validator
 	slackOn := c.Slack.Channel != ""
 	if slackOn && !slackChannelRE.MatchString(c.Slack.Channel) {
@@ -802,7 +802,7 @@ func (c *Config) validateRuntime(v *validator) {
 
 // validateProviders checks each [providers.NAME] block: the common keys,
 // then the kind's own settings and the secrets it names.
-func (c *Config) validateProviders(v *validator, kinds []providers.Kind, getenv Getenv, opts Options) {
+func (c *Config) validateProviders(v *validator, kinds []Kind, getenv Getenv, opts Options) {
 	kindNames := make([]string, len(kinds))
 	for i, k := range kinds {
 		kindNames[i] = k.Name
@@ -887,7 +887,7 @@ func (c *Config) validateProviders(v *validator, kinds []providers.Kind, getenv 
 			v.add(prefix+"simulated", "kind %s answers from the rules in this file, not from a provider: it settles nothing real. "+
 				"Set simulated = true in the block if that is what you want (the demo, tests, benchmarks)", p.Kind)
 		}
-		if holder, ok := p.Settings.(providers.SecretHolder); ok {
+		if holder, ok := p.Settings.(SecretHolder); ok {
 			env := getenv
 			if opts.NoLookups {
 				env = nil // names only: the adapter is never built

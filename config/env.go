@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
-
-	"github.com/sweeper/sweeper/providers"
 )
 
 // Sources of a key's effective value, as check-config shows them.
@@ -44,7 +42,7 @@ type envKey struct {
 // names (the common ones and their kind's). The database URL is not among
 // them: SWEEPER_DATABASE_URL has rules of its own (a password allowed, a
 // _FILE variant), see [databaseURL].
-func envKeys(tree map[string]any, kinds []providers.Kind) []envKey {
+func envKeys(tree map[string]any, kinds []Kind) []envKey {
 	var keys []envKey
 	leaves(reflect.TypeFor[Config](), nil, &keys)
 	blocks, _ := tree["providers"].(map[string]any)
@@ -52,7 +50,7 @@ func envKeys(tree map[string]any, kinds []providers.Kind) []envKey {
 		block, _ := blocks[name].(map[string]any)
 		leaves(reflect.TypeFor[Provider](), []string{"providers", name}, &keys)
 		kind, _ := block["kind"].(string)
-		if i := slices.IndexFunc(kinds, func(k providers.Kind) bool { return k.Name == kind }); i >= 0 {
+		if i := slices.IndexFunc(kinds, func(k Kind) bool { return k.Name == kind }); i >= 0 {
 			if s := kinds[i].NewSettings(); s != nil {
 				leaves(reflect.TypeOf(s), []string{"providers", name}, &keys)
 			}
@@ -95,7 +93,7 @@ func isText(t reflect.Type) bool {
 // a table as a TOML value ([{owner = "U1", …}]). It returns the paths it
 // set (joined with ".") by variable, and a problem for each value that
 // does not convert, naming the variable and the key.
-func applyEnvironment(tree map[string]any, kinds []providers.Kind, getenv Getenv) (set map[string]string, problems []error) {
+func applyEnvironment(tree map[string]any, kinds []Kind, getenv Getenv) (set map[string]string, problems []error) {
 	if getenv == nil {
 		return nil, nil
 	}
@@ -280,7 +278,7 @@ var otherEnv = []string{
 // *_env key of the configuration names (or its _FILE form). Each names
 // the variable and suggests the closest known one. A provider block's
 // variable must name a block the file has and a key of its kind.
-func unknownEnv(environ []string, tree map[string]any, kinds []providers.Kind) []error {
+func unknownEnv(environ []string, tree map[string]any, kinds []Kind) []error {
 	known := map[string]string{} // variable → what it sets
 	for _, k := range envKeys(tree, kinds) {
 		known[EnvName(k.path...)] = strings.Join(k.path, ".")

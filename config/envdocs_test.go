@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
-
-	"github.com/sweeper/sweeper/providers"
 )
 
 // urlSettings stands for the http kind's settings (this package cannot
@@ -77,7 +75,7 @@ secret_env = "SWEEPER_WEBHOOK_SECRET"
 	for i, name := range documented {
 		environ[i] = name + "=x"
 	}
-	kinds := []providers.Kind{{Name: "http", NewSettings: func() providers.Settings { return &urlSettings{} }}}
+	kinds := []Kind{{Name: "http", NewSettings: func() Settings { return &urlSettings{} }}}
 	for _, p := range unknownEnv(environ, tree, kinds) {
 		t.Errorf("documented, but refused: %v", p)
 	}

@@ -3,8 +3,6 @@ package config
 import (
 	"maps"
 	"slices"
-
-	"github.com/sweeper/sweeper/providers"
 )
 
 // SharedAccount is a group of blocks that reach one account, as far as the
@@ -23,7 +21,7 @@ type SharedAccount struct {
 // SharedAccounts lists the groups of two or more blocks of one kind that
 // reach one account: one record_namespace (http, postgres), or one account
 // as the kind's settings tell from the block and its credentials
-// ([providers.AccountHinter]: a Twilio Account SID, a Mailgun domain, a
+// ([AccountHinter]: a Twilio Account SID, a Mailgun domain, a
 // key's fingerprint). Blocks sharing an account through two different keys
 // are found by sweeper when it starts, not here. getenv reads the
 // credentials; nil reads none, and only what the configuration's text says
@@ -37,7 +35,7 @@ func (c *Config) SharedAccounts(getenv Getenv) []SharedAccount {
 		case p.RecordNamespace != "":
 			key, by = p.Kind+":"+p.RecordNamespace, "record_namespace "+p.RecordNamespace
 		case p.Settings != nil && getenv != nil:
-			if h, ok := p.Settings.(providers.AccountHinter); ok {
+			if h, ok := p.Settings.(AccountHinter); ok {
 				if hint := h.AccountHint(getenv); hint != "" {
 					key, by = hint, "the same account (by their settings and credentials)"
 				}

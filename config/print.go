@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
-
-	"github.com/sweeper/sweeper/providers"
 )
 
 // WriteTOML writes the effective configuration — defaults applied, the
@@ -64,7 +62,7 @@ func (c *Config) WriteTOML(w io.Writer, getenv Getenv) error {
 	}
 	var notes []string
 	for _, name := range sortedKeys(c.Providers) {
-		if noter, ok := c.Providers[name].Settings.(providers.Noter); ok {
+		if noter, ok := c.Providers[name].Settings.(Noter); ok {
 			for _, n := range noter.Notes() {
 				notes = append(notes, "providers."+name+"."+n)
 			}
@@ -82,8 +80,8 @@ func (c *Config) WriteTOML(w io.Writer, getenv Getenv) error {
 
 // secrets lists every environment variable the configuration reads a
 // credential from.
-func (c *Config) secrets() []providers.SecretEnv {
-	out := []providers.SecretEnv{
+func (c *Config) secrets() []SecretEnv {
+	out := []SecretEnv{
 		{Key: "overrides database.url; may hold the password", Name: EnvDatabaseURL},
 		{Key: "needed by slack.channel", Name: EnvSlackToken, Required: c.Slack.Channel != ""},
 		{Key: "verifies Slack button clicks; needed by slack.channel", Name: EnvSlackSigning, Required: c.Slack.Channel != ""},
@@ -94,13 +92,13 @@ func (c *Config) secrets() []providers.SecretEnv {
 			Required: c.Web.Enabled && c.Web.Auth == WebAuthSlack},
 	}
 	if c.PagerDuty.RoutingKeyEnv != "" {
-		out = append(out, providers.SecretEnv{Key: "pagerduty.routing_key_env", Name: c.PagerDuty.RoutingKeyEnv, Required: true})
+		out = append(out, SecretEnv{Key: "pagerduty.routing_key_env", Name: c.PagerDuty.RoutingKeyEnv, Required: true})
 	}
 	if c.Webhook.SecretEnv != "" {
-		out = append(out, providers.SecretEnv{Key: "webhook.secret_env", Name: c.Webhook.SecretEnv, Required: c.Webhook.On()})
+		out = append(out, SecretEnv{Key: "webhook.secret_env", Name: c.Webhook.SecretEnv, Required: c.Webhook.On()})
 	}
 	for _, name := range sortedKeys(c.Providers) {
-		if holder, ok := c.Providers[name].Settings.(providers.SecretHolder); ok {
+		if holder, ok := c.Providers[name].Settings.(SecretHolder); ok {
 			for _, s := range holder.SecretEnvs() {
 				if s.Name != "" {
 					s.Key = "providers." + name + "." + s.Key

@@ -13,46 +13,28 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/sweeper/sweeper/config"
 )
 
-// Settings is the kind-specific part of a [providers.NAME] block, decoded
-// from the same TOML table as the common keys (kind, stale_after, …).
-type Settings interface {
-	// Validate returns one error per problem. Each message starts with the
-	// key it concerns, relative to the block: "url: required".
-	Validate() []error
-}
+// Settings is the kind-specific part of a [providers.NAME] block: the
+// configuration decodes and validates it (see config.Settings).
+type Settings = config.Settings
 
 // SecretEnv names an environment variable a provider block reads a
-// credential from. The value never appears in config text, output or logs.
-type SecretEnv struct {
-	Key      string // the config key that names the variable, e.g. "token_env"
-	Name     string // the variable, e.g. "ORDERS_LOOKUP_TOKEN"
-	Required bool   // a missing value is a configuration error
-}
+// credential from (see config.SecretEnv).
+type SecretEnv = config.SecretEnv
 
 // SecretHolder is implemented by settings that read credentials.
-type SecretHolder interface {
-	SecretEnvs() []SecretEnv
-}
+type SecretHolder = config.SecretHolder
 
-// Noter is implemented by settings that valid as they are, may still not
-// do what their author meant: check-config prints each note, after its
-// block's name, as a comment. A note starts with its key, as a Validate
-// message does.
-type Noter interface {
-	Notes() []string
-}
+// Noter is implemented by settings that, valid as they are, may still not
+// do what their author meant (see config.Noter).
+type Noter = config.Noter
 
 // Defaulter is implemented by settings with keys whose zero value stands
-// for a default ("max_batch = 0" is the default batch). ApplyDefaults
-// replaces each such zero with the value it stands for. The configuration
-// calls it once a block is decoded, and the adapter's New on its own copy,
-// so that validation, check-config and the adapter see the value that
-// applies.
-type Defaulter interface {
-	ApplyDefaults()
-}
+// for a default (see config.Defaulter).
+type Defaulter = config.Defaulter
 
 // Kind is one kind of adapter, as named by a block's kind key.
 type Kind struct {
@@ -70,6 +52,25 @@ type Kind struct {
 	// record it holds (an index that lags). Zero for a search that is
 	// current.
 	SettleWindow time.Duration
+}
+
+// Config returns what the configuration knows of k: its name, its
+// settings and its default settle_window.
+func (k Kind) Config() config.Kind {
+	return config.Kind{Name: k.Name, NewSettings: k.NewSettings, SettleWindow: k.SettleWindow}
+}
+
+// Kinds is a list of kinds: the adapters a build of sweeper has, which
+// the configuration decodes blocks through.
+type Kinds []Kind
+
+// ConfigKinds returns what the configuration knows of each kind.
+func (ks Kinds) ConfigKinds() []config.Kind {
+	out := make([]config.Kind, len(ks))
+	for i, k := range ks {
+		out[i] = k.Config()
+	}
+	return out
 }
 
 // WithSettleWindow returns k with d as its default settle_window.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sweeper/sweeper/config"
 )
 
 // RecordNamespacer is implemented by an adapter whose records live in an
@@ -21,15 +23,9 @@ type RecordNamespacer interface {
 	RecordNamespace(ctx context.Context) (string, error)
 }
 
-// AccountHinter is implemented by settings that can tell, from the block and
-// its credentials alone — no request — which account the block reaches, so
-// that check-config can name blocks sharing one. AccountHint returns a
-// string equal for two blocks of the kind that reach one account through
-// the same identity (an account id, a domain, a key's fingerprint), never a
-// secret; "" when it cannot tell.
-type AccountHinter interface {
-	AccountHint(getenv func(string) string) string
-}
+// AccountHinter is implemented by settings that can tell which account a
+// block reaches without a request (see config.AccountHinter).
+type AccountHinter = config.AccountHinter
 
 // Fingerprint is a short, one-way digest of a secret, to compare two
 // blocks' credentials without printing or storing either.

@@ -14,7 +14,7 @@ import (
 )
 
 // providerKinds is the list of adapters this build knows.
-func providerKinds() []providers.Kind { return kinds.All() }
+func providerKinds() providers.Kinds { return kinds.All() }
 
 // env is what a command sees of the process: its output streams and
 // environment, so tests can run commands in-process; and the global

@@ -73,11 +73,11 @@ var rules = []rule{
 		why: "the operation model and every statement on ledger.operations: the floor of the house"},
 	{pkgs: "migrations", kind: product,
 		why: "embedded SQL"},
-	{pkgs: "providers", kind: product, may: []string{"ledger"},
-		why: "the Lookup interface, strict decoding, the read-only transport, error classes"},
-	{pkgs: "config", kind: product, may: []string{"providers", "ledger"},
-		why: "decodes and validates each [providers.NAME] block through its adapter's providers.Kind " +
-			"(the one arrow up, to the providers package itself and never to an adapter) and the [ledger] mapping through ledger.Map"},
+	{pkgs: "config", kind: product, may: []string{"ledger"},
+		why: "decodes and validates the file, each [providers.NAME] block through the config.Kind its adapter gives " +
+			"(config imports no adapter nor the providers package) and the [ledger] mapping through ledger.Map"},
+	{pkgs: "providers", kind: product, may: []string{"config", "ledger"},
+		why: "the Lookup interface, strict decoding, the read-only transport, error classes; each kind's config.Kind"},
 	{pkgs: "providers/...", kind: product, may: []string{"providers", "config", "ledger"},
 		why: "one adapter: it reads, and never imports another adapter nor anything that settles"},
 	{pkgs: "providers/kinds", kind: product, may: []string{"providers", "providers/..."},

@@ -21,8 +21,8 @@ import (
 )
 
 // All returns every kind, in the order configuration errors list them.
-func All() []providers.Kind {
-	return []providers.Kind{
+func All() providers.Kinds {
+	return providers.Kinds{
 		sim.Kind,
 		httplookup.Kind,
 		stripe.Kind,
