@@ -35,6 +35,11 @@ const (
 	maxPages = 10
 	// maxBody bounds what is read of a response.
 	maxBody = 8 << 20
+	// maxDayWait bounds how long the day's limit takes Xero out: its
+	// window is a rolling day. defaultDayWait is that wait when Xero's
+	// 429 gives no Retry-After: the provider is probed again after it.
+	maxDayWait     = 24 * time.Hour
+	defaultDayWait = time.Hour
 )
 
 // Adapter looks operations up among one Xero organisation's invoices, by
@@ -166,9 +171,17 @@ func (a *Adapter) get(ctx context.Context, path string, params url.Values, what 
 		}
 		return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", a.name, apiHost, err))
 	}
-	problem := ""
+	problem, outFor := "", time.Duration(0)
 	if resp.StatusCode == http.StatusTooManyRequests {
 		problem = resp.Header.Get("X-Rate-Limit-Problem")
+		if problem == "" && strings.TrimSpace(resp.Header.Get("X-DayLimit-Remaining")) == "0" {
+			problem = "day"
+		}
+		if wait, ok := providers.RetryAfterWithin(resp.Header.Get("Retry-After"), maxDayWait); ok {
+			outFor = wait
+		} else {
+			outFor = defaultDayWait
+		}
 	}
 	body, err := providers.HTTPAnswer{
 		Name:    a.name,
@@ -181,10 +194,13 @@ func (a *Adapter) get(ctx context.Context, path string, params url.Values, what 
 		},
 	}.Read(ctx, resp)
 	if err != nil && strings.EqualFold(problem, "day") {
-		// The day's calls are spent: every lookup fails until tomorrow. It
-		// is the provider's outage (a transient error its health counts),
-		// not each operation's rate limit.
-		return nil, providers.Transient(fmt.Errorf("%s: HTTP 429 to %s: Xero's daily call limit for the organisation is reached", a.name, what))
+		// The day's calls are spent: every lookup fails until Xero's
+		// Retry-After, hours perhaps. It is the provider's outage (its
+		// health takes it down at once and probes it only then), not each
+		// operation's rate limit.
+		until := time.Now().Add(outFor)
+		return nil, providers.OutUntil(until, fmt.Errorf("%s: HTTP 429 to %s: Xero's daily call limit for the organisation is reached, until %s",
+			a.name, what, until.UTC().Format(time.RFC3339)))
 	}
 	return body, err
 }
