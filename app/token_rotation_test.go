@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,10 +15,12 @@ import (
 	"github.com/sweeper/sweeper/health"
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/providers/quickbooks"
+	"github.com/sweeper/sweeper/providers/xero"
 	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
-// intuit is QuickBooks Online's API and Intuit's OAuth token endpoint as
+// intuit is QuickBooks Online's API and Intuit's OAuth token endpoint (and
+// Xero's invoices and token endpoint, which rotate alike) as
 // they treat rotation: each refresh answers a new access token and a new
 // refresh token, and refuses the spent refresh token from then on
 // (invalid_grant); only the newest access token is accepted (the others
@@ -37,7 +40,7 @@ type intuit struct {
 func (f *intuit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/oauth2/v1/tokens/bearer":
+	case r.Method == http.MethodPost && (r.URL.Path == "/oauth2/v1/tokens/bearer" || r.URL.Path == "/connect/token"):
 		f.posts.Add(1)
 		time.Sleep(f.slow)
 		if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "refresh_token" {
@@ -56,16 +59,23 @@ func (f *intuit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.n++
 		f.access, f.refresh = fmt.Sprintf("eyJ-access-%d", f.n), fmt.Sprintf("AB11-refresh-%d", f.n)
 		fmt.Fprintf(w, `{"access_token":%q,"refresh_token":%q,"token_type":"bearer","expires_in":3600,"x_refresh_token_expires_in":8726400}`, f.access, f.refresh)
-	case r.Method == http.MethodGet && r.URL.Path == "/v3/company/4620816365/query":
+	case r.Method == http.MethodGet && (r.URL.Path == "/v3/company/4620816365/query" || r.URL.Path == "/api.xro/2.0/Invoices"):
 		f.mu.Lock()
 		ok := f.access != "" && r.Header.Get("Authorization") == "Bearer "+f.access
 		f.mu.Unlock()
-		if !ok {
+		xero := r.URL.Path == "/api.xro/2.0/Invoices"
+		switch {
+		case !ok && xero:
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"Type":null,"Title":"Unauthorized","Status":401,"Detail":"TokenExpired: token expired at 12/04/2026 08:00:00","Instance":"0f6a0c3e-7d4b-4c55-9e2a-1b5d5a5e3c11","Extensions":{}}`)
+		case !ok:
 			w.WriteHeader(http.StatusUnauthorized)
 			fmt.Fprint(w, `{"fault":{"error":[{"message":"message=AuthenticationFailed; errorCode=003200; statusCode=401","detail":"Token expired","code":"3200"}],"type":"AUTHENTICATION"},"time":"2026-12-04T08:00:00.000-08:00"}`)
-			return
+		case xero:
+			fmt.Fprint(w, `{"Id":"5c1b1c56-0f2b-4c8a-9d1e-3a1f6b7c8d9e","Status":"OK","ProviderName":"sweeper","DateTimeUTC":"/Date(1773151200000)/","Invoices":[]}`)
+		default:
+			fmt.Fprint(w, `{"QueryResponse":{},"time":"2026-12-04T08:00:00.000-08:00"}`)
 		}
-		fmt.Fprint(w, `{"QueryResponse":{},"time":"2026-12-04T08:00:00.000-08:00"}`)
 	default:
 		f.writes.Add(1)
 		w.WriteHeader(http.StatusMethodNotAllowed)
@@ -79,8 +89,8 @@ func (f *intuit) expire() {
 	f.mu.Unlock()
 }
 
-// TestRotatedRefreshTokenSurvives: QuickBooks Online rotates refresh
-// tokens, and refuses a spent one. With the token store
+// TestRotatedRefreshTokenSurvives: QuickBooks Online and Xero rotate
+// refresh tokens (Xero on every use), and refuse a spent one. With the token store
 // (sweeper.provider_tokens), two replicas refused at once spend the
 // refresh token once — the second waits on the row's lock and takes the
 // first's access token; a replica holding an access token the other one
@@ -92,21 +102,44 @@ func (f *intuit) expire() {
 // app re-authorised) replaces the stored ones.
 func TestRotatedRefreshTokenSurvives(t *testing.T) {
 	t.Parallel()
+	t.Run("quickbooks", func(t *testing.T) {
+		t.Parallel()
+		rotatedRefreshTokenSurvives(t, func(srv string, env providers.Env) (providers.Lookup, error) {
+			cfg := quickbooks.Kind.NewSettings().(*quickbooks.Config)
+			cfg.RealmID, cfg.APIBase, cfg.TokenURL = "4620816365", srv, srv+"/oauth2/v1/tokens/bearer"
+			cfg.AccessTokenEnv, cfg.RefreshTokenEnv, cfg.ClientIDEnv, cfg.ClientSecretEnv = "OAUTH_ACCESS", "OAUTH_REFRESH", "OAUTH_ID", "OAUTH_SECRET"
+			if errs := cfg.Validate(); len(errs) > 0 {
+				return nil, errors.Join(errs...)
+			}
+			return quickbooks.Kind.New("books", cfg, env)
+		})
+	})
+	t.Run("xero", func(t *testing.T) {
+		t.Parallel()
+		rotatedRefreshTokenSurvives(t, func(srv string, env providers.Env) (providers.Lookup, error) {
+			cfg := xero.Kind.NewSettings().(*xero.Config)
+			cfg.TenantID, cfg.APIBase, cfg.TokenURL = "3d5e8f0a-1b2c-4d3e-8f9a-0b1c2d3e4f5a", srv, srv+"/connect/token"
+			cfg.AccessTokenEnv, cfg.RefreshTokenEnv, cfg.ClientIDEnv, cfg.ClientSecretEnv = "OAUTH_ACCESS", "OAUTH_REFRESH", "OAUTH_ID", "OAUTH_SECRET"
+			if errs := cfg.Validate(); len(errs) > 0 {
+				return nil, errors.Join(errs...)
+			}
+			return xero.Kind.New("invoices", cfg, env)
+		})
+	})
+}
+
+// rotatedRefreshTokenSurvives is TestRotatedRefreshTokenSurvives for the
+// adapter build makes against the fake at srv.
+func rotatedRefreshTokenSurvives(t *testing.T, build func(srv string, env providers.Env) (providers.Lookup, error)) {
 	ctx := context.Background()
 	fake := &intuit{refresh: "AB11-refresh-0", slow: 300 * time.Millisecond}
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	store := health.NewTokenStore(dbtest.NewPool(t))
-	vars := map[string]string{"QBO_ACCESS": "eyJ-access-0", "QBO_REFRESH": "AB11-refresh-0", "QBO_ID": "ABclient", "QBO_SECRET": "client-secret-9"}
+	vars := map[string]string{"OAUTH_ACCESS": "eyJ-access-0", "OAUTH_REFRESH": "AB11-refresh-0", "OAUTH_ID": "ABclient", "OAUTH_SECRET": "client-secret-9"}
 	replica := func(tokens providers.TokenStore) providers.Lookup {
 		t.Helper()
-		cfg := quickbooks.Kind.NewSettings().(*quickbooks.Config)
-		cfg.RealmID, cfg.APIBase, cfg.TokenURL = "4620816365", srv.URL, srv.URL+"/oauth2/v1/tokens/bearer"
-		cfg.AccessTokenEnv, cfg.RefreshTokenEnv, cfg.ClientIDEnv, cfg.ClientSecretEnv = "QBO_ACCESS", "QBO_REFRESH", "QBO_ID", "QBO_SECRET"
-		if errs := cfg.Validate(); len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		l, err := quickbooks.Kind.New("books", cfg, providers.Env{Getenv: func(k string) string { return vars[k] }, Tokens: tokens})
+		l, err := build(srv.URL, providers.Env{Getenv: func(k string) string { return vars[k] }, Tokens: tokens})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +203,7 @@ func TestRotatedRefreshTokenSurvives(t *testing.T) {
 	fake.mu.Lock()
 	fake.refresh = "AB11-reissued"
 	fake.mu.Unlock()
-	vars["QBO_REFRESH"] = "AB11-reissued"
+	vars["OAUTH_REFRESH"] = "AB11-reissued"
 	fake.expire()
 	lookup("re-authorised", replica(store))
 	if fake.reused.Load() != 1 {
