@@ -19,12 +19,13 @@ import (
 // name the block and are gathered, not stopped at; on an error, what was
 // built is closed and nothing is returned. The caller closes the providers.
 func BuildProviders(cfg *config.Config, kinds providers.Kinds, getenv func(string) string, logger *slog.Logger) (map[string]*providers.Provider, error) {
-	return buildProviders(cfg, kinds, getenv, logger, nil)
+	return buildProviders(cfg, kinds, getenv, logger, nil, nil)
 }
 
 // buildProviders is [BuildProviders] with each provider's requests and
-// their HTTP exchanges traced by tr.
-func buildProviders(cfg *config.Config, kinds providers.Kinds, getenv func(string) string, logger *slog.Logger, tr *tracing.Tracing) (map[string]*providers.Provider, error) {
+// their HTTP exchanges traced by tr, and tokens keeping the OAuth tokens
+// of the adapters that refresh them (nil: in memory).
+func buildProviders(cfg *config.Config, kinds providers.Kinds, getenv func(string) string, logger *slog.Logger, tr *tracing.Tracing, tokens providers.TokenStore) (map[string]*providers.Provider, error) {
 	out := map[string]*providers.Provider{}
 	var errs []error
 	names := make([]string, 0, len(cfg.Providers))
@@ -47,6 +48,7 @@ func buildProviders(cfg *config.Config, kinds providers.Kinds, getenv func(strin
 		env := providers.Env{
 			Getenv: getenv,
 			Logger: logger.With("provider", name),
+			Tokens: tokens,
 		}
 		if tr.On() {
 			// Beneath the read-only check: a refused request never leaves,

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/config"
+	"github.com/sweeper/sweeper/health"
 	"github.com/sweeper/sweeper/internal/tracing"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/migrations"
@@ -71,9 +72,10 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 		logger = slog.New(slog.DiscardHandler)
 	}
 	var provs map[string]*providers.Provider
+	tokens := &storedTokens{}
 	if !opts.NoLookups {
 		var err error
-		provs, err = buildProviders(cfg, opts.Kinds, opts.Getenv, logger, opts.Tracing)
+		provs, err = buildProviders(cfg, opts.Kinds, opts.Getenv, logger, opts.Tracing, tokens)
 		if err != nil {
 			return nil, nil, &ConfigError{err}
 		}
@@ -126,6 +128,7 @@ func Open(ctx context.Context, cfg *config.Config, opts OpenOptions) (*App, func
 	} else if offset.Abs() > time.Minute {
 		logger.Warn("this machine's clock disagrees with the database's; deciding by the database's", "offset", offset.String())
 	}
+	tokens.bind(health.NewTokenStore(pool))
 	s := &App{Config: cfg, Pool: pool, Providers: provs, Logger: logger, Getenv: opts.Getenv, Clock: clock, Tracing: opts.Tracing}
 	s.TrackHealth()
 	return s, func() {

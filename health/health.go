@@ -557,3 +557,49 @@ func DownPast(ctx context.Context, db ledger.DB, provider string, d time.Duratio
 	}
 	return st, true, nil
 }
+
+// DownUntil takes the provider down for the cluster at once — one report,
+// not [DefaultFailures] operations: the provider said it refuses everyone
+// until until (a quota of the day spent) — with its next probe not before
+// until, however far: the probe backoff's minute does not apply. A provider
+// already down keeps the later of its next probe and until. OnDown runs
+// where this report changed the state. detail says why, for people; it
+// must hold no secret or recipient.
+func (t *Tracker) DownUntil(ctx context.Context, until time.Time, detail string) error {
+	detail = safetext.Printable(detail)
+	defer t.forget()
+	t.mu.Lock()
+	t.failing = nil
+	t.mu.Unlock()
+	for range 2 {
+		// Down already: the later time stands; the probe that got this
+		// answer, if any, gives its turn back.
+		tag, err := t.db.Exec(ctx, `UPDATE sweeper.provider_health
+			SET probe_at = greatest(probe_at, $2::timestamptz), probe_backoff = $3::interval,
+			    probe_lease_until = NULL, last_error = $4, updated_at = now()
+			WHERE provider = $1 AND state = 'down'`, t.provider, until, FirstProbe, detail)
+		if err != nil {
+			return fmt.Errorf("mark provider %s down until %s: %w", t.provider, until.UTC().Format(time.RFC3339), err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		tag, err = t.db.Exec(ctx, `INSERT INTO sweeper.provider_health AS h (provider, state, since, probe_at, probe_backoff, last_error)
+			VALUES ($1, 'down', now(), $2::timestamptz, $3::interval, $4)
+			ON CONFLICT (provider) DO UPDATE
+			SET state = 'down', since = now(), probe_at = $2::timestamptz, probe_backoff = $3::interval,
+			    probe_lease_until = NULL, last_error = $4, updated_at = now()
+			WHERE h.state = 'up'`, t.provider, until, FirstProbe, detail)
+		if err != nil {
+			return fmt.Errorf("mark provider %s down until %s: %w", t.provider, until.UTC().Format(time.RFC3339), err)
+		}
+		if tag.RowsAffected() == 1 {
+			if t.OnDown != nil {
+				t.OnDown(ctx, detail)
+			}
+			return nil
+		}
+		// Another process took it down in between: extend its outage.
+	}
+	return nil
+}

@@ -199,6 +199,17 @@ CREATE TABLE sweeper.provider_rate (
     CONSTRAINT provider_rate_pkey PRIMARY KEY (provider)
 );
 
+CREATE TABLE sweeper.provider_tokens (
+    key text NOT NULL,
+    seed_sha256 text NOT NULL,
+    access_token text NOT NULL,
+    refresh_token text NOT NULL,
+    refreshed_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT provider_tokens_key_check CHECK (length(key) >= 1 AND length(key) <= 200),
+    CONSTRAINT provider_tokens_pkey PRIMARY KEY (key),
+    CONSTRAINT provider_tokens_seed_sha256_check CHECK (seed_sha256 ~ '^[0-9a-f]{64}$'::text)
+);
+
 CREATE TABLE sweeper.record_namespaces (
     provider text NOT NULL,
     namespace text NOT NULL,

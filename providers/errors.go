@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -58,7 +59,10 @@ type Error struct {
 	// RetryAfter is the provider's requested delay, for ClassRateLimited,
 	// or sweeper's own, for ClassPaced.
 	RetryAfter time.Duration
-	Err        error
+	// Until, when set, is when the provider says it answers anyone again
+	// (see [OutUntil]).
+	Until time.Time
+	Err   error
 }
 
 func (e *Error) Error() string {
@@ -82,6 +86,34 @@ func Permanent(err error) error { return &Error{Class: ClassPermanent, Err: err}
 // RateLimited marks err as the provider asking to wait d.
 func RateLimited(d time.Duration, err error) error {
 	return &Error{Class: ClassRateLimited, RetryAfter: d, Err: err}
+}
+
+// OutUntil marks err as the provider refusing every request until until
+// — a quota of the day spent (Xero's 5,000 calls), not one operation's
+// rate limit: the provider's outage. For the operation it is a transient
+// error; the provider's health, when it can ([DownUntil]), takes the
+// provider down for the cluster at once and asks it nothing before until.
+func OutUntil(until time.Time, err error) error {
+	return &Error{Class: ClassTransient, Until: until, Err: err}
+}
+
+// OutUntilOf returns when the provider said it answers again, for an
+// error marked by [OutUntil].
+func OutUntilOf(err error) (time.Time, bool) {
+	var e *Error
+	if errors.As(err, &e) && !e.Until.IsZero() {
+		return e.Until, true
+	}
+	return time.Time{}, false
+}
+
+// DownUntil is a provider's [Health] that can take the provider down at
+// once, for everyone, until a time the provider gave ([OutUntil]); health's
+// Tracker implements it.
+type DownUntil interface {
+	// DownUntil takes the provider down, its next probe not before until
+	// (a later probe already set stands). detail says why, for people.
+	DownUntil(ctx context.Context, until time.Time, detail string) error
 }
 
 // Paced marks a lookup sweeper held back itself, to be tried after d.

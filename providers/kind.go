@@ -92,6 +92,10 @@ type Env struct {
 	// provider, or the traced transport when traces are on (a refused
 	// request never reaches it). Nil is http.DefaultTransport.
 	Transport http.RoundTripper
+	// Tokens keeps the tokens of an adapter that refreshes OAuth tokens
+	// its provider rotates, shared by every replica and kept across
+	// restarts. Nil: the adapter keeps them in memory only.
+	Tokens TokenStore
 }
 
 // Var reads the environment variable name through e.Getenv; a nil Getenv

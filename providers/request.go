@@ -107,6 +107,14 @@ func (r *request) report(failed bool, ops, detail string) {
 // provider has not answered). Any other outcome but a failure is the
 // provider answering: its refusals are forgotten.
 func (r *request) done(ops []string, err error, failed bool, detail string) {
+	if until, out := OutUntilOf(err); out {
+		if h, ok := r.p.health.(DownUntil); ok {
+			// The provider's outage until the time it gave, not a failure
+			// of these operations.
+			h.DownUntil(context.WithoutCancel(r.caller), until, detail) //nolint:errcheck // health is advisory
+			return
+		}
+	}
 	if class, wait := Classify(err); err != nil && class == ClassRateLimited {
 		now := time.Now()
 		var again []string

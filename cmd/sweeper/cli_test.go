@@ -80,8 +80,8 @@ func TestExampleConfigOptionalBlocks(t *testing.T) {
 		"MAILER_DB_DSN": "postgres://127.0.0.1/mailer", "POSTMARK_SERVER_TOKEN": "pm", "MAILGUN_API_KEY": "key-x", "SENDGRID_API_KEY": "SG.x",
 		"HUBSPOT_ACCESS_TOKEN":     "pat-na1-x",
 		"GCAL_SERVICE_ACCOUNT_KEY": `{"type":"service_account"}`,
-		"XERO_ACCESS_TOKEN":        "xero-at-x",
-		"QBO_ACCESS_TOKEN":         "qbo-x", "QBO_REFRESH_TOKEN": "r", "QBO_CLIENT_ID": "i", "QBO_CLIENT_SECRET": "s",
+		"XERO_ACCESS_TOKEN":        "xero-at-x", "XERO_REFRESH_TOKEN": "r", "XERO_CLIENT_ID": "i", "XERO_CLIENT_SECRET": "s",
+		"QBO_ACCESS_TOKEN": "qbo-x", "QBO_REFRESH_TOKEN": "r", "QBO_CLIENT_ID": "i", "QBO_CLIENT_SECRET": "s",
 	})
 	cfg, err := config.Parse(text, providerKinds(), func(k string) string { return environ[k] })
 	if err != nil {

@@ -69,6 +69,12 @@ type Harness struct {
 	// FoundID for the kit's query.
 	Found   []byte
 	FoundID string
+	// RecordsAt, if set, is the path of keys from Found's top to the array
+	// that holds its record, for a provider that nests its records
+	// (QuickBooks' ["QueryResponse", "Invoice"]); the kit's duplicate and
+	// case-variant keys are then written there. Default: the first
+	// top-level key of Found holding an array where Empty holds [].
+	RecordsAt []string
 	// ErrorBody, if set, returns the provider's error body for a status
 	// (Stripe and Twilio send JSON errors); default a short text.
 	ErrorBody func(status int) []byte
@@ -424,14 +430,18 @@ func hostileBodies(t *testing.T, h Harness) []hostileBody {
 	if h.Found == nil {
 		return bodies
 	}
-	return append(bodies, keyBodies(t, h.Empty, h.Found)...)
+	return append(bodies, keyBodies(t, h.Empty, h.Found, h.RecordsAt)...)
 }
 
 // keyBodies builds the hostile bodies with duplicate and case-variant keys
 // from the provider's empty answer and its answer with one record: the
-// first key whose value differs between them and is an array ("matches",
-// "data", "messages") holds the answer, and its first element the record.
-func keyBodies(t *testing.T, empty, found []byte) []hostileBody {
+// array at path in found (by default the first top-level key whose value
+// differs between them and is an array: "matches", "data", "messages")
+// holds the answer, and its first element the record. The keys are
+// varied in the object that holds that array; an Empty that has no such
+// array (QuickBooks answers an empty QueryResponse) stands for none with
+// Found's object holding [] instead.
+func keyBodies(t *testing.T, empty, found []byte, path []string) []hostileBody {
 	t.Helper()
 	e, err := parseJSON(empty)
 	if err != nil || e.kind != '{' {
@@ -441,39 +451,60 @@ func keyBodies(t *testing.T, empty, found []byte) []hostileBody {
 	if err != nil || f.kind != '{' {
 		t.Fatalf("providertest: Harness.Found is not a JSON object: %v", err)
 	}
-	key := ""
-	var none, one jsonValue
-	for _, m := range f.object {
-		if m.value.kind != '[' || len(m.value.array) == 0 {
-			continue
+	key, up := "", []string(nil)
+	if len(path) == 0 {
+		for _, m := range f.object {
+			if m.value.kind != '[' || len(m.value.array) == 0 {
+				continue
+			}
+			if ev, ok := e.get(m.key); ok && ev.kind == '[' && len(ev.array) == 0 {
+				key = m.key
+				break
+			}
 		}
-		if ev, ok := e.get(m.key); ok && ev.kind == '[' && len(ev.array) == 0 {
-			key, none, one = m.key, ev, m.value
-			break
+		if key == "" {
+			t.Fatal("providertest: no key of Harness.Found holds an array of records where Harness.Empty holds []")
 		}
+	} else {
+		key, up = path[len(path)-1], path[:len(path)-1]
 	}
-	if key == "" {
-		t.Fatal("providertest: no key of Harness.Found holds an array of records where Harness.Empty holds []")
+	fParent, ok := f.at(up)
+	if !ok || fParent.kind != '{' {
+		t.Fatalf("providertest: Harness.Found has no object at %s", strings.Join(up, "."))
+	}
+	one, ok := fParent.get(key)
+	if !ok || one.kind != '[' || len(one.array) == 0 {
+		t.Fatalf("providertest: Harness.Found holds no array of records at %s", strings.Join(path, "."))
+	}
+	none := jsonValue{kind: '['}
+	// noneParent is the object holding the array, answering none.
+	noneParent, ok := e.at(up)
+	if ev, has := noneParent.get(key); !ok || noneParent.kind != '{' || !has || ev.kind != '[' || len(ev.array) != 0 {
+		noneParent = fParent.without(key).plus(key, none)
 	}
 	record := one.array[0]
 	if record.kind != '{' || len(record.object) == 0 {
 		t.Fatalf("providertest: Harness.Found's %s[0] is not an object", key)
 	}
+	// inNone and inFound put an object back where the array's holder was,
+	// in Empty's body and in Found's.
+	inNone := func(p jsonValue) []byte { return e.withAt(up, p).encode() }
+	inFound := func(p jsonValue) []byte { return f.withAt(up, p).encode() }
 	withRecord := func(r jsonValue) []byte {
 		answer := one
 		answer.array = append([]jsonValue{r}, one.array[1:]...)
-		return f.with(key, answer).encode()
+		return inFound(fParent.with(key, answer))
 	}
 
 	bodies := []hostileBody{
-		{"duplicate " + key + ": none, then the record", e.plus(key, one).encode()},
-		{"duplicate " + key + ": the record, then none", f.plus(key, none).encode()},
-		{"a case variant of " + key + " holding the record", e.plus(upperFirst(key), one).encode()},
+		{"duplicate " + key + ": none, then the record", inNone(noneParent.plus(key, one))},
+		{"duplicate " + key + ": the record, then none", inFound(fParent.plus(key, none))},
+		{"a case variant of " + key + " holding the record", inNone(noneParent.plus(upperFirst(key), one))},
 		{"the record's first key twice", withRecord(record.plus(record.object[0].key, record.object[0].value))},
 		{"the record's first key twice, in another letter case", withRecord(record.plus(strings.ToUpper(record.object[0].key), record.object[0].value))},
 	}
 	if folded, ok := unicodeFold(key); ok {
-		bodies = append(bodies, hostileBody{"a Unicode fold of " + key + " holding the record", e.plus(folded, one).encode()})
+		bodies = append(bodies, hostileBody{"a Unicode fold of " + key + " holding the record", inNone(noneParent.plus(folded, one))})
 	}
 	if r, ok := record.withFoldedKey(); ok {
 		bodies = append(bodies, hostileBody{"a record's key and its Unicode fold (KELVIN SIGN, LONG S)", withRecord(r)})
@@ -608,6 +639,41 @@ func (v jsonValue) get(key string) (jsonValue, bool) {
 		}
 	}
 	return jsonValue{}, false
+}
+
+// at is the value at path (keys of nested objects) in v; v itself for an
+// empty path.
+func (v jsonValue) at(path []string) (jsonValue, bool) {
+	for _, k := range path {
+		next, ok := v.get(k)
+		if !ok {
+			return jsonValue{}, false
+		}
+		v = next
+	}
+	return v, true
+}
+
+// withAt is v with the value at path replaced by value; value itself for
+// an empty path.
+func (v jsonValue) withAt(path []string, value jsonValue) jsonValue {
+	if len(path) == 0 {
+		return value
+	}
+	inner, _ := v.get(path[0])
+	return v.with(path[0], inner.withAt(path[1:], value))
+}
+
+// without is the object v without key.
+func (v jsonValue) without(key string) jsonValue {
+	members := make([]member, 0, len(v.object))
+	for _, m := range v.object {
+		if m.key != key {
+			members = append(members, m)
+		}
+	}
+	v.object = members
+	return v
 }
 
 // plus is the object v with key: value added after its members.

@@ -31,7 +31,8 @@ type Config struct {
 	// RefreshTokenEnv, ClientIDEnv and ClientSecretEnv name the variables
 	// holding the OAuth refresh token and the app's client id and secret:
 	// all three or none. With them, an access token the API refuses (401)
-	// is refreshed once, and the new tokens are kept in memory.
+	// is renewed; the rotated refresh token is kept in the token store
+	// (sweeper.provider_tokens), the variable giving the first one only.
 	RefreshTokenEnv string `toml:"refresh_token_env"`
 	ClientIDEnv     string `toml:"client_id_env"`
 	ClientSecretEnv string `toml:"client_secret_env"`

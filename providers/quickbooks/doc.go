@@ -29,8 +29,9 @@
 // and client_secret_env, a token the API refuses (401) is refreshed once
 // (POST to token_url with the refresh token grant, through a transport that
 // reaches only that URL) and the GET sent again; Intuit rotates refresh
-// tokens, and the new ones are kept in memory only, never written back, so
-// a restart reads the variables again. Without them, 401 is permanent. QuickBooks limits a realm to 500 requests a minute and
+// tokens, and the newest is kept in the token store the adapter is given
+// (providers.Env.Tokens), shared by the replicas and kept across restarts,
+// so the variable gives the first one only. Without them, 401 is permanent. QuickBooks limits a realm to 500 requests a minute and
 // 10 a second per app: 429 is rate limited, for Retry-After's delay or a
 // minute.
 //

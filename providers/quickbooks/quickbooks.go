@@ -89,6 +89,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 			Transport:     providers.TokenTransport{URL: t.url, Base: env.RoundTripper()},
 			CheckRedirect: providers.RefuseRedirects("token_url"),
 		}
+		t.store, t.key, t.seed = env.Tokens, "quickbooks:"+cfg.RealmID, providers.Tokens{Access: token, Refresh: t.refresh}
 	}
 	return &Adapter{
 		name: name, realm: cfg.RealmID, tokens: t, base: base, pageSize: defaultPageSize,
@@ -307,7 +308,9 @@ func record(inv invoice) (providers.Record, error) {
 
 // get sends one GET with the access token. 429 is rate limited, for
 // Retry-After's delay or a minute. 401 is permanent, unless refresh is
-// configured: then the token is refreshed once and the GET sent again.
+// configured: then the token is renewed and the GET sent again — twice at
+// most, since a token another replica or an earlier run stored may have
+// expired since; a token refreshed now and refused is permanent.
 func (a *Adapter) get(ctx context.Context, path string, params url.Values) ([]byte, error) {
 	token := a.tokens.current()
 	body, err := a.getWith(ctx, path, params, token)
@@ -317,15 +320,24 @@ func (a *Adapter) get(ctx context.Context, path string, params url.Values) ([]by
 	if a.tokens.client == nil {
 		return nil, providers.Permanent(fmt.Errorf("%s: HTTP 401: the access token is expired or refused (access_token_env; no refresh_token_env to refresh it)", a.name))
 	}
-	if token, err = a.tokens.renew(ctx, token); err != nil {
-		return nil, err
+	renewals := 1
+	if a.tokens.store != nil {
+		renewals = maxRenewals
 	}
-	body, err = a.getWith(ctx, path, params, token)
-	if errors.Is(err, errUnauthorized) {
-		return nil, providers.Permanent(fmt.Errorf("%s: HTTP 401 with a refreshed access token: the app cannot read realm_id", a.name))
+	for range renewals {
+		if token, err = a.tokens.renew(ctx, token); err != nil {
+			return nil, err
+		}
+		if body, err = a.getWith(ctx, path, params, token); !errors.Is(err, errUnauthorized) {
+			return body, err
+		}
 	}
-	return body, err
+	return nil, providers.Permanent(fmt.Errorf("%s: HTTP 401 with a refreshed access token: the app cannot read realm_id", a.name))
 }
+
+// maxRenewals bounds the renewals of one GET's access token: one stored
+// by another replica or an earlier run, then one refreshed now.
+const maxRenewals = 2
 
 var errUnauthorized = errors.New("HTTP 401")
 

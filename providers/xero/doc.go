@@ -13,17 +13,20 @@
 //
 // Xero limits calls per organisation: 60 a minute, 5 at once, 5,000 a day.
 // A 429 for the minute or concurrency limit is rate limited for its
-// Retry-After; a 429 for the day (X-Rate-Limit-Problem: day) is the
-// provider's outage, a transient error its health counts, until the day's
-// calls are back.
+// Retry-After; a 429 for the day (X-Rate-Limit-Problem: day, or
+// X-DayLimit-Remaining: 0) is the provider's outage until Xero's
+// Retry-After, up to a day (providers.OutUntil): its health takes it down
+// for the cluster at once, and no probe asks before that time.
 //
 // Credentials: an OAuth2 access token from access_token_env, sent as a
-// Bearer token, read once when the adapter is built. The adapter does not
-// refresh it (Xero's access tokens last 30 minutes; refreshing is not
-// built): a 401 is a permanent error, and a new token needs a restart.
-// Refreshing is left out because Xero issues a new refresh token with
-// each refresh, which a read-only adapter holding its secrets in the
-// environment could not keep.
+// Bearer token. With refresh_token_env, client_id_env and
+// client_secret_env, a token the API refuses (401) is renewed (POST to
+// token_url with the refresh token grant, through a transport that reaches
+// only that URL) and the GET sent again. Xero issues a new refresh token
+// with each refresh and refuses a spent one: the newest is kept in the
+// token store the adapter is given (providers.Env.Tokens), shared by the
+// replicas and kept across restarts, so the variable gives the first one
+// only. Without the refresh keys a 401 is permanent.
 //
 // The record namespace is "xero:" and tenant_id; at start the adapter
 // checks with GET /connections that the token opens that organisation.

@@ -89,6 +89,9 @@ func (f *fakeXero) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p != "" {
 		w.Header().Set("Retry-After", map[string]string{"minute": "7", "concurrent": "1", "day": "36000"}[p])
 		w.Header().Set("X-Rate-Limit-Problem", p)
+		if p == "day" {
+			w.Header().Set("X-DayLimit-Remaining", "0")
+		}
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
 	}

@@ -1,6 +1,7 @@
 package xero
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,13 +36,18 @@ const (
 	maxPages = 10
 	// maxBody bounds what is read of a response.
 	maxBody = 8 << 20
+	// maxDayWait bounds how long the day's limit takes Xero out: its
+	// window is a rolling day. defaultDayWait is that wait when Xero's
+	// 429 gives no Retry-After: the provider is probed again after it.
+	maxDayWait     = 24 * time.Hour
+	defaultDayWait = time.Hour
 )
 
 // Adapter looks operations up among one Xero organisation's invoices, by
 // the invoice's Reference holding the op_key.
 type Adapter struct {
 	name   string
-	token  string
+	tokens *tokens
 	tenant string
 	client *http.Client
 }
@@ -62,9 +68,32 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
+	t := &tokens{name: name, access: token, seen: []string{token}}
+	if cfg.RefreshTokenEnv != "" || cfg.ClientIDEnv != "" || cfg.ClientSecretEnv != "" {
+		if t.refresh, err = config.BlockSecret(env.Var, "refresh_token_env", cfg.RefreshTokenEnv); err != nil {
+			return nil, err
+		}
+		if t.clientID, err = config.BlockSecret(env.Var, "client_id_env", cfg.ClientIDEnv); err != nil {
+			return nil, err
+		}
+		if t.clientSecret, err = config.BlockSecret(env.Var, "client_secret_env", cfg.ClientSecretEnv); err != nil {
+			return nil, err
+		}
+		t.url = cmp.Or(cfg.TokenURL, DefaultTokenURL)
+		if err := providers.CheckBaseURL(t.url, "client_secret_env"); err != nil {
+			return nil, fmt.Errorf("token_url: %w", err)
+		}
+		t.client = &http.Client{
+			Transport:     providers.TokenTransport{URL: t.url, Base: env.RoundTripper()},
+			CheckRedirect: providers.RefuseRedirects("token_url"),
+		}
+		// One app's connection: blocks of several organisations reached
+		// through it share its tokens.
+		t.store, t.key, t.seed = env.Tokens, "xero:"+t.clientID, providers.Tokens{Access: token, Refresh: t.refresh}
+	}
 	return &Adapter{
 		name:   name,
-		token:  token,
+		tokens: t,
 		tenant: cfg.TenantID,
 		client: &http.Client{
 			Transport:     providers.ReadOnlyTransport{Base: providers.RebaseTransport{Host: apiHost, Base: base, Next: env.RoundTripper()}},
@@ -86,7 +115,7 @@ func (a *Adapter) Matching() providers.Matching { return providers.Matching{ByKe
 func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
 	records, err := a.lookup(ctx, q)
 	if err != nil {
-		return nil, providers.Redact(err, a.token, q.Recipient, strings.TrimSpace(q.Recipient))
+		return nil, providers.Redact(err, append(a.tokens.secrets(), q.Recipient, strings.TrimSpace(q.Recipient))...)
 	}
 	return records, nil
 }
@@ -140,13 +169,46 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 // counted against its health); for the minute's or concurrency limit it is
 // rate limited for Xero's Retry-After.
 func (a *Adapter) get(ctx context.Context, path string, params url.Values, what string) ([]byte, error) {
+	token := a.tokens.current()
+	body, err := a.getWith(ctx, path, params, what, token)
+	if !errors.Is(err, errUnauthorized) {
+		return body, err
+	}
+	if a.tokens.client == nil {
+		return nil, providers.Permanent(fmt.Errorf("%s: HTTP 401 to %s: the access token is expired or refused (access_token_env; no refresh_token_env to refresh it)", a.name, what))
+	}
+	renewals := 1
+	if a.tokens.store != nil {
+		renewals = maxRenewals
+	}
+	for range renewals {
+		if token, err = a.tokens.renew(ctx, token); err != nil {
+			return nil, err
+		}
+		if body, err = a.getWith(ctx, path, params, what, token); !errors.Is(err, errUnauthorized) {
+			return body, err
+		}
+	}
+	return nil, providers.Permanent(fmt.Errorf("%s: HTTP 401 to %s with a refreshed access token: the connection cannot read the organisation", a.name, what))
+}
+
+// maxRenewals bounds the renewals of one GET's access token: one stored
+// by another replica or an earlier run, then one refreshed now.
+const maxRenewals = 2
+
+// errUnauthorized is Xero refusing the access token (401).
+var errUnauthorized = errors.New("HTTP 401")
+
+// getWith is one GET with token (see [Adapter.get]); a 401 is
+// errUnauthorized, its body unread.
+func (a *Adapter) getWith(ctx context.Context, path string, params url.Values, what, token string) ([]byte, error) {
 	u := url.URL{Scheme: "https", Host: apiHost, Path: path, RawQuery: params.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("%s: build request: %w", a.name, err))
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	if path != connectionsPath {
 		req.Header.Set("Xero-tenant-id", a.tenant)
 	}
@@ -166,9 +228,21 @@ func (a *Adapter) get(ctx context.Context, path string, params url.Values, what 
 		}
 		return nil, providers.Transient(fmt.Errorf("%s: GET %s: %w", a.name, apiHost, err))
 	}
-	problem := ""
+	if resp.StatusCode == http.StatusUnauthorized {
+		resp.Body.Close()
+		return nil, errUnauthorized
+	}
+	problem, outFor := "", time.Duration(0)
 	if resp.StatusCode == http.StatusTooManyRequests {
 		problem = resp.Header.Get("X-Rate-Limit-Problem")
+		if problem == "" && strings.TrimSpace(resp.Header.Get("X-DayLimit-Remaining")) == "0" {
+			problem = "day"
+		}
+		if wait, ok := providers.RetryAfterWithin(resp.Header.Get("Retry-After"), maxDayWait); ok {
+			outFor = wait
+		} else {
+			outFor = defaultDayWait
+		}
 	}
 	body, err := providers.HTTPAnswer{
 		Name:    a.name,
@@ -181,10 +255,13 @@ func (a *Adapter) get(ctx context.Context, path string, params url.Values, what 
 		},
 	}.Read(ctx, resp)
 	if err != nil && strings.EqualFold(problem, "day") {
-		// The day's calls are spent: every lookup fails until tomorrow. It
-		// is the provider's outage (a transient error its health counts),
-		// not each operation's rate limit.
-		return nil, providers.Transient(fmt.Errorf("%s: HTTP 429 to %s: Xero's daily call limit for the organisation is reached", a.name, what))
+		// The day's calls are spent: every lookup fails until Xero's
+		// Retry-After, hours perhaps. It is the provider's outage (its
+		// health takes it down at once and probes it only then), not each
+		// operation's rate limit.
+		until := time.Now().Add(outFor)
+		return nil, providers.OutUntil(until, fmt.Errorf("%s: HTTP 429 to %s: Xero's daily call limit for the organisation is reached, until %s",
+			a.name, what, until.UTC().Format(time.RFC3339)))
 	}
 	return body, err
 }

@@ -136,9 +136,10 @@ func TestPagination(t *testing.T) {
 }
 
 // TestRateLimits: a 429 for the minute or concurrency limit is rate
-// limited for Xero's Retry-After; one for the day is a transient error (the
-// provider's outage, which its health counts), never rate limited or
-// permanent.
+// limited for Xero's Retry-After; one for the day is the provider's outage
+// until Xero's Retry-After, however many hours (providers.OutUntil: a
+// transient error for this operation, the provider down at once for
+// everyone), never rate limited or permanent.
 func TestRateLimits(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -157,8 +158,20 @@ func TestRateLimits(t *testing.T) {
 		if class != tc.class || wait != tc.wait || providers.Unreadable(err) {
 			t.Errorf("%s: %v (%s, %s); want %s, %s", tc.problem, err, class, wait, tc.class, tc.wait)
 		}
-		if tc.problem == "day" && !strings.Contains(err.Error(), "daily") {
+		until, out := providers.OutUntilOf(err)
+		if tc.problem != "day" {
+			if out {
+				t.Errorf("%s: the provider out until %s; want only this request limited", tc.problem, until)
+			}
+			continue
+		}
+		if !strings.Contains(err.Error(), "daily") {
 			t.Errorf("day: %v does not say the daily limit", err)
+		}
+		// Retry-After: 36000, ten hours: not cut to the hour a 429's wait
+		// is held to, but the time the whole provider is out.
+		if want := time.Now().Add(10 * time.Hour); !out || until.Before(want.Add(-time.Minute)) || until.After(want.Add(time.Minute)) {
+			t.Errorf("day: out until %s (%v); want the provider out until about %s", until, out, want)
 		}
 	}
 }
