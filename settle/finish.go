@@ -80,7 +80,7 @@ func (s *Settler) FinishBatch(ctx context.Context, tx review.TxBeginner, finals 
 		now := s.Now()
 		items := make([]review.Item, len(live))
 		for j, it := range live {
-			items[j] = review.Item{Op: it.Op, Decision: decisions[j], Now: now, Evidence: proof.NewEvidence(it.Op, proof.Lookup{
+			items[j] = review.Item{Op: it.Op, Decision: decisions[j], Now: now, Evidence: proof.NewEvidence(it.Op, proof.LookupReport{
 				Adapter: it.Step.Adapter, Query: it.Step.Query, Outcome: it.Step.Outcome, Errors: it.History, At: now,
 			}, decisions[j])}
 		}
