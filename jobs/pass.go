@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sweeper/sweeper/ledger"
+	"github.com/sweeper/sweeper/proof"
+	"github.com/sweeper/sweeper/review"
 	"github.com/sweeper/sweeper/settle"
 )
 
@@ -250,9 +252,13 @@ func (r *passRun) batch(ctx context.Context, b LookupBatchArgs) {
 			kept = append(kept, q)
 		}
 		ops = kept
-		settled, err := r.write(ctx, ops, gone)
+		settled, failed, err := r.write(ctx, ops, gone)
 		w.inFlight.Release(n)
 		r.release(ctx, left)
+		for id, err := range failed {
+			r.tell(PassOutcome{Op: rowOf(rows, id), Err: err})
+			r.release(ctx, []QueuedOp{{ID: id}})
+		}
 		if err != nil {
 			rest = nil
 			for _, q := range ops {
@@ -275,17 +281,43 @@ func (r *passRun) batch(ctx context.Context, b LookupBatchArgs) {
 
 // write settles the final operations of ops as the lookup job does, in a
 // transaction of their own that releases their claims and those of gone,
-// or — a dry run — in the pass's transaction, never committed.
-func (r *passRun) write(ctx context.Context, ops []*queued, gone []int64) ([]settle.Settled, error) {
-	w := r.Lookup
+// or — a dry run — in the pass's transaction, never committed. A pass has
+// no retry of its own, so when the batch's transaction fails, each final
+// operation is written in one of its own: one operation's refused write
+// is its failure alone, in failed.
+func (r *passRun) write(ctx context.Context, ops []*queued, gone []int64) (settled []settle.Settled, failed map[int64]error, err error) {
 	if !learned(ops, gone) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if r.DryRun {
-		r.dryMu.Lock()
-		defer r.dryMu.Unlock()
-		return w.finish(ctx, r.dry, ops)
+		settled, err := r.dryWrite(ctx, ops)
+		return settled, nil, err
 	}
+	settled, err = r.commit(ctx, ops, gone)
+	if err == nil || ctx.Err() != nil {
+		return settled, nil, err
+	}
+	r.release(ctx, idsOf(gone))
+	failed = map[int64]error{}
+	for _, q := range ops {
+		if !q.final {
+			continue
+		}
+		one, err := r.commit(ctx, []*queued{q}, nil)
+		if err != nil {
+			failed[q.ID] = err
+			continue
+		}
+		settled = append(settled, one...)
+	}
+	return settled, failed, nil
+}
+
+// commit writes what a run of ops learned in one transaction: the
+// decisions, the claims of what settled and of gone released; once
+// committed, each decision is logged and counted.
+func (r *passRun) commit(ctx context.Context, ops []*queued, gone []int64) ([]settle.Settled, error) {
+	w := r.Lookup
 	tx, err := w.settler.DB.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -306,6 +338,57 @@ func (r *passRun) write(ctx context.Context, ops []*queued, gone []int64) ([]set
 		w.settler.LogSettled(s)
 	}
 	return settled, nil
+}
+
+// dryWrite writes the decisions of a dry run's final operations in the
+// pass's transaction, which keeps them — so that a record proves one
+// operation across the pass — until it is rolled back. Where the database
+// refuses the write (a read-only standby, a trigger), the decisions are
+// made without it: each the proof rule's on what the database holds, what
+// the pass decided before it aside. A dry run writes nothing, so nothing
+// fails.
+func (r *passRun) dryWrite(ctx context.Context, ops []*queued) ([]settle.Settled, error) {
+	r.dryMu.Lock()
+	defer r.dryMu.Unlock()
+	sp, err := r.dry.Begin(ctx) // a savepoint: a refused write leaves the pass's transaction usable
+	if err != nil {
+		return nil, err
+	}
+	settled, err := r.Lookup.finish(ctx, sp, ops)
+	if err == nil {
+		if err = sp.Commit(ctx); err == nil {
+			return settled, nil
+		}
+	}
+	_ = sp.Rollback(context.WithoutCancel(ctx))
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var cases []proof.Case
+	for _, q := range ops {
+		if q.final {
+			cases = append(cases, proof.Case{Op: q.ask.Op, Outcome: q.ask.Next.Step.Outcome})
+		}
+	}
+	decisions, err := proof.ProveBatch(ctx, r.Sweep.scanner.Table().Store(r.dry), cases)
+	if err != nil {
+		return nil, err
+	}
+	settled = make([]settle.Settled, len(cases))
+	for i, c := range cases {
+		// As the write would have found it: pending when read.
+		settled[i] = settle.Settled{Op: c.Op, Decision: decisions[i], Applied: review.Applied{Settled: true}}
+	}
+	return settled, nil
+}
+
+// idsOf is ids, or nil.
+func idsOf(ids []int64) []QueuedOp {
+	out := make([]QueuedOp, len(ids))
+	for i, id := range ids {
+		out[i] = QueuedOp{ID: id}
+	}
+	return out
 }
 
 // release gives back the claims of ops, which the pass leaves pending; a
