@@ -146,3 +146,37 @@ func BenchmarkStaleToSettled(b *testing.B) {
 		len(latencies), latencies[0].Round(time.Millisecond), p50.Round(time.Millisecond), p99.Round(time.Millisecond),
 		latencies[len(latencies)-1].Round(time.Millisecond), interval, target, verdict)
 }
+
+// BenchmarkSweepOnce measures operations settled per second by `sweep
+// --once` (app.App.SweepOnce: the scan, every lookup against sim, every
+// decision, in process), and by its dry run, for a backlog of b.N stale
+// operations of mixed outcomes.
+//
+//	go test -run '^$' -bench SweepOnce -benchtime 2000x ./app
+func BenchmarkSweepOnce(b *testing.B) {
+	for _, dry := range []bool{false, true} {
+		b.Run(fmt.Sprintf("dry_run=%t", dry), func(b *testing.B) {
+			cfg := strings.Replace(baseConfig, "batch_size = 50", "batch_size = 500", 1)
+			bundle := setup(b, cfg, nil)
+			ctx := context.Background()
+			prefixes := []string{"found", "many", "mismatch", "nf", "unsupported"}
+			_, err := bundle.pool.Exec(ctx, `
+				INSERT INTO ledger.operations (op_key, workflow, provider, action, recipient, payload_hash, first_attempt_at)
+				SELECT ($2::text[])[1 + i % 5] || '-' || i, 'billing', 'sim', 'send_email', 'jane.doe@example.com',
+				       repeat('a', 64), now() - interval '1 hour'
+				FROM generate_series(1, $1) i`, b.N, prefixes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			start := time.Now()
+			sum, err := bundle.sweeper.SweepOnce(ctx, app.OnceOptions{DryRun: dry})
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if err != nil || sum.Scanned != b.N || sum.Errors != 0 {
+				b.Fatalf("sweep --once: %+v, %v", sum, err)
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+		})
+	}
+}

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/riverqueue/river"
 
 	"github.com/sweeper/sweeper/app"
+	"github.com/sweeper/sweeper/jobs"
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
@@ -303,25 +305,43 @@ func TestLostJobsClaimsReleased(t *testing.T) {
 }
 
 // TestSweepOnceLeavesHeldOperations: `sweep --once` beside a daemon does not
-// look up an operation a daemon's lookup job holds.
+// look up an operation a daemon's lookup job holds; one whose claim
+// outlived its job (lost) it releases and settles, as the sweep does.
 func TestSweepOnceLeavesHeldOperations(t *testing.T) {
 	t.Parallel()
 	f := &byKey{}
 	b := setup(t, baseConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", f, 5*time.Second)})
 	ctx := context.Background()
 	held := b.claim(t, "found-held", "fake", stale)
+	lost := b.claim(t, "found-lost", "fake", stale)
 	free := b.claim(t, "found-free", "fake", stale)
-	if _, err := b.pool.Exec(ctx, `INSERT INTO sweeper.lookup_claims (operation_id, job_id) VALUES ($1, 1)`, held.ID); err != nil {
+	// A daemon's job, not yet run, holds one; the other's job is gone.
+	daemon, err := b.sweeper.NewDaemon(app.ClientOptions{NoPeriodic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := daemon.Client.Insert(ctx, jobs.LookupBatchArgs{Provider: "fake", Ops: []jobs.QueuedOp{{ID: held.ID}}},
+		&river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `INSERT INTO sweeper.lookup_claims (operation_id, job_id) VALUES ($1, $2), ($3, 999999999)`,
+		held.ID, job.Job.ID, lost.ID); err != nil {
 		t.Fatal(err)
 	}
 	sum, err := b.sweeper.SweepOnce(ctx, app.OnceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.HeldByDaemon != 1 || sum.Done != 1 || f.asks(held.OpKey) != 0 {
+	if sum.HeldByDaemon != 1 || sum.Done != 2 || f.asks(held.OpKey) != 0 {
 		t.Errorf("summary %+v, %d asks for the held operation; want it left alone", sum, f.asks(held.OpKey))
 	}
-	if got := b.status(t, free.OpKey); got.Status != ledger.StatusDone {
-		t.Errorf("%s is %s", free.OpKey, got.Status)
+	for _, k := range []string{free.OpKey, lost.OpKey} {
+		if got := b.status(t, k); got.Status != ledger.StatusDone {
+			t.Errorf("%s is %s", k, got.Status)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM sweeper.lookup_claims WHERE operation_id <> $1`, held.ID); n != 0 {
+		t.Errorf("%d claims left besides the daemon's", n)
 	}
 }

@@ -157,8 +157,8 @@ func TestMetricsCountOnlyCommits(t *testing.T) {
 	}
 
 	dry := b.claim(t, "lost-dry", "sim", stale)
-	if _, err := settler.Finish(ctx, dry, settler.Attempt(ctx, dry), nil, true); err != nil {
-		t.Fatal(err)
+	if sum, err := b.sweeper.SweepOnce(ctx, app.OnceOptions{DryRun: true}); err != nil || len(sum.Decisions) != 1 {
+		t.Fatalf("dry run: %+v, %v; want one decision", sum, err)
 	}
 	nothing("dry run")
 
@@ -167,13 +167,13 @@ func TestMetricsCountOnlyCommits(t *testing.T) {
 	if _, err := b.pool.Exec(ctx, `UPDATE ledger.operations SET status = 'done', provider_record_id = 'wf_1' WHERE op_key = $1`, raced.OpKey); err != nil {
 		t.Fatal(err)
 	}
-	settled, err := settler.Finish(ctx, raced, step, nil, false)
+	settled, err := settler.Finish(ctx, raced, step, nil)
 	if err != nil || settled.Applied.Settled {
 		t.Fatalf("finish after the workflow confirmed: %+v, %v", settled, err)
 	}
 	nothing("the workflow confirmed first")
 
-	if _, err := settler.Finish(ctx, dry, settler.Attempt(ctx, dry), nil, false); err != nil {
+	if _, err := settler.Finish(ctx, dry, settler.Attempt(ctx, dry), nil); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]float64{"outcome=review,provider=sim": 1}, metricstest.NonZero(t, reg, "sweeper_operations_settled_total")); diff != "" {

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/sweeper/sweeper/jobs"
-	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/settle"
 )
@@ -53,13 +52,14 @@ type DecisionLine struct {
 
 // OnceOptions tune [App.SweepOnce].
 type OnceOptions struct {
-	// DryRun looks up and decides, and writes nothing.
+	// DryRun looks up and decides, and writes nothing: its decisions are
+	// written in one transaction that is rolled back.
 	DryRun bool
 	// Decisions lists each decision a real pass applied in
 	// PassCounts.Decisions, as a dry run always does (sweep --once -v).
 	Decisions bool
-	// Concurrency is how many operations are looked up at once; default
-	// river.max_workers.
+	// Concurrency is how many lookup batches run at once, as many lookup
+	// jobs would; default river.max_workers.
 	Concurrency int
 	// MaxPaced is how long, in all, the pass waits for one operation's
 	// provider to be asked — down for the cluster, or a settle window still
@@ -71,23 +71,24 @@ type OnceOptions struct {
 // one operation's provider to be asked.
 const defaultMaxPaced = 30 * time.Second
 
-// SweepOnce runs one full pass in this process: the scan, every lookup it
-// causes (retrying within each provider's budget, as the River lookup job
-// does: [settle.Settler.Settle]), every decision. It
-// returns when all are settled. It leaves alone the operations a running
-// daemon's lookup job holds, and writes exactly what the River jobs write,
+// SweepOnce runs one full pass in this process: the sweep and every
+// lookup it hands on, through the steps the River workers take
+// ([jobs.Pass]: the scan, the lookup claims, the batches, each batch's
+// asks within its provider's budget, the decisions written as a lookup job
+// writes them), without River; it returns when all are settled. It leaves
+// alone the operations a running daemon's lookup job holds, claims the
+// others as the sweep does, and writes exactly what the River jobs write,
 // through the same compare-and-set, so it is safe beside a daemon: an
-// operation a daemon claims after the pass read it may be asked twice —
+// operation a daemon claims while the pass runs may be asked twice —
 // lookups only read — and whichever settles it first wins, the other
-// finds nothing to do.
+// finds nothing to do. A dry run writes its decisions in one transaction
+// that it rolls back.
 func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (sum PassCounts, err error) {
 	ctx, end := s.pass(ctx, SpanSweepOnce)
 	defer func() {
 		end(err, attribute.Bool("sweeper.dry_run", opts.DryRun), attribute.Int("sweeper.sweep.scanned", sum.Scanned),
 			attribute.Int("sweeper.sweep.done", sum.Done), attribute.Int("sweeper.sweep.errors", sum.Errors))
 	}()
-	settler := s.Settler()
-	maxPaced := cmp.Or(opts.MaxPaced, defaultMaxPaced)
 	concurrency := opts.Concurrency
 	if concurrency <= 0 {
 		concurrency = s.Config.River.MaxWorkers
@@ -100,13 +101,7 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (sum PassCounts, 
 			p.SetHealth(nil)
 			p.SetSharedRate(nil) // its own limit paces it
 		}
-	}
-	// A dry run writes nothing, so the database cannot tell it that a
-	// record was already claimed by an earlier decision of the same pass:
-	// it remembers, so that its decisions are the real pass's.
-	claimed := map[string]string{}
-	var mu sync.Mutex
-	if !opts.DryRun {
+	} else {
 		// A provider down longer than its max_outage is not waited for:
 		// its waiting operations move to review first.
 		outages, err := s.Outages().End(ctx)
@@ -119,61 +114,32 @@ func (s *App) SweepOnce(ctx context.Context, opts OnceOptions) (sum PassCounts, 
 			sum.Errors++
 		}
 	}
-	// The stale operations a running daemon's lookup job holds are its.
-	var scan scanFunc[ledger.Operation] = func(ctx context.Context, page func(context.Context, []ledger.Operation) error) (int, error) {
-		return s.Scanner().Scan(ctx, func(ctx context.Context, ops []ledger.Operation) error {
-			ids := make([]int64, len(ops))
-			for i, op := range ops {
-				ids[i] = op.ID
-			}
-			held, err := jobs.HeldByJobs(ctx, s.Pool, ids)
-			if err != nil {
-				return err
-			}
-			free := make([]ledger.Operation, 0, len(ops))
-			for _, op := range ops {
-				if !held[op.ID] {
-					free = append(free, op)
-				}
-			}
-			mu.Lock()
-			sum.HeldByDaemon += len(ops) - len(free)
-			mu.Unlock()
-			return page(ctx, free)
-		})
+	pass := &jobs.Pass{
+		Sweep:       jobs.NewSweepWorker(s.Scanner(), s.Pool, s.Config.Sweep.Timeout.Duration, s.Logger),
+		Lookup:      jobs.NewLookupBatchWorker(s.Settler()),
+		DryRun:      opts.DryRun,
+		Concurrency: concurrency,
+		MaxPaced:    cmp.Or(opts.MaxPaced, defaultMaxPaced),
 	}
-	scanned, err := inPool(ctx, concurrency, scan, func(op ledger.Operation) {
-		settled, err := settler.Settle(ctx, op, opts.DryRun, maxPaced)
-		mu.Lock()
-		defer mu.Unlock()
+	res, err := pass.Run(ctx, func(o jobs.PassOutcome) {
+		op, settled := o.Op, o.Settled
 		switch {
-		case errors.Is(err, settle.ErrLeftPending):
+		case errors.Is(o.Err, jobs.ErrLeftPending):
 			sum.LeftPending++
-			s.Logger.Info("left pending for a later pass", "op_key", settle.LogKey(op), "why", err)
-		case err != nil:
+			s.Logger.Info("left pending for a later pass", "op_key", settle.LogKey(op), "why", o.Err)
+		case o.Err != nil:
 			sum.Errors++
-			s.Logger.Error("settle failed; the operation stays pending", "op_key", settle.LogKey(op), "error", err)
-		case opts.DryRun:
-			if d := settled.Decision; d.Done {
-				key := ledger.RecordLockKey(s.namespaceOf(op.Provider), d.ProviderRecordID)
-				if holder, ok := claimed[key]; ok {
-					settled.Decision = proof.HeldElsewhere(d, holder)
-				} else {
-					claimed[key] = op.OpKey
-				}
-			}
-			sum.Decisions = append(sum.Decisions, DecisionLine{OpKey: op.OpKey, Provider: op.Provider, Decision: settled.Decision})
-			countDecision(&sum, settled.Decision)
+			s.Logger.Error("settle failed; the operation stays pending", "op_key", settle.LogKey(op), "error", o.Err)
 		case !settled.Applied.Settled:
 			sum.AlreadySettled++
 		default:
-			if opts.Decisions {
+			if opts.DryRun || opts.Decisions {
 				sum.Decisions = append(sum.Decisions, DecisionLine{OpKey: op.OpKey, Provider: op.Provider, Decision: settled.Decision})
 			}
 			countDecision(&sum, settled.Decision)
 		}
 	})
-	sum.Scanned = scanned
+	sum.Scanned, sum.HeldByDaemon = res.Scanned, res.Held
 	return sum, err
 }
 
@@ -214,13 +180,4 @@ func countDecision(sum *PassCounts, d proof.Decision) {
 	} else {
 		sum.Tickets[d.Reason]++
 	}
-}
-
-// namespaceOf is block's record namespace: its provider's, or the block's
-// own name for a block this process does not serve.
-func (s *App) namespaceOf(block string) string {
-	if p := s.Providers[block]; p != nil {
-		return p.Namespace()
-	}
-	return block
 }

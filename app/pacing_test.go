@@ -199,7 +199,7 @@ func TestSettleWindowWaitsForALaggingSearch(t *testing.T) {
 		if !step.Final {
 			t.Fatalf("%s after the window: not final (%v)", tc.op.OpKey, step.Err)
 		}
-		settled, err := settler.Finish(context.Background(), tc.op, step, nil, false)
+		settled, err := settler.Finish(context.Background(), tc.op, step, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

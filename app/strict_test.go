@@ -171,12 +171,12 @@ func TestChangedRowIsLookedUpAgain(t *testing.T) {
 		step := settle.Step{Final: true, Outcome: proof.Answered(q, []providers.Record{rec}), Query: &q, Adapter: "sim"}
 
 		settler := b.sweeper.Settler()
-		if _, err := settler.Finish(ctx, current, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
+		if _, err := settler.Finish(ctx, current, step, nil); !errors.Is(err, settle.ErrOperationChanged) {
 			t.Errorf("Finish on the current row with the old answer: %v, want ErrOperationChanged", err)
 		}
 		// The same, had the job read the row before it changed: the write
 		// refuses, and the row is read again.
-		if _, err := settler.Finish(ctx, was, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
+		if _, err := settler.Finish(ctx, was, step, nil); !errors.Is(err, settle.ErrOperationChanged) {
 			t.Errorf("Finish on the row as it was: %v, want ErrOperationChanged", err)
 		}
 		d := proof.Decision{Done: true, ProviderRecordID: "rec_old", RecordIDs: []string{"rec_old"}}
@@ -263,46 +263,6 @@ func TestUnstorableAnswerEndsInATicket(t *testing.T) {
 	if tk.Reason != proof.ReasonLookupFailed || !strings.Contains(ev.Detail, "could not be stored") || len(ev.Records) != 0 {
 		t.Errorf("ticket %s %q with %d records; want lookup_failed saying the answer could not be stored", tk.Reason, ev.Detail, len(ev.Records))
 	}
-}
-
-// TestDryRunAgreesWithTheRealPass: two operations whose lookups answer the
-// same record. The real pass settles one and sends the other to review;
-// the dry run, which writes nothing, must say the same.
-func TestDryRunAgreesWithTheRealPass(t *testing.T) {
-	t.Parallel()
-	onEach(t, true, func(t *testing.T, lt ledgertables.Table) {
-		shared := &fakeLookup{answers: []func(context.Context, providers.Query) ([]providers.Record, error){
-			func(_ context.Context, q providers.Query) ([]providers.Record, error) {
-				return []providers.Record{{ID: "rec_shared", CreatedAt: q.FirstAttemptAt.Add(time.Second), PayloadHash: q.PayloadHash}}, nil
-			},
-		}}
-		b := setupOn(t, lt, baseConfig, map[string]*providers.Provider{"fake": fakeProvider("fake", shared, 5*time.Second)})
-		for _, k := range []string{"twin-a", "twin-b", "twin-c"} {
-			b.claim(t, k, "fake", stale)
-		}
-		count := func(sum app.PassCounts) map[string]int {
-			got := map[string]int{"done": sum.Done}
-			for r, n := range sum.Tickets {
-				got[string(r)] = n
-			}
-			return got
-		}
-		dry, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{DryRun: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		real, err := b.sweeper.SweepOnce(context.Background(), app.OnceOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]int{"done": 1, string(proof.ReasonMultipleMatches): 2}
-		if diff := cmp.Diff(want, count(real)); diff != "" {
-			t.Errorf("real pass (-want +got):\n%s", diff)
-		}
-		if diff := cmp.Diff(count(real), count(dry)); diff != "" {
-			t.Errorf("dry run disagrees with the real pass (-real +dry):\n%s", diff)
-		}
-	})
 }
 
 // TestReplicasWithSkewedClocksDecideAlike: one replica's clock runs seven

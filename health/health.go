@@ -60,8 +60,8 @@ const (
 	maxAlone     = 1 << 14
 )
 
-// State is a provider's health as the table holds it.
-type State struct {
+// ProviderHealth is a provider's health as the table holds it.
+type ProviderHealth struct {
 	Provider string `json:"provider"`
 	Up       bool   `json:"up"`
 	// Since is when the current state began (zero: up since ever).
@@ -78,7 +78,7 @@ type State struct {
 }
 
 // DownTotal is how long the provider has been down in all, at now.
-func (s State) DownTotal(now time.Time) time.Duration {
+func (s ProviderHealth) DownTotal(now time.Time) time.Duration {
 	total := time.Duration(s.DownSeconds * float64(time.Second))
 	if !s.Up && now.After(s.Since) {
 		total += now.Sub(s.Since)
@@ -113,7 +113,7 @@ type Tracker struct {
 	// alone are the operations this process knows to fail alone, and
 	// when it learned so ([Tracker.Done]).
 	alone  map[string]time.Time
-	cached State
+	cached ProviderHealth
 	readAt time.Time
 	// reading is closed when the read in flight, if any, ends: the other
 	// lookups keep to the state they have meanwhile, or wait for it.
@@ -149,11 +149,11 @@ func (t *Tracker) SetOutageAfter(failures int, lease time.Duration) {
 	t.limits.Store(&trackerLimits{failAt: max(failures, 1), lease: lease})
 }
 
-// State reads the provider's health, at most a second old — or a little
+// Current reads the provider's health, at most a second old — or a little
 // older while another lookup of this process reads it: one read at a time
 // per process, one a second, however many lookups ask. After a change this
 // process made, the lookups that ask wait for the one read that follows.
-func (t *Tracker) State(ctx context.Context) (State, error) {
+func (t *Tracker) Current(ctx context.Context) (ProviderHealth, error) {
 	t.mu.Lock()
 	for t.readAt.IsZero() && t.reading != nil {
 		// After a change made here: the read in flight tells.
@@ -162,7 +162,7 @@ func (t *Tracker) State(ctx context.Context) (State, error) {
 		select {
 		case <-reading:
 		case <-ctx.Done():
-			return State{}, ctx.Err()
+			return ProviderHealth{}, ctx.Err()
 		}
 		t.mu.Lock()
 	}
@@ -184,7 +184,7 @@ func (t *Tracker) State(ctx context.Context) (State, error) {
 	}
 	t.mu.Unlock()
 	if err != nil {
-		return State{}, err
+		return ProviderHealth{}, err
 	}
 	return st, nil
 }
@@ -207,7 +207,7 @@ func (t *Tracker) forget() {
 // only a due probe's turn is asked for, and a turn another process took
 // first is not asked for again within the second.
 func (t *Tracker) Allow(ctx context.Context) (probe bool, wait time.Duration, err error) {
-	st, err := t.State(ctx)
+	st, err := t.Current(ctx)
 	if err != nil || st.Up {
 		// Without the database there is no decision to share: let the
 		// lookup ask, as it would with no tracker.
@@ -479,8 +479,8 @@ func (t *Tracker) up(ctx context.Context) error {
 }
 
 // Read returns provider's health; a provider without a row is up.
-func Read(ctx context.Context, db ledger.DB, provider string) (State, error) {
-	st := State{Provider: provider, Up: true}
+func Read(ctx context.Context, db ledger.DB, provider string) (ProviderHealth, error) {
+	st := ProviderHealth{Provider: provider, Up: true}
 	var state string
 	var probeAt, leaseUntil *time.Time
 	var lastErr *string
@@ -490,7 +490,7 @@ func Read(ctx context.Context, db ledger.DB, provider string) (State, error) {
 		return st, nil
 	}
 	if err != nil {
-		return State{}, fmt.Errorf("read the health of provider %s: %w", provider, err)
+		return ProviderHealth{}, fmt.Errorf("read the health of provider %s: %w", provider, err)
 	}
 	st.Up = state == "up"
 	if probeAt != nil {
@@ -528,7 +528,7 @@ func ReadUp(ctx context.Context, db ledger.DB, providers []string) (map[string]b
 // DownTotal is how long the provider has been down in all, as of the
 // state read at most a second ago.
 func (t *Tracker) DownTotal(ctx context.Context) time.Duration {
-	st, err := t.State(ctx)
+	st, err := t.Current(ctx)
 	if err != nil {
 		return 0
 	}
@@ -540,17 +540,17 @@ func (t *Tracker) DownTotal(ctx context.Context) time.Duration {
 // transaction ends: a probe that would bring it up waits, so that what
 // the transaction does about the outage is done while it lasts. ok is
 // false when it is up, or down for less.
-func DownPast(ctx context.Context, db ledger.DB, provider string, d time.Duration) (st State, ok bool, err error) {
-	st = State{Provider: provider}
+func DownPast(ctx context.Context, db ledger.DB, provider string, d time.Duration) (st ProviderHealth, ok bool, err error) {
+	st = ProviderHealth{Provider: provider}
 	var lastErr *string
 	err = db.QueryRow(ctx, `SELECT since, down_seconds, last_error FROM sweeper.provider_health
 		WHERE provider = $1 AND state = 'down' AND since <= now() - $2::interval
 		FOR UPDATE`, provider, d).Scan(&st.Since, &st.DownSeconds, &lastErr)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return State{}, false, nil
+		return ProviderHealth{}, false, nil
 	}
 	if err != nil {
-		return State{}, false, fmt.Errorf("read the outage of provider %s: %w", provider, err)
+		return ProviderHealth{}, false, fmt.Errorf("read the outage of provider %s: %w", provider, err)
 	}
 	if lastErr != nil {
 		st.LastError = *lastErr

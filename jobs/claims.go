@@ -87,8 +87,8 @@ func releaseLost(ctx context.Context, db ledger.DB) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
-// HeldByJobs returns which of ids a lookup job holds.
-func HeldByJobs(ctx context.Context, db ledger.DB, ids []int64) (map[int64]bool, error) {
+// heldByJobs returns which of ids a lookup job holds.
+func heldByJobs(ctx context.Context, db ledger.DB, ids []int64) (map[int64]bool, error) {
 	rows, err := db.Query(ctx, `SELECT operation_id FROM sweeper.lookup_claims WHERE operation_id = ANY($1::bigint[])`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("lookup claims: %w", err)

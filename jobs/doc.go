@@ -7,6 +7,8 @@
 // follow-up jobs, snoozes, retries, timeouts, and completion in the
 // transaction of what the job wrote. Beside River's job table it keeps the
 // lookup claims (sweeper.lookup_claims), so that the sweep hands an
-// operation a lookup job holds on only once. The River client that runs
-// the workers is wired in app.
+// operation a lookup job holds on only once. [Pass] runs the sweep's and
+// the lookup job's own steps in process, without River (`sweep --once`):
+// one settle path, whichever runs it. The River client that runs the
+// workers is wired in app.
 package jobs

@@ -130,7 +130,7 @@ func (w *LookupBatchWorker) Work(ctx context.Context, job *river.Job[LookupBatch
 	// that waiting never cuts an ask short; without it, the job snoozes:
 	// held back by this process, not by the provider, it spends no
 	// attempt and records no error.
-	n := int64(min(len(job.Args.Ops), MaxOperationsInFlight))
+	n := w.room(len(job.Args.Ops))
 	waitCtx, cancel := context.WithTimeout(ctx, LookupOverhead/2)
 	err := w.inFlight.Acquire(waitCtx, n)
 	cancel()
@@ -141,23 +141,47 @@ func (w *LookupBatchWorker) Work(ctx context.Context, job *river.Job[LookupBatch
 		return river.JobSnooze(time.Second)
 	}
 	defer w.inFlight.Release(n)
-	ops, gone, err := w.read(ctx, job.Args.Ops)
+	ops, gone, err := w.run(ctx, job.Args.Ops)
 	if err != nil {
 		return err
 	}
 	if len(ops) == 0 && len(gone) == 0 {
 		return nil
 	}
-	if err := w.ask(ctx, ops); err != nil {
-		return err
-	}
-	if len(gone) == 0 && !slices.ContainsFunc(ops, func(q *queued) bool { return q.final || q.changed }) {
+	if !learned(ops, gone) {
 		// Nothing was learned: every operation was held back by pacing,
 		// or waits for its time.
-		snooze := time.Until(slices.MinFunc(ops, func(a, b *queued) int { return a.NotBefore.Compare(b.NotBefore) }).NotBefore)
-		return river.JobSnooze(max(snooze, time.Second))
+		return river.JobSnooze(max(time.Until(firstDue(ops)), time.Second))
 	}
 	return w.write(ctx, job, ops, gone)
+}
+
+// room is how much of [MaxOperationsInFlight] a run of n operations
+// holds.
+func (w *LookupBatchWorker) room(n int) int64 { return int64(min(n, MaxOperationsInFlight)) }
+
+// run is one run of a job's operations, River's or a pass's in process:
+// it reads their rows and asks about those that are due ([LookupBatchWorker.ask]).
+// It returns the operations still pending, each with what follows its ask,
+// and the ids of the others.
+func (w *LookupBatchWorker) run(ctx context.Context, queuedOps []QueuedOp) ([]*queued, []int64, error) {
+	ops, gone, err := w.read(ctx, queuedOps)
+	if err != nil || len(ops) == 0 {
+		return ops, gone, err
+	}
+	return ops, gone, w.ask(ctx, ops)
+}
+
+// learned reports whether a run learned anything: an operation settled,
+// moved on or gone. A run that learned nothing — every operation held
+// back by pacing, or waiting for its time — writes nothing.
+func learned(ops []*queued, gone []int64) bool {
+	return len(gone) > 0 || slices.ContainsFunc(ops, func(q *queued) bool { return q.final || q.changed })
+}
+
+// firstDue is when the first of ops may be asked again.
+func firstDue(ops []*queued) time.Time {
+	return slices.MinFunc(ops, func(a, b *queued) int { return a.NotBefore.Compare(b.NotBefore) }).NotBefore
 }
 
 // read returns the job's operations that are still pending, each with its
@@ -218,7 +242,9 @@ func (w *LookupBatchWorker) ask(ctx context.Context, ops []*queued) error {
 }
 
 // write settles the final operations and writes everything the run leads
-// to in one transaction, which completes the job.
+// to in one transaction, which completes the job: the decisions, the
+// claims released, and one follow-up job holding the operations still to
+// ask.
 func (w *LookupBatchWorker) write(ctx context.Context, job *river.Job[LookupBatchArgs], ops []*queued, gone []int64) error {
 	tx, err := w.settler.DB.Begin(ctx)
 	if err != nil {
@@ -226,54 +252,22 @@ func (w *LookupBatchWorker) write(ctx context.Context, job *river.Job[LookupBatc
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
 
-	var finals []settle.Final
-	var finalOps []*queued
-	for _, q := range ops {
-		if q.final {
-			finals = append(finals, settle.Final{Op: q.ask.Op, Step: q.ask.Next.Step, History: q.Errors})
-			finalOps = append(finalOps, q)
-		}
-	}
-	settled, err := w.settler.FinishBatch(ctx, tx, finals)
+	settled, err := w.finish(ctx, tx, ops)
 	if err != nil {
 		return err
 	}
-	for i, r := range settled {
-		if r.Changed {
-			// The row was rewritten during its lookup: the answer was for
-			// what it was, so it is asked again, spending nothing.
-			q := finalOps[i]
-			q.final, q.changed, q.NotBefore = false, true, time.Time{}
-		}
-	}
-
-	// What is left goes on in one follow-up job, due when its first
-	// operation is.
-	var next LookupBatchArgs
-	var due time.Time
-	released := slices.Clone(gone)
-	for _, q := range ops {
-		if q.final {
-			released = append(released, q.ID)
-			continue
-		}
-		next.Ops = append(next.Ops, q.QueuedOp)
-		if due.IsZero() || q.NotBefore.Before(due) {
-			due = q.NotBefore
-		}
-	}
+	next, due, released := carry(ops, gone)
 	var heldOps, heldBy []int64
-	if len(next.Ops) > 0 {
+	if len(next) > 0 {
 		client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 		if err != nil {
 			return err
 		}
-		next.Provider = job.Args.Provider
-		res, err := client.InsertTx(ctx, tx, next, &river.InsertOpts{ScheduledAt: due})
+		res, err := client.InsertTx(ctx, tx, LookupBatchArgs{Provider: job.Args.Provider, Ops: next}, &river.InsertOpts{ScheduledAt: due})
 		if err != nil {
 			return fmt.Errorf("lookup: queue the operations still to ask: %w", err)
 		}
-		for _, q := range next.Ops {
+		for _, q := range next {
 			heldOps, heldBy = append(heldOps, q.ID), append(heldBy, res.Job.ID)
 		}
 	}
@@ -287,9 +281,55 @@ func (w *LookupBatchWorker) write(ctx context.Context, job *river.Job[LookupBatc
 		return err
 	}
 	for _, r := range settled {
-		if !r.Changed {
-			w.settler.LogSettled(r)
-		}
+		w.settler.LogSettled(r)
 	}
 	return nil
+}
+
+// finish decides on the operations of ops whose lookup ended and writes
+// the decisions in tx ([settle.Settler.FinishBatch]), returning what
+// happened to them once tx commits. An operation whose row was rewritten
+// during its lookup is not settled: the answer was for what it was, so it
+// is asked again, spending nothing.
+func (w *LookupBatchWorker) finish(ctx context.Context, tx pgx.Tx, ops []*queued) ([]settle.Settled, error) {
+	var finals []settle.Final
+	var finalOps []*queued
+	for _, q := range ops {
+		if q.final {
+			finals = append(finals, settle.Final{Op: q.ask.Op, Step: q.ask.Next.Step, History: q.Errors})
+			finalOps = append(finalOps, q)
+		}
+	}
+	results, err := w.settler.FinishBatch(ctx, tx, finals)
+	if err != nil {
+		return nil, err
+	}
+	settled := make([]settle.Settled, 0, len(results))
+	for i, r := range results {
+		if r.Changed {
+			q := finalOps[i]
+			q.final, q.changed, q.NotBefore = false, true, time.Time{}
+			continue
+		}
+		settled = append(settled, r)
+	}
+	return settled, nil
+}
+
+// carry is what a run leaves to the next: the operations still to ask,
+// when the first of them is due, and the ids whose claims are released —
+// those settled and those gone.
+func carry(ops []*queued, gone []int64) (next []QueuedOp, due time.Time, released []int64) {
+	released = slices.Clone(gone)
+	for _, q := range ops {
+		if q.final {
+			released = append(released, q.ID)
+			continue
+		}
+		next = append(next, q.QueuedOp)
+		if due.IsZero() || q.NotBefore.Before(due) {
+			due = q.NotBefore
+		}
+	}
+	return next, due, released
 }

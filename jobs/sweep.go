@@ -72,7 +72,7 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	if out.Released, err = releaseLost(ctx, w.db); err != nil {
 		return err
 	}
-	batch := min(LookupBatchSize, max(1, w.scanner.BatchSize))
+	batch := w.batchSize()
 	out.Scanned, err = w.scanner.Scan(ctx, func(ctx context.Context, ops []ledger.Operation) error {
 		jobs, enqueued, err := w.handOn(ctx, client, ops, batch)
 		out.Jobs += jobs
@@ -122,23 +122,9 @@ func (w *SweepWorker) handOn(ctx context.Context, client *river.Client[pgx.Tx], 
 	if err != nil || len(claimed) == 0 {
 		return 0, 0, err
 	}
-	// A page of the unconfigured or future-dated scans mixes providers.
-	byProvider := map[string][]QueuedOp{}
-	var order []string
-	for _, op := range ops {
-		if !claimed[op.ID] {
-			continue
-		}
-		if _, ok := byProvider[op.Provider]; !ok {
-			order = append(order, op.Provider)
-		}
-		byProvider[op.Provider] = append(byProvider[op.Provider], QueuedOp{ID: op.ID})
-	}
 	var params []river.InsertManyParams
-	for _, provider := range order {
-		for chunk := range slices.Chunk(byProvider[provider], w.batchFor(provider, batch)) {
-			params = append(params, river.InsertManyParams{Args: LookupBatchArgs{Provider: provider, Ops: chunk}})
-		}
+	for _, args := range w.batches(ops, claimed, batch) {
+		params = append(params, river.InsertManyParams{Args: args})
 	}
 	results, err := client.InsertManyTx(ctx, tx, params)
 	if err != nil {
@@ -158,6 +144,35 @@ func (w *SweepWorker) handOn(ctx context.Context, client *river.Client[pgx.Tx], 
 	}
 	return len(params), len(heldOps), nil
 }
+
+// batches splits the operations of one page that were claimed into lookup
+// jobs' args: by provider, in the page's order, at most batch operations
+// of one provider each ([SweepWorker.batchFor]). A page of the
+// unconfigured or future-dated scans mixes providers.
+func (w *SweepWorker) batches(ops []ledger.Operation, claimed map[int64]bool, batch int) []LookupBatchArgs {
+	byProvider := map[string][]QueuedOp{}
+	var order []string
+	for _, op := range ops {
+		if !claimed[op.ID] {
+			continue
+		}
+		if _, ok := byProvider[op.Provider]; !ok {
+			order = append(order, op.Provider)
+		}
+		byProvider[op.Provider] = append(byProvider[op.Provider], QueuedOp{ID: op.ID})
+	}
+	var out []LookupBatchArgs
+	for _, provider := range order {
+		for chunk := range slices.Chunk(byProvider[provider], w.batchFor(provider, batch)) {
+			out = append(out, LookupBatchArgs{Provider: provider, Ops: chunk})
+		}
+	}
+	return out
+}
+
+// batchSize is how many operations one lookup job holds at most: the
+// sweep's page, up to [LookupBatchSize].
+func (w *SweepWorker) batchSize() int { return min(LookupBatchSize, max(1, w.scanner.BatchSize)) }
 
 // sweepDoneLevel is the level of a sweep's "sweep done" line: INFO when the
 // sweep found or released something, DEBUG when it found nothing, so that

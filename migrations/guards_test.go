@@ -320,7 +320,7 @@ func TestGuardsLetSweeperWrite(t *testing.T) {
 		}
 		out := proof.Answered(proof.SearchFor(c.Operation, providers.Matching{ByKey: true}, time.Now()), records)
 		d := proof.Decide(c.Operation, out)
-		applied, err := store.Apply(ctx, c.Operation, d, proof.NewEvidence(c.Operation, proof.Lookup{Adapter: "sim", Outcome: out, At: now}, d), now)
+		applied, err := store.Apply(ctx, c.Operation, d, proof.NewEvidence(c.Operation, proof.LookupReport{Adapter: "sim", Outcome: out, At: now}, d), now)
 		if err != nil || !applied.Settled {
 			t.Fatalf("Apply %s = %+v, %v", key, applied, err)
 		}

@@ -34,7 +34,7 @@ func TestComparePutsThePayloadBesideTheRecord(t *testing.T) {
 	if d.Reason != proof.ReasonPayloadMismatch {
 		t.Fatalf("decision %+v, want payload_mismatch", d)
 	}
-	fresh := proof.NewEvidence(op, proof.Lookup{Query: &q, Outcome: out, At: now}, d)
+	fresh := proof.NewEvidence(op, proof.LookupReport{Query: &q, Outcome: out, At: now}, d)
 	raw, err := json.Marshal(fresh)
 	if err != nil {
 		t.Fatal(err)

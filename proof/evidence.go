@@ -137,9 +137,9 @@ type AttemptError struct {
 	Error   string    `json:"error"`
 }
 
-// Lookup is everything known about the lookup behind a decision, for the
+// LookupReport is everything known about the lookup behind a decision, for the
 // evidence.
-type Lookup struct {
+type LookupReport struct {
 	Adapter string
 	Query   *providers.Query
 	Outcome Outcome
@@ -168,7 +168,7 @@ type Lookup struct {
 // adapter or a provider may have quoted them: another letter case,
 // URL-escaped, a phone number grouped otherwise. Record ids are kept as
 // they are: they are what a person resolves the ticket with.
-func NewEvidence(op ledger.Operation, lookup Lookup, d Decision) Evidence {
+func NewEvidence(op ledger.Operation, lookup LookupReport, d Decision) Evidence {
 	recipients := []string{op.Recipient}
 	if lookup.Query != nil {
 		recipients = append(recipients, lookup.Query.Recipient)

@@ -178,7 +178,7 @@ func TestNewEvidence(t *testing.T) {
 		{ID: "msg_2", Recipient: "JANE.DOE@example.com", PayloadHash: strings.Repeat("c", 64),
 			Excerpt: strings.Repeat("é", 250)},
 	}
-	lookup := proof.Lookup{
+	lookup := proof.LookupReport{
 		Adapter: "http",
 		Query: &providers.Query{OpKey: op.OpKey, Recipient: "Jane.Doe@Example.com", Action: op.Action,
 			PayloadHash: op.PayloadHash, Since: first.Add(-time.Hour), Until: lookedUp},
@@ -301,7 +301,7 @@ func TestNewEvidenceWithoutLookup(t *testing.T) {
 	op := ledger.Operation{OpKey: "k", Workflow: "wf", Provider: "sms", Action: "send_sms", Recipient: "+15550100777",
 		PayloadHash: strings.Repeat("d", 64), Attempts: 1}
 	out := proof.Failed("sms: HTTP 503 until the lookup budget ran out")
-	ev := proof.NewEvidence(op, proof.Lookup{Outcome: out}, proof.Decide(op, out))
+	ev := proof.NewEvidence(op, proof.LookupReport{Outcome: out}, proof.Decide(op, out))
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +342,7 @@ func TestEvidenceHidesFreeTextAndNumericPhones(t *testing.T) {
 		"amount":   float64(1299),
 		"currency": "usd",
 	}}
-	ev := proof.NewEvidence(op, proof.Lookup{Outcome: proof.Answered(providers.Query{}, []providers.Record{rec})}, proof.Decision{})
+	ev := proof.NewEvidence(op, proof.LookupReport{Outcome: proof.Answered(providers.Query{}, []providers.Record{rec})}, proof.Decision{})
 	b, err := json.Marshal(ev)
 	if err != nil {
 		t.Fatal(err)
@@ -424,7 +424,7 @@ func TestEvidenceRedactsEveryFormOfTheRecipient(t *testing.T) {
 				{ID: "msg_2", CreatedAt: at, Recipient: tc.other, PayloadHash: strings.Repeat("c", 64),
 					Excerpt: "forwarded to " + q[len(q)-1]},
 			}
-			lookup := proof.Lookup{
+			lookup := proof.LookupReport{
 				Adapter: "http",
 				Query:   &providers.Query{OpKey: op.OpKey, Recipient: tc.op, Action: op.Action, Since: at, Until: at.Add(time.Hour)},
 				Outcome: proof.Answered(providers.Query{}, records),
@@ -482,7 +482,7 @@ func TestEvidenceKeepsNoProviderText(t *testing.T) {
 		Fields: map[string]any{"body": body, "code": code, "link": link, "amount": 1299, "sent": true,
 			"extra": "not in the ledger", "meta": map[string]any{"lang": "en", "tags": []any{code, 7}}},
 		Excerpt: "sms message status=undelivered code=g-482913 see https://acme.example/l/other and " + link}
-	lookup := proof.Lookup{Adapter: "twilio", Outcome: proof.Answered(providers.Query{}, []providers.Record{rec}),
+	lookup := proof.LookupReport{Adapter: "twilio", Outcome: proof.Answered(providers.Query{}, []providers.Record{rec}),
 		Errors: []proof.AttemptError{{At: at, Attempt: 1, Class: "permanent", Error: "sms: HTTP 400: body " + body + " refused"}},
 		At:     at.Add(time.Hour)}
 	// The decision's detail quoting the error, as an exhausted budget's
@@ -554,7 +554,7 @@ func TestEvidenceDigestsAreTheSnapshots(t *testing.T) {
 	const code = "482913"
 	op := ledger.Operation{OpKey: "k", Provider: "sms", Action: "send_sms", PayloadHash: strings.Repeat("a", 64)}
 	records := []providers.Record{{ID: "SM1", Fields: map[string]any{"code": code}}, {ID: "SM2", Fields: map[string]any{"code": code, "other": "482914"}}}
-	lookup := proof.Lookup{Outcome: proof.Answered(providers.Query{}, records)}
+	lookup := proof.LookupReport{Outcome: proof.Answered(providers.Query{}, records)}
 	digestOf := func(ev proof.Evidence, i int, key string) string {
 		f, ok := ev.Records[i].Fields[key].(proof.FieldText)
 		if !ok || len(f.Digest) != 12 {
@@ -588,7 +588,7 @@ func TestEvidenceDetailKeepsItsNames(t *testing.T) {
 		Payload: json.RawMessage(`{"template":"welcome"}`)}
 	d := proof.Decision{Reason: proof.ReasonAmbiguousOwner, Candidates: []string{"signup-4711-welcome-retry"}, RecordIDs: []string{"msg_welcome_1"},
 		Detail: "record msg_welcome_1 agrees, but could as well be signup-4711-welcome-retry's; template welcome"}
-	evidence := proof.NewEvidence(op, proof.Lookup{Adapter: "postmark", Outcome: proof.Answered(providers.Query{}, nil), At: at}, d)
+	evidence := proof.NewEvidence(op, proof.LookupReport{Adapter: "postmark", Outcome: proof.Answered(providers.Query{}, nil), At: at}, d)
 	if want := "record msg_welcome_1 agrees, but could as well be signup-4711-welcome-retry's; template [redacted]"; evidence.Detail != want {
 		t.Errorf("detail = %q, want %q", evidence.Detail, want)
 	}

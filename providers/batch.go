@@ -226,76 +226,19 @@ func (p *Provider) lookupBatch(ctx context.Context, b BatchLookup, qs []Query) [
 	return results
 }
 
-// batchRequest returns one result per query, or an error for the request.
-func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) (results []Result, err error) {
-	req, err := p.begin(ctx, SpanLookupBatch, len(qs))
-	if err != nil {
-		return nil, err
+// batchRequest returns one result per query, or an error for the request:
+// [Provider.send] around the adapter's LookupBatch. A query the provider
+// searched and found nothing for holds an empty, non-nil list.
+func (p *Provider) batchRequest(ctx context.Context, b BatchLookup, qs []Query) ([]Result, error) {
+	results, err := p.send(ctx, SpanLookupBatch, qs, unreadable, func(ctx context.Context) ([]BatchAnswer, error) {
+		return b.LookupBatch(ctx, qs)
+	})
+	for i := range results {
+		if results[i].Err == nil && results[i].Records == nil {
+			results[i].Records = []Record{}
+		}
 	}
-	defer func() {
-		outcome := "answered"
-		if err != nil {
-			outcome = outcomeOf(nil, err)
-		}
-		req.endSpan(outcome)
-	}()
-	defer req.end()
-	defer func() {
-		if ctx.Err() != nil {
-			return
-		}
-		took := req.took()
-		for i := range qs {
-			if err != nil {
-				p.metrics.ObserveLookup(p.Name, lookupResult(nil, err), took)
-			} else {
-				p.metrics.ObserveLookup(p.Name, lookupResult(results[i].Records, results[i].Err), took)
-			}
-		}
-		failed, detail := batchFailed(results, err, req.timedOut(), req.ex)
-		keys := make([]string, len(qs))
-		recipients := make([]string, len(qs))
-		for i, q := range qs {
-			keys[i], recipients[i] = q.OpKey, q.Recipient
-		}
-		detail = RedactText(detail, recipients...)
-		// A request the provider answered, whatever its answers for each
-		// operation, reports once; one that failed as a whole, once for
-		// each operation.
-		req.done(keys, err, failed, detail)
-	}()
-	defer func() {
-		if r := recover(); r != nil {
-			results, err = nil, p.panicked(r)
-		}
-	}()
-	answers, err := b.LookupBatch(req.ctx, qs)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return nil, ctx.Err()
-	case err != nil:
-		return nil, req.failure(nil, err)
-	case len(answers) != len(qs):
-		return nil, Malformed(fmt.Errorf("%s: malformed answer: %d answers for %d operations", p.Name, len(answers), len(qs)))
-	}
-	results = make([]Result, len(qs))
-	for i, a := range answers {
-		if err := req.failure(a.Records, a.Err); err != nil {
-			results[i].Err = err
-			continue
-		}
-		records, err := checkRecords(a.Records)
-		if err != nil {
-			results[i].Err = unreadable(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
-			continue
-		}
-		if records == nil {
-			records = []Record{}
-		}
-		results[i].Records = records
-	}
-	refuseShared(p.Name, qs, results)
-	return results, nil
+	return results, err
 }
 
 // refuseShared turns the answers of queries that hold the same record id

@@ -226,46 +226,20 @@ func (p *Provider) Lookup(ctx context.Context, q Query) ([]Record, error) {
 	return records, Redact(err, q.Recipient)
 }
 
-func (p *Provider) lookup(ctx context.Context, q Query) (records []Record, err error) {
-	req, err := p.begin(ctx, SpanLookup, 1)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { req.endSpan(outcomeOf(records, err)) }()
-	defer req.end()
-	defer func() {
-		// Runs after the recover below: it sees what the caller gets. A call
-		// the caller gave up on (shutdown) says nothing about the provider.
-		if ctx.Err() != nil {
-			return
-		}
-		p.metrics.ObserveLookup(p.Name, lookupResult(records, err), req.took())
-		// Only the provider's own failures count: an answer it gave that
-		// cannot be read is this operation's problem, and says the provider
-		// is there.
-		detail := ""
+// lookup is one request for q alone: [Provider.send] around the adapter's
+// Lookup.
+func (p *Provider) lookup(ctx context.Context, q Query) ([]Record, error) {
+	results, err := p.send(ctx, SpanLookup, []Query{q}, Malformed, func(ctx context.Context) ([]BatchAnswer, error) {
+		records, err := p.adapter.Lookup(ctx, q)
 		if err != nil {
-			detail = Redact(err, q.Recipient).Error()
+			return nil, err
 		}
-		req.done([]string{q.OpKey}, err, providersFault(err, req.timedOut(), req.ex), detail)
-	}()
-	defer func() {
-		if r := recover(); r != nil {
-			records, err = nil, p.panicked(r)
-		}
-	}()
-	records, err = p.adapter.Lookup(req.ctx, q)
-	if err != nil && ctx.Err() != nil {
-		return nil, ctx.Err() // the caller gave up (shutdown): not the provider's answer
-	}
-	if err = req.failure(records, err); err != nil {
+		return []BatchAnswer{{Records: records}}, nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	records, err = checkRecords(records)
-	if err != nil {
-		return nil, Malformed(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
-	}
-	return records, nil
+	return results[0].Records, results[0].Err
 }
 
 // Requests reports how many requests this process has made to the

@@ -8,6 +8,97 @@ import (
 	"time"
 )
 
+// send is one request to the adapter for qs — one query ([Provider.Lookup])
+// or a batch ([Provider.LookupMany]) — with everything a request is made
+// within, in this one place: admission ([Provider.begin]: the provider
+// ready, a slot, a rate-limit token, its health; a request not admitted
+// asks nobody and counts nothing), lookup_timeout, a span, the HTTP
+// exchanges watched, a panicking adapter made a transient error, and once
+// it ends the metrics (one observation per query), the report to the
+// provider's health ([request.done]: one for a request the provider
+// answered, one per operation for one that failed as a whole; a 429 by
+// the provider's refusals) and the span's outcome. A call the caller gave
+// up on says nothing about the provider and is counted nowhere.
+//
+// call is the adapter's call, made with the request's context: one answer
+// per query, in order, or an error for the whole request. Each answer is
+// then read alike: an error, or an empty answer, once lookup_timeout has
+// passed is transient ([request.failure]); records the ledger could not
+// hold are malformed(err) ([checkRecords]); a record id given for two
+// queries is proof for neither ([refuseShared]).
+func (p *Provider) send(ctx context.Context, span string, qs []Query, malformed func(error) error, call func(context.Context) ([]BatchAnswer, error)) (results []Result, err error) {
+	req, err := p.begin(ctx, span, len(qs))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// A request for one operation is named by its answer; a batch
+		// the provider answered, "answered".
+		switch {
+		case err != nil:
+			req.endSpan(outcomeOf(nil, err))
+		case len(qs) == 1:
+			req.endSpan(outcomeOf(results[0].Records, results[0].Err))
+		default:
+			req.endSpan("answered")
+		}
+	}()
+	defer req.end()
+	defer func() {
+		// Runs after the recover below: it sees what the caller gets.
+		if ctx.Err() != nil {
+			return
+		}
+		took := req.took()
+		for i := range qs {
+			if err != nil {
+				p.metrics.ObserveLookup(p.Name, lookupResult(nil, err), took)
+			} else {
+				p.metrics.ObserveLookup(p.Name, lookupResult(results[i].Records, results[i].Err), took)
+			}
+		}
+		// Only the provider's own failures count: an answer it gave that
+		// cannot be read is its operation's problem, and says the provider
+		// is there.
+		failed, detail := batchFailed(results, err, req.timedOut(), req.ex)
+		keys := make([]string, len(qs))
+		recipients := make([]string, len(qs))
+		for i, q := range qs {
+			keys[i], recipients[i] = q.OpKey, q.Recipient
+		}
+		req.done(keys, err, failed, RedactText(detail, recipients...))
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			results, err = nil, p.panicked(r)
+		}
+	}()
+	answers, err := call(req.ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err() // the caller gave up (shutdown): not the provider's answer
+	case err != nil:
+		return nil, req.failure(nil, err)
+	case len(answers) != len(qs):
+		return nil, Malformed(fmt.Errorf("%s: malformed answer: %d answers for %d operations", p.Name, len(answers), len(qs)))
+	}
+	results = make([]Result, len(qs))
+	for i, a := range answers {
+		if err := req.failure(a.Records, a.Err); err != nil {
+			results[i].Err = err
+			continue
+		}
+		records, err := checkRecords(a.Records)
+		if err != nil {
+			results[i].Err = malformed(fmt.Errorf("%s: malformed answer: %w", p.Name, err))
+			continue
+		}
+		results[i].Records = records
+	}
+	refuseShared(p.Name, qs, results)
+	return results, nil
+}
+
 // request is one request to the adapter, for one query or a batch of them,
 // and what every such request is made within: admitted ([Provider.admit]),
 // bounded by lookup_timeout, its HTTP exchanges watched, counted in

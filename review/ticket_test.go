@@ -80,7 +80,7 @@ func decided(op ledger.Operation, out proof.Outcome, now time.Time) (proof.Decis
 	d := proof.Decide(op, out)
 	q := &providers.Query{OpKey: op.OpKey, Recipient: op.Recipient, Action: op.Action, PayloadHash: op.PayloadHash,
 		Since: op.FirstAttemptAt.Add(-time.Hour), Until: now}
-	ev := proof.NewEvidence(op, proof.Lookup{Adapter: "sim", Query: q, Outcome: out,
+	ev := proof.NewEvidence(op, proof.LookupReport{Adapter: "sim", Query: q, Outcome: out,
 		Errors: []proof.AttemptError{{At: now.Add(-time.Minute), Attempt: 1, Class: "transient", Error: "sim: HTTP 503"}},
 		At:     now}, d)
 	return d, ev

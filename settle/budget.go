@@ -111,7 +111,8 @@ type Action struct {
 	Kind ActionKind
 	// Step is the final step to decide on, for ActionSettle: the answer's own,
 	// or — the budget or the attempts spent — a failed lookup that opens
-	// a lookup_failed ticket listing the attempts ([Exhausted]).
+	// a lookup_failed ticket listing the attempts ([Exhausted]). For
+	// ActionPace it is the paced step, whose Err says why.
 	Step Step
 	// Wait is how long to wait before asking again, for ActionAskAgain and
 	// ActionPace.
@@ -141,7 +142,7 @@ func (b Budget) Next(step Step, t *Tries, asked, now time.Time) Action {
 	// A Retry-After of zero or in the past would make the lookup spin.
 	wait := max(step.RetryAfter, time.Second)
 	if step.Class == providers.ClassPaced {
-		return Action{Kind: ActionPace, Wait: wait}
+		return Action{Kind: ActionPace, Wait: wait, Step: step}
 	}
 	down := b.down()
 	if t.FirstAsked == nil {

@@ -248,7 +248,7 @@ func (e *Escalator) relookup(ctx context.Context, t review.EscalationTicket) (re
 		}
 		return r, nil, nil
 	}
-	ev := proof.NewEvidence(op, proof.Lookup{
+	ev := proof.NewEvidence(op, proof.LookupReport{
 		Adapter: step.Adapter, Query: step.Query, Outcome: step.Outcome, At: e.Now(),
 	}, d)
 	return review.Relookup{Detail: d.Detail, RecordIDs: d.RecordIDs}, &proven{recordID: d.ProviderRecordID, evidence: ev}, nil

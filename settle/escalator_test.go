@@ -54,7 +54,7 @@ func openTicketAt(t *testing.T, pool *pgxpool.Pool, p *providers.Provider, key s
 	ctx := context.Background()
 	op := claim(t, pool, key, p.Name, time.Hour)
 	s := settlerOn(pool, now, p)
-	got, err := s.Finish(ctx, op, s.Attempt(ctx, op), nil, false)
+	got, err := s.Finish(ctx, op, s.Attempt(ctx, op), nil)
 	if err != nil || got.Applied.TicketID == 0 {
 		t.Fatalf("open a ticket for %s: %+v, %v", key, got, err)
 	}

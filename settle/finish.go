@@ -80,7 +80,7 @@ func (s *Settler) FinishBatch(ctx context.Context, tx review.TxBeginner, finals 
 		now := s.Now()
 		items := make([]review.Item, len(live))
 		for j, it := range live {
-			items[j] = review.Item{Op: it.Op, Decision: decisions[j], Now: now, Evidence: proof.NewEvidence(it.Op, proof.Lookup{
+			items[j] = review.Item{Op: it.Op, Decision: decisions[j], Now: now, Evidence: proof.NewEvidence(it.Op, proof.LookupReport{
 				Adapter: it.Step.Adapter, Query: it.Step.Query, Outcome: it.Step.Outcome, Errors: it.History, At: now,
 			}, decisions[j])}
 		}
@@ -149,20 +149,10 @@ func rows(ctx context.Context, store *ledger.Store, ids []int64) (map[int64]ledg
 }
 
 // Finish is [Settler.FinishBatch] for one operation, in a transaction of
-// its own, logged once committed; unless dryRun, which only decides. An
-// operation whose row changed since its lookup is ErrOperationChanged.
-// history lists the failed attempts, the final step's included.
-func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, history []proof.AttemptError, dryRun bool) (Settled, error) {
-	if dryRun {
-		if !lookedUpAs(op, step) {
-			return Settled{}, ErrOperationChanged
-		}
-		d, err := proof.Prove(ctx, s.table().Store(s.DB), op, step.Outcome)
-		if err != nil {
-			return Settled{}, err
-		}
-		return Settled{Op: op, Decision: d}, nil
-	}
+// its own, logged once committed. An operation whose row changed since its
+// lookup is ErrOperationChanged. history lists the failed attempts, the
+// final step's included.
+func (s *Settler) Finish(ctx context.Context, op ledger.Operation, step Step, history []proof.AttemptError) (Settled, error) {
 	tx, err := s.DB.Begin(ctx)
 	if err != nil {
 		return Settled{}, err

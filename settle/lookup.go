@@ -2,8 +2,6 @@ package settle
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -11,50 +9,12 @@ import (
 	"github.com/sweeper/sweeper/providers"
 )
 
-// One operation's lookup goes: ask the provider ([Settler.Attempt], or
-// [Settler.AskMany] for many at once), decide by its [Budget] what follows
+// One operation's lookup goes: ask the provider ([Settler.AskMany], or
+// [Settler.Attempt] for one), decide by its [Budget] what follows
 // ([Budget.Next]) — ask again later, or settle — and settle
-// ([Settler.Finish], [Settler.FinishBatch]). The River lookup job runs the
-// steps one job run at a time, carrying [Tries] in its args;
-// [Settler.Settle] runs them all in the foreground.
-
-// ErrLeftPending: a lookup in the foreground left its operation pending
-// rather than wait on pacing — a provider down for the cluster, a settle
-// window still open — longer than it may. Nothing was decided.
-var ErrLeftPending = errors.New("left pending for a later pass")
-
-// Settle looks op up and settles it in the foreground, waiting between
-// asks as the River lookup job would between its runs, by the same
-// [Budget.Next]; it returns once the lookup has ended. Unlike the job, it
-// does not wait out pacing for longer than maxPaced in all: it then leaves
-// the operation pending ([ErrLeftPending]). dryRun decides and writes
-// nothing.
-func (s *Settler) Settle(ctx context.Context, op ledger.Operation, dryRun bool, maxPaced time.Duration) (Settled, error) {
-	budget := BudgetOf(ctx, s.Providers[op.Provider])
-	var tries Tries
-	var paced time.Duration
-	for {
-		asked := time.Now()
-		step := s.Attempt(ctx, op)
-		if !step.Final && ctx.Err() != nil {
-			return Settled{}, ctx.Err() // not the provider's answer
-		}
-		next := budget.Next(step, &tries, asked, time.Now())
-		switch next.Kind {
-		case ActionSettle:
-			return s.Finish(ctx, op, next.Step, tries.Errors, dryRun)
-		case ActionPace:
-			if paced += next.Wait; paced > maxPaced {
-				return Settled{}, fmt.Errorf("%w: %w", ErrLeftPending, step.Err)
-			}
-		}
-		select {
-		case <-time.After(next.Wait):
-		case <-ctx.Done():
-			return Settled{}, errors.Join(ctx.Err(), step.Err)
-		}
-	}
-}
+// ([Settler.FinishBatch]). The River lookup job runs the steps one job run
+// at a time, carrying [Tries] in its args; `sweep --once` runs the same
+// job's steps in process, sleeping where River would wait.
 
 // Ask is one operation of [Settler.AskMany]: its row, where its lookup
 // stands, and what follows the ask.

@@ -164,7 +164,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 		outcome := proof.Failed(detail)
 		d := proof.Decide(op, outcome)
 		items[i] = review.Item{Op: op, Decision: d, Now: now,
-			Evidence: proof.NewEvidence(op, proof.Lookup{Adapter: p.Kind, Outcome: outcome, At: now}, d)}
+			Evidence: proof.NewEvidence(op, proof.LookupReport{Adapter: p.Kind, Outcome: outcome, At: now}, d)}
 	}
 	results, err := review.NewStore(tx, o.ledger, o.policy()).ApplyBatch(ctx, items)
 	if err != nil {

@@ -427,7 +427,8 @@ func TestAttemptPaced(t *testing.T) {
 // TestFinish: a final step is decided by the proof rule and applied in
 // one transaction: one agreeing record moves the row to done with its id;
 // anything else moves it to review with a ticket for its reason — "not
-// found" included, which is never done (I3). A dry run writes nothing; a
+// found" included, which is never done (I3). A dry run — the same write
+// rolled back — decides alike and leaves the row pending; a
 // lookup made for the row as it was is refused.
 func TestFinish(t *testing.T) {
 	t.Parallel()
@@ -458,15 +459,24 @@ func TestFinish(t *testing.T) {
 				step = settle.Exhausted(step, 3, time.Minute)
 			}
 
-			dry, err := s.Finish(ctx, op, step, nil, true)
+			// A dry run: the same write, in a transaction rolled back.
+			sp, err := tx.Begin(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
+			dryOut, err := s.FinishBatch(ctx, sp, []settle.Final{{Op: op, Step: step}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sp.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			dry := dryOut[0]
 			if now := get(t, tx, op.ID); now.Status != ledger.StatusPending {
 				t.Fatalf("a dry run moved the row to %s", now.Status)
 			}
 
-			got, err := s.Finish(ctx, op, step, nil, false)
+			got, err := s.Finish(ctx, op, step, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -496,7 +506,7 @@ func TestFinish(t *testing.T) {
 
 			// A second Finish (a retried job) finds the row settled and
 			// writes nothing.
-			again, err := s.Finish(ctx, op, step, nil, false)
+			again, err := s.Finish(ctx, op, step, nil)
 			if err != nil || again.Applied.Settled {
 				t.Errorf("second finish: %+v, %v; want nothing applied", again, err)
 			}
@@ -508,7 +518,7 @@ func TestFinish(t *testing.T) {
 		step := s.Attempt(ctx, op)
 		changed := op
 		changed.PayloadHash = hashOf("something else")
-		if _, err := s.Finish(ctx, changed, step, nil, false); !errors.Is(err, settle.ErrOperationChanged) {
+		if _, err := s.Finish(ctx, changed, step, nil); !errors.Is(err, settle.ErrOperationChanged) {
 			t.Errorf("finish on a changed row: %v, want ErrOperationChanged", err)
 		}
 		if row := get(t, tx, op.ID); row.Status != ledger.StatusPending {

@@ -210,7 +210,7 @@ func (b *bundle) open(t *testing.T, key, workflow, provider string, records ...p
 	q.Since, q.Until = op.FirstAttemptAt.Add(-time.Hour), b.now.Add(time.Minute)
 	out := proof.Answered(q, records)
 	d := proof.Decide(op, out)
-	ev := proof.NewEvidence(op, proof.Lookup{Adapter: "sim", Query: &q, Outcome: out, Errors: b.failed, At: b.now}, d)
+	ev := proof.NewEvidence(op, proof.LookupReport{Adapter: "sim", Query: &q, Outcome: out, Errors: b.failed, At: b.now}, d)
 	applied, err := b.store.Apply(b.ctx, op, d, ev, b.now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("Apply(%s) = %+v, %v", key, applied, err)

@@ -78,7 +78,7 @@ func TestKillNineBetweenClaimAndSendPagerDuty(t *testing.T) {
 	}
 	now := time.Now()
 	d := proof.Decide(c.Operation, proof.Answered(proof.SearchFor(c.Operation, providers.Matching{ByKey: true}, now), nil))
-	ev := proof.NewEvidence(c.Operation, proof.Lookup{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
+	ev := proof.NewEvidence(c.Operation, proof.LookupReport{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
 	applied, err := review.NewStore(pool, ledger.Native(), review.Policy{DefaultOwner: "oncall", Window: time.Hour, Priority: "high"}).Apply(ctx, c.Operation, d, ev, now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("open ticket: %+v, %v", applied, err)

@@ -16,7 +16,7 @@ import (
 
 // providerStatus is one line of `sweeper providers`.
 type providerStatus struct {
-	health.State
+	health.ProviderHealth
 	Kind     string `json:"kind"`
 	Matching string `json:"matching"`
 	// Ready is false while this command could not ask the provider which
@@ -30,7 +30,7 @@ type providerStatus struct {
 	// LookupFailed counts its open lookup_failed tickets.
 	LookupFailed int64 `json:"open_lookup_failed"`
 	// DownForSeconds is how long the current outage has lasted, 0 while
-	// up; down_seconds (health.State) is the earlier outages' total.
+	// up; down_seconds (health.ProviderHealth) is the earlier outages' total.
 	DownForSeconds float64 `json:"down_for_seconds"`
 }
 
@@ -90,7 +90,7 @@ func providerStatuses(ctx context.Context, s *app.App) ([]providerStatus, error)
 		if err != nil {
 			return nil, err
 		}
-		line := providerStatus{State: st, Kind: p.Kind, Matching: "resemblance", Ready: true}
+		line := providerStatus{ProviderHealth: st, Kind: p.Kind, Matching: "resemblance", Ready: true}
 		if !st.Up && !st.Since.IsZero() {
 			line.DownForSeconds = max(0, time.Since(st.Since).Seconds())
 		}

@@ -38,7 +38,7 @@ func (b *interactBundle) openMismatchTicket(t *testing.T) review.Ticket {
 	if d.Reason != proof.ReasonPayloadMismatch {
 		t.Fatalf("decision %+v, want payload_mismatch", d)
 	}
-	ev := proof.NewEvidence(op, proof.Lookup{Adapter: "sim", Query: &q, Outcome: out, At: now}, d)
+	ev := proof.NewEvidence(op, proof.LookupReport{Adapter: "sim", Query: &q, Outcome: out, At: now}, d)
 	applied, err := b.store.Apply(b.ctx, op, d, ev, now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("Apply = %+v, %v; want a ticket", applied, err)

@@ -239,7 +239,7 @@ func (b *interactBundle) openTicket(t *testing.T) review.Ticket {
 	}
 	op, now := c.Operation, time.Now().UTC()
 	d := proof.Decide(op, proof.Answered(proof.SearchFor(op, providers.Matching{ByKey: true}, now), nil))
-	ev := proof.NewEvidence(op, proof.Lookup{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
+	ev := proof.NewEvidence(op, proof.LookupReport{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
 	applied, err := b.store.Apply(b.ctx, op, d, ev, now)
 	if err != nil {
 		t.Fatal(err)

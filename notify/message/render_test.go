@@ -88,7 +88,7 @@ func (f renderFixture) ticketAndEvidence(t *testing.T) (review.Ticket, proof.Evi
 	if d.Done {
 		t.Fatalf("fixture for %s decides done; a ticket needs a review decision", f.op.OpKey)
 	}
-	ev := proof.NewEvidence(f.op, proof.Lookup{
+	ev := proof.NewEvidence(f.op, proof.LookupReport{
 		Adapter: "http", Query: &providers.Query{OpKey: f.op.OpKey, Recipient: f.op.Recipient, Action: f.op.Action},
 		Outcome: f.outcome(f.records), Errors: f.errors, At: renderT0.Add(-5 * time.Minute),
 	}, d)

@@ -30,7 +30,7 @@ func openTicket(t *testing.T, pool *pgxpool.Pool, key, workflow, provider string
 	}
 	now := time.Now()
 	d := proof.Decide(c.Operation, proof.Answered(proof.SearchFor(c.Operation, providers.Matching{ByKey: true}, now), nil))
-	ev := proof.NewEvidence(c.Operation, proof.Lookup{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
+	ev := proof.NewEvidence(c.Operation, proof.LookupReport{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
 	applied, err := review.NewStore(pool, ledger.Native(), review.Policy{DefaultOwner: "U0OWNER", Window: time.Hour, Priority: "normal"}).Apply(ctx, c.Operation, d, ev, now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("open: %+v, %v", applied, err)

@@ -165,7 +165,7 @@ func (b *bundle) open(t *testing.T) int64 {
 	}
 	now := time.Now()
 	d := proof.Decide(c.Operation, proof.Answered(proof.SearchFor(c.Operation, providers.Matching{ByKey: true}, now), nil))
-	ev := proof.NewEvidence(c.Operation, proof.Lookup{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
+	ev := proof.NewEvidence(c.Operation, proof.LookupReport{Adapter: "sim", Outcome: proof.Answered(providers.Query{}, nil), At: now}, d)
 	applied, err := review.NewStore(b.pool, ledger.Native(), policy).Apply(b.ctx, c.Operation, d, ev, now)
 	if err != nil || applied.TicketID == 0 {
 		t.Fatalf("open ticket: %+v, %v", applied, err)
