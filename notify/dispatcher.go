@@ -83,8 +83,13 @@ type DispatcherConfig struct {
 	// the silences that ended (package notify/silence). Default nil: no
 	// row is held, and no silence released.
 	Muter Muter
-	// PrepareTimeout bounds the receiver's preparation of one row (Slack's
-	// alert group decision, [Receiver.Prepare]): a row not prepared in
+	// Grouper decides the rows' alert groups before their attempts, and
+	// which rows are folded into their group instead of delivered. Default
+	// nil: nothing is grouped.
+	Grouper *Grouper
+	// PrepareTimeout bounds the preparation of one row (its alert group
+	// decision, [Grouper.Prepare], and the receiver's own
+	// [Preparer.Prepare]): a row not prepared in
 	// time is given back untouched for the next pass, and counted
 	// (sweeper_notify_group_deferred_total), so that one slow decision —
 	// a lock another dispatcher holds, a slow database — holds neither the
@@ -103,6 +108,7 @@ type Dispatcher struct {
 	outbox   *outbox.Store
 	muter    Muter
 	receiver Receiver
+	grouper  *Grouper
 	tickets  review.TicketReader
 	id       string
 	lease    time.Duration
@@ -149,6 +155,7 @@ func NewDispatcher(db ledger.DB, r Receiver, cfg DispatcherConfig) (*Dispatcher,
 		outbox:   outbox.NewStore(db).For(cfg.Receiver),
 		muter:    cfg.Muter,
 		receiver: r,
+		grouper:  cfg.Grouper,
 		tickets:  cfg.Tickets,
 		id:       id,
 		lease:    cmp.Or(cfg.Lease, 2*time.Minute),
@@ -202,22 +209,23 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
 	if ctx.Err() == nil {
 		claimed = d.silence(ctx, claimed, &total)
 	}
-	claimed = d.prepare(ctx, claimed, &total)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, d.workers)
-	for _, n := range claimed {
+	for _, h := range d.prepare(ctx, claimed, &total) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			st := d.deliver(ctx, n, deadline)
+			st := d.deliver(ctx, h, deadline)
 			mu.Lock()
 			total.Add(st)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	d.receiver.Flush(ctx, d.lease/2)
+	if f, ok := d.receiver.(Flusher); ok {
+		f.Flush(ctx, d.lease/2)
+	}
 	return total, nil
 }
 
@@ -340,26 +348,34 @@ func (d *Dispatcher) silence(ctx context.Context, claimed []outbox.Notification,
 	return out
 }
 
-// prepare hands the claimed rows to the receiver, one at a time (see
-// [Receiver.Prepare]); it releases the rows that must wait and returns the
-// others. A row the receiver cannot prepare in time — within
+// held is a claimed row ready for its attempt, and where it is folded
+// instead (Fold.Group 0: delivered).
+type held struct {
+	outbox.Notification
+	fold Fold
+}
+
+// prepare decides the claimed rows' alert groups ([Grouper.Prepare]) and
+// hands them to the receiver if it is a [Preparer], one at a time; it
+// releases the rows that must wait and returns the others. A row the receiver cannot prepare in time — within
 // PrepareTimeout, or before the pass's ctx ends — is released untouched
 // for the next pass and counted by reason, with one line for the pass,
 // not one per row: it is the pass that is short of time, not the row that
 // is wrong.
-func (d *Dispatcher) prepare(ctx context.Context, claimed []outbox.Notification, total *Stats) []outbox.Notification {
-	out := claimed[:0]
+func (d *Dispatcher) prepare(ctx context.Context, claimed []outbox.Notification, total *Stats) []held {
+	out := make([]held, 0, len(claimed))
 	deferred := map[string]int{}
 	for _, n := range claimed {
 		var err error
 		reason := metrics.DeferredPassEnded
 		if ctx.Err() == nil {
 			pctx, cancel := context.WithTimeout(ctx, d.prepTime)
-			err = d.receiver.Prepare(pctx, &n)
+			var f Fold
+			f, err = d.prepareOne(pctx, &n)
 			late := pctx.Err() != nil
 			cancel()
 			if err == nil {
-				out = append(out, n)
+				out = append(out, held{n, f})
 				continue
 			}
 			if _, ok := errors.AsType[*ReleaseError](err); ok || !late {
@@ -399,8 +415,32 @@ func (d *Dispatcher) prepare(ctx context.Context, claimed []outbox.Notification,
 	return out
 }
 
-// deliver makes one attempt on held row n and records its outcome.
-func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, deadline time.Time) Stats {
+// prepareOne decides held row n's alert group, then lets the receiver
+// prepare it: where n is folded, or a *[ReleaseError] to give it back.
+func (d *Dispatcher) prepareOne(ctx context.Context, n *outbox.Notification) (Fold, error) {
+	f, err := d.grouper.Prepare(ctx, n)
+	if err != nil {
+		return Fold{}, err
+	}
+	if p, ok := d.receiver.(Preparer); ok {
+		if err := p.Prepare(ctx, n); err != nil {
+			return Fold{}, err
+		}
+	}
+	return f, nil
+}
+
+// skipped tells the receiver, if it is a [Skipper], of row n recorded
+// without a delivery of its own.
+func (d *Dispatcher) skipped(ctx context.Context, n outbox.Notification) {
+	if s, ok := d.receiver.(Skipper); ok {
+		s.Skipped(ctx, n)
+	}
+}
+
+// deliver makes one attempt on held row h and records its outcome.
+func (d *Dispatcher) deliver(parent context.Context, h held, deadline time.Time) Stats {
+	n := h.Notification
 	log := d.rowLogger(n)
 	if d.maxAge > 0 {
 		if cutoff := time.Now().Add(-d.maxAge); n.DueSince().Before(cutoff) {
@@ -413,6 +453,9 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 		if st, done := d.skipSettled(parent, n, log); done {
 			return st
 		}
+	}
+	if h.fold.Group != 0 {
+		return d.fold(parent, n, h.fold, log)
 	}
 	ctx, cancel := context.WithDeadline(parent, deadline)
 	defer cancel()
@@ -427,13 +470,6 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 	var aerr *AttemptError
 	var rerr *ReleaseError
 	switch {
-	case err == nil && res.Folded != 0:
-		werr = d.outbox.Fold(wctx, n, res.Folded, res.FoldCode, res.FoldWhy)
-		if werr == nil {
-			st.Folded = 1
-			d.metrics.SlackFolded()
-		}
-		log.Debug("notify: not posted: folded into its alert group's counts", "group_id", res.Folded, "code", res.FoldCode)
 	case err == nil && res.RootRemoved != nil:
 		werr = d.outbox.MarkSentRootRemoved(wctx, n, res.RootRemoved.Channel, res.RootRemoved.TS)
 		if werr == nil {
@@ -520,10 +556,25 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 		st = Stats{Lost: 1}
 		log.Warn("notify: outcome not recorded", "error", werr, "outcome_of", err)
 	}
-	if (st.Sent > 0 || st.Folded > 0) && res.Recorded != nil {
+	if st.Sent > 0 && res.Recorded != nil {
 		res.Recorded(wctx)
 	}
 	return st
+}
+
+// fold records held row n folded into its alert group as f says, without
+// an attempt: the group's message counts it.
+func (d *Dispatcher) fold(parent context.Context, n outbox.Notification, f Fold, log *slog.Logger) Stats {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
+	defer cancel()
+	if err := d.outbox.Fold(ctx, n, f.Group, f.Code, f.Why); err != nil {
+		log.Warn("notify: outcome not recorded", "error", err, "outcome_of", f.Why)
+		return Stats{Lost: 1}
+	}
+	d.metrics.SlackFolded()
+	log.Debug("notify: not posted: folded into its alert group's counts", "group_id", f.Group, "code", f.Code)
+	d.skipped(ctx, n)
+	return Stats{Folded: 1}
 }
 
 // expire parks held row n, due since before cutoff, without posting it,
@@ -576,7 +627,7 @@ func (d *Dispatcher) skipSettled(parent context.Context, n outbox.Notification, 
 	}
 	d.metrics.SlackSkipped(d.outbox.Receiver(), skipped)
 	log.Info("notify: not posted: the ticket was resolved before its first alert was due", "rows", skipped)
-	d.receiver.Skipped(ctx, n)
+	d.skipped(ctx, n)
 	return Stats{Skipped: skipped}, true
 }
 

@@ -14,34 +14,52 @@ import (
 )
 
 // A Receiver delivers outbox rows' messages to one place: Slack (package
-// notify/slack), or another such as a webhook or PagerDuty. The
-// [Dispatcher] claims the rows, parks those too old and skips those whose
-// ticket settled before its first alert, hands every other row to its
-// receiver and records what the receiver says became of it. A receiver
-// builds its messages from package notify/message's model (its own
-// rendering if Block Kit is not its format) and reads and writes the
-// outbox through package notify/outbox; adding one changes neither. A
-// dispatcher has one receiver: a row records where its one message is.
+// notify/slack), PagerDuty (notify/pagerduty) or a webhook
+// (notify/webhook). The [Dispatcher] claims the rows, parks those too old,
+// skips those whose ticket settled before its first alert, holds back
+// those a silence matches, decides their alert groups ([Grouper]), hands
+// every other row to its receiver and records what the receiver says
+// became of it. A receiver builds its messages from package
+// notify/message's model (its own rendering if Block Kit is not its
+// format) and reads and writes the outbox through package notify/outbox;
+// adding one changes neither. A dispatcher has one receiver: a row records
+// where its one message is.
+//
+// Deliver is all a receiver must do; what some receivers do besides is an
+// interface of its own, which the dispatcher finds by type assertion:
+// [Preparer], [Skipper], [Flusher].
 type Receiver interface {
-	// Prepare is given each claimed row, one at a time, before any
-	// attempt of the batch: the place to decide what depends on the other
-	// rows (Slack's alert groups). A *[ReleaseError] gives the row back
-	// untouched, due again at once; any other error gives it back due in
-	// a second.
-	Prepare(ctx context.Context, n *outbox.Notification) error
 	// Deliver makes one attempt at held row n, before ctx's deadline. It
-	// records where the message goes as it decides it (n's Channel,
-	// ThreadTS and TS, through the outbox) and returns where it is. Its
-	// error is an *[AttemptError] saying what the failure means for the
-	// row, a *[ReleaseError], or an error of its own I/O (the database),
-	// which the dispatcher retries as a certain failure unless the
-	// delivery says it posted.
+	// records where the message goes as it decides it (n's destination and
+	// reference, through the outbox) and returns where it is. Its error is
+	// an *[AttemptError] saying what the failure means for the row, a
+	// *[ReleaseError], or an error of its own I/O (the database), which the
+	// dispatcher retries as a certain failure unless the delivery says it
+	// posted.
 	Deliver(ctx context.Context, n *outbox.Notification, log *slog.Logger) (Delivery, error)
-	// Skipped is told of each row skipped unposted, its ticket resolved
-	// before its first alert was due.
+}
+
+// A Preparer is a [Receiver] that decides something for each claimed row
+// before any attempt of the batch, once its alert group is decided.
+type Preparer interface {
+	// Prepare is given each claimed row, one at a time. A *[ReleaseError]
+	// gives the row back untouched, due again at once; any other error
+	// gives it back due in a second.
+	Prepare(ctx context.Context, n *outbox.Notification) error
+}
+
+// A Skipper is a [Receiver] told of the rows of a ticket recorded without
+// a delivery of their own: skipped unposted, the ticket resolved before
+// its first alert was due, or folded into the ticket's alert group
+// (Slack edits the group's message).
+type Skipper interface {
 	Skipped(ctx context.Context, n outbox.Notification)
-	// Flush runs after each batch's attempts, with budget to spend on what
-	// follows from them (edits of messages that changed).
+}
+
+// A Flusher is a [Receiver] with work that follows from a batch's
+// attempts (edits of messages that changed: alert groups, incidents).
+type Flusher interface {
+	// Flush runs after each batch's attempts, with budget to spend.
 	Flush(ctx context.Context, budget time.Duration)
 }
 
@@ -60,13 +78,6 @@ type Delivery struct {
 	// was to be edited: the row is recorded sent together with the event
 	// that posts a new root ([outbox.Store.MarkSentRootRemoved]).
 	RootRemoved *outbox.Root
-	// Folded, when not 0, is the alert group the row is folded into
-	// instead of posted (its message counts the ticket): the attempt made
-	// no call, and the row is recorded folded with FoldCode and FoldWhy
-	// ([outbox.Store.Fold]).
-	Folded   int64
-	FoldCode string
-	FoldWhy  error
 	// Recorded, when set, runs once the row is recorded sent or folded:
 	// what the receiver keeps of what it delivered.
 	Recorded func(ctx context.Context)
@@ -152,15 +163,9 @@ func Off(why string) Receiver { return nowhere{errors.New(why)} }
 
 type nowhere struct{ why error }
 
-func (nowhere) Prepare(context.Context, *outbox.Notification) error { return nil }
-
 func (o nowhere) Deliver(context.Context, *outbox.Notification, *slog.Logger) (Delivery, error) {
 	return Delivery{}, &AttemptError{Step: "route", Failure: FailureNowhere, Code: outbox.CodeNoReceiver, Err: o.why}
 }
-
-func (nowhere) Skipped(context.Context, outbox.Notification) {}
-
-func (nowhere) Flush(context.Context, time.Duration) {}
 
 // FailingSince is when held row n's current run of attempts began: its
 // first attempt or, after a person replayed it, the replay. A receiver that

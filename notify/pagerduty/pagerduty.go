@@ -174,15 +174,6 @@ type response struct {
 	Errors   []string `json:"errors"`
 }
 
-// Prepare implements [notify.Receiver]: nothing depends on other rows.
-func (r *Receiver) Prepare(context.Context, *outbox.Notification) error { return nil }
-
-// Skipped implements [notify.Receiver].
-func (r *Receiver) Skipped(context.Context, outbox.Notification) {}
-
-// Flush implements [notify.Receiver].
-func (r *Receiver) Flush(context.Context, time.Duration) {}
-
 // Deliver implements [notify.Receiver]: one event to PagerDuty.
 func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.Logger) (notify.Delivery, error) {
 	action := Action(n.Kind)
