@@ -759,12 +759,12 @@ func (s *Store) RootOf(ctx context.Context, n Notification) (Root, error) {
 	err := s.db.QueryRow(ctx, `SELECT
 			coalesce(live.channel, ''), coalesce(live.ts, ''), coalesce(live.thread, ''), coalesce(live.dedupe_key, ''),
 			live.id IS NOT NULL,
-			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE `+ownedBy+` AND g.removed_at IS NOT NULL)
+			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE `+ownedBy("$4")+` AND g.removed_at IS NOT NULL)
 		FROM (SELECT 1) AS one
 		LEFT JOIN LATERAL (SELECT id, channel, ts, coalesce(thread_ts, ts) AS thread, dedupe_key FROM sweeper.outbox g
-			WHERE `+ownedBy+` AND state = 'sent' AND removed_at IS NULL
+			WHERE `+ownedBy("$4")+` AND state = 'sent' AND removed_at IS NULL
 			  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
-			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, n.TicketID, n.IncidentID, groupOwner(n)).
+			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, n.TicketID, n.IncidentID, groupOwner(n), s.Receiver()).
 		Scan(&r.Channel, &r.TS, &r.Thread, &r.DedupeKey, &r.Live, &r.Removed)
 	if err != nil {
 		return Root{}, fmt.Errorf("find the root message of %s: %w", owner(n), err)
@@ -793,9 +793,12 @@ func (s *Store) IncidentReply(ctx context.Context, id int64) (Reply, error) {
 	return r, nil
 }
 
-// ownedBy selects the Slack rows g of one owner: the ticket $1, the
-// incident $2 or the group $3 (its own message, not its tickets' rows).
-const ownedBy = `(g.ticket_id = $1 OR g.incident_id = $2 OR (g.group_id = $3 AND g.ticket_id IS NULL)) AND g.receiver = 'slack'`
+// ownedBy selects the rows g of one owner, of the receiver in parameter
+// receiver: the ticket $1, the incident $2 or the group $3 (its own
+// message, not its tickets' rows).
+func ownedBy(receiver string) string {
+	return `(g.ticket_id = $1 OR g.incident_id = $2 OR (g.group_id = $3 AND g.ticket_id IS NULL)) AND g.receiver = ` + receiver
+}
 
 // groupOwner is the group row n is the message of, or 0.
 func groupOwner(n Notification) int64 {
@@ -822,9 +825,9 @@ func owner(n Notification) string {
 func (s *Store) MarkRemoved(ctx context.Context, n Notification, channel, ts string) (bool, error) {
 	tag, err := s.db.Exec(ctx, `UPDATE sweeper.outbox g SET removed_at = now(),
 			history = `+historyEntry("'removed_from_slack'", "''")+`
-		WHERE `+ownedBy+` AND channel = $4 AND ts = $5 AND state = 'sent'
+		WHERE `+ownedBy("$6")+` AND channel = $4 AND ts = $5 AND state = 'sent'
 		  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
-		  AND removed_at IS NULL`, n.TicketID, n.IncidentID, groupOwner(n), channel, ts)
+		  AND removed_at IS NULL`, n.TicketID, n.IncidentID, groupOwner(n), channel, ts, s.Receiver())
 	if err != nil {
 		return false, fmt.Errorf("mark the root message of %s removed: %w", owner(n), err)
 	}
