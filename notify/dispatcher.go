@@ -339,7 +339,7 @@ func (d *Dispatcher) silence(ctx context.Context, claimed []outbox.Notification,
 			out = append(out, n)
 		case id != 0:
 			total.Silenced++
-			d.metrics.SlackSilenced(d.outbox.Receiver())
+			d.metrics.Silenced(d.outbox.Receiver())
 			log.Debug("notify: not posted: held by a silence", "silence_id", id)
 		default:
 			out = append(out, n)
@@ -501,7 +501,7 @@ func (d *Dispatcher) deliver(parent context.Context, h held, deadline time.Time)
 				d.metrics.SlackSearchInconclusive() // the search was inconclusive, recorded or not
 			}
 			if werr == nil {
-				d.metrics.SlackParked(d.outbox.Receiver())
+				d.metrics.Parked(d.outbox.Receiver())
 			}
 			if aerr.Code == CodeGaveUp {
 				log.Error("notify: parked: "+receiverName(d.outbox.Receiver())+" failed for longer than its give_up_after; replay the row once it answers", "error", err)
@@ -512,7 +512,7 @@ func (d *Dispatcher) deliver(parent context.Context, h held, deadline time.Time)
 			werr = d.outbox.Skip(wctx, n, aerr.Code, err)
 			if werr == nil {
 				st.Skipped, st.Nowhere = 1, 1
-				d.metrics.SlackSkipped(d.outbox.Receiver(), 1)
+				d.metrics.Skipped(d.outbox.Receiver(), 1)
 			}
 			log.Debug("notify: not posted: nowhere to deliver", "code", aerr.Code)
 		case FailureRateLimited:
@@ -571,7 +571,7 @@ func (d *Dispatcher) fold(parent context.Context, n outbox.Notification, f Fold,
 		log.Warn("notify: outcome not recorded", "error", err, "outcome_of", f.Why)
 		return Stats{Lost: 1}
 	}
-	d.metrics.SlackFolded()
+	d.metrics.Folded(d.outbox.Receiver())
 	log.Debug("notify: not posted: folded into its alert group's counts", "group_id", f.Group, "code", f.Code)
 	d.skipped(ctx, n)
 	return Stats{Folded: 1}
@@ -625,7 +625,7 @@ func (d *Dispatcher) skipSettled(parent context.Context, n outbox.Notification, 
 		log.Warn("notify: could not skip the rows of a ticket settled before its alert", "error", err)
 		return Stats{}, false
 	}
-	d.metrics.SlackSkipped(d.outbox.Receiver(), skipped)
+	d.metrics.Skipped(d.outbox.Receiver(), skipped)
 	log.Info("notify: not posted: the ticket was resolved before its first alert was due", "rows", skipped)
 	d.skipped(ctx, n)
 	return Stats{Skipped: skipped}, true
