@@ -61,9 +61,9 @@ type StateCollector struct {
 	notifyOutbox  *prometheus.Desc
 	notifyPending *prometheus.Desc
 	notifyParked  *prometheus.Desc
-	jobs        *prometheus.Desc
-	providerUp  *prometheus.Desc
-	up          *prometheus.Desc
+	jobs          *prometheus.Desc
+	providerUp    *prometheus.Desc
+	up            *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*StateCollector)(nil)
