@@ -93,7 +93,7 @@ func (g *GroupDecision) Ungrouped(ctx context.Context, among []int64) (rowIDs, t
 		return nil, nil, nil
 	}
 	rows, err := g.tx.Query(ctx, `SELECT o.id, o.ticket_id FROM sweeper.outbox o
-		WHERE o.ticket_id = ANY($1) AND o.kind = 'opened' AND o.state = 'pending' AND o.group_id IS NULL AND o.ts IS NULL
+		WHERE o.ticket_id = ANY($1) AND o.kind = 'opened' AND o.state = 'pending' AND o.group_id IS NULL AND o.reference IS NULL
 		  AND o.receiver = $2 AND NOT o.uncertain AND o.search_windows = '[]'
 		ORDER BY o.id`, among, g.receiver)
 	if err != nil {
@@ -159,7 +159,7 @@ func (s *Store) GroupChannel(ctx context.Context, id int64) (string, error) {
 func (s *Store) GroupMessagePending(ctx context.Context, id int64) (bool, error) {
 	var pending bool
 	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sweeper.outbox
-		WHERE group_id = $1 AND ticket_id IS NULL AND state = 'pending' AND ts IS NULL)`, id).Scan(&pending)
+		WHERE group_id = $1 AND ticket_id IS NULL AND state = 'pending' AND reference IS NULL)`, id).Scan(&pending)
 	if err != nil {
 		return false, fmt.Errorf("alert group %d's message: %w", id, err)
 	}

@@ -261,7 +261,7 @@ func (s *Store) For(receiver string) *Store { return &Store{db: s.db, receiver: 
 func (s *Store) Receiver() string { return cmp.Or(s.receiver, ReceiverSlack) }
 
 const notificationColumns = `id, receiver, coalesce(event_id, 0), coalesce(ticket_id, 0), coalesce(incident_id, 0), coalesce(group_id, 0), dedupe_key, kind, state, attempts, lease_until,
-	coalesce(leased_by, ''), coalesce(channel, ''), coalesce(ts, ''), coalesce(thread_ts, ''),
+	coalesce(leased_by, ''), coalesce(destination, ''), coalesce(reference, ''), coalesce(thread_ts, ''),
 	coalesce(last_error, ''), coalesce(error_code, ''), uncertain, search_windows, first_attempt_at, claimed_at,
 	history, created_at, sent_at, replayed_at, removed_at, coalesce(silence_id, 0)`
 
@@ -284,7 +284,7 @@ func scanNotification(row pgx.CollectableRow) (Notification, error) {
 // (or held it, in a claim, before the SET), as a one-element jsonb array.
 // Its channel is "" when the attempt recorded no target: it is Searched
 // where the row's message goes now.
-const windowOfAttempt = `jsonb_build_array(jsonb_build_object('channel', coalesce(channel, ''),
+const windowOfAttempt = `jsonb_build_array(jsonb_build_object('channel', coalesce(destination, ''),
 	'thread_ts', coalesce(thread_ts, ''), 'from', coalesce(claimed_at, first_attempt_at, now()),
 	'until', lease_until))`
 
@@ -390,14 +390,14 @@ func (s *Store) update(ctx context.Context, n Notification, what, set string, ar
 // RecordTarget fixes where held row n's message goes before its first
 // attempt, so that a later search looks where the post went.
 func (s *Store) RecordTarget(ctx context.Context, n Notification, channel, threadTS string) error {
-	return s.update(ctx, n, "record target", `channel = $4, thread_ts = nullif($5, '')`, channel, threadTS)
+	return s.update(ctx, n, "record target", `destination = $4, thread_ts = nullif($5, '')`, channel, threadTS)
 }
 
 // MarkPosted records that held row n's message is in Slack at channel and
 // ts while work remains (the root message's edit), so no later attempt
 // posts it again. [ErrLeaseLost] when the lease has passed.
 func (s *Store) MarkPosted(ctx context.Context, n Notification, channel, ts string) error {
-	return s.update(ctx, n, "mark posted", `channel = $4, ts = $5, thread_ts = nullif($6, ''), search_windows = '[]'`,
+	return s.update(ctx, n, "mark posted", `destination = $4, reference = $5, thread_ts = nullif($6, ''), search_windows = '[]'`,
 		channel, ts, n.ThreadTS)
 }
 
@@ -408,7 +408,7 @@ func (s *Store) MarkPosted(ctx context.Context, n Notification, channel, ts stri
 // an earlier attempt is cleared (its history entry keeps it): a sent row
 // shows none.
 func (s *Store) MarkSent(ctx context.Context, n Notification, channel, ts string) error {
-	return s.update(ctx, n, "mark sent", `state = 'sent', channel = $4, ts = $5, thread_ts = nullif($6, ''),
+	return s.update(ctx, n, "mark sent", `state = 'sent', destination = $4, reference = $5, thread_ts = nullif($6, ''),
 		sent_at = now(), search_windows = '[]', leased_by = NULL, lease_until = now(), last_error = NULL, error_code = NULL,
 		history = `+historyEntry("'sent'", "''"), channel, ts, n.ThreadTS)
 }
@@ -485,7 +485,7 @@ func (s *Store) SkipResolved(ctx context.Context, n Notification) (int, error) {
 			UPDATE sweeper.outbox SET state = 'skipped', error_code = '`+CodeSettledBeforeAlert+`',
 				leased_by = NULL, lease_until = now(),
 				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
-			WHERE ticket_id = $4 AND id > $1 AND state = 'pending' AND ts IS NULL AND NOT uncertain
+			WHERE ticket_id = $4 AND id > $1 AND state = 'pending' AND reference IS NULL AND NOT uncertain
 			  AND receiver = $6 AND kind <> $5 AND (leased_by IS NULL OR lease_until <= now())
 			  AND EXISTS (SELECT 1 FROM me)
 			RETURNING id)
@@ -546,8 +546,8 @@ func (n Notification) DueSince() time.Time {
 // routed again from the configuration when its message was never posted
 // (the windows of uncertain attempts keep where those went). $2 is who.
 var replaySet = `state = 'pending', lease_until = now(), leased_by = NULL, replayed_at = now(),
-	channel = CASE WHEN ts IS NULL THEN NULL ELSE channel END,
-	thread_ts = CASE WHEN ts IS NULL THEN NULL ELSE thread_ts END,
+	destination = CASE WHEN reference IS NULL THEN NULL ELSE destination END,
+	thread_ts = CASE WHEN reference IS NULL THEN NULL ELSE thread_ts END,
 	history = ` + historyEntry("'"+eventReplayed+"'", "'by ' || $2")
 
 // Replay makes parked row id pending again, due now, after the cause was
@@ -761,7 +761,7 @@ func (s *Store) RootOf(ctx context.Context, n Notification) (Root, error) {
 			live.id IS NOT NULL,
 			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE `+ownedBy("$4")+` AND g.removed_at IS NOT NULL)
 		FROM (SELECT 1) AS one
-		LEFT JOIN LATERAL (SELECT id, channel, ts, coalesce(thread_ts, ts) AS thread, dedupe_key FROM sweeper.outbox g
+		LEFT JOIN LATERAL (SELECT id, destination AS channel, reference AS ts, coalesce(thread_ts, reference) AS thread, dedupe_key FROM sweeper.outbox g
 			WHERE `+ownedBy("$4")+` AND state = 'sent' AND removed_at IS NULL
 			  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
 			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, n.TicketID, n.IncidentID, groupOwner(n), s.Receiver()).
@@ -781,8 +781,8 @@ type Reply struct {
 // the incident's end is not in Slack, or is in Slack as its root message.
 func (s *Store) IncidentReply(ctx context.Context, id int64) (Reply, error) {
 	var r Reply
-	err := s.db.QueryRow(ctx, `SELECT channel, ts, dedupe_key FROM sweeper.outbox
-		WHERE incident_id = $1 AND kind = $2 AND state = 'sent' AND thread_ts IS NOT NULL AND ts IS NOT NULL
+	err := s.db.QueryRow(ctx, `SELECT destination, reference, dedupe_key FROM sweeper.outbox
+		WHERE incident_id = $1 AND kind = $2 AND state = 'sent' AND thread_ts IS NOT NULL AND reference IS NOT NULL
 		ORDER BY id DESC LIMIT 1`, id, KindIncidentClosed).Scan(&r.Channel, &r.TS, &r.DedupeKey)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Reply{}, nil
@@ -825,7 +825,7 @@ func owner(n Notification) string {
 func (s *Store) MarkRemoved(ctx context.Context, n Notification, channel, ts string) (bool, error) {
 	tag, err := s.db.Exec(ctx, `UPDATE sweeper.outbox g SET removed_at = now(),
 			history = `+historyEntry("'removed_from_slack'", "''")+`
-		WHERE `+ownedBy("$6")+` AND channel = $4 AND ts = $5 AND state = 'sent'
+		WHERE `+ownedBy("$6")+` AND destination = $4 AND reference = $5 AND state = 'sent'
 		  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
 		  AND removed_at IS NULL`, n.TicketID, n.IncidentID, groupOwner(n), channel, ts, s.Receiver())
 	if err != nil {
