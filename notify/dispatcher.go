@@ -447,7 +447,7 @@ func (d *Dispatcher) deliver(parent context.Context, h held, deadline time.Time)
 			return d.expire(parent, n, cutoff, log)
 		}
 	}
-	if d.wait > 0 && n.Kind == outbox.KindOpened && n.TicketID != 0 && n.TS == "" && !n.Uncertain && len(n.SearchWindows) == 0 {
+	if d.wait > 0 && n.Kind == outbox.KindOpened && n.TicketID != 0 && n.Reference == "" && !n.Uncertain && len(n.SearchWindows) == 0 {
 		// Nothing of the ticket is in Slack yet, nor may be: if it is
 		// settled already, nobody needs to hear of it.
 		if st, done := d.skipSettled(parent, n, log); done {
@@ -467,7 +467,7 @@ func (d *Dispatcher) deliver(parent context.Context, h held, deadline time.Time)
 	defer wcancel()
 	var st Stats
 	var werr error
-	var aerr *AttemptError
+	var aerr *DeliveryError
 	var rerr *ReleaseError
 	switch {
 	case err == nil && res.RootRemoved != nil:
@@ -476,17 +476,17 @@ func (d *Dispatcher) deliver(parent context.Context, h held, deadline time.Time)
 			st.Sent = 1
 		}
 	case err == nil:
-		werr = d.outbox.MarkSent(wctx, n, n.Channel, res.TS)
+		werr = d.outbox.MarkSent(wctx, n, n.Destination, res.Reference)
 		if werr == nil {
 			st.Sent = 1
 			if res.Adopted {
 				st.Adopted = 1
 				d.metrics.SlackAdopted()
-				log.Info("notify: adopted a message found in Slack after an uncertain attempt", "channel", n.Channel, "ts", res.TS)
+				log.Info("notify: adopted a message found in Slack after an uncertain attempt", "channel", n.Destination, "ts", res.Reference)
 			}
 		} else if res.Posted {
 			log.Warn("notify: posted, but the row could not be marked sent; the next attempt will find the message by its key",
-				"channel", n.Channel, "ts", res.TS, "error", werr)
+				"channel", n.Destination, "ts", res.Reference, "error", werr)
 		}
 	case errors.As(err, &rerr):
 		werr = d.outbox.Release(wctx, n, max(time.Until(rerr.Until), 0))
@@ -518,7 +518,7 @@ func (d *Dispatcher) deliver(parent context.Context, h held, deadline time.Time)
 		case FailureRateLimited:
 			werr = d.outbox.Retry(wctx, n, FailureRateLimited.String(), err, aerr.Delay)
 			st.RateLimited = 1
-			log.Warn("notify: rate limited", "channel", n.Channel, "retry_in", aerr.Delay, "error", err)
+			log.Warn("notify: rate limited", "channel", n.Destination, "retry_in", aerr.Delay, "error", err)
 		case FailureUncertain:
 			delay := d.backoff(n.Attempts)
 			werr = d.outbox.MarkUncertain(wctx, n, err, delay)

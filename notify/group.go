@@ -115,7 +115,7 @@ func (g *Grouper) Prepare(ctx context.Context, n *outbox.Notification) (Fold, er
 // detail limit of such messages about the group within the interval. A row
 // an earlier attempt may have delivered is never folded.
 func (g *Grouper) fold(ctx context.Context, n outbox.Notification) (Fold, error) {
-	if n.TicketID == 0 || n.TS != "" || n.Uncertain || len(n.SearchWindows) > 0 {
+	if n.TicketID == 0 || n.Reference != "" || n.Uncertain || len(n.SearchWindows) > 0 {
 		return Fold{}, nil
 	}
 	if n.Kind == outbox.KindOpened {
@@ -212,7 +212,7 @@ func (g *Grouper) mustHear(ctx context.Context, n outbox.Notification) (owner st
 // group, whose message goes first. It sets n.GroupID, and returns a
 // *[ReleaseError] when n must wait for the group's message.
 func (g *Grouper) group(ctx context.Context, n *outbox.Notification) error {
-	if n.GroupID != 0 && n.TicketID != 0 && n.Kind == outbox.KindOpened && n.TS == "" && !n.Uncertain && len(n.SearchWindows) == 0 {
+	if n.GroupID != 0 && n.TicketID != 0 && n.Kind == outbox.KindOpened && n.Reference == "" && !n.Uncertain && len(n.SearchWindows) == 0 {
 		// Grouped by another dispatcher's decision that committed while
 		// this one's claim ran (the claim's snapshot saw the row ungrouped
 		// and its group's message not yet written, its lock the row
@@ -228,7 +228,7 @@ func (g *Grouper) group(ctx context.Context, n *outbox.Notification) error {
 		return nil
 	}
 	if g.cfg.Threshold <= 0 || n.TicketID == 0 || n.Kind != outbox.KindOpened || n.GroupID != 0 ||
-		n.TS != "" || n.Uncertain || len(n.SearchWindows) > 0 {
+		n.Reference != "" || n.Uncertain || len(n.SearchWindows) > 0 {
 		return nil
 	}
 	tickets, err := g.tickets.Summaries(ctx, []int64{n.TicketID})

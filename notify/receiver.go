@@ -32,7 +32,7 @@ type Receiver interface {
 	// Deliver makes one attempt at held row n, before ctx's deadline. It
 	// records where the message goes as it decides it (n's destination and
 	// reference, through the outbox) and returns where it is. Its error is
-	// an *[AttemptError] saying what the failure means for the row, a
+	// an *[DeliveryError] saying what the failure means for the row, a
 	// *[ReleaseError], or an error of its own I/O (the database), which the
 	// dispatcher retries as a certain failure unless the delivery says it
 	// posted.
@@ -65,9 +65,10 @@ type Flusher interface {
 
 // Delivery is what a receiver's attempt at a row found or did.
 type Delivery struct {
-	// TS identifies the message where the row's Channel and ThreadTS say
-	// (Slack's ts); "" when the attempt ended before it was there.
-	TS string
+	// Reference is how the receiver names what it delivered where the
+	// row's Destination says (Slack's ts, PagerDuty's dedup key, the
+	// webhook's event id); "" when the attempt ended before it was there.
+	Reference string
 	// Posted: this attempt sent the message, which is at risk of being
 	// sent twice until the row is recorded sent.
 	Posted bool
@@ -78,7 +79,7 @@ type Delivery struct {
 	// was to be edited: the row is recorded sent together with the event
 	// that posts a new root ([outbox.Store.MarkSentRootRemoved]).
 	RootRemoved *outbox.Root
-	// Recorded, when set, runs once the row is recorded sent or folded:
+	// Recorded, when set, runs once the row is recorded sent:
 	// what the receiver keeps of what it delivered.
 	Recorded func(ctx context.Context)
 }
@@ -122,9 +123,9 @@ func (f Failure) String() string {
 	return fmt.Sprintf("failure(%d)", int(f))
 }
 
-// AttemptError is why an attempt on a row ended early, and what that
+// DeliveryError is why an attempt on a row ended early, and what that
 // means for the row.
-type AttemptError struct {
+type DeliveryError struct {
 	// Step is the call or the stage that failed ("chat.postMessage",
 	// "search", "route").
 	Step    string
@@ -138,8 +139,8 @@ type AttemptError struct {
 	Err   error
 }
 
-func (e *AttemptError) Error() string { return e.Step + ": " + e.Err.Error() }
-func (e *AttemptError) Unwrap() error { return e.Err }
+func (e *DeliveryError) Error() string { return e.Step + ": " + e.Err.Error() }
+func (e *DeliveryError) Unwrap() error { return e.Err }
 
 // ReleaseError: the attempt made no call, and the row goes back as it was,
 // due again at Until.
@@ -164,7 +165,7 @@ func Off(why string) Receiver { return nowhere{errors.New(why)} }
 type nowhere struct{ why error }
 
 func (o nowhere) Deliver(context.Context, *outbox.Notification, *slog.Logger) (Delivery, error) {
-	return Delivery{}, &AttemptError{Step: "route", Failure: FailureNowhere, Code: outbox.CodeNoReceiver, Err: o.why}
+	return Delivery{}, &DeliveryError{Step: "route", Failure: FailureNowhere, Code: outbox.CodeNoReceiver, Err: o.why}
 }
 
 // FailingSince is when held row n's current run of attempts began: its
@@ -189,11 +190,11 @@ const CodeGaveUp = "gave_up"
 // attempts ([FailingSince]) is younger, parked [CodeGaveUp] after.
 func RetryOrGiveUp(n outbox.Notification, now time.Time, giveUp time.Duration, setting, step string, err error) error {
 	if since := FailingSince(n); now.Sub(since) >= giveUp {
-		return &AttemptError{Step: step, Failure: FailurePermanent, Code: CodeGaveUp,
+		return &DeliveryError{Step: step, Failure: FailurePermanent, Code: CodeGaveUp,
 			Err: fmt.Errorf("failing since %s, longer than %s (%s); replay the row once it answers: %w",
 				since.UTC().Format(time.RFC3339), setting, giveUp, err)}
 	}
-	return &AttemptError{Step: step, Failure: FailureTransient, Err: err}
+	return &DeliveryError{Step: step, Failure: FailureTransient, Err: err}
 }
 
 // maxRetryAfter caps the wait a receiver's rate limit asks for: a larger

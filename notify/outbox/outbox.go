@@ -191,11 +191,14 @@ type Notification struct {
 	// LeasedBy is the dispatcher holding the row; with Attempts it fences
 	// every write of that holder.
 	LeasedBy string `json:"leased_by,omitempty"`
-	// Channel and ThreadTS are where the message goes (or went); TS is the
-	// message once it is in Slack.
-	Channel  string `json:"channel,omitempty"`
-	TS       string `json:"ts,omitempty"`
-	ThreadTS string `json:"thread_ts,omitempty"`
+	// Destination is where the message goes (or went): Slack's channel,
+	// "pagerduty", "webhook"; ThreadTS the Slack thread it is a reply in.
+	// Reference is how the receiver names what it delivered: Slack's ts,
+	// PagerDuty's dedup key, the webhook's event id. (Their JSON names are
+	// the ones `sweeper outbox list --json` has always printed.)
+	Destination string `json:"channel,omitempty"`
+	Reference   string `json:"ts,omitempty"`
+	ThreadTS    string `json:"thread_ts,omitempty"`
 	// LastError is the last failure; it stays after a replay. ErrorCode is
 	// its code, for a parked row: Slack's error, or one of the Code
 	// constants.
@@ -269,7 +272,7 @@ func scanNotification(row pgx.CollectableRow) (Notification, error) {
 	var n Notification
 	var windows []byte
 	err := row.Scan(&n.ID, &n.Receiver, &n.EventID, &n.TicketID, &n.IncidentID, &n.GroupID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
-		&n.LeasedBy, &n.Channel, &n.TS, &n.ThreadTS, &n.LastError, &n.ErrorCode, &n.Uncertain, &windows,
+		&n.LeasedBy, &n.Destination, &n.Reference, &n.ThreadTS, &n.LastError, &n.ErrorCode, &n.Uncertain, &windows,
 		&n.FirstAttemptAt, &n.ClaimedAt, &n.History, &n.CreatedAt, &n.SentAt, &n.ReplayedAt, &n.RemovedAt, &n.SilenceID)
 	if err != nil {
 		return n, err
@@ -858,7 +861,7 @@ func (s *Store) MarkSentRootRemoved(ctx context.Context, n Notification, channel
 	if n.TicketID == 0 {
 		// An incident or a group has no events to write: its next message, if any,
 		// finds no live root and is posted as one.
-		if err := in.MarkSent(ctx, n, n.Channel, n.TS); err != nil {
+		if err := in.MarkSent(ctx, n, n.Destination, n.Reference); err != nil {
 			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -873,7 +876,7 @@ func (s *Store) MarkSentRootRemoved(ctx context.Context, n Notification, channel
 	if err != nil {
 		return fmt.Errorf("outbox row %d: %w", n.ID, err)
 	}
-	if err := in.MarkSent(ctx, n, n.Channel, n.TS); err != nil {
+	if err := in.MarkSent(ctx, n, n.Destination, n.Reference); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -249,10 +249,10 @@ func newReceiver(db ledger.DB, cfg Config) (*receiver, error) {
 // then is, jittered.
 func (r *receiver) Deliver(ctx context.Context, n *outbox.Notification, log *slog.Logger) (notify.Delivery, error) {
 	res, err := r.attempt(ctx, n, log)
-	if aerr, ok := errors.AsType[*notify.AttemptError](err); ok && aerr.Failure == notify.FailureRateLimited {
-		aerr.Delay = r.slack.closeChannel(n.Channel, aerr.Delay)
+	if aerr, ok := errors.AsType[*notify.DeliveryError](err); ok && aerr.Failure == notify.FailureRateLimited {
+		aerr.Delay = r.slack.closeChannel(n.Destination, aerr.Delay)
 	}
-	d := notify.Delivery{TS: res.ts, Posted: res.posted, Adopted: res.adopted, RootRemoved: res.rootRemoved}
+	d := notify.Delivery{Reference: res.ts, Posted: res.posted, Adopted: res.adopted, RootRemoved: res.rootRemoved}
 	if err == nil {
 		held := *n
 		d.Recorded = func(ctx context.Context) {

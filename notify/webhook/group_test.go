@@ -24,8 +24,8 @@ func (r *recorder) Deliver(_ context.Context, n *outbox.Notification, _ *slog.Lo
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rows = append(r.rows, *n)
-	n.Channel = "hook"
-	return notify.Delivery{TS: n.DedupeKey, Posted: true}, nil
+	n.Destination = "hook"
+	return notify.Delivery{Reference: n.DedupeKey, Posted: true}, nil
 }
 
 // TestAnyReceiverIsGrouped: alert groups are the dispatcher's decision,

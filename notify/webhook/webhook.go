@@ -154,8 +154,8 @@ func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.
 	now := r.now()
 	v := notify.ClassifyHTTP(resp.StatusCode, resp.Header, now, 10*time.Second)
 	if v.Delivered() {
-		n.Channel = "webhook"
-		return notify.Delivery{TS: ev.ID, Posted: true}, nil
+		n.Destination = "webhook"
+		return notify.Delivery{Reference: ev.ID, Posted: true}, nil
 	}
 	if resp.StatusCode == http.StatusGone {
 		v.Code = CodeGone
