@@ -56,9 +56,14 @@ type StateCollector struct {
 	outbox      *prometheus.Desc
 	pending     *prometheus.Desc
 	parked      *prometheus.Desc
-	jobs        *prometheus.Desc
-	providerUp  *prometheus.Desc
-	up          *prometheus.Desc
+	// The outbox gauges by receiver; outbox, pending and parked are their
+	// deprecated names, summed over every receiver, kept one release.
+	notifyOutbox  *prometheus.Desc
+	notifyPending *prometheus.Desc
+	notifyParked  *prometheus.Desc
+	jobs          *prometheus.Desc
+	providerUp    *prometheus.Desc
+	up            *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*StateCollector)(nil)
@@ -87,11 +92,17 @@ func NewStateCollector(pool *pgxpool.Pool, t *ledger.Table, providers []string) 
 		oldest: prometheus.NewDesc("sweeper_oldest_pending_seconds",
 			"Age of the oldest pending operation, per provider.", []string{"provider"}, nil),
 		outbox: prometheus.NewDesc("sweeper_outbox_rows",
-			"Slack outbox rows by state (parked rows wait for a person; folded rows are counted by their alert group's message, never posted; silenced rows were held by a silence, never posted).", []string{"state"}, nil),
+			"Deprecated, removed in the next release: use sweeper_notify_outbox_rows, which counts the same by receiver. Outbox rows of every receiver by state (parked rows wait for a person; folded rows are counted by their alert group's message, never posted; silenced rows were held by a silence, never posted).", []string{"state"}, nil),
 		pending: prometheus.NewDesc("sweeper_outbox_pending_rows",
-			"Pending Slack outbox rows by age since written (or replayed): <1m, 1m-10m, 10m-1h, >1h. A row past a few minutes is stuck.", []string{"age"}, nil),
+			"Deprecated, removed in the next release: use sweeper_notify_outbox_pending_rows, which counts the same by receiver. Pending outbox rows of every receiver by age since written (or replayed): <1m, 1m-10m, 10m-1h, >1h. A row past a few minutes is stuck.", []string{"age"}, nil),
 		parked: prometheus.NewDesc("sweeper_outbox_parked_rows",
-			"Parked Slack outbox rows by error code (Slack's, or expired, search_inconclusive, no_channel); they wait for a person: sweeper outbox replay or dismiss.", []string{"error"}, nil),
+			"Deprecated, removed in the next release: use sweeper_notify_outbox_parked_rows, which counts the same by receiver. Parked outbox rows of every receiver by error code (the receiver's, or expired, search_inconclusive, no_channel); they wait for a person: sweeper outbox replay or dismiss.", []string{"error"}, nil),
+		notifyOutbox: prometheus.NewDesc("sweeper_notify_outbox_rows",
+			"Outbox rows by receiver (slack, pagerduty, webhook) and state (parked rows wait for a person; folded rows are counted by their alert group's message, never delivered; silenced rows were held by a silence, never delivered).", []string{"receiver", "state"}, nil),
+		notifyPending: prometheus.NewDesc("sweeper_notify_outbox_pending_rows",
+			"Pending outbox rows by receiver and age since written (or replayed): <1m, 1m-10m, 10m-1h, >1h. A row past a few minutes is stuck.", []string{"receiver", "age"}, nil),
+		notifyParked: prometheus.NewDesc("sweeper_notify_outbox_parked_rows",
+			"Parked outbox rows by receiver and error code (the receiver's, or expired, search_inconclusive, no_channel, gave_up); they wait for a person: sweeper outbox replay or dismiss.", []string{"receiver", "error"}, nil),
 		jobs: prometheus.NewDesc("sweeper_river_jobs",
 			"River jobs by queue and state, but completed ones (the queue depth is available+scheduled+retryable).", []string{"queue", "state"}, nil),
 		providerUp: prometheus.NewDesc("sweeper_provider_up",
@@ -105,7 +116,7 @@ func NewStateCollector(pool *pgxpool.Pool, t *ledger.Table, providers []string) 
 
 // Describe implements prometheus.Collector.
 func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.operations, c.settled, c.openTickets, c.oldest, c.outbox, c.pending, c.parked, c.jobs, c.providerUp, c.up, c.age} {
+	for _, d := range []*prometheus.Desc{c.operations, c.settled, c.openTickets, c.oldest, c.outbox, c.pending, c.parked, c.notifyOutbox, c.notifyPending, c.notifyParked, c.jobs, c.providerUp, c.up, c.age} {
 		ch <- d
 	}
 }
@@ -230,6 +241,14 @@ func (c *StateCollector) read(ctx context.Context) (readings []prometheus.Metric
 	}{{c.outbox, stats.Rows}, {c.pending, stats.PendingByAge}, {c.parked, stats.ParkedByError}} {
 		for _, n := range s.counts {
 			gauge(s.desc, float64(n.Rows), n.Label)
+		}
+	}
+	for _, s := range []struct {
+		desc   *prometheus.Desc
+		counts []outbox.ReceiverCount
+	}{{c.notifyOutbox, stats.ByReceiver.Rows}, {c.notifyPending, stats.ByReceiver.PendingByAge}, {c.notifyParked, stats.ByReceiver.ParkedByError}} {
+		for _, n := range s.counts {
+			gauge(s.desc, float64(n.Rows), n.Receiver, n.Label)
 		}
 	}
 	riverJobs, err := jobs.CountJobs(ctx, c.conn)

@@ -254,6 +254,7 @@ func TestStateCollectorOutbox(t *testing.T) {
 		UPDATE sweeper.outbox SET created_at = now() - interval '2 hours' WHERE kind IN ('e3', 'e4');
 		UPDATE sweeper.outbox SET created_at = now() - interval '2 hours', replayed_at = now() WHERE kind = 'e5';
 		UPDATE sweeper.outbox SET state = 'parked', error_code = 'token_revoked' WHERE kind IN ('e6', 'e7');
+		UPDATE sweeper.outbox SET receiver = 'webhook' WHERE kind IN ('e4', 'e7');
 		COMMIT;`)
 	if err != nil {
 		t.Fatal(err)
@@ -271,6 +272,24 @@ func TestStateCollectorOutbox(t *testing.T) {
 	if diff := cmp.Diff(map[string]float64{"error=token_revoked": 2},
 		metricstest.Values(t, reg, "sweeper_outbox_parked_rows")); diff != "" {
 		t.Errorf("parked rows by error (-want +got):\n%s", diff)
+	}
+	// The same by receiver, under the receiver-neutral names: every age
+	// bucket of every receiver present.
+	if diff := cmp.Diff(map[string]float64{
+		"age=<1m,receiver=slack": 2, "age=1m-10m,receiver=slack": 1, "age=10m-1h,receiver=slack": 0, "age=>1h,receiver=slack": 1,
+		"age=<1m,receiver=webhook": 0, "age=1m-10m,receiver=webhook": 0, "age=10m-1h,receiver=webhook": 0, "age=>1h,receiver=webhook": 1,
+		"age=<1m,receiver=pagerduty": 0, "age=1m-10m,receiver=pagerduty": 0, "age=10m-1h,receiver=pagerduty": 0, "age=>1h,receiver=pagerduty": 0,
+	}, metricstest.Values(t, reg, "sweeper_notify_outbox_pending_rows")); diff != "" {
+		t.Errorf("pending rows by receiver and age (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]float64{"error=token_revoked,receiver=slack": 1, "error=token_revoked,receiver=webhook": 1},
+		metricstest.Values(t, reg, "sweeper_notify_outbox_parked_rows")); diff != "" {
+		t.Errorf("parked rows by receiver and error (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]float64{"receiver=slack,state=pending": 4, "receiver=slack,state=parked": 1,
+		"receiver=webhook,state=pending": 1, "receiver=webhook,state=parked": 1},
+		metricstest.Values(t, reg, "sweeper_notify_outbox_rows")); diff != "" {
+		t.Errorf("rows by receiver and state (-want +got):\n%s", diff)
 	}
 }
 

@@ -104,7 +104,7 @@ func routesOf(cfg *config.Config) []outbox.Route {
 func showRoutes(routes []outbox.Route) []string {
 	shown := make([]string, len(routes))
 	for i, r := range routes {
-		shown[i] = config.Route(r).String()
+		shown[i] = config.RouteEntry(r).String()
 	}
 	return shown
 }

@@ -58,7 +58,7 @@ func TestRoutesConflictIsReported(t *testing.T) {
 	ctx := context.Background()
 	first := setup(t, baseConfig, nil)
 	second := first.replica(t, nil)
-	second.sweeper.Config.Routes = []config.Route{{Receiver: outbox.ReceiverSlack, Provider: "sim"}}
+	second.sweeper.Config.Routes = []config.RouteEntry{{Receiver: outbox.ReceiverSlack, Provider: "sim"}}
 	var firstLog, secondLog lockedBuffer
 	first.sweeper.Logger = slog.New(slog.NewTextHandler(&firstLog, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	second.sweeper.Logger = slog.New(slog.NewTextHandler(&secondLog, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -34,8 +34,8 @@ func (s *App) KnownToSilences() silence.Known {
 }
 
 // webSilence is si as the review page shows it.
-func webSilence(si silence.Silence) web.Silence {
-	return web.Silence{ID: si.ID, Matchers: silence.MatchersText(si.Matchers), EndsAt: si.EndsAt,
+func webSilence(si silence.Silence) web.ListedSilence {
+	return web.ListedSilence{ID: si.ID, Matchers: silence.MatchersText(si.Matchers), EndsAt: si.EndsAt,
 		CreatedBy: si.CreatedBy, Comment: si.Comment, HeldTickets: si.HeldTickets}
 }
 

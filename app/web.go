@@ -69,20 +69,20 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 			g, err := messages.Group(ctx, group)
 			return g.Tickets, err
 		},
-		ActiveSilences: func(ctx context.Context) ([]web.Silence, error) {
+		ActiveSilences: func(ctx context.Context) ([]web.ListedSilence, error) {
 			list, err := silences.List(ctx, silence.Filter{States: []string{silence.Active}, Limit: 50})
-			out := make([]web.Silence, 0, len(list))
+			out := make([]web.ListedSilence, 0, len(list))
 			for _, si := range list {
 				out = append(out, webSilence(si))
 			}
 			return out, err
 		},
 		HeldBy: silences.HeldBy,
-		AddSilence: func(ctx context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
+		AddSilence: func(ctx context.Context, d web.SilenceDraft) (web.ListedSilence, []string, error) {
 			req := silence.Request{Matchers: d.Matchers, End: d.End, By: d.By, Comment: d.Comment, Force: d.Force}
 			added, plan, err := silences.Request(ctx, req, s.KnownToSilences(), s.now())
 			if err != nil {
-				return web.Silence{}, nil, silenceRefused(err)
+				return web.ListedSilence{}, nil, silenceRefused(err)
 			}
 			out := webSilence(added)
 			out.OpenTickets = plan.OpenTickets
@@ -91,13 +91,13 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		PreviewSilence: func(ctx context.Context, d web.SilenceDraft) (web.SilencePreview, error) {
 			return PreviewSilence(ctx, silences, d, s.KnownToSilences(), s.now())
 		},
-		ExpireSilence: func(ctx context.Context, id int64, by string) (web.Silence, error) {
+		ExpireSilence: func(ctx context.Context, id int64, by string) (web.ListedSilence, error) {
 			si, err := silences.Expire(ctx, id, by)
 			if errors.Is(err, silence.ErrNotFound) || errors.Is(err, silence.ErrEnded) {
-				return web.Silence{}, fmt.Errorf("%w: %w", web.ErrSilenceGone, err)
+				return web.ListedSilence{}, fmt.Errorf("%w: %w", web.ErrSilenceGone, err)
 			}
 			if err != nil {
-				return web.Silence{}, silenceRefused(err)
+				return web.ListedSilence{}, silenceRefused(err)
 			}
 			return webSilence(si), nil
 		},

@@ -84,9 +84,9 @@ type Config struct {
 	Retention Retention `toml:"retention"`
 	// PagerDuty and Webhook are receivers besides Slack; Routes say which
 	// tickets go to which receiver (every ticket to Slack by default).
-	PagerDuty PagerDuty `toml:"pagerduty"`
-	Webhook   Webhook   `toml:"webhook"`
-	Routes    []Route   `toml:"routes"`
+	PagerDuty PagerDuty    `toml:"pagerduty"`
+	Webhook   Webhook      `toml:"webhook"`
+	Routes    []RouteEntry `toml:"routes"`
 
 	// sources says where each key's value came from, by path: the
 	// environment (with its variable's name) or the file; any other key

@@ -60,11 +60,11 @@ type Webhook struct {
 // On reports whether the webhook receiver is configured.
 func (w Webhook) On() bool { return w.URL != "" }
 
-// Route sends the events of the tickets it matches to a receiver. Empty
+// RouteEntry sends the events of the tickets it matches to a receiver. Empty
 // matchers match anything; Level is the least escalation level of the
 // ticket (0 when it opens, 1 after its first escalation, …). A ticket that
 // reached a receiver stays there for its later events.
-type Route struct {
+type RouteEntry struct {
 	// Receiver is slack, pagerduty or webhook. Required.
 	Receiver string `toml:"receiver"`
 	// Provider, Workflow and Reason match the ticket's ledger provider
@@ -80,16 +80,16 @@ type Route struct {
 // EffectiveRoutes are the routes the daemon writes for the enqueue
 // trigger: the configured ones and, when none names Slack, one last route
 // sending every ticket to Slack, as before routes existed.
-func (c *Config) EffectiveRoutes() []Route {
+func (c *Config) EffectiveRoutes() []RouteEntry {
 	routes := slices.Clone(c.Routes)
-	if !slices.ContainsFunc(routes, func(r Route) bool { return r.Receiver == ReceiverSlack }) {
-		routes = append(routes, Route{Receiver: ReceiverSlack})
+	if !slices.ContainsFunc(routes, func(r RouteEntry) bool { return r.Receiver == ReceiverSlack }) {
+		routes = append(routes, RouteEntry{Receiver: ReceiverSlack})
 	}
 	return routes
 }
 
 // String is how check-config shows the route.
-func (r Route) String() string {
+func (r RouteEntry) String() string {
 	var match []string
 	for _, m := range []struct{ key, value string }{{"provider", r.Provider}, {"workflow", r.Workflow}, {"reason", r.Reason}} {
 		if m.value != "" {

@@ -46,7 +46,7 @@ window = "1h"
 	if err != nil {
 		t.Fatalf("the example's receivers block: %v\n%s", err, example)
 	}
-	if len(cfg.Routes) != 3 || cfg.Routes[0] != (config.Route{Receiver: "pagerduty", Workflow: "payments", Level: 2}) ||
+	if len(cfg.Routes) != 3 || cfg.Routes[0] != (config.RouteEntry{Receiver: "pagerduty", Workflow: "payments", Level: 2}) ||
 		!cfg.PagerDuty.On() || !cfg.Webhook.On() || cfg.Webhook.GiveUpAfter.Duration.Hours() != 24 {
 		t.Fatalf("parsed %+v, %+v, %+v", cfg.Routes, cfg.PagerDuty, cfg.Webhook)
 	}
@@ -57,7 +57,7 @@ window = "1h"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := plain.EffectiveRoutes(); len(got) != 1 || got[0] != (config.Route{Receiver: "slack"}) {
+	if got := plain.EffectiveRoutes(); len(got) != 1 || got[0] != (config.RouteEntry{Receiver: "slack"}) {
 		t.Errorf("without routes: %+v, want Slack for every ticket", got)
 	}
 

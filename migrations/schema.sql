@@ -138,6 +138,8 @@ CREATE TABLE sweeper.outbox (
     group_id bigint,
     silence_id bigint,
     receiver text DEFAULT 'slack'::text NOT NULL,
+    destination text,
+    reference text,
     CONSTRAINT outbox_attempts_check CHECK (attempts >= 0),
     CONSTRAINT outbox_dedupe_key_key UNIQUE (receiver, dedupe_key),
     CONSTRAINT outbox_event_id_fkey FOREIGN KEY (event_id) REFERENCES sweeper.ticket_events(id),
@@ -151,7 +153,7 @@ CREATE TABLE sweeper.outbox (
     CONSTRAINT outbox_pkey PRIMARY KEY (id),
     CONSTRAINT outbox_receiver_check CHECK (receiver = ANY (ARRAY['slack'::text, 'pagerduty'::text, 'webhook'::text])),
     CONSTRAINT outbox_search_windows_check CHECK (jsonb_typeof(search_windows) = 'array'::text),
-    CONSTRAINT outbox_sent_check CHECK ((state = 'sent'::text) = (sent_at IS NOT NULL) AND (state <> 'sent'::text OR receiver <> 'slack'::text OR channel IS NOT NULL AND ts IS NOT NULL)),
+    CONSTRAINT outbox_sent_check CHECK ((state = 'sent'::text) = (sent_at IS NOT NULL) AND (state <> 'sent'::text OR receiver <> 'slack'::text OR destination IS NOT NULL AND reference IS NOT NULL)),
     CONSTRAINT outbox_silence_id_fkey FOREIGN KEY (silence_id) REFERENCES sweeper.silences(id),
     CONSTRAINT outbox_silenced_check CHECK ((state = 'silenced'::text) = (silence_id IS NOT NULL)),
     CONSTRAINT outbox_state_check CHECK (state = ANY (ARRAY['pending'::text, 'sent'::text, 'parked'::text, 'dismissed'::text, 'skipped'::text, 'folded'::text, 'silenced'::text])),
@@ -166,6 +168,7 @@ CREATE INDEX outbox_pending_idx ON sweeper.outbox USING btree (created_at) WHERE
 CREATE INDEX outbox_receiver_claim_idx ON sweeper.outbox USING btree (receiver, lease_until) WHERE (state = 'pending'::text);
 CREATE INDEX outbox_silence_idx ON sweeper.outbox USING btree (silence_id, ticket_id) WHERE (silence_id IS NOT NULL);
 CREATE INDEX outbox_ticket_idx ON sweeper.outbox USING btree (ticket_id, id);
+CREATE TRIGGER outbox_legacy_columns BEFORE INSERT OR UPDATE ON sweeper.outbox FOR EACH ROW EXECUTE FUNCTION sweeper.outbox_legacy_columns();
 CREATE TRIGGER outbox_no_delete BEFORE DELETE ON sweeper.outbox FOR EACH ROW EXECUTE FUNCTION sweeper.outbox_prune_guard();
 CREATE TRIGGER outbox_no_truncate BEFORE TRUNCATE ON sweeper.outbox FOR EACH STATEMENT EXECUTE FUNCTION sweeper.reject_change();
 
@@ -570,6 +573,32 @@ BEGIN
     ORDER BY r.receiver;
     RETURN NULL;
 END
+$function$;
+
+CREATE OR REPLACE FUNCTION sweeper.outbox_legacy_columns()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        NEW.destination := coalesce(NEW.destination, NEW.channel);
+        NEW.channel := NEW.destination;
+        NEW.reference := coalesce(NEW.reference, NEW.ts);
+        NEW.ts := NEW.reference;
+        RETURN NEW;
+    END IF;
+    IF NEW.destination IS DISTINCT FROM OLD.destination THEN
+        NEW.channel := NEW.destination;
+    ELSIF NEW.channel IS DISTINCT FROM OLD.channel THEN
+        NEW.destination := NEW.channel;
+    END IF;
+    IF NEW.reference IS DISTINCT FROM OLD.reference THEN
+        NEW.ts := NEW.reference;
+    ELSIF NEW.ts IS DISTINCT FROM OLD.ts THEN
+        NEW.reference := NEW.ts;
+    END IF;
+    RETURN NEW;
+END;
 $function$;
 
 CREATE OR REPLACE FUNCTION sweeper.outbox_prune_guard()

@@ -83,8 +83,13 @@ type DispatcherConfig struct {
 	// the silences that ended (package notify/silence). Default nil: no
 	// row is held, and no silence released.
 	Muter Muter
-	// PrepareTimeout bounds the receiver's preparation of one row (Slack's
-	// alert group decision, [Receiver.Prepare]): a row not prepared in
+	// Grouper decides the rows' alert groups before their attempts, and
+	// which rows are folded into their group instead of delivered. Default
+	// nil: nothing is grouped.
+	Grouper *Grouper
+	// PrepareTimeout bounds the preparation of one row (its alert group
+	// decision, [Grouper.Prepare], and the receiver's own
+	// [Preparer.Prepare]): a row not prepared in
 	// time is given back untouched for the next pass, and counted
 	// (sweeper_notify_group_deferred_total), so that one slow decision —
 	// a lock another dispatcher holds, a slow database — holds neither the
@@ -103,6 +108,7 @@ type Dispatcher struct {
 	outbox   *outbox.Store
 	muter    Muter
 	receiver Receiver
+	grouper  *Grouper
 	tickets  review.TicketReader
 	id       string
 	lease    time.Duration
@@ -149,6 +155,7 @@ func NewDispatcher(db ledger.DB, r Receiver, cfg DispatcherConfig) (*Dispatcher,
 		outbox:   outbox.NewStore(db).For(cfg.Receiver),
 		muter:    cfg.Muter,
 		receiver: r,
+		grouper:  cfg.Grouper,
 		tickets:  cfg.Tickets,
 		id:       id,
 		lease:    cmp.Or(cfg.Lease, 2*time.Minute),
@@ -202,22 +209,23 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Stats, error) {
 	if ctx.Err() == nil {
 		claimed = d.silence(ctx, claimed, &total)
 	}
-	claimed = d.prepare(ctx, claimed, &total)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, d.workers)
-	for _, n := range claimed {
+	for _, h := range d.prepare(ctx, claimed, &total) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			st := d.deliver(ctx, n, deadline)
+			st := d.deliver(ctx, h, deadline)
 			mu.Lock()
 			total.Add(st)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	d.receiver.Flush(ctx, d.lease/2)
+	if f, ok := d.receiver.(Flusher); ok {
+		f.Flush(ctx, d.lease/2)
+	}
 	return total, nil
 }
 
@@ -331,7 +339,7 @@ func (d *Dispatcher) silence(ctx context.Context, claimed []outbox.Notification,
 			out = append(out, n)
 		case id != 0:
 			total.Silenced++
-			d.metrics.SlackSilenced(d.outbox.Receiver())
+			d.metrics.Silenced(d.outbox.Receiver())
 			log.Debug("notify: not posted: held by a silence", "silence_id", id)
 		default:
 			out = append(out, n)
@@ -340,26 +348,34 @@ func (d *Dispatcher) silence(ctx context.Context, claimed []outbox.Notification,
 	return out
 }
 
-// prepare hands the claimed rows to the receiver, one at a time (see
-// [Receiver.Prepare]); it releases the rows that must wait and returns the
-// others. A row the receiver cannot prepare in time — within
+// held is a claimed row ready for its attempt, and where it is folded
+// instead (Fold.Group 0: delivered).
+type held struct {
+	outbox.Notification
+	fold Fold
+}
+
+// prepare decides the claimed rows' alert groups ([Grouper.Prepare]) and
+// hands them to the receiver if it is a [Preparer], one at a time; it
+// releases the rows that must wait and returns the others. A row the receiver cannot prepare in time — within
 // PrepareTimeout, or before the pass's ctx ends — is released untouched
 // for the next pass and counted by reason, with one line for the pass,
 // not one per row: it is the pass that is short of time, not the row that
 // is wrong.
-func (d *Dispatcher) prepare(ctx context.Context, claimed []outbox.Notification, total *Stats) []outbox.Notification {
-	out := claimed[:0]
+func (d *Dispatcher) prepare(ctx context.Context, claimed []outbox.Notification, total *Stats) []held {
+	out := make([]held, 0, len(claimed))
 	deferred := map[string]int{}
 	for _, n := range claimed {
 		var err error
 		reason := metrics.DeferredPassEnded
 		if ctx.Err() == nil {
 			pctx, cancel := context.WithTimeout(ctx, d.prepTime)
-			err = d.receiver.Prepare(pctx, &n)
+			var f Fold
+			f, err = d.prepareOne(pctx, &n)
 			late := pctx.Err() != nil
 			cancel()
 			if err == nil {
-				out = append(out, n)
+				out = append(out, held{n, f})
 				continue
 			}
 			if _, ok := errors.AsType[*ReleaseError](err); ok || !late {
@@ -399,20 +415,47 @@ func (d *Dispatcher) prepare(ctx context.Context, claimed []outbox.Notification,
 	return out
 }
 
-// deliver makes one attempt on held row n and records its outcome.
-func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, deadline time.Time) Stats {
+// prepareOne decides held row n's alert group, then lets the receiver
+// prepare it: where n is folded, or a *[ReleaseError] to give it back.
+func (d *Dispatcher) prepareOne(ctx context.Context, n *outbox.Notification) (Fold, error) {
+	f, err := d.grouper.Prepare(ctx, n)
+	if err != nil {
+		return Fold{}, err
+	}
+	if p, ok := d.receiver.(Preparer); ok {
+		if err := p.Prepare(ctx, n); err != nil {
+			return Fold{}, err
+		}
+	}
+	return f, nil
+}
+
+// skipped tells the receiver, if it is a [Skipper], of row n recorded
+// without a delivery of its own.
+func (d *Dispatcher) skipped(ctx context.Context, n outbox.Notification) {
+	if s, ok := d.receiver.(Skipper); ok {
+		s.Skipped(ctx, n)
+	}
+}
+
+// deliver makes one attempt on held row h and records its outcome.
+func (d *Dispatcher) deliver(parent context.Context, h held, deadline time.Time) Stats {
+	n := h.Notification
 	log := d.rowLogger(n)
 	if d.maxAge > 0 {
 		if cutoff := time.Now().Add(-d.maxAge); n.DueSince().Before(cutoff) {
 			return d.expire(parent, n, cutoff, log)
 		}
 	}
-	if d.wait > 0 && n.Kind == outbox.KindOpened && n.TicketID != 0 && n.TS == "" && !n.Uncertain && len(n.SearchWindows) == 0 {
+	if d.wait > 0 && n.Kind == outbox.KindOpened && n.TicketID != 0 && n.Reference == "" && !n.Uncertain && len(n.SearchWindows) == 0 {
 		// Nothing of the ticket is in Slack yet, nor may be: if it is
 		// settled already, nobody needs to hear of it.
 		if st, done := d.skipSettled(parent, n, log); done {
 			return st
 		}
+	}
+	if h.fold.Group != 0 {
+		return d.fold(parent, n, h.fold, log)
 	}
 	ctx, cancel := context.WithDeadline(parent, deadline)
 	defer cancel()
@@ -424,33 +467,26 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 	defer wcancel()
 	var st Stats
 	var werr error
-	var aerr *AttemptError
+	var aerr *DeliveryError
 	var rerr *ReleaseError
 	switch {
-	case err == nil && res.Folded != 0:
-		werr = d.outbox.Fold(wctx, n, res.Folded, res.FoldCode, res.FoldWhy)
-		if werr == nil {
-			st.Folded = 1
-			d.metrics.SlackFolded()
-		}
-		log.Debug("notify: not posted: folded into its alert group's counts", "group_id", res.Folded, "code", res.FoldCode)
 	case err == nil && res.RootRemoved != nil:
 		werr = d.outbox.MarkSentRootRemoved(wctx, n, res.RootRemoved.Channel, res.RootRemoved.TS)
 		if werr == nil {
 			st.Sent = 1
 		}
 	case err == nil:
-		werr = d.outbox.MarkSent(wctx, n, n.Channel, res.TS)
+		werr = d.outbox.MarkSent(wctx, n, n.Destination, res.Reference)
 		if werr == nil {
 			st.Sent = 1
 			if res.Adopted {
 				st.Adopted = 1
 				d.metrics.SlackAdopted()
-				log.Info("notify: adopted a message found in Slack after an uncertain attempt", "channel", n.Channel, "ts", res.TS)
+				log.Info("notify: adopted a message found in Slack after an uncertain attempt", "channel", n.Destination, "ts", res.Reference)
 			}
 		} else if res.Posted {
 			log.Warn("notify: posted, but the row could not be marked sent; the next attempt will find the message by its key",
-				"channel", n.Channel, "ts", res.TS, "error", werr)
+				"channel", n.Destination, "ts", res.Reference, "error", werr)
 		}
 	case errors.As(err, &rerr):
 		werr = d.outbox.Release(wctx, n, max(time.Until(rerr.Until), 0))
@@ -465,7 +501,7 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 				d.metrics.SlackSearchInconclusive() // the search was inconclusive, recorded or not
 			}
 			if werr == nil {
-				d.metrics.SlackParked(d.outbox.Receiver())
+				d.metrics.Parked(d.outbox.Receiver())
 			}
 			if aerr.Code == CodeGaveUp {
 				log.Error("notify: parked: "+receiverName(d.outbox.Receiver())+" failed for longer than its give_up_after; replay the row once it answers", "error", err)
@@ -476,13 +512,13 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 			werr = d.outbox.Skip(wctx, n, aerr.Code, err)
 			if werr == nil {
 				st.Skipped, st.Nowhere = 1, 1
-				d.metrics.SlackSkipped(d.outbox.Receiver(), 1)
+				d.metrics.Skipped(d.outbox.Receiver(), 1)
 			}
 			log.Debug("notify: not posted: nowhere to deliver", "code", aerr.Code)
 		case FailureRateLimited:
 			werr = d.outbox.Retry(wctx, n, FailureRateLimited.String(), err, aerr.Delay)
 			st.RateLimited = 1
-			log.Warn("notify: rate limited", "channel", n.Channel, "retry_in", aerr.Delay, "error", err)
+			log.Warn("notify: rate limited", "channel", n.Destination, "retry_in", aerr.Delay, "error", err)
 		case FailureUncertain:
 			delay := d.backoff(n.Attempts)
 			werr = d.outbox.MarkUncertain(wctx, n, err, delay)
@@ -520,10 +556,25 @@ func (d *Dispatcher) deliver(parent context.Context, n outbox.Notification, dead
 		st = Stats{Lost: 1}
 		log.Warn("notify: outcome not recorded", "error", werr, "outcome_of", err)
 	}
-	if (st.Sent > 0 || st.Folded > 0) && res.Recorded != nil {
+	if st.Sent > 0 && res.Recorded != nil {
 		res.Recorded(wctx)
 	}
 	return st
+}
+
+// fold records held row n folded into its alert group as f says, without
+// an attempt: the group's message counts it.
+func (d *Dispatcher) fold(parent context.Context, n outbox.Notification, f Fold, log *slog.Logger) Stats {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
+	defer cancel()
+	if err := d.outbox.Fold(ctx, n, f.Group, f.Code, f.Why); err != nil {
+		log.Warn("notify: outcome not recorded", "error", err, "outcome_of", f.Why)
+		return Stats{Lost: 1}
+	}
+	d.metrics.Folded(d.outbox.Receiver())
+	log.Debug("notify: not posted: folded into its alert group's counts", "group_id", f.Group, "code", f.Code)
+	d.skipped(ctx, n)
+	return Stats{Folded: 1}
 }
 
 // expire parks held row n, due since before cutoff, without posting it,
@@ -574,9 +625,9 @@ func (d *Dispatcher) skipSettled(parent context.Context, n outbox.Notification, 
 		log.Warn("notify: could not skip the rows of a ticket settled before its alert", "error", err)
 		return Stats{}, false
 	}
-	d.metrics.SlackSkipped(d.outbox.Receiver(), skipped)
+	d.metrics.Skipped(d.outbox.Receiver(), skipped)
 	log.Info("notify: not posted: the ticket was resolved before its first alert was due", "rows", skipped)
-	d.receiver.Skipped(ctx, n)
+	d.skipped(ctx, n)
 	return Stats{Skipped: skipped}, true
 }
 

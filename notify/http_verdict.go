@@ -100,10 +100,10 @@ func (v HTTPVerdict) Error(n outbox.Notification, now time.Time, giveUp time.Dur
 	}
 	switch v.Failure {
 	case FailurePermanent, FailureRateLimited:
-		return &AttemptError{Step: step, Failure: v.Failure, Code: v.Code, Delay: v.Delay, Err: err}
+		return &DeliveryError{Step: step, Failure: v.Failure, Code: v.Code, Delay: v.Delay, Err: err}
 	}
 	aerr := RetryOrGiveUp(n, now, giveUp, section+".give_up_after", step, err)
-	if a, ok := aerr.(*AttemptError); ok && a.Failure == FailureTransient {
+	if a, ok := aerr.(*DeliveryError); ok && a.Failure == FailureTransient {
 		a.Delay = v.Delay
 	}
 	return aerr

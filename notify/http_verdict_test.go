@@ -108,7 +108,7 @@ func TestHTTPVerdictError(t *testing.T) {
 			}
 			continue
 		}
-		aerr, ok := errors.AsType[*AttemptError](err)
+		aerr, ok := errors.AsType[*DeliveryError](err)
 		if !ok || aerr.Failure != tc.want || aerr.Code != tc.code || aerr.Delay != tc.delay || aerr.Step != "POST" {
 			t.Errorf("%s: %#v; want %s, code %q, delay %s, step POST", tc.desc, err, tc.want, tc.code, tc.delay)
 			continue

@@ -14,42 +14,61 @@ import (
 )
 
 // A Receiver delivers outbox rows' messages to one place: Slack (package
-// notify/slack), or another such as a webhook or PagerDuty. The
-// [Dispatcher] claims the rows, parks those too old and skips those whose
-// ticket settled before its first alert, hands every other row to its
-// receiver and records what the receiver says became of it. A receiver
-// builds its messages from package notify/message's model (its own
-// rendering if Block Kit is not its format) and reads and writes the
-// outbox through package notify/outbox; adding one changes neither. A
-// dispatcher has one receiver: a row records where its one message is.
+// notify/slack), PagerDuty (notify/pagerduty) or a webhook
+// (notify/webhook). The [Dispatcher] claims the rows, parks those too old,
+// skips those whose ticket settled before its first alert, holds back
+// those a silence matches, decides their alert groups ([Grouper]), hands
+// every other row to its receiver and records what the receiver says
+// became of it. A receiver builds its messages from package
+// notify/message's model (its own rendering if Block Kit is not its
+// format) and reads and writes the outbox through package notify/outbox;
+// adding one changes neither. A dispatcher has one receiver: a row records
+// where its one message is.
+//
+// Deliver is all a receiver must do; what some receivers do besides is an
+// interface of its own, which the dispatcher finds by type assertion:
+// [Preparer], [Skipper], [Flusher].
 type Receiver interface {
-	// Prepare is given each claimed row, one at a time, before any
-	// attempt of the batch: the place to decide what depends on the other
-	// rows (Slack's alert groups). A *[ReleaseError] gives the row back
-	// untouched, due again at once; any other error gives it back due in
-	// a second.
-	Prepare(ctx context.Context, n *outbox.Notification) error
 	// Deliver makes one attempt at held row n, before ctx's deadline. It
-	// records where the message goes as it decides it (n's Channel,
-	// ThreadTS and TS, through the outbox) and returns where it is. Its
-	// error is an *[AttemptError] saying what the failure means for the
-	// row, a *[ReleaseError], or an error of its own I/O (the database),
-	// which the dispatcher retries as a certain failure unless the
-	// delivery says it posted.
+	// records where the message goes as it decides it (n's destination and
+	// reference, through the outbox) and returns where it is. Its error is
+	// an *[DeliveryError] saying what the failure means for the row, a
+	// *[ReleaseError], or an error of its own I/O (the database), which the
+	// dispatcher retries as a certain failure unless the delivery says it
+	// posted.
 	Deliver(ctx context.Context, n *outbox.Notification, log *slog.Logger) (Delivery, error)
-	// Skipped is told of each row skipped unposted, its ticket resolved
-	// before its first alert was due.
+}
+
+// A Preparer is a [Receiver] that decides something for each claimed row
+// before any attempt of the batch, once its alert group is decided.
+type Preparer interface {
+	// Prepare is given each claimed row, one at a time. A *[ReleaseError]
+	// gives the row back untouched, due again at once; any other error
+	// gives it back due in a second.
+	Prepare(ctx context.Context, n *outbox.Notification) error
+}
+
+// A Skipper is a [Receiver] told of the rows of a ticket recorded without
+// a delivery of their own: skipped unposted, the ticket resolved before
+// its first alert was due, or folded into the ticket's alert group
+// (Slack edits the group's message).
+type Skipper interface {
 	Skipped(ctx context.Context, n outbox.Notification)
-	// Flush runs after each batch's attempts, with budget to spend on what
-	// follows from them (edits of messages that changed).
+}
+
+// A Flusher is a [Receiver] with work that follows from a batch's
+// attempts (edits of messages that changed: alert groups, incidents).
+type Flusher interface {
+	// Flush runs after each batch's attempts, with budget to spend.
 	Flush(ctx context.Context, budget time.Duration)
 }
 
 // Delivery is what a receiver's attempt at a row found or did.
 type Delivery struct {
-	// TS identifies the message where the row's Channel and ThreadTS say
-	// (Slack's ts); "" when the attempt ended before it was there.
-	TS string
+	// Reference is how the receiver names what it delivered where the
+	// row's Destination says (Slack's ts, PagerDuty's dedup key, the
+	// webhook's event id); "" when the attempt ended before it was there.
+	Reference string
 	// Posted: this attempt sent the message, which is at risk of being
 	// sent twice until the row is recorded sent.
 	Posted bool
@@ -60,14 +79,7 @@ type Delivery struct {
 	// was to be edited: the row is recorded sent together with the event
 	// that posts a new root ([outbox.Store.MarkSentRootRemoved]).
 	RootRemoved *outbox.Root
-	// Folded, when not 0, is the alert group the row is folded into
-	// instead of posted (its message counts the ticket): the attempt made
-	// no call, and the row is recorded folded with FoldCode and FoldWhy
-	// ([outbox.Store.Fold]).
-	Folded   int64
-	FoldCode string
-	FoldWhy  error
-	// Recorded, when set, runs once the row is recorded sent or folded:
+	// Recorded, when set, runs once the row is recorded sent:
 	// what the receiver keeps of what it delivered.
 	Recorded func(ctx context.Context)
 }
@@ -111,9 +123,9 @@ func (f Failure) String() string {
 	return fmt.Sprintf("failure(%d)", int(f))
 }
 
-// AttemptError is why an attempt on a row ended early, and what that
+// DeliveryError is why an attempt on a row ended early, and what that
 // means for the row.
-type AttemptError struct {
+type DeliveryError struct {
 	// Step is the call or the stage that failed ("chat.postMessage",
 	// "search", "route").
 	Step    string
@@ -127,8 +139,8 @@ type AttemptError struct {
 	Err   error
 }
 
-func (e *AttemptError) Error() string { return e.Step + ": " + e.Err.Error() }
-func (e *AttemptError) Unwrap() error { return e.Err }
+func (e *DeliveryError) Error() string { return e.Step + ": " + e.Err.Error() }
+func (e *DeliveryError) Unwrap() error { return e.Err }
 
 // ReleaseError: the attempt made no call, and the row goes back as it was,
 // due again at Until.
@@ -152,15 +164,9 @@ func Off(why string) Receiver { return nowhere{errors.New(why)} }
 
 type nowhere struct{ why error }
 
-func (nowhere) Prepare(context.Context, *outbox.Notification) error { return nil }
-
 func (o nowhere) Deliver(context.Context, *outbox.Notification, *slog.Logger) (Delivery, error) {
-	return Delivery{}, &AttemptError{Step: "route", Failure: FailureNowhere, Code: outbox.CodeNoReceiver, Err: o.why}
+	return Delivery{}, &DeliveryError{Step: "route", Failure: FailureNowhere, Code: outbox.CodeNoReceiver, Err: o.why}
 }
-
-func (nowhere) Skipped(context.Context, outbox.Notification) {}
-
-func (nowhere) Flush(context.Context, time.Duration) {}
 
 // FailingSince is when held row n's current run of attempts began: its
 // first attempt or, after a person replayed it, the replay. A receiver that
@@ -184,11 +190,11 @@ const CodeGaveUp = "gave_up"
 // attempts ([FailingSince]) is younger, parked [CodeGaveUp] after.
 func RetryOrGiveUp(n outbox.Notification, now time.Time, giveUp time.Duration, setting, step string, err error) error {
 	if since := FailingSince(n); now.Sub(since) >= giveUp {
-		return &AttemptError{Step: step, Failure: FailurePermanent, Code: CodeGaveUp,
+		return &DeliveryError{Step: step, Failure: FailurePermanent, Code: CodeGaveUp,
 			Err: fmt.Errorf("failing since %s, longer than %s (%s); replay the row once it answers: %w",
 				since.UTC().Format(time.RFC3339), setting, giveUp, err)}
 	}
-	return &AttemptError{Step: step, Failure: FailureTransient, Err: err}
+	return &DeliveryError{Step: step, Failure: FailureTransient, Err: err}
 }
 
 // maxRetryAfter caps the wait a receiver's rate limit asks for: a larger

@@ -178,7 +178,7 @@ func TestAckTimeoutStore(t *testing.T) {
 			t.Fatalf("after the timeout: %+v", step)
 		}
 		details := review.AckTimedOutDetails{Level: 0, AcknowledgedBy: read.AcknowledgedBy, AcknowledgedAt: read.AcknowledgedAt,
-			TimeoutSeconds: 1800, Lapse: step.AckLapses, Owner: step.Owner, Priority: step.Priority, Deadline: step.Deadline}
+			AckTimeoutSeconds: 1800, Lapse: step.AckLapses, Owner: step.Owner, Priority: step.Priority, Deadline: step.Deadline}
 		if taken, err := b.store.Escalate(b.ctx, read, step, details, nil); err != nil || !taken {
 			t.Fatalf("lapse %d: Escalate = %v, %v", lapse, taken, err)
 		}

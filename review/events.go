@@ -120,18 +120,18 @@ type AckTimedOutDetails struct {
 	Level          int       `json:"level"`
 	AcknowledgedBy string    `json:"acknowledged_by"`
 	AcknowledgedAt time.Time `json:"acknowledged_at"`
-	// TimeoutSeconds is the level's ack timeout (review.ack_timeout).
-	TimeoutSeconds int64     `json:"timeout_seconds"`
-	Lapse          int       `json:"lapse"`
-	Owner          string    `json:"owner"`
-	Priority       string    `json:"priority"`
-	Deadline       time.Time `json:"deadline"`
-	Relookup       Relookup  `json:"relookup"`
+	// AckTimeoutSeconds is the level's ack timeout (review.ack_timeout).
+	AckTimeoutSeconds int64     `json:"timeout_seconds"`
+	Lapse             int       `json:"lapse"`
+	Owner             string    `json:"owner"`
+	Priority          string    `json:"priority"`
+	Deadline          time.Time `json:"deadline"`
+	Relookup          Relookup  `json:"relookup"`
 }
 
-// Timeout is the ack timeout the event records.
-func (d AckTimedOutDetails) Timeout() time.Duration {
-	return time.Duration(d.TimeoutSeconds) * time.Second
+// AckTimeout is the ack timeout the event records.
+func (d AckTimedOutDetails) AckTimeout() time.Duration {
+	return time.Duration(d.AckTimeoutSeconds) * time.Second
 }
 
 // Relookup is what the lookup before an escalation found, as the

@@ -133,7 +133,7 @@ func (e *Escalator) Escalate(ctx context.Context, id int64, version int, inTx re
 	case review.EscalationAckTimedOut:
 		eventDetails = review.AckTimedOutDetails{
 			Level: step.ToLevel, AcknowledgedBy: t.AcknowledgedBy, AcknowledgedAt: t.AcknowledgedAt,
-			TimeoutSeconds: int64(policy.AckTimeout(t.Level) / time.Second), Lapse: step.AckLapses,
+			AckTimeoutSeconds: int64(policy.AckTimeout(t.Level) / time.Second), Lapse: step.AckLapses,
 			Owner: step.Owner, Priority: step.Priority, Deadline: step.Deadline, Relookup: relookup,
 		}
 	case review.EscalationRepeat:

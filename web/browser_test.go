@@ -73,25 +73,25 @@ func TestInABrowser(t *testing.T) {
 		InsecureCookies: true, // plain HTTP on loopback
 		Logger:          slog.New(slog.DiscardHandler),
 		// The silences, on the outbox as app wires them.
-		ActiveSilences: func(ctx context.Context) ([]web.Silence, error) {
+		ActiveSilences: func(ctx context.Context) ([]web.ListedSilence, error) {
 			list, err := messages.List(ctx, silence.Filter{States: []string{silence.Active}})
-			var out []web.Silence
+			var out []web.ListedSilence
 			for _, si := range list {
-				out = append(out, web.Silence{ID: si.ID, Matchers: fmt.Sprint(si.Matchers), EndsAt: si.EndsAt, CreatedBy: si.CreatedBy, Comment: si.Comment})
+				out = append(out, web.ListedSilence{ID: si.ID, Matchers: fmt.Sprint(si.Matchers), EndsAt: si.EndsAt, CreatedBy: si.CreatedBy, Comment: si.Comment})
 			}
 			return out, err
 		},
-		AddSilence: func(ctx context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
+		AddSilence: func(ctx context.Context, d web.SilenceDraft) (web.ListedSilence, []string, error) {
 			si, plan, err := messages.Request(ctx, silence.Request{Matchers: d.Matchers, End: d.End, By: d.By, Comment: d.Comment,
 				Force: d.Force}, silence.Known{}, time.Now())
 			if errors.Is(err, silence.ErrInvalid) {
-				return web.Silence{}, nil, &web.RefusedError{Problems: []string{err.Error()}}
+				return web.ListedSilence{}, nil, &web.RefusedError{Problems: []string{err.Error()}}
 			}
-			return web.Silence{ID: si.ID, Matchers: fmt.Sprint(si.Matchers), EndsAt: si.EndsAt, OpenTickets: plan.OpenTickets}, plan.Warnings, err
+			return web.ListedSilence{ID: si.ID, Matchers: fmt.Sprint(si.Matchers), EndsAt: si.EndsAt, OpenTickets: plan.OpenTickets}, plan.Warnings, err
 		},
-		ExpireSilence: func(ctx context.Context, id int64, by string) (web.Silence, error) {
+		ExpireSilence: func(ctx context.Context, id int64, by string) (web.ListedSilence, error) {
 			si, err := messages.Expire(ctx, id, by)
-			return web.Silence{ID: si.ID}, err
+			return web.ListedSilence{ID: si.ID}, err
 		},
 		PreviewSilence: func(ctx context.Context, d web.SilenceDraft) (web.SilencePreview, error) {
 			return app.PreviewSilence(ctx, messages, d, silence.Known{}, time.Now())

@@ -421,7 +421,7 @@ func TestQueueListsActiveSilences(t *testing.T) {
 	if r := c.get("/review/"); r.code != http.StatusOK || strings.Contains(r.body, `id="silences"`) {
 		t.Fatalf("no silence: code %d, a list shown: %v", r.code, strings.Contains(r.body, `id="silences"`))
 	}
-	b.silences.Store(&[]web.Silence{{ID: 4, Matchers: "provider=sms workflow=~bill.*", EndsAt: b.now.Add(time.Hour),
+	b.silences.Store(&[]web.ListedSilence{{ID: 4, Matchers: "provider=sms workflow=~bill.*", EndsAt: b.now.Add(time.Hour),
 		CreatedBy: "U0OPS", Comment: "<b>migration</b>", HeldTickets: 3}})
 	r := c.get("/review/")
 	for _, want := range []string{`id="silences"`, "provider=sms workflow=~bill.*", "U0OPS", "&lt;b&gt;migration&lt;/b&gt;", `<td data-label="Tickets held">3</td>`} {
@@ -454,7 +454,7 @@ func TestTimelineShowsAnAckTimeout(t *testing.T) {
 	p := review.Escalation{FirstWindow: policy.Window, FirstAckTimeout: 30 * time.Minute}
 	step := p.Next(et.EscalationState, et.AcknowledgedAt.Add(31*time.Minute))
 	details := review.AckTimedOutDetails{Level: 0, AcknowledgedBy: et.AcknowledgedBy, AcknowledgedAt: et.AcknowledgedAt,
-		TimeoutSeconds: 1800, Lapse: step.AckLapses, Owner: step.Owner, Priority: step.Priority, Deadline: step.Deadline}
+		AckTimeoutSeconds: 1800, Lapse: step.AckLapses, Owner: step.Owner, Priority: step.Priority, Deadline: step.Deadline}
 	if ok, err := b.store.Escalate(b.ctx, et, step, details, nil); err != nil || !ok {
 		t.Fatalf("time the acknowledgement out (%s): %v, %v", step.Kind, ok, err)
 	}

@@ -155,7 +155,7 @@ type facetValue struct {
 
 // queuePage is what the queue template shows.
 type queuePage struct {
-	Silences []Silence
+	Silences []ListedSilence
 	// MaySilence: the person may add and expire silences.
 	MaySilence bool
 	// SilencesPage: the silences page is served.

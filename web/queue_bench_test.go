@@ -93,11 +93,11 @@ func BenchmarkQueuePage(b *testing.B) {
 		Store: review.NewStore(pool, ledger.Native(), policy), Reader: review.NewReader(pool, ledger.Native()), Deciders: review.NewDeciders([]string{lead}),
 		Users: map[string]string{"lead@example.com": lead, "owner7@example.com": "U0OWNER7"}, ProxyHeader: "X-Forwarded-Email",
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, CookieKey: []byte(strings.Repeat("k", 32)),
-		ActiveSilences: func(ctx context.Context) ([]web.Silence, error) {
+		ActiveSilences: func(ctx context.Context) ([]web.ListedSilence, error) {
 			list, err := messages.List(ctx, silence.Filter{States: []string{silence.Active}, Limit: 50})
-			out := make([]web.Silence, 0, len(list))
+			out := make([]web.ListedSilence, 0, len(list))
 			for _, si := range list {
-				out = append(out, web.Silence{ID: si.ID, EndsAt: si.EndsAt, CreatedBy: si.CreatedBy, Comment: si.Comment})
+				out = append(out, web.ListedSilence{ID: si.ID, EndsAt: si.EndsAt, CreatedBy: si.CreatedBy, Comment: si.Comment})
 			}
 			return out, err
 		},

@@ -307,7 +307,7 @@ func TestQueueMarksSilencedTickets(t *testing.T) {
 	b := setup(t)
 	sms := b.open(t, "q-sms", "billing", "sms")
 	mail := b.open(t, "q-mail", "billing", "mailer")
-	b.silences.Store(&[]web.Silence{{ID: 9, Matchers: "provider=sms", EndsAt: b.now.Add(time.Hour), CreatedBy: lead, Comment: "migration"}})
+	b.silences.Store(&[]web.ListedSilence{{ID: 9, Matchers: "provider=sms", EndsAt: b.now.Add(time.Hour), CreatedBy: lead, Comment: "migration"}})
 	b.mu.Lock()
 	b.heldBy = map[string]int64{"sms": 9}
 	b.mu.Unlock()

@@ -12,9 +12,9 @@ import (
 	"github.com/sweeper/sweeper/review"
 )
 
-// Silence is a silence as the page lists it: while it is active its
+// ListedSilence is a silence as the page lists it: while it is active its
 // tickets' notifications are held, its tickets are in the queue as ever.
-type Silence struct {
+type ListedSilence struct {
 	ID          int64
 	Matchers    string
 	EndsAt      time.Time
@@ -90,16 +90,16 @@ type silenceForm struct {
 // silencesPage is what the silences template shows.
 type silencesPage struct {
 	Me       viewer
-	Silences []Silence
+	Silences []ListedSilence
 	// MayChange: the person may add and expire silences here.
 	MayChange bool
 	Form      silenceForm
 	Problems  []string
 	// Forcible: refused only for what force overrides; the form offers it.
 	Forcible bool
-	Added    *Silence
+	Added    *ListedSilence
 	Warnings []string
-	Expired  *Silence
+	Expired  *ListedSilence
 	// Preview is what the form's silence would hold, asked for with its
 	// Preview button; nothing was added. Previewable: the button is
 	// offered.

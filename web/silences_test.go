@@ -142,7 +142,7 @@ func TestSilenceHoldingEverythingOnThePage(t *testing.T) {
 func TestOnlyReviewersChangeSilences(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.silences.Store(&[]web.Silence{{ID: 7, Matchers: "provider=sms", EndsAt: b.now.Add(2 * time.Hour), CreatedBy: "U0OPS", Comment: "migration"}})
+	b.silences.Store(&[]web.ListedSilence{{ID: 7, Matchers: "provider=sms", EndsAt: b.now.Add(2 * time.Hour), CreatedBy: "U0OPS", Comment: "migration"}})
 	add := url.Values{"matchers": {"provider=sms"}, "end": {"2h"}, "comment": {"x"}}
 	for _, email := range []string{"vera@example.com", "anna@example.com", "eve@example.com"} {
 		c := b.as(t, email)

@@ -169,7 +169,7 @@ func describeEvent(e review.Event) string {
 		var d review.AckTimedOutDetails
 		if json.Unmarshal(e.Details, &d) == nil {
 			return fmt.Sprintf("Acknowledgement timed out: acknowledged by %s at level %d, still open after %s: escalation resumes; owner %s re-alerted.",
-				d.AcknowledgedBy, d.Level, shortDuration(d.Timeout()), d.Owner)
+				d.AcknowledgedBy, d.Level, shortDuration(d.AckTimeout()), d.Owner)
 		}
 	case review.EventContradicted:
 		var d review.ContradictedDetails

@@ -76,7 +76,7 @@ type Config struct {
 	GroupTickets func(ctx context.Context, group int64) ([]int64, error)
 	// ActiveSilences, when set, returns the silences active now, which the
 	// queue and the silences page list.
-	ActiveSilences func(ctx context.Context) ([]Silence, error)
+	ActiveSilences func(ctx context.Context) ([]ListedSilence, error)
 	// HeldBy, when set, returns for each ticket's labels, in order, the
 	// id of the active silence holding its notifications now, or 0: the
 	// queue marks the tickets held.
@@ -85,12 +85,12 @@ type Config struct {
 	// asks for on the silences page, by the rules of `sweeper silences
 	// add`, and returns it with what its author should be warned of. A
 	// silence the rules refuse is a *[RefusedError], and nothing is stored.
-	AddSilence func(ctx context.Context, draft SilenceDraft) (Silence, []string, error)
+	AddSilence func(ctx context.Context, draft SilenceDraft) (ListedSilence, []string, error)
 	// ExpireSilence, when set with AddSilence, ends silence id now, by a
 	// Slack user id: the silences' Expire buttons. [ErrSilenceGone] when it
 	// does not exist or has ended already; a *[RefusedError] when the rules
 	// refuse.
-	ExpireSilence func(ctx context.Context, id int64, by string) (Silence, error)
+	ExpireSilence func(ctx context.Context, id int64, by string) (ListedSilence, error)
 	// PreviewSilence, when set with AddSilence, tells what the silence a
 	// reviewer drafts would hold now — its open tickets and their
 	// providers — by the rules AddSilence adds it by, without adding it:
@@ -124,11 +124,11 @@ type Handler struct {
 	plainOK  bool
 	link     func(ctx context.Context, ticketID int64) (string, error)
 	group    func(ctx context.Context, group int64) ([]int64, error)
-	silences func(ctx context.Context) ([]Silence, error)
+	silences func(ctx context.Context) ([]ListedSilence, error)
 	heldBy   func(ctx context.Context, labels []review.Labels) ([]int64, error)
 	// addSilence and expireSilence change the silences; both or neither.
-	addSilence     func(ctx context.Context, draft SilenceDraft) (Silence, []string, error)
-	expireSilence  func(ctx context.Context, id int64, by string) (Silence, error)
+	addSilence     func(ctx context.Context, draft SilenceDraft) (ListedSilence, []string, error)
+	expireSilence  func(ctx context.Context, id int64, by string) (ListedSilence, error)
 	previewSilence func(ctx context.Context, draft SilenceDraft) (SilencePreview, error)
 	oidc           *oidcClient
 	logger         *slog.Logger
@@ -454,7 +454,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"col": func(name, label string, cols map[string]column) sortable {
 			return sortable{Name: name, Label: label, Col: cols[name], Order: cols[name].Order}
 		},
-		"silenceRows": func(list []Silence, mayChange bool, me viewer) silencesPage {
+		"silenceRows": func(list []ListedSilence, mayChange bool, me viewer) silencesPage {
 			return silencesPage{Silences: list, MayChange: mayChange, Me: me}
 		},
 	}

@@ -61,7 +61,7 @@ type bundle struct {
 	groups sync.Map // int64 → []int64
 	// silences are the active silences the page is told (the outbox
 	// knows them in the daemon).
-	silences atomic.Pointer[[]web.Silence]
+	silences atomic.Pointer[[]web.ListedSilence]
 	// drafts and expiries are what the page asked of the silences' hooks
 	// (the outbox's rules in the daemon, tested with them in app).
 	mu       sync.Mutex
@@ -100,7 +100,7 @@ func setup(t *testing.T, edits ...func(*web.Config)) *bundle {
 			}
 			return ids.([]int64), nil
 		},
-		ActiveSilences: func(context.Context) ([]web.Silence, error) {
+		ActiveSilences: func(context.Context) ([]web.ListedSilence, error) {
 			if l := b.silences.Load(); l != nil {
 				return *l, nil
 			}
@@ -135,24 +135,24 @@ func setup(t *testing.T, edits ...func(*web.Config)) *bundle {
 // comment, and one with the matcher provider=smss (it matches nothing) or
 // provider=~.+ (it holds every ticket) unless forced; it adds the others,
 // ending in 2h, warning of a 3d end and of a forced one.
-func (b *bundle) addSilence(_ context.Context, d web.SilenceDraft) (web.Silence, []string, error) {
+func (b *bundle) addSilence(_ context.Context, d web.SilenceDraft) (web.ListedSilence, []string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.drafts = append(b.drafts, d)
 	if strings.TrimSpace(d.Comment) == "" {
-		return web.Silence{}, nil, &web.RefusedError{Problems: []string{"a comment is required: why the notifications are held"}}
+		return web.ListedSilence{}, nil, &web.RefusedError{Problems: []string{"a comment is required: why the notifications are held"}}
 	}
 	var warnings []string
 	if slices.Contains(d.Matchers, "provider=~.+") {
 		const why = "it would hold all 512 open tickets and all 4 providers, and every ticket like them to come (provider=~.+ matches every provider)"
 		if !d.Force {
-			return web.Silence{}, nil, &web.RefusedError{Forcible: true, Problems: []string{why}}
+			return web.ListedSilence{}, nil, &web.RefusedError{Forcible: true, Problems: []string{why}}
 		}
 		warnings = append(warnings, why)
 	}
 	if slices.Contains(d.Matchers, "provider=smss") {
 		if !d.Force {
-			return web.Silence{}, nil, &web.RefusedError{Forcible: true,
+			return web.ListedSilence{}, nil, &web.RefusedError{Forcible: true,
 				Problems: []string{"it matches no open ticket, and names no configured provider or known workflow (a typo?)"}}
 		}
 		warnings = append(warnings, "it matches no open ticket, and names no configured provider or known workflow (a typo?)")
@@ -160,11 +160,11 @@ func (b *bundle) addSilence(_ context.Context, d web.SilenceDraft) (web.Silence,
 	if d.End == "3d" {
 		warnings = append(warnings, "the silence lasts 72h0m0s: remember to expire it if it is done sooner")
 	}
-	var list []web.Silence
+	var list []web.ListedSilence
 	if l := b.silences.Load(); l != nil {
 		list = *l
 	}
-	si := web.Silence{ID: int64(100 + len(b.drafts)), Matchers: strings.Join(d.Matchers, " "), EndsAt: b.now.Add(2 * time.Hour),
+	si := web.ListedSilence{ID: int64(100 + len(b.drafts)), Matchers: strings.Join(d.Matchers, " "), EndsAt: b.now.Add(2 * time.Hour),
 		CreatedBy: d.By, Comment: d.Comment, OpenTickets: 1}
 	list = append(slices.Clone(list), si)
 	b.silences.Store(&list)
@@ -173,16 +173,16 @@ func (b *bundle) addSilence(_ context.Context, d web.SilenceDraft) (web.Silence,
 
 // expireSilence removes silence id from the active ones, or says it is
 // gone.
-func (b *bundle) expireSilence(_ context.Context, id int64, by string) (web.Silence, error) {
+func (b *bundle) expireSilence(_ context.Context, id int64, by string) (web.ListedSilence, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var list []web.Silence
+	var list []web.ListedSilence
 	if l := b.silences.Load(); l != nil {
 		list = *l
 	}
-	i := slices.IndexFunc(list, func(s web.Silence) bool { return s.ID == id })
+	i := slices.IndexFunc(list, func(s web.ListedSilence) bool { return s.ID == id })
 	if i < 0 {
-		return web.Silence{}, fmt.Errorf("%w: silence %d", web.ErrSilenceGone, id)
+		return web.ListedSilence{}, fmt.Errorf("%w: silence %d", web.ErrSilenceGone, id)
 	}
 	b.expiries = append(b.expiries, fmt.Sprintf("%d %s", id, by))
 	si := list[i]

@@ -93,7 +93,7 @@ func newOutboxListCmd(e *env) *cobra.Command {
 				// Held by a silence: which one (sweeper silences list).
 				code = fmt.Sprintf("silence %d", n.SilenceID)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, n.Receiver, ticket, inert(n.Kind), n.State, n.Attempts, inert(n.TS), inert(code), inert(lastErr))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, n.Receiver, ticket, inert(n.Kind), n.State, n.Attempts, inert(n.Reference), inert(code), inert(lastErr))
 		}
 		tw.Flush()
 		fmt.Fprintln(e.stderr, list.trailer(len(rows), "row(s)", more))

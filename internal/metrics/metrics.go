@@ -82,6 +82,18 @@ type Metrics struct {
 	slackSilenced  *prometheus.CounterVec
 	slackSearches  prometheus.Counter
 	groupDeferred  *prometheus.CounterVec
+	// The receiver-neutral counters, by receiver; the slack* ones of the
+	// same events above are their deprecated names, kept one release.
+	notifyParked   *prometheus.CounterVec
+	notifySkipped  *prometheus.CounterVec
+	notifyFolded   *prometheus.CounterVec
+	notifySilenced *prometheus.CounterVec
+}
+
+// deprecated is the start of the HELP text of a counter kept one release
+// under its old name, beside its new one.
+func deprecated(name string) string {
+	return "Deprecated, removed in the next release: use " + name + ", which counts the same by receiver. "
 }
 
 // Reasons of [Metrics.GroupDeferred].
@@ -127,7 +139,7 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 		}, []string{"kind"}),
 		slackParked: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sweeper_slack_parked_total",
-			Help: "Outbox rows parked after a permanent error of their receiver (slack, pagerduty, webhook), by receiver; they wait for a person (sweeper outbox replay).",
+			Help: deprecated("sweeper_notify_parked_total") + "Outbox rows parked after a permanent error of their receiver (slack, pagerduty, webhook), by receiver; they wait for a person (sweeper outbox replay).",
 		}, []string{"receiver"}),
 		slackUncertain: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sweeper_slack_uncertain_total",
@@ -139,15 +151,15 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 		}),
 		slackSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sweeper_slack_skipped_total",
-			Help: "Outbox rows never sent, by receiver (slack, pagerduty, webhook): their ticket was resolved before its first alert was due (slack.group_wait), their receiver is off (error code no_receiver), or the event is none the receiver sends.",
+			Help: deprecated("sweeper_notify_skipped_total") + "Outbox rows never sent, by receiver (slack, pagerduty, webhook): their ticket was resolved before its first alert was due (slack.group_wait), their receiver is off (error code no_receiver), or the event is none the receiver sends.",
 		}, []string{"receiver"}),
 		slackFolded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sweeper_slack_folded_total",
-			Help: "Outbox rows never posted because their alert group already showed slack.group_detail_limit tickets of its own (or their ticket's first alert was folded, or its owner had its own messages' bound): the group's message counts them; sweeper outbox list shows them, state folded.",
+			Help: deprecated("sweeper_notify_folded_total") + "Outbox rows never posted because their alert group already showed slack.group_detail_limit tickets of its own (or their ticket's first alert was folded, or its owner had its own messages' bound): the group's message counts them; sweeper outbox list shows them, state folded.",
 		}),
 		slackSilenced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sweeper_slack_silenced_total",
-			Help: "Outbox rows never sent because an active silence (sweeper silences) matched their ticket or incident when they were due, by receiver (slack, pagerduty, webhook); sweeper outbox list shows them, state silenced, with the silence's id.",
+			Help: deprecated("sweeper_notify_silenced_total") + "Outbox rows never sent because an active silence (sweeper silences) matched their ticket or incident when they were due, by receiver (slack, pagerduty, webhook); sweeper outbox list shows them, state silenced, with the silence's id.",
 		}, []string{"receiver"}),
 		slackSearches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sweeper_slack_search_inconclusive_total",
@@ -157,12 +169,28 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 			Name: "sweeper_notify_group_deferred_total",
 			Help: "Outbox rows whose alert group decision could not be made in time, by reason: timeout (the decision's own budget) or pass_ended (the dispatch pass's time ran out); each waits, pending and unattempted, for the next pass.",
 		}, []string{"reason"}),
+		notifyParked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_notify_parked_total",
+			Help: "Outbox rows parked after a permanent error of their receiver, by receiver (slack, pagerduty, webhook); they wait for a person (sweeper outbox replay).",
+		}, []string{"receiver"}),
+		notifySkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_notify_skipped_total",
+			Help: "Outbox rows never sent, by receiver (slack, pagerduty, webhook): their ticket was resolved before its first alert was due (slack.group_wait), their receiver is off (error code no_receiver), or the event is none the receiver sends.",
+		}, []string{"receiver"}),
+		notifyFolded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_notify_folded_total",
+			Help: "Outbox rows never delivered because their alert group already showed its detail limit of tickets of its own (or their ticket's first alert was folded, or its owner had its own messages' bound), by receiver: the group's message counts them; sweeper outbox list shows them, state folded.",
+		}, []string{"receiver"}),
+		notifySilenced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_notify_silenced_total",
+			Help: "Outbox rows never sent because an active silence (sweeper silences) matched their ticket or incident when they were due, by receiver (slack, pagerduty, webhook); sweeper outbox list shows them, state silenced, with the silence's id.",
+		}, []string{"receiver"}),
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{
 		m.scanned, m.settled, m.ticketsOpened, m.lookups, m.escalations,
 		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted, m.slackSkipped, m.slackFolded, m.slackSilenced, m.slackSearches,
-		m.groupDeferred,
+		m.groupDeferred, m.notifyParked, m.notifySkipped, m.notifyFolded, m.notifySilenced,
 	} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
@@ -183,6 +211,7 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 	}
 	for _, r := range Receivers {
 		m.slackParked.WithLabelValues(r)
+		m.notifyParked.WithLabelValues(r)
 	}
 	return m, nil
 }
@@ -239,11 +268,13 @@ func (m *Metrics) SlackPosted(kind string) {
 	m.slackPosts.WithLabelValues(kind).Inc()
 }
 
-// SlackParked counts one outbox row of receiver parked.
-func (m *Metrics) SlackParked(receiver string) {
+// Parked counts one outbox row of receiver parked
+// (sweeper_notify_parked_total, and its deprecated name).
+func (m *Metrics) Parked(receiver string) {
 	if m == nil {
 		return
 	}
+	m.notifyParked.WithLabelValues(receiver).Inc()
 	m.slackParked.WithLabelValues(receiver).Inc()
 }
 
@@ -263,31 +294,36 @@ func (m *Metrics) SlackAdopted() {
 	m.slackAdopted.Inc()
 }
 
-// SlackSkipped counts n rows of receiver skipped: their ticket resolved
-// before its first alert was due, or nowhere to deliver them (the receiver
-// off, or an event it does not send).
-func (m *Metrics) SlackSkipped(receiver string, n int) {
+// Skipped counts n rows of receiver skipped: their ticket resolved before
+// its first alert was due, or nowhere to deliver them (the receiver off,
+// or an event it does not send). Counted under
+// sweeper_notify_skipped_total and its deprecated name.
+func (m *Metrics) Skipped(receiver string, n int) {
 	if m == nil {
 		return
 	}
+	m.notifySkipped.WithLabelValues(receiver).Add(float64(n))
 	m.slackSkipped.WithLabelValues(receiver).Add(float64(n))
 }
 
-// SlackFolded counts one row folded into its alert group's counts
-// instead of posted.
-func (m *Metrics) SlackFolded() {
+// Folded counts one row of receiver folded into its alert group's counts
+// instead of delivered (sweeper_notify_folded_total, and the deprecated
+// sweeper_slack_folded_total, which has no receiver label).
+func (m *Metrics) Folded(receiver string) {
 	if m == nil {
 		return
 	}
+	m.notifyFolded.WithLabelValues(receiver).Inc()
 	m.slackFolded.Inc()
 }
 
-// SlackSilenced counts one row of receiver held by a silence instead of
-// sent.
-func (m *Metrics) SlackSilenced(receiver string) {
+// Silenced counts one row of receiver held by a silence instead of sent
+// (sweeper_notify_silenced_total, and its deprecated name).
+func (m *Metrics) Silenced(receiver string) {
 	if m == nil {
 		return
 	}
+	m.notifySilenced.WithLabelValues(receiver).Inc()
 	m.slackSilenced.WithLabelValues(receiver).Inc()
 }
 

@@ -23,9 +23,9 @@ func TestNilMetricsCountNothing(t *testing.T) {
 	m.ObserveLookup("sim", metrics.LookupFound, time.Millisecond)
 	m.Escalated(1, "level")
 	m.SlackPosted(metrics.SlackRoot)
-	m.SlackParked("slack")
-	m.SlackSkipped("webhook", 2)
-	m.SlackSilenced("pagerduty")
+	m.Parked("slack")
+	m.Skipped("webhook", 2)
+	m.Silenced("pagerduty")
 	m.SlackUncertain()
 	m.SlackAdopted()
 }
@@ -49,6 +49,7 @@ func TestNewRegistersAndStartsKnownSeriesAtZero(t *testing.T) {
 		}},
 		{"posts", "sweeper_slack_posts_total", map[string]float64{"kind=root": 0, "kind=reply": 0, "kind=update": 0}},
 		{"parked", "sweeper_slack_parked_total", map[string]float64{"receiver=slack": 0, "receiver=pagerduty": 0, "receiver=webhook": 0}},
+		{"notify parked", "sweeper_notify_parked_total", map[string]float64{"receiver=slack": 0, "receiver=pagerduty": 0, "receiver=webhook": 0}},
 		{"tickets", "sweeper_tickets_opened_total", map[string]float64{}},
 	} {
 		if diff := cmp.Diff(c.want, metricstest.Values(t, reg, c.name)); diff != "" {
@@ -66,9 +67,10 @@ func TestNewRegistersAndStartsKnownSeriesAtZero(t *testing.T) {
 	m.SlackPosted(metrics.SlackUpdate)
 	m.SlackUncertain()
 	m.SlackAdopted()
-	m.SlackParked("pagerduty")
-	m.SlackSkipped("slack", 3)
-	m.SlackSilenced("webhook")
+	m.Parked("pagerduty")
+	m.Skipped("slack", 3)
+	m.Silenced("webhook")
+	m.Folded("pagerduty")
 	for _, c := range []struct {
 		name string
 		want map[string]float64
@@ -84,9 +86,31 @@ func TestNewRegistersAndStartsKnownSeriesAtZero(t *testing.T) {
 		{"sweeper_slack_parked_total", map[string]float64{"receiver=pagerduty": 1}},
 		{"sweeper_slack_skipped_total", map[string]float64{"receiver=slack": 3}},
 		{"sweeper_slack_silenced_total", map[string]float64{"receiver=webhook": 1}},
+		{"sweeper_slack_folded_total", map[string]float64{"": 1}},
+		// The same events under their receiver-neutral names.
+		{"sweeper_notify_parked_total", map[string]float64{"receiver=pagerduty": 1}},
+		{"sweeper_notify_skipped_total", map[string]float64{"receiver=slack": 3}},
+		{"sweeper_notify_silenced_total", map[string]float64{"receiver=webhook": 1}},
+		{"sweeper_notify_folded_total", map[string]float64{"receiver=pagerduty": 1}},
 	} {
 		if diff := cmp.Diff(c.want, metricstest.NonZero(t, reg, c.name)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
+	}
+
+	// Each old name says it is deprecated and names its successor.
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := map[string]string{}
+	for _, f := range families {
+		help[f.GetName()] = f.GetHelp()
+	}
+	for _, old := range []string{"parked", "skipped", "folded", "silenced"} {
+		want := "Deprecated, removed in the next release: use sweeper_notify_" + old + "_total"
+		if h := help["sweeper_slack_"+old+"_total"]; !strings.HasPrefix(h, want) {
+			t.Errorf("sweeper_slack_%s_total's HELP %q; want it to start %q", old, h, want)
 		}
 	}
 

@@ -77,14 +77,14 @@ func NewTicketEvent(t review.Ticket, ev proof.Evidence, e review.Event, dedupeKe
 	}
 	return TicketEvent{
 		ID: IdempotencyKey(dedupeKey), Type: "ticket." + p(e.Kind), Kind: p(e.Kind), At: e.At, Actor: p(e.Actor),
-		Summary: Summary(view, e.Kind),
+		Summary: Headline(view, e.Kind),
 		Ticket:  view,
 	}
 }
 
-// Summary is one plain line naming the ticket, what it is about and what
+// Headline is one plain line naming the ticket, what it is about and what
 // happened (at most 1024 characters, PagerDuty's bound).
-func Summary(t TicketView, kind string) string {
+func Headline(t TicketView, kind string) string {
 	what := map[string]string{
 		review.EventOpened:             "needs review",
 		review.EventEscalated:          fmt.Sprintf("escalated to level %d", t.Level),

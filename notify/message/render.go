@@ -342,8 +342,8 @@ type AckTimeoutEvent struct {
 	// "slack:U…", or a name from the CLI or the review page).
 	Level int
 	By    string
-	// Timeout is the level's ack timeout.
-	Timeout time.Duration
+	// AckTimeout is the level's ack timeout.
+	AckTimeout time.Duration
 	// DedupeKey is the event's key ("ticket:ID:ack_timed_out:N").
 	DedupeKey string
 }
@@ -358,7 +358,7 @@ func AckTimeoutReply(a Alert, e AckTimeoutEvent) Message {
 	owner, ticket := person(a.Owner), fmt.Sprintf("review ticket #%d", a.TicketID)
 	text := fmt.Sprintf("⏰ *Acknowledgement timed out:* %s was acknowledged by %s at level %d, still open after %s: escalation resumes. "+
 		"%s, please acknowledge it again or decide.\n*Priority:* %s · *Next step:* %s",
-		ticket, mention(e.By), e.Level, shortDuration(e.Timeout), owner, priorityWord(a.Priority), slackDate(a.Deadline))
+		ticket, mention(e.By), e.Level, shortDuration(e.AckTimeout), owner, priorityWord(a.Priority), slackDate(a.Deadline))
 	summary := fmt.Sprintf("Workflow %s · %s %s · op_key %s · %s. Decide with the buttons on the message above.",
 		codeSpan(a.Workflow, 200), codeSpan(a.Provider, 200), codeSpan(a.Action, 200), codeSpan(a.OpKey, 500), reasonWords(a.Reason))
 	return Message{

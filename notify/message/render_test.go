@@ -256,7 +256,7 @@ func renderCases() []renderCase {
 			render: func(t *testing.T) Message {
 				tk, ev := fixtureFor(proof.ReasonNotFound).ticketAndEvidence(t)
 				escalated(&tk, &ev)
-				return AckTimeoutReply(NewAlert(tk, ev), AckTimeoutEvent{Level: 2, By: "slack:U0ACK777", Timeout: 30 * time.Minute,
+				return AckTimeoutReply(NewAlert(tk, ev), AckTimeoutEvent{Level: 2, By: "slack:U0ACK777", AckTimeout: 30 * time.Minute,
 					DedupeKey: "ticket:42:ack_timed_out:1"})
 			}},
 		renderCase{desc: "hostile input is escaped and clipped", golden: "hostile", render: func(t *testing.T) Message {
@@ -967,7 +967,7 @@ func TestAckTimedOutInTheThread(t *testing.T) {
 	tk := review.Ticket{ID: 42, OpKey: "op-42", Reason: proof.ReasonNotFound, Owner: "U0ONCALL", Priority: "urgent",
 		EscalationLevel: 2, State: review.StateOpen, Version: 7, Deadline: time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)}
 	details, err := json.Marshal(review.AckTimedOutDetails{Level: 2, AcknowledgedBy: "slack:U0ACK777",
-		AcknowledgedAt: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC), TimeoutSeconds: 1800, Lapse: 1,
+		AcknowledgedAt: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC), AckTimeoutSeconds: 1800, Lapse: 1,
 		Owner: "U0ONCALL", Priority: "urgent", Deadline: tk.Deadline})
 	if err != nil {
 		t.Fatal(err)

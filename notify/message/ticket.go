@@ -84,7 +84,7 @@ func eventPost(t review.Ticket, a Alert, e review.Event, dedupeKey string) (Post
 		if err := json.Unmarshal(e.Details, &d); err != nil {
 			return Post{}, fmt.Errorf("read the details of ack timeout event %d: %w", e.ID, err)
 		}
-		reply := AckTimeoutReply(a, AckTimeoutEvent{Level: d.Level, By: d.AcknowledgedBy, Timeout: d.Timeout(), DedupeKey: dedupeKey})
+		reply := AckTimeoutReply(a, AckTimeoutEvent{Level: d.Level, By: d.AcknowledgedBy, AckTimeout: d.AckTimeout(), DedupeKey: dedupeKey})
 		return Post{Text: reply.Text, Blocks: reply.Blocks, Broadcast: true, RootEdit: edit}, nil
 	case review.EventContradicted:
 		var d review.ContradictedDetails

@@ -23,11 +23,13 @@ import (
 // [GroupDecision.Rollback].
 type GroupDecision struct {
 	tx                        pgx.Tx
+	receiver                  string
 	channel, provider, reason string
 }
 
-// DecideGroup begins a decision on the alert groups of channel, provider
-// and reason; the store's database must be a pool, which begins
+// DecideGroup begins a decision on the alert groups of channel (the
+// destination of the store's receiver), provider and reason, over the
+// receiver's rows; the store's database must be a pool, which begins
 // transactions.
 func (s *Store) DecideGroup(ctx context.Context, channel, provider, reason string) (*GroupDecision, error) {
 	db, ok := s.db.(interface {
@@ -45,7 +47,7 @@ func (s *Store) DecideGroup(ctx context.Context, channel, provider, reason strin
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return &GroupDecision{tx: tx, channel: channel, provider: provider, reason: reason}, nil
+	return &GroupDecision{tx: tx, receiver: s.Receiver(), channel: channel, provider: provider, reason: reason}, nil
 }
 
 // Commit ends the decision, keeping what it wrote.
@@ -70,10 +72,10 @@ func (g *GroupDecision) OpenGroup(ctx context.Context, open []int64) (int64, err
 		WHERE g.channel = $1 AND g.provider = $2 AND g.reason = $3
 		  AND g.id IN (SELECT m.group_id FROM sweeper.outbox m
 		               WHERE m.ticket_id = ANY($4) AND m.kind = 'opened' AND m.group_id IS NOT NULL
-		                 AND m.state IN ('pending', 'sent', 'folded'))
+		                 AND m.state IN ('pending', 'sent', 'folded') AND m.receiver = $5)
 		  AND EXISTS (SELECT 1 FROM sweeper.outbox r WHERE r.group_id = g.id AND r.ticket_id IS NULL
 		              AND r.state IN ('pending', 'sent') AND r.removed_at IS NULL)
-		ORDER BY g.id DESC LIMIT 1`, g.channel, g.provider, g.reason, open).Scan(&group)
+		ORDER BY g.id DESC LIMIT 1`, g.channel, g.provider, g.reason, open, g.receiver).Scan(&group)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -91,9 +93,9 @@ func (g *GroupDecision) Ungrouped(ctx context.Context, among []int64) (rowIDs, t
 		return nil, nil, nil
 	}
 	rows, err := g.tx.Query(ctx, `SELECT o.id, o.ticket_id FROM sweeper.outbox o
-		WHERE o.ticket_id = ANY($1) AND o.kind = 'opened' AND o.state = 'pending' AND o.group_id IS NULL AND o.ts IS NULL
-		  AND o.receiver = 'slack' AND NOT o.uncertain AND o.search_windows = '[]'
-		ORDER BY o.id`, among)
+		WHERE o.ticket_id = ANY($1) AND o.kind = 'opened' AND o.state = 'pending' AND o.group_id IS NULL AND o.reference IS NULL
+		  AND o.receiver = $2 AND NOT o.uncertain AND o.search_windows = '[]'
+		ORDER BY o.id`, among, g.receiver)
 	if err != nil {
 		return nil, nil, fmt.Errorf("find the alerts to group: %w", err)
 	}
@@ -119,8 +121,8 @@ func (g *GroupDecision) NewGroup(ctx context.Context, n Notification, rows []int
 		g.channel, g.provider, g.reason).Scan(&group); err != nil {
 		return 0, fmt.Errorf("make an alert group: %w", err)
 	}
-	if _, err := g.tx.Exec(ctx, `INSERT INTO sweeper.outbox (group_id, dedupe_key, kind) VALUES ($1::bigint, 'group:' || $1::bigint::text || ':opened', $2)`,
-		group, KindGroupOpened); err != nil {
+	if _, err := g.tx.Exec(ctx, `INSERT INTO sweeper.outbox (group_id, dedupe_key, kind, receiver) VALUES ($1::bigint, 'group:' || $1::bigint::text || ':opened', $2, $3)`,
+		group, KindGroupOpened, g.receiver); err != nil {
 		return 0, fmt.Errorf("alert group %d: %w", group, err)
 	}
 	tag, err := g.tx.Exec(ctx, `UPDATE sweeper.outbox SET group_id = $1
@@ -157,7 +159,7 @@ func (s *Store) GroupChannel(ctx context.Context, id int64) (string, error) {
 func (s *Store) GroupMessagePending(ctx context.Context, id int64) (bool, error) {
 	var pending bool
 	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sweeper.outbox
-		WHERE group_id = $1 AND ticket_id IS NULL AND state = 'pending' AND ts IS NULL)`, id).Scan(&pending)
+		WHERE group_id = $1 AND ticket_id IS NULL AND state = 'pending' AND reference IS NULL)`, id).Scan(&pending)
 	if err != nil {
 		return false, fmt.Errorf("alert group %d's message: %w", id, err)
 	}
@@ -168,7 +170,7 @@ func (s *Store) GroupMessagePending(ctx context.Context, id int64) (bool, error)
 // alert, or 0.
 func (s *Store) TicketGroup(ctx context.Context, id int64) (int64, error) {
 	var group int64
-	err := s.db.QueryRow(ctx, `SELECT coalesce(max(group_id), 0) FROM sweeper.outbox WHERE ticket_id = $1`, id).Scan(&group)
+	err := s.db.QueryRow(ctx, `SELECT coalesce(max(group_id), 0) FROM sweeper.outbox WHERE ticket_id = $1 AND receiver = $2`, id, s.Receiver()).Scan(&group)
 	return group, err
 }
 
@@ -239,7 +241,7 @@ func (s *Store) Fold(ctx context.Context, n Notification, group int64, code stri
 func (s *Store) FoldedInto(ctx context.Context, id int64) (int64, error) {
 	var group int64
 	err := s.db.QueryRow(ctx, `SELECT coalesce(max(group_id), 0) FROM sweeper.outbox
-		WHERE ticket_id = $1 AND kind = 'opened' AND state = 'folded'`, id).Scan(&group)
+		WHERE ticket_id = $1 AND kind = 'opened' AND state = 'folded' AND receiver = $2`, id, s.Receiver()).Scan(&group)
 	if err != nil {
 		return 0, fmt.Errorf("ticket %d's alert group: %w", id, err)
 	}

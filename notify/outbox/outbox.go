@@ -191,11 +191,14 @@ type Notification struct {
 	// LeasedBy is the dispatcher holding the row; with Attempts it fences
 	// every write of that holder.
 	LeasedBy string `json:"leased_by,omitempty"`
-	// Channel and ThreadTS are where the message goes (or went); TS is the
-	// message once it is in Slack.
-	Channel  string `json:"channel,omitempty"`
-	TS       string `json:"ts,omitempty"`
-	ThreadTS string `json:"thread_ts,omitempty"`
+	// Destination is where the message goes (or went): Slack's channel,
+	// "pagerduty", "webhook"; ThreadTS the Slack thread it is a reply in.
+	// Reference is how the receiver names what it delivered: Slack's ts,
+	// PagerDuty's dedup key, the webhook's event id. (Their JSON names are
+	// the ones `sweeper outbox list --json` has always printed.)
+	Destination string `json:"channel,omitempty"`
+	Reference   string `json:"ts,omitempty"`
+	ThreadTS    string `json:"thread_ts,omitempty"`
 	// LastError is the last failure; it stays after a replay. ErrorCode is
 	// its code, for a parked row: Slack's error, or one of the Code
 	// constants.
@@ -261,7 +264,7 @@ func (s *Store) For(receiver string) *Store { return &Store{db: s.db, receiver: 
 func (s *Store) Receiver() string { return cmp.Or(s.receiver, ReceiverSlack) }
 
 const notificationColumns = `id, receiver, coalesce(event_id, 0), coalesce(ticket_id, 0), coalesce(incident_id, 0), coalesce(group_id, 0), dedupe_key, kind, state, attempts, lease_until,
-	coalesce(leased_by, ''), coalesce(channel, ''), coalesce(ts, ''), coalesce(thread_ts, ''),
+	coalesce(leased_by, ''), coalesce(destination, ''), coalesce(reference, ''), coalesce(thread_ts, ''),
 	coalesce(last_error, ''), coalesce(error_code, ''), uncertain, search_windows, first_attempt_at, claimed_at,
 	history, created_at, sent_at, replayed_at, removed_at, coalesce(silence_id, 0)`
 
@@ -269,7 +272,7 @@ func scanNotification(row pgx.CollectableRow) (Notification, error) {
 	var n Notification
 	var windows []byte
 	err := row.Scan(&n.ID, &n.Receiver, &n.EventID, &n.TicketID, &n.IncidentID, &n.GroupID, &n.DedupeKey, &n.Kind, &n.State, &n.Attempts, &n.LeaseUntil,
-		&n.LeasedBy, &n.Channel, &n.TS, &n.ThreadTS, &n.LastError, &n.ErrorCode, &n.Uncertain, &windows,
+		&n.LeasedBy, &n.Destination, &n.Reference, &n.ThreadTS, &n.LastError, &n.ErrorCode, &n.Uncertain, &windows,
 		&n.FirstAttemptAt, &n.ClaimedAt, &n.History, &n.CreatedAt, &n.SentAt, &n.ReplayedAt, &n.RemovedAt, &n.SilenceID)
 	if err != nil {
 		return n, err
@@ -284,7 +287,7 @@ func scanNotification(row pgx.CollectableRow) (Notification, error) {
 // (or held it, in a claim, before the SET), as a one-element jsonb array.
 // Its channel is "" when the attempt recorded no target: it is Searched
 // where the row's message goes now.
-const windowOfAttempt = `jsonb_build_array(jsonb_build_object('channel', coalesce(channel, ''),
+const windowOfAttempt = `jsonb_build_array(jsonb_build_object('channel', coalesce(destination, ''),
 	'thread_ts', coalesce(thread_ts, ''), 'from', coalesce(claimed_at, first_attempt_at, now()),
 	'until', lease_until))`
 
@@ -390,14 +393,14 @@ func (s *Store) update(ctx context.Context, n Notification, what, set string, ar
 // RecordTarget fixes where held row n's message goes before its first
 // attempt, so that a later search looks where the post went.
 func (s *Store) RecordTarget(ctx context.Context, n Notification, channel, threadTS string) error {
-	return s.update(ctx, n, "record target", `channel = $4, thread_ts = nullif($5, '')`, channel, threadTS)
+	return s.update(ctx, n, "record target", `destination = $4, thread_ts = nullif($5, '')`, channel, threadTS)
 }
 
 // MarkPosted records that held row n's message is in Slack at channel and
 // ts while work remains (the root message's edit), so no later attempt
 // posts it again. [ErrLeaseLost] when the lease has passed.
 func (s *Store) MarkPosted(ctx context.Context, n Notification, channel, ts string) error {
-	return s.update(ctx, n, "mark posted", `channel = $4, ts = $5, thread_ts = nullif($6, ''), search_windows = '[]'`,
+	return s.update(ctx, n, "mark posted", `destination = $4, reference = $5, thread_ts = nullif($6, ''), search_windows = '[]'`,
 		channel, ts, n.ThreadTS)
 }
 
@@ -408,7 +411,7 @@ func (s *Store) MarkPosted(ctx context.Context, n Notification, channel, ts stri
 // an earlier attempt is cleared (its history entry keeps it): a sent row
 // shows none.
 func (s *Store) MarkSent(ctx context.Context, n Notification, channel, ts string) error {
-	return s.update(ctx, n, "mark sent", `state = 'sent', channel = $4, ts = $5, thread_ts = nullif($6, ''),
+	return s.update(ctx, n, "mark sent", `state = 'sent', destination = $4, reference = $5, thread_ts = nullif($6, ''),
 		sent_at = now(), search_windows = '[]', leased_by = NULL, lease_until = now(), last_error = NULL, error_code = NULL,
 		history = `+historyEntry("'sent'", "''"), channel, ts, n.ThreadTS)
 }
@@ -485,7 +488,7 @@ func (s *Store) SkipResolved(ctx context.Context, n Notification) (int, error) {
 			UPDATE sweeper.outbox SET state = 'skipped', error_code = '`+CodeSettledBeforeAlert+`',
 				leased_by = NULL, lease_until = now(),
 				history = `+historyEntry("'skipped'", "'the ticket was resolved before its first alert was due'")+`
-			WHERE ticket_id = $4 AND id > $1 AND state = 'pending' AND ts IS NULL AND NOT uncertain
+			WHERE ticket_id = $4 AND id > $1 AND state = 'pending' AND reference IS NULL AND NOT uncertain
 			  AND receiver = $6 AND kind <> $5 AND (leased_by IS NULL OR lease_until <= now())
 			  AND EXISTS (SELECT 1 FROM me)
 			RETURNING id)
@@ -546,8 +549,8 @@ func (n Notification) DueSince() time.Time {
 // routed again from the configuration when its message was never posted
 // (the windows of uncertain attempts keep where those went). $2 is who.
 var replaySet = `state = 'pending', lease_until = now(), leased_by = NULL, replayed_at = now(),
-	channel = CASE WHEN ts IS NULL THEN NULL ELSE channel END,
-	thread_ts = CASE WHEN ts IS NULL THEN NULL ELSE thread_ts END,
+	destination = CASE WHEN reference IS NULL THEN NULL ELSE destination END,
+	thread_ts = CASE WHEN reference IS NULL THEN NULL ELSE thread_ts END,
 	history = ` + historyEntry("'"+eventReplayed+"'", "'by ' || $2")
 
 // Replay makes parked row id pending again, due now, after the cause was
@@ -759,12 +762,12 @@ func (s *Store) RootOf(ctx context.Context, n Notification) (Root, error) {
 	err := s.db.QueryRow(ctx, `SELECT
 			coalesce(live.channel, ''), coalesce(live.ts, ''), coalesce(live.thread, ''), coalesce(live.dedupe_key, ''),
 			live.id IS NOT NULL,
-			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE `+ownedBy+` AND g.removed_at IS NOT NULL)
+			EXISTS (SELECT 1 FROM sweeper.outbox g WHERE `+ownedBy("$4")+` AND g.removed_at IS NOT NULL)
 		FROM (SELECT 1) AS one
-		LEFT JOIN LATERAL (SELECT id, channel, ts, coalesce(thread_ts, ts) AS thread, dedupe_key FROM sweeper.outbox g
-			WHERE `+ownedBy+` AND state = 'sent' AND removed_at IS NULL
+		LEFT JOIN LATERAL (SELECT id, destination AS channel, reference AS ts, coalesce(thread_ts, reference) AS thread, dedupe_key FROM sweeper.outbox g
+			WHERE `+ownedBy("$4")+` AND state = 'sent' AND removed_at IS NULL
 			  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
-			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, n.TicketID, n.IncidentID, groupOwner(n)).
+			ORDER BY sent_at DESC, id DESC LIMIT 1) AS live ON true`, n.TicketID, n.IncidentID, groupOwner(n), s.Receiver()).
 		Scan(&r.Channel, &r.TS, &r.Thread, &r.DedupeKey, &r.Live, &r.Removed)
 	if err != nil {
 		return Root{}, fmt.Errorf("find the root message of %s: %w", owner(n), err)
@@ -781,8 +784,8 @@ type Reply struct {
 // the incident's end is not in Slack, or is in Slack as its root message.
 func (s *Store) IncidentReply(ctx context.Context, id int64) (Reply, error) {
 	var r Reply
-	err := s.db.QueryRow(ctx, `SELECT channel, ts, dedupe_key FROM sweeper.outbox
-		WHERE incident_id = $1 AND kind = $2 AND state = 'sent' AND thread_ts IS NOT NULL AND ts IS NOT NULL
+	err := s.db.QueryRow(ctx, `SELECT destination, reference, dedupe_key FROM sweeper.outbox
+		WHERE incident_id = $1 AND kind = $2 AND state = 'sent' AND thread_ts IS NOT NULL AND reference IS NOT NULL
 		ORDER BY id DESC LIMIT 1`, id, KindIncidentClosed).Scan(&r.Channel, &r.TS, &r.DedupeKey)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Reply{}, nil
@@ -793,9 +796,12 @@ func (s *Store) IncidentReply(ctx context.Context, id int64) (Reply, error) {
 	return r, nil
 }
 
-// ownedBy selects the Slack rows g of one owner: the ticket $1, the
-// incident $2 or the group $3 (its own message, not its tickets' rows).
-const ownedBy = `(g.ticket_id = $1 OR g.incident_id = $2 OR (g.group_id = $3 AND g.ticket_id IS NULL)) AND g.receiver = 'slack'`
+// ownedBy selects the rows g of one owner, of the receiver in parameter
+// receiver: the ticket $1, the incident $2 or the group $3 (its own
+// message, not its tickets' rows).
+func ownedBy(receiver string) string {
+	return `(g.ticket_id = $1 OR g.incident_id = $2 OR (g.group_id = $3 AND g.ticket_id IS NULL)) AND g.receiver = ` + receiver
+}
 
 // groupOwner is the group row n is the message of, or 0.
 func groupOwner(n Notification) int64 {
@@ -822,9 +828,9 @@ func owner(n Notification) string {
 func (s *Store) MarkRemoved(ctx context.Context, n Notification, channel, ts string) (bool, error) {
 	tag, err := s.db.Exec(ctx, `UPDATE sweeper.outbox g SET removed_at = now(),
 			history = `+historyEntry("'removed_from_slack'", "''")+`
-		WHERE `+ownedBy+` AND channel = $4 AND ts = $5 AND state = 'sent'
+		WHERE `+ownedBy("$6")+` AND destination = $4 AND reference = $5 AND state = 'sent'
 		  AND (thread_ts IS NULL OR (group_id IS NOT NULL AND kind = 'opened'))
-		  AND removed_at IS NULL`, n.TicketID, n.IncidentID, groupOwner(n), channel, ts)
+		  AND removed_at IS NULL`, n.TicketID, n.IncidentID, groupOwner(n), channel, ts, s.Receiver())
 	if err != nil {
 		return false, fmt.Errorf("mark the root message of %s removed: %w", owner(n), err)
 	}
@@ -855,7 +861,7 @@ func (s *Store) MarkSentRootRemoved(ctx context.Context, n Notification, channel
 	if n.TicketID == 0 {
 		// An incident or a group has no events to write: its next message, if any,
 		// finds no live root and is posted as one.
-		if err := in.MarkSent(ctx, n, n.Channel, n.TS); err != nil {
+		if err := in.MarkSent(ctx, n, n.Destination, n.Reference); err != nil {
 			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -870,7 +876,7 @@ func (s *Store) MarkSentRootRemoved(ctx context.Context, n Notification, channel
 	if err != nil {
 		return fmt.Errorf("outbox row %d: %w", n.ID, err)
 	}
-	if err := in.MarkSent(ctx, n, n.Channel, n.TS); err != nil {
+	if err := in.MarkSent(ctx, n, n.Destination, n.Reference); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -174,20 +174,11 @@ type response struct {
 	Errors   []string `json:"errors"`
 }
 
-// Prepare implements [notify.Receiver]: nothing depends on other rows.
-func (r *Receiver) Prepare(context.Context, *outbox.Notification) error { return nil }
-
-// Skipped implements [notify.Receiver].
-func (r *Receiver) Skipped(context.Context, outbox.Notification) {}
-
-// Flush implements [notify.Receiver].
-func (r *Receiver) Flush(context.Context, time.Duration) {}
-
 // Deliver implements [notify.Receiver]: one event to PagerDuty.
 func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.Logger) (notify.Delivery, error) {
 	action := Action(n.Kind)
 	if action == "" {
-		return notify.Delivery{}, &notify.AttemptError{Step: "route", Failure: notify.FailureNowhere, Code: CodeNotForPagerDuty,
+		return notify.Delivery{}, &notify.DeliveryError{Step: "route", Failure: notify.FailureNowhere, Code: CodeNotForPagerDuty,
 			Err: fmt.Errorf("a %q event changes nothing of a PagerDuty alert; not sent", safetext.Printable(n.Kind))}
 	}
 	e := Event{RoutingKey: r.key, EventAction: action, DedupKey: DedupKey(n.TicketID), Client: "sweeper"}
@@ -231,8 +222,8 @@ func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.
 	v := notify.ClassifyHTTP(resp.StatusCode, resp.Header, now, 30*time.Second)
 	switch {
 	case v.Delivered() && (resp.StatusCode == http.StatusAccepted || answer.Status == "success"):
-		n.Channel = "pagerduty"
-		return notify.Delivery{TS: action + ":" + e.DedupKey, Posted: true}, nil
+		n.Destination = "pagerduty"
+		return notify.Delivery{Reference: action + ":" + e.DedupKey, Posted: true}, nil
 	case v.Delivered():
 		// A 2xx that is not the Events API's success: something else
 		// answered; retried.

@@ -33,7 +33,7 @@ func (s *Store) AnyActive(ctx context.Context) (bool, error) {
 // it held. A row an earlier attempt may have posted is never silenced.
 // [outbox.ErrLeaseLost] when the lease has passed.
 func (s *Store) Mute(ctx context.Context, n outbox.Notification, labels review.Labels) (int64, error) {
-	if n.TS != "" || n.Uncertain || len(n.SearchWindows) > 0 {
+	if n.Reference != "" || n.Uncertain || len(n.SearchWindows) > 0 {
 		return 0, nil
 	}
 	l, err := json.Marshal(labels)

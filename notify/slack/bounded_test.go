@@ -93,9 +93,9 @@ func TestAlertGroupFoldsPastItsDetailLimit(t *testing.T) {
 	}
 	group := groupID(t, g)
 	for key, n := range b.rowsOf(t, later) {
-		if n.State != outbox.StateFolded || n.GroupID != group || n.ErrorCode != outbox.CodeOverDetailLimit || n.TS != "" {
+		if n.State != outbox.StateFolded || n.GroupID != group || n.ErrorCode != outbox.CodeOverDetailLimit || n.Reference != "" {
 			t.Errorf("%s: %s in group %d (%s, ts %q), want folded into group %d, over_detail_limit, never posted",
-				key, n.State, n.GroupID, n.ErrorCode, n.TS, group)
+				key, n.State, n.GroupID, n.ErrorCode, n.Reference, group)
 		}
 		if len(b.fake.WithKey(key)) != 0 {
 			t.Errorf("%s: posted, want folded", key)
@@ -401,7 +401,7 @@ func TestAckTimeoutInAFoldedGroupIsPosted(t *testing.T) {
 		t.Fatalf("step %q, want %q", step.Kind, review.EscalationAckTimedOut)
 	}
 	details := review.AckTimedOutDetails{Level: 0, AcknowledgedBy: et.AcknowledgedBy, AcknowledgedAt: et.AcknowledgedAt,
-		TimeoutSeconds: 60, Lapse: step.AckLapses, Owner: step.Owner, Priority: step.Priority, Deadline: step.Deadline}
+		AckTimeoutSeconds: 60, Lapse: step.AckLapses, Owner: step.Owner, Priority: step.Priority, Deadline: step.Deadline}
 	if ok, err := store.Escalate(b.ctx, et, step, details, nil); err != nil || !ok {
 		t.Fatalf("time the acknowledgement out: %v, %v", ok, err)
 	}

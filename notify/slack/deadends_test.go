@@ -223,8 +223,8 @@ func TestOKWithoutTSIsUncertain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := b.row(t, key); st.Uncertain != 1 || n.State != outbox.StatePending || n.TS != "" || len(n.SearchWindows) != 1 {
-				t.Fatalf("stats %+v, row %s ts %q windows %v; want uncertain, pending, no ts, one window", st, n.State, n.TS, n.SearchWindows)
+			if n := b.row(t, key); st.Uncertain != 1 || n.State != outbox.StatePending || n.Reference != "" || len(n.SearchWindows) != 1 {
+				t.Fatalf("stats %+v, row %s ts %q windows %v; want uncertain, pending, no ts, one window", st, n.State, n.Reference, n.SearchWindows)
 			}
 			if st := b.drain(t, d); st.Adopted != 1 {
 				t.Errorf("second attempt: %+v, want adopted", st)

@@ -40,7 +40,7 @@ func (rv *receiver) attempt(ctx context.Context, n *outbox.Notification, log *sl
 	if err != nil {
 		return res, err
 	}
-	res.ts = n.TS
+	res.ts = n.Reference
 	if res.ts == "" && len(n.SearchWindows) > 0 {
 		if err := rv.search(ctx, n, r, &res); err != nil {
 			return res, err
@@ -59,10 +59,10 @@ func (rv *receiver) attempt(ctx context.Context, n *outbox.Notification, log *sl
 		if n.ThreadTS != "" && slackCode(err) == "thread_not_found" {
 			// A person deleted the root message (Slack refused the reply,
 			// so nothing was posted): this message becomes the new root.
-			if err := rv.threadRemoved(ctx, *n, n.Channel, n.ThreadTS); err != nil {
+			if err := rv.threadRemoved(ctx, *n, n.Destination, n.ThreadTS); err != nil {
 				return res, err
 			}
-			log.Warn("notify: the ticket's root message was removed from Slack; posting a new root", "channel", n.Channel, "ts", n.ThreadTS)
+			log.Warn("notify: the ticket's root message was removed from Slack; posting a new root", "channel", n.Destination, "ts", n.ThreadTS)
 			r = outbox.Root{Removed: true}
 			continue
 		}
@@ -88,13 +88,13 @@ func (rv *receiver) attempt(ctx context.Context, n *outbox.Notification, log *sl
 	if post.RootEdit == nil {
 		return res, nil
 	}
-	if n.TS == "" {
+	if n.Reference == "" {
 		// The reply is in Slack: record it before the edit, so that a
 		// failed edit is retried alone.
-		if err := rv.outbox.MarkPosted(ctx, *n, n.Channel, res.ts); err != nil {
+		if err := rv.outbox.MarkPosted(ctx, *n, n.Destination, res.ts); err != nil {
 			return res, err
 		}
-		n.TS = res.ts
+		n.Reference = res.ts
 		res.posted = false // recorded: no longer at risk of a second post
 	}
 	err = rv.slack.update(ctx, r.Channel, r.TS, post.RootEdit.Text, post.RootEdit.Blocks, message.Metadata(r.DedupeKey, subjectOf(*n)))
@@ -141,13 +141,13 @@ func (rv *receiver) target(ctx context.Context, n *outbox.Notification, r outbox
 		return err
 	}
 	n.NewRoot = newRoot
-	if channel == n.Channel && threadTS == n.ThreadTS {
+	if channel == n.Destination && threadTS == n.ThreadTS {
 		return nil
 	}
 	if err := rv.outbox.RecordTarget(ctx, *n, channel, threadTS); err != nil {
 		return err
 	}
-	n.Channel, n.ThreadTS = channel, threadTS
+	n.Destination, n.ThreadTS = channel, threadTS
 	return nil
 }
 
@@ -183,7 +183,7 @@ func (rv *receiver) where(ctx context.Context, n outbox.Notification, r outbox.R
 		return "", "", "", err
 	}
 	if channel = rv.channel(workflow, provider); channel == "" {
-		return "", "", "", &notify.AttemptError{Step: "route", Failure: notify.FailurePermanent, Code: outbox.CodeNoChannel,
+		return "", "", "", &notify.DeliveryError{Step: "route", Failure: notify.FailurePermanent, Code: outbox.CodeNoChannel,
 			Err: fmt.Errorf("no Slack channel for workflow %q, provider %q", workflow, provider)}
 	}
 	switch {
@@ -215,10 +215,10 @@ func (rv *receiver) compose(ctx context.Context, n outbox.Notification) (*messag
 	}
 	post, err := composer.Compose(ctx, rv.db, n)
 	if err != nil {
-		return nil, &notify.AttemptError{Step: "compose", Failure: notify.FailureTransient, Err: err}
+		return nil, &notify.DeliveryError{Step: "compose", Failure: notify.FailureTransient, Err: err}
 	}
 	if post.Text == "" {
-		return nil, &notify.AttemptError{Step: "compose", Failure: notify.FailurePermanent, Code: "no_text", Err: errors.New("the composer gave no text")}
+		return nil, &notify.DeliveryError{Step: "compose", Failure: notify.FailurePermanent, Code: "no_text", Err: errors.New("the composer gave no text")}
 	}
 	return &post, nil
 }
@@ -230,7 +230,7 @@ var errNoTS = errors.New("answered ok without the message's ts")
 // post Slack answered ok without a ts is uncertain, as one it did not
 // answer: the message may be there, and is searched for.
 func (rv *receiver) post(ctx context.Context, n *outbox.Notification, p message.Post) (string, error) {
-	if err := rv.slack.pace(ctx, n.Channel); err != nil {
+	if err := rv.slack.pace(ctx, n.Destination); err != nil {
 		return "", err
 	}
 	opts := []slack.MsgOption{slack.MsgOptionText(p.Text, false), slack.MsgOptionMetadata(message.Metadata(n.DedupeKey, subjectOf(*n)))}
@@ -243,12 +243,12 @@ func (rv *receiver) post(ctx context.Context, n *outbox.Notification, p message.
 			opts = append(opts, slack.MsgOptionBroadcast())
 		}
 	}
-	channel, ts, err := rv.slack.api.PostMessageContext(ctx, n.Channel, opts...)
+	channel, ts, err := rv.slack.api.PostMessageContext(ctx, n.Destination, opts...)
 	if err != nil {
 		return "", slackError("chat.postMessage", err, false)
 	}
 	if ts == "" {
-		return "", &notify.AttemptError{Step: "chat.postMessage", Failure: notify.FailureUncertain, Err: errNoTS}
+		return "", &notify.DeliveryError{Step: "chat.postMessage", Failure: notify.FailureUncertain, Err: errNoTS}
 	}
 	if n.ThreadTS == "" {
 		rv.slack.metrics.SlackPosted(metrics.SlackRoot)
@@ -256,7 +256,7 @@ func (rv *receiver) post(ctx context.Context, n *outbox.Notification, p message.
 		rv.slack.metrics.SlackPosted(metrics.SlackReply)
 	}
 	if channel != "" {
-		n.Channel = channel // Slack answers with the id when given a name
+		n.Destination = channel // Slack answers with the id when given a name
 	}
 	return ts, nil
 }

@@ -179,8 +179,8 @@ func (b *bundle) requireOne(t *testing.T, dedupeKey string) slackfake.Message {
 		t.Fatalf("%s: %d messages in Slack, want exactly 1: %+v", dedupeKey, len(msgs), msgs)
 	}
 	n := b.row(t, dedupeKey)
-	if n.State != outbox.StateSent || n.TS != msgs[0].TS || n.Channel != msgs[0].Channel {
-		t.Fatalf("%s: row %s at %s/%s, message at %s/%s", dedupeKey, n.State, n.Channel, n.TS, msgs[0].Channel, msgs[0].TS)
+	if n.State != outbox.StateSent || n.Reference != msgs[0].TS || n.Destination != msgs[0].Channel {
+		t.Fatalf("%s: row %s at %s/%s, message at %s/%s", dedupeKey, n.State, n.Destination, n.Reference, msgs[0].Channel, msgs[0].TS)
 	}
 	return msgs[0]
 }
@@ -673,7 +673,7 @@ func TestFailedRootEditIsRetriedAlone(t *testing.T) {
 	if st.Failed != 1 {
 		t.Fatalf("stats %+v, want one failed", st)
 	}
-	if n := b.row(t, key); n.TS == "" || n.State != outbox.StatePending || n.Uncertain {
+	if n := b.row(t, key); n.Reference == "" || n.State != outbox.StatePending || n.Uncertain {
 		t.Fatalf("row after the failed edit: %+v", n)
 	}
 	b.drain(t, d)
@@ -734,7 +734,7 @@ func TestLeaseFencesAnExpiredHolder(t *testing.T) {
 	if err := b.outbox.MarkSent(b.ctx, fresh[0], alertsChannel, "1.000002"); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.row(t, openedKey(id)); n.State != outbox.StateSent || n.TS != "1.000002" || n.LeasedBy != "" {
+	if n := b.row(t, openedKey(id)); n.State != outbox.StateSent || n.Reference != "1.000002" || n.LeasedBy != "" {
 		t.Errorf("row = %+v", n)
 	}
 }

@@ -104,7 +104,7 @@ func classify(err error) (notify.Failure, time.Duration) {
 
 // slackError classifies a Slack call's error. A call that is safe to
 // repeat (a search, an edit) is never uncertain.
-func slackError(step string, err error, repeatable bool) *notify.AttemptError {
+func slackError(step string, err error, repeatable bool) *notify.DeliveryError {
 	f, delay := classify(err)
 	if f == notify.FailureUncertain && repeatable {
 		f = notify.FailureTransient
@@ -113,7 +113,7 @@ func slackError(step string, err error, repeatable bool) *notify.AttemptError {
 	if code == notify.CodeRedirect {
 		err = fmt.Errorf("%w; redirects are not followed: point slack.api_url at the final address, then replay the row", err)
 	}
-	return &notify.AttemptError{Step: step, Failure: f, Code: code, Delay: delay, Err: err}
+	return &notify.DeliveryError{Step: step, Failure: f, Code: code, Delay: delay, Err: err}
 }
 
 // slackCode is the error code of Slack's ok:false answer in err,

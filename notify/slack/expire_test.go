@@ -27,8 +27,8 @@ func (b *bundle) age(t *testing.T, dedupeKey string, ago time.Duration) {
 // that Slack has no message for it.
 func (b *bundle) requireExpired(t *testing.T, dedupeKey string) {
 	t.Helper()
-	if n := b.row(t, dedupeKey); n.State != outbox.StateParked || n.LastError != expiredReason || n.TS != "" {
-		t.Errorf("%s: %s, ts %q, last_error %q; want parked, unposted, %q", dedupeKey, n.State, n.TS, n.LastError, expiredReason)
+	if n := b.row(t, dedupeKey); n.State != outbox.StateParked || n.LastError != expiredReason || n.Reference != "" {
+		t.Errorf("%s: %s, ts %q, last_error %q; want parked, unposted, %q", dedupeKey, n.State, n.Reference, n.LastError, expiredReason)
 	}
 	if msgs := b.fake.WithKey(dedupeKey); len(msgs) > 0 {
 		t.Errorf("%s: posted although expired: %+v", dedupeKey, msgs)

@@ -13,12 +13,16 @@ import (
 // receivers are the receivers of the dispatchers [NewTestDispatcher] made.
 var receivers sync.Map // *notify.Dispatcher → *receiver
 
+// groupers are their groupers.
+var groupers sync.Map // *notify.Dispatcher → *notify.Grouper
+
 // NewTestDispatcher is [NewDispatcher] for the tests: it keeps the
 // dispatcher's receiver, for [SetIncidentRefresh].
 func NewTestDispatcher(db ledger.DB, cfg Config) (*notify.Dispatcher, error) {
-	d, r, err := newDispatcher(db, cfg)
+	d, r, g, err := newDispatcher(db, cfg)
 	if err == nil {
 		receivers.Store(d, r)
+		groupers.Store(d, g)
 	}
 	return d, err
 }
@@ -30,9 +34,10 @@ func SetIncidentRefresh(d *notify.Dispatcher, every time.Duration) {
 	r.(*receiver).incidents.every = every
 }
 
-// Prepare is the Prepare of d's receiver, d made by [NewTestDispatcher]:
+// Prepare is the alert group decision of d, made by [NewTestDispatcher]:
 // what it decides for row n as if its claim had returned it so.
 func Prepare(ctx context.Context, d *notify.Dispatcher, n *outbox.Notification) error {
-	r, _ := receivers.Load(d)
-	return r.(*receiver).Prepare(ctx, n)
+	g, _ := groupers.Load(d)
+	_, err := g.(*notify.Grouper).Prepare(ctx, n)
+	return err
 }

@@ -53,7 +53,7 @@ func (rv *receiver) search(ctx context.Context, n *outbox.Notification, r outbox
 			return err
 		}
 		if ts != "" {
-			n.Channel, n.ThreadTS = w.Channel, w.ThreadTS
+			n.Destination, n.ThreadTS = w.Channel, w.ThreadTS
 			res.ts, res.adopted = ts, true
 			return nil
 		}
@@ -146,11 +146,11 @@ func (rv *receiver) searchWindow(ctx context.Context, n outbox.Notification, w o
 	}
 	from, until := w.From.Add(-rv.bounds.margin).UTC(), w.Until.Add(rv.bounds.margin).UTC()
 	if closes := until; time.Now().Before(closes) {
-		return "", &notify.AttemptError{Step: "search", Failure: notify.FailureTransient, Delay: time.Until(closes),
+		return "", &notify.DeliveryError{Step: "search", Failure: notify.FailureTransient, Delay: time.Until(closes),
 			Err: fmt.Errorf("%w: more than %d messages in %s since %s; searching again once the window closes at %s",
 				errSearchInconclusive, rv.bounds.pages*200, where, from.Format(time.RFC3339), until.Format(time.RFC3339))}
 	}
-	return "", &notify.AttemptError{Step: "search", Failure: notify.FailurePermanent, Code: outbox.CodeSearchInconclusive,
+	return "", &notify.DeliveryError{Step: "search", Failure: notify.FailurePermanent, Code: outbox.CodeSearchInconclusive,
 		Err: fmt.Errorf("%w: an attempt may have posted this message, and %s holds more than %d messages between %s and %s, "+
 			"none of them it; look there for the alert of ticket %d: if it is there, close this row with "+
 			"`sweeper outbox dismiss %d --by NAME --note TEXT`; if not, post it with `sweeper outbox replay %d --by NAME --not-posted`",

@@ -115,22 +115,35 @@ type Config struct {
 // NewDispatcher returns the dispatcher of the outbox over db (a pool) to
 // Slack, configured by cfg. Its error names the missing fields.
 func NewDispatcher(db ledger.DB, cfg Config) (*notify.Dispatcher, error) {
-	d, _, err := newDispatcher(db, cfg)
+	d, _, _, err := newDispatcher(db, cfg)
 	return d, err
 }
 
-// newDispatcher is [NewDispatcher], which also returns its receiver.
-func newDispatcher(db ledger.DB, cfg Config) (*notify.Dispatcher, *receiver, error) {
+// newDispatcher is [NewDispatcher], which also returns its receiver and
+// its grouper.
+func newDispatcher(db ledger.DB, cfg Config) (*notify.Dispatcher, *receiver, *notify.Grouper, error) {
 	cfg.ID = cmp.Or(cfg.ID, notify.DefaultID()) // the dispatcher's and the receiver's
 	r, err := newReceiver(db, cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if cfg.Grouper == nil {
+		// The decision is the dispatcher's; the group's message, here.
+		cfg.Grouper, err = notify.NewGrouper(db, cfg.Receiver, cfg.Tickets, notify.GroupConfig{
+			Threshold:   cfg.GroupThreshold,
+			DetailLimit: max(cmp.Or(cfg.GroupDetailLimit, defaultGroupDetailLimit), 0),
+			Interval:    cmp.Or(cfg.GroupInterval, defaultGroupInterval),
+			Destination: cfg.Channel,
+		})
+		if err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	d, err := notify.NewDispatcher(db, r, cfg.DispatcherConfig)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return d, r, nil
+	return d, r, cfg.Grouper, nil
 }
 
 // receiver is the [notify.Receiver] to Slack.
@@ -151,7 +164,11 @@ type receiver struct {
 	logger    *slog.Logger
 }
 
-var _ notify.Receiver = (*receiver)(nil)
+var (
+	_ notify.Receiver = (*receiver)(nil)
+	_ notify.Skipper  = (*receiver)(nil)
+	_ notify.Flusher  = (*receiver)(nil)
+)
 
 // newReceiver returns the Slack receiver over db configured by cfg, whose
 // ID is set. Its error names the missing fields.
@@ -216,11 +233,8 @@ func newReceiver(db ledger.DB, cfg Config) (*receiver, error) {
 		channel:   cfg.Channel,
 		bounds:    searchBounds{pages: cmp.Or(cfg.SearchPages, 20), margin: cmp.Or(cfg.SearchMargin, 2*time.Minute)},
 		groups: &alertGroups{
-			threshold: cfg.GroupThreshold,
-			detail:    max(cmp.Or(cfg.GroupDetailLimit, defaultGroupDetailLimit), 0),
-			interval:  cmp.Or(cfg.GroupInterval, defaultGroupInterval),
-			touched:   map[int64]struct{}{},
-			folds:     map[foldKey]folding{},
+			interval: cmp.Or(cfg.GroupInterval, defaultGroupInterval),
+			touched:  map[int64]struct{}{},
 		},
 		incidents: &incidentRefresh{
 			owner: cfg.ID,
@@ -230,37 +244,15 @@ func newReceiver(db ledger.DB, cfg Config) (*receiver, error) {
 	}, nil
 }
 
-// Prepare implements [notify.Receiver]: it decides whether a ticket's
-// first alert goes in an alert group's thread ([receiver.group]), and
-// whether the row is folded into its group instead of posted
-// ([receiver.fold]) — here, one row at a time in the order of the claim,
-// so that a group's first tickets are the ones given their own alert.
-func (r *receiver) Prepare(ctx context.Context, n *outbox.Notification) error {
-	if err := r.group(ctx, n); err != nil {
-		return err
-	}
-	f, err := r.fold(ctx, *n)
-	if err != nil {
-		return err
-	}
-	r.groups.fold(*n, f)
-	return nil
-}
-
 // Deliver implements [notify.Receiver] ([receiver.attempt]). A rate limit
 // closes the row's channel for Slack's Retry-After, which the error's Delay
 // then is, jittered.
 func (r *receiver) Deliver(ctx context.Context, n *outbox.Notification, log *slog.Logger) (notify.Delivery, error) {
-	if f := r.groups.folded(*n); f.group != 0 {
-		held := *n
-		return notify.Delivery{Folded: f.group, FoldCode: f.code, FoldWhy: f.why,
-			Recorded: func(ctx context.Context) { r.touchGroup(ctx, held) }}, nil
-	}
 	res, err := r.attempt(ctx, n, log)
-	if aerr, ok := errors.AsType[*notify.AttemptError](err); ok && aerr.Failure == notify.FailureRateLimited {
-		aerr.Delay = r.slack.closeChannel(n.Channel, aerr.Delay)
+	if aerr, ok := errors.AsType[*notify.DeliveryError](err); ok && aerr.Failure == notify.FailureRateLimited {
+		aerr.Delay = r.slack.closeChannel(n.Destination, aerr.Delay)
 	}
-	d := notify.Delivery{TS: res.ts, Posted: res.posted, Adopted: res.adopted, RootRemoved: res.rootRemoved}
+	d := notify.Delivery{Reference: res.ts, Posted: res.posted, Adopted: res.adopted, RootRemoved: res.rootRemoved}
 	if err == nil {
 		held := *n
 		d.Recorded = func(ctx context.Context) {
@@ -273,13 +265,13 @@ func (r *receiver) Deliver(ctx context.Context, n *outbox.Notification, log *slo
 	return d, err
 }
 
-// Skipped implements [notify.Receiver]: the alert group of the ticket, if
+// Skipped implements [notify.Skipper]: the alert group of the ticket, if
 // it has one, is brought up to date.
 func (r *receiver) Skipped(ctx context.Context, n outbox.Notification) {
 	r.touchGroup(ctx, n)
 }
 
-// Flush implements [notify.Receiver]: the messages of the alert groups
+// Flush implements [notify.Flusher]: the messages of the alert groups
 // whose tickets changed, and of the incidents whose counts may have, are
 // edited.
 func (r *receiver) Flush(ctx context.Context, budget time.Duration) {
@@ -296,10 +288,6 @@ func (r *receiver) Flush(ctx context.Context, budget time.Duration) {
 		}
 	})
 	defer stop()
-	// Every row of the batch is delivered by now: what Prepare decided to
-	// fold and no delivery took (a row expired, or skipped as settled) is
-	// forgotten.
-	r.groups.forgetFolds()
 	r.refreshGroups(rctx)
 	// An incident's edits can be made at the next refresh, by any
 	// dispatcher: they stop with the dispatcher.

@@ -118,15 +118,6 @@ func Sign(secret []byte, t time.Time, body []byte) string {
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
 }
 
-// Prepare implements [notify.Receiver]: nothing depends on other rows.
-func (r *Receiver) Prepare(context.Context, *outbox.Notification) error { return nil }
-
-// Skipped implements [notify.Receiver].
-func (r *Receiver) Skipped(context.Context, outbox.Notification) {}
-
-// Flush implements [notify.Receiver].
-func (r *Receiver) Flush(context.Context, time.Duration) {}
-
 // Deliver implements [notify.Receiver]: one signed POST of the row's event.
 func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.Logger) (notify.Delivery, error) {
 	ev, err := notify.ReadTicketEvent(ctx, r.tickets, *n)
@@ -163,8 +154,8 @@ func (r *Receiver) Deliver(ctx context.Context, n *outbox.Notification, _ *slog.
 	now := r.now()
 	v := notify.ClassifyHTTP(resp.StatusCode, resp.Header, now, 10*time.Second)
 	if v.Delivered() {
-		n.Channel = "webhook"
-		return notify.Delivery{TS: ev.ID, Posted: true}, nil
+		n.Destination = "webhook"
+		return notify.Delivery{Reference: ev.ID, Posted: true}, nil
 	}
 	if resp.StatusCode == http.StatusGone {
 		v.Code = CodeGone
