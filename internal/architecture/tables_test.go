@@ -41,6 +41,7 @@ var owners = map[string]string{
 	"sweeper.provider_health":            "health",
 	"sweeper.provider_rate":              "health",
 	"sweeper.provider_lone_failures":     "health",
+	"sweeper.audits":                     "settle",
 
 	"sweeper.river_job":          "jobs",
 	"sweeper.river_leader":       "jobs",
