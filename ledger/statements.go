@@ -15,7 +15,7 @@ type statements struct {
 	getByIDs, staleOther, futureDated, getByID, getByOpKey   string
 	lookalikes, moveToDone, moveToReview, sharedRecords      string
 	unsettledCounts, oldestPending, settledEstimate, backlog string
-	operations, settled                                      string
+	operations, settled, knownKeys                           string
 	claimArgs                                                []int
 }
 
@@ -47,6 +47,7 @@ func (t *Table) render() statements {
 		backlog:         t.sqlFor(backlogSQL),
 		operations:      t.operationsSQL(),
 		settled:         t.sqlFor(settledSQL),
+		knownKeys:       t.sqlFor(`SELECT {c:op_key}::text FROM {T} WHERE {c:op_key} = ANY($1::text[])`),
 	}
 }
 

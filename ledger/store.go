@@ -409,6 +409,24 @@ func (s *Store) Settled(ctx context.Context, provider string, from, until time.T
 	return ops, nil
 }
 
+// KnownKeys returns which of keys some row of the table holds as its
+// op_key, of any provider and status; the unique index on op_key serves it.
+func (s *Store) KnownKeys(ctx context.Context, keys []string) (map[string]bool, error) {
+	rows, err := s.db.Query(ctx, s.t.sql.knownKeys, keys)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: which of %d op_keys exist: %w", len(keys), err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("ledger: which of %d op_keys exist: %w", len(keys), err)
+	}
+	known := make(map[string]bool, len(got))
+	for _, k := range got {
+		known[k] = true
+	}
+	return known, nil
+}
+
 // CountStalePending counts the pending operations of provider whose first
 // attempt is older than cutoff: the operations waiting on it, for a person
 // told it is down. The partial index operations_pending_stale_idx serves

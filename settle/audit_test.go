@@ -15,6 +15,7 @@ import (
 	"github.com/sweeper/sweeper/ledger"
 	"github.com/sweeper/sweeper/proof"
 	"github.com/sweeper/sweeper/providers"
+	"github.com/sweeper/sweeper/providers/sim"
 	"github.com/sweeper/sweeper/review"
 	"github.com/sweeper/sweeper/settle"
 	"github.com/sweeper/sweeper/testkit/dbtest"
@@ -275,5 +276,38 @@ func TestAuditLetsPendingLookupsGoFirst(t *testing.T) {
 	}
 	if !report.Deferred || fake.requests.Load() != 0 {
 		t.Errorf("report = %+v after %d requests, want deferred and none", report, fake.requests.Load())
+	}
+}
+
+// TestOrphansAreRecordsNoRowNames: a provider listing records by op_key
+// has those whose op_key no ledger row has reported, nothing written; one
+// that cannot list says so.
+func TestOrphansAreRecordsNoRowNames(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	ctx := context.Background()
+	settled(t, pool, "known-1", "listing", "sim_x")
+	adapter, err := sim.Kind.New("listing", &sim.Config{Simulated: true, Listed: []string{"known-1", "nobody-wrote-this"}}, providers.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing := providers.NewProvider("listing", sim.Kind.Name, adapter, limits())
+	fake := newAuditFake(t, nil)
+	byHTTP := httpProvider(t, "mail", "op_key", fake.lookupServer, limits())
+	a := settle.NewAuditor(ledger.Native(), &settle.Auditor{DB: pool, Reviews: review.NewStore(pool, ledger.Native(), policy()),
+		Providers: map[string]*providers.Provider{"listing": listing, "mail": byHTTP}, Logger: discard(), Now: time.Now})
+	refuseLedgerUpdates(t, pool)
+	reports, err := a.Orphans(ctx, time.Now().Add(-24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 2 || reports[0].Provider != "listing" || !reports[1].Unsupported {
+		t.Fatalf("reports = %+v, want listing's and mail's (unsupported)", reports)
+	}
+	if r := reports[0]; r.Listed != 2 || len(r.Orphans) != 1 || r.Orphans[0].OpKey != "nobody-wrote-this" {
+		t.Errorf("listing's report = %+v, want 2 listed and the one no row names", r)
+	}
+	if len(auditTickets(t, pool)) != 0 || fake.requests.Load() != 0 {
+		t.Error("the report wrote a ticket or asked a provider that cannot list")
 	}
 }
