@@ -95,8 +95,7 @@ CREATE TABLE sweeper.audits (
     CONSTRAINT audits_check CHECK ((state = 'claimed'::text) = (audited_at IS NULL)),
     CONSTRAINT audits_pkey PRIMARY KEY (operation_id),
     CONSTRAINT audits_records_check CHECK (records >= 0),
-    CONSTRAINT audits_state_check CHECK (state = ANY (ARRAY['claimed'::text, 'clean'::text, 'duplicate_effect'::text, 'effect_after_failed'::text])),
-    CONSTRAINT audits_ticket_id_fkey FOREIGN KEY (ticket_id) REFERENCES sweeper.tickets(id)
+    CONSTRAINT audits_state_check CHECK (state = ANY (ARRAY['claimed'::text, 'clean'::text, 'duplicate_effect'::text, 'effect_after_failed'::text]))
 );
 CREATE INDEX audits_claimed_idx ON sweeper.audits USING btree (provider, retry_at) WHERE (state = 'claimed'::text);
 CREATE INDEX audits_provider_settled_idx ON sweeper.audits USING btree (provider, settled_at, operation_id);

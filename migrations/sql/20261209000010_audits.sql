@@ -19,7 +19,9 @@ CREATE TABLE sweeper.audits (
     retry_at     timestamptz NOT NULL DEFAULT now(),
     audited_at   timestamptz,
     records      integer     CHECK (records >= 0),
-    ticket_id    bigint      REFERENCES sweeper.tickets (id),
+    -- ticket_id is the ticket a finding opened; no foreign key, so that
+    -- archiving resolved tickets (retention.resolved_tickets) is not held.
+    ticket_id    bigint,
     CHECK ((state = 'claimed') = (audited_at IS NULL))
 );
 CREATE INDEX audits_provider_settled_idx ON sweeper.audits (provider, settled_at, operation_id);
