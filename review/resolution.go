@@ -195,6 +195,11 @@ type resolvedDetails struct {
 // compare-and-set on its status), and a "resolved" audit event is appended
 // under the dedupe key "ticket:ID:resolved". It returns the resolved ticket.
 //
+// An audit's ticket ([proof.Reason.Audit]) is resolved alone: the person's
+// verdict goes to the ticket and its "resolved" event, a record named must
+// be one of its evidence's, and the ledger row — settled, done or failed —
+// is never written.
+//
 // A record the evidence marks as differing from the ledger row, or any
 // record of a payload_mismatch or multiple_matches ticket ([WeighChoice]),
 // is taken only with r.ConfirmDiffers; the audit event then says what was

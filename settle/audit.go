@@ -71,7 +71,8 @@ type Auditor struct {
 	limiters map[string]*rate.Limiter
 }
 
-// NewAuditor returns a audit of the operations of table t (required).
+// NewAuditor returns a, auditing the operations of table t (required: there
+// is no default, and nil panics).
 func NewAuditor(t *ledger.Table, a *Auditor) *Auditor {
 	a.ledger = required("settle.NewAuditor", t)
 	return a
