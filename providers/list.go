@@ -19,6 +19,9 @@ type Lister interface {
 	// classified as [Lookup]'s are. An answer the adapter cannot read
 	// whole (a page it could not follow) is an error, never a part.
 	List(ctx context.Context, since, until time.Time) ([]Listed, error)
+	// Lists says whether the block, as configured, can list: an endpoint
+	// may have to say it answers listings.
+	Lists() bool
 }
 
 // Listed is one record a [Lister] returned, with the op_key it carries.
@@ -30,8 +33,8 @@ type Listed struct {
 // Lists reports whether the provider's adapter can list its records by
 // op_key ([Lister]).
 func (p *Provider) Lists() bool {
-	_, ok := p.adapter.(Lister)
-	return ok && p.matching.ByKey
+	l, ok := p.adapter.(Lister)
+	return ok && p.matching.ByKey && l.Lists()
 }
 
 // List asks the adapter for the records carrying an op_key dated in
@@ -40,7 +43,7 @@ func (p *Provider) Lists() bool {
 // [ErrUnsupported]. Each record is checked as a lookup's are.
 func (p *Provider) List(ctx context.Context, since, until time.Time) (listed []Listed, err error) {
 	l, ok := p.adapter.(Lister)
-	if !ok || !p.matching.ByKey {
+	if !ok || !p.matching.ByKey || !l.Lists() {
 		return nil, fmt.Errorf("%s: %w: the adapter cannot list records by op_key", p.Name, ErrUnsupported)
 	}
 	req, err := p.begin(ctx, SpanLookup, 1)

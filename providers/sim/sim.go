@@ -37,6 +37,9 @@ var (
 	_ providers.Lister      = (*Adapter)(nil)
 )
 
+// Lists implements providers.Lister: a sim block always can.
+func (s *Adapter) Lists() bool { return true }
+
 // List implements providers.Lister: one record for each op_key of
 // listed, dated a second before until, after FailFor has passed.
 func (s *Adapter) List(ctx context.Context, since, until time.Time) ([]providers.Listed, error) {
