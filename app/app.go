@@ -156,6 +156,20 @@ func (s *App) Reviews() *review.Store {
 	return review.NewStore(s.Pool, s.Ledger(), s.livePolicies().Review()).WithAssignees(s.Assignees())
 }
 
+// Auditor returns the audit of the settled operations of the providers
+// whose block says audit = true (none: a pass does nothing).
+func (s *App) Auditor() *settle.Auditor {
+	policies := map[string]settle.AuditPolicy{}
+	for name, p := range s.Config.Providers {
+		if p.Audit && s.Providers[name] != nil {
+			policies[name] = settle.AuditPolicy{After: p.AuditAfter.Duration, Lookback: p.AuditLookback.Duration,
+				Rate: p.AuditRequestsPerSecond()}
+		}
+	}
+	return settle.NewAuditor(s.Ledger(), &settle.Auditor{DB: s.Pool, Reviews: s.Reviews(), Providers: s.Providers,
+		Policies: policies, Logger: s.Logger, Now: s.now, Metrics: s.Metrics})
+}
+
 // Scanner returns the stale scan.
 func (s *App) Scanner() *settle.Scanner {
 	return settle.NewScanner(s.Ledger(), settle.Scanner{

@@ -87,6 +87,7 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	river.AddWorker(workers, jobs.NewEscalateTicketWorker(s.Escalator(), lookup.Timeout(nil)))
 	river.AddWorker(workers, jobs.NewRelookupTicketWorker(s.Escalator(), lookup.Timeout(nil)))
 	river.AddWorker(workers, jobs.NewPruneWorker(s.Pruner()))
+	river.AddWorker(workers, jobs.NewAuditWorker(s.Auditor()))
 	// With Slack off the outbox is still dispatched, to nowhere: each due
 	// row is recorded skipped rather than left pending.
 	dispatcher, err := s.Dispatcher()
@@ -163,8 +164,8 @@ func (s *App) NewDaemon(opts ClientOptions) (*Daemon, error) {
 	return &Daemon{Client: client, watch: watch, periodic: !opts.NoPeriodic, notify: notifyWorker}, nil
 }
 
-// periodicJobs are the periodic jobs on schedules: sweep, escalate, prune
-// and notify. An expression that does not parse is an error naming its
+// periodicJobs are the periodic jobs on schedules: sweep, escalate, prune,
+// audit and notify. An expression that does not parse is an error naming its
 // key.
 func (s *App) periodicJobs(schedules config.Schedules) ([]*river.PeriodicJob, error) {
 	var periodic []*river.PeriodicJob
@@ -175,6 +176,7 @@ func (s *App) periodicJobs(schedules config.Schedules) ([]*river.PeriodicJob, er
 		{"sweep", "schedules.sweep", schedules.Sweep, jobs.SweepArgs{}},
 		{"escalate", "schedules.escalate", schedules.Escalate, jobs.EscalateArgs{}},
 		{"prune", "schedules.prune", schedules.Prune, jobs.PruneArgs{}},
+		{"audit", "schedules.audit", schedules.Audit, jobs.AuditArgs{}},
 		{"notify", "schedules.notify", schedules.Notify, jobs.NotifyArgs{}},
 	} {
 		schedule, err := cron.ParseStandard(j.expr)

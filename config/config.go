@@ -126,6 +126,9 @@ type Schedules struct {
 	// Prune deletes what retention.outbox no longer keeps. Default
 	// "@every 1h".
 	Prune string `toml:"prune"`
+	// Audit looks settled operations of the providers with audit = true
+	// up once more (see [Provider.Audit]). Default "@every 5m".
+	Audit string `toml:"audit"`
 }
 
 // Sweep tunes the stale scan.
@@ -237,6 +240,26 @@ type Provider struct {
 	// they wait for the provider however long it is down. Default 1h; 0 or
 	// between 1m and 720h.
 	MaxOutage Duration `toml:"max_outage"`
+	// Audit turns on the audit of the provider's settled operations: each
+	// done or failed operation is looked up once more, audit_after after it
+	// settled, and a second record of a done operation's effect
+	// (duplicate_effect) or the effect of a failed one (effect_after_failed)
+	// becomes a ticket; the ledger row is never changed. One request per
+	// operation, or per batch for a provider that batches. Default false.
+	Audit bool `toml:"audit"`
+	// AuditAfter is how long after an operation settled it is audited:
+	// long enough for a late duplicate to appear and for the provider's
+	// search to list it. Default 1h, between 1m and 720h.
+	AuditAfter Duration `toml:"audit_after"`
+	// AuditLookback is how far back settled operations are audited, counted
+	// from now; older ones are left alone. Default 72h, at least
+	// audit_after, at most 2160h (90 days).
+	AuditLookback Duration `toml:"audit_lookback"`
+	// AuditRate is the most audit requests a second this process sends the
+	// provider; each also takes its turn in rate_limit, shared with the
+	// lookups, which come first. Default (0) 1, or rate_limit when that is
+	// lower; at most rate_limit.
+	AuditRate float64 `toml:"audit_rate"`
 
 	// Settings holds the kind's own keys (url, token_env, rules, …).
 	Settings Settings `toml:"-"`
@@ -675,7 +698,7 @@ func (e *Error) Unwrap() []error { return e.Problems }
 func Default() Config {
 	return Config{
 		Database:  Database{MaxConns: defaultMaxConns},
-		Schedules: Schedules{Sweep: "*/5 * * * *", Escalate: "* * * * *", Notify: "@every 5s", Prune: "@every 1h"},
+		Schedules: Schedules{Sweep: "*/5 * * * *", Escalate: "* * * * *", Notify: "@every 5s", Prune: "@every 1h", Audit: "@every 5m"},
 		Sweep:     Sweep{BatchSize: defaultBatchSize, QueryTimeout: NewDuration(30 * time.Second), Timeout: NewDuration(2 * time.Minute)},
 		River:     River{MaxWorkers: 100, ShutdownGrace: NewDuration(30 * time.Second)},
 		Review: Review{
@@ -707,6 +730,8 @@ func defaultProvider() *Provider {
 		OutageAfter:   5,
 		InFlightFor:   NewDuration(DefaultInFlightFor),
 		MaxOutage:     NewDuration(time.Hour),
+		AuditAfter:    NewDuration(time.Hour),
+		AuditLookback: NewDuration(72 * time.Hour),
 	}
 }
 
@@ -752,7 +777,7 @@ func (c *Config) validateRuntime(v *validator) {
 
 	for _, sch := range []struct{ key, expr string }{
 		{"schedules.sweep", c.Schedules.Sweep}, {"schedules.escalate", c.Schedules.Escalate}, {"schedules.notify", c.Schedules.Notify},
-		{"schedules.prune", c.Schedules.Prune},
+		{"schedules.prune", c.Schedules.Prune}, {"schedules.audit", c.Schedules.Audit},
 	} {
 		if err := checkSchedule(sch.expr, time.Now()); err != nil {
 			v.add(sch.key, "%v", err)
@@ -866,6 +891,7 @@ func (c *Config) validateProviders(v *validator, kinds []Kind, getenv Getenv, op
 		case d != 0 && (d < time.Minute || d > maxMaxOutage):
 			v.add(prefix+"max_outage", "must be 0 (never) or between 1m and %s", formatDuration(maxMaxOutage))
 		}
+		c.validateAudit(v, prefix, p)
 		if p.Concurrency < 1 || p.Concurrency > 1000 {
 			v.add(prefix+"concurrency", "must be between 1 and 1000")
 		}
@@ -1488,4 +1514,38 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// validateAudit checks a provider block's audit keys.
+func (c *Config) validateAudit(v *validator, prefix string, p *Provider) {
+	switch d := p.AuditAfter; {
+	case d.err != nil:
+		v.add(prefix+"audit_after", "%v", d.err)
+	case d.Duration < time.Minute || d.Duration > 720*time.Hour:
+		v.add(prefix+"audit_after", "must be between 1m and 720h")
+	}
+	switch d := p.AuditLookback; {
+	case d.err != nil:
+		v.add(prefix+"audit_lookback", "%v", d.err)
+	case d.Duration > 2160*time.Hour:
+		v.add(prefix+"audit_lookback", "must be at most 2160h (90 days)")
+	case p.AuditAfter.err == nil && d.Duration <= p.AuditAfter.Duration:
+		v.add(prefix+"audit_lookback", "must be longer than audit_after (%s): the audit looks at operations settled between the two", p.AuditAfter)
+	}
+	switch {
+	case p.AuditRate == 0: // the default
+	case !(p.AuditRate > 0) || math.IsInf(p.AuditRate, 0):
+		v.add(prefix+"audit_rate", "must be a finite number greater than 0 (requests per second)")
+	case p.RateLimit > 0 && p.AuditRate > p.RateLimit:
+		v.add(prefix+"audit_rate", "must be at most rate_limit (%g): the audit's requests take their turn in it", p.RateLimit)
+	}
+}
+
+// AuditRequestsPerSecond is the provider's audit_rate in effect: its own,
+// or by default 1, or rate_limit when that is lower.
+func (p *Provider) AuditRequestsPerSecond() float64 {
+	if p.AuditRate > 0 {
+		return p.AuditRate
+	}
+	return min(1, p.RateLimit)
 }

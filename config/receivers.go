@@ -107,7 +107,8 @@ func (r RouteEntry) String() string {
 
 // Ticket reasons a route may match (review's).
 var routeReasons = []string{"not_found", "multiple_matches", "payload_mismatch", "ambiguous_owner", "lookup_failed",
-	"lookup_unsupported", "invalid_operation", "in_flight", "provider_failed", "provider_reversed"}
+	"lookup_unsupported", "invalid_operation", "in_flight", "provider_failed", "provider_reversed",
+	"duplicate_effect", "effect_after_failed"}
 
 // validateReceivers checks the pagerduty, webhook and routes keys.
 func (c *Config) validateReceivers(v *validator, getenv Getenv, opts Options) {

@@ -15,7 +15,7 @@ type statements struct {
 	getByIDs, staleOther, futureDated, getByID, getByOpKey   string
 	lookalikes, moveToDone, moveToReview, sharedRecords      string
 	unsettledCounts, oldestPending, settledEstimate, backlog string
-	operations                                               string
+	operations, settled, knownKeys                           string
 	claimArgs                                                []int
 }
 
@@ -46,6 +46,8 @@ func (t *Table) render() statements {
 		settledEstimate: t.settledEstimateSQL(),
 		backlog:         t.sqlFor(backlogSQL),
 		operations:      t.operationsSQL(),
+		settled:         t.sqlFor(settledSQL),
+		knownKeys:       t.sqlFor(`SELECT {c:op_key}::text FROM {T} WHERE {c:op_key} = ANY($1::text[])`),
 	}
 }
 
@@ -257,3 +259,14 @@ const backlogSQL = `SELECT
 		   AND {c:created_at} <= coalesce($3::timestamptz, now())),
 		(SELECT count(*) FROM {T} WHERE {c:provider} = $1 AND {c:status} = {w:pending}
 		   AND {c:created_at} <= coalesce($3::timestamptz, now()))`
+
+// settledSQL reads a provider's settled rows by settling time, in keyset
+// pages: $1 provider, $2 from (inclusive), $3 until (exclusive), $4/$5 the
+// cursor, $6 the limit. operations_settled_idx serves it.
+const settledSQL = `SELECT {ops}
+	FROM {T}
+	WHERE {c:provider} = $1 AND {c:status} IN ({w:done}, {w:failed})
+	  AND {c:updated_at} >= $2 AND {c:updated_at} < $3
+	  AND ({c:updated_at}, {c:id}) > ($4, $5)
+	ORDER BY {c:updated_at}, {c:id}
+	LIMIT $6`

@@ -392,6 +392,41 @@ func (s *Store) StalePending(ctx context.Context, provider string, cutoff time.T
 	return ops, nil
 }
 
+// Settled returns up to limit operations of provider settled (done or
+// failed) at or after from and before until, by their updated_at, after
+// the cursor (updated_at, id) in that order: what an audit looks at once
+// more. The partial index operations_settled_idx serves it, so its cost
+// follows the window, not the ledger's history.
+func (s *Store) Settled(ctx context.Context, provider string, from, until time.Time, after StaleCursor, limit int) ([]Operation, error) {
+	rows, err := s.db.Query(ctx, s.t.sql.settled, provider, from, until, after.position(), after.ID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("settled operations of %s: %w", provider, err)
+	}
+	ops, err := pgx.CollectRows(rows, s.t.scan)
+	if err != nil {
+		return nil, fmt.Errorf("settled operations of %s: %w", provider, err)
+	}
+	return ops, nil
+}
+
+// KnownKeys returns which of keys some row of the table holds as its
+// op_key, of any provider and status; the unique index on op_key serves it.
+func (s *Store) KnownKeys(ctx context.Context, keys []string) (map[string]bool, error) {
+	rows, err := s.db.Query(ctx, s.t.sql.knownKeys, keys)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: which of %d op_keys exist: %w", len(keys), err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("ledger: which of %d op_keys exist: %w", len(keys), err)
+	}
+	known := make(map[string]bool, len(got))
+	for _, k := range got {
+		known[k] = true
+	}
+	return known, nil
+}
+
 // CountStalePending counts the pending operations of provider whose first
 // attempt is older than cutoff: the operations waiting on it, for a person
 // told it is down. The partial index operations_pending_stale_idx serves

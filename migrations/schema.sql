@@ -80,6 +80,26 @@ CREATE INDEX alert_groups_decision_idx ON sweeper.alert_groups USING btree (chan
 CREATE TRIGGER alert_groups_no_delete BEFORE DELETE ON sweeper.alert_groups FOR EACH ROW EXECUTE FUNCTION sweeper.reject_change();
 CREATE TRIGGER alert_groups_no_truncate BEFORE TRUNCATE ON sweeper.alert_groups FOR EACH STATEMENT EXECUTE FUNCTION sweeper.reject_change();
 
+CREATE TABLE sweeper.audits (
+    operation_id bigint NOT NULL,
+    provider text NOT NULL,
+    settled_at timestamp with time zone NOT NULL,
+    state text DEFAULT 'claimed'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    claimed_at timestamp with time zone DEFAULT now() NOT NULL,
+    retry_at timestamp with time zone DEFAULT now() NOT NULL,
+    audited_at timestamp with time zone,
+    records integer,
+    ticket_id bigint,
+    CONSTRAINT audits_attempts_check CHECK (attempts >= 0),
+    CONSTRAINT audits_check CHECK ((state = 'claimed'::text) = (audited_at IS NULL)),
+    CONSTRAINT audits_pkey PRIMARY KEY (operation_id),
+    CONSTRAINT audits_records_check CHECK (records >= 0),
+    CONSTRAINT audits_state_check CHECK (state = ANY (ARRAY['claimed'::text, 'clean'::text, 'duplicate_effect'::text, 'effect_after_failed'::text]))
+);
+CREATE INDEX audits_claimed_idx ON sweeper.audits USING btree (provider, retry_at) WHERE (state = 'claimed'::text);
+CREATE INDEX audits_provider_settled_idx ON sweeper.audits USING btree (provider, settled_at, operation_id);
+
 CREATE TABLE sweeper.incidents (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
     provider text NOT NULL,
@@ -321,14 +341,15 @@ CREATE TABLE sweeper.tickets (
     relookup_at timestamp with time zone,
     relookups integer DEFAULT 0 NOT NULL,
     ack_lapses integer DEFAULT 0 NOT NULL,
+    audit boolean GENERATED ALWAYS AS (reason = ANY (ARRAY['duplicate_effect'::text, 'effect_after_failed'::text])) STORED NOT NULL,
     CONSTRAINT tickets_ack_lapses_check CHECK (ack_lapses >= 0),
     CONSTRAINT tickets_acknowledged_check CHECK (acknowledged_by IS NULL AND acknowledged_at IS NULL AND acknowledged_level IS NULL OR acknowledged_by IS NOT NULL AND acknowledged_at IS NOT NULL AND acknowledged_level IS NOT NULL AND acknowledged_by <> ''::text AND char_length(acknowledged_by) <= 200 AND acknowledged_level >= 0 AND acknowledged_level <= escalation_level),
     CONSTRAINT tickets_escalation_level_check CHECK (escalation_level >= 0),
-    CONSTRAINT tickets_operation_id_key UNIQUE (operation_id),
+    CONSTRAINT tickets_operation_id_audit_key UNIQUE (operation_id, audit),
     CONSTRAINT tickets_owner_check CHECK (owner <> ''::text),
     CONSTRAINT tickets_pkey PRIMARY KEY (id),
     CONSTRAINT tickets_priority_check CHECK (priority = ANY (ARRAY['low'::text, 'normal'::text, 'high'::text, 'urgent'::text])),
-    CONSTRAINT tickets_reason_check CHECK (reason = ANY (ARRAY['not_found'::text, 'multiple_matches'::text, 'payload_mismatch'::text, 'ambiguous_owner'::text, 'lookup_failed'::text, 'lookup_unsupported'::text, 'invalid_operation'::text, 'in_flight'::text, 'provider_failed'::text, 'provider_reversed'::text])),
+    CONSTRAINT tickets_reason_check CHECK (reason = ANY (ARRAY['not_found'::text, 'multiple_matches'::text, 'payload_mismatch'::text, 'ambiguous_owner'::text, 'lookup_failed'::text, 'lookup_unsupported'::text, 'invalid_operation'::text, 'in_flight'::text, 'provider_failed'::text, 'provider_reversed'::text, 'duplicate_effect'::text, 'effect_after_failed'::text])),
     CONSTRAINT tickets_relookups_check CHECK (relookups >= 0),
     CONSTRAINT tickets_repeat_count_check CHECK (repeat_count >= 0),
     CONSTRAINT tickets_resolution_check CHECK (state = 'open'::text AND resolution IS NULL OR state = 'resolved'::text AND (resolution = ANY (ARRAY['done'::text, 'not_sent'::text, 'duplicate'::text])) AND resolved_at IS NOT NULL),

@@ -48,12 +48,31 @@ const (
 	// ReasonProviderReversed: the effect happened and the provider says it
 	// was undone or contested since (a refunded or disputed charge).
 	ReasonProviderReversed Reason = "provider_reversed"
+	// ReasonDuplicateEffect: an audit of a done operation found more than
+	// one record of its effect at the provider (a retry that repeated a
+	// call which had succeeded); every record, the one the ledger holds and
+	// each one's state (a refunded one shown as reversed) are in the
+	// evidence. The ledger row is not changed.
+	ReasonDuplicateEffect Reason = "duplicate_effect"
+	// ReasonEffectAfterFailed: an audit of a failed operation found its
+	// effect at the provider: the workflow believes it did not happen and
+	// may have done it again under another key. The ledger row is not
+	// changed.
+	ReasonEffectAfterFailed Reason = "effect_after_failed"
 )
 
 // Reasons lists every reason.
 var Reasons = []Reason{ReasonNotFound, ReasonMultipleMatches, ReasonPayloadMismatch,
 	ReasonAmbiguousOwner, ReasonLookupFailed, ReasonLookupUnsupported, ReasonInvalidOperation,
-	ReasonInFlight, ReasonProviderFailed, ReasonProviderReversed}
+	ReasonInFlight, ReasonProviderFailed, ReasonProviderReversed,
+	ReasonDuplicateEffect, ReasonEffectAfterFailed}
+
+// Audit reports whether tickets of reason r are the audit's findings on a
+// settled operation ([Audit]): their resolution records a person's verdict
+// and never changes the ledger row.
+func (r Reason) Audit() bool {
+	return r == ReasonDuplicateEffect || r == ReasonEffectAfterFailed
+}
 
 // Relooks reports whether tickets of reason r are looked up again on a
 // schedule while open: not_found (a record indexed late), lookup_failed
@@ -86,6 +105,10 @@ func (r Reason) Describe() string {
 		return "the provider holds the attempt and reports that it failed (which is not proof that nothing reached the recipient)"
 	case ReasonProviderReversed:
 		return "the provider reports the effect undone or contested (refunded, disputed)"
+	case ReasonDuplicateEffect:
+		return "an audit after the operation was done found its effect more than once at the provider (the ledger row is unchanged)"
+	case ReasonEffectAfterFailed:
+		return "an audit found the effect at the provider although the workflow marked the operation failed (the ledger row is unchanged)"
 	}
 	return string(r)
 }

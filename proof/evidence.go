@@ -56,6 +56,12 @@ type Evidence struct {
 	// written before it was kept.
 	Payload map[string]any `json:"payload,omitempty"`
 
+	// LedgerStatus and LedgerRecordID are the row's status and record id
+	// as an audit of a settled operation read them ([Audit]); empty in the
+	// evidence of a lookup of a pending operation.
+	LedgerStatus   ledger.Status `json:"ledger_status,omitempty"`
+	LedgerRecordID string        `json:"ledger_record_id,omitempty"`
+
 	// Decision is what the lookup proved.
 	Reason          Reason   `json:"reason"`
 	Detail          string   `json:"detail"`

@@ -195,6 +195,11 @@ type resolvedDetails struct {
 // compare-and-set on its status), and a "resolved" audit event is appended
 // under the dedupe key "ticket:ID:resolved". It returns the resolved ticket.
 //
+// An audit's ticket ([proof.Reason.Audit]) is resolved alone: the person's
+// verdict goes to the ticket and its "resolved" event, a record named must
+// be one of its evidence's, and the ledger row — settled, done or failed —
+// is never written.
+//
 // A record the evidence marks as differing from the ledger row, or any
 // record of a payload_mismatch or multiple_matches ticket ([WeighChoice]),
 // is taken only with r.ConfirmDiffers; the audit event then says what was
@@ -252,6 +257,9 @@ func (s *Store) resolveTx(ctx context.Context, tx pgx.Tx, r Resolution) (Ticket,
 		return Ticket{}, fmt.Errorf("resolve ticket %d: %w", r.TicketID, err)
 	}
 
+	if t.Reason.Audit() {
+		return s.resolveAuditTx(ctx, tx, t, r)
+	}
 	var duplicates []string
 	if r.Outcome == ResolutionDuplicate {
 		ids := recordIDs(t.Evidence)
@@ -445,4 +453,32 @@ func notApplied(ctx context.Context, db ledger.DB, id int64, expectVersion int, 
 		why = "it changed meanwhile"
 	}
 	return &HandledError{Ticket: t, Why: why}
+}
+
+// resolveAuditTx records a person's verdict on an audit's ticket t
+// ([proof.Reason.Audit]), already marked resolved in tx: the ledger row,
+// settled, is never changed. A record named (done, duplicate) must be one
+// of the evidence's; duplicate lists the others as the duplicates.
+func (s *Store) resolveAuditTx(ctx context.Context, tx pgx.Tx, t Ticket, r Resolution) (Ticket, error) {
+	ids := recordIDs(t.Evidence)
+	if r.ProviderRecordID != "" && !slices.Contains(ids, r.ProviderRecordID) {
+		return Ticket{}, fmt.Errorf("%w: provider_record_id: %s is not one of the records in audit ticket %d's evidence (%s); "+
+			"an audit ticket records a verdict on what the audit found and never changes the ledger row",
+			ErrInvalidRequest, r.ProviderRecordID, t.ID, strings.Join(ids, ", "))
+	}
+	var duplicates []string
+	if r.Outcome == ResolutionDuplicate {
+		duplicates = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == r.ProviderRecordID })
+	}
+	op, err := s.ledger.Store(tx).GetByID(ctx, t.OperationID)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("resolve ticket %d: %w", t.ID, err)
+	}
+	details := resolvedDetails{Outcome: r.Outcome, ProviderRecordID: r.ProviderRecordID, Note: r.Note,
+		Duplicates: append([]string{}, duplicates...), LedgerStatus: op.Status}
+	if err := appendOnce(ctx, tx, t, newEvent{ticketID: t.ID, kind: EventResolved, actor: r.By, details: details,
+		key: EventKey(t.ID, EventResolved)}); err != nil {
+		return Ticket{}, err
+	}
+	return t, nil
 }

@@ -333,20 +333,24 @@ func (s *Store) applyBatchTx(ctx context.Context, items []Item) ([]ItemResult, e
 // id, $2 op_key, $3 reason, $4 owner, $6 deadline, $7 evidence (JSON
 // text), $8 first re-lookup (NULL: none), all at priority $5. It returns
 // the operation and ticket id of each ticket it opened, then of each that
-// already existed (opened is false for those).
+// already existed (opened is false for those). One ticket per operation
+// holds per kind: an audit ticket ([proof.Reason.Audit]) beside the
+// ticket, if any, that settling the operation opened.
 const openTicketsSQL = `
 	WITH opened AS (
 		INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence, relookup_at)
 		SELECT t.operation_id, t.op_key, t.reason, t.owner, $5, t.deadline, t.evidence::jsonb, t.relookup_at
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $6::timestamptz[], $7::text[], $8::timestamptz[])
 			AS t(operation_id, op_key, reason, owner, deadline, evidence, relookup_at)
-		ON CONFLICT (operation_id) DO NOTHING
+		ON CONFLICT (operation_id, audit) DO NOTHING
 		RETURNING operation_id, id
 	)
 	SELECT operation_id, id, true FROM opened
 	UNION ALL
 	SELECT t.operation_id, t.id, false FROM sweeper.tickets t
-	WHERE t.operation_id = ANY($1::bigint[]) AND t.operation_id NOT IN (SELECT operation_id FROM opened)`
+	WHERE (t.operation_id, t.audit) IN (SELECT u.operation_id, u.reason IN ('duplicate_effect', 'effect_after_failed')
+	                                    FROM unnest($1::bigint[], $3::text[]) AS u(operation_id, reason))
+	  AND t.operation_id NOT IN (SELECT operation_id FROM opened)`
 
 // openTickets opens the tickets of the operations just moved to review, in
 // one statement, and appends their "opened" events in one more ([appendEvents]).

@@ -495,7 +495,7 @@ func TestTicketTriggers(t *testing.T) {
 		{desc: "second ticket for the operation",
 			sql: `INSERT INTO sweeper.tickets (operation_id, op_key, reason, owner, priority, deadline, evidence)
 				SELECT operation_id, op_key, 'not_found', 'U0X', 'low', now(), '{}' FROM sweeper.tickets WHERE id = $1`,
-			wantConstraint: "tickets_operation_id_key"},
+			wantConstraint: "tickets_operation_id_audit_key"},
 		{desc: "second opened event", sql: `INSERT INTO sweeper.ticket_events (ticket_id, kind, actor, dedupe_key)
 				VALUES ($1::bigint, 'opened', 'sweeper', 'ticket:' || $1::bigint || ':opened')`,
 			wantConstraint: "ticket_events_dedupe_key_key"},

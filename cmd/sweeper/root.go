@@ -107,6 +107,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newOutboxCmd(e),
 		newSilencesCmd(e),
 		newProvidersCmd(e),
+		newAuditCmd(e),
 		newHealthcheckCmd(e),
 		newBenchCmd(e),
 		newHashCmd(e),

@@ -42,6 +42,7 @@ var owners = map[string]string{
 	"sweeper.provider_rate":              "health",
 	"sweeper.provider_lone_failures":     "health",
 	"sweeper.provider_tokens":            "health",
+	"sweeper.audits":                     "settle",
 
 	"sweeper.river_job":          "jobs",
 	"sweeper.river_leader":       "jobs",

@@ -88,6 +88,8 @@ type Metrics struct {
 	notifySkipped  *prometheus.CounterVec
 	notifyFolded   *prometheus.CounterVec
 	notifySilenced *prometheus.CounterVec
+	audited        *prometheus.CounterVec
+	auditFindings  *prometheus.CounterVec
 }
 
 // deprecated is the start of the HELP text of a counter kept one release
@@ -185,12 +187,20 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 			Name: "sweeper_notify_silenced_total",
 			Help: "Outbox rows never sent because an active silence (sweeper silences) matched their ticket or incident when they were due, by receiver (slack, pagerduty, webhook); sweeper outbox list shows them, state silenced, with the silence's id.",
 		}, []string{"receiver"}),
+		audited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_audit_operations_total",
+			Help: "Settled operations (done, failed) the audit looked up once more, counted when their outcome committed, by provider.",
+		}, []string{"provider"}),
+		auditFindings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sweeper_audit_findings_total",
+			Help: "What the audit found, by provider and reason: duplicate_effect (a done operation's effect more than once at the provider) or effect_after_failed (the effect of an operation marked failed); each is a ticket.",
+		}, []string{"provider", "reason"}),
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{
 		m.scanned, m.settled, m.ticketsOpened, m.lookups, m.escalations,
 		m.slackPosts, m.slackParked, m.slackUncertain, m.slackAdopted, m.slackSkipped, m.slackFolded, m.slackSilenced, m.slackSearches,
-		m.groupDeferred, m.notifyParked, m.notifySkipped, m.notifyFolded, m.notifySilenced,
+		m.groupDeferred, m.notifyParked, m.notifySkipped, m.notifyFolded, m.notifySilenced, m.audited, m.auditFindings,
 	} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
@@ -205,6 +215,9 @@ func New(reg prometheus.Registerer, providers []string) (*Metrics, error) {
 		m.scanned.WithLabelValues(p)
 		m.settled.WithLabelValues(p, OutcomeDone)
 		m.settled.WithLabelValues(p, OutcomeReview)
+		m.audited.WithLabelValues(p)
+		m.auditFindings.WithLabelValues(p, AuditDuplicateEffect)
+		m.auditFindings.WithLabelValues(p, AuditEffectAfterFailed)
 	}
 	for _, kind := range []string{SlackRoot, SlackReply, SlackUpdate} {
 		m.slackPosts.WithLabelValues(kind)
@@ -231,6 +244,25 @@ func (m *Metrics) Settled(provider, outcome string) {
 		return
 	}
 	m.settled.WithLabelValues(provider, outcome).Inc()
+}
+
+// Reasons of [Metrics.Audited]'s findings (proof's audit reasons, which
+// this leaf cannot import).
+const (
+	AuditDuplicateEffect   = "duplicate_effect"
+	AuditEffectAfterFailed = "effect_after_failed"
+)
+
+// Audited counts n operations of provider the audit looked up once more,
+// and the findings among them by reason, once committed.
+func (m *Metrics) Audited(provider string, n int, findings map[string]int) {
+	if m == nil {
+		return
+	}
+	m.audited.WithLabelValues(provider).Add(float64(n))
+	for reason, k := range findings {
+		m.auditFindings.WithLabelValues(provider, reason).Add(float64(k))
+	}
 }
 
 // TicketOpened counts one review ticket, opened for reason, committed.

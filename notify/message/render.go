@@ -583,6 +583,10 @@ func reasonWords(r proof.Reason) string {
 		return "the provider reports the attempt failed"
 	case proof.ReasonProviderReversed:
 		return "the provider reports it refunded or disputed"
+	case proof.ReasonDuplicateEffect:
+		return "done, but found more than once at the provider"
+	case proof.ReasonEffectAfterFailed:
+		return "marked failed, but found at the provider"
 	}
 	return "reason " + codeSpan(string(r), 50)
 }

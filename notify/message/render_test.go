@@ -156,6 +156,18 @@ func fixtureFor(reason proof.Reason) renderFixture {
 		return renderFixture{op: op, outcome: answered, records: []providers.Record{
 			inState(emailRecord("ch_3Q1", op.PayloadHash, "Invoice"), providers.StateReversed, "refunded 1299 of 1299"),
 		}}
+	case proof.ReasonDuplicateEffect, proof.ReasonEffectAfterFailed:
+		records := []providers.Record{emailRecord("msg_01HQ", op.PayloadHash, "Welcome"),
+			inState(emailRecord("msg_01HR", op.PayloadHash, "Welcome"), providers.StateEffect, "Sent")}
+		op.Status, op.ProviderRecordID = ledger.StatusDone, "msg_01HQ"
+		if reason == proof.ReasonEffectAfterFailed {
+			records = records[:1]
+			op.Status, op.ProviderRecordID = ledger.StatusFailed, ""
+		}
+		return renderFixture{op: op, outcome: answered, records: records, ledgerSays: func(proof.Decision) proof.Decision {
+			f := proof.Audit(op, proof.SearchFor(op, providers.Matching{ByKey: true}, renderT0), records, nil)
+			return proof.Decision{Reason: f.Reason, RecordIDs: f.RecordIDs, Detail: f.Detail}
+		}}
 	case proof.ReasonInvalidOperation:
 		op.Provider = "fax"
 		return renderFixture{op: op, outcome: func([]providers.Record) proof.Outcome {

@@ -46,7 +46,7 @@ func TestSilenceNeverHoldsEverything(t *testing.T) {
 		{"any level", []string{"escalation_level=~[0-9]+"}, true},
 		{"every configured provider by name", []string{"provider=~stripe|sms|email|push"}, true},
 		{"every reason by name", []string{"reason=~not_found|multiple_matches|payload_mismatch|ambiguous_owner|lookup_failed|" +
-			"lookup_unsupported|invalid_operation|in_flight|provider_failed|provider_reversed"}, true},
+			"lookup_unsupported|invalid_operation|in_flight|provider_failed|provider_reversed|duplicate_effect|effect_after_failed"}, true},
 		{"two that match anything together", []string{"provider=~.+", "workflow=~.+"}, true},
 		{"every workflow there is, and made-up ones not", []string{"workflow=~[a-z]+"}, true},
 		{"one provider", []string{"provider=stripe"}, false},

@@ -31,6 +31,12 @@ type Config struct {
 	// Default 1: the single form, one request per operation. Only an
 	// endpoint that searches by op_key can batch.
 	MaxBatch int `toml:"max_batch"`
+	// List says the endpoint also answers a listing (see the package
+	// doc): GET {url}?since=…&until=… without op_key, every record dated
+	// in the window that carries an op_key, each with it — for the
+	// audit's report of records no ledger row names. Only an endpoint
+	// that searches by op_key can. Default false.
+	List bool `toml:"list"`
 }
 
 // MaxMaxBatch is the largest max_batch: 50 op_keys of up to 100 bytes,
@@ -72,6 +78,9 @@ func (c *Config) Validate() []error {
 		errs = append(errs, fmt.Errorf("max_batch: must be between 1 and %d", MaxMaxBatch))
 	case c.MaxBatch > 1 && c.SearchBy == SearchByResemblance:
 		errs = append(errs, fmt.Errorf("max_batch: an endpoint that searches by resemblance answers one operation per request: remove max_batch or set search_by = %q", SearchByKey))
+	}
+	if c.List && c.SearchBy == SearchByResemblance {
+		errs = append(errs, fmt.Errorf("list: an endpoint that searches by resemblance has no op_key on its records to list: remove list or set search_by = %q", SearchByKey))
 	}
 	switch u, err := url.Parse(c.URL); {
 	case c.URL == "":

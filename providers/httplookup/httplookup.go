@@ -29,11 +29,13 @@ type Adapter struct {
 	client *http.Client
 	byKey  bool
 	batch  int // max_batch; above 1: the endpoint speaks the batch form
+	lists  bool
 }
 
 var (
 	_ providers.MatchingLookup = (*Adapter)(nil)
 	_ providers.BatchLookup    = (*Adapter)(nil)
+	_ providers.Lister         = (*Adapter)(nil)
 )
 
 // Matching implements providers.MatchingLookup, as search_by says.
@@ -61,6 +63,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 		url:   u,
 		token: token,
 		byKey: d.SearchBy != SearchByResemblance,
+		lists: d.List,
 		batch: max(d.MaxBatch, 1),
 		client: &http.Client{
 			Transport:     env.ReadOnly(),

@@ -49,6 +49,11 @@ type Config struct {
 	MaxBatch int `toml:"max_batch"`
 	// Rules are tried in order against the op_key.
 	Rules []Rule `toml:"rules"`
+	// Listed are op_keys whose records the simulated provider lists when
+	// asked for its records by op_key (the audit's report of records no
+	// ledger row names): one record each, dated inside the window asked.
+	// Default none.
+	Listed []string `toml:"listed"`
 	// Simulated acknowledges that the block answers from Rules, not from
 	// a provider, and so settles nothing real: the configuration refuses a
 	// sim block without it, so that a copied example never runs one

@@ -32,7 +32,35 @@ type Adapter struct {
 	answered map[string]time.Time
 }
 
-var _ providers.BatchLookup = (*Adapter)(nil)
+var (
+	_ providers.BatchLookup = (*Adapter)(nil)
+	_ providers.Lister      = (*Adapter)(nil)
+)
+
+// Lists implements providers.Lister: a sim block always can.
+func (s *Adapter) Lists() bool { return true }
+
+// List implements providers.Lister: one record for each op_key of
+// listed, dated a second before until, after FailFor has passed.
+func (s *Adapter) List(ctx context.Context, since, until time.Time) ([]providers.Listed, error) {
+	s.requests.Add(1)
+	failing := s.count(1)
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	if failing {
+		return nil, errOutage
+	}
+	out := make([]providers.Listed, 0, len(s.cfg.Listed))
+	for _, key := range s.cfg.Listed {
+		created := until.Add(-time.Second)
+		if created.Before(since) {
+			created = since
+		}
+		out = append(out, providers.Listed{OpKey: key, Record: s.record(providers.Query{OpKey: key}, "1", "", created)})
+	}
+	return out, nil
+}
 
 // New returns a simulated adapter for the block named name. It takes
 // nothing from env and never fails.
