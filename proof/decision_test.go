@@ -551,7 +551,7 @@ func TestReasonDescribe(t *testing.T) {
 		}
 		seen[d] = r
 	}
-	if len(proof.Reasons) != 10 {
-		t.Errorf("Reasons has %d entries, want the 10 of docs/architecture.md", len(proof.Reasons))
+	if len(proof.Reasons) != 12 {
+		t.Errorf("Reasons has %d entries, want the 12 of docs/architecture.md (ten of settling, two of the audit)", len(proof.Reasons))
 	}
 }
