@@ -19,7 +19,7 @@ import (
 // incident_refresh, on one dispatcher at a time, and no more once the
 // counts are final.
 func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (message.Incident, error) {
-	rec, err := outbox.NewStore(db).Incident(ctx, id)
+	rec, err := outbox.NewIncidents(db).Incident(ctx, id)
 	if err != nil {
 		return message.Incident{}, err
 	}

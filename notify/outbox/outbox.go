@@ -242,8 +242,9 @@ type SearchWindow struct {
 	Until    time.Time `json:"until"`
 }
 
-// Store reads and writes sweeper.outbox, and the alert groups and
-// incidents whose messages it holds. Every write by a dispatcher is a
+// Store reads and writes sweeper.outbox, and the alert groups whose
+// messages it holds ([Incidents] and [Routes] are the stores of the
+// incidents and the routes). Every write by a dispatcher is a
 // compare-and-set on the lease it holds (leased_by and attempts), so a
 // holder whose lease has passed to another changes nothing.
 type Store struct {

@@ -237,6 +237,7 @@ func newReceiver(db ledger.DB, cfg Config) (*receiver, error) {
 			touched:  map[int64]struct{}{},
 		},
 		incidents: &incidentRefresh{
+			rows:  outbox.NewIncidents(db),
 			owner: cfg.ID,
 			every: cmp.Or(cfg.IncidentRefresh, incidentRefreshEvery),
 		},
