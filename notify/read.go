@@ -37,7 +37,7 @@ func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader
 // ReadAlertGroup returns alert group id as its message shows it now: the
 // group from the outbox, its tickets through tickets.
 func ReadAlertGroup(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (message.AlertGroup, error) {
-	rec, err := outbox.NewStore(db).Group(ctx, id)
+	rec, err := outbox.NewGroups(db).Group(ctx, id)
 	if err != nil {
 		return message.AlertGroup{}, err
 	}

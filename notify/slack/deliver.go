@@ -158,7 +158,7 @@ func (rv *receiver) where(ctx context.Context, n outbox.Notification, r outbox.R
 		return r.Channel, r.Thread, "", nil
 	}
 	if n.IsGroupMessage() {
-		channel, err := rv.outbox.GroupChannel(ctx, n.GroupID)
+		channel, err := rv.groups.rows.GroupChannel(ctx, n.GroupID)
 		return channel, "", "", err
 	}
 	if n.Kind == outbox.KindOpened && n.GroupID != 0 {
