@@ -21,7 +21,7 @@ import (
 // replica's, or an earlier configuration's) are replaced with a WARN
 // naming both; a change is logged.
 func (s *App) WriteRoutes(ctx context.Context) error {
-	store := outbox.NewStore(s.Pool)
+	store := outbox.NewRoutes(s.Pool)
 	mine := s.routes()
 	stored, err := store.Routes(ctx)
 	if err != nil {
@@ -65,7 +65,7 @@ func (s *App) WatchRoutes(ctx context.Context, interval time.Duration) {
 // CheckRoutes reads the stored routes once and records whether they
 // differ from this replica's (see [App.WatchRoutes]); it writes nothing.
 func (s *App) CheckRoutes(ctx context.Context) error {
-	stored, err := outbox.NewStore(s.Pool).Routes(ctx)
+	stored, err := outbox.NewRoutes(s.Pool).Routes(ctx)
 	if err != nil {
 		return err
 	}

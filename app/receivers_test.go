@@ -26,7 +26,7 @@ func TestReceiverOffSkipsItsRows(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t, baseConfig, nil)
 	routes := []outbox.Route{{Receiver: outbox.ReceiverPagerDuty}, {Receiver: outbox.ReceiverWebhook}, {Receiver: outbox.ReceiverSlack}}
-	if _, err := outbox.NewStore(b.pool).SetRoutes(ctx, routes); err != nil {
+	if _, err := outbox.NewRoutes(b.pool).SetRoutes(ctx, routes); err != nil {
 		t.Fatal(err)
 	}
 	b.claim(t, "many-1", "sim", time.Hour)
@@ -96,7 +96,7 @@ func TestRoutesConflictIsReported(t *testing.T) {
 		!strings.Contains(secondLog.String(), `provider = \"sim\" -> slack`) {
 		t.Errorf("the replica that replaced the routes did not warn, naming both lists:\n%s", secondLog.String())
 	}
-	stored, err := outbox.NewStore(first.pool).Routes(ctx)
+	stored, err := outbox.NewRoutes(first.pool).Routes(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 			TeamID: s.Config.Slack.TeamID, RedirectURL: strings.TrimSuffix(cfg.PublicURL, "/") + web.Prefix + "/callback",
 			Members: s.people()}
 	}
-	messages := outbox.NewStore(s.Pool)
+	messages, groups := outbox.NewStore(s.Pool), outbox.NewGroups(s.Pool)
 	silences := s.Silences()
 	return web.New(web.Config{
 		Store:           s.Reviews(),
@@ -66,7 +66,7 @@ func (s *App) ReviewPage() (*web.Handler, error) {
 		PublicURL:       cfg.PublicURL,
 		Slack:           slackSignIn,
 		GroupTickets: func(ctx context.Context, group int64) ([]int64, error) {
-			g, err := messages.Group(ctx, group)
+			g, err := groups.Group(ctx, group)
 			return g.Tickets, err
 		},
 		ActiveSilences: func(ctx context.Context) ([]web.ListedSilence, error) {

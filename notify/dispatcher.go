@@ -105,22 +105,23 @@ type DispatcherConfig struct {
 // leaves its row uncertain, and the receiver searches before it sends the
 // message again.
 type Dispatcher struct {
-	outbox   *outbox.Store
-	muter    Muter
-	receiver Receiver
-	grouper  *Grouper
-	tickets  review.TicketReader
-	id       string
-	lease    time.Duration
-	batch    int
-	workers  int
-	backoff  func(int) time.Duration
-	poll     time.Duration
-	wait     time.Duration
-	maxAge   time.Duration
-	prepTime time.Duration
-	logger   *slog.Logger
-	metrics  *metrics.Metrics
+	outbox    *outbox.Store
+	incidents *outbox.Incidents
+	muter     Muter
+	receiver  Receiver
+	grouper   *Grouper
+	tickets   review.TicketReader
+	id        string
+	lease     time.Duration
+	batch     int
+	workers   int
+	backoff   func(int) time.Duration
+	poll      time.Duration
+	wait      time.Duration
+	maxAge    time.Duration
+	prepTime  time.Duration
+	logger    *slog.Logger
+	metrics   *metrics.Metrics
 }
 
 // NewDispatcher returns a Dispatcher over db (a pool) delivering through
@@ -152,22 +153,23 @@ func NewDispatcher(db ledger.DB, r Receiver, cfg DispatcherConfig) (*Dispatcher,
 		backoff = defaultBackoff
 	}
 	return &Dispatcher{
-		outbox:   outbox.NewStore(db).For(cfg.Receiver),
-		muter:    cfg.Muter,
-		receiver: r,
-		grouper:  cfg.Grouper,
-		tickets:  cfg.Tickets,
-		id:       id,
-		lease:    cmp.Or(cfg.Lease, 2*time.Minute),
-		batch:    cmp.Or(cfg.BatchSize, 20),
-		workers:  cmp.Or(cfg.Workers, 4),
-		backoff:  backoff,
-		poll:     cmp.Or(cfg.PollInterval, 2*time.Second),
-		wait:     cfg.GroupWait,
-		maxAge:   cfg.MaxAge,
-		prepTime: cmp.Or(cfg.PrepareTimeout, 5*time.Second),
-		logger:   logger.With("dispatcher", id),
-		metrics:  cfg.Metrics,
+		outbox:    outbox.NewStore(db).For(cfg.Receiver),
+		incidents: outbox.NewIncidents(db),
+		muter:     cfg.Muter,
+		receiver:  r,
+		grouper:   cfg.Grouper,
+		tickets:   cfg.Tickets,
+		id:        id,
+		lease:     cmp.Or(cfg.Lease, 2*time.Minute),
+		batch:     cmp.Or(cfg.BatchSize, 20),
+		workers:   cmp.Or(cfg.Workers, 4),
+		backoff:   backoff,
+		poll:      cmp.Or(cfg.PollInterval, 2*time.Second),
+		wait:      cfg.GroupWait,
+		maxAge:    cfg.MaxAge,
+		prepTime:  cmp.Or(cfg.PrepareTimeout, 5*time.Second),
+		logger:    logger.With("dispatcher", id),
+		metrics:   cfg.Metrics,
 	}, nil
 }
 
@@ -314,7 +316,7 @@ func (d *Dispatcher) silence(ctx context.Context, claimed []outbox.Notification,
 		var labels review.Labels
 		switch {
 		case n.IncidentID != 0:
-			labels.Provider, err = d.outbox.IncidentProvider(ctx, n.IncidentID)
+			labels.Provider, err = d.incidents.IncidentProvider(ctx, n.IncidentID)
 		case n.TicketID != 0:
 			var t review.Ticket
 			t, err = d.tickets.Ticket(ctx, n.TicketID)

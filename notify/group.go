@@ -56,6 +56,7 @@ type GroupConfig struct {
 // receiver; a nil *Grouper groups nothing.
 type Grouper struct {
 	outbox  *outbox.Store
+	groups  *outbox.Groups
 	tickets review.TicketReader
 	cfg     GroupConfig
 }
@@ -80,7 +81,7 @@ func NewGrouper(db ledger.DB, receiver string, tickets review.TicketReader, cfg 
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Grouper{outbox: outbox.NewStore(db).For(receiver), tickets: tickets, cfg: cfg}, nil
+	return &Grouper{outbox: outbox.NewStore(db).For(receiver), groups: outbox.NewGroups(db), tickets: tickets, cfg: cfg}, nil
 }
 
 // Fold is where a row is folded instead of delivered, and why: Group 0
@@ -125,7 +126,7 @@ func (g *Grouper) fold(ctx context.Context, n outbox.Notification) (Fold, error)
 		if live, err := g.groupLive(ctx, n.GroupID); err != nil || !live {
 			return Fold{}, err // no message to count it: delivered alone
 		}
-		detail, err := g.outbox.TakeDetail(ctx, n.GroupID, n.TicketID, g.cfg.DetailLimit)
+		detail, err := g.groups.TakeDetail(ctx, n.GroupID, n.TicketID, g.cfg.DetailLimit)
 		if err != nil || detail {
 			return Fold{}, err
 		}
@@ -154,7 +155,7 @@ func (g *Grouper) fold(ctx context.Context, n outbox.Notification) (Fold, error)
 		return Fold{Group: group, Code: outbox.CodeFoldedTicket, Why: fmt.Errorf(
 			"the ticket's first alert was folded into alert group %d, whose message counts this event", group)}, nil
 	}
-	granted, err := g.outbox.TakeOwnerMessage(ctx, n, group, owner, g.ownerMessages(), g.cfg.Interval)
+	granted, err := g.groups.TakeOwnerMessage(ctx, n, group, owner, g.ownerMessages(), g.cfg.Interval)
 	if err != nil || granted {
 		return Fold{}, err
 	}

@@ -19,7 +19,7 @@ import (
 // incident_refresh, on one dispatcher at a time, and no more once the
 // counts are final.
 func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (message.Incident, error) {
-	rec, err := outbox.NewStore(db).Incident(ctx, id)
+	rec, err := outbox.NewIncidents(db).Incident(ctx, id)
 	if err != nil {
 		return message.Incident{}, err
 	}
@@ -37,7 +37,7 @@ func ReadIncident(ctx context.Context, db ledger.DB, tickets review.TicketReader
 // ReadAlertGroup returns alert group id as its message shows it now: the
 // group from the outbox, its tickets through tickets.
 func ReadAlertGroup(ctx context.Context, db ledger.DB, tickets review.TicketReader, id int64) (message.AlertGroup, error) {
-	rec, err := outbox.NewStore(db).Group(ctx, id)
+	rec, err := outbox.NewGroups(db).Group(ctx, id)
 	if err != nil {
 		return message.AlertGroup{}, err
 	}

@@ -179,7 +179,7 @@ func (o *Outages) step(ctx context.Context, p *providers.Provider) (outageStep, 
 			moved = append(moved, r)
 		}
 	}
-	if err := outbox.CountMovedToReview(ctx, tx, p.Name, len(moved), lim.MaxOutage); err != nil {
+	if err := outbox.NewIncidents(tx).CountMovedToReview(ctx, p.Name, len(moved), lim.MaxOutage); err != nil {
 		return outageStep{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -63,7 +63,7 @@ func TestKillNineBetweenClaimAndSendPagerDuty(t *testing.T) {
 	held := fake.HoldNext()
 	first := startDaemonEnv(t, bin, cfgFile, env)
 	testwait.UntilNil(t, 30*time.Second, "the routes written by the daemon", func() error {
-		routes, err := outbox.NewStore(pool).Routes(ctx)
+		routes, err := outbox.NewRoutes(pool).Routes(ctx)
 		if err != nil || len(routes) != 2 {
 			return fmt.Errorf("routes %+v, %v", routes, err)
 		}

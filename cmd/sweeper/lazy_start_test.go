@@ -328,7 +328,7 @@ func TestReadOnlyCommandsWriteNothingShared(t *testing.T) {
 	// The cluster's daemon wrote these (its configuration routes level-1
 	// escalations to PagerDuty, and reached other servers).
 	routes := []outbox.Route{{Receiver: "pagerduty", Level: 1}, {Receiver: "slack"}}
-	if _, err := outbox.NewStore(pool).SetRoutes(ctx, routes); err != nil {
+	if _, err := outbox.NewRoutes(pool).SetRoutes(ctx, routes); err != nil {
 		t.Fatal(err)
 	}
 	stored := map[string]string{"pm_up": "postmark:server:41", "pm_down": "postmark:server:42"}
@@ -347,7 +347,7 @@ func TestReadOnlyCommandsWriteNothingShared(t *testing.T) {
 		if r.code != exitOK {
 			t.Fatalf("%v: code %d\n%s%s", args, r.code, r.stdout, r.stderr)
 		}
-		got, err := outbox.NewStore(pool).Routes(ctx)
+		got, err := outbox.NewRoutes(pool).Routes(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,7 +64,7 @@ func newTicketsListCmd(e *env) *cobra.Command {
 		if *group != 0 {
 			// The outbox holds which tickets an alert group has; review
 			// lists them.
-			g, err := outbox.NewStore(s.Pool).Group(cmd.Context(), *group)
+			g, err := outbox.NewGroups(s.Pool).Group(cmd.Context(), *group)
 			if err != nil {
 				return err
 			}

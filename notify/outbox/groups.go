@@ -16,6 +16,18 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Groups reads and writes sweeper.alert_groups and
+// sweeper.alert_group_owner_messages: the groups' details, edits and
+// their owners' own messages. The decision of which group a row joins
+// ([Store.DecideGroup]) stays on the outbox's [Store], which writes the
+// rows that join.
+type Groups struct {
+	db DBTX
+}
+
+// NewGroups returns a Groups over db: a pool, or a transaction.
+func NewGroups(db DBTX) *Groups { return &Groups{db: db} }
+
 // GroupDecision is one decision on the alert groups of a channel, provider
 // and reason: a transaction holding the lock that makes such decisions one
 // at a time across every dispatcher, so that two never make two groups of
@@ -30,7 +42,9 @@ type GroupDecision struct {
 // DecideGroup begins a decision on the alert groups of channel (the
 // destination of the store's receiver), provider and reason, over the
 // receiver's rows; the store's database must be a pool, which begins
-// transactions.
+// transactions. It stays on the outbox's Store, whose receiver's rows it
+// decides over and joins ([GroupDecision.Join]), though a new group is
+// written to sweeper.alert_groups in its transaction.
 func (s *Store) DecideGroup(ctx context.Context, channel, provider, reason string) (*GroupDecision, error) {
 	db, ok := s.db.(interface {
 		Begin(context.Context) (pgx.Tx, error)
@@ -146,7 +160,7 @@ func (g *GroupDecision) Join(ctx context.Context, n Notification, group int64) e
 
 // GroupChannel is where alert group id's message goes: the channel its
 // tickets were bound for when it was made.
-func (s *Store) GroupChannel(ctx context.Context, id int64) (string, error) {
+func (s *Groups) GroupChannel(ctx context.Context, id int64) (string, error) {
 	var channel string
 	if err := s.db.QueryRow(ctx, `SELECT channel FROM sweeper.alert_groups WHERE id = $1`, id).Scan(&channel); err != nil {
 		return "", fmt.Errorf("alert group %d: %w", id, err)
@@ -187,15 +201,16 @@ type Group struct {
 	// group's counts rather than posted in its thread.
 	Folded []int64
 	// Detailed counts the tickets given their own alert in its thread
-	// ([Store.TakeDetail]).
+	// ([Groups.TakeDetail]).
 	Detailed int
 }
 
 // ErrGroupNotFound: no alert group has the given id.
 var ErrGroupNotFound = errors.New("alert group not found")
 
-// Group returns alert group id, or [ErrGroupNotFound].
-func (s *Store) Group(ctx context.Context, id int64) (Group, error) {
+// Group returns alert group id, or [ErrGroupNotFound]. Its tickets are
+// read from the outbox rows that joined it.
+func (s *Groups) Group(ctx context.Context, id int64) (Group, error) {
 	g := Group{ID: id}
 	err := s.db.QueryRow(ctx, `SELECT provider, reason,
 			coalesce((SELECT array_agg(m.ticket_id ORDER BY m.id) FROM sweeper.outbox m
@@ -217,7 +232,7 @@ func (s *Store) Group(ctx context.Context, id int64) (Group, error) {
 // id's thread: it may when it was given one already, or when the group
 // has given fewer than limit tickets theirs — it now has. One statement,
 // so two dispatchers never give the group's last place twice.
-func (s *Store) TakeDetail(ctx context.Context, id, ticket int64, limit int) (bool, error) {
+func (s *Groups) TakeDetail(ctx context.Context, id, ticket int64, limit int) (bool, error) {
 	tag, err := s.db.Exec(ctx, `UPDATE sweeper.alert_groups
 		SET detailed = CASE WHEN $2 = ANY(detailed) THEN detailed ELSE array_append(detailed, $2::bigint) END
 		WHERE id = $1 AND ($2 = ANY(detailed) OR cardinality(detailed) < $3)`, id, ticket, limit)
@@ -249,11 +264,11 @@ func (s *Store) FoldedInto(ctx context.Context, id int64) (int64, error) {
 }
 
 // eventOwnMessage is the history event of a row granted a message of its
-// own by [Store.TakeOwnerMessage].
+// own by [Groups.TakeOwnerMessage].
 const eventOwnMessage = "own_message"
 
 // OwnMessage reports whether held row n was granted a message of its own
-// ([Store.TakeOwnerMessage]) by an earlier attempt.
+// ([Groups.TakeOwnerMessage]) by an earlier attempt.
 func (n Notification) OwnMessage() bool {
 	var history []struct {
 		Event string `json:"event"`
@@ -274,8 +289,9 @@ func (n Notification) OwnMessage() bool {
 // over). When it may, the message is counted and the grant recorded in
 // n's history, in one statement, so that a retry of n does not count it
 // again ([Notification.OwnMessage]). [ErrLeaseLost] when the lease has
-// passed.
-func (s *Store) TakeOwnerMessage(ctx context.Context, n Notification, group int64, owner string, limit int, every time.Duration) (bool, error) {
+// passed. The statement writes sweeper.alert_group_owner_messages, whose
+// store this is, and marks the grant on n's outbox row under n's lease.
+func (s *Groups) TakeOwnerMessage(ctx context.Context, n Notification, group int64, owner string, limit int, every time.Duration) (bool, error) {
 	if limit <= 0 {
 		return false, nil
 	}
@@ -304,7 +320,7 @@ func (s *Store) TakeOwnerMessage(ctx context.Context, n Notification, group int6
 }
 
 // GroupEdit is an edit of an alert group's message taken by
-// [Store.TakeGroupEdit]: when it was taken, and the last edit before it.
+// [Groups.TakeGroupEdit]: when it was taken, and the last edit before it.
 type GroupEdit struct {
 	Group int64
 	At    time.Time
@@ -315,7 +331,7 @@ type GroupEdit struct {
 // edited it within the last every (or ever): the edit is recorded as made
 // now, in one statement, so that two dispatchers never edit one group's
 // message twice in one interval. ok is false when it is not due.
-func (s *Store) TakeGroupEdit(ctx context.Context, id int64, every time.Duration) (edit GroupEdit, ok bool, err error) {
+func (s *Groups) TakeGroupEdit(ctx context.Context, id int64, every time.Duration) (edit GroupEdit, ok bool, err error) {
 	edit.Group = id
 	err = s.db.QueryRow(ctx, `UPDATE sweeper.alert_groups g SET edited_at = clock_timestamp()
 		FROM (SELECT edited_at FROM sweeper.alert_groups WHERE id = $1 FOR UPDATE) AS before
@@ -333,7 +349,7 @@ func (s *Store) TakeGroupEdit(ctx context.Context, id int64, every time.Duration
 // GiveBackGroupEdit undoes edit, which made no call (Slack's rate limit
 // refused it, or its channel waits for one): the message may be edited
 // again at once, unless another edit was taken since.
-func (s *Store) GiveBackGroupEdit(ctx context.Context, edit GroupEdit) error {
+func (s *Groups) GiveBackGroupEdit(ctx context.Context, edit GroupEdit) error {
 	_, err := s.db.Exec(ctx, `UPDATE sweeper.alert_groups SET edited_at = $3 WHERE id = $1 AND edited_at = $2`,
 		edit.Group, edit.At, edit.Prev)
 	if err != nil {

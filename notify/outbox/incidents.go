@@ -15,9 +15,16 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/sweeper/sweeper/ledger"
 )
+
+// Incidents reads and writes sweeper.incidents, a provider's outages and
+// the state of their messages' refresh.
+type Incidents struct {
+	db DBTX
+}
+
+// NewIncidents returns an Incidents over db: a pool, or a transaction.
+func NewIncidents(db DBTX) *Incidents { return &Incidents{db: db} }
 
 // IncidentRow is a provider's outage as its row in sweeper.incidents holds
 // it; message.Incident is the same outage as its messages show it, with
@@ -39,7 +46,7 @@ type IncidentRow struct {
 }
 
 // Incident returns incident id.
-func (s *Store) Incident(ctx context.Context, id int64) (IncidentRow, error) {
+func (s *Incidents) Incident(ctx context.Context, id int64) (IncidentRow, error) {
 	in := IncidentRow{ID: id}
 	var ended *time.Time
 	var movedAfter float64
@@ -61,7 +68,7 @@ func (s *Store) Incident(ctx context.Context, id int64) (IncidentRow, error) {
 }
 
 // IncidentProvider is what picks incident id's channel: its provider.
-func (s *Store) IncidentProvider(ctx context.Context, id int64) (string, error) {
+func (s *Incidents) IncidentProvider(ctx context.Context, id int64) (string, error) {
 	var provider string
 	err := s.db.QueryRow(ctx, `SELECT provider FROM sweeper.incidents WHERE id = $1`, id).Scan(&provider)
 	if err != nil {
@@ -75,8 +82,9 @@ func (s *Store) IncidentProvider(ctx context.Context, id int64) (string, error) 
 // that ended within the last hour and whose end is in Slack, and those
 // still open whose start is in Slack once operations of theirs were moved
 // to review after max_outage (their root no longer says "nothing
-// decided"); never one whose counts were final at its last refresh.
-func (s *Store) IncidentsToRefresh(ctx context.Context) ([]int64, error) {
+// decided"); never one whose counts were final at its last refresh. It
+// reads sweeper.outbox beside the incidents, and writes neither.
+func (s *Incidents) IncidentsToRefresh(ctx context.Context) ([]int64, error) {
 	rows, err := s.db.Query(ctx, `SELECT i.id FROM sweeper.incidents i
 		WHERE i.refresh_final_at IS NULL
 		  AND (i.refresh_until IS NULL OR i.refresh_until < now())
@@ -98,7 +106,7 @@ type Shown struct {
 }
 
 // IncidentRefresh is a dispatcher's hold on incident ID's refresh, taken
-// by [Store.RefreshIncident] and given back by [Store.EndRefresh].
+// by [Incidents.RefreshIncident] and given back by [Incidents.EndRefresh].
 type IncidentRefresh struct {
 	ID int64
 	// By is the dispatcher holding it, Until when its lease ends.
@@ -112,7 +120,7 @@ type IncidentRefresh struct {
 
 // RefreshIncident takes incident id's refresh for by, for lease, unless
 // another dispatcher holds it: then ok is false.
-func (s *Store) RefreshIncident(ctx context.Context, id int64, by string, lease time.Duration) (r IncidentRefresh, ok bool, err error) {
+func (s *Incidents) RefreshIncident(ctx context.Context, id int64, by string, lease time.Duration) (r IncidentRefresh, ok bool, err error) {
 	r = IncidentRefresh{ID: id, By: by}
 	err = s.db.QueryRow(ctx, `UPDATE sweeper.incidents SET refresh_owner = $2, refresh_until = now() + $3 * interval '1 second'
 		WHERE id = $1 AND (refresh_until IS NULL OR refresh_until < now())
@@ -132,7 +140,7 @@ func (s *Store) RefreshIncident(ctx context.Context, id int64, by string, lease 
 // whether its counts are final: then it is not refreshed again. It reports
 // false when r's lease had run out, and another may hold the refresh: then
 // nothing is written.
-func (s *Store) EndRefresh(ctx context.Context, r IncidentRefresh, final bool) (bool, error) {
+func (s *Incidents) EndRefresh(ctx context.Context, r IncidentRefresh, final bool) (bool, error) {
 	tag, err := s.db.Exec(ctx, `UPDATE sweeper.incidents SET refresh_owner = NULL, refresh_until = NULL,
 			shown_root = nullif($4, ''), shown_reply = nullif($5, ''),
 			reply_removed_at = CASE WHEN $6 THEN coalesce(reply_removed_at, now()) END,
@@ -147,7 +155,7 @@ func (s *Store) EndRefresh(ctx context.Context, r IncidentRefresh, final bool) (
 
 // RecordShown records what incident id's messages show after a row of it
 // was sent: the root and the closing reply, each when not "".
-func (s *Store) RecordShown(ctx context.Context, id int64, shown Shown) error {
+func (s *Incidents) RecordShown(ctx context.Context, id int64, shown Shown) error {
 	_, err := s.db.Exec(ctx, `UPDATE sweeper.incidents
 		SET shown_root = coalesce(nullif($2, ''), shown_root), shown_reply = coalesce(nullif($3, ''), shown_reply)
 		WHERE id = $1`, id, shown.Root, shown.Reply)
@@ -155,14 +163,14 @@ func (s *Store) RecordShown(ctx context.Context, id int64, shown Shown) error {
 }
 
 // CountMovedToReview adds n to the operations moved to review after
-// maxOutage during provider's open incident, in db's transaction (the one
-// that moved them), so that the incident's messages say so at their next
+// maxOutage during provider's open incident, in the store's transaction
+// (the one that moved them), so that the incident's messages say so at their next
 // refresh. A provider with no open incident changes nothing.
-func CountMovedToReview(ctx context.Context, db ledger.DB, provider string, n int, maxOutage time.Duration) error {
+func (s *Incidents) CountMovedToReview(ctx context.Context, provider string, n int, maxOutage time.Duration) error {
 	if n <= 0 {
 		return nil
 	}
-	if _, err := db.Exec(ctx, `UPDATE sweeper.incidents
+	if _, err := s.db.Exec(ctx, `UPDATE sweeper.incidents
 		SET moved_to_review = moved_to_review + $2, moved_after = $3::interval, refresh_final_at = NULL
 		WHERE provider = $1 AND ended_at IS NULL`, provider, n, maxOutage); err != nil {
 		return fmt.Errorf("count the operations of %s moved to review on its incident: %w", provider, err)

@@ -66,7 +66,7 @@ const (
 
 // Receivers: where a row's message goes (the row's Receiver). The enqueue
 // trigger writes one row per ticket event per receiver the event is routed
-// to (sweeper.routes, see [Store.SetRoutes]); alert groups' and incidents'
+// to (sweeper.routes, see [Routes.SetRoutes]); alert groups' and incidents'
 // rows are Slack's.
 const (
 	ReceiverSlack     = "slack"
@@ -242,8 +242,9 @@ type SearchWindow struct {
 	Until    time.Time `json:"until"`
 }
 
-// Store reads and writes sweeper.outbox, and the alert groups and
-// incidents whose messages it holds. Every write by a dispatcher is a
+// Store reads and writes sweeper.outbox ([Groups], [Incidents] and
+// [Routes] are the stores of the alert groups, the incidents and the
+// routes). Every write by a dispatcher is a
 // compare-and-set on the lease it holds (leased_by and attempts), so a
 // holder whose lease has passed to another changes nothing.
 type Store struct {

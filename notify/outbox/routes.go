@@ -22,12 +22,21 @@ type Route struct {
 	Level    int    `json:"level,omitempty"`
 }
 
+// Routes reads and writes sweeper.routes, the routes the enqueue trigger
+// reads.
+type Routes struct {
+	db DBTX
+}
+
+// NewRoutes returns a Routes over db: a pool, or a transaction.
+func NewRoutes(db DBTX) *Routes { return &Routes{db: db} }
+
 // SetRoutes replaces the routes the enqueue trigger reads
 // (sweeper.routes) with routes, in one statement, and reports whether they
 // changed. The trigger runs in the transaction of every ticket event, so
 // the routing of an event is decided with it, whoever writes it; with no
 // route at all, every event goes to Slack alone.
-func (s *Store) SetRoutes(ctx context.Context, routes []Route) (bool, error) {
+func (s *Routes) SetRoutes(ctx context.Context, routes []Route) (bool, error) {
 	n := len(routes)
 	recv, prov, wf, reason := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	level := make([]int32, n)
@@ -66,7 +75,7 @@ func (s *Store) SetRoutes(ctx context.Context, routes []Route) (bool, error) {
 }
 
 // Routes returns the routes the enqueue trigger reads, in order.
-func (s *Store) Routes(ctx context.Context) ([]Route, error) {
+func (s *Routes) Routes(ctx context.Context) ([]Route, error) {
 	rows, err := s.db.Query(ctx, `SELECT receiver, coalesce(provider, ''), coalesce(workflow, ''), coalesce(reason, ''), level
 		FROM sweeper.routes ORDER BY position`)
 	if err != nil {

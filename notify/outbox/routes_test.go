@@ -63,7 +63,7 @@ func TestRoutesChooseReceivers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	store := outbox.NewStore(pool)
+	store := outbox.NewRoutes(pool)
 
 	plain := openTicket(t, pool, "k0", "payments", "stripe")
 	if got := receivers(t, pool, plain, "opened"); !slices.Equal(got, []string{"slack"}) {
@@ -114,6 +114,37 @@ func TestRoutesChooseReceivers(t *testing.T) {
 	}
 	if _, err := store.SetRoutes(ctx, []outbox.Route{{Receiver: "email"}}); err == nil {
 		t.Error("a route to an unknown receiver was written")
+	}
+}
+
+// TestRoutesTakeATransaction: routes written through a transaction are
+// seen inside it, and gone when it rolls back.
+func TestRoutesTakeATransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	kept := []outbox.Route{{Receiver: outbox.ReceiverSlack}}
+	if _, err := outbox.NewRoutes(pool).SetRoutes(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	inTx := outbox.NewRoutes(tx)
+	dropped := []outbox.Route{{Receiver: outbox.ReceiverWebhook, Provider: "stripe"}}
+	if changed, err := inTx.SetRoutes(ctx, dropped); err != nil || !changed {
+		t.Fatalf("SetRoutes in a transaction: %v, %v", changed, err)
+	}
+	if got, err := inTx.Routes(ctx); err != nil || !slices.Equal(got, dropped) {
+		t.Fatalf("inside the transaction: %+v, %v; want %+v", got, err, dropped)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := outbox.NewRoutes(pool).Routes(ctx); err != nil || !slices.Equal(got, kept) {
+		t.Errorf("after the rollback: %+v, %v; want %+v", got, err, kept)
 	}
 }
 

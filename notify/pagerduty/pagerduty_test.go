@@ -43,7 +43,7 @@ func setup(t *testing.T, routes ...outbox.Route) *bundle {
 	t.Helper()
 	t.Parallel()
 	b := &bundle{ctx: context.Background(), pool: dbtest.NewPool(t), fake: pagerdutyfake.New(t)}
-	if _, err := outbox.NewStore(b.pool).SetRoutes(b.ctx, routes); err != nil {
+	if _, err := outbox.NewRoutes(b.pool).SetRoutes(b.ctx, routes); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -342,7 +342,7 @@ func TestRoutedTicketStaysRouted(t *testing.T) {
 	if st := b.drain(t, d); st.Sent != 1 {
 		t.Fatalf("trigger: %+v", st)
 	}
-	if _, err := outbox.NewStore(b.pool).SetRoutes(b.ctx, []outbox.Route{{Receiver: outbox.ReceiverSlack}}); err != nil {
+	if _, err := outbox.NewRoutes(b.pool).SetRoutes(b.ctx, []outbox.Route{{Receiver: outbox.ReceiverSlack}}); err != nil {
 		t.Fatal(err)
 	}
 	fresh := b.open(t, "payments")

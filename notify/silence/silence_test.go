@@ -200,7 +200,7 @@ func TestReleaseGivesAHeldTicketItsFirstAlert(t *testing.T) {
 	pool := dbtest.NewPool(t)
 	store := outbox.NewStore(pool)
 	silences := silence.NewStore(pool)
-	if _, err := store.SetRoutes(ctx, []outbox.Route{{Receiver: outbox.ReceiverSlack}, {Receiver: outbox.ReceiverPagerDuty}}); err != nil {
+	if _, err := outbox.NewRoutes(pool).SetRoutes(ctx, []outbox.Route{{Receiver: outbox.ReceiverSlack}, {Receiver: outbox.ReceiverPagerDuty}}); err != nil {
 		t.Fatal(err)
 	}
 	slackRows, pdRows := store.For(outbox.ReceiverSlack), store.For(outbox.ReceiverPagerDuty)

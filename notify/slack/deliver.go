@@ -158,7 +158,7 @@ func (rv *receiver) where(ctx context.Context, n outbox.Notification, r outbox.R
 		return r.Channel, r.Thread, "", nil
 	}
 	if n.IsGroupMessage() {
-		channel, err := rv.outbox.GroupChannel(ctx, n.GroupID)
+		channel, err := rv.groups.rows.GroupChannel(ctx, n.GroupID)
 		return channel, "", "", err
 	}
 	if n.Kind == outbox.KindOpened && n.GroupID != 0 {
@@ -175,7 +175,7 @@ func (rv *receiver) where(ctx context.Context, n outbox.Notification, r outbox.R
 	var workflow, provider string
 	if n.IncidentID != 0 {
 		// An incident is the provider's: its channel, or the default.
-		provider, err = rv.outbox.IncidentProvider(ctx, n.IncidentID)
+		provider, err = rv.incidents.rows.IncidentProvider(ctx, n.IncidentID)
 	} else {
 		workflow, provider, err = rv.ticketRoute(ctx, n.TicketID)
 	}

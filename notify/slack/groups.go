@@ -32,7 +32,8 @@ import (
 // is the dispatcher's ([notify.Grouper]): the interval between edits of a
 // group's message, and the groups whose message is out of date.
 type alertGroups struct {
-	// interval is [Config.GroupInterval].
+	// rows is the store of the groups; interval is [Config.GroupInterval].
+	rows     *outbox.Groups
 	interval time.Duration
 
 	mu      sync.Mutex
@@ -95,13 +96,13 @@ var errGroupEditNotDue = errors.New("the alert group's message was edited within
 
 // refreshGroup edits alert group id's message, if it is in Slack, to the
 // group as it is now, when nobody has edited it within the interval
-// ([outbox.Store.TakeGroupEdit]); else [errGroupEditNotDue].
+// ([outbox.Groups.TakeGroupEdit]); else [errGroupEditNotDue].
 func (rv *receiver) refreshGroup(ctx context.Context, id int64) (err error) {
 	g, err := rv.outbox.RootOf(ctx, outbox.Notification{GroupID: id})
 	if err != nil || !g.Live {
 		return err
 	}
-	edit, due, err := rv.outbox.TakeGroupEdit(ctx, id, rv.groups.interval)
+	edit, due, err := rv.groups.rows.TakeGroupEdit(ctx, id, rv.groups.interval)
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func (rv *receiver) refreshGroup(ctx context.Context, id int64) (err error) {
 		// channel waits for one, made no call: the next may be made as
 		// soon as the channel allows, not an interval later.
 		if _, paced := errors.AsType[*notify.ReleaseError](err); paced || errors.Is(err, errRateLimited) {
-			if gerr := rv.outbox.GiveBackGroupEdit(context.WithoutCancel(ctx), edit); gerr != nil {
+			if gerr := rv.groups.rows.GiveBackGroupEdit(context.WithoutCancel(ctx), edit); gerr != nil {
 				err = errors.Join(err, gerr)
 			}
 		}

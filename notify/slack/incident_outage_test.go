@@ -42,7 +42,7 @@ func TestIncidentShowsWhatMovedAfterMaxOutage(t *testing.T) {
 		t.Errorf("root edited %d times before anything moved", root.Edits)
 	}
 
-	if err := outbox.CountMovedToReview(b.ctx, b.pool, "acme", 6, time.Hour); err != nil {
+	if err := outbox.NewIncidents(b.pool).CountMovedToReview(b.ctx, "acme", 6, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	b.refresh(t, d)

@@ -40,7 +40,9 @@ const (
 // incidentRefresh is the receiver's pace of incident refreshes: at most
 // every every, under the name owner.
 type incidentRefresh struct {
-	// owner names the dispatcher in the incidents' refresh leases.
+	// rows is the store of the incidents; owner names the dispatcher in
+	// their refresh leases.
+	rows  *outbox.Incidents
 	owner string
 
 	mu    sync.Mutex
@@ -73,7 +75,7 @@ func (rv *receiver) refreshIncidents(ctx context.Context) {
 	if ctx.Err() != nil || !rv.incidents.due() {
 		return
 	}
-	ids, err := rv.outbox.IncidentsToRefresh(ctx)
+	ids, err := rv.incidents.rows.IncidentsToRefresh(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			rv.logger.Warn("notify: incidents to bring up to date", "error", err)
@@ -98,14 +100,14 @@ func (rv *receiver) refreshIncidents(ctx context.Context) {
 
 // refreshIncident edits incident id's root and closing reply to its counts
 // as they are now. It first takes the incident's lease
-// ([outbox.Store.RefreshIncident]); a dispatcher that finds it held by
+// ([outbox.Incidents.RefreshIncident]); a dispatcher that finds it held by
 // another leaves the incident to it this time. No transaction or
 // connection is held while Slack answers: the reads are statements of
 // their own, and the edits are given up after incidentEditTime, well within
 // the lease, so that an edit with older counts never lands after one with
 // newer counts made under a later lease.
 func (rv *receiver) refreshIncident(ctx context.Context, id int64) error {
-	ref, ok, err := rv.outbox.RefreshIncident(ctx, id, rv.incidents.owner, incidentLease)
+	ref, ok, err := rv.incidents.rows.RefreshIncident(ctx, id, rv.incidents.owner, incidentLease)
 	if err != nil || !ok {
 		return err // !ok: another dispatcher holds it
 	}
@@ -115,7 +117,7 @@ func (rv *receiver) refreshIncident(ctx context.Context, id int64) error {
 		// runs out by itself.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		held, err := rv.outbox.EndRefresh(wctx, ref, final)
+		held, err := rv.incidents.rows.EndRefresh(wctx, ref, final)
 		switch {
 		case err != nil:
 			rv.logger.Warn("notify: the incident's lease was not given back; it runs out by itself", "incident_id", id, "error", err)
@@ -198,7 +200,7 @@ func (rv *receiver) shownIncident(ctx context.Context, n outbox.Notification, sh
 	if n.IncidentID == 0 || (shown == outbox.Shown{}) {
 		return
 	}
-	if err := rv.outbox.RecordShown(ctx, n.IncidentID, shown); err != nil {
+	if err := rv.incidents.rows.RecordShown(ctx, n.IncidentID, shown); err != nil {
 		rv.logger.Warn("notify: what the incident's messages show was not recorded", "incident_id", n.IncidentID, "error", err)
 	}
 }

@@ -233,10 +233,12 @@ func newReceiver(db ledger.DB, cfg Config) (*receiver, error) {
 		channel:   cfg.Channel,
 		bounds:    searchBounds{pages: cmp.Or(cfg.SearchPages, 20), margin: cmp.Or(cfg.SearchMargin, 2*time.Minute)},
 		groups: &alertGroups{
+			rows:     outbox.NewGroups(db),
 			interval: cmp.Or(cfg.GroupInterval, defaultGroupInterval),
 			touched:  map[int64]struct{}{},
 		},
 		incidents: &incidentRefresh{
+			rows:  outbox.NewIncidents(db),
 			owner: cfg.ID,
 			every: cmp.Or(cfg.IncidentRefresh, incidentRefreshEvery),
 		},

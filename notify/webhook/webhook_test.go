@@ -114,7 +114,7 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	t.Parallel()
 	b := &bundle{ctx: context.Background(), pool: dbtest.NewPool(t), srv: newServer(t)}
-	if _, err := outbox.NewStore(b.pool).SetRoutes(b.ctx, []outbox.Route{{Receiver: outbox.ReceiverWebhook}, {Receiver: outbox.ReceiverSlack}}); err != nil {
+	if _, err := outbox.NewRoutes(b.pool).SetRoutes(b.ctx, []outbox.Route{{Receiver: outbox.ReceiverWebhook}, {Receiver: outbox.ReceiverSlack}}); err != nil {
 		t.Fatal(err)
 	}
 	return b
