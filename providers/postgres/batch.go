@@ -52,7 +52,7 @@ func (a *Adapter) LookupBatch(ctx context.Context, qs []providers.Query) ([]prov
 		return nil, a.failure(ctx, "begin read-only transaction", err, providers.Query{})
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a failed rollback closes the connection, which ends the transaction
-	rows, err := a.scan(ctx, tx, pgx.NamedArgs{"op_keys": keys, "since": since, "until": until},
+	rows, err := a.scan(ctx, tx, a.query, pgx.NamedArgs{"op_keys": keys, "since": since, "until": until},
 		providers.Query{}, true, MaxRows*len(qs), "more than %d rows for the operations of one statement: narrow the query")
 	if err != nil {
 		return nil, err

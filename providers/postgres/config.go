@@ -23,6 +23,10 @@ var Parameters = []string{"op_key", "recipient", "action", "payload_hash", "sinc
 // with @since and @until spanning every operation's window.
 var BatchParameters = []string{"op_keys", "since", "until"}
 
+// ListParameters are the named parameters of list_query: the window
+// listed.
+var ListParameters = []string{"since", "until"}
+
 // Bounds of max_batch.
 const (
 	DefaultMaxBatch = 100
@@ -49,6 +53,13 @@ type Config struct {
 	// query that binds @op_keys) answers for, 2 to [MaxMaxBatch]. Default
 	// [DefaultMaxBatch] (0 too); ignored by a query that binds @op_key.
 	MaxBatch int `toml:"max_batch"`
+	// ListQuery is one SQL SELECT that returns the records carrying an
+	// op_key dated in [@since, @until], with Query's columns and op_key:
+	// what `sweeper audit report` reads for records no ledger row names
+	// (providers.Lister). It binds only @since and @until, and runs READ
+	// ONLY like Query. Only a Query that matches by key lists. Default
+	// none: the adapter does not list.
+	ListQuery string `toml:"list_query"`
 	// MaxConns is the most connections the adapter holds open to the
 	// provider database, 1 to 100. Default 4.
 	MaxConns int `toml:"max_conns"`
@@ -73,6 +84,9 @@ func (c *Config) Validate() []error {
 	// dsn_env is checked by the configuration (through SecretEnvs):
 	// required, a valid name, set in the environment.
 	errs = append(errs, validateQuery(c.Query)...)
+	if c.ListQuery != "" {
+		errs = append(errs, validateListQuery(c.ListQuery)...)
+	}
 	if c.MaxBatch != 0 && (c.MaxBatch < 2 || c.MaxBatch > MaxMaxBatch) {
 		errs = append(errs, fmt.Errorf("max_batch: must be between 2 and %d", MaxMaxBatch))
 	}
@@ -129,6 +143,34 @@ func validateQuery(query string) []error {
 	for _, p := range text.params {
 		if !slices.Contains(Parameters, p) {
 			errs = append(errs, fmt.Errorf("query: unknown parameter @%s: the parameters are @%s", p, strings.Join(Parameters, ", @")))
+		}
+	}
+	return errs
+}
+
+// validateListQuery checks list_query: one SELECT, binding only
+// @since and @until, naming op_key in its select list.
+func validateListQuery(query string) []error {
+	if !utf8.ValidString(query) {
+		return []error{errors.New("list_query: must be valid UTF-8")}
+	}
+	text := scanSQL(query)
+	var errs []error
+	if text.afterSemicolon {
+		errs = append(errs, errors.New("list_query: must be one statement: found more SQL after ';'"))
+	}
+	if !strings.EqualFold(text.firstWord, "select") && !strings.EqualFold(text.firstWord, "with") {
+		errs = append(errs, errors.New("list_query: must be a SELECT (or WITH … SELECT)"))
+	}
+	if text.positional != "" {
+		errs = append(errs, fmt.Errorf("list_query: positional parameter %s: use the named parameters @%s", text.positional, strings.Join(ListParameters, ", @")))
+	}
+	if selectOpKey(query) != opKeyStored {
+		errs = append(errs, errors.New("list_query: must name op_key in its select list (op_key, t.op_key or … AS op_key), not computed from a parameter: each row says which operation it carries"))
+	}
+	for _, p := range text.params {
+		if !slices.Contains(ListParameters, p) {
+			errs = append(errs, fmt.Errorf("list_query: unknown parameter @%s: list_query may use @%s", p, strings.Join(ListParameters, ", @")))
 		}
 	}
 	return errs

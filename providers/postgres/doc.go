@@ -118,6 +118,16 @@
 // error. A query that returns op_key without binding @op_key or @op_keys
 // is refused by validation.
 //
+// # Listing
+//
+// A block whose query matches by key may add list_query: one SELECT
+// binding only @since and @until that returns op_key and the query's
+// columns for every record dated in that window, run READ ONLY like the
+// query. The adapter then lists ([Adapter.List], providers.Lister) for
+// `sweeper audit report`, which names the records no ledger row holds.
+// More than [MaxListRows] rows, or a row with no op_key, is an error,
+// never part of an answer.
+//
 // # Errors
 //
 // Connection failures, timeouts, serialization failures and a

@@ -36,6 +36,7 @@ const cancelGrace = 500 * time.Millisecond
 type Adapter struct {
 	name     string
 	query    string
+	list     string // list_query; "": the adapter does not list
 	password string // only to redact it from errors
 	pool     *pgxpool.Pool
 	batch    int // the batch form's max_batch; 0: the single form
@@ -47,6 +48,7 @@ type Adapter struct {
 var (
 	_ providers.MatchingLookup = (*Adapter)(nil)
 	_ providers.BatchLookup    = (*Adapter)(nil)
+	_ providers.Lister         = (*Adapter)(nil)
 )
 
 // New returns an adapter running cfg's query (validated) on the database
@@ -95,7 +97,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dsn_env: connection pool: %s", redactPassword(err.Error(), cc.Password))
 	}
-	a := &Adapter{name: name, query: cfg.Query, password: cc.Password, pool: pool, byKey: byKey(cfg.Query)}
+	a := &Adapter{name: name, query: cfg.Query, list: cfg.ListQuery, password: cc.Password, pool: pool, byKey: byKey(cfg.Query)}
 	if batchForm(cfg.Query) {
 		d := *cfg
 		d.ApplyDefaults()
@@ -238,7 +240,7 @@ func columnsOf(fields []pgconn.FieldDescription, types *pgtype.Map, byKey bool) 
 }
 
 func (a *Adapter) records(ctx context.Context, tx pgx.Tx, q providers.Query) ([]providers.Record, error) {
-	rows, err := a.scan(ctx, tx, pgx.NamedArgs{
+	rows, err := a.scan(ctx, tx, a.query, pgx.NamedArgs{
 		"op_key":       q.OpKey,
 		"recipient":    q.Recipient,
 		"action":       q.Action,
@@ -285,17 +287,17 @@ type row struct {
 	err   error
 }
 
-// scan runs the query with args and reads its rows. A result of more than
+// scan runs query (the block's query or list_query) with args and reads its rows. A result of more than
 // limit rows is a permanent error (tooMany, given limit, says why). Outside
 // the batch form a row that is no record ends the scan with its error; in
 // it, the row carries its error, for the operation it names. q is only for
 // redacting errors.
-func (a *Adapter) scan(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, q providers.Query, batch bool, limit int, tooMany string) ([]row, error) {
+func (a *Adapter) scan(ctx context.Context, tx pgx.Tx, query string, args pgx.NamedArgs, q providers.Query, batch bool, limit int, tooMany string) ([]row, error) {
 	// Stopping early (too many rows) cancels the statement rather than read
 	// the rest of its result.
 	queryCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	rows, err := tx.Query(queryCtx, a.query, args)
+	rows, err := tx.Query(queryCtx, query, args)
 	if err != nil {
 		return nil, a.failure(ctx, "query", err, q)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,7 +58,7 @@ func (s *Adapter) List(ctx context.Context, since, until time.Time) ([]providers
 		if created.Before(since) {
 			created = since
 		}
-		out = append(out, providers.Listed{OpKey: key, Record: s.record(providers.Query{OpKey: key}, "1", "", created)})
+		out = append(out, providers.Listed{OpKey: key, Record: s.record(providers.Query{OpKey: key}, 1, "", created)})
 	}
 	return out, nil
 }
@@ -162,16 +163,16 @@ func (s *Adapter) answer(ctx context.Context, q providers.Query) ([]providers.Re
 	created := q.Since.Add(time.Second)
 	switch rule.Outcome {
 	case OutcomeFound:
-		return []providers.Record{s.record(q, "1", q.PayloadHash, created)}, nil
+		return []providers.Record{s.record(q, 1, q.PayloadHash, created)}, nil
 	case OutcomeMany:
 		return []providers.Record{
-			s.record(q, "1", q.PayloadHash, created),
-			s.record(q, "2", q.PayloadHash, created.Add(time.Second)),
+			s.record(q, 1, q.PayloadHash, created),
+			s.record(q, 2, q.PayloadHash, created.Add(time.Second)),
 		}, nil
 	case OutcomeMismatch:
-		return []providers.Record{s.record(q, "1", otherHash(q.PayloadHash), created)}, nil
+		return []providers.Record{s.record(q, 1, otherHash(q.PayloadHash), created)}, nil
 	case OutcomeFailed, OutcomeInFlight, OutcomeReversed:
-		r := s.record(q, "1", q.PayloadHash, created)
+		r := s.record(q, 1, q.PayloadHash, created)
 		r.State, r.Status = simStates[rule.Outcome].state, simStates[rule.Outcome].status
 		return []providers.Record{r}, nil
 	case OutcomeError:
@@ -212,12 +213,19 @@ func (s *Adapter) heldSince(opKey string, after time.Duration) bool {
 	return time.Since(first) >= after
 }
 
-// record builds a record whose id is derived from the op_key, so that the
-// same operation always finds the same ids.
-func (s *Adapter) record(q providers.Query, n, payloadHash string, created time.Time) providers.Record {
-	sum := sha256.Sum256([]byte(s.name + "\x00" + q.OpKey))
+// RecordID is the id the simulated provider named provider gives the nth
+// record (1 or 2) it holds for opKey: derived from the op_key, so that the
+// same operation always finds the same ids, and a workflow's confirmation
+// can name one (as `sweeper demo` does for an operation done twice).
+func RecordID(provider, opKey string, n int) string {
+	sum := sha256.Sum256([]byte(provider + "\x00" + opKey))
+	return "sim_" + hex.EncodeToString(sum[:6]) + "_" + strconv.Itoa(n)
+}
+
+// record builds the nth record of q's op_key ([RecordID]).
+func (s *Adapter) record(q providers.Query, n int, payloadHash string, created time.Time) providers.Record {
 	return providers.Record{
-		ID:          "sim_" + hex.EncodeToString(sum[:6]) + "_" + n,
+		ID:          RecordID(s.name, q.OpKey, n),
 		CreatedAt:   created.UTC(),
 		Recipient:   q.Recipient,
 		PayloadHash: payloadHash,

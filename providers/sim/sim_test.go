@@ -244,6 +244,9 @@ func TestLookupStableIDs(t *testing.T) {
 	s := newSim(t, "sim", everyOutcome())
 
 	first := ids(t, s, "many-1")
+	if want := []string{sim.RecordID("sim", "many-1", 1), sim.RecordID("sim", "many-1", 2)}; !cmp.Equal(first, want) {
+		t.Errorf("ids of many-1 = %v, want sim.RecordID's %v", first, want)
+	}
 	if diff := cmp.Diff(first, ids(t, s, "many-1")); diff != "" {
 		t.Errorf("same op_key looked up twice, ids differ (-first +second):\n%s", diff)
 	}

@@ -46,7 +46,11 @@ import (
 // up after their tickets' alerts are in Slack (slack.group_wait, 3s) and
 // before their re-lookup; the outage outlasts the first probe (5s after
 // the provider goes down), so the second one, 10s later, brings it back.
+// The operation its workflow marked done is audited demoAuditAfter after
+// it settled, far below audit_after's one-minute floor, once its
+// provider's pending operations are settled (they come first).
 const (
+	demoAuditAfter    = 6 * time.Second
 	demoReviewWindow  = 12 * time.Second
 	demoRelookupAfter = 8 * time.Second
 	demoRelookupMax   = 30 * time.Second
@@ -186,6 +190,11 @@ func (d *demo) run(ctx context.Context) int {
 	cfg.Review.Window = config.NewDuration(demoReviewWindow)
 	cfg.Review.RelookupAfter = config.NewDuration(demoRelookupAfter)
 	cfg.Review.RelookupMax = config.NewDuration(demoRelookupMax)
+	for _, op := range d.plan {
+		if op.scenario == scenarioDoneTwice {
+			cfg.Providers[op.attempt.Provider].AuditAfter = config.NewDuration(demoAuditAfter)
+		}
+	}
 
 	pool, err := app.Connect(setupCtx, cfg)
 	if err != nil {
@@ -239,7 +248,7 @@ func (d *demo) run(ctx context.Context) int {
 	}
 	fmt.Fprintln(e.stdout, "\ndaemon started; what happens, as it happens:")
 
-	w := newDemoWatch(pool, cfg.LedgerTable(), fake, out, len(d.plan))
+	w := newDemoWatch(pool, cfg.LedgerTable(), fake, out, d.plan)
 	outcome := w.watch(ctx, deadline)
 	kept := d.keep && outcome == nil
 	if kept {
@@ -439,6 +448,11 @@ const (
 	scenarioUnsupported = sim.OutcomeUnsupported
 	scenarioLagging     = "lagging" // found, but only demoLag after the first answer
 	scenarioNoProvider  = "no_provider"
+	// scenarioDoneTwice is an operation its workflow marked done, naming
+	// the first of the two records its provider holds for it (many): a
+	// retry that repeated a call which had succeeded. Only the audit sees
+	// it.
+	scenarioDoneTwice = "done_twice"
 )
 
 // demoScenarios is the mix, repeated: more than half the operations are
@@ -465,6 +479,7 @@ var scenarioWords = map[string]string{
 	scenarioUnsupported: "no search API",
 	scenarioLagging:     fmt.Sprintf("a record its search shows only %s after the first lookup", demoLag),
 	scenarioNoProvider:  "a provider sweeper has no block for",
+	scenarioDoneTwice:   fmt.Sprintf("marked done by its workflow, with two records (audited %s after)", demoAuditAfter),
 }
 
 // demoFlow is one kind of workflow operation the demo seeds.
@@ -515,10 +530,11 @@ type demoOp struct {
 	age      time.Duration // since the first attempt
 }
 
-// demoPlan lays out n operations: the scenario mix, spread over the
-// workflows, each between 20 minutes and two hours old.
+// demoPlan lays out n pending operations: the scenario mix, spread over
+// the workflows, each between 20 minutes and two hours old; and one more,
+// a receipt its workflow marked done and sent twice (scenarioDoneTwice).
 func demoPlan(n int) []demoOp {
-	plan := make([]demoOp, n)
+	plan := make([]demoOp, n, n+1)
 	for i := range plan {
 		scenario := demoScenarios[i%len(demoScenarios)]
 		flow := demoFlows[i%len(demoFlows)]
@@ -534,7 +550,15 @@ func demoPlan(n int) []demoOp {
 			age:      time.Duration(20+(i*37)%100) * time.Minute,
 		}
 	}
-	return plan
+	flow := demoFlows[0]
+	return append(plan, demoOp{
+		attempt: ledger.Attempt{
+			OpKey: flow.key(n), Workflow: flow.workflow, Provider: flow.provider, Action: flow.action,
+			Recipient: flow.recipient(n), Payload: json.RawMessage(flow.payload(n)),
+		},
+		scenario: scenarioDoneTwice,
+		age:      45 * time.Minute,
+	})
 }
 
 // demoConfigText is the demo's configuration; %s are the fake Slack's URL
@@ -546,6 +570,7 @@ const demoConfigText = `
 sweep = "@every 2s"
 escalate = "@every 2s"
 notify = "@every 1s"
+audit = "@every 2s"
 
 [review]
 default_owner = "U0OPSDESK"
@@ -600,7 +625,8 @@ trusted_proxies = ["127.0.0.1/32", "::1/128"]
 
 // demoConfig is the configuration text for plan: one sim block per
 // configured provider, with a rule per operation whose answer is not "no
-// record" (the sim's default). The outage provider answers transient
+// record" (the sim's default); audit = true for the provider of an
+// operation done twice (its audit_after is shortened in code). The outage provider answers transient
 // errors for its first demoOutage and goes down for the cluster after
 // outage_after (default 5) of them; the others have no health tracking.
 func demoConfig(plan []demoOp, slackURL string) string {
@@ -629,13 +655,19 @@ concurrency = 8
 			// would hold every operation asked with it past lookup_timeout.
 			blocks.WriteString("outage_after = 0\nmax_batch = 1\n")
 		}
+		if slices.ContainsFunc(plan, func(op demoOp) bool { return op.attempt.Provider == name && op.scenario == scenarioDoneTwice }) {
+			blocks.WriteString("audit = true\n")
+		}
 		for _, op := range plan {
 			if op.attempt.Provider != name || op.scenario == scenarioNotFound {
 				continue
 			}
 			outcome, after := op.scenario, ""
-			if op.scenario == scenarioLagging {
+			switch op.scenario {
+			case scenarioLagging:
 				outcome, after = sim.OutcomeFound, fmt.Sprintf("after = %q\n", config.NewDuration(demoLag))
+			case scenarioDoneTwice:
+				outcome = sim.OutcomeMany
 			}
 			fmt.Fprintf(&blocks, "[[providers.%s.rules]]\nmatch = %q\noutcome = %q\n%s", name, op.attempt.OpKey, outcome, after)
 		}
@@ -644,7 +676,9 @@ concurrency = 8
 }
 
 // seedDemo writes plan as a workflow would — a claim before the provider
-// call that was never confirmed — and ages each row.
+// call that was never confirmed — and ages each row; the operation done
+// twice is confirmed with its provider's first record, as its workflow
+// would after the call.
 func seedDemo(ctx context.Context, pool *pgxpool.Pool, table *ledger.Table, plan []demoOp) error {
 	store := table.Store(pool)
 	age := table.SQL(`UPDATE {T}
@@ -657,6 +691,11 @@ func seedDemo(ctx context.Context, pool *pgxpool.Pool, table *ledger.Table, plan
 		if _, err := pool.Exec(ctx, age, op.attempt.OpKey, op.age.Seconds()); err != nil {
 			return err
 		}
+		if op.scenario == scenarioDoneTwice {
+			if _, err := store.Confirm(ctx, op.attempt.OpKey, sim.RecordID(op.attempt.Provider, op.attempt.OpKey, 1)); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -666,16 +705,21 @@ func (d *demo) describe(fake *slackfake.Server) {
 	w := d.e.stdout
 	byProvider, byScenario := map[string]int{}, map[string]int{}
 	oldest, youngest := time.Duration(0), time.Duration(1<<62)
+	pending := 0
 	for _, op := range d.plan {
-		byProvider[op.attempt.Provider]++
 		byScenario[op.scenario]++
+		if op.scenario == scenarioDoneTwice {
+			continue
+		}
+		pending++
+		byProvider[op.attempt.Provider]++
 		oldest, youngest = max(oldest, op.age), min(youngest, op.age)
 	}
-	fmt.Fprintf(w, "  seeded:     %d pending operations, claimed %s to %s ago and never confirmed: %s\n",
-		len(d.plan), youngest, oldest, countList(byProvider, nil))
+	fmt.Fprintf(w, "  seeded:     %d pending operations, claimed %s to %s ago and never confirmed: %s; and %d done\n",
+		pending, youngest, oldest, countList(byProvider, nil), len(d.plan)-pending)
 	fmt.Fprintf(w, "  providers:  mailer, sms and payments are simulated (sim); fax has no [providers.fax] block\n")
 	var mix []string
-	for _, sc := range []string{scenarioFound, scenarioLagging, scenarioNotFound, scenarioMany, scenarioMismatch, scenarioError, scenarioSlow, scenarioUnsupported, scenarioNoProvider} {
+	for _, sc := range []string{scenarioFound, scenarioLagging, scenarioNotFound, scenarioMany, scenarioMismatch, scenarioError, scenarioSlow, scenarioUnsupported, scenarioNoProvider, scenarioDoneTwice} {
 		if byScenario[sc] > 0 {
 			mix = append(mix, fmt.Sprintf("%d %s", byScenario[sc], scenarioWords[sc]))
 		}
@@ -751,8 +795,11 @@ type demoWatch struct {
 	shownFull   map[string]bool
 	health      map[string]demoHealth // provider → health last seen
 	escalations int
-	outboxOpen  int
-	pending     []string
+	// audits counts the audit tickets opened; wantAudits, the operations
+	// done twice, each of which the audit must find.
+	audits, wantAudits int
+	outboxOpen         int
+	pending            []string
 	// incidentBehind counts the incident messages in Slack that still say
 	// operations are being looked up: not yet edited to the final counts.
 	incidentBehind int
@@ -771,13 +818,22 @@ type demoHealth struct {
 	lastError      string
 }
 
-func newDemoWatch(pool *pgxpool.Pool, table *ledger.Table, fake *slackfake.Server, out *demoPrinter, seeded int) *demoWatch {
-	return &demoWatch{
-		pool: pool, table: table, fake: fake, out: out, seeded: seeded,
+func newDemoWatch(pool *pgxpool.Pool, table *ledger.Table, fake *slackfake.Server, out *demoPrinter, plan []demoOp) *demoWatch {
+	w := &demoWatch{
+		pool: pool, table: table, fake: fake, out: out, seeded: len(plan),
 		status: map[string]string{}, messages: map[string]int{}, shownFull: map[string]bool{},
 		printed: map[int64]bool{}, firstOwners: map[string]int{},
 		health: map[string]demoHealth{}, roots: map[string]int{}, channels: map[string]bool{},
 	}
+	for _, op := range plan {
+		if op.scenario == scenarioDoneTwice {
+			// Done by its workflow, not by sweeper: no done line; its audit
+			// ticket is what the account shows.
+			w.status[op.attempt.OpKey] = string(ledger.StatusDone)
+			w.wantAudits++
+		}
+	}
+	return w
 }
 
 // watch polls until every seeded operation is settled, a ticket has
@@ -807,7 +863,8 @@ func (w *demoWatch) watch(ctx context.Context, deadline time.Time) error {
 }
 
 func (w *demoWatch) finished() bool {
-	return len(w.status) == w.seeded && len(w.pending) == 0 && w.escalations > 0 && w.outboxOpen == 0 && w.incidentBehind == 0
+	return len(w.status) == w.seeded && len(w.pending) == 0 && w.escalations > 0 && w.audits >= w.wantAudits &&
+		w.outboxOpen == 0 && w.incidentBehind == 0
 }
 
 func (w *demoWatch) unfinished() string {
@@ -822,6 +879,9 @@ func (w *demoWatch) unfinished() string {
 	}
 	if w.escalations == 0 {
 		parts = append(parts, "no ticket has escalated yet")
+	}
+	if w.audits < w.wantAudits {
+		parts = append(parts, fmt.Sprintf("%d operation(s) done twice not yet found by the audit", w.wantAudits-w.audits))
 	}
 	if w.outboxOpen > 0 {
 		parts = append(parts, fmt.Sprintf("%d Slack message(s) not yet delivered", w.outboxOpen))
@@ -1013,6 +1073,12 @@ func (w *demoWatch) printEvent(ev demoEvent) {
 		var d review.OpenedDetails
 		_ = json.Unmarshal(ev.details, &d)
 		w.firstOwners[d.Owner]++
+		if d.Reason.Audit() {
+			w.audits++
+			w.out.event("audit", "#%d %s looked up once more after it settled: %s: %s; owner @%s, %s priority, deadline %s",
+				ev.ticket, ev.opKey, d.Reason, d.Detail, d.Owner, d.Priority, clock(d.Deadline))
+			return
+		}
 		w.out.event("ticket", "#%d opened for %s: owner @%s, %s, %s priority, deadline %s",
 			ev.ticket, ev.opKey, d.Owner, d.Reason, d.Priority, clock(d.Deadline))
 	case review.EventEscalated:
@@ -1133,14 +1199,20 @@ func (w *demoWatch) summary(out io.Writer) {
 		}
 		rows.Close()
 	}
-	reasons, owners := map[string]int{}, map[string]int{}
-	var tickets, open int
-	rows, err = w.pool.Query(ctx, `SELECT reason, owner, state FROM sweeper.tickets`)
+	reasons, audits, owners := map[string]int{}, map[string]int{}, map[string]int{}
+	var tickets, open, audited int
+	rows, err = w.pool.Query(ctx, `SELECT reason, audit, owner, state FROM sweeper.tickets`)
 	if err == nil {
 		for rows.Next() {
 			var reason, owner, state string
-			if rows.Scan(&reason, &owner, &state) == nil {
-				reasons[reason]++
+			var audit bool
+			if rows.Scan(&reason, &audit, &owner, &state) == nil {
+				if audit {
+					audits[reason]++
+					audited++
+				} else {
+					reasons[reason]++
+				}
 				owners[owner]++
 				tickets++
 				if state == review.StateOpen {
@@ -1161,6 +1233,8 @@ func (w *demoWatch) summary(out io.Writer) {
 	fmt.Fprintf(out, "  tickets: %d (%d open); opened for %s; owned now by %s\n", tickets, open,
 		countList(w.firstOwners, mention), countList(owners, mention))
 	fmt.Fprintf(out, "  escalations: %d, of %d ticket(s)\n", w.escalations, escalated)
+	fmt.Fprintf(out, "  audit: %d ticket(s) (%s) for effects found once more after their operation settled; the ledger rows left as they were\n",
+		audited, countList(audits, nil))
 	fmt.Fprintf(out, "  slack: %d messages posted (%d root messages, %d thread replies) and %d edits, in %d channel(s)\n",
 		w.posts+w.replies, w.posts, w.replies, w.edits, len(w.channels))
 

@@ -27,6 +27,7 @@ var (
 	demoSlackLine    = regexp.MustCompile(`(?m)^  slack: (\d+) messages posted \((\d+) root messages, (\d+) thread replies\)`)
 	demoIncidents    = regexp.MustCompile(`(?m)^  incidents: (\d+) \(([^)]*)\)`)
 	demoSelfSettled  = regexp.MustCompile(`(?m)^  settled by themselves: (\d+) ticket`)
+	demoAudits       = regexp.MustCompile(`(?m)^  audit: (\d+) ticket\(s\) \(([^)]*)\)`)
 	demoRoots        = regexp.MustCompile(`(?m)^  root Slack messages: (\d+) for (\d+) tickets opened \((\d+) ticket alerts, (\d+) alert group\(s\) holding (\d+) tickets, (\d+) incident\(s\)\)$`)
 	// An address or phone number as the demo seeds them, unmasked.
 	rawRecipient = regexp.MustCompile(`[a-z]+\.\d+@example\.(com|org|net)|\+1555\d{7}`)
@@ -45,7 +46,8 @@ func skipLong(t *testing.T) {
 // TestDemo runs `sweeper demo` against the tests' server and checks that
 // it reaches its summary with every seeded operation settled as the
 // simulated providers dictate, at least one escalation, Slack messages,
-// no raw recipient anywhere, and its database gone afterwards; and that it
+// the audit's duplicate_effect ticket for the operation its workflow marked
+// done with two records at the provider, no raw recipient anywhere, and its database gone afterwards; and that it
 // tells the least-toil story (testDemoStory).
 func TestDemo(t *testing.T) {
 	skipLong(t)
@@ -115,24 +117,43 @@ func testDemo(t *testing.T, adopt bool) {
 		n[i], _ = strconv.Atoi(m[i+1])
 	}
 	seeded, done, inReview, failed, pending := n[0], n[1], n[2], n[3], n[4]
-	if seeded != ops || done+inReview+failed != ops || pending != 0 {
-		t.Errorf("summary %q: want %d seeded, all settled, none pending", m[0], ops)
+	plan := demoPlan(ops)
+	if seeded != len(plan) || done+inReview+failed != len(plan) || pending != 0 {
+		t.Errorf("summary %q: want %d seeded, all settled, none pending", m[0], len(plan))
 	}
-	wantDone, lagging := 0, 0
-	for _, op := range demoPlan(ops) {
+	wantDone, lagging, doneTwice := 0, 0, 0
+	var doneTwiceKey string
+	for _, op := range plan {
 		switch op.scenario {
 		case scenarioFound:
 			wantDone++
 		case scenarioLagging:
 			lagging++
+		case scenarioDoneTwice:
+			doneTwice++
+			doneTwiceKey = op.attempt.OpKey
 		}
 	}
-	if done != wantDone+lagging || inReview != ops-wantDone-lagging {
-		t.Errorf("summary %q: want %d done (one matching record each, %d of them found late) and %d in review",
-			m[0], wantDone+lagging, lagging, ops-wantDone-lagging)
+	if doneTwice != 1 {
+		t.Fatalf("the plan holds %d operations done twice, want 1", doneTwice)
 	}
-	if got := strings.Count(r.stdout, "  done     "); got != done {
-		t.Errorf("%d done lines, summary says %d", got, done)
+	// The operation done twice stays done: the audit never writes the
+	// ledger.
+	if done != wantDone+lagging+doneTwice || inReview != ops-wantDone-lagging {
+		t.Errorf("summary %q: want %d done (one matching record each, %d of them found late, and %d its workflow marked done) and %d in review",
+			m[0], wantDone+lagging+doneTwice, lagging, doneTwice, ops-wantDone-lagging)
+	}
+	// Sweeper settles the pending ones; the one its workflow marked done is
+	// not sweeper's to announce.
+	if got := strings.Count(r.stdout, "  done     "); got != done-doneTwice {
+		t.Errorf("%d done lines, want the summary's %d but the %d its workflow marked done", got, done, doneTwice)
+	}
+	audit := regexp.MustCompile(`(?m)^ +[0-9.]+s  audit    #\d+ (\S+) .*: duplicate_effect: 2 record\(s\) .*; owner @\w+`).FindAllStringSubmatch(r.stdout, -1)
+	if len(audit) != 1 || audit[0][1] != doneTwiceKey {
+		t.Errorf("audit lines %q: want one duplicate_effect ticket, for %s:\n%s", audit, doneTwiceKey, r.stdout)
+	}
+	if m := demoAudits.FindStringSubmatch(r.stdout); m == nil || m[1] != "1" || m[2] != "duplicate_effect 1" {
+		t.Errorf("audit summary %q: want 1 ticket, duplicate_effect", m)
 	}
 	// A ticket for every operation in review, and one for every lagging
 	// operation, which its re-lookup resolved.
@@ -146,12 +167,12 @@ func testDemo(t *testing.T, adopt bool) {
 	if !regexp.MustCompile(`(?m)  escalate #\d+ .*escalated to level 1: owner @U0OPSLEAD`).MatchString(r.stdout) {
 		t.Errorf("no escalation to the next owner among the events:\n%s", r.stdout)
 	}
-	testDemoStory(t, r.stdout, demoPlan(ops), inReview+lagging, lagging)
+	testDemoStory(t, r.stdout, plan, inReview+lagging+doneTwice, lagging)
 	if !strings.Contains(r.stdout, "thread reply, also to the channel: 🔺 Escalated from level 0 to level 1: @U0OPSLEAD") {
 		t.Errorf("the escalation's Slack reply is not shown as text:\n%s", r.stdout)
 	}
 
-	for _, op := range demoPlan(ops) {
+	for _, op := range plan {
 		if strings.Contains(r.stdout+r.stderr, op.attempt.Recipient) {
 			t.Errorf("raw recipient %s in the output", op.attempt.Recipient)
 		}
