@@ -15,7 +15,7 @@ import (
 func (a *Adapter) RecordNamespace(ctx context.Context) (string, error) {
 	body, err := a.get(ctx, "/v3/company/"+a.realm+"/companyinfo/"+a.realm, nil)
 	if err != nil {
-		return "", providers.Redact(err, a.tokens.secrets()...)
+		return "", providers.Redact(err, a.tokens.Secrets()...)
 	}
 	var info struct {
 		CompanyInfo *struct {

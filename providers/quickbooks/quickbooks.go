@@ -46,7 +46,7 @@ const (
 type Adapter struct {
 	name     string
 	realm    string
-	tokens   *tokens
+	tokens   *providers.RefreshingToken
 	base     *url.URL
 	pageSize int
 	client   *http.Client
@@ -70,26 +70,13 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if !realmRE.MatchString(cfg.RealmID) {
 		return nil, errors.New("realm_id: required: the company's realm id, 1-32 digits")
 	}
-	t := &tokens{name: name, access: token, seen: []string{token}}
-	if cfg.RefreshTokenEnv != "" || cfg.ClientIDEnv != "" || cfg.ClientSecretEnv != "" {
-		if t.refresh, err = config.BlockSecret(env.Var, "refresh_token_env", cfg.RefreshTokenEnv); err != nil {
-			return nil, err
-		}
-		if t.clientID, err = config.BlockSecret(env.Var, "client_id_env", cfg.ClientIDEnv); err != nil {
-			return nil, err
-		}
-		if t.clientSecret, err = config.BlockSecret(env.Var, "client_secret_env", cfg.ClientSecretEnv); err != nil {
-			return nil, err
-		}
-		t.url = cmp.Or(cfg.TokenURL, DefaultTokenURL)
-		if err := providers.CheckBaseURL(t.url, "client_secret_env"); err != nil {
-			return nil, fmt.Errorf("token_url: %w", err)
-		}
-		t.client = &http.Client{
-			Transport:     providers.TokenTransport{URL: t.url, Base: env.RoundTripper()},
-			CheckRedirect: providers.RefuseRedirects("token_url"),
-		}
-		t.store, t.key, t.seed = env.Tokens, "quickbooks:"+cfg.RealmID, providers.Tokens{Access: token, Refresh: t.refresh}
+	t, err := providers.NewRefreshingToken(name, token, providers.RefreshKeys{
+		RefreshTokenEnv: cfg.RefreshTokenEnv, ClientIDEnv: cfg.ClientIDEnv, ClientSecretEnv: cfg.ClientSecretEnv,
+		TokenURL: cfg.TokenURL, DefaultURL: DefaultTokenURL,
+		StoreKey: func(string) string { return "quickbooks:" + cfg.RealmID },
+	}, env)
+	if err != nil {
+		return nil, err
 	}
 	return &Adapter{
 		name: name, realm: cfg.RealmID, tokens: t, base: base, pageSize: defaultPageSize,
@@ -100,9 +87,7 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 // Close releases the adapter's idle connections.
 func (a *Adapter) Close() {
 	a.client.CloseIdleConnections()
-	if a.tokens.client != nil {
-		a.tokens.client.CloseIdleConnections()
-	}
+	a.tokens.Close()
 }
 
 // Matching implements providers.MatchingLookup: every record is read by
@@ -149,7 +134,7 @@ type invoice struct {
 func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
 	records, err := a.lookup(ctx, q)
 	if err != nil {
-		return nil, providers.Redact(err, append(a.tokens.secrets(), q.Recipient, strings.TrimSpace(q.Recipient))...)
+		return nil, providers.Redact(err, append(a.tokens.Secrets(), q.Recipient, strings.TrimSpace(q.Recipient))...)
 	}
 	return records, nil
 }
@@ -312,20 +297,16 @@ func record(inv invoice) (providers.Record, error) {
 // most, since a token another replica or an earlier run stored may have
 // expired since; a token refreshed now and refused is permanent.
 func (a *Adapter) get(ctx context.Context, path string, params url.Values) ([]byte, error) {
-	token := a.tokens.current()
+	token := a.tokens.Current()
 	body, err := a.getWith(ctx, path, params, token)
 	if !errors.Is(err, errUnauthorized) {
 		return body, err
 	}
-	if a.tokens.client == nil {
+	if !a.tokens.Refreshes() {
 		return nil, providers.Permanent(fmt.Errorf("%s: HTTP 401: the access token is expired or refused (access_token_env; no refresh_token_env to refresh it)", a.name))
 	}
-	renewals := 1
-	if a.tokens.store != nil {
-		renewals = maxRenewals
-	}
-	for range renewals {
-		if token, err = a.tokens.renew(ctx, token); err != nil {
+	for range a.tokens.Renewals() {
+		if token, err = a.tokens.Renew(ctx, token); err != nil {
 			return nil, err
 		}
 		if body, err = a.getWith(ctx, path, params, token); !errors.Is(err, errUnauthorized) {
@@ -334,10 +315,6 @@ func (a *Adapter) get(ctx context.Context, path string, params url.Values) ([]by
 	}
 	return nil, providers.Permanent(fmt.Errorf("%s: HTTP 401 with a refreshed access token: the app cannot read realm_id", a.name))
 }
-
-// maxRenewals bounds the renewals of one GET's access token: one stored
-// by another replica or an earlier run, then one refreshed now.
-const maxRenewals = 2
 
 var errUnauthorized = errors.New("HTTP 401")
 

@@ -18,7 +18,7 @@ const connectionsPath = "/connections"
 func (a *Adapter) RecordNamespace(ctx context.Context) (string, error) {
 	body, err := a.get(ctx, connectionsPath, nil, "the connections")
 	if err != nil {
-		return "", providers.Redact(err, a.tokens.secrets()...)
+		return "", providers.Redact(err, a.tokens.Secrets()...)
 	}
 	var conns []struct {
 		TenantID string `json:"tenantId"`

@@ -1,7 +1,6 @@
 package xero
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,7 +46,7 @@ const (
 // the invoice's Reference holding the op_key.
 type Adapter struct {
 	name   string
-	tokens *tokens
+	tokens *providers.RefreshingToken
 	tenant string
 	client *http.Client
 }
@@ -68,28 +67,15 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tokens{name: name, access: token, seen: []string{token}}
-	if cfg.RefreshTokenEnv != "" || cfg.ClientIDEnv != "" || cfg.ClientSecretEnv != "" {
-		if t.refresh, err = config.BlockSecret(env.Var, "refresh_token_env", cfg.RefreshTokenEnv); err != nil {
-			return nil, err
-		}
-		if t.clientID, err = config.BlockSecret(env.Var, "client_id_env", cfg.ClientIDEnv); err != nil {
-			return nil, err
-		}
-		if t.clientSecret, err = config.BlockSecret(env.Var, "client_secret_env", cfg.ClientSecretEnv); err != nil {
-			return nil, err
-		}
-		t.url = cmp.Or(cfg.TokenURL, DefaultTokenURL)
-		if err := providers.CheckBaseURL(t.url, "client_secret_env"); err != nil {
-			return nil, fmt.Errorf("token_url: %w", err)
-		}
-		t.client = &http.Client{
-			Transport:     providers.TokenTransport{URL: t.url, Base: env.RoundTripper()},
-			CheckRedirect: providers.RefuseRedirects("token_url"),
-		}
-		// One app's connection: blocks of several organisations reached
-		// through it share its tokens.
-		t.store, t.key, t.seed = env.Tokens, "xero:"+t.clientID, providers.Tokens{Access: token, Refresh: t.refresh}
+	// One app's connection: blocks of several organisations reached
+	// through it share its tokens.
+	t, err := providers.NewRefreshingToken(name, token, providers.RefreshKeys{
+		RefreshTokenEnv: cfg.RefreshTokenEnv, ClientIDEnv: cfg.ClientIDEnv, ClientSecretEnv: cfg.ClientSecretEnv,
+		TokenURL: cfg.TokenURL, DefaultURL: DefaultTokenURL,
+		StoreKey: func(clientID string) string { return "xero:" + clientID },
+	}, env)
+	if err != nil {
+		return nil, err
 	}
 	return &Adapter{
 		name:   name,
@@ -103,7 +89,10 @@ func New(name string, cfg *Config, env providers.Env) (*Adapter, error) {
 }
 
 // Close releases the adapter's idle connections.
-func (a *Adapter) Close() { a.client.CloseIdleConnections() }
+func (a *Adapter) Close() {
+	a.client.CloseIdleConnections()
+	a.tokens.Close()
+}
 
 // Matching implements providers.MatchingLookup: every record carries the
 // op_key in its Reference, compared exactly.
@@ -115,7 +104,7 @@ func (a *Adapter) Matching() providers.Matching { return providers.Matching{ByKe
 func (a *Adapter) Lookup(ctx context.Context, q providers.Query) ([]providers.Record, error) {
 	records, err := a.lookup(ctx, q)
 	if err != nil {
-		return nil, providers.Redact(err, append(a.tokens.secrets(), q.Recipient, strings.TrimSpace(q.Recipient))...)
+		return nil, providers.Redact(err, append(a.tokens.Secrets(), q.Recipient, strings.TrimSpace(q.Recipient))...)
 	}
 	return records, nil
 }
@@ -169,20 +158,16 @@ func (a *Adapter) lookup(ctx context.Context, q providers.Query) ([]providers.Re
 // counted against its health); for the minute's or concurrency limit it is
 // rate limited for Xero's Retry-After.
 func (a *Adapter) get(ctx context.Context, path string, params url.Values, what string) ([]byte, error) {
-	token := a.tokens.current()
+	token := a.tokens.Current()
 	body, err := a.getWith(ctx, path, params, what, token)
 	if !errors.Is(err, errUnauthorized) {
 		return body, err
 	}
-	if a.tokens.client == nil {
+	if !a.tokens.Refreshes() {
 		return nil, providers.Permanent(fmt.Errorf("%s: HTTP 401 to %s: the access token is expired or refused (access_token_env; no refresh_token_env to refresh it)", a.name, what))
 	}
-	renewals := 1
-	if a.tokens.store != nil {
-		renewals = maxRenewals
-	}
-	for range renewals {
-		if token, err = a.tokens.renew(ctx, token); err != nil {
+	for range a.tokens.Renewals() {
+		if token, err = a.tokens.Renew(ctx, token); err != nil {
 			return nil, err
 		}
 		if body, err = a.getWith(ctx, path, params, what, token); !errors.Is(err, errUnauthorized) {
@@ -191,10 +176,6 @@ func (a *Adapter) get(ctx context.Context, path string, params url.Values, what 
 	}
 	return nil, providers.Permanent(fmt.Errorf("%s: HTTP 401 to %s with a refreshed access token: the connection cannot read the organisation", a.name, what))
 }
-
-// maxRenewals bounds the renewals of one GET's access token: one stored
-// by another replica or an earlier run, then one refreshed now.
-const maxRenewals = 2
 
 // errUnauthorized is Xero refusing the access token (401).
 var errUnauthorized = errors.New("HTTP 401")
