@@ -26,6 +26,7 @@ import (
 	"github.com/sweeper/sweeper/providers"
 	"github.com/sweeper/sweeper/testkit/dbtest"
 	"github.com/sweeper/sweeper/testkit/slackfake"
+	"github.com/sweeper/sweeper/testkit/testwait"
 )
 
 // TestTracesOfASettleAndANotifyPass: with tracing on, one settle pass and
@@ -247,6 +248,16 @@ func TestTracesOfRiverJobs(t *testing.T) {
 	client := b.startClient(t)
 	b.sweep(t, client)
 	b.waitSettled(t, []string{"found-1"}, 20*time.Second)
+	// The operation settles in the lookup job's transaction; the job's
+	// span ends once River has recorded the job's completion, after it.
+	testwait.Until(t, 10*time.Second, "the lookup job's span", func() bool {
+		for _, sp := range exporter.GetSpans() {
+			if sp.Name == "river.work/lookup_batch" {
+				return true
+			}
+		}
+		return false
+	})
 
 	spans := exporter.GetSpans()
 	var sweep, lookupJob, lookup []tracetest.SpanStub
