@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/ledger"
@@ -287,7 +286,7 @@ func decodeList(body []byte) (*eventList, error) {
 	// In sorted order, so that one answer gives one error.
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if !listKeys[k] {
-			return nil, fmt.Errorf("an unknown key %q", word(k))
+			return nil, fmt.Errorf("an unknown key %q", providers.Word(k, 40))
 		}
 	}
 	var list eventList
@@ -333,7 +332,7 @@ func (a *Adapter) record(e event, q providers.Query, byID bool) (providers.Recor
 	}
 	state, known := eventStates[e.Status]
 	if !known {
-		return providers.Record{}, fmt.Errorf("the status %q is none of Google Calendar's", word(e.Status))
+		return providers.Record{}, fmt.Errorf("the status %q is none of Google Calendar's", providers.Word(e.Status, 40))
 	}
 	rec := providers.Record{
 		ID:      e.ID,
@@ -478,19 +477,8 @@ func googleError(body []byte) string {
 			} `json:"errors"`
 		} `json:"error"`
 	}
-	if providers.DecodeJSON(body, &e) != nil || e.Error == nil || len(e.Error.Errors) == 0 || word(e.Error.Errors[0].Reason) == "-" {
+	if providers.DecodeJSON(body, &e) != nil || e.Error == nil || len(e.Error.Errors) == 0 || providers.Word(e.Error.Errors[0].Reason, 40) == "-" {
 		return ""
 	}
 	return " (" + e.Error.Errors[0].Reason + ")"
-}
-
-// word keeps a short enumeration value and nothing that could hold an
-// address or text.
-func word(s string) string {
-	if s == "" || len(s) > 40 || !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '#')
-	}) {
-		return "-"
-	}
-	return s
 }

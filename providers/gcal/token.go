@@ -156,7 +156,7 @@ func oauthError(body []byte) string {
 	var e struct {
 		Error string `json:"error"`
 	}
-	if providers.DecodeJSON(body, &e) != nil || word(e.Error) == "-" {
+	if providers.DecodeJSON(body, &e) != nil || providers.Word(e.Error, 40) == "-" {
 		return ""
 	}
 	return " (" + e.Error + ")"

@@ -49,7 +49,7 @@ func onlyKeys(data []byte, allowed ...string) (map[string]json.RawMessage, error
 	// In order, so that one body always gives one error.
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !contains(allowed, k) {
-			return nil, fmt.Errorf("unknown key %s", strconv.QuoteToASCII(word(k)))
+			return nil, fmt.Errorf("unknown key %s", strconv.QuoteToASCII(providers.Word(k, 32)))
 		}
 	}
 	return m, nil

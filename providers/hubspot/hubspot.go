@@ -176,7 +176,7 @@ func (a *Adapter) read(ctx context.Context, opKey string) ([]providers.Record, e
 	}
 	if v := obj.Properties[a.property]; v == nil || *v != opKey {
 		// HubSpot answered for another value than asked: no answer to act on.
-		return nil, providers.Malformed(fmt.Errorf("%s: malformed answer to the read by %s: record %s does not hold the op_key asked for", a.name, a.property, word(obj.ID)))
+		return nil, providers.Malformed(fmt.Errorf("%s: malformed answer to the read by %s: record %s does not hold the op_key asked for", a.name, a.property, providers.Word(obj.ID, 32)))
 	}
 	rec, err := a.record(obj)
 	if err != nil {
@@ -392,14 +392,4 @@ func (a *Adapter) record(obj object) (providers.Record, error) {
 		rec.PayloadHash, _ = ledger.PayloadHashOf(fields)
 	}
 	return rec, nil
-}
-
-// word keeps a short token (an id) and nothing that could hold text.
-func word(s string) string {
-	if s == "" || len(s) > 32 || strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}) {
-		return "-"
-	}
-	return s
 }

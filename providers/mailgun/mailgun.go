@@ -286,10 +286,10 @@ func record(m *message) (providers.Record, error) {
 		Status:    status,
 	}
 	if m.severity != "" {
-		rec.Excerpt += " severity=" + word(m.severity)
+		rec.Excerpt += " severity=" + providers.Word(m.severity, 32)
 	}
 	if m.reason != "" {
-		rec.Excerpt += " reason=" + word(m.reason)
+		rec.Excerpt += " reason=" + providers.Word(m.reason, 32)
 	}
 	// A failed attempt carries no hash: it never agrees. An unhashable
 	// subject leaves the hash empty: never agreement.
@@ -297,17 +297,6 @@ func record(m *message) (providers.Record, error) {
 		rec.PayloadHash, _ = ledger.PayloadHashOf(rec.Fields)
 	}
 	return rec, nil
-}
-
-// word keeps a short enumeration value (a severity, a reason) and nothing
-// that could hold an address or text.
-func word(s string) string {
-	if s == "" || len(s) > 32 || strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}) {
-		return "-"
-	}
-	return s
 }
 
 // sdkError classifies an error mailgun-go returned. Its errors quote the

@@ -25,7 +25,7 @@ func stateOf(m *message) (state providers.State, status string, err error) {
 	switch m.severity {
 	case "", "permanent", "temporary":
 	default:
-		return "", "", fmt.Errorf("a failed event's severity %q is neither permanent nor temporary", word(m.severity))
+		return "", "", fmt.Errorf("a failed event's severity %q is neither permanent nor temporary", providers.Word(m.severity, 32))
 	}
 	has := func(name string) bool { return slices.Contains(m.events, name) }
 	switch {

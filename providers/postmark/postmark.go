@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/ledger"
@@ -245,12 +244,12 @@ func (a *Adapter) record(m outbound, recipient string) (providers.Record, error)
 	}
 	state, known := messageStates[strings.ToLower(m.Status)]
 	if !known {
-		return providers.Record{}, fmt.Errorf("the Status %q is none of Postmark's", word(m.Status))
+		return providers.Record{}, fmt.Errorf("the Status %q is none of Postmark's", providers.Word(m.Status, 32))
 	}
 	rec := providers.Record{
 		ID:        m.MessageID,
 		CreatedAt: received.UTC(),
-		Excerpt:   fmt.Sprintf("postmark message status=%s stream=%s", word(m.Status), word(m.MessageStream)),
+		Excerpt:   fmt.Sprintf("postmark message status=%s stream=%s", providers.Word(m.Status, 32), providers.Word(m.MessageStream, 32)),
 		State:     state,
 		Status:    m.Status,
 	}
@@ -285,15 +284,4 @@ func errorCode(body []byte) string {
 		return ""
 	}
 	return fmt.Sprintf(" (Postmark ErrorCode %d)", *e.ErrorCode)
-}
-
-// word keeps a short enumeration value (a status, a stream id) and nothing
-// that could hold an address or text.
-func word(s string) string {
-	if s == "" || len(s) > 32 || !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}) {
-		return "-"
-	}
-	return s
 }

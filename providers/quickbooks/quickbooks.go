@@ -227,7 +227,7 @@ func decodeAnswer(body []byte, start int) ([]json.RawMessage, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(top)) { // the same body, the same error
 		if !answerKeys[k] {
-			return nil, fmt.Errorf("an unknown key %q", word(k))
+			return nil, fmt.Errorf("an unknown key %q", providers.Word(k, 40))
 		}
 	}
 	var ans queryAnswer
@@ -243,7 +243,7 @@ func decodeAnswer(body []byte, start int) ([]json.RawMessage, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(inner)) {
 		if !responseKeys[k] {
-			return nil, fmt.Errorf("an unknown key %q in QueryResponse", word(k))
+			return nil, fmt.Errorf("an unknown key %q in QueryResponse", providers.Word(k, 40))
 		}
 	}
 	r := ans.QueryResponse
@@ -372,19 +372,8 @@ func faultCode(body []byte) string {
 			} `json:"Error"`
 		} `json:"Fault"`
 	}
-	if providers.DecodeJSON(body, &f) != nil || f.Fault == nil || len(f.Fault.Error) == 0 || word(f.Fault.Error[0].Code) == "-" {
+	if providers.DecodeJSON(body, &f) != nil || f.Fault == nil || len(f.Fault.Error) == 0 || providers.Word(f.Fault.Error[0].Code, 40) == "-" {
 		return ""
 	}
 	return " (" + f.Fault.Error[0].Code + ")"
-}
-
-// word keeps a short enumeration value and nothing that could hold an
-// address or text.
-func word(s string) string {
-	if s == "" || len(s) > 40 || !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}) {
-		return "-"
-	}
-	return s
 }

@@ -239,13 +239,13 @@ func (a *Adapter) request(endpoint string, method rest.Method, body []byte) (res
 func record(d *details, created time.Time) (providers.Record, error) {
 	state, known := messageStates[d.Status]
 	if !known {
-		return providers.Record{}, fmt.Errorf("status %q is none of SendGrid's", word(d.Status))
+		return providers.Record{}, fmt.Errorf("status %q is none of SendGrid's", providers.Word(d.Status, 24))
 	}
 	rec := providers.Record{
 		ID:        d.SGMessageID,
 		CreatedAt: created,
 		Recipient: d.ToEmail,
-		Excerpt:   "sendgrid message status=" + word(d.Status),
+		Excerpt:   "sendgrid message status=" + providers.Word(d.Status, 24),
 		State:     state,
 		Status:    d.Status,
 	}
@@ -275,13 +275,4 @@ func (a *Adapter) sdkError(ctx context.Context, err error) error {
 		return err
 	}
 	return providers.Transient(fmt.Errorf("%s: could not read SendGrid's answer", a.name))
-}
-
-// word keeps a short status and nothing that could hold an address or
-// text.
-func word(s string) string {
-	if s == "" || len(s) > 24 || strings.ContainsFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r == '_') }) {
-		return "-"
-	}
-	return s
 }

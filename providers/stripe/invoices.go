@@ -16,7 +16,9 @@ import (
 // listed, which is exact, where the search lags.
 func isCustomerID(recipient string) bool {
 	rest, ok := strings.CutPrefix(recipient, "cus_")
-	return ok && rest != "" && word(rest, 255) == rest
+	return ok && rest != "" && len(rest) <= 255 && !strings.ContainsFunc(rest, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_')
+	})
 }
 
 // listInvoices reads every page of GET /v1/invoices for customer, created

@@ -88,7 +88,7 @@ func stateOf(f found, authorisation bool) (state providers.State, status string,
 	case "invoice uncollectible":
 		return providers.StateReversed, "uncollectible (issued, then written off)", nil
 	default:
-		return "", "", fmt.Errorf("status %q is none of a %s's", word(f.status, 32), f.object)
+		return "", "", fmt.Errorf("status %q is none of a %s's", providers.Word(f.status, 32), f.object)
 	}
 	// A refund or a dispute undoes what the status says was done, whatever
 	// it was: a partial refund too is for a person to judge.

@@ -184,7 +184,7 @@ func (a *Adapter) recordsFor(q providers.Query, all []found) ([]providers.Record
 		}
 		rec, err := record(f, isAuthorisation(q.Action))
 		if err != nil {
-			return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: %s %s: %w", a.name, f.object, word(f.id, 64), err))
+			return nil, providers.Malformed(fmt.Errorf("%s: malformed answer: %s %s: %w", a.name, f.object, providers.Word(f.id, 64), err))
 		}
 		records = append(records, rec)
 	}
@@ -365,8 +365,8 @@ func record(f found, authorisation bool) (providers.Record, error) {
 	rec := providers.Record{
 		ID:        f.id,
 		Recipient: cmp.Or(f.customer, f.receiptEmail),
-		Excerpt: fmt.Sprintf("%s %s %s %d %s", f.object, word(f.id, 64),
-			cmp.Or(word(f.status, 32), "-"), f.amount, cmp.Or(word(f.currency, 8), "-")),
+		Excerpt: fmt.Sprintf("%s %s %s %d %s", f.object, providers.Word(f.id, 64),
+			providers.Word(f.status, 32), f.amount, providers.Word(f.currency, 8)),
 		State:  state,
 		Status: status,
 	}
@@ -423,9 +423,9 @@ func (a *Adapter) lookupError(ctx context.Context, what string, err error) error
 		}
 		// Stripe's error type and code are enumeration words: kept as
 		// words, and only as such.
-		detail := word(string(stripeErr.Type), 40)
+		detail := providers.Word(string(stripeErr.Type), 40)
 		if stripeErr.Code != "" {
-			detail += " (" + word(string(stripeErr.Code), 40) + ")"
+			detail += " (" + providers.Word(string(stripeErr.Code), 40) + ")"
 		}
 		failed := fmt.Errorf("%s: HTTP %d %s", prefix, stripeErr.HTTPStatusCode, detail)
 		if msg := a.redact(stripeErr.Msg); msg != "" {
@@ -501,14 +501,3 @@ type redacted struct {
 
 func (e redacted) Error() string { return e.msg }
 func (e redacted) Unwrap() error { return e.err }
-
-// word keeps an id or an enum value from Stripe (a status, a currency) only
-// if it looks like one, so that an excerpt cannot carry arbitrary text.
-func word(s string, n int) string {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
-			return "?"
-		}
-	}
-	return safetext.Truncate(s, n)
-}

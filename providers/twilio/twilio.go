@@ -248,11 +248,11 @@ func (a *Adapter) record(m openapi.ApiV2010Message) (rec providers.Record, creat
 	case direction == "inbound" || inboundStatuses[status]:
 		return providers.Record{}, time.Time{}, false, nil
 	case !outbound[direction]:
-		return providers.Record{}, time.Time{}, false, fmt.Errorf("direction %q is none of Twilio's", word(direction))
+		return providers.Record{}, time.Time{}, false, fmt.Errorf("direction %q is none of Twilio's", providers.Word(direction, 24))
 	}
 	state, known := messageStates[status]
 	if !known {
-		return providers.Record{}, time.Time{}, false, fmt.Errorf("status %q is none of Twilio's", word(status))
+		return providers.Record{}, time.Time{}, false, fmt.Errorf("status %q is none of Twilio's", providers.Word(status, 24))
 	}
 	created, err = parseDate(deref(m.DateCreated))
 	if err != nil {
@@ -295,20 +295,9 @@ func parseDate(s string) (time.Time, error) {
 // its text.
 func excerpt(m openapi.ApiV2010Message) string {
 	s := fmt.Sprintf("twilio message status=%s direction=%s segments=%s",
-		word(deref(m.Status)), word(deref(m.Direction)), word(deref(m.NumSegments)))
+		providers.Word(deref(m.Status), 24), providers.Word(deref(m.Direction), 24), providers.Word(deref(m.NumSegments), 24))
 	if m.ErrorCode != nil {
 		s += fmt.Sprintf(" error_code=%d", *m.ErrorCode)
-	}
-	return s
-}
-
-// word keeps a short enumeration value and nothing that could hold a
-// number or text.
-func word(s string) string {
-	if s == "" || len(s) > 24 || strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}) {
-		return "-"
 	}
 	return s
 }

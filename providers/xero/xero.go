@@ -230,7 +230,7 @@ func (a *Adapter) getWith(ctx context.Context, path string, params url.Values, w
 		MaxBody: maxBody,
 		Detail: func([]byte) string {
 			if problem != "" {
-				return " to " + what + " (Xero's " + word(problem) + " limit)"
+				return " to " + what + " (Xero's " + providers.Word(problem, 40) + " limit)"
 			}
 			return " to " + what
 		},
@@ -291,7 +291,7 @@ func onlyKeys(data []byte, allowed ...string) (map[string]json.RawMessage, error
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(allowed, k) {
-			return nil, fmt.Errorf("unknown key %s", strconv.QuoteToASCII(word(k)))
+			return nil, fmt.Errorf("unknown key %s", strconv.QuoteToASCII(providers.Word(k, 40)))
 		}
 	}
 	return m, nil
@@ -363,7 +363,7 @@ func parseDate(s string) (time.Time, error) {
 func record(inv invoice) (providers.Record, error) {
 	state, ok := stateOf(inv.Status)
 	if !ok {
-		return providers.Record{}, fmt.Errorf("status %s is none Xero documents", strconv.QuoteToASCII(word(inv.Status)))
+		return providers.Record{}, fmt.Errorf("status %s is none Xero documents", strconv.QuoteToASCII(providers.Word(inv.Status, 40)))
 	}
 	at, err := parseDate(inv.UpdatedDateUTC)
 	if err != nil {
@@ -389,14 +389,4 @@ func record(inv invoice) (providers.Record, error) {
 		rec.PayloadHash, _ = ledger.PayloadHashOf(fields)
 	}
 	return rec, nil
-}
-
-// word keeps a short token (an id) and nothing that could hold text.
-func word(s string) string {
-	if s == "" || len(s) > 40 || strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}) {
-		return "-"
-	}
-	return s
 }
