@@ -29,8 +29,12 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// binary builds sweeper the way the Dockerfile does (static, no cgo) once
-// per test run and returns its path, for tests that need real processes.
+// binary builds sweeper once per test run and returns its path, for tests
+// that need real processes. It is built as the Dockerfile builds it
+// (static, no cgo, -trimpath), and so are make lint's vet, the deploy
+// package's build from the image's context and TestDemoReadmeFirstCommand's
+// `go run`: one compile of every package in the build cache serves them
+// all, and this is a link.
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {

@@ -82,13 +82,14 @@ func TestReadBuild(t *testing.T) {
 	}
 }
 
-// TestVersionFromLdflags builds sweeper as `make build` and the image do,
-// version and commit given with -ldflags -X, and runs `version` and
-// `--version`: both print them.
+// TestVersionFromLdflags builds sweeper with the version and commit given
+// as make build and the image give them (-ldflags -X), and runs `version`
+// and `--version`: both print them.
 func TestVersionFromLdflags(t *testing.T) {
 	t.Parallel()
 	const rev = "0123456789abcdef0123456789abcdef01234567"
 	bin := filepath.Join(t.TempDir(), "sweeper")
+	// Built as binary builds it: a link of the cached packages.
 	cmd := exec.CommandContext(context.Background(), "go", "build", "-trimpath",
 		"-ldflags", "-X main.version=v9.8.7 -X main.revision="+rev, "-o", bin, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
