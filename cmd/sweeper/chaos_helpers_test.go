@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -506,4 +507,18 @@ func checkSlack(t *testing.T, pool *pgxpool.Pool, fake *slackfake.Server) {
 		t.Errorf("Slack: %d problem(s) among %d events and %d messages:\n%s", len(problems), len(events),
 			len(fake.Messages()), strings.Join(problems[:min(len(problems), 30)], "\n"))
 	}
+}
+
+// endLeasesOf ends the outbox leases held by the dispatcher of process
+// pid, which the test has killed: what their lease_until (two minutes
+// after the claim) does by itself once that time has passed, without the
+// test waiting for it. A dispatcher's holder name is host-pid-random
+// (notify.DefaultID); the rows are then claimable as any expired lease is.
+func endLeasesOf(ctx context.Context, pool *pgxpool.Pool, pid int) error {
+	_, err := pool.Exec(ctx, `UPDATE sweeper.outbox SET lease_until = now() - interval '1 second'
+		WHERE state = 'pending' AND lease_until > now() AND leased_by LIKE '%-' || $1::text || '-________'`, strconv.Itoa(pid))
+	if err != nil {
+		return fmt.Errorf("end the outbox leases of killed process %d: %w", pid, err)
+	}
+	return nil
 }

@@ -51,7 +51,7 @@ workflow = "payments"
 // incident, the row sent, nothing left pending.
 func TestKillNineBetweenClaimAndSendPagerDuty(t *testing.T) {
 	skipLong(t)
-	t.Parallel() // most of it is waiting for the dead daemon's lease (2m)
+	t.Parallel()
 	ctx := context.Background()
 	bin := binary(t)
 	dbURL := dbtest.NewDatabase(t)
@@ -100,6 +100,10 @@ func TestKillNineBetweenClaimAndSendPagerDuty(t *testing.T) {
 		t.Fatalf("after the kill: rows %+v, %v; want one pending row, still leased", rows, err)
 	}
 
+	// The dead daemon's lease (two minutes) passes.
+	if err := endLeasesOf(ctx, pool, first.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
 	second := startDaemonEnv(t, bin, cfgFile, env)
 	testwait.UntilNil(t, 200*time.Second, "the row sent by the second daemon", func() error {
 		rows, err := outbox.NewStore(pool).List(ctx, outbox.Filter{TicketID: applied.TicketID, Receiver: outbox.ReceiverPagerDuty})
