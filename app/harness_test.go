@@ -30,7 +30,7 @@ import (
 // TestMain runs four tests at once by default (-parallel overrides it): most
 // of them wait on daemons' timers, leases and the database, not on the CPU.
 func TestMain(m *testing.M) {
-	dbtest.DefaultParallel(4)
+	dbtest.DefaultParallel(6)
 	dbtest.Main(m)
 }
 

@@ -35,6 +35,7 @@ func TestSlackKeepsUpAtAnyRate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a soak of 60 s")
 	}
+	t.Parallel() // a second at a time, mostly waiting on Slack's pace
 	length := 60 * time.Second
 	if *soakFull {
 		length = 8 * time.Minute

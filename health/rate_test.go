@@ -103,10 +103,16 @@ func TestPacedByTheClusterWritesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := dbtest.NewDatabase(t)
-	limits := providers.Limits{LookupTimeout: 100 * time.Millisecond, RateLimit: 1000, Concurrency: 4}
+	// One turn every ten seconds, far past b's lookup_timeout however
+	// slow the machine; a waits as long as it takes for the only token,
+	// so a loaded database cannot leave it to its own limit.
+	const perSec = 0.1
+	limits := providers.Limits{LookupTimeout: 500 * time.Millisecond, RateLimit: 1000, Concurrency: 4}
 	adapter := &countingLookup{}
-	a := providers.NewProvider("sms", "http", adapter, limits)
-	a.SetSharedRate(health.NewRate(dbtest.Pool(t, url), "sms", 1, 1))
+	aLimits := limits
+	aLimits.LookupTimeout = time.Minute
+	a := providers.NewProvider("sms", "http", adapter, aLimits)
+	a.SetSharedRate(health.NewRate(dbtest.Pool(t, url), "sms", perSec, 1))
 	if _, err := a.Lookup(ctx, providers.Query{OpKey: "op-a"}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +135,7 @@ func TestPacedByTheClusterWritesNothing(t *testing.T) {
 	}
 	t.Cleanup(bPool.Close)
 	b := providers.NewProvider("sms", "http", adapter, limits)
-	b.SetSharedRate(health.NewRate(bPool, "sms", 1, 1))
+	b.SetSharedRate(health.NewRate(bPool, "sms", perSec, 1))
 	for i := range 20 {
 		_, err := b.Lookup(ctx, providers.Query{OpKey: "op-b"})
 		if class, _ := providers.Classify(err); class != providers.ClassPaced {

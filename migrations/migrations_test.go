@@ -9,7 +9,11 @@ import (
 	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+// The tests mostly wait on the database: four at a time.
+func TestMain(m *testing.M) {
+	dbtest.DefaultParallel(4)
+	dbtest.Main(m)
+}
 
 func TestUpTwiceChangesNothing(t *testing.T) {
 	t.Parallel()

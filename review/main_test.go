@@ -6,4 +6,8 @@ import (
 	"github.com/sweeper/sweeper/testkit/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+// The tests mostly wait on the database: four at a time.
+func TestMain(m *testing.M) {
+	dbtest.DefaultParallel(4)
+	dbtest.Main(m)
+}

@@ -26,7 +26,11 @@ import (
 	"github.com/sweeper/sweeper/testkit/testwait"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+// The tests mostly wait on the database: four at a time.
+func TestMain(m *testing.M) {
+	dbtest.DefaultParallel(4)
+	dbtest.Main(m)
+}
 
 const (
 	dsnEnv = "MAILER_DB_DSN"
