@@ -160,7 +160,7 @@ concurrency = 50
 // kills (see the Makefile's chaos target).
 func TestChaos(t *testing.T) {
 	skipLong(t)
-	t.Parallel() // most of a run is waiting for leases and rescues
+	t.Parallel() // most of a run is waiting for River to rescue a killed daemon's jobs
 	size := chaosSize{ops: 400, kills: 4, window: 25 * time.Second, settle: 4 * time.Minute}
 	if *chaosFull {
 		size = chaosSize{ops: 5000, kills: 20, window: 150 * time.Second, settle: 10 * time.Minute}
