@@ -27,11 +27,10 @@ import (
 	"github.com/sweeper/sweeper/testkit/ledgertables"
 )
 
-// TestMain runs four tests at once by default (-parallel overrides it): most
+// TestMain runs six tests at once by default (-parallel overrides it): most
 // of them wait on daemons' timers, leases and the database, not on the CPU.
 func TestMain(m *testing.M) {
-	dbtest.DefaultParallel(6)
-	dbtest.Main(m)
+	dbtest.Main(m, dbtest.Parallel(6))
 }
 
 var kinds = providers.Kinds{sim.Kind, httplookup.Kind}

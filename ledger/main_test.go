@@ -8,6 +8,5 @@ import (
 
 // The tests mostly wait on the database: four at a time.
 func TestMain(m *testing.M) {
-	dbtest.DefaultParallel(4)
-	dbtest.Main(m)
+	dbtest.Main(m, dbtest.Parallel(4))
 }

@@ -21,12 +21,11 @@ var (
 // TestMain runs four tests at once by default (-parallel overrides it): most
 // of them wait on real processes, leases and timers, not on the CPU.
 func TestMain(m *testing.M) {
-	dbtest.DefaultParallel(4)
-	dbtest.Main(m, func() {
+	dbtest.Main(m, dbtest.Parallel(4), dbtest.Cleanup(func() {
 		if binDir != "" {
 			os.RemoveAll(binDir)
 		}
-	})
+	}))
 }
 
 // binary builds sweeper once per test run and returns its path, for tests

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"sync"
 	"testing"
@@ -53,12 +54,22 @@ var (
 	sharedErr  error
 )
 
-// Main runs a package's tests, then runs cleanups, stops a throwaway
-// cluster if one was started, closes the shared pool and checks for leaked
-// goroutines. Call it from TestMain: func TestMain(m *testing.M) { dbtest.Main(m) }.
-func Main(m *testing.M, cleanups ...func()) {
+// Main runs a package's tests, then runs the cleanups opts give, stops a
+// throwaway cluster if one was started, drops the package's shared
+// database and checks for leaked goroutines. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { dbtest.Main(m) }
+//	func TestMain(m *testing.M) { dbtest.Main(m, dbtest.Parallel(4)) }
+func Main(m *testing.M, opts ...Option) {
+	var o mainOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.parallel > 0 {
+		defaultParallel(o.parallel)
+	}
 	code := m.Run()
-	for _, f := range cleanups {
+	for _, f := range o.cleanups {
 		f()
 	}
 	if sharedPool != nil {
@@ -79,12 +90,24 @@ func Main(m *testing.M, cleanups ...func()) {
 	os.Exit(code)
 }
 
-// DefaultParallel makes n the number of parallel tests the package runs
-// at once (go test's -parallel, GOMAXPROCS by default) unless the command
-// line sets -parallel. It is for packages whose tests mostly wait — on
-// processes, leases, timers and the database — rather than compute; call it
-// from TestMain before [Main].
-func DefaultParallel(n int) {
+// An Option changes how [Main] runs a package's tests.
+type Option func(*mainOptions)
+
+type mainOptions struct {
+	parallel int
+	cleanups []func()
+}
+
+// Parallel makes n the number of parallel tests the package runs at once
+// (go test's -parallel, GOMAXPROCS by default) unless the command line sets
+// -parallel. It is for packages whose tests mostly wait — on processes,
+// leases, timers and the database — rather than compute.
+func Parallel(n int) Option { return func(o *mainOptions) { o.parallel = n } }
+
+// Cleanup runs f once the package's tests are done.
+func Cleanup(f func()) Option { return func(o *mainOptions) { o.cleanups = append(o.cleanups, f) } }
+
+func defaultParallel(n int) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
@@ -103,7 +126,11 @@ func DefaultParallel(n int) {
 // starting it on first call.
 func ServerURL(t testing.TB) string {
 	t.Helper()
-	serverOnce.Do(func() { serverURL, serverErr = findServer() })
+	serverOnce.Do(func() {
+		if serverURL, serverErr = findServer(); serverErr == nil {
+			dropAbandoned(serverURL, time.Now())
+		}
+	})
 	if serverErr != nil {
 		t.Fatalf("dbtest: no PostgreSQL for the tests: %v", serverErr)
 	}
@@ -324,8 +351,55 @@ func dropShared() {
 	}
 }
 
+// randomSuffix names a test database: when it was made (Unix seconds) and
+// six random bytes, so that [dropAbandoned] can tell a database a killed
+// run left behind.
 func randomSuffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	return strconv.FormatInt(time.Now().Unix(), 10) + "_" + hex.EncodeToString(b)
+}
+
+// abandonedAfter is the age past which a test database nobody is connected
+// to was left behind: no test binary runs that long (make test's -timeout
+// is 20 minutes, the longest of make long's runs about 10).
+const abandonedAfter = 2 * time.Hour
+
+// abandoned matches the names of the databases [randomSuffix] names.
+var abandoned = regexp.MustCompile(`^sweeper_(test|shared)_([0-9]{9,12})_[0-9a-f]{12}$`)
+
+// dropAbandoned drops, on server, the test databases that runs killed
+// before their cleanups (a panic, a timeout, ^C) left behind: those made
+// more than [abandonedAfter] before now, and only while nobody is
+// connected to them (no FORCE). What it cannot drop it leaves; a failure
+// here fails no test.
+func dropAbandoned(server string, now time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return
+	}
+	defer admin.Close(ctx)
+	rows, err := admin.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'sweeper\_%'`)
+	if err != nil {
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		m := abandoned.FindStringSubmatch(name)
+		if m == nil {
+			continue
+		}
+		made, err := strconv.ParseInt(m[2], 10, 64)
+		if err != nil || now.Sub(time.Unix(made, 0)) < abandonedAfter {
+			continue
+		}
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+			fmt.Fprintf(os.Stderr, "dbtest: left %s, made %s: %v\n", name, time.Unix(made, 0).UTC().Format(time.RFC3339), err)
+		}
+	}
 }
