@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/robfig/cron/v3"
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/health"
 	"github.com/sweeper/sweeper/internal/metrics"
@@ -160,14 +161,39 @@ func (s *App) Reviews() *review.Store {
 // whose block says audit = true (none: a pass does nothing).
 func (s *App) Auditor() *settle.Auditor {
 	policies := map[string]settle.AuditPolicy{}
+	// A stale operation waits up to a period of the sweep to be found;
+	// a second period covers its lookup and a sweep that ran late.
+	behind := 2 * longestGap(s.Config.Schedules.Sweep, s.now())
 	for name, p := range s.Config.Providers {
 		if p.Audit && s.Providers[name] != nil {
 			policies[name] = settle.AuditPolicy{After: p.AuditAfter.Duration, Lookback: p.AuditLookback.Duration,
-				Rate: p.AuditRequestsPerSecond()}
+				Rate: p.AuditRequestsPerSecond(), Behind: behind}
 		}
 	}
 	return settle.NewAuditor(s.Ledger(), &settle.Auditor{DB: s.Pool, Reviews: s.Reviews(), Providers: s.Providers,
 		Policies: policies, Logger: s.Logger, Now: s.now, Metrics: s.Metrics})
+}
+
+// longestGap is the longest wait between two runs of the cron expression
+// expr over its next 100 runs after now (a schedule such as "0 9,17 * * *"
+// waits unevenly); 0 for one that does not parse or never runs, which the
+// configuration refuses.
+func longestGap(expr string, now time.Time) time.Duration {
+	schedule, err := cron.ParseStandard(expr)
+	if err != nil {
+		return 0
+	}
+	var longest time.Duration
+	prev := schedule.Next(now)
+	for range 100 {
+		next := schedule.Next(prev)
+		if prev.IsZero() || next.IsZero() {
+			return longest
+		}
+		longest = max(longest, next.Sub(prev))
+		prev = next
+	}
+	return longest
 }
 
 // Scanner returns the stale scan.

@@ -31,6 +31,13 @@ type AuditPolicy struct {
 	// provider; every one also takes its turn in the provider's own rate
 	// limit, shared with the lookups.
 	Rate float64
+	// Behind is how long past stale a pending operation of the provider
+	// may wait for its lookup before the provider's lookups count as behind
+	// and its audit waits for them (pending first): the wait for the sweep
+	// that finds it, and its lookup. Operations stale for less only wait
+	// for the next sweep, which every provider with traffic always has
+	// some of. 0: any stale pending operation defers the audit.
+	Behind time.Duration
 }
 
 // AuditPass is how much one audit pass of a provider may ask: its Rate
@@ -80,8 +87,9 @@ func NewAuditor(t *ledger.Table, a *Auditor) *Auditor {
 
 // AuditReport says what one pass of [Auditor.Audit] did for a provider.
 type AuditReport struct {
-	// Deferred: the provider has stale pending operations, which come
-	// first; nothing was asked.
+	// Deferred: the provider's lookups are behind (stale pending
+	// operations waiting past the policy's Behind), and pending
+	// operations come first; nothing was asked.
 	Deferred bool
 	// Audited counts the operations whose audit ended (clean or a ticket).
 	Audited int
@@ -95,7 +103,8 @@ type AuditReport struct {
 // Audit takes one pass for provider: the claims due again first, then
 // operations settled between Lookback and After ago, after the latest one
 // claimed, up to what its Rate allows in an [AuditPass]. It asks nothing
-// while the provider has stale pending operations: pending lookups come
+// while the provider's lookups are behind — stale pending operations
+// waiting longer than the policy's Behind past stale: pending lookups come
 // first.
 func (a *Auditor) Audit(ctx context.Context, provider string) (AuditReport, error) {
 	report := AuditReport{Findings: map[proof.Reason]int{}}
@@ -106,11 +115,11 @@ func (a *Auditor) Audit(ctx context.Context, provider string) (AuditReport, erro
 	}
 	store := a.ledger.Store(a.DB)
 	now := a.Now()
-	stale, err := store.CountStalePending(ctx, provider, now.Add(-p.Limits().StaleAfter))
+	behind, err := store.CountStalePending(ctx, provider, now.Add(-p.Limits().StaleAfter-pol.Behind))
 	if err != nil {
 		return report, err
 	}
-	if stale > 0 {
+	if behind > 0 {
 		report.Deferred = true
 		return report, nil
 	}

@@ -261,21 +261,45 @@ func TestAuditOnceAcrossReplicas(t *testing.T) {
 	}
 }
 
-// TestAuditLetsPendingLookupsGoFirst: while the provider has stale
-// pending operations, the audit asks it nothing.
+// TestAuditLetsPendingLookupsGoFirst: a provider whose lookups are behind
+// — a stale pending operation waiting longer than the policy's Behind past
+// stale — is not audited in that pass; one whose stale operations only
+// wait for the next sweep, as a provider with traffic always has some, is.
 func TestAuditLetsPendingLookupsGoFirst(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.NewPool(t)
-	fake := newAuditFake(t, nil)
-	p := httpProvider(t, "mail", "op_key", fake.lookupServer, limits())
-	settled(t, pool, "done-1", "mail", "x1")
-	claim(t, pool, "waiting", "mail", time.Hour)
-	report, err := auditorOn(pool, p).Audit(context.Background(), "mail")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !report.Deferred || fake.requests.Load() != 0 {
-		t.Errorf("report = %+v after %d requests, want deferred and none", report, fake.requests.Load())
+	for _, c := range []struct {
+		name         string
+		age, behind  time.Duration // the pending operation's first attempt; the policy's Behind
+		wantDeferred bool
+	}{
+		// limits(): stale after 10 minutes.
+		{"any stale operation, no Behind", time.Hour, 0, true},
+		{"stale for 50 minutes, Behind 30", time.Hour, 30 * time.Minute, true},
+		{"stale for 10 minutes, Behind 30", 20 * time.Minute, 30 * time.Minute, false},
+		{"not stale yet", 5 * time.Minute, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			pool := dbtest.NewPool(t)
+			fake := newAuditFake(t, nil)
+			p := httpProvider(t, "mail", "op_key", fake.lookupServer, limits())
+			settled(t, pool, "done-1", "mail", "x1")
+			claim(t, pool, "waiting", "mail", c.age)
+			a := auditorOn(pool, p)
+			pol := a.Policies["mail"]
+			pol.Behind = c.behind
+			a.Policies["mail"] = pol
+			report, err := a.Audit(context.Background(), "mail")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.wantDeferred && (!report.Deferred || fake.requests.Load() != 0) {
+				t.Errorf("report = %+v after %d requests, want deferred and none", report, fake.requests.Load())
+			}
+			if !c.wantDeferred && (report.Deferred || report.Audited != 1 || fake.requests.Load() == 0) {
+				t.Errorf("report = %+v after %d requests, want the settled operation audited", report, fake.requests.Load())
+			}
+		})
 	}
 }
 
