@@ -51,6 +51,9 @@ type App struct {
 	policies atomic.Pointer[settle.Policies]
 	// liveRoutes are the routes a reload set; nil: the configuration's.
 	liveRoutes atomic.Pointer[[]outbox.Route]
+	// liveSweep is schedules.sweep as a reload set it; nil: the
+	// configuration's.
+	liveSweep atomic.Pointer[string]
 	// trackers are the providers' health trackers, by provider
 	// ([App.TrackHealth]), whose outage_after a reload changes.
 	trackers map[string]*health.Tracker
@@ -161,17 +164,27 @@ func (s *App) Reviews() *review.Store {
 // whose block says audit = true (none: a pass does nothing).
 func (s *App) Auditor() *settle.Auditor {
 	policies := map[string]settle.AuditPolicy{}
-	// A stale operation waits up to a period of the sweep to be found;
-	// a second period covers its lookup and a sweep that ran late.
-	behind := 2 * longestGap(s.Config.Schedules.Sweep, s.now())
 	for name, p := range s.Config.Providers {
 		if p.Audit && s.Providers[name] != nil {
 			policies[name] = settle.AuditPolicy{After: p.AuditAfter.Duration, Lookback: p.AuditLookback.Duration,
-				Rate: p.AuditRequestsPerSecond(), Behind: behind}
+				Rate: p.AuditRequestsPerSecond()}
 		}
 	}
 	return settle.NewAuditor(s.Ledger(), &settle.Auditor{DB: s.Pool, Reviews: s.Reviews(), Providers: s.Providers,
-		Policies: policies, Logger: s.Logger, Now: s.now, Metrics: s.Metrics})
+		Policies: policies, Logger: s.Logger, Now: s.now, Metrics: s.Metrics, Behind: s.auditBehind})
+}
+
+// auditBehind is how long past stale an operation may wait for its lookup
+// before its provider's audit waits for it ([settle.Auditor.Behind]): a
+// stale operation waits up to a period of schedules.sweep (as running: a
+// reload may change it) to be found, and a second period covers its
+// lookup and a sweep that ran late.
+func (s *App) auditBehind() time.Duration {
+	sweep := s.Config.Schedules.Sweep
+	if live := s.liveSweep.Load(); live != nil {
+		sweep = *live
+	}
+	return 2 * longestGap(sweep, s.now())
 }
 
 // longestGap is the longest wait between two runs of the cron expression

@@ -275,6 +275,7 @@ func (r *Reloader) reload(ctx context.Context) (ConfigChanges, error) {
 		if err := r.daemon.ReplacePeriodic(periodic); err != nil {
 			return ConfigChanges{}, fmt.Errorf("schedules: %w", err)
 		}
+		r.app.liveSweep.Store(&next.Schedules.Sweep)
 	}
 	if receivers {
 		r.daemon.notify.SetOthers(others...)

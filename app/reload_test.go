@@ -202,6 +202,10 @@ func TestReloadWhileSettling(t *testing.T) {
 		if diff := cmp.Diff(app.ConfigChanges{Live: want}, changes); diff != "" {
 			t.Fatalf("reload %d (-want +got):\n%s", i, diff)
 		}
+		// The audit's patience follows the sweep's schedule as reloaded.
+		if got, want := b.sweeper.Auditor().Behind(), []time.Duration{4 * time.Second, 2 * time.Second}[i%2]; got != want {
+			t.Fatalf("reload %d: the audit waits for lookups behind by %s, want %s", i, got, want)
+		}
 	}
 	b.waitSettled(t, keys, 30*time.Second)
 	if n := b.count(t, `SELECT count(*) FROM sweeper.tickets WHERE op_key LIKE 'nf-r-%' AND owner IN ('U0BILLING1', 'U0BILLING2')`); n != len(keys) {
@@ -289,6 +293,10 @@ func TestReloadPacingWhileLookupsRun(t *testing.T) {
 		}
 		if diff := cmp.Diff(app.ConfigChanges{Live: want}, changes); diff != "" {
 			t.Fatalf("reload %d (-want +got):\n%s", i, diff)
+		}
+		// The audit's patience follows the sweep's schedule as reloaded.
+		if got, want := b.sweeper.Auditor().Behind(), []time.Duration{4 * time.Second, 2 * time.Second}[i%2]; got != want {
+			t.Fatalf("reload %d: the audit waits for lookups behind by %s, want %s", i, got, want)
 		}
 	}
 	if got := sim.Limits().LookupBudget; got != time.Hour {

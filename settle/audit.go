@@ -31,13 +31,6 @@ type AuditPolicy struct {
 	// provider; every one also takes its turn in the provider's own rate
 	// limit, shared with the lookups.
 	Rate float64
-	// Behind is how long past stale a pending operation of the provider
-	// may wait for its lookup before the provider's lookups count as behind
-	// and its audit waits for them (pending first): the wait for the sweep
-	// that finds it, and its lookup. Operations stale for less only wait
-	// for the next sweep, which every provider with traffic always has
-	// some of. 0: any stale pending operation defers the audit.
-	Behind time.Duration
 }
 
 // AuditPass is how much one audit pass of a provider may ask: its Rate
@@ -72,6 +65,14 @@ type Auditor struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Metrics  *metrics.Metrics
+	// Behind is how long past stale a pending operation may wait for its
+	// lookup before its provider's lookups count as behind and the
+	// provider's audit waits for them (pending first): the wait for the
+	// sweep that finds it, and its lookup. Operations stale for less only
+	// wait for the next sweep, which every provider with traffic always
+	// has some of. Asked at each pass (the sweep's schedule may be
+	// reloaded); nil: any stale pending operation defers the audit.
+	Behind func() time.Duration
 
 	ledger   *ledger.Table
 	mu       sync.Mutex
@@ -88,7 +89,7 @@ func NewAuditor(t *ledger.Table, a *Auditor) *Auditor {
 // AuditReport says what one pass of [Auditor.Audit] did for a provider.
 type AuditReport struct {
 	// Deferred: the provider's lookups are behind (stale pending
-	// operations waiting past the policy's Behind), and pending
+	// operations waiting past the Auditor's Behind), and pending
 	// operations come first; nothing was asked.
 	Deferred bool
 	// Audited counts the operations whose audit ended (clean or a ticket).
@@ -104,7 +105,7 @@ type AuditReport struct {
 // operations settled between Lookback and After ago, after the latest one
 // claimed, up to what its Rate allows in an [AuditPass]. It asks nothing
 // while the provider's lookups are behind — stale pending operations
-// waiting longer than the policy's Behind past stale: pending lookups come
+// waiting longer than [Auditor.Behind] past stale: pending lookups come
 // first.
 func (a *Auditor) Audit(ctx context.Context, provider string) (AuditReport, error) {
 	report := AuditReport{Findings: map[proof.Reason]int{}}
@@ -115,7 +116,11 @@ func (a *Auditor) Audit(ctx context.Context, provider string) (AuditReport, erro
 	}
 	store := a.ledger.Store(a.DB)
 	now := a.Now()
-	behind, err := store.CountStalePending(ctx, provider, now.Add(-p.Limits().StaleAfter-pol.Behind))
+	var grace time.Duration
+	if a.Behind != nil {
+		grace = a.Behind()
+	}
+	behind, err := store.CountStalePending(ctx, provider, now.Add(-p.Limits().StaleAfter-grace))
 	if err != nil {
 		return report, err
 	}

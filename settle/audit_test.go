@@ -286,9 +286,7 @@ func TestAuditLetsPendingLookupsGoFirst(t *testing.T) {
 			settled(t, pool, "done-1", "mail", "x1")
 			claim(t, pool, "waiting", "mail", c.age)
 			a := auditorOn(pool, p)
-			pol := a.Policies["mail"]
-			pol.Behind = c.behind
-			a.Policies["mail"] = pol
+			a.Behind = func() time.Duration { return c.behind }
 			report, err := a.Audit(context.Background(), "mail")
 			if err != nil {
 				t.Fatal(err)
