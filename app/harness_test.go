@@ -27,10 +27,12 @@ import (
 	"github.com/sweeper/sweeper/testkit/ledgertables"
 )
 
-// TestMain runs six tests at once by default (-parallel overrides it): most
+// TestMain runs four tests at once by default (-parallel overrides it): most
 // of them wait on daemons' timers, leases and the database, not on the CPU.
+// Not more: make test runs this package beside cmd/sweeper's daemons, and
+// its replica tests open a pool per replica on the shared server.
 func TestMain(m *testing.M) {
-	dbtest.Main(m, dbtest.Parallel(6))
+	dbtest.Main(m, dbtest.Parallel(4))
 }
 
 var kinds = providers.Kinds{sim.Kind, httplookup.Kind}

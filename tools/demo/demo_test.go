@@ -17,6 +17,7 @@ import (
 
 	"github.com/sweeper/sweeper/config"
 	"github.com/sweeper/sweeper/testkit/dbtest"
+	"github.com/sweeper/sweeper/testkit/pgtemp"
 	"github.com/sweeper/sweeper/testkit/slackfake"
 )
 
@@ -43,7 +44,7 @@ func skipLong(t *testing.T) {
 	}
 }
 
-// TestDemo runs `sweeper demo` against the tests' server and checks that
+// TestDemo runs `sweeper demo` against a server of its own and checks that
 // it reaches its summary with every seeded operation settled as the
 // simulated providers dictate, at least one escalation, Slack messages,
 // the audit's duplicate_effect ticket for the operation its workflow marked
@@ -52,19 +53,37 @@ func skipLong(t *testing.T) {
 func TestDemo(t *testing.T) {
 	skipLong(t)
 	t.Parallel()
+	server := ownServer(t)
 	// One after the other: the story's outage is timed in seconds, and two
 	// daemons at once on a loaded machine blur it.
 	for _, adopt := range []bool{false, true} {
-		t.Run(fmt.Sprintf("adopt=%t", adopt), func(t *testing.T) { testDemo(t, adopt) })
+		t.Run(fmt.Sprintf("adopt=%t", adopt), func(t *testing.T) { testDemo(t, server, adopt) })
 	}
+}
+
+// ownServer starts a throwaway PostgreSQL cluster for the test and returns
+// its URL, as SWEEPER_DATABASE_URL: the demo's daemon and watch run beside
+// every other package's tests, and on a cluster of their own their
+// connections do not count against the shared server's limit.
+func ownServer(t *testing.T) string {
+	t.Helper()
+	cluster, err := pgtemp.Start(context.Background())
+	if err != nil {
+		t.Fatalf("a PostgreSQL cluster of the test's own: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Stop(); err != nil {
+			t.Errorf("stop the cluster: %v", err)
+		}
+	})
+	return cluster.URL
 }
 
 // testDemo is [TestDemo] on ledger.operations, or with adopt on the log
 // table of the workflows' own that `sweeper demo --adopt` maps: the same
 // story either way.
-func testDemo(t *testing.T, adopt bool) {
+func testDemo(t *testing.T, server string, adopt bool) {
 	const ops = 30
-	server := dbtest.ServerURL(t)
 	start := time.Now()
 	var stdout, stderr bytes.Buffer
 	var page struct {
@@ -371,7 +390,7 @@ func (w *watchWriter) String() string {
 func TestDemoKeep(t *testing.T) {
 	skipLong(t)
 	t.Parallel()
-	server := dbtest.ServerURL(t)
+	server := ownServer(t)
 	stdout := &watchWriter{want: "keep running (--keep)", seen: make(chan struct{})}
 	var stderr bytes.Buffer
 	var url string
