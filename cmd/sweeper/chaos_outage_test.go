@@ -73,7 +73,7 @@ func scalar(pool *pgxpool.Pool, query string, args ...any) int {
 func TestChaosSlackOutage(t *testing.T) {
 	skipLong(t)
 	t.Parallel()
-	dbURL := dbtest.NewDatabase(t)
+	dbURL := clusterDatabase(t)
 	pool := dbtest.Pool(t, dbURL)
 	var keys []string
 	for i := range 48 {
@@ -204,7 +204,7 @@ func TestChaosSlackOutage(t *testing.T) {
 func TestChaosProviderOutage(t *testing.T) {
 	skipLong(t)
 	t.Parallel()
-	dbURL := dbtest.NewDatabase(t)
+	dbURL := clusterDatabase(t)
 	pool := dbtest.Pool(t, dbURL)
 	recordTransitions(t, pool)
 	var keys []string

@@ -87,7 +87,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 	skipLong(t)
 	t.Parallel()
 	bin := binary(t)
-	dbURL := dbtest.NewDatabase(t)
+	dbURL := clusterDatabase(t)
 	cfgFile := writeConfig(t, crashConfig)
 	pool := dbtest.Pool(t, dbURL)
 

@@ -111,7 +111,7 @@ func TestToil(t *testing.T) {
 		held, lag, gone = 600, 200, 200
 		outage, lagBy, relookup, escalate = 45*time.Second, 40*time.Second, "1m", "* * * * *"
 	}
-	dbURL := dbtest.NewDatabase(t)
+	dbURL := clusterDatabase(t)
 	pool := dbtest.Pool(t, dbURL)
 	hash, err := ledger.PayloadHash([]byte(chaosPayload))
 	if err != nil {
