@@ -18,12 +18,10 @@ var (
 	buildErr  error
 )
 
-// TestMain runs six tests at once by default (-parallel overrides it): most
-// of them wait on real processes, leases and timers, not on the CPU, and
-// the longest, which run several daemons, do so on clusters of their own
-// (clusterDatabase), off the shared server's connection limit.
+// TestMain runs four tests at once by default (-parallel overrides it): most
+// of them wait on real processes, leases and timers, not on the CPU.
 func TestMain(m *testing.M) {
-	dbtest.Main(m, dbtest.Parallel(6), dbtest.Cleanup(func() {
+	dbtest.Main(m, dbtest.Parallel(4), dbtest.Cleanup(func() {
 		if binDir != "" {
 			os.RemoveAll(binDir)
 		}
