@@ -20,7 +20,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/testkit/pgtemp"
 	"github.com/sweeper/sweeper/testkit/slackfake"
 )
@@ -167,15 +166,7 @@ func TestChaos(t *testing.T) {
 	}
 	ctx := context.Background()
 	started := time.Now()
-	cluster, err := pgtemp.Start(ctx)
-	if err != nil {
-		t.Fatalf("PostgreSQL cluster of the test's own: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Stop(); err != nil {
-			t.Errorf("stop the cluster: %v", err)
-		}
-	})
+	cluster := migratedCluster(t)
 	dbURL := cluster.URL
 	admin, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
@@ -192,9 +183,6 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := migrations.New(pool, nil).Up(ctx); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
 	recordTransitions(t, pool)
 
 	var keys []string

@@ -10,13 +10,22 @@ import (
 	"github.com/sweeper/sweeper/testkit/pgtemp"
 )
 
-// clusterDatabase starts a throwaway PostgreSQL cluster for the test,
-// migrates its database and returns its URL. It is for the long tests that
-// run several daemons at once: their pools, eight connections each, would
-// otherwise take a large share of the shared server's connection limit
-// beside every other package's tests (four such tests at once held about
-// 80 of its 100).
+// clusterDatabase is the URL of a migrated database on a throwaway
+// PostgreSQL cluster of the test's own ([migratedCluster]). It is for the
+// long tests that run several daemons at once: their pools, eight
+// connections each, would otherwise take a large share of the shared
+// server's connection limit beside every other package's tests (four such
+// tests at once held about 80 of its 100).
 func clusterDatabase(t *testing.T) string {
+	t.Helper()
+	return migratedCluster(t).URL
+}
+
+// migratedCluster starts a throwaway PostgreSQL cluster for the test,
+// stopped when the test ends, and migrates its database; for the tests
+// that stop, restart or halt their server, and those that keep their
+// connections off the shared one.
+func migratedCluster(t *testing.T) *pgtemp.Cluster {
 	t.Helper()
 	ctx := context.Background()
 	cluster, err := pgtemp.Start(ctx)
@@ -36,5 +45,5 @@ func clusterDatabase(t *testing.T) string {
 	if _, err := migrations.New(pool, nil).Up(ctx); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	return cluster.URL
+	return cluster
 }

@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/sweeper/sweeper/internal/logs"
-	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/testkit/pgtemp"
 )
 
@@ -26,23 +23,7 @@ import (
 func TestDroppedDatabaseLogsOnceAWindow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cluster, err := pgtemp.Start(ctx)
-	if err != nil {
-		t.Fatalf("PostgreSQL cluster of the test's own: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Stop(); err != nil {
-			t.Errorf("stop the cluster: %v", err)
-		}
-	})
-	pool, err := pgxpool.New(ctx, cluster.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := migrations.New(pool, nil).Up(ctx); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	pool.Close()
+	cluster := migratedCluster(t)
 
 	bin := binary(t)
 	listen := freeListen(t)
@@ -123,23 +104,7 @@ func TestDroppedDatabaseLogsOnceAWindow(t *testing.T) {
 func TestDatabaseRestartIsSaidOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cluster, err := pgtemp.Start(ctx)
-	if err != nil {
-		t.Fatalf("PostgreSQL cluster of the test's own: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Stop(); err != nil {
-			t.Errorf("stop the cluster: %v", err)
-		}
-	})
-	pool, err := pgxpool.New(ctx, cluster.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := migrations.New(pool, nil).Up(ctx); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	pool.Close()
+	cluster := migratedCluster(t)
 
 	bin := binary(t)
 	listen := freeListen(t)

@@ -19,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sweeper/sweeper/config"
-	"github.com/sweeper/sweeper/migrations"
 	"github.com/sweeper/sweeper/testkit/dbtest"
 	"github.com/sweeper/sweeper/testkit/pgtemp"
 	"github.com/sweeper/sweeper/testkit/testwait"
@@ -300,23 +299,7 @@ func queryCount(t *testing.T, pool *pgxpool.Pool, query string) int {
 func TestRunWaitsForItsDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cluster, err := pgtemp.Start(ctx)
-	if err != nil {
-		t.Fatalf("PostgreSQL cluster of the test's own: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Stop(); err != nil {
-			t.Errorf("stop the cluster: %v", err)
-		}
-	})
-	pool, err := pgxpool.New(ctx, cluster.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := migrations.New(pool, nil).Up(ctx); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	pool.Close()
+	cluster := migratedCluster(t)
 	seed(t, cluster.URL, "found-while-down-1")
 	if err := cluster.Halt(ctx, pgtemp.ShutdownFast); err != nil {
 		t.Fatal(err)

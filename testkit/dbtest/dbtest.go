@@ -259,7 +259,8 @@ func createDatabase(t testing.TB, template string) string {
 // the server could tell the difference — the last commits before it lost,
 // never a transaction half applied — and the tests never crash the server
 // their databases live on: those that restart or kill PostgreSQL start a
-// cluster of their own (testkit/pgtemp), which keeps the default. A commit
+// cluster of their own (testkit/pgtemp), and set synchronous_commit back
+// on where a commit must survive the restart (the chaos test). A commit
 // then takes a tenth of a millisecond instead of the disk's flush (about
 // 2 ms here), which most of the tests' statements are.
 func fastCommits(name string) string {
